@@ -1,0 +1,356 @@
+//! An in-memory [`DataSource`] for unit and golden tests: a map of databases, each a map of
+//! collections holding documents by key. A transaction works on a copy-on-write snapshot
+//! (collections are `Arc`s) and installs the modified collections on commit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{Map, Value};
+
+use super::{CollectionInfo, DataSource, DocIter, Transaction, WriteOptions, WriteOutcome};
+
+#[derive(Clone, Debug, Default)]
+struct MemCollection {
+    is_edge: bool,
+    docs: Arc<BTreeMap<String, Value>>,
+}
+
+type Collections = BTreeMap<String, MemCollection>;
+
+/// Test data source.
+#[derive(Default)]
+pub struct MemorySource {
+    databases: RwLock<HashMap<String, Arc<RwLock<Collections>>>>,
+    revision: Arc<AtomicU64>,
+    key: Arc<AtomicU64>,
+}
+
+impl MemorySource {
+    /// A source with one empty database `_system`.
+    pub fn new() -> MemorySource {
+        let source = MemorySource::default();
+        source.create_database("_system");
+        source
+    }
+
+    pub fn create_database(&self, name: &str) {
+        self.databases.write().entry(name.to_string()).or_default();
+    }
+
+    /// Creates (or empties) a collection and fills it; documents without `_key` get
+    /// sequential keys "1", "2", ....
+    pub fn create_collection(
+        &self,
+        database: &str,
+        name: &str,
+        is_edge: bool,
+        docs: Vec<Value>,
+    ) -> Result<()> {
+        let db = self.database(database)?;
+        let mut collection = MemCollection {
+            is_edge,
+            docs: Arc::default(),
+        };
+        let mut next = 0u64;
+        let map = Arc::make_mut(&mut collection.docs);
+        for doc in docs {
+            let Value::Object(mut obj) = doc else {
+                return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+            };
+            let key = match obj.get("_key") {
+                Some(Value::String(k)) => k.clone(),
+                _ => {
+                    next += 1;
+                    next.to_string()
+                }
+            };
+            let rev = self.revision.fetch_add(1, Ordering::Relaxed) + 1;
+            let mut out = Map::new();
+            out.insert("_key".into(), Value::String(key.clone()));
+            out.insert("_id".into(), Value::String(format!("{name}/{key}")));
+            out.insert("_rev".into(), Value::String(format!("_{rev}")));
+            obj.remove("_key");
+            obj.remove("_id");
+            obj.remove("_rev");
+            out.extend(obj);
+            map.insert(key, Value::Object(out));
+        }
+        db.write().insert(name.to_string(), collection);
+        Ok(())
+    }
+
+    /// All documents of a collection ordered by key (for test assertions).
+    pub fn documents(&self, database: &str, name: &str) -> Result<Vec<Value>> {
+        let db = self.database(database)?;
+        let guard = db.read();
+        let collection = guard.get(name).ok_or_else(|| not_found(name))?;
+        Ok(collection.docs.values().cloned().collect())
+    }
+
+    fn database(&self, name: &str) -> Result<Arc<RwLock<Collections>>> {
+        self.databases
+            .read()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorCode::DatabaseNotFound))
+    }
+}
+
+fn not_found(name: &str) -> Error {
+    Error::with_message(
+        ErrorCode::DataSourceNotFound,
+        format!("collection or view not found: {name}"),
+    )
+}
+
+impl DataSource for MemorySource {
+    fn begin(&self, database: &str) -> Result<Box<dyn Transaction>> {
+        let db = self.database(database)?;
+        let snapshot = db.read().clone();
+        Ok(Box::new(MemoryTransaction {
+            db,
+            snapshot,
+            touched: Vec::new(),
+            revision: self.revision.clone(),
+            key: self.key.clone(),
+        }))
+    }
+}
+
+struct MemoryTransaction {
+    db: Arc<RwLock<Collections>>,
+    snapshot: Collections,
+    touched: Vec<String>,
+    revision: Arc<AtomicU64>,
+    key: Arc<AtomicU64>,
+}
+
+impl MemoryTransaction {
+    fn coll(&self, name: &str) -> Result<&MemCollection> {
+        self.snapshot.get(name).ok_or_else(|| not_found(name))
+    }
+
+    fn docs_mut(&mut self, name: &str) -> Result<&mut BTreeMap<String, Value>> {
+        if !self.touched.iter().any(|t| t == name) {
+            self.touched.push(name.to_string());
+        }
+        let coll = self.snapshot.get_mut(name).ok_or_else(|| not_found(name))?;
+        Ok(Arc::make_mut(&mut coll.docs))
+    }
+
+    fn next_rev(&self) -> String {
+        format!("_{}", self.revision.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+
+    fn key_of(doc: &Value) -> Result<String> {
+        match doc.get("_key") {
+            Some(Value::String(k)) => Ok(k.clone()),
+            Some(_) => Err(Error::new(ErrorCode::DocumentKeyBad)),
+            None => Err(Error::new(ErrorCode::DocumentKeyMissing)),
+        }
+    }
+
+    fn check_rev(old: &Value, doc: &Value, options: &WriteOptions) -> Result<()> {
+        if options.ignore_revs {
+            return Ok(());
+        }
+        if let Some(rev) = doc.get("_rev").and_then(Value::as_str) {
+            if old.get("_rev").and_then(Value::as_str) != Some(rev) {
+                return Err(Error::new(ErrorCode::ArangoConflict));
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(
+        &mut self,
+        collection: &str,
+        key: &str,
+        body: Map<String, Value>,
+        is_edge: bool,
+    ) -> Result<Value> {
+        if is_edge {
+            for attr in ["_from", "_to"] {
+                match body.get(attr) {
+                    Some(Value::String(s)) if s.contains('/') => {}
+                    _ => return Err(Error::new(ErrorCode::InvalidEdgeAttribute)),
+                }
+            }
+        }
+        let mut out = Map::new();
+        out.insert("_key".into(), Value::String(key.to_string()));
+        out.insert("_id".into(), Value::String(format!("{collection}/{key}")));
+        out.insert("_rev".into(), Value::String(self.next_rev()));
+        for (k, v) in body {
+            if !matches!(k.as_str(), "_key" | "_id" | "_rev") {
+                out.insert(k, v);
+            }
+        }
+        let doc = Value::Object(out);
+        self.docs_mut(collection)?
+            .insert(key.to_string(), doc.clone());
+        Ok(doc)
+    }
+}
+
+fn merge_patch(target: &mut Map<String, Value>, patch: Map<String, Value>, options: &WriteOptions) {
+    for (k, v) in patch {
+        match v {
+            Value::Null if !options.keep_null => {
+                target.remove(&k);
+            }
+            Value::Object(inner) if options.merge_objects => match target.get_mut(&k) {
+                Some(Value::Object(existing)) => merge_patch(existing, inner, options),
+                _ => {
+                    let mut fresh = Map::new();
+                    merge_patch(&mut fresh, inner, options);
+                    target.insert(k, Value::Object(fresh));
+                }
+            },
+            other => {
+                target.insert(k, other);
+            }
+        }
+    }
+}
+
+impl Transaction for MemoryTransaction {
+    fn collection(&self, name: &str) -> Result<CollectionInfo> {
+        let coll = self.coll(name)?;
+        Ok(CollectionInfo {
+            name: name.to_string(),
+            is_edge: coll.is_edge,
+        })
+    }
+
+    fn count(&self, collection: &str) -> Result<u64> {
+        Ok(self.coll(collection)?.docs.len() as u64)
+    }
+
+    fn get(&self, collection: &str, key: &str) -> Result<Option<Value>> {
+        Ok(self.coll(collection)?.docs.get(key).cloned())
+    }
+
+    fn scan(&self, collection: &str) -> Result<DocIter> {
+        let docs: Vec<Value> = self.coll(collection)?.docs.values().cloned().collect();
+        Ok(Box::new(docs.into_iter().map(Ok)))
+    }
+
+    fn insert(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let is_edge = self.coll(collection)?.is_edge;
+        let Value::Object(body) = doc else {
+            return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+        };
+        let key = match body.get("_key") {
+            Some(Value::String(k)) if quiver_types::validate_key(k).is_ok() => k.clone(),
+            Some(_) => return Err(Error::new(ErrorCode::DocumentKeyBad)),
+            None => format!("k{}", self.key.fetch_add(1, Ordering::Relaxed) + 1),
+        };
+        if let Some(old) = self.coll(collection)?.docs.get(&key).cloned() {
+            return match options.overwrite_mode.as_deref() {
+                Some("ignore") => Ok(WriteOutcome { old: None, new: None }),
+                Some("replace") => {
+                    let new = self.finish(collection, &key, body, is_edge)?;
+                    Ok(WriteOutcome { old: Some(old), new: Some(new) })
+                }
+                Some("update") => {
+                    let mut merged = old.as_object().cloned().unwrap_or_default();
+                    merge_patch(&mut merged, body, options);
+                    let new = self.finish(collection, &key, merged, is_edge)?;
+                    Ok(WriteOutcome { old: Some(old), new: Some(new) })
+                }
+                _ => Err(Error::with_message(
+                    ErrorCode::UniqueConstraintViolated,
+                    format!("unique constraint violated - in index primary of type primary over '_key'; conflicting key: {key}"),
+                )),
+            };
+        }
+        let new = self.finish(collection, &key, body, is_edge)?;
+        Ok(WriteOutcome {
+            old: None,
+            new: Some(new),
+        })
+    }
+
+    fn update(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let is_edge = self.coll(collection)?.is_edge;
+        let key = Self::key_of(&doc)?;
+        let old = self
+            .get(collection, &key)?
+            .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+        Self::check_rev(&old, &doc, options)?;
+        let mut merged = old.as_object().cloned().unwrap_or_default();
+        let Value::Object(patch) = doc else {
+            return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+        };
+        merge_patch(&mut merged, patch, options);
+        let new = self.finish(collection, &key, merged, is_edge)?;
+        Ok(WriteOutcome {
+            old: Some(old),
+            new: Some(new),
+        })
+    }
+
+    fn replace(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let is_edge = self.coll(collection)?.is_edge;
+        let key = Self::key_of(&doc)?;
+        let old = self
+            .get(collection, &key)?
+            .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+        Self::check_rev(&old, &doc, options)?;
+        let Value::Object(body) = doc else {
+            return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+        };
+        let new = self.finish(collection, &key, body, is_edge)?;
+        Ok(WriteOutcome {
+            old: Some(old),
+            new: Some(new),
+        })
+    }
+
+    fn remove(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let key = Self::key_of(&doc)?;
+        let old = self
+            .get(collection, &key)?
+            .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+        Self::check_rev(&old, &doc, options)?;
+        self.docs_mut(collection)?.remove(&key);
+        Ok(WriteOutcome {
+            old: Some(old),
+            new: None,
+        })
+    }
+
+    fn commit(self: Box<Self>) -> Result<()> {
+        let mut guard = self.db.write();
+        for name in &self.touched {
+            if let Some(coll) = self.snapshot.get(name) {
+                guard.insert(name.clone(), coll.clone());
+            }
+        }
+        Ok(())
+    }
+}

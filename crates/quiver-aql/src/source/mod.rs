@@ -1,0 +1,92 @@
+//! The narrow data-access contract the query engine needs. Keeping it this small lets the
+//! executor run over quiver-core in production and over [`memory::MemorySource`] in unit and
+//! golden tests, and lets issue 6 add index access without touching the executor's callers.
+
+use quiver_errors::Result;
+use serde_json::Value;
+
+pub mod memory;
+
+/// What the planner needs to know about a collection.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectionInfo {
+    pub name: String,
+    pub is_edge: bool,
+}
+
+/// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteOptions {
+    pub wait_for_sync: bool,
+    pub keep_null: bool,
+    pub merge_objects: bool,
+    pub ignore_revs: bool,
+    /// `overwriteMode` of INSERT: "conflict" (None), "ignore", "replace", "update".
+    pub overwrite_mode: Option<String>,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            wait_for_sync: false,
+            keep_null: true,
+            merge_objects: true,
+            ignore_revs: true,
+            overwrite_mode: None,
+        }
+    }
+}
+
+/// The documents before and after one write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WriteOutcome {
+    pub old: Option<Value>,
+    pub new: Option<Value>,
+}
+
+/// An owned stream of documents (no borrow of the transaction, so streaming cursors can keep
+/// it across HTTP requests).
+pub type DocIter = Box<dyn Iterator<Item = Result<Value>> + Send>;
+
+/// Entry point: one implementation per storage backend.
+pub trait DataSource: Send + Sync {
+    /// Fails with 1228 if the database does not exist.
+    fn begin(&self, database: &str) -> Result<Box<dyn Transaction>>;
+}
+
+/// One query's view of a database: every read sees the same consistent state (plus the
+/// query's own writes), and all writes become visible atomically on `commit`. Dropping the
+/// transaction without committing discards the writes.
+pub trait Transaction: Send {
+    /// Fails with 1203 if the collection does not exist.
+    fn collection(&self, name: &str) -> Result<CollectionInfo>;
+    fn count(&self, collection: &str) -> Result<u64>;
+    fn get(&self, collection: &str, key: &str) -> Result<Option<Value>>;
+    fn scan(&self, collection: &str) -> Result<DocIter>;
+    fn insert(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome>;
+    /// `doc` carries `_key` (and `_rev` when revisions are checked).
+    fn update(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome>;
+    fn replace(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome>;
+    fn remove(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome>;
+    fn commit(self: Box<Self>) -> Result<()>;
+}
