@@ -203,6 +203,7 @@ error_codes! {
     GraphCreateMalformedOrphanList = 1943, 400, "malformed orphan list";
     GraphEdgeDefinitionIsDocument = 1944, 400, "edge definition collection is a document collection";
     GraphReferencedVertexCollectionNotUsed = 1947, 400, "referenced vertex collection is not part of the graph";
+    GraphNegativeEdgeWeight = 1949, 400, "negative edge weight found";
     SimpleClientUnknownError = 2000, 500, "unknown client error";
     SimpleClientCouldNotConnect = 2001, 500, "could not connect to server";
     SimpleClientCouldNotWrite = 2002, 500, "could not write to server";
