@@ -1,0 +1,1 @@
+//! The AQL function library (filled in by the following commits).
