@@ -1,1 +1,250 @@
-//! (in progress)
+//! The abstract syntax tree the parser produces and the planner consumes.
+
+use serde_json::Value;
+
+/// A whole query or subquery: a list of operations ending in RETURN or a data modification.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Query {
+    /// Collections named in a leading `WITH` clause.
+    pub with: Vec<String>,
+    pub ops: Vec<Op>,
+}
+
+/// Where a data modification writes to, or a `FOR` reads from by name.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CollectionRef {
+    Name(String),
+    /// `@@name`, resolved from the bind parameters.
+    Bind(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Direction {
+    Outbound,
+    Inbound,
+    Any,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    For {
+        var: String,
+        source: Expr,
+        options: Option<Expr>,
+    },
+    /// `FOR v[, e[, p]] IN min..max DIRECTION start GRAPH g | edgeColls` — parsed now,
+    /// executed by issue 6's traversal node.
+    Traversal {
+        vars: Vec<String>,
+        depth: Option<Expr>,
+        direction: Direction,
+        start: Expr,
+        graph: Expr,
+        options: Option<Expr>,
+    },
+    Filter(Expr),
+    Let {
+        var: String,
+        expr: Expr,
+    },
+    Sort(Vec<(Expr, bool)>),
+    Limit {
+        offset: Expr,
+        count: Expr,
+    },
+    Collect(Collect),
+    Window {
+        /// `WINDOW rangeValue WITH {...}` uses a range value; otherwise row-based.
+        range_value: Option<Expr>,
+        spec: Expr,
+        aggregates: Vec<(String, Expr)>,
+    },
+    Return {
+        distinct: bool,
+        expr: Expr,
+    },
+    Modify(Modify),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Collect {
+    pub groups: Vec<(String, Expr)>,
+    pub aggregates: Vec<(String, Expr)>,
+    /// `INTO var [= projection]`.
+    pub into: Option<(String, Option<Expr>)>,
+    pub keep: Vec<String>,
+    pub count_into: Option<String>,
+    pub options: Option<Expr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModifyKind {
+    Insert,
+    Update,
+    Replace,
+    Remove,
+    Upsert,
+}
+
+impl ModifyKind {
+    pub fn node_name(self) -> &'static str {
+        match self {
+            ModifyKind::Insert => "InsertNode",
+            ModifyKind::Update => "UpdateNode",
+            ModifyKind::Replace => "ReplaceNode",
+            ModifyKind::Remove => "RemoveNode",
+            ModifyKind::Upsert => "UpsertNode",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Modify {
+    pub kind: ModifyKind,
+    /// INSERT: the document; UPDATE/REPLACE: the key expression with `WITH`, else the
+    /// document; REMOVE: the key or document; UPSERT: the search example.
+    pub first: Expr,
+    /// UPDATE/REPLACE `WITH doc`; UPSERT's INSERT document.
+    pub second: Option<Expr>,
+    /// UPSERT's UPDATE/REPLACE document.
+    pub third: Option<Expr>,
+    /// UPSERT ... REPLACE (instead of UPDATE).
+    pub upsert_replace: bool,
+    pub collection: CollectionRef,
+    pub options: Option<Expr>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnaryOp {
+    Not,
+    Minus,
+    Plus,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Or,
+    And,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    In,
+    NotIn,
+    Like,
+    NotLike,
+    RegexMatch,
+    RegexNotMatch,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "||",
+            BinOp::And => "&&",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::In => "IN",
+            BinOp::NotIn => "NOT IN",
+            BinOp::Like => "LIKE",
+            BinOp::NotLike => "NOT LIKE",
+            BinOp::RegexMatch => "=~",
+            BinOp::RegexNotMatch => "!~",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Mod => "%",
+        }
+    }
+
+    /// ArangoDB's AST node type name (for `/_api/query` output).
+    pub fn ast_name(self) -> &'static str {
+        match self {
+            BinOp::Or => "logical or",
+            BinOp::And => "logical and",
+            BinOp::Eq => "compare ==",
+            BinOp::Ne => "compare !=",
+            BinOp::Lt => "compare <",
+            BinOp::Le => "compare <=",
+            BinOp::Gt => "compare >",
+            BinOp::Ge => "compare >=",
+            BinOp::In => "compare in",
+            BinOp::NotIn => "compare not in",
+            BinOp::Like => "like",
+            BinOp::NotLike => "not like",
+            BinOp::RegexMatch => "regex match",
+            BinOp::RegexNotMatch => "regex not match",
+            BinOp::Add => "plus",
+            BinOp::Sub => "minus",
+            BinOp::Mul => "times",
+            BinOp::Div => "division",
+            BinOp::Mod => "modulus",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantifier {
+    Any,
+    All,
+    None,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectKey {
+    Static(String),
+    Computed(Expr),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// null, bools, numbers and strings.
+    Literal(Value),
+    Array(Vec<Expr>),
+    Object(Vec<(ObjectKey, Expr)>),
+    /// A name: a variable if one is in scope, otherwise a collection name.
+    Name(String),
+    Bind(String),
+    BindCollection(String),
+    Attribute(Box<Expr>, String),
+    Index(Box<Expr>, Box<Expr>),
+    /// `input[*...]` / `input[**...]`: for each element (after flattening `depth - 1` levels)
+    /// bind `CURRENT`, keep it if `filter`, stop after `limit`, and map it through
+    /// `project` (which includes any attribute accesses following the `[*]`).
+    Expansion {
+        input: Box<Expr>,
+        depth: usize,
+        filter: Option<Box<Expr>>,
+        limit: Option<(Box<Expr>, Box<Expr>)>,
+        project: Option<Box<Expr>>,
+    },
+    /// The implicit element variable inside an expansion.
+    Current,
+    Unary(UnaryOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `left ANY|ALL|NONE op right`.
+    ArrayCompare(Quantifier, BinOp, Box<Expr>, Box<Expr>),
+    /// `cond ? then : else`; `cond ?: else` has `then` None.
+    Ternary(Box<Expr>, Option<Box<Expr>>, Box<Expr>),
+    Range(Box<Expr>, Box<Expr>),
+    Call(String, Vec<Expr>),
+    Subquery(Box<Query>),
+}
+
+impl Expr {
+    pub fn lit(v: Value) -> Expr {
+        Expr::Literal(v)
+    }
+}

@@ -1,1 +1,1236 @@
-//! (in progress)
+//! Recursive-descent parser for AQL with ArangoDB's operator precedence (lowest first):
+//! `?:`, `||`, `&&`, `== != LIKE =~ !~` (and `ANY/ALL/NONE` array comparisons), `IN`,
+//! `< <= > >=`, `..`, `+ -`, `* / %`, unary `! - +`, then postfix `.` `[]` `[*]`.
+//! Hand-written (rather than generated) to produce ArangoDB's error messages with positions
+//! and to bound recursion depth on hostile input.
+
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use crate::ast::*;
+use crate::lexer::{column_of, near, tokenize, Kw, Tok, Token, CONTEXT_WORDS};
+
+/// Deepest nesting of expressions/subqueries accepted; deeper input fails cleanly instead of
+/// exhausting the thread's stack.
+const MAX_DEPTH: usize = 120;
+
+/// Parses a complete query.
+pub fn parse(query: &str) -> Result<Query> {
+    if query.trim().is_empty() {
+        return Err(Error::with_message(
+            ErrorCode::QueryParse,
+            "AQL: syntax error, unexpected end of query string near '' at position 1:1 (while parsing)",
+        ));
+    }
+    let tokens = tokenize(query)?;
+    let mut parser = Parser {
+        query,
+        tokens,
+        pos: 0,
+        depth: 0,
+        no_in: false,
+        expansion: 0,
+    };
+    let q = parser.query()?;
+    if !matches!(parser.peek(), Tok::Eof) {
+        return Err(parser.unexpected());
+    }
+    Ok(q)
+}
+
+struct Parser<'a> {
+    query: &'a str,
+    tokens: Vec<Token>,
+    pos: usize,
+    depth: usize,
+    /// Set while parsing the document of UPDATE/REPLACE/REMOVE, whose `IN coll` would
+    /// otherwise be read as the IN operator.
+    no_in: bool,
+    /// Inside `[* ...]`, where `CURRENT` names the element.
+    expansion: usize,
+}
+
+impl<'a> Parser<'a> {
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.pos].tok
+    }
+
+    fn peek_at(&self, n: usize) -> &Tok {
+        let i = (self.pos + n).min(self.tokens.len() - 1);
+        &self.tokens[i].tok
+    }
+
+    fn advance(&mut self) -> Tok {
+        let t = self.tokens[self.pos].tok.clone();
+        if self.pos < self.tokens.len() - 1 {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn is_sym(&self, s: &str) -> bool {
+        matches!(self.peek(), Tok::Sym(x) if *x == s)
+    }
+
+    fn eat_sym(&mut self, s: &str) -> bool {
+        if self.is_sym(s) {
+            self.advance();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_sym(&mut self, s: &str) -> Result<()> {
+        if self.eat_sym(s) {
+            Ok(())
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn is_kw(&self, kw: Kw) -> bool {
+        matches!(self.peek(), Tok::Kw(k) if *k == kw)
+    }
+
+    fn eat_kw(&mut self, kw: Kw) -> bool {
+        if self.is_kw(kw) {
+            self.advance();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_kw(&mut self, kw: Kw) -> Result<()> {
+        if self.eat_kw(kw) {
+            Ok(())
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    /// A contextual word such as KEEP or COUNT (case-insensitive identifier).
+    fn is_word(&self, word: &str) -> bool {
+        matches!(self.peek(), Tok::Ident(x) if x.eq_ignore_ascii_case(word))
+    }
+
+    fn eat_word(&mut self, word: &str) -> bool {
+        if self.is_word(word) {
+            self.advance();
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_word(&mut self, word: &str) -> Result<()> {
+        if self.eat_word(word) {
+            Ok(())
+        } else {
+            Err(self.unexpected())
+        }
+    }
+
+    fn describe(tok: &Tok) -> String {
+        match tok {
+            Tok::Ident(_) | Tok::QuotedIdent(_) => "identifier".into(),
+            Tok::Str(_) => "quoted string".into(),
+            Tok::Int(_) => "integer number".into(),
+            Tok::Float(_) => "number".into(),
+            Tok::Bind(_) => "bind parameter".into(),
+            Tok::BindColl(_) => "bind data source parameter".into(),
+            Tok::Kw(k) => match k {
+                Kw::Null => "null".into(),
+                Kw::True => "true".into(),
+                Kw::False => "false".into(),
+                Kw::For
+                | Kw::Return
+                | Kw::Filter
+                | Kw::Sort
+                | Kw::Limit
+                | Kw::Let
+                | Kw::Collect
+                | Kw::Insert
+                | Kw::Update
+                | Kw::Replace
+                | Kw::Remove
+                | Kw::Upsert
+                | Kw::Window
+                | Kw::Search => format!("{} declaration", k.text()),
+                _ => format!("{} keyword", k.text()),
+            },
+            Tok::Sym(s) => format!("{s}"),
+            Tok::Eof => "end of query string".into(),
+        }
+    }
+
+    fn unexpected(&self) -> Error {
+        let token = &self.tokens[self.pos];
+        let line_start = self.query[..token.start.min(self.query.len())]
+            .rfind('\n')
+            .map_or(0, |i| i + 1);
+        Error::with_message(
+            ErrorCode::QueryParse,
+            format!(
+                "AQL: syntax error, unexpected {} near '{}' at position {}:{} (while parsing)",
+                Self::describe(&token.tok),
+                near(self.query, token.start),
+                token.line,
+                column_of(self.query, line_start, token.start)
+            ),
+        )
+    }
+
+    fn enter(&mut self) -> Result<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(Error::with_message(
+                ErrorCode::QueryTooMuchNesting,
+                "too much nesting or too many objects",
+            ));
+        }
+        Ok(())
+    }
+
+    fn variable_name(&mut self) -> Result<String> {
+        match self.peek().clone() {
+            Tok::Ident(name) | Tok::QuotedIdent(name) => {
+                self.advance();
+                Ok(name)
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    fn collection_ref(&mut self) -> Result<CollectionRef> {
+        match self.peek().clone() {
+            Tok::Ident(name) | Tok::QuotedIdent(name) | Tok::Str(name) => {
+                self.advance();
+                Ok(CollectionRef::Name(name))
+            }
+            Tok::BindColl(name) => {
+                self.advance();
+                Ok(CollectionRef::Bind(name))
+            }
+            Tok::Bind(name) => {
+                self.advance();
+                Ok(CollectionRef::Bind(name))
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    // ---------------------------------------------------------------- statements
+
+    fn query(&mut self) -> Result<Query> {
+        self.enter()?;
+        let mut with = Vec::new();
+        if self.eat_kw(Kw::With) {
+            loop {
+                match self.collection_ref()? {
+                    CollectionRef::Name(n) => with.push(n),
+                    CollectionRef::Bind(n) => with.push(format!("@{n}")),
+                }
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+        }
+        let mut ops = Vec::new();
+        loop {
+            let op = self.operation()?;
+            let ends = matches!(op, Op::Return { .. });
+            ops.push(op);
+            if ends {
+                break;
+            }
+            if matches!(self.peek(), Tok::Eof | Tok::Sym(")")) {
+                if matches!(ops.last(), Some(Op::Modify(_))) {
+                    break;
+                }
+                return Err(self.unexpected());
+            }
+        }
+        self.depth -= 1;
+        Ok(Query { with, ops })
+    }
+
+    fn operation(&mut self) -> Result<Op> {
+        let tok = self.peek().clone();
+        match tok {
+            Tok::Kw(Kw::For) => {
+                self.advance();
+                self.for_op()
+            }
+            Tok::Kw(Kw::Filter) => {
+                self.advance();
+                Ok(Op::Filter(self.expr()?))
+            }
+            Tok::Kw(Kw::Let) => {
+                self.advance();
+                let var = self.variable_name()?;
+                self.expect_sym("=")?;
+                Ok(Op::Let {
+                    var,
+                    expr: self.expr()?,
+                })
+            }
+            Tok::Kw(Kw::Sort) => {
+                self.advance();
+                let mut keys = Vec::new();
+                loop {
+                    let e = self.expr()?;
+                    let asc = if self.eat_kw(Kw::Desc) {
+                        false
+                    } else {
+                        self.eat_kw(Kw::Asc);
+                        true
+                    };
+                    keys.push((e, asc));
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+                Ok(Op::Sort(keys))
+            }
+            Tok::Kw(Kw::Limit) => {
+                self.advance();
+                let first = self.expr()?;
+                if self.eat_sym(",") {
+                    let count = self.expr()?;
+                    Ok(Op::Limit {
+                        offset: first,
+                        count,
+                    })
+                } else {
+                    Ok(Op::Limit {
+                        offset: Expr::lit(Value::from(0)),
+                        count: first,
+                    })
+                }
+            }
+            Tok::Kw(Kw::Collect) => {
+                self.advance();
+                self.collect_op()
+            }
+            Tok::Kw(Kw::Window) => {
+                self.advance();
+                self.window_op()
+            }
+            Tok::Kw(Kw::Return) => {
+                self.advance();
+                let distinct = self.eat_kw(Kw::Distinct);
+                Ok(Op::Return {
+                    distinct,
+                    expr: self.expr()?,
+                })
+            }
+            Tok::Kw(Kw::Insert | Kw::Update | Kw::Replace | Kw::Remove | Kw::Upsert) => {
+                self.advance();
+                self.modify_op(tok)
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    fn options(&mut self) -> Result<Option<Expr>> {
+        if self.eat_word("OPTIONS") {
+            if !self.is_sym("{") && !matches!(self.peek(), Tok::Bind(_)) {
+                return Err(self.unexpected());
+            }
+            Ok(Some(self.postfix()?))
+        } else {
+            Ok(None)
+        }
+    }
+
+    fn for_op(&mut self) -> Result<Op> {
+        let mut vars = vec![self.variable_name()?];
+        while self.eat_sym(",") {
+            vars.push(self.variable_name()?);
+        }
+        self.expect_kw(Kw::In)?;
+        if let Some(dir) = self.direction_here() {
+            return self.traversal(vars, None, dir);
+        }
+        let source = self.expr()?;
+        if let Some(dir) = self.direction_here() {
+            return self.traversal(vars, Some(source), dir);
+        }
+        if vars.len() != 1 {
+            return Err(self.unexpected());
+        }
+        if self.is_kw(Kw::Search) {
+            return Err(Error::with_message(
+                ErrorCode::NotImplemented,
+                "SEARCH on views is not supported yet",
+            ));
+        }
+        let options = self.options()?;
+        Ok(Op::For {
+            var: vars.remove(0),
+            source,
+            options,
+        })
+    }
+
+    fn direction_here(&self) -> Option<Direction> {
+        match self.peek() {
+            Tok::Kw(Kw::Outbound) => Some(Direction::Outbound),
+            Tok::Kw(Kw::Inbound) => Some(Direction::Inbound),
+            Tok::Kw(Kw::Any) => Some(Direction::Any),
+            _ => None,
+        }
+    }
+
+    fn traversal(
+        &mut self,
+        vars: Vec<String>,
+        depth: Option<Expr>,
+        direction: Direction,
+    ) -> Result<Op> {
+        self.advance();
+        if matches!(
+            self.peek(),
+            Tok::Kw(Kw::ShortestPath | Kw::KShortestPaths | Kw::KPaths | Kw::AllShortestPaths)
+        ) {
+            return Err(Error::with_message(
+                ErrorCode::NotImplemented,
+                "path searches (SHORTEST_PATH, K_PATHS, ...) arrive with the graph issue",
+            ));
+        }
+        if vars.len() > 3 {
+            return Err(self.unexpected());
+        }
+        let start = self.expr()?;
+        let graph = if self.eat_kw(Kw::Graph) {
+            Expr::Call("GRAPH".into(), vec![self.primary()?])
+        } else {
+            let mut colls = Vec::new();
+            loop {
+                let dir = self.direction_here();
+                if dir.is_some() {
+                    self.advance();
+                }
+                let c = match self.collection_ref()? {
+                    CollectionRef::Name(n) => Expr::lit(Value::String(n)),
+                    CollectionRef::Bind(n) => Expr::Bind(n),
+                };
+                colls.push(c);
+                if !self.eat_sym(",") {
+                    break;
+                }
+            }
+            Expr::Array(colls)
+        };
+        if self.eat_word("PRUNE") {
+            self.expr()?;
+        }
+        let options = self.options()?;
+        Ok(Op::Traversal {
+            vars,
+            depth,
+            direction,
+            start,
+            graph,
+            options,
+        })
+    }
+
+    fn assignments(&mut self) -> Result<Vec<(String, Expr)>> {
+        let mut out = Vec::new();
+        loop {
+            let var = self.variable_name()?;
+            self.expect_sym("=")?;
+            out.push((var, self.expr()?));
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        Ok(out)
+    }
+
+    fn collect_op(&mut self) -> Result<Op> {
+        let mut c = Collect {
+            groups: Vec::new(),
+            aggregates: Vec::new(),
+            into: None,
+            keep: Vec::new(),
+            count_into: None,
+            options: None,
+        };
+        let starts_with_name = matches!(self.peek(), Tok::Ident(_) | Tok::QuotedIdent(_))
+            && matches!(self.peek_at(1), Tok::Sym("="));
+        if starts_with_name {
+            c.groups = self.assignments()?;
+        }
+        if self.eat_kw(Kw::Aggregate) {
+            c.aggregates = self.assignments()?;
+        }
+        if self.eat_kw(Kw::Into) {
+            let var = self.variable_name()?;
+            let projection = if self.eat_sym("=") {
+                Some(self.expr()?)
+            } else {
+                None
+            };
+            c.into = Some((var, projection));
+            if self.eat_word("KEEP") {
+                loop {
+                    c.keep.push(self.variable_name()?);
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+            }
+        }
+        if self.is_kw(Kw::With)
+            && matches!(self.peek_at(1), Tok::Ident(w) if w.eq_ignore_ascii_case("COUNT"))
+        {
+            if c.into.is_some() || !c.aggregates.is_empty() {
+                return Err(self.unexpected());
+            }
+            self.advance();
+            self.expect_word("COUNT")?;
+            self.expect_kw(Kw::Into)?;
+            c.count_into = Some(self.variable_name()?);
+        }
+        c.options = self.options()?;
+        if c.groups.is_empty()
+            && c.aggregates.is_empty()
+            && c.into.is_none()
+            && c.count_into.is_none()
+        {
+            return Err(self.unexpected());
+        }
+        Ok(Op::Collect(c))
+    }
+
+    fn window_op(&mut self) -> Result<Op> {
+        let first = self.expr()?;
+        let (range_value, spec) = if self.eat_kw(Kw::With) {
+            (Some(first), self.expr()?)
+        } else {
+            (None, first)
+        };
+        self.expect_kw(Kw::Aggregate)?;
+        let aggregates = self.assignments()?;
+        Ok(Op::Window {
+            range_value,
+            spec,
+            aggregates,
+        })
+    }
+
+    fn modify_expr(&mut self) -> Result<Expr> {
+        let saved = self.no_in;
+        self.no_in = true;
+        let e = self.expr();
+        self.no_in = saved;
+        e
+    }
+
+    fn modify_op(&mut self, tok: Tok) -> Result<Op> {
+        let kind = match tok {
+            Tok::Kw(Kw::Insert) => ModifyKind::Insert,
+            Tok::Kw(Kw::Update) => ModifyKind::Update,
+            Tok::Kw(Kw::Replace) => ModifyKind::Replace,
+            Tok::Kw(Kw::Remove) => ModifyKind::Remove,
+            _ => ModifyKind::Upsert,
+        };
+        let mut m = Modify {
+            kind,
+            first: Expr::lit(Value::Null),
+            second: None,
+            third: None,
+            upsert_replace: false,
+            collection: CollectionRef::Name(String::new()),
+            options: None,
+        };
+        match kind {
+            ModifyKind::Insert => {
+                m.first = self.modify_expr()?;
+                if !self.eat_kw(Kw::Into) {
+                    self.expect_kw(Kw::In)?;
+                }
+            }
+            ModifyKind::Update | ModifyKind::Replace => {
+                m.first = self.modify_expr()?;
+                if self.eat_kw(Kw::With) {
+                    m.second = Some(self.modify_expr()?);
+                }
+                if !self.eat_kw(Kw::Into) {
+                    self.expect_kw(Kw::In)?;
+                }
+            }
+            ModifyKind::Remove => {
+                m.first = self.modify_expr()?;
+                if !self.eat_kw(Kw::Into) {
+                    self.expect_kw(Kw::In)?;
+                }
+            }
+            ModifyKind::Upsert => {
+                m.first = self.modify_expr()?;
+                self.expect_kw(Kw::Insert)?;
+                m.second = Some(self.modify_expr()?);
+                if self.eat_kw(Kw::Replace) {
+                    m.upsert_replace = true;
+                } else {
+                    self.expect_kw(Kw::Update)?;
+                }
+                m.third = Some(self.modify_expr()?);
+                if !self.eat_kw(Kw::Into) {
+                    self.expect_kw(Kw::In)?;
+                }
+            }
+        }
+        m.collection = self.collection_ref()?;
+        m.options = self.options()?;
+        Ok(Op::Modify(m))
+    }
+
+    // ---------------------------------------------------------------- expressions
+
+    pub(crate) fn expr(&mut self) -> Result<Expr> {
+        self.enter()?;
+        let e = self.ternary();
+        self.depth -= 1;
+        e
+    }
+
+    fn ternary(&mut self) -> Result<Expr> {
+        let cond = self.or()?;
+        if self.eat_sym("?") {
+            if self.eat_sym(":") {
+                let otherwise = self.expr()?;
+                return Ok(Expr::Ternary(Box::new(cond), None, Box::new(otherwise)));
+            }
+            let then = self.expr()?;
+            self.expect_sym(":")?;
+            let otherwise = self.expr()?;
+            return Ok(Expr::Ternary(
+                Box::new(cond),
+                Some(Box::new(then)),
+                Box::new(otherwise),
+            ));
+        }
+        Ok(cond)
+    }
+
+    fn or(&mut self) -> Result<Expr> {
+        let mut left = self.and()?;
+        while self.eat_sym("||") || self.eat_kw(Kw::Or) {
+            let right = self.and()?;
+            left = Expr::Binary(BinOp::Or, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn and(&mut self) -> Result<Expr> {
+        let mut left = self.equality()?;
+        while self.eat_sym("&&") || self.eat_kw(Kw::And) {
+            let right = self.equality()?;
+            left = Expr::Binary(BinOp::And, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    /// After a left operand: `ANY|ALL|NONE <op>` starts an array comparison.
+    fn quantified(&mut self) -> Option<(Quantifier, BinOp)> {
+        let q = match self.peek() {
+            Tok::Kw(Kw::Any) => Quantifier::Any,
+            Tok::Kw(Kw::All) => Quantifier::All,
+            Tok::Kw(Kw::None) => Quantifier::None,
+            _ => return None,
+        };
+        let (op, len) = match (self.peek_at(1), self.peek_at(2)) {
+            (Tok::Sym("=="), _) => (BinOp::Eq, 2),
+            (Tok::Sym("!="), _) => (BinOp::Ne, 2),
+            (Tok::Sym("<"), _) => (BinOp::Lt, 2),
+            (Tok::Sym("<="), _) => (BinOp::Le, 2),
+            (Tok::Sym(">"), _) => (BinOp::Gt, 2),
+            (Tok::Sym(">="), _) => (BinOp::Ge, 2),
+            (Tok::Kw(Kw::In), _) => (BinOp::In, 2),
+            (Tok::Kw(Kw::Not), Tok::Kw(Kw::In)) => (BinOp::NotIn, 3),
+            _ => return None,
+        };
+        for _ in 0..len {
+            self.advance();
+        }
+        Some((q, op))
+    }
+
+    fn equality(&mut self) -> Result<Expr> {
+        let mut left = self.in_level()?;
+        loop {
+            if let Some((q, op)) = self.quantified() {
+                let right = self.in_level()?;
+                left = Expr::ArrayCompare(q, op, Box::new(left), Box::new(right));
+                continue;
+            }
+            let op = match self.peek() {
+                Tok::Sym("==") => BinOp::Eq,
+                Tok::Sym("!=") => BinOp::Ne,
+                Tok::Sym("=~") => BinOp::RegexMatch,
+                Tok::Sym("!~") => BinOp::RegexNotMatch,
+                Tok::Kw(Kw::Like) => BinOp::Like,
+                Tok::Kw(Kw::Not) if matches!(self.peek_at(1), Tok::Kw(Kw::Like)) => {
+                    self.advance();
+                    BinOp::NotLike
+                }
+                _ => break,
+            };
+            self.advance();
+            let right = self.in_level()?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn in_level(&mut self) -> Result<Expr> {
+        let mut left = self.comparison()?;
+        loop {
+            if self.no_in {
+                break;
+            }
+            let op = if self.is_kw(Kw::In) {
+                self.advance();
+                BinOp::In
+            } else if self.is_kw(Kw::Not) && matches!(self.peek_at(1), Tok::Kw(Kw::In)) {
+                self.advance();
+                self.advance();
+                BinOp::NotIn
+            } else {
+                break;
+            };
+            let right = self.comparison()?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn comparison(&mut self) -> Result<Expr> {
+        let mut left = self.range()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Sym("<") => BinOp::Lt,
+                Tok::Sym("<=") => BinOp::Le,
+                Tok::Sym(">") => BinOp::Gt,
+                Tok::Sym(">=") => BinOp::Ge,
+                _ => break,
+            };
+            self.advance();
+            let right = self.range()?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn range(&mut self) -> Result<Expr> {
+        let left = self.additive()?;
+        if self.eat_sym("..") {
+            let right = self.additive()?;
+            return Ok(Expr::Range(Box::new(left), Box::new(right)));
+        }
+        Ok(left)
+    }
+
+    fn additive(&mut self) -> Result<Expr> {
+        let mut left = self.multiplicative()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Sym("+") => BinOp::Add,
+                Tok::Sym("-") => BinOp::Sub,
+                _ => break,
+            };
+            self.advance();
+            let right = self.multiplicative()?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn multiplicative(&mut self) -> Result<Expr> {
+        let mut left = self.unary()?;
+        loop {
+            let op = match self.peek() {
+                Tok::Sym("*") => BinOp::Mul,
+                Tok::Sym("/") => BinOp::Div,
+                Tok::Sym("%") => BinOp::Mod,
+                _ => break,
+            };
+            self.advance();
+            let right = self.unary()?;
+            left = Expr::Binary(op, Box::new(left), Box::new(right));
+        }
+        Ok(left)
+    }
+
+    fn unary(&mut self) -> Result<Expr> {
+        let op = match self.peek() {
+            Tok::Sym("!") => UnaryOp::Not,
+            Tok::Kw(Kw::Not) => UnaryOp::Not,
+            Tok::Sym("-") => UnaryOp::Minus,
+            Tok::Sym("+") => UnaryOp::Plus,
+            _ => return self.postfix(),
+        };
+        self.advance();
+        self.enter()?;
+        let operand = self.unary();
+        self.depth -= 1;
+        let operand = operand?;
+        // Fold `-<number literal>` right away so that e.g. `-9223372036854775808` and
+        // `LIMIT -1` keep their literal shape.
+        if op == UnaryOp::Minus {
+            if let Expr::Literal(Value::Number(n)) = &operand {
+                if let Some(i) = n.as_i64() {
+                    if i != 0 {
+                        return Ok(Expr::lit(Value::from(-i)));
+                    }
+                } else if let Some(f) = n.as_f64() {
+                    if let Some(num) = serde_json::Number::from_f64(-f) {
+                        return Ok(Expr::lit(Value::Number(num)));
+                    }
+                }
+            }
+        }
+        Ok(Expr::Unary(op, Box::new(operand)))
+    }
+
+    fn attribute_name(&mut self) -> Result<String> {
+        let token = self.tokens[self.pos].clone();
+        match token.tok {
+            Tok::Ident(n) | Tok::QuotedIdent(n) | Tok::Str(n) => {
+                self.advance();
+                Ok(n)
+            }
+            Tok::Kw(_) => {
+                self.advance();
+                Ok(self.query[token.start..token.end].to_string())
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    fn postfix(&mut self) -> Result<Expr> {
+        let mut e = self.primary()?;
+        loop {
+            if self.eat_sym(".") {
+                if let Tok::Bind(name) = self.peek().clone() {
+                    self.advance();
+                    e = Expr::Index(Box::new(e), Box::new(Expr::Bind(name)));
+                    continue;
+                }
+                let name = self.attribute_name()?;
+                e = Expr::Attribute(Box::new(e), name);
+            } else if self.is_sym("[") {
+                if matches!(self.peek_at(1), Tok::Sym("*")) {
+                    e = self.expansion(e)?;
+                    // Everything following the expansion is applied per element already.
+                    return Ok(e);
+                }
+                self.advance();
+                let index = self.expr()?;
+                self.expect_sym("]")?;
+                e = Expr::Index(Box::new(e), Box::new(index));
+            } else {
+                break;
+            }
+        }
+        Ok(e)
+    }
+
+    fn expansion(&mut self, input: Expr) -> Result<Expr> {
+        self.enter()?;
+        self.expect_sym("[")?;
+        let mut depth = 0;
+        while self.eat_sym("*") {
+            depth += 1;
+        }
+        self.expansion += 1;
+        let inner = (|| -> Result<(Option<Box<Expr>>, Option<(Box<Expr>, Box<Expr>)>, Option<Box<Expr>>)> {
+            let filter = if self.eat_kw(Kw::Filter) { Some(Box::new(self.expr()?)) } else { None };
+            let limit = if self.eat_kw(Kw::Limit) {
+                let first = self.expr()?;
+                if self.eat_sym(",") {
+                    Some((Box::new(first), Box::new(self.expr()?)))
+                } else {
+                    Some((Box::new(Expr::lit(Value::from(0))), Box::new(first)))
+                }
+            } else {
+                None
+            };
+            let ret = if self.eat_kw(Kw::Return) { Some(Box::new(self.expr()?)) } else { None };
+            Ok((filter, limit, ret))
+        })();
+        let (filter, limit, ret) = match inner {
+            Ok(v) => v,
+            Err(e) => {
+                self.expansion -= 1;
+                return Err(e);
+            }
+        };
+        let closed = self.expect_sym("]");
+        // Attribute/index accesses and further expansions after `[*]` apply per element.
+        let mut project: Option<Expr> = ret.map(|b| *b);
+        let tail = closed.and_then(|_| {
+            let mut current = project.take().unwrap_or(Expr::Current);
+            let mut touched = !matches!(current, Expr::Current);
+            loop {
+                if self.is_sym(".") {
+                    self.advance();
+                    let name = self.attribute_name()?;
+                    current = Expr::Attribute(Box::new(current), name);
+                    touched = true;
+                } else if self.is_sym("[") {
+                    if matches!(self.peek_at(1), Tok::Sym("*")) {
+                        current = self.expansion(current)?;
+                        touched = true;
+                        break;
+                    }
+                    self.advance();
+                    let index = self.expr()?;
+                    self.expect_sym("]")?;
+                    current = Expr::Index(Box::new(current), Box::new(index));
+                    touched = true;
+                } else {
+                    break;
+                }
+            }
+            Ok(if touched { Some(current) } else { None })
+        });
+        self.expansion -= 1;
+        self.depth -= 1;
+        let project = tail?;
+        if depth == 0 {
+            return Err(self.unexpected());
+        }
+        Ok(Expr::Expansion {
+            input: Box::new(input),
+            depth,
+            filter,
+            limit,
+            project: project.map(Box::new),
+        })
+    }
+
+    fn primary(&mut self) -> Result<Expr> {
+        let token = self.tokens[self.pos].clone();
+        match token.tok {
+            Tok::Int(i) => {
+                self.advance();
+                Ok(Expr::lit(Value::from(i)))
+            }
+            Tok::Float(f) => {
+                self.advance();
+                Ok(Expr::lit(
+                    serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
+                ))
+            }
+            Tok::Str(s) => {
+                self.advance();
+                Ok(Expr::lit(Value::String(s)))
+            }
+            Tok::Kw(Kw::Null) => {
+                self.advance();
+                Ok(Expr::lit(Value::Null))
+            }
+            Tok::Kw(Kw::True) => {
+                self.advance();
+                Ok(Expr::lit(Value::Bool(true)))
+            }
+            Tok::Kw(Kw::False) => {
+                self.advance();
+                Ok(Expr::lit(Value::Bool(false)))
+            }
+            Tok::Bind(name) => {
+                self.advance();
+                Ok(Expr::Bind(name))
+            }
+            Tok::BindColl(name) => {
+                self.advance();
+                Ok(Expr::BindCollection(name))
+            }
+            Tok::Sym("[") => {
+                self.advance();
+                self.enter()?;
+                let mut items = Vec::new();
+                while !self.is_sym("]") {
+                    items.push(self.expr()?);
+                    if !self.eat_sym(",") {
+                        break;
+                    }
+                }
+                self.expect_sym("]")?;
+                self.depth -= 1;
+                Ok(Expr::Array(items))
+            }
+            Tok::Sym("{") => {
+                self.advance();
+                self.object()
+            }
+            Tok::Sym("(") => {
+                self.advance();
+                let saved = self.no_in;
+                self.no_in = false;
+                let result = if matches!(
+                    self.peek(),
+                    Tok::Kw(
+                        Kw::For
+                            | Kw::Let
+                            | Kw::Return
+                            | Kw::With
+                            | Kw::Insert
+                            | Kw::Update
+                            | Kw::Replace
+                            | Kw::Remove
+                            | Kw::Upsert
+                            | Kw::Collect
+                    )
+                ) {
+                    self.query().map(|q| Expr::Subquery(Box::new(q)))
+                } else {
+                    self.expr()
+                };
+                self.no_in = saved;
+                let e = result?;
+                self.expect_sym(")")?;
+                Ok(e)
+            }
+            Tok::Ident(name) => {
+                self.advance();
+                if self.is_sym("(") || self.is_sym("::") {
+                    let mut full = name;
+                    while self.eat_sym("::") {
+                        full.push_str("::");
+                        full.push_str(&self.attribute_name()?);
+                    }
+                    return self.call(full);
+                }
+                if self.expansion > 0 && name == "CURRENT" {
+                    return Ok(Expr::Current);
+                }
+                Ok(Expr::Name(name))
+            }
+            Tok::QuotedIdent(name) => {
+                self.advance();
+                Ok(Expr::Name(name))
+            }
+            // LIKE(...) is both an operator and a function.
+            Tok::Kw(Kw::Like) if matches!(self.peek_at(1), Tok::Sym("(")) => {
+                self.advance();
+                self.call("LIKE".into())
+            }
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    fn call(&mut self, name: String) -> Result<Expr> {
+        self.expect_sym("(")?;
+        self.enter()?;
+        let saved = self.no_in;
+        self.no_in = false;
+        let mut args = Vec::new();
+        let mut result = Ok(());
+        while !self.is_sym(")") {
+            match self.expr() {
+                Ok(e) => args.push(e),
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        self.no_in = saved;
+        result?;
+        self.expect_sym(")")?;
+        self.depth -= 1;
+        Ok(Expr::Call(name.to_ascii_uppercase(), args))
+    }
+
+    fn object(&mut self) -> Result<Expr> {
+        self.enter()?;
+        let saved = self.no_in;
+        self.no_in = false;
+        let result = self.object_members();
+        self.no_in = saved;
+        self.depth -= 1;
+        result.map(Expr::Object)
+    }
+
+    fn object_members(&mut self) -> Result<Vec<(ObjectKey, Expr)>> {
+        let mut members = Vec::new();
+        while !self.is_sym("}") {
+            let token = self.tokens[self.pos].clone();
+            let member = match token.tok {
+                Tok::Sym("[") => {
+                    self.advance();
+                    let key = self.expr()?;
+                    self.expect_sym("]")?;
+                    self.expect_sym(":")?;
+                    (ObjectKey::Computed(key), self.expr()?)
+                }
+                Tok::Bind(name) => {
+                    self.advance();
+                    self.expect_sym(":")?;
+                    (ObjectKey::Computed(Expr::Bind(name)), self.expr()?)
+                }
+                Tok::Ident(name) | Tok::QuotedIdent(name)
+                    if !matches!(self.peek_at(1), Tok::Sym(":")) =>
+                {
+                    // Shorthand `{ a }` = `{ a: a }`.
+                    self.advance();
+                    (ObjectKey::Static(name.clone()), Expr::Name(name))
+                }
+                Tok::Ident(name) | Tok::QuotedIdent(name) | Tok::Str(name) => {
+                    self.advance();
+                    self.expect_sym(":")?;
+                    (ObjectKey::Static(name), self.expr()?)
+                }
+                Tok::Int(_) | Tok::Float(_) | Tok::Kw(_) => {
+                    self.advance();
+                    self.expect_sym(":")?;
+                    let key = self.query[token.start..token.end].to_string();
+                    (ObjectKey::Static(key), self.expr()?)
+                }
+                _ => return Err(self.unexpected()),
+            };
+            members.push(member);
+            if !self.eat_sym(",") {
+                break;
+            }
+        }
+        self.expect_sym("}")?;
+        Ok(members)
+    }
+}
+
+/// Whether `word` may be used as a plain name (it is not a reserved keyword).
+pub fn is_reserved(word: &str) -> bool {
+    Kw::from_word(word).is_some() && !CONTEXT_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(q: &str) -> Query {
+        parse(q).unwrap_or_else(|e| panic!("{q}: {e}"))
+    }
+
+    fn err(q: &str) -> Error {
+        parse(q).expect_err(q)
+    }
+
+    #[test]
+    fn parses_the_statement_zoo() {
+        for q in [
+            "RETURN 1",
+            "for u in users filter u.a == 1 && u.b != 2 sort u.x desc, u.y limit 2, 3 return u",
+            "FOR i IN 1..10 LET x = i * 2 COLLECT g = x % 3 AGGREGATE s = SUM(x) INTO grp = i RETURN [g, s]",
+            "FOR i IN 1..3 COLLECT WITH COUNT INTO n RETURN n",
+            "FOR i IN 1..3 COLLECT a = i INTO g KEEP i OPTIONS { method: 'sorted' } RETURN g",
+            "FOR i IN 1..5 WINDOW { preceding: 1, following: 1 } AGGREGATE s = SUM(i) RETURN s",
+            "FOR i IN 1..5 WINDOW i WITH { preceding: 1 } AGGREGATE s = SUM(i) RETURN s",
+            "WITH a, b FOR x IN a RETURN x",
+            "INSERT { a: 1 } INTO c OPTIONS { ignoreErrors: true } RETURN NEW",
+            "FOR d IN c UPDATE d WITH { a: 1 } IN c RETURN { o: OLD, n: NEW }",
+            "FOR d IN c REPLACE d._key WITH { a: 1 } IN c",
+            "FOR d IN c REMOVE d IN c LET removed = OLD RETURN removed",
+            "UPSERT { a: 1 } INSERT { a: 1 } UPDATE { b: OLD.b + 1 } IN c RETURN NEW",
+            "UPSERT { a: 1 } INSERT { a: 1 } REPLACE { b: 2 } IN @@c",
+            "RETURN DISTINCT [1, 2, 3][*]",
+            "RETURN u.friends[* FILTER CURRENT.age > 1 LIMIT 2 RETURN CURRENT.name]",
+            "RETURN u.a[*].b[**].c",
+            "RETURN { a, [CONCAT('x', 1)]: 2, 'q': 3, `w`: 4, @k: 5, count: 6, }",
+            "RETURN a.b['c'][0].`d`.@attr",
+            "RETURN 1 ? 2 : 3 ?: 4",
+            "RETURN [1] ANY == 1 && [1] ALL IN [1] && [1] NONE NOT IN [2]",
+            "RETURN 'a' LIKE 'b' && 'a' NOT LIKE 'c' && 'a' =~ 'x' && 'a' !~ 'y' && 1 NOT IN []",
+            "RETURN (FOR i IN 1..2 RETURN i)",
+            "LET x = (RETURN 1) RETURN x",
+            "RETURN LIKE('a', 'a') // trailing comment",
+            "RETURN /* inline */ NOT -1 + +2",
+            "RETURN ns::func(1)",
+            "FOR v, e, p IN 1..3 OUTBOUND 'a/b' GRAPH 'g' RETURN v",
+            "FOR v IN OUTBOUND 'a/b' edges, INBOUND other RETURN v",
+        ] {
+            ok(q);
+        }
+    }
+
+    #[test]
+    fn precedence_follows_arangodb() {
+        let q = ok("RETURN 1 + 2 * 3 == 7 && true || false");
+        let Op::Return { expr, .. } = &q.ops[0] else {
+            panic!()
+        };
+        let Expr::Binary(BinOp::Or, left, _) = expr else {
+            panic!("{expr:?}")
+        };
+        let Expr::Binary(BinOp::And, eq, _) = &**left else {
+            panic!()
+        };
+        let Expr::Binary(BinOp::Eq, sum, _) = &**eq else {
+            panic!()
+        };
+        assert!(matches!(&**sum, Expr::Binary(BinOp::Add, _, _)));
+        let q = ok("RETURN 1..2 + 1");
+        let Op::Return { expr, .. } = &q.ops[0] else {
+            panic!()
+        };
+        assert!(matches!(expr, Expr::Range(_, _)));
+    }
+
+    #[test]
+    fn update_document_does_not_swallow_in() {
+        let q = ok("FOR d IN c UPDATE d IN c");
+        let Op::Modify(m) = &q.ops[1] else { panic!() };
+        assert_eq!(m.first, Expr::Name("d".into()));
+        assert_eq!(m.collection, CollectionRef::Name("c".into()));
+    }
+
+    #[test]
+    fn errors_carry_position() {
+        let e = err("FOR i IN 1..2 RETURN i RETURN 2");
+        assert_eq!(e.code, ErrorCode::QueryParse);
+        assert!(
+            e.message
+                .contains("unexpected RETURN declaration near 'RETURN 2' at position 1:24"),
+            "{}",
+            e.message
+        );
+        let e = err("FOR i IN\n  [1, 2");
+        assert!(
+            e.message.contains("unexpected end of query string"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("position 2:8"), "{}", e.message);
+        for q in [
+            "",
+            "   ",
+            "FOR",
+            "RETURN",
+            "FOR i IN 1..2",
+            "LET x = 1",
+            "RETURN {a:}",
+            "RETURN [*]",
+            "COLLECT RETURN 1",
+        ] {
+            assert_eq!(err(q).code, ErrorCode::QueryParse, "{q}");
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_rejected_not_overflowing() {
+        let q = format!("RETURN {}1{}", "[".repeat(5000), "]".repeat(5000));
+        assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
+        let q = format!("RETURN {}1", "-".repeat(5000));
+        assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
+    }
+}
