@@ -1,1 +1,66 @@
-//! quiver-core
+//! quiver-core: ArangoDB's databases, collections and document semantics over the storage
+//! engine.
+//!
+//! # Shape
+//! - [`Core`] owns every database of one data directory ([`Core::open`], [`Core::shutdown`]).
+//!   Share it as `Arc<Core>`.
+//! - [`Database`] (`core.database(name)`, 1228 if unknown) owns collections: create, get by
+//!   name or numeric id (1203), list, rename, drop; [`Database::read_view`] and
+//!   [`Database::begin_transaction`].
+//! - [`Collection`] (`db.collection(name)`) describes itself ([`Collection::properties`],
+//!   [`Collection::basic_info`]: the JSON objects of the HTTP API), counts, figures, checksums,
+//!   truncates, compacts, and runs single and multi-document operations. Handles survive
+//!   renames; after a drop every call fails with 1203.
+//! - Writes return [`Committed`]: already visible to readers; `wait()` / `wait_async()`
+//!   confirms durability (stable storage when [`Committed::synced`], which is also how the HTTP
+//!   layer picks 201 vs 202).
+//! - [`Transaction`] groups many writes on several collections into one atomic engine batch
+//!   with read-your-own-writes; [`ReadView`] is a consistent snapshot for queries. Both
+//!   implement [`DocumentReader`].
+//!
+//! # Errors
+//! Everything returns `quiver_errors::Result`; error numbers are ArangoDB's (see each
+//! function). Revision conflicts are 412/1200 and carry `_id`, `_key`, `_rev` of the stored
+//! document in `Error::extra`.
+//!
+//! # Fast paths
+//! Documents are stored as JSON text beginning `{"_key":…,"_rev":…`; [`Collection::get_raw`]
+//! returns response-ready bytes with `_id` spliced in, without parsing. Inserts serialize the
+//! caller's parsed body once.
+//!
+//! # Not enforced yet
+//! `schema` rules and `computedValues` are validated for shape, stored and reported, but not
+//! applied to writes.
+
+mod catalog;
+mod collection;
+mod document;
+mod keygen;
+mod options;
+mod staging;
+mod txn;
+
+pub use catalog::{
+    Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
+};
+pub use collection::{Collection, CollectionSpec, CollectionType, JOURNAL_SIZE_MIN};
+pub use document::revision_matches;
+pub use keygen::{KeyGeneratorType, KeyOptions};
+pub use options::{
+    Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+};
+pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
+
+pub use quiver_storage::{CollectionId, CompactionReport, DatabaseId, EngineOptions};
+pub use quiver_types::{NamingConvention, Revision};
+
+/// Settings shared by every database and collection of one core.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub naming: quiver_types::NamingConvention,
+    pub max_transaction_size: usize,
+    pub default_journal_size: u64,
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,998 @@
+//! A collection: its catalog entry (name, type, properties, key generator) and its document
+//! operations outside explicit transactions.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, RwLock};
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_storage::{CollectionEntry, CollectionId, CollectionOptions, CompactionReport, Engine};
+use quiver_types::Revision;
+use serde_json::{json, Map, Value};
+
+use crate::document::{
+    decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
+    splice_id,
+};
+use crate::keygen::{KeyGenState, KeyOptions, Reservation};
+use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::staging::{self, item_key, Staging};
+use crate::Settings;
+
+/// The smallest journal size ArangoDB accepts for `journalSize` (1 MiB).
+pub const JOURNAL_SIZE_MIN: u64 = 1024 * 1024;
+
+/// ArangoDB's collection types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectionType {
+    /// Type 2: plain documents.
+    Document,
+    /// Type 3: edges with `_from` and `_to`.
+    Edge,
+}
+
+impl CollectionType {
+    /// ArangoDB's number (2 or 3).
+    pub fn number(self) -> u64 {
+        match self {
+            CollectionType::Document => 2,
+            CollectionType::Edge => 3,
+        }
+    }
+
+    /// From ArangoDB's number; error 1218 "collection type invalid" otherwise.
+    pub fn from_number(number: u64) -> Result<CollectionType> {
+        match number {
+            2 => Ok(CollectionType::Document),
+            3 => Ok(CollectionType::Edge),
+            _ => Err(Error::new(ErrorCode::CollectionTypeInvalid)),
+        }
+    }
+}
+
+/// Everything needed to create a collection.
+#[derive(Clone, Debug)]
+pub struct CollectionSpec {
+    /// The name (checked against the database's naming convention).
+    pub name: String,
+    /// Document or edge collection.
+    pub collection_type: CollectionType,
+    /// System collection (name must start with `_`).
+    pub is_system: bool,
+    /// Every write waits for stable storage.
+    pub wait_for_sync: bool,
+    /// Journal size in bytes (None: engine default); at least [`JOURNAL_SIZE_MIN`].
+    pub journal_size: Option<u64>,
+    /// Whether the compactor may rewrite this collection's datafiles.
+    pub do_compact: bool,
+    /// Key generator configuration.
+    pub key_options: KeyOptions,
+    /// The validation schema object as given (`None` = no schema). Stored and reported;
+    /// see the crate docs for enforcement.
+    pub schema: Option<Value>,
+    /// `cacheEnabled` (reported only).
+    pub cache_enabled: bool,
+    /// `computedValues` as given (stored and reported).
+    pub computed_values: Option<Value>,
+}
+
+impl CollectionSpec {
+    /// A document collection with default properties.
+    pub fn new(name: impl Into<String>) -> CollectionSpec {
+        CollectionSpec {
+            name: name.into(),
+            collection_type: CollectionType::Document,
+            is_system: false,
+            wait_for_sync: false,
+            journal_size: None,
+            do_compact: true,
+            key_options: KeyOptions::default(),
+            schema: None,
+            cache_enabled: false,
+            computed_values: None,
+        }
+    }
+
+    /// Parses the body of `POST /_api/collection`. Errors: not an object or no string `name`
+    /// → 1208; `type` not 2/3 → 1218; bad `keyOptions` → 1232; bad `schema` → 1621;
+    /// `journalSize` below 1 MiB or not a number → 10. Cluster-only attributes are ignored.
+    /// Name rules are checked at creation.
+    pub fn from_json(body: &Value) -> Result<CollectionSpec> {
+        let Value::Object(object) = body else {
+            return Err(Error::with_message(ErrorCode::IllegalName, "illegal name"));
+        };
+        let name = match object.get("name") {
+            Some(Value::String(name)) => name.clone(),
+            _ => return Err(Error::with_message(ErrorCode::IllegalName, "illegal name")),
+        };
+        let mut spec = CollectionSpec::new(name);
+        match object.get("type") {
+            None | Some(Value::Null) => {}
+            Some(Value::Number(n)) => {
+                spec.collection_type = CollectionType::from_number(n.as_u64().unwrap_or(0))?
+            }
+            Some(Value::String(s)) if s == "edge" || s == "3" => {
+                spec.collection_type = CollectionType::Edge
+            }
+            Some(Value::String(s)) if s == "document" || s == "2" => {}
+            Some(_) => return Err(Error::new(ErrorCode::CollectionTypeInvalid)),
+        }
+        spec.is_system = bool_attr(object, "isSystem")?.unwrap_or(false);
+        spec.wait_for_sync = bool_attr(object, "waitForSync")?.unwrap_or(false);
+        spec.do_compact = bool_attr(object, "doCompact")?.unwrap_or(true);
+        spec.cache_enabled = bool_attr(object, "cacheEnabled")?.unwrap_or(false);
+        spec.journal_size = journal_size_attr(object)?;
+        spec.key_options = KeyOptions::from_json(object.get("keyOptions"))?;
+        spec.schema = parse_schema(object.get("schema"))?;
+        spec.computed_values = parse_computed_values(object.get("computedValues"))?;
+        Ok(spec)
+    }
+}
+
+fn bool_attr(object: &Map<String, Value>, name: &str) -> Result<Option<bool>> {
+    match object.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(Value::Number(n)) => Ok(Some(n.as_f64().unwrap_or(0.0) != 0.0)),
+        Some(_) => Err(Error::with_message(
+            ErrorCode::BadParameter,
+            format!("'{name}' must be a boolean"),
+        )),
+    }
+}
+
+fn journal_size_attr(object: &Map<String, Value>) -> Result<Option<u64>> {
+    match object.get("journalSize") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => {
+            let size = n.as_f64().unwrap_or(-1.0);
+            if size < JOURNAL_SIZE_MIN as f64 {
+                return Err(Error::with_message(
+                    ErrorCode::BadParameter,
+                    "journalSize is too small",
+                ));
+            }
+            Ok(Some(size as u64))
+        }
+        Some(_) => Err(Error::with_message(
+            ErrorCode::BadParameter,
+            "journalSize must be a number",
+        )),
+    }
+}
+
+fn bad_schema(message: &str) -> Error {
+    Error::with_message(ErrorCode::ValidationBadParameter, message)
+}
+
+/// Checks a `schema` value: `null` or `{}` mean none; otherwise an object with an object `rule`,
+/// an optional `level` (none/new/moderate/strict), `message` (string) and `type` ("json").
+fn parse_schema(value: Option<&Value>) -> Result<Option<Value>> {
+    let object = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(object)) if object.is_empty() => return Ok(None),
+        Some(Value::Object(object)) => object,
+        Some(_) => return Err(bad_schema("schema must be an object")),
+    };
+    match object.get("rule") {
+        Some(Value::Object(_)) => {}
+        _ => return Err(bad_schema("schema.rule must be an object")),
+    }
+    match object.get("level") {
+        None => {}
+        Some(Value::String(level))
+            if ["none", "new", "moderate", "strict"].contains(&level.as_str()) => {}
+        Some(_) => {
+            return Err(bad_schema(
+                "schema.level must be one of none, new, moderate, strict",
+            ))
+        }
+    }
+    match object.get("message") {
+        None | Some(Value::String(_)) => {}
+        Some(_) => return Err(bad_schema("schema.message must be a string")),
+    }
+    match object.get("type") {
+        None => {}
+        Some(Value::String(t)) if t == "json" => {}
+        Some(_) => return Err(bad_schema("schema.type must be 'json'")),
+    }
+    let mut schema = object.clone();
+    schema.entry("level").or_insert_with(|| "strict".into());
+    schema.entry("message").or_insert_with(|| "".into());
+    schema.entry("type").or_insert_with(|| "json".into());
+    Ok(Some(Value::Object(schema)))
+}
+
+fn parse_computed_values(value: Option<&Value>) -> Result<Option<Value>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(items)) if items.is_empty() => Ok(None),
+        Some(Value::Array(items)) => {
+            for item in items {
+                let ok = item.as_object().is_some_and(|o| {
+                    o.get("name").is_some_and(Value::is_string)
+                        && o.get("expression").is_some_and(Value::is_string)
+                });
+                if !ok {
+                    return Err(Error::with_message(
+                        ErrorCode::BadParameter,
+                        "invalid 'computedValues' entry: 'name' and 'expression' must be strings",
+                    ));
+                }
+            }
+            Ok(Some(Value::Array(items.clone())))
+        }
+        Some(_) => Err(Error::with_message(
+            ErrorCode::BadParameter,
+            "'computedValues' must be an array",
+        )),
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct CollectionMeta {
+    pub name: Arc<str>,
+    pub escaped_name: Arc<str>,
+    pub collection_type: CollectionType,
+    pub is_system: bool,
+    pub globally_unique_id: String,
+    pub key_options: KeyOptions,
+    pub schema: Option<Value>,
+    pub cache_enabled: bool,
+    pub computed_values: Option<Value>,
+    pub options: CollectionOptions,
+}
+
+impl CollectionMeta {
+    pub fn from_spec(spec: &CollectionSpec) -> CollectionMeta {
+        let uuid = uuid::Uuid::new_v4().simple().to_string().to_uppercase();
+        CollectionMeta {
+            name: Arc::from(spec.name.as_str()),
+            escaped_name: Arc::from(escape_json_inner(&spec.name)),
+            collection_type: spec.collection_type,
+            is_system: spec.is_system,
+            globally_unique_id: format!("h{}", &uuid[..12]),
+            key_options: spec.key_options.clone(),
+            schema: spec.schema.clone(),
+            cache_enabled: spec.cache_enabled,
+            computed_values: spec.computed_values.clone(),
+            options: CollectionOptions {
+                journal_size: spec.journal_size,
+                wait_for_sync: spec.wait_for_sync,
+                do_compact: spec.do_compact,
+            },
+        }
+    }
+
+    /// The opaque meta blob the engine keeps for the core.
+    pub fn to_json(&self, key_reserved: u64) -> Value {
+        json!({
+            "name": &*self.name,
+            "type": self.collection_type.number(),
+            "isSystem": self.is_system,
+            "globallyUniqueId": self.globally_unique_id,
+            "keyOptions": self.key_options.to_meta(),
+            "keyReserved": key_reserved,
+            "schema": self.schema,
+            "cacheEnabled": self.cache_enabled,
+            "computedValues": self.computed_values,
+        })
+    }
+
+    /// Rebuilds the meta of a recovered collection; `None` if the blob has no name.
+    pub fn from_entry(entry: &CollectionEntry) -> Option<(CollectionMeta, u64)> {
+        let meta = entry.meta.as_object()?;
+        let name = meta.get("name")?.as_str()?.to_string();
+        let collection_type = meta
+            .get("type")
+            .and_then(Value::as_u64)
+            .and_then(|n| CollectionType::from_number(n).ok())
+            .unwrap_or(CollectionType::Document);
+        let not_null = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+        Some((
+            CollectionMeta {
+                escaped_name: Arc::from(escape_json_inner(&name)),
+                name: Arc::from(name.as_str()),
+                collection_type,
+                is_system: meta
+                    .get("isSystem")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                globally_unique_id: meta
+                    .get("globallyUniqueId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .unwrap_or_else(|| format!("c{}", entry.id)),
+                key_options: KeyOptions::from_meta(meta.get("keyOptions")),
+                schema: not_null(meta.get("schema")),
+                cache_enabled: meta
+                    .get("cacheEnabled")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                computed_values: not_null(meta.get("computedValues")),
+                options: entry.options.clone(),
+            },
+            meta.get("keyReserved").and_then(Value::as_u64).unwrap_or(0),
+        ))
+    }
+}
+
+/// A collection of one database. Handles stay valid across renames; after a drop every
+/// operation fails with 1203.
+pub struct Collection {
+    id: CollectionId,
+    engine: Engine,
+    meta: RwLock<CollectionMeta>,
+    /// Serializes writers: held while checking preconditions and committing, never while
+    /// waiting for durability. Readers never take it.
+    pub(crate) write_lock: Mutex<()>,
+    keygen: Mutex<KeyGenState>,
+    /// Serializes catalog writes of this collection so that a newer meta never gets
+    /// overwritten by an older one.
+    persist_lock: Mutex<()>,
+    dropped: AtomicBool,
+    status: Option<Error>,
+    /// The highest revision written through this handle (0 = not known yet).
+    last_revision: AtomicU64,
+    pub(crate) settings: Arc<Settings>,
+}
+
+impl std::fmt::Debug for Collection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Collection")
+            .field("id", &self.id)
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(
+        id: CollectionId,
+        engine: Engine,
+        meta: CollectionMeta,
+        key_reserved: u64,
+        status: Option<Error>,
+        settings: Arc<Settings>,
+    ) -> Collection {
+        let keygen = KeyGenState::new(meta.key_options.clone(), key_reserved);
+        Collection {
+            id,
+            engine,
+            meta: RwLock::new(meta),
+            write_lock: Mutex::new(()),
+            keygen: Mutex::new(keygen),
+            persist_lock: Mutex::new(()),
+            dropped: AtomicBool::new(false),
+            status,
+            last_revision: AtomicU64::new(0),
+            settings,
+        }
+    }
+
+    /// The numeric id (reported as a string by the HTTP API).
+    pub fn id(&self) -> CollectionId {
+        self.id
+    }
+
+    /// The current name.
+    pub fn name(&self) -> Arc<str> {
+        Arc::clone(&self.meta.read().name)
+    }
+
+    /// Document or edge collection.
+    pub fn collection_type(&self) -> CollectionType {
+        self.meta.read().collection_type
+    }
+
+    /// Whether this is an edge collection.
+    pub fn is_edge(&self) -> bool {
+        self.collection_type() == CollectionType::Edge
+    }
+
+    /// Whether this is a system collection.
+    pub fn is_system(&self) -> bool {
+        self.meta.read().is_system
+    }
+
+    /// The collection's `globallyUniqueId`.
+    pub fn globally_unique_id(&self) -> String {
+        self.meta.read().globally_unique_id.clone()
+    }
+
+    /// The collection-level `waitForSync`.
+    pub fn wait_for_sync(&self) -> bool {
+        self.meta.read().options.wait_for_sync
+    }
+
+    /// The key generator configuration.
+    pub fn key_options(&self) -> KeyOptions {
+        self.meta.read().key_options.clone()
+    }
+
+    /// The stored schema object, if any.
+    pub fn schema(&self) -> Option<Value> {
+        self.meta.read().schema.clone()
+    }
+
+    /// Whether the collection was dropped (handles outlive drops).
+    pub fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    /// Ok when the collection can be used: 1203 after a drop, the engine's error (e.g. 1002
+    /// corrupted collection) when its files failed to load.
+    pub fn check_usable(&self) -> Result<()> {
+        if self.is_dropped() {
+            return Err(Error::new(ErrorCode::DataSourceNotFound));
+        }
+        if let Some(err) = &self.status {
+            return Err(err.clone());
+        }
+        Ok(())
+    }
+
+    pub(crate) fn set_name(&self, name: &str) {
+        let mut meta = self.meta.write();
+        meta.name = Arc::from(name);
+        meta.escaped_name = Arc::from(escape_json_inner(name));
+    }
+
+    pub(crate) fn next_revision(&self) -> Revision {
+        self.engine.hlc().next()
+    }
+
+    /// Writes the catalog entry (options, meta and the key generator reservation).
+    pub(crate) fn persist(&self) -> Result<()> {
+        let _serial = self.persist_lock.lock();
+        let reserved = self.keygen.lock().reserved;
+        let (options, meta) = {
+            let meta = self.meta.read();
+            (meta.options.clone(), meta.to_json(reserved))
+        };
+        self.engine.update_collection(self.id, options, meta)
+    }
+
+    fn persist_reservation(&self, reserved: u64) -> Result<()> {
+        let _serial = self.persist_lock.lock();
+        let (options, meta) = {
+            let meta = self.meta.read();
+            (meta.options.clone(), meta.to_json(reserved))
+        };
+        self.engine.update_collection(self.id, options, meta)
+    }
+
+    pub(crate) fn generate_key(&self) -> Result<String> {
+        let mut keygen = self.keygen.lock();
+        let (key, reservation) = keygen.generate()?;
+        if let Reservation::Raised(reserved) = reservation {
+            self.persist_reservation(reserved)?;
+        }
+        Ok(key)
+    }
+
+    pub(crate) fn track_key(&self, key: &str) -> Result<()> {
+        let mut keygen = self.keygen.lock();
+        if let Reservation::Raised(reserved) = keygen.track(key) {
+            self.persist_reservation(reserved)?;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn note_revision(&self, rev: Revision) {
+        self.last_revision.fetch_max(rev.0, Ordering::AcqRel);
+    }
+
+    fn last_key_value(&self) -> u64 {
+        self.keygen.lock().last
+    }
+
+    // ----- descriptions -----
+
+    /// The basic description of §4.1: `id`, `name`, `status`, `type`, `isSystem`,
+    /// `globallyUniqueId`.
+    pub fn basic_info(&self) -> Value {
+        let meta = self.meta.read();
+        json!({
+            "id": self.id.to_string(),
+            "name": &*meta.name,
+            "status": 3,
+            "type": meta.collection_type.number(),
+            "isSystem": meta.is_system,
+            "globallyUniqueId": meta.globally_unique_id,
+        })
+    }
+
+    /// The properties object of §4.1 (basic info plus `statusString`, `waitForSync`,
+    /// `keyOptions`, `schema`, `computedValues`, `journalSize`, `doCompact`, …).
+    pub fn properties(&self) -> Value {
+        let last_value = self.last_key_value();
+        let meta = self.meta.read();
+        let journal_size = meta.options.journal_size;
+        json!({
+            "id": self.id.to_string(),
+            "name": &*meta.name,
+            "status": 3,
+            "statusString": "loaded",
+            "type": meta.collection_type.number(),
+            "isSystem": meta.is_system,
+            "globallyUniqueId": meta.globally_unique_id,
+            "waitForSync": meta.options.wait_for_sync,
+            "keyOptions": meta.key_options.to_json(last_value),
+            "schema": meta.schema,
+            "computedValues": meta.computed_values,
+            "cacheEnabled": meta.cache_enabled,
+            "syncByRevision": true,
+            "usesRevisionsAsDocumentIds": true,
+            "isSmartChild": false,
+            "isDisjoint": false,
+            "internalValidatorType": 0,
+            "writeConcern": 1,
+            "objectId": self.id.to_string(),
+            "journalSize": journal_size.unwrap_or(self.settings.default_journal_size),
+            "doCompact": meta.options.do_compact,
+            "isVolatile": false,
+        })
+    }
+
+    /// Changes properties (`PUT /_api/collection/{c}/properties`): `waitForSync`,
+    /// `journalSize` (≥ 1 MiB, new journals only), `doCompact`, `cacheEnabled`, `schema`
+    /// (`null`/`{}` removes), `computedValues` (`null`/`[]` clears). Other attributes are
+    /// ignored. Errors: 10 for wrong types or a too small journal size, 1621 for a bad schema,
+    /// 1203 after a drop. Returns the new properties.
+    pub fn set_properties(&self, body: &Value) -> Result<Value> {
+        self.check_usable()?;
+        let Value::Object(object) = body else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "properties must be an object",
+            ));
+        };
+        let wait_for_sync = bool_attr(object, "waitForSync")?;
+        let do_compact = bool_attr(object, "doCompact")?;
+        let cache_enabled = bool_attr(object, "cacheEnabled")?;
+        let journal_size = journal_size_attr(object)?;
+        let schema = match object.get("schema") {
+            Some(value) => Some(parse_schema(Some(value))?),
+            None => None,
+        };
+        let computed = match object.get("computedValues") {
+            Some(value) => Some(parse_computed_values(Some(value))?),
+            None => None,
+        };
+        {
+            let mut meta = self.meta.write();
+            if let Some(v) = wait_for_sync {
+                meta.options.wait_for_sync = v;
+            }
+            if let Some(v) = do_compact {
+                meta.options.do_compact = v;
+            }
+            if let Some(v) = cache_enabled {
+                meta.cache_enabled = v;
+            }
+            if let Some(v) = journal_size {
+                meta.options.journal_size = Some(v);
+            }
+            if let Some(v) = schema {
+                meta.schema = v;
+            }
+            if let Some(v) = computed {
+                meta.computed_values = v;
+            }
+        }
+        self.persist()?;
+        Ok(self.properties())
+    }
+
+    // ----- statistics -----
+
+    /// Number of documents.
+    pub fn count(&self) -> Result<u64> {
+        self.check_usable()?;
+        self.engine.snapshot().count(self.id)
+    }
+
+    /// ArangoDB's `figures` object (MMFiles shape: `alive`, `dead`, `datafiles`, `journals`,
+    /// `compactors`, `revisions`, `indexes`, `lastTick`, `uncollectedLogfileEntries`,
+    /// `documentReferences`, `waitingFor`, `compactionStatus`, plus the RocksDB-era
+    /// `documentsSize`, `cacheInUse`, `cacheSize`, `cacheUsage`).
+    pub fn figures(&self) -> Result<Value> {
+        self.check_usable()?;
+        let f = self.engine.figures(self.id)?;
+        Ok(json!({
+            "alive": {"count": f.alive_count, "size": f.alive_size},
+            "dead": {"count": f.dead_count, "size": f.dead_size, "deletion": f.dead_deletion},
+            "datafiles": {"count": f.datafiles.count, "fileSize": f.datafiles.file_size},
+            "journals": {"count": f.journals.count, "fileSize": f.journals.file_size},
+            "compactors": {"count": f.compactors.count, "fileSize": f.compactors.file_size},
+            "revisions": {"count": f.alive_count, "size": f.alive_size},
+            "indexes": {"count": 1, "size": f.index_memory},
+            "documentReferences": 0,
+            "waitingFor": "-",
+            "compactionStatus": {"message": f.compaction_status, "time": chrono_free_now()},
+            "lastTick": f.last_tick.to_string(),
+            "uncollectedLogfileEntries": f.uncollected_logfile_entries,
+            "journalSize": f.journal_size,
+            "documentsSize": f.alive_size,
+            "cacheInUse": false,
+            "cacheSize": 0,
+            "cacheUsage": 0,
+        }))
+    }
+
+    /// The collection's revision: the highest revision written to it (ArangoDB reports it as
+    /// a string via [`Revision::encode`]). Computed by one scan the first time after a
+    /// restart, then tracked.
+    pub fn revision(&self) -> Result<Revision> {
+        self.check_usable()?;
+        let known = self.last_revision.load(Ordering::Acquire);
+        if known != 0 {
+            return Ok(Revision(known));
+        }
+        let mut max = 0u64;
+        for item in self.engine.snapshot().scan(self.id)? {
+            let (_, doc) = item?;
+            max = max.max(doc.rev.0);
+        }
+        self.last_revision.fetch_max(max, Ordering::AcqRel);
+        Ok(Revision(self.last_revision.load(Ordering::Acquire)))
+    }
+
+    /// ArangoDB's collection checksum: an XOR over all documents of a hash of the key, plus
+    /// the revision when `with_revisions`, plus the user attributes when `with_data`. "0" for
+    /// an empty collection. Returns the checksum (decimal string) and the revision.
+    pub fn checksum(&self, with_revisions: bool, with_data: bool) -> Result<(String, Revision)> {
+        self.check_usable()?;
+        let snapshot = self.engine.snapshot();
+        let mut total = 0u64;
+        for item in snapshot.scan(self.id)? {
+            let (key, doc) = item?;
+            let mut hash = fnv1a(FNV_OFFSET, key.as_bytes());
+            if with_revisions {
+                hash = fnv1a(hash, doc.rev.encode().as_bytes());
+            }
+            if with_data {
+                let mut map = decode_stored(&doc.body)?;
+                for system in ["_key", "_id", "_rev", "_from", "_to"] {
+                    if let Some(value) = map.shift_remove(system) {
+                        if system == "_from" || system == "_to" {
+                            hash = fnv1a(hash, value.as_str().unwrap_or("").as_bytes());
+                        }
+                    }
+                }
+                hash ^= canonical_hash(&Value::Object(map));
+            }
+            // Never let a single document hash to 0, so a non-empty collection never reports
+            // the empty collection's "0".
+            total ^= hash.max(1);
+        }
+        if total == 0 && snapshot.count(self.id)? > 0 {
+            total = 1;
+        }
+        let revision = self.revision()?;
+        Ok((total.to_string(), revision))
+    }
+
+    // ----- maintenance -----
+
+    /// Removes every document atomically. Returns once visible; wait on the result for
+    /// durability.
+    pub fn truncate(&self, wait_for_sync: bool) -> Result<Committed<()>> {
+        self.check_usable()?;
+        let sync = wait_for_sync || self.wait_for_sync();
+        let guard = self.write_lock.lock();
+        let ticket = self.engine.truncate(self.id, sync)?;
+        self.note_revision(self.engine.hlc().next());
+        drop(guard);
+        Ok(Committed::new((), sync, Some(ticket)))
+    }
+
+    /// Compacts the collection's datafiles now.
+    pub fn compact(&self) -> Result<CompactionReport> {
+        self.check_usable()?;
+        self.engine.compact(self.id)
+    }
+
+    // ----- reads -----
+
+    /// A document as response-ready JSON (`_key`, `_id`, `_rev`, …) with its revision,
+    /// without parsing it. `if_match` (an `If-Match` value: bare, `"…"` or `'…'`) must equal
+    /// the stored revision. Errors: 1202 not found; 412/1200 with `_id`,`_key`,`_rev` on a
+    /// mismatch; 1221 for an illegal key; 1203 after a drop. `If-None-Match` is the caller's
+    /// comparison of the returned revision.
+    pub fn get_raw(&self, key: &str, if_match: Option<&str>) -> Result<(Revision, Bytes)> {
+        self.check_usable()?;
+        if quiver_types::validate_key(key).is_err() {
+            return Err(Error::new(ErrorCode::DocumentNotFound));
+        }
+        let doc = self
+            .engine
+            .snapshot()
+            .get(self.id, key)?
+            .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+        if let Some(expected) = if_match {
+            if !revision_matches(expected, doc.rev) {
+                return Err(revision_conflict(&self.name(), key, doc.rev));
+            }
+        }
+        let escaped = Arc::clone(&self.meta.read().escaped_name);
+        Ok((doc.rev, splice_id(&doc.body, key, &escaped)))
+    }
+
+    /// A document as a JSON value with `_id`; errors as [`Collection::get_raw`].
+    pub fn get(&self, key: &str, if_match: Option<&str>) -> Result<Value> {
+        let (_, raw) = self.get_raw(key, if_match)?;
+        serde_json::from_slice(&raw)
+            .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.to_string()))
+    }
+
+    /// Reads many documents from one snapshot (`PUT /_api/document/{c}?onlyget=true`). Each
+    /// item is a key, a `collection/key` handle or an object with `_key` (and `_rev`, checked
+    /// when `ignore_revs` is false). Per-item errors: 1202 missing, 1200 revision mismatch,
+    /// 1205/1221 malformed item.
+    pub fn get_many(&self, items: &[Value], ignore_revs: bool) -> Result<Vec<Result<Value>>> {
+        self.check_usable()?;
+        let snapshot = self.engine.snapshot();
+        let name = self.name();
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let one = || -> Result<Value> {
+                let (key, rev) = item_key(item)?;
+                let doc = snapshot
+                    .get(self.id, &key)?
+                    .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+                if let (false, Some(expected)) = (ignore_revs, rev.as_deref()) {
+                    if !revision_matches(expected, doc.rev) {
+                        return Err(revision_conflict(&name, &key, doc.rev));
+                    }
+                }
+                decode_with_id(&doc.body, &name, &key)
+            };
+            out.push(one());
+        }
+        Ok(out)
+    }
+
+    // ----- writes -----
+
+    fn write<T>(
+        self: &Arc<Self>,
+        wait_for_sync: bool,
+        all_or_nothing: bool,
+        run: impl FnOnce(&mut Staging) -> Result<T>,
+    ) -> Result<Committed<T>> {
+        self.check_usable()?;
+        let guard = self.write_lock.lock();
+        let mut staging = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
+        staging.sync = wait_for_sync;
+        let value = run(&mut staging)?;
+        let _ = all_or_nothing;
+        let synced = staging.sync || self.wait_for_sync();
+        let ticket = if staging.is_empty() {
+            None
+        } else {
+            let batch = staging.to_batch();
+            let max_rev = staging
+                .entries
+                .values()
+                .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
+                .max();
+            let ticket = self.engine.commit(batch)?;
+            if let Some(rev) = max_rev {
+                self.note_revision(rev);
+            }
+            Some(ticket)
+        };
+        drop(guard);
+        Ok(Committed::new(value, synced, ticket))
+    }
+
+    /// Inserts one document (`POST /_api/document/{c}`). The body must be an object (1227);
+    /// `_id`/`_rev` in it are ignored, `_key` must be legal (1221) and allowed (1222); edges
+    /// need valid `_from`/`_to` (1233); an existing key follows `overwrite_mode` (1210 for
+    /// conflict). Returns the committed result; wait on it before acknowledging.
+    pub fn insert(
+        self: &Arc<Self>,
+        doc: Value,
+        opts: &InsertOptions,
+    ) -> Result<Committed<OpResult>> {
+        self.write(opts.wait_for_sync, false, |st| {
+            staging::insert(st, self, doc, opts)
+        })
+    }
+
+    /// Inserts many documents in one atomic commit; items fail independently (per-item errors
+    /// as in [`Collection::insert`]) unless `opts.all_or_nothing`, where the first failing
+    /// item's error is returned and nothing is written. Later items see earlier ones (a
+    /// duplicate key within the array is a conflict).
+    pub fn insert_many(
+        self: &Arc<Self>,
+        docs: Vec<Value>,
+        opts: &InsertOptions,
+    ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        self.write(opts.wait_for_sync, opts.all_or_nothing, |st| {
+            let mut out = Vec::with_capacity(docs.len());
+            for doc in docs {
+                let result = staging::insert(st, self, doc, opts);
+                if opts.all_or_nothing {
+                    if let Err(err) = result {
+                        return Err(err);
+                    }
+                }
+                out.push(result);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Replaces the document `key` (`PUT /_api/document/{c}/{key}`): the new body's attributes
+    /// replace all old ones. Errors: 1202 missing; 412/1200 on `if_match` (or body `_rev` with
+    /// `ignore_revs=false`) mismatch; 1227 not an object; 1233 edge attributes.
+    pub fn replace(
+        self: &Arc<Self>,
+        key: &str,
+        doc: Value,
+        opts: &ModifyOptions,
+    ) -> Result<Committed<OpResult>> {
+        self.write(opts.wait_for_sync, false, |st| {
+            staging::modify(st, self, Some(key), doc, opts, false)
+        })
+    }
+
+    /// Replaces many documents, each selected by its `_key` (or `_id`); per-item errors
+    /// (1205 when an item has neither). `opts.if_match` is ignored here.
+    pub fn replace_many(
+        self: &Arc<Self>,
+        docs: Vec<Value>,
+        opts: &ModifyOptions,
+    ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        let opts = ModifyOptions {
+            if_match: None,
+            ..opts.clone()
+        };
+        self.write(opts.wait_for_sync, false, |st| {
+            Ok(docs
+                .into_iter()
+                .map(|doc| staging::modify(st, self, None, doc, &opts, false))
+                .collect())
+        })
+    }
+
+    /// Updates (merges into) the document `key` (`PATCH`), honouring `keep_null` and
+    /// `merge_objects`; errors as [`Collection::replace`].
+    pub fn update(
+        self: &Arc<Self>,
+        key: &str,
+        patch: Value,
+        opts: &ModifyOptions,
+    ) -> Result<Committed<OpResult>> {
+        self.write(opts.wait_for_sync, false, |st| {
+            staging::modify(st, self, Some(key), patch, opts, true)
+        })
+    }
+
+    /// Updates many documents, each selected by its `_key` (or `_id`); per-item errors.
+    pub fn update_many(
+        self: &Arc<Self>,
+        patches: Vec<Value>,
+        opts: &ModifyOptions,
+    ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        let opts = ModifyOptions {
+            if_match: None,
+            ..opts.clone()
+        };
+        self.write(opts.wait_for_sync, false, |st| {
+            Ok(patches
+                .into_iter()
+                .map(|doc| staging::modify(st, self, None, doc, &opts, true))
+                .collect())
+        })
+    }
+
+    /// Removes the document `key` (`DELETE`). The result's `rev` is the removed revision.
+    /// Errors: 1202 missing; 412/1200 on an `if_match` mismatch.
+    pub fn remove(
+        self: &Arc<Self>,
+        key: &str,
+        opts: &RemoveOptions,
+    ) -> Result<Committed<OpResult>> {
+        let item = Value::String(key.to_string());
+        if quiver_types::validate_key(key).is_err() {
+            return Err(Error::new(ErrorCode::DocumentNotFound));
+        }
+        self.write(opts.wait_for_sync, false, |st| {
+            staging::remove(st, self, &item, opts)
+        })
+    }
+
+    /// Removes many documents; items are keys, handles or objects with `_key` (and `_rev`,
+    /// checked when `ignore_revs` is false). Per-item errors.
+    pub fn remove_many(
+        self: &Arc<Self>,
+        items: &[Value],
+        opts: &RemoveOptions,
+    ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        let opts = RemoveOptions {
+            if_match: None,
+            ..opts.clone()
+        };
+        self.write(opts.wait_for_sync, false, |st| {
+            Ok(items
+                .iter()
+                .map(|item| staging::remove(st, self, item, &opts))
+                .collect())
+        })
+    }
+}
+
+/// The current time as ArangoDB prints it in `compactionStatus.time`, without a date library.
+fn chrono_free_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(days as i64);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a: a tiny, stable hash. The checksum must be identical across restarts and builds,
+/// which rules out std's randomly seeded hasher; no dependency is needed for 6 lines.
+fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash ^= b as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// A hash of a JSON value that ignores attribute order (objects hash as the XOR of their
+/// members), so equal documents give equal checksums however they were written.
+fn canonical_hash(value: &Value) -> u64 {
+    match value {
+        Value::Object(map) => {
+            let mut acc = fnv1a(FNV_OFFSET, b"{");
+            for (k, v) in map {
+                acc ^= fnv1a(canonical_hash(v), k.as_bytes());
+            }
+            acc
+        }
+        Value::Array(items) => {
+            let mut acc = fnv1a(FNV_OFFSET, b"[");
+            for item in items {
+                acc = fnv1a(acc, &canonical_hash(item).to_le_bytes());
+            }
+            acc
+        }
+        other => fnv1a(FNV_OFFSET, other.to_string().as_bytes()),
+    }
+}

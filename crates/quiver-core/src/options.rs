@@ -1,0 +1,265 @@
+//! Options of document operations and their results.
+
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_storage::CommitTicket;
+use quiver_types::Revision;
+use serde_json::{Map, Value};
+
+/// What an insert does when a document with the same `_key` exists (`overwriteMode`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OverwriteMode {
+    /// Fail with 409/1210 "unique constraint violated" (the default; `overwrite=false`).
+    #[default]
+    Conflict,
+    /// Replace the stored document (`overwrite=true`).
+    Replace,
+    /// Merge like an update, honouring `keep_null` and `merge_objects`.
+    Update,
+    /// Keep the stored document and report its meta data; never returns `old`/`new`.
+    Ignore,
+}
+
+impl OverwriteMode {
+    /// Parses `overwriteMode` (`ignore`, `replace`, `update`, `conflict`); error 10 otherwise.
+    pub fn parse(text: &str) -> Result<OverwriteMode> {
+        match text {
+            "conflict" => Ok(OverwriteMode::Conflict),
+            "replace" => Ok(OverwriteMode::Replace),
+            "update" => Ok(OverwriteMode::Update),
+            "ignore" => Ok(OverwriteMode::Ignore),
+            _ => Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("invalid overwriteMode '{text}'"),
+            )),
+        }
+    }
+}
+
+/// Options of an insert (`POST /_api/document`) and of the insert-many used by the import API.
+#[derive(Clone, Debug, Default)]
+pub struct InsertOptions {
+    /// Wait for stable storage (also forced by the collection's `waitForSync`).
+    pub wait_for_sync: bool,
+    /// Behaviour on an existing `_key`.
+    pub overwrite_mode: OverwriteMode,
+    /// For `OverwriteMode::Update`: keep attributes set to `null` (default true).
+    pub keep_null: bool,
+    /// For `OverwriteMode::Update`: merge nested objects (default true).
+    pub merge_objects: bool,
+    /// Put the complete new document into the result.
+    pub return_new: bool,
+    /// Put the replaced/updated document into the result (ignored for plain inserts).
+    pub return_old: bool,
+    /// The caller will not look at results; the core skips building `new`/`old`.
+    pub silent: bool,
+    /// Multi-document only: fail the whole request with the first item's error and write
+    /// nothing (the import API's `complete=true`). Otherwise items are independent.
+    pub all_or_nothing: bool,
+}
+
+impl InsertOptions {
+    /// ArangoDB's defaults (`keepNull` and `mergeObjects` true, everything else off).
+    pub fn new() -> InsertOptions {
+        InsertOptions {
+            keep_null: true,
+            merge_objects: true,
+            ..InsertOptions::default()
+        }
+    }
+}
+
+/// Options of replace (`PUT`) and update (`PATCH`).
+#[derive(Clone, Debug, Default)]
+pub struct ModifyOptions {
+    /// Wait for stable storage (also forced by the collection's `waitForSync`).
+    pub wait_for_sync: bool,
+    /// When false, a `_rev` in the body (or in each array item) must equal the stored
+    /// revision (412/1200 otherwise). Default true.
+    pub ignore_revs: bool,
+    /// `If-Match`: the stored revision must equal this (412/1200 otherwise). Accepts the
+    /// header value as sent (bare, `"…"` or `'…'`). Single-document calls only.
+    pub if_match: Option<String>,
+    /// Update only: keep attributes set to `null` (default true).
+    pub keep_null: bool,
+    /// Update only: merge nested objects (default true).
+    pub merge_objects: bool,
+    /// Put the complete new document into the result.
+    pub return_new: bool,
+    /// Put the previous document into the result.
+    pub return_old: bool,
+    /// The caller will not look at results; the core skips building `new`/`old`.
+    pub silent: bool,
+}
+
+impl ModifyOptions {
+    /// ArangoDB's defaults (`ignoreRevs`, `keepNull`, `mergeObjects` true).
+    pub fn new() -> ModifyOptions {
+        ModifyOptions {
+            ignore_revs: true,
+            keep_null: true,
+            merge_objects: true,
+            ..ModifyOptions::default()
+        }
+    }
+}
+
+/// Options of remove (`DELETE`).
+#[derive(Clone, Debug, Default)]
+pub struct RemoveOptions {
+    /// Wait for stable storage (also forced by the collection's `waitForSync`).
+    pub wait_for_sync: bool,
+    /// When false, a `_rev` in an array item's object must equal the stored revision.
+    pub ignore_revs: bool,
+    /// `If-Match` (single-document calls only), as for [`ModifyOptions::if_match`].
+    pub if_match: Option<String>,
+    /// Put the removed document into the result.
+    pub return_old: bool,
+    /// The caller will not look at results.
+    pub silent: bool,
+}
+
+impl RemoveOptions {
+    /// ArangoDB's defaults (`ignoreRevs` true).
+    pub fn new() -> RemoveOptions {
+        RemoveOptions {
+            ignore_revs: true,
+            ..RemoveOptions::default()
+        }
+    }
+}
+
+/// What a successful write did (import counters: created / updated / ignored).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteKind {
+    /// A new document was stored.
+    Created,
+    /// An existing document was replaced (replace, or insert with `overwriteMode=replace`).
+    Replaced,
+    /// An existing document was merged (update, or insert with `overwriteMode=update`).
+    Updated,
+    /// Insert with `overwriteMode=ignore` found the key and left the document alone.
+    Ignored,
+    /// The document was removed.
+    Removed,
+}
+
+/// The result of one successful document write.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpResult {
+    /// `collection/key`, always with the collection's name.
+    pub id: String,
+    /// The document key.
+    pub key: String,
+    /// The new revision (for removals and ignored inserts: the stored document's revision).
+    pub rev: Revision,
+    /// The previous revision when an existing document was replaced or updated.
+    pub old_rev: Option<Revision>,
+    /// What happened.
+    pub kind: WriteKind,
+    /// The complete new document when requested (`returnNew`).
+    pub new: Option<Value>,
+    /// The previous document when requested (`returnOld`) and one existed.
+    pub old: Option<Value>,
+}
+
+impl OpResult {
+    /// The success object of the HTTP API: `_id`, `_key`, `_rev`, `_oldRev` when set, then
+    /// `new` and `old` when present.
+    pub fn to_json(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("_id".into(), self.id.clone().into());
+        map.insert("_key".into(), self.key.clone().into());
+        map.insert("_rev".into(), self.rev.encode().into());
+        if let Some(old_rev) = self.old_rev {
+            map.insert("_oldRev".into(), old_rev.encode().into());
+        }
+        if let Some(new) = &self.new {
+            map.insert("new".into(), new.clone());
+        }
+        if let Some(old) = &self.old {
+            map.insert("old".into(), old.clone());
+        }
+        Value::Object(map)
+    }
+
+    /// Appends [`OpResult::to_json`] serialized to `out`, without building a `Value` for the
+    /// common case (no `new`/`old`).
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"_id\":");
+        let _ = serde_json::to_writer(&mut *out, &self.id);
+        out.extend_from_slice(b",\"_key\":\"");
+        out.extend_from_slice(self.key.as_bytes());
+        out.extend_from_slice(b"\",\"_rev\":\"");
+        out.extend_from_slice(self.rev.encode().as_bytes());
+        out.push(b'"');
+        if let Some(old_rev) = self.old_rev {
+            out.extend_from_slice(b",\"_oldRev\":\"");
+            out.extend_from_slice(old_rev.encode().as_bytes());
+            out.push(b'"');
+        }
+        if let Some(new) = &self.new {
+            out.extend_from_slice(b",\"new\":");
+            let _ = serde_json::to_writer(&mut *out, new);
+        }
+        if let Some(old) = &self.old {
+            out.extend_from_slice(b",\"old\":");
+            let _ = serde_json::to_writer(&mut *out, old);
+        }
+        out.push(b'}');
+    }
+}
+
+/// A committed write whose durability may still be pending.
+///
+/// The write is already visible to every reader when this is returned. `wait`/`wait_async`
+/// block until it is durable as requested (on stable storage when [`Committed::synced`],
+/// handed to the OS otherwise) and then yield the value. Dropping it without waiting is
+/// allowed; the write stays committed.
+#[must_use = "wait for durability before acknowledging the write"]
+pub struct Committed<T> {
+    value: T,
+    synced: bool,
+    ticket: Option<CommitTicket>,
+}
+
+impl<T> Committed<T> {
+    pub(crate) fn new(value: T, synced: bool, ticket: Option<CommitTicket>) -> Committed<T> {
+        Committed {
+            value,
+            synced,
+            ticket,
+        }
+    }
+
+    /// Whether the write waits for stable storage (request `waitForSync` or the collection's
+    /// property): the HTTP layer answers 201 (200 for DELETE) instead of 202.
+    pub fn synced(&self) -> bool {
+        self.synced
+    }
+
+    /// The value, before durability is confirmed.
+    pub fn value(&self) -> &T {
+        &self.value
+    }
+
+    /// Blocks until the write is durable; errors are the engine's I/O errors.
+    pub fn wait(self) -> Result<T> {
+        if let Some(ticket) = self.ticket {
+            ticket.wait()?;
+        }
+        Ok(self.value)
+    }
+
+    /// Like [`Committed::wait`] without blocking a tokio worker.
+    pub async fn wait_async(self) -> Result<T> {
+        if let Some(ticket) = self.ticket {
+            ticket.wait_async().await?;
+        }
+        Ok(self.value)
+    }
+
+    /// The value and the engine ticket (None when nothing was written).
+    pub fn into_parts(self) -> (T, Option<CommitTicket>) {
+        (self.value, self.ticket)
+    }
+}

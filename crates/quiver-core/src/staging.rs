@@ -1,0 +1,404 @@
+//! Staged writes: the read-your-own-writes overlay over an engine snapshot that every write
+//! goes through (single operations, multi-document requests and transactions alike), and the
+//! document operations themselves (ArangoDB's insert / replace / update / remove rules).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_storage::{CollectionId, Snapshot, WriteBatch};
+use quiver_types::Revision;
+use serde_json::{Map, Value};
+
+use crate::collection::Collection;
+use crate::document::{
+    decode_stored, decode_with_id, encode_stored, key_of, merge_patch, revision_conflict,
+    revision_matches, unique_violation, validate_edge,
+};
+use crate::options::{
+    InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+};
+
+/// One touched document: its state in the base snapshot and its staged state.
+#[derive(Clone, Debug)]
+pub(crate) struct StagedEntry {
+    /// Revision in the base snapshot (None: did not exist). Checked again at commit time by
+    /// transactions to detect write-write conflicts.
+    pub prior: Option<Revision>,
+    /// The staged state: Some = stored body, None = removed.
+    pub current: Option<(Revision, Bytes)>,
+    /// Revision of the removal marker when `current` is None.
+    pub removal_rev: Revision,
+}
+
+/// Writes staged over a snapshot.
+pub(crate) struct Staging {
+    pub snapshot: Snapshot,
+    pub entries: HashMap<(CollectionId, String), StagedEntry>,
+    /// Collections written, to lock at commit.
+    pub written: HashMap<CollectionId, Arc<Collection>>,
+    pub bytes: usize,
+    pub max_bytes: usize,
+    pub sync: bool,
+}
+
+impl Staging {
+    pub fn new(snapshot: Snapshot, max_bytes: usize) -> Staging {
+        Staging {
+            snapshot,
+            entries: HashMap::new(),
+            written: HashMap::new(),
+            bytes: 0,
+            max_bytes,
+            sync: false,
+        }
+    }
+
+    /// The current state of a document: staged writes first, then the snapshot.
+    pub fn lookup(&self, cid: CollectionId, key: &str) -> Result<Option<(Revision, Bytes)>> {
+        // Allocating the tuple key only when something is staged keeps single reads cheap.
+        if !self.entries.is_empty() {
+            if let Some(entry) = self.entries.get(&(cid, key.to_string())) {
+                return Ok(entry.current.clone());
+            }
+        }
+        Ok(self
+            .snapshot
+            .get(cid, key)?
+            .map(|stored| (stored.rev, stored.body)))
+    }
+
+    fn stage(
+        &mut self,
+        coll: &Arc<Collection>,
+        key: &str,
+        current: Option<(Revision, Bytes)>,
+        removal_rev: Revision,
+    ) -> Result<()> {
+        let size = key.len() + 32 + current.as_ref().map_or(0, |(_, body)| body.len());
+        if self.bytes + size > self.max_bytes {
+            return Err(Error::with_message(
+                ErrorCode::ResourceLimit,
+                "aborting transaction because maximal transaction size limit is exceeded",
+            ));
+        }
+        self.bytes += size;
+        let cid = coll.id();
+        self.written.entry(cid).or_insert_with(|| Arc::clone(coll));
+        if coll.wait_for_sync() {
+            self.sync = true;
+        }
+        let map_key = (cid, key.to_string());
+        if let Some(entry) = self.entries.get_mut(&map_key) {
+            entry.current = current;
+            entry.removal_rev = removal_rev;
+            return Ok(());
+        }
+        let prior = self.snapshot.revision(cid, key)?;
+        self.entries.insert(
+            map_key,
+            StagedEntry {
+                prior,
+                current,
+                removal_rev,
+            },
+        );
+        Ok(())
+    }
+
+    /// The engine batch for everything staged: one put per surviving document, one removal
+    /// per document that existed in the base snapshot and is gone now.
+    pub fn to_batch(&self) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        for ((cid, key), entry) in &self.entries {
+            match &entry.current {
+                Some((rev, body)) => batch.put(*cid, key, *rev, body.clone()),
+                None if entry.prior.is_some() => batch.remove(*cid, key, entry.removal_rev),
+                None => {}
+            }
+        }
+        batch.set_sync(self.sync);
+        batch
+    }
+
+    /// Whether anything is staged.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The change of the number of documents of `cid` relative to the snapshot.
+    pub fn count_delta(&self, cid: CollectionId) -> i64 {
+        self.entries
+            .iter()
+            .filter(|((c, _), _)| *c == cid)
+            .map(|(_, e)| e.current.is_some() as i64 - e.prior.is_some() as i64)
+            .sum()
+    }
+}
+
+fn body_object(doc: Value) -> Result<Map<String, Value>> {
+    match doc {
+        Value::Object(map) => Ok(map),
+        _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
+    }
+}
+
+fn document_not_found() -> Error {
+    Error::new(ErrorCode::DocumentNotFound)
+}
+
+/// Extracts the key a replace/update/remove item addresses: `_key`, or the key part of `_id`.
+fn selector_key(map: &Map<String, Value>) -> Result<String> {
+    if let Some(key) = map.get("_key") {
+        return key_of(key).map(str::to_string);
+    }
+    if let Some(Value::String(id)) = map.get("_id") {
+        let handle = quiver_types::DocumentId::parse(id)?;
+        return Ok(handle.key.to_string());
+    }
+    Err(Error::new(ErrorCode::DocumentHandleBad))
+}
+
+/// Extracts the key from a remove / get-many item: a key string, a `collection/key` handle, or
+/// an object with `_key` (or `_id`).
+pub(crate) fn item_key(item: &Value) -> Result<(String, Option<String>)> {
+    match item {
+        Value::String(text) => {
+            if let Some((_, key)) = text.split_once('/') {
+                quiver_types::validate_key(key)
+                    .map_err(|_| Error::new(ErrorCode::DocumentHandleBad))?;
+                Ok((key.to_string(), None))
+            } else {
+                quiver_types::validate_key(text)?;
+                Ok((text.clone(), None))
+            }
+        }
+        Value::Object(map) => {
+            let key = selector_key(map)?;
+            let rev = map.get("_rev").and_then(Value::as_str).map(str::to_string);
+            Ok((key, rev))
+        }
+        _ => Err(Error::new(ErrorCode::DocumentHandleBad)),
+    }
+}
+
+fn check_revision(
+    coll: &Collection,
+    key: &str,
+    current: Revision,
+    if_match: Option<&str>,
+    body_rev: Option<&str>,
+    ignore_revs: bool,
+) -> Result<()> {
+    let expected = if_match.or(if ignore_revs { None } else { body_rev });
+    match expected {
+        Some(expected) if !revision_matches(expected, current) => {
+            Err(revision_conflict(&coll.name(), key, current))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn decode_old(coll: &Collection, key: &str, body: &Bytes, wanted: bool) -> Result<Option<Value>> {
+    if wanted {
+        decode_with_id(body, &coll.name(), key).map(Some)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Inserts one document (with `overwriteMode` handling) into the staging area.
+pub(crate) fn insert(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    doc: Value,
+    opts: &InsertOptions,
+) -> Result<OpResult> {
+    coll.check_usable()?;
+    let mut map = body_object(doc)?;
+    let user_key = match map.get("_key") {
+        Some(value) => {
+            let key = key_of(value)?.to_string();
+            if !coll.key_options().allow_user_keys {
+                return Err(Error::with_message(
+                    ErrorCode::DocumentKeyUnexpected,
+                    "collection does not allow using user-defined keys",
+                ));
+            }
+            Some(key)
+        }
+        None => None,
+    };
+    if coll.is_edge() {
+        validate_edge(&map)?;
+    }
+    let (key, existing) = match user_key {
+        Some(key) => {
+            let existing = st.lookup(coll.id(), &key)?;
+            (key, existing)
+        }
+        None => (coll.generate_key()?, None),
+    };
+    let name = coll.name();
+    let id = format!("{name}/{key}");
+    let Some((old_rev, old_body)) = existing else {
+        let rev = coll.next_revision();
+        let body = encode_stored(&key, rev, &map);
+        let new = if opts.return_new && !opts.silent {
+            Some(decode_with_id(&body, &name, &key)?)
+        } else {
+            None
+        };
+        st.stage(coll, &key, Some((rev, body)), rev)?;
+        coll.track_key(&key)?;
+        return Ok(OpResult {
+            id,
+            key,
+            rev,
+            old_rev: None,
+            kind: WriteKind::Created,
+            new,
+            old: None,
+        });
+    };
+    let kind = match opts.overwrite_mode {
+        OverwriteMode::Conflict => return Err(unique_violation(&key)),
+        OverwriteMode::Ignore => {
+            return Ok(OpResult {
+                id,
+                key,
+                rev: old_rev,
+                old_rev: None,
+                kind: WriteKind::Ignored,
+                new: None,
+                old: None,
+            })
+        }
+        OverwriteMode::Replace => WriteKind::Replaced,
+        OverwriteMode::Update => {
+            let mut merged = decode_stored(&old_body)?;
+            merge_patch(&mut merged, map, opts.keep_null, opts.merge_objects, true);
+            map = merged;
+            WriteKind::Updated
+        }
+    };
+    if coll.is_edge() {
+        validate_edge(&map)?;
+    }
+    let rev = coll.next_revision();
+    let body = encode_stored(&key, rev, &map);
+    let quiet = opts.silent;
+    let old = decode_old(coll, &key, &old_body, opts.return_old && !quiet)?;
+    let new = if opts.return_new && !quiet {
+        Some(decode_with_id(&body, &name, &key)?)
+    } else {
+        None
+    };
+    st.stage(coll, &key, Some((rev, body)), rev)?;
+    Ok(OpResult {
+        id,
+        key,
+        rev,
+        old_rev: Some(old_rev),
+        kind,
+        new,
+        old,
+    })
+}
+
+/// Replaces (`merge == false`) or updates (`merge == true`) one document. `url_key` is the key
+/// from the URL (single-document calls); otherwise the body's `_key`/`_id` selects it.
+pub(crate) fn modify(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    url_key: Option<&str>,
+    doc: Value,
+    opts: &ModifyOptions,
+    merge: bool,
+) -> Result<OpResult> {
+    coll.check_usable()?;
+    let map = body_object(doc)?;
+    let key = match url_key {
+        Some(key) => {
+            quiver_types::validate_key(key)?;
+            key.to_string()
+        }
+        None => selector_key(&map)?,
+    };
+    let (old_rev, old_body) = st.lookup(coll.id(), &key)?.ok_or_else(document_not_found)?;
+    let body_rev = map.get("_rev").and_then(Value::as_str);
+    check_revision(
+        coll,
+        &key,
+        old_rev,
+        opts.if_match.as_deref(),
+        body_rev,
+        opts.ignore_revs,
+    )?;
+    let new_map = if merge {
+        let mut merged = decode_stored(&old_body)?;
+        merge_patch(&mut merged, map, opts.keep_null, opts.merge_objects, true);
+        merged
+    } else {
+        map
+    };
+    if coll.is_edge() {
+        validate_edge(&new_map)?;
+    }
+    let name = coll.name();
+    let rev = coll.next_revision();
+    let body = encode_stored(&key, rev, &new_map);
+    let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
+    let new = if opts.return_new && !opts.silent {
+        Some(decode_with_id(&body, &name, &key)?)
+    } else {
+        None
+    };
+    st.stage(coll, &key, Some((rev, body)), rev)?;
+    Ok(OpResult {
+        id: format!("{name}/{key}"),
+        key,
+        rev,
+        old_rev: Some(old_rev),
+        kind: if merge {
+            WriteKind::Updated
+        } else {
+            WriteKind::Replaced
+        },
+        new,
+        old,
+    })
+}
+
+/// Removes one document addressed by `item` (a key, a handle or an object with `_key`).
+pub(crate) fn remove(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    item: &Value,
+    opts: &RemoveOptions,
+) -> Result<OpResult> {
+    coll.check_usable()?;
+    let (key, body_rev) = item_key(item)?;
+    let (old_rev, old_body) = st.lookup(coll.id(), &key)?.ok_or_else(document_not_found)?;
+    check_revision(
+        coll,
+        &key,
+        old_rev,
+        opts.if_match.as_deref(),
+        body_rev.as_deref(),
+        opts.ignore_revs,
+    )?;
+    let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
+    let removal_rev = coll.next_revision();
+    st.stage(coll, &key, None, removal_rev)?;
+    Ok(OpResult {
+        id: format!("{}/{key}", coll.name()),
+        key,
+        rev: old_rev,
+        old_rev: None,
+        kind: WriteKind::Removed,
+        new: None,
+        old,
+    })
+}

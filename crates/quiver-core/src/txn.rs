@@ -1,0 +1,456 @@
+//! Transactions (many operations on several collections of one database, committed as one
+//! engine batch) and read views (a consistent snapshot for queries).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_storage::{CollectionId, Snapshot};
+use quiver_types::Revision;
+use serde_json::Value;
+
+use crate::catalog::Database;
+use crate::collection::Collection;
+use crate::document::decode_with_id;
+use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::staging::{self, Staging};
+
+/// An iterator over documents (JSON values with `_id`), owning everything it needs (it can be
+/// kept across requests, e.g. by a cursor).
+pub struct DocumentIter {
+    inner: Box<dyn Iterator<Item = Result<Value>> + Send>,
+}
+
+impl DocumentIter {
+    fn new(inner: impl Iterator<Item = Result<Value>> + Send + 'static) -> DocumentIter {
+        DocumentIter {
+            inner: Box::new(inner),
+        }
+    }
+}
+
+impl Iterator for DocumentIter {
+    type Item = Result<Value>;
+    fn next(&mut self) -> Option<Result<Value>> {
+        self.inner.next()
+    }
+}
+
+impl std::fmt::Debug for DocumentIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DocumentIter")
+    }
+}
+
+/// Read access shared by [`ReadView`] and [`Transaction`], so query code works with either.
+pub trait DocumentReader {
+    /// The database read from.
+    fn database(&self) -> &Arc<Database>;
+
+    /// A collection of the database by name or id (1203 otherwise; in a transaction that does
+    /// not allow implicit collections, 1652 for an undeclared one).
+    fn collection(&self, name: &str) -> Result<Arc<Collection>>;
+
+    /// A stored document's revision and response-ready JSON (with `_id`), or None.
+    fn get_raw(&self, coll: &Collection, key: &str) -> Result<Option<(Revision, Bytes)>>;
+
+    /// A document as a value with `_id`, or None.
+    fn get(&self, coll: &Collection, key: &str) -> Result<Option<Value>> {
+        match self.get_raw(coll, key)? {
+            Some((_, raw)) => serde_json::from_slice(&raw)
+                .map(Some)
+                .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.to_string())),
+            None => Ok(None),
+        }
+    }
+
+    /// Number of documents.
+    fn count(&self, coll: &Collection) -> Result<u64>;
+
+    /// Every document, in no particular order.
+    fn scan(&self, coll: &Collection) -> Result<DocumentIter>;
+}
+
+fn scan_snapshot(
+    snapshot: &Snapshot,
+    coll: &Collection,
+    skip: HashSet<String>,
+) -> Result<impl Iterator<Item = Result<Value>> + Send + 'static> {
+    let name = coll.name();
+    let iter = snapshot.scan(coll.id())?;
+    Ok(iter.filter_map(move |item| match item {
+        Ok((key, doc)) => {
+            if skip.contains(&key) {
+                None
+            } else {
+                Some(decode_with_id(&doc.body, &name, &key))
+            }
+        }
+        Err(err) => Some(Err(err)),
+    }))
+}
+
+fn raw_with_id(coll: &Collection, key: &str, rev: Revision, body: &Bytes) -> (Revision, Bytes) {
+    let escaped = crate::document::escape_json_inner(&coll.name());
+    (rev, crate::document::splice_id(body, key, &escaped))
+}
+
+/// A consistent, read-only view of one database at one point in time (an engine snapshot):
+/// every read sees exactly the batches committed before it was taken. Cheap to create; holding
+/// it keeps old document versions alive, so drop it when done.
+#[derive(Clone)]
+pub struct ReadView {
+    db: Arc<Database>,
+    snapshot: Snapshot,
+}
+
+impl std::fmt::Debug for ReadView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadView")
+            .field("database", &self.db.name())
+            .field("tick", &self.snapshot.tick())
+            .finish()
+    }
+}
+
+impl ReadView {
+    pub(crate) fn new(db: Arc<Database>, snapshot: Snapshot) -> ReadView {
+        ReadView { db, snapshot }
+    }
+
+    /// The engine snapshot.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+}
+
+impl DocumentReader for ReadView {
+    fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    fn collection(&self, name: &str) -> Result<Arc<Collection>> {
+        self.db.collection(name)
+    }
+
+    fn get_raw(&self, coll: &Collection, key: &str) -> Result<Option<(Revision, Bytes)>> {
+        coll.check_usable()?;
+        Ok(self
+            .snapshot
+            .get(coll.id(), key)?
+            .map(|doc| raw_with_id(coll, key, doc.rev, &doc.body)))
+    }
+
+    fn count(&self, coll: &Collection) -> Result<u64> {
+        coll.check_usable()?;
+        self.snapshot.count(coll.id())
+    }
+
+    fn scan(&self, coll: &Collection) -> Result<DocumentIter> {
+        coll.check_usable()?;
+        Ok(DocumentIter::new(scan_snapshot(
+            &self.snapshot,
+            coll,
+            HashSet::new(),
+        )?))
+    }
+}
+
+/// Which collections a transaction uses and how.
+#[derive(Clone, Debug, Default)]
+pub struct TransactionOptions {
+    /// Collections only read.
+    pub read: Vec<String>,
+    /// Collections written.
+    pub write: Vec<String>,
+    /// Collections written exclusively (treated like `write`: writers are serialized per
+    /// collection at commit anyway).
+    pub exclusive: Vec<String>,
+    /// Whether undeclared collections may be read (ArangoDB's default: true).
+    pub allow_implicit: bool,
+    /// Commit waits for stable storage.
+    pub wait_for_sync: bool,
+    /// Limit on staged bytes (default: the core's `max_transaction_size`).
+    pub max_transaction_size: Option<usize>,
+}
+
+impl TransactionOptions {
+    /// A transaction that may write `write` and read anything.
+    pub fn writing(write: &[&str]) -> TransactionOptions {
+        TransactionOptions {
+            write: write.iter().map(|s| s.to_string()).collect(),
+            allow_implicit: true,
+            ..TransactionOptions::default()
+        }
+    }
+}
+
+/// A transaction: reads see the snapshot taken at `begin` plus the transaction's own writes;
+/// writes are staged in memory and committed all at once as one engine batch (all or nothing,
+/// visible at once). Dropping it without commit aborts it.
+///
+/// Isolation is snapshot isolation with first-committer-wins: at commit the written
+/// collections are locked in id order and every written document is checked to be unchanged
+/// since the snapshot; otherwise the commit fails with 409/1200 (write-write conflict) and
+/// nothing is written.
+pub struct Transaction {
+    db: Arc<Database>,
+    staging: Staging,
+    write_set: HashMap<CollectionId, Arc<Collection>>,
+    read_set: HashSet<CollectionId>,
+    allow_implicit: bool,
+}
+
+impl std::fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("database", &self.db.name())
+            .field("staged", &self.staging.entries.len())
+            .finish()
+    }
+}
+
+impl Transaction {
+    pub(crate) fn begin(db: Arc<Database>, options: TransactionOptions) -> Result<Transaction> {
+        let mut write_set = HashMap::new();
+        for name in options.write.iter().chain(&options.exclusive) {
+            let coll = db.collection(name)?;
+            write_set.insert(coll.id(), coll);
+        }
+        let mut read_set = HashSet::new();
+        for name in &options.read {
+            read_set.insert(db.collection(name)?.id());
+        }
+        let max = options
+            .max_transaction_size
+            .unwrap_or(db.settings.max_transaction_size);
+        let mut staging = Staging::new(db.engine().snapshot(), max);
+        staging.sync = options.wait_for_sync;
+        Ok(Transaction {
+            db,
+            staging,
+            write_set,
+            read_set,
+            allow_implicit: options.allow_implicit,
+        })
+    }
+
+    fn check_write(&self, coll: &Collection) -> Result<()> {
+        coll.check_usable()?;
+        if self.write_set.contains_key(&coll.id()) {
+            Ok(())
+        } else {
+            Err(Error::with_message(
+                ErrorCode::TransactionUnregisteredCollection,
+                format!(
+                    "collection '{}' not registered for write in transaction",
+                    coll.name()
+                ),
+            ))
+        }
+    }
+
+    fn check_read(&self, coll: &Collection) -> Result<()> {
+        coll.check_usable()?;
+        if self.allow_implicit
+            || self.read_set.contains(&coll.id())
+            || self.write_set.contains_key(&coll.id())
+        {
+            Ok(())
+        } else {
+            Err(Error::with_message(
+                ErrorCode::TransactionUnregisteredCollection,
+                format!(
+                    "collection '{}' not registered for read in transaction",
+                    coll.name()
+                ),
+            ))
+        }
+    }
+
+    /// Number of documents staged so far.
+    pub fn staged(&self) -> usize {
+        self.staging.entries.len()
+    }
+
+    /// Inserts a document (see [`Collection::insert`] for the rules); 1652 if `coll` was not
+    /// declared for writing.
+    pub fn insert(
+        &mut self,
+        coll: &Arc<Collection>,
+        doc: Value,
+        opts: &InsertOptions,
+    ) -> Result<OpResult> {
+        self.check_write(coll)?;
+        if opts.wait_for_sync {
+            self.staging.sync = true;
+        }
+        staging::insert(&mut self.staging, coll, doc, opts)
+    }
+
+    /// Replaces a document. `key` None takes it from the body's `_key`/`_id`.
+    pub fn replace(
+        &mut self,
+        coll: &Arc<Collection>,
+        key: Option<&str>,
+        doc: Value,
+        opts: &ModifyOptions,
+    ) -> Result<OpResult> {
+        self.check_write(coll)?;
+        if opts.wait_for_sync {
+            self.staging.sync = true;
+        }
+        staging::modify(&mut self.staging, coll, key, doc, opts, false)
+    }
+
+    /// Updates a document. `key` None takes it from the body's `_key`/`_id`.
+    pub fn update(
+        &mut self,
+        coll: &Arc<Collection>,
+        key: Option<&str>,
+        patch: Value,
+        opts: &ModifyOptions,
+    ) -> Result<OpResult> {
+        self.check_write(coll)?;
+        if opts.wait_for_sync {
+            self.staging.sync = true;
+        }
+        staging::modify(&mut self.staging, coll, key, patch, opts, true)
+    }
+
+    /// Removes a document addressed by a key string, a handle or an object with `_key`.
+    pub fn remove(
+        &mut self,
+        coll: &Arc<Collection>,
+        item: &Value,
+        opts: &RemoveOptions,
+    ) -> Result<OpResult> {
+        self.check_write(coll)?;
+        if opts.wait_for_sync {
+            self.staging.sync = true;
+        }
+        staging::remove(&mut self.staging, coll, item, opts)
+    }
+
+    /// Removes every document of `coll` as seen by this transaction.
+    pub fn truncate(&mut self, coll: &Arc<Collection>) -> Result<()> {
+        self.check_write(coll)?;
+        let keys: Vec<String> = {
+            let mut keys = Vec::new();
+            for item in self.staging.snapshot.scan(coll.id())? {
+                keys.push(item?.0);
+            }
+            for ((cid, key), entry) in &self.staging.entries {
+                if *cid == coll.id() && entry.current.is_some() && entry.prior.is_none() {
+                    keys.push(key.clone());
+                }
+            }
+            keys
+        };
+        let opts = RemoveOptions::new();
+        for key in keys {
+            match staging::remove(&mut self.staging, coll, &Value::String(key), &opts) {
+                Ok(_) => {}
+                Err(err) if err.code == ErrorCode::DocumentNotFound => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    /// Commits: all staged writes become visible at once and durable together. Errors: 409/1200
+    /// when a written document was changed by someone else since `begin` (nothing is
+    /// written), 1203 when a written collection was dropped, engine errors.
+    pub fn commit(self) -> Result<Committed<()>> {
+        let staging = self.staging;
+        if staging.is_empty() {
+            return Ok(Committed::new((), staging.sync, None));
+        }
+        let mut colls: Vec<Arc<Collection>> = staging.written.values().cloned().collect();
+        colls.sort_by_key(|c| c.id());
+        // Fixed lock order (collection id) rules out deadlocks between transactions.
+        let guards: Vec<_> = colls.iter().map(|c| c.write_lock.lock()).collect();
+        for coll in &colls {
+            coll.check_usable()?;
+        }
+        let fresh = self.db.engine().snapshot();
+        for ((cid, key), entry) in &staging.entries {
+            let now = fresh.revision(*cid, key)?;
+            if now != entry.prior {
+                return Err(Error::with_message(
+                    ErrorCode::ArangoConflict,
+                    format!("write-write conflict on key '{key}'"),
+                ));
+            }
+        }
+        let sync = staging.sync || colls.iter().any(|c| c.wait_for_sync());
+        let mut batch = staging.to_batch();
+        batch.set_sync(sync);
+        let ticket = self.db.engine().commit(batch)?;
+        let mut max_rev: HashMap<CollectionId, Revision> = HashMap::new();
+        for ((cid, _), entry) in &staging.entries {
+            let rev = entry
+                .current
+                .as_ref()
+                .map_or(entry.removal_rev, |(r, _)| *r);
+            let slot = max_rev.entry(*cid).or_default();
+            *slot = (*slot).max(rev);
+        }
+        for coll in &colls {
+            if let Some(rev) = max_rev.get(&coll.id()) {
+                coll.note_revision(*rev);
+            }
+        }
+        drop(guards);
+        Ok(Committed::new((), sync, Some(ticket)))
+    }
+
+    /// Discards every staged write.
+    pub fn abort(self) {}
+}
+
+impl DocumentReader for Transaction {
+    fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    fn collection(&self, name: &str) -> Result<Arc<Collection>> {
+        let coll = self.db.collection(name)?;
+        self.check_read(&coll)?;
+        Ok(coll)
+    }
+
+    fn get_raw(&self, coll: &Collection, key: &str) -> Result<Option<(Revision, Bytes)>> {
+        self.check_read(coll)?;
+        Ok(self
+            .staging
+            .lookup(coll.id(), key)?
+            .map(|(rev, body)| raw_with_id(coll, key, rev, &body)))
+    }
+
+    fn count(&self, coll: &Collection) -> Result<u64> {
+        self.check_read(coll)?;
+        let base = self.staging.snapshot.count(coll.id())? as i64;
+        Ok((base + self.staging.count_delta(coll.id())).max(0) as u64)
+    }
+
+    fn scan(&self, coll: &Collection) -> Result<DocumentIter> {
+        self.check_read(coll)?;
+        let cid = coll.id();
+        let mut skip = HashSet::new();
+        let mut staged = Vec::new();
+        let name = coll.name();
+        for ((c, key), entry) in &self.staging.entries {
+            if *c != cid {
+                continue;
+            }
+            skip.insert(key.clone());
+            if let Some((_, body)) = &entry.current {
+                staged.push(decode_with_id(body, &name, key));
+            }
+        }
+        let base = scan_snapshot(&self.staging.snapshot, coll, skip)?;
+        Ok(DocumentIter::new(base.chain(staged)))
+    }
+}
