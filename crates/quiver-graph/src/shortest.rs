@@ -1,0 +1,752 @@
+//! `SHORTEST_PATH` and `ALL_SHORTEST_PATHS`: bidirectional searches from both ends.
+//!
+//! Searching from both ends touches roughly the square root of the vertices a one-sided
+//! search touches, and it notices a missing connection as soon as either side runs out of
+//! vertices: a target without incoming edges is answered after one edge index lookup (the
+//! benchmark's "hard path").
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use quiver_errors::Result;
+
+use crate::intern::{Interner, VertexId};
+use crate::{checked_weight, Budget, EdgeHandle, EdgeQuery, EdgeSource, Limits, Path};
+
+const UNSEEN: u32 = u32::MAX;
+
+/// A path under construction: vertices and `(edge, weight)` steps.
+pub(crate) type Route = (Vec<VertexId>, Vec<(EdgeHandle, f64)>);
+
+/// Reads the edges of `vertex` into `out` as `(other vertex, edge, weight)`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn expand<S: EdgeSource + ?Sized>(
+    source: &S,
+    interner: &mut Interner,
+    budget: &mut Budget,
+    name_buf: &mut String,
+    vertex: VertexId,
+    backward: bool,
+    depth: usize,
+    weighted: bool,
+    out: &mut Vec<(VertexId, EdgeHandle, f64)>,
+) -> Result<()> {
+    out.clear();
+    name_buf.clear();
+    name_buf.push_str(interner.name(vertex));
+    let query = EdgeQuery {
+        backward,
+        depth,
+        need_weight: weighted,
+    };
+    source.for_each_edge(name_buf, &query, &mut |edge| {
+        budget.edge()?;
+        let weight = if weighted {
+            checked_weight(edge.weight)?
+        } else {
+            1.0
+        };
+        out.push((interner.intern(edge.other), edge.edge, weight));
+        Ok(())
+    })
+}
+
+/// Builds a [`Path`] from vertex ids and `(edge, weight)` steps.
+pub(crate) fn build_path(
+    interner: &Interner,
+    vertices: &[VertexId],
+    edges: &[(EdgeHandle, f64)],
+) -> Path {
+    let mut weights = Vec::with_capacity(vertices.len());
+    let mut total = 0.0;
+    weights.push(0.0);
+    for (_, w) in edges {
+        total += w;
+        weights.push(total);
+    }
+    Path {
+        vertices: vertices
+            .iter()
+            .map(|v| interner.name(*v).to_string())
+            .collect(),
+        edges: edges.iter().map(|(e, _)| *e).collect(),
+        weights,
+    }
+}
+
+/// Finds one shortest path from `start` to `target` (`SHORTEST_PATH`). Unweighted searches
+/// count edges (bidirectional breadth-first search); weighted ones add
+/// [`crate::EdgeRef::weight`] (bidirectional Dijkstra). `Ok(None)` when there is no
+/// connection. The caller checks that both vertices exist (ArangoDB answers an empty result
+/// otherwise).
+pub fn shortest_path<S: EdgeSource + ?Sized>(
+    source: &S,
+    start: &str,
+    target: &str,
+    weighted: bool,
+    limits: Limits,
+) -> Result<Option<Path>> {
+    let mut interner = Interner::new();
+    let s = interner.intern(start);
+    let t = interner.intern(target);
+    let mut budget = Budget::new(limits);
+    if weighted {
+        let found = dijkstra(
+            source,
+            &mut interner,
+            &mut budget,
+            s,
+            t,
+            true,
+            &Restrictions::default(),
+        )?;
+        Ok(found.map(|(v, e)| build_path(&interner, &v, &e)))
+    } else {
+        let mut paths = bfs(source, &mut interner, &mut budget, s, t, false)?;
+        Ok(paths.pop())
+    }
+}
+
+/// Finds every shortest path (by number of edges) from `start` to `target`
+/// (`ALL_SHORTEST_PATHS`). Empty when there is no connection. The number of shortest paths
+/// can be exponential; the memory budget of `limits` bounds it.
+pub fn all_shortest_paths<S: EdgeSource + ?Sized>(
+    source: &S,
+    start: &str,
+    target: &str,
+    limits: Limits,
+) -> Result<Vec<Path>> {
+    let mut interner = Interner::new();
+    let s = interner.intern(start);
+    let t = interner.intern(target);
+    let mut budget = Budget::new(limits);
+    bfs(source, &mut interner, &mut budget, s, t, true)
+}
+
+struct BfsSide {
+    backward: bool,
+    dist: Vec<u32>,
+    /// First predecessor `(vertex, edge)`: the neighbor one step closer to this side's root.
+    pred: Vec<(u32, EdgeHandle)>,
+    /// Further predecessors at the same distance (only collected for all shortest paths).
+    more_preds: HashMap<u32, Vec<(VertexId, EdgeHandle)>>,
+    frontier: Vec<VertexId>,
+    depth: u32,
+}
+
+impl BfsSide {
+    fn new(root: VertexId, backward: bool, n: usize) -> BfsSide {
+        let mut side = BfsSide {
+            backward,
+            dist: vec![UNSEEN; n],
+            pred: vec![(UNSEEN, EdgeHandle(0)); n],
+            more_preds: HashMap::new(),
+            frontier: vec![root],
+            depth: 0,
+        };
+        side.dist[root.index()] = 0;
+        side
+    }
+
+    fn grow(&mut self, n: usize) {
+        if self.dist.len() < n {
+            self.dist.resize(n, UNSEEN);
+            self.pred.resize(n, (UNSEEN, EdgeHandle(0)));
+        }
+    }
+
+    fn preds(&self, v: VertexId) -> Vec<(VertexId, EdgeHandle)> {
+        let mut out = Vec::new();
+        let (p, e) = self.pred[v.index()];
+        if p != UNSEEN {
+            out.push((VertexId(p), e));
+        }
+        if let Some(more) = self.more_preds.get(&v.0) {
+            out.extend_from_slice(more);
+        }
+        out
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.dist.capacity() * 4
+            + self.pred.capacity() * 16
+            + self.frontier.capacity() * 4
+            + self.more_preds.len() * 48
+    }
+}
+
+/// Every root→`v` chain of this side as (vertices from `v` towards the root, edges).
+fn chains(
+    side: &BfsSide,
+    v: VertexId,
+    budget: &Budget,
+    out: &mut Vec<(Vec<VertexId>, Vec<EdgeHandle>)>,
+) -> Result<()> {
+    // Iterative enumeration over the predecessor DAG; `stack` holds partial chains.
+    let mut stack: Vec<(Vec<VertexId>, Vec<EdgeHandle>)> = vec![(vec![v], Vec::new())];
+    let mut bytes = 0usize;
+    while let Some((vertices, edges)) = stack.pop() {
+        let last = *vertices.last().unwrap_or(&v);
+        let preds = side.preds(last);
+        if preds.is_empty() {
+            bytes += vertices.len() * 12;
+            budget.memory(bytes)?;
+            out.push((vertices, edges));
+            continue;
+        }
+        for (p, e) in preds.into_iter().rev() {
+            let mut nv = vertices.clone();
+            nv.push(p);
+            let mut ne = edges.clone();
+            ne.push(e);
+            stack.push((nv, ne));
+        }
+    }
+    Ok(())
+}
+
+fn bfs<S: EdgeSource + ?Sized>(
+    source: &S,
+    interner: &mut Interner,
+    budget: &mut Budget,
+    s: VertexId,
+    t: VertexId,
+    all: bool,
+) -> Result<Vec<Path>> {
+    if s == t {
+        return Ok(vec![build_path(interner, &[s], &[])]);
+    }
+    let n = interner.len();
+    let mut sides = [BfsSide::new(s, false, n), BfsSide::new(t, true, n)];
+    let mut name_buf = String::new();
+    let mut edges = Vec::new();
+    let mut meetings: Vec<VertexId> = Vec::new();
+    while meetings.is_empty() {
+        if sides[0].frontier.is_empty() || sides[1].frontier.is_empty() {
+            return Ok(Vec::new());
+        }
+        let x = if sides[0].frontier.len() <= sides[1].frontier.len() {
+            0
+        } else {
+            1
+        };
+        let (a, b) = sides.split_at_mut(1);
+        let (side, other) = if x == 0 {
+            (&mut a[0], &mut b[0])
+        } else {
+            (&mut b[0], &mut a[0])
+        };
+        let frontier = std::mem::take(&mut side.frontier);
+        let next_depth = side.depth + 1;
+        let mut next = Vec::new();
+        'level: for &v in &frontier {
+            expand(
+                source,
+                interner,
+                budget,
+                &mut name_buf,
+                v,
+                side.backward,
+                side.depth as usize,
+                false,
+                &mut edges,
+            )?;
+            side.grow(interner.len());
+            other.grow(interner.len());
+            for &(u, e, _) in &edges {
+                let du = side.dist[u.index()];
+                if du == UNSEEN {
+                    side.dist[u.index()] = next_depth;
+                    side.pred[u.index()] = (v.0, e);
+                    next.push(u);
+                    if other.dist[u.index()] != UNSEEN {
+                        meetings.push(u);
+                        if !all {
+                            // Every meeting found while expanding this level closes a path of
+                            // the same length (see docs/design/graph.md), so the first one
+                            // is a shortest path.
+                            break 'level;
+                        }
+                    }
+                } else if all && du == next_depth {
+                    side.more_preds.entry(u.0).or_default().push((v, e));
+                }
+            }
+            budget.memory(
+                interner.memory_bytes()
+                    + side.memory_bytes()
+                    + other.memory_bytes()
+                    + next.capacity() * 4,
+            )?;
+        }
+        side.frontier = next;
+        side.depth = next_depth;
+    }
+    let (fwd, bwd) = (&sides[0], &sides[1]);
+    let mut paths = Vec::new();
+    let mut bytes = 0usize;
+    for &m in &meetings {
+        let mut to_start = Vec::new();
+        let mut to_target = Vec::new();
+        if all {
+            chains(fwd, m, budget, &mut to_start)?;
+            chains(bwd, m, budget, &mut to_target)?;
+        } else {
+            to_start.push(single_chain(fwd, m));
+            to_target.push(single_chain(bwd, m));
+        }
+        for (sv, se) in &to_start {
+            for (tv, te) in &to_target {
+                let mut vertices: Vec<VertexId> = sv.iter().rev().copied().collect();
+                vertices.extend_from_slice(&tv[1..]);
+                let mut steps: Vec<(EdgeHandle, f64)> =
+                    se.iter().rev().map(|e| (*e, 1.0)).collect();
+                steps.extend(te.iter().map(|e| (*e, 1.0)));
+                bytes += vertices.len() * 40;
+                budget.memory(bytes)?;
+                paths.push(build_path(interner, &vertices, &steps));
+            }
+        }
+    }
+    Ok(paths)
+}
+
+fn single_chain(side: &BfsSide, v: VertexId) -> (Vec<VertexId>, Vec<EdgeHandle>) {
+    let mut vertices = vec![v];
+    let mut edges = Vec::new();
+    let mut cur = v;
+    loop {
+        let (p, e) = side.pred[cur.index()];
+        if p == UNSEEN {
+            break;
+        }
+        edges.push(e);
+        cur = VertexId(p);
+        vertices.push(cur);
+    }
+    (vertices, edges)
+}
+
+/// Vertices and edges a restricted search must avoid (Yen's spur searches).
+#[derive(Default)]
+pub(crate) struct Restrictions {
+    pub(crate) vertices: HashSet<VertexId>,
+    pub(crate) edges: HashSet<EdgeHandle>,
+}
+
+#[derive(Clone, Copy)]
+struct QueueItem {
+    weight: f64,
+    seq: u64,
+    vertex: VertexId,
+}
+
+impl PartialEq for QueueItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for QueueItem {}
+impl PartialOrd for QueueItem {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for QueueItem {
+    // Reversed: `BinaryHeap` pops the lightest, earliest entry first.
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other
+            .weight
+            .total_cmp(&self.weight)
+            .then_with(|| other.seq.cmp(&self.seq))
+    }
+}
+
+struct DijkstraSide {
+    backward: bool,
+    dist: Vec<f64>,
+    settled: Vec<bool>,
+    pred: Vec<(u32, EdgeHandle, f64)>,
+    heap: BinaryHeap<QueueItem>,
+}
+
+impl DijkstraSide {
+    fn new(root: VertexId, backward: bool, n: usize) -> DijkstraSide {
+        let mut side = DijkstraSide {
+            backward,
+            dist: vec![f64::INFINITY; n],
+            settled: vec![false; n],
+            pred: vec![(UNSEEN, EdgeHandle(0), 0.0); n],
+            heap: BinaryHeap::new(),
+        };
+        side.dist[root.index()] = 0.0;
+        side.heap.push(QueueItem {
+            weight: 0.0,
+            seq: 0,
+            vertex: root,
+        });
+        side
+    }
+
+    fn grow(&mut self, n: usize) {
+        if self.dist.len() < n {
+            self.dist.resize(n, f64::INFINITY);
+            self.settled.resize(n, false);
+            self.pred.resize(n, (UNSEEN, EdgeHandle(0), 0.0));
+        }
+    }
+
+    /// Drops queue entries that are settled or superseded; the smallest live key.
+    fn top(&mut self) -> Option<f64> {
+        while let Some(item) = self.heap.peek() {
+            let v = item.vertex.index();
+            if self.settled[v] || item.weight > self.dist[v] {
+                self.heap.pop();
+            } else {
+                return Some(item.weight);
+            }
+        }
+        None
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.dist.capacity() * 8
+            + self.settled.capacity()
+            + self.pred.capacity() * 24
+            + self.heap.capacity() * std::mem::size_of::<QueueItem>()
+    }
+
+    /// Root→`v` as (vertices from `v` towards the root, (edge, weight) steps).
+    fn chain(&self, v: VertexId) -> (Vec<VertexId>, Vec<(EdgeHandle, f64)>) {
+        let mut vertices = vec![v];
+        let mut steps = Vec::new();
+        let mut cur = v;
+        loop {
+            let (p, e, w) = self.pred[cur.index()];
+            if p == UNSEEN || vertices.len() > self.pred.len() {
+                break;
+            }
+            steps.push((e, w));
+            cur = VertexId(p);
+            vertices.push(cur);
+        }
+        (vertices, steps)
+    }
+}
+
+/// Bidirectional Dijkstra from `s` to `t` avoiding `restrictions`. Unweighted searches use
+/// weight 1 per edge. Returns vertices and `(edge, weight)` steps of one lightest path.
+pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
+    source: &S,
+    interner: &mut Interner,
+    budget: &mut Budget,
+    s: VertexId,
+    t: VertexId,
+    weighted: bool,
+    restrictions: &Restrictions,
+) -> Result<Option<Route>> {
+    if s == t {
+        return Ok(Some((vec![s], Vec::new())));
+    }
+    let n = interner.len();
+    let mut sides = [
+        DijkstraSide::new(s, false, n),
+        DijkstraSide::new(t, true, n),
+    ];
+    let mut best = f64::INFINITY;
+    // (side that relaxed the meeting edge, its settled vertex, edge, weight, vertex reached)
+    let mut meeting: Option<(usize, VertexId, EdgeHandle, f64, VertexId)> = None;
+    let mut name_buf = String::new();
+    let mut edges = Vec::new();
+    let mut seq = 0u64;
+    while let (Some(top0), Some(top1)) = (sides[0].top(), sides[1].top()) {
+        if top0 + top1 >= best {
+            break;
+        }
+        let x = if sides[0].heap.len() <= sides[1].heap.len() {
+            0
+        } else {
+            1
+        };
+        let (a, b) = sides.split_at_mut(1);
+        let (side, other) = if x == 0 {
+            (&mut a[0], &mut b[0])
+        } else {
+            (&mut b[0], &mut a[0])
+        };
+        let Some(item) = side.heap.pop() else { break };
+        let v = item.vertex;
+        if side.settled[v.index()] || item.weight > side.dist[v.index()] {
+            continue;
+        }
+        side.settled[v.index()] = true;
+        let d = item.weight;
+        expand(
+            source,
+            interner,
+            budget,
+            &mut name_buf,
+            v,
+            side.backward,
+            0,
+            weighted,
+            &mut edges,
+        )?;
+        side.grow(interner.len());
+        other.grow(interner.len());
+        for &(u, e, w) in &edges {
+            if restrictions.edges.contains(&e) || restrictions.vertices.contains(&u) {
+                continue;
+            }
+            let nd = d + w;
+            if nd < side.dist[u.index()] {
+                side.dist[u.index()] = nd;
+                side.pred[u.index()] = (v.0, e, w);
+                seq += 1;
+                side.heap.push(QueueItem {
+                    weight: nd,
+                    seq,
+                    vertex: u,
+                });
+            }
+            let through = nd + other.dist[u.index()];
+            if through < best {
+                best = through;
+                meeting = Some((x, v, e, w, u));
+            }
+        }
+        budget.memory(interner.memory_bytes() + side.memory_bytes() + other.memory_bytes())?;
+    }
+    let Some((x, v, e, w, u)) = meeting else {
+        return Ok(None);
+    };
+    // Chain on the relaxing side to `v`, the meeting edge, then the other side from `u`.
+    let (near_v, near_s) = sides[x].chain(v);
+    let (far_v, far_s) = sides[1 - x].chain(u);
+    let mut vertices: Vec<VertexId> = near_v.iter().rev().copied().collect();
+    let mut steps: Vec<(EdgeHandle, f64)> = near_s.iter().rev().copied().collect();
+    steps.push((e, w));
+    vertices.extend_from_slice(&far_v);
+    steps.extend_from_slice(&far_s);
+    if x == 1 {
+        vertices.reverse();
+        steps.reverse();
+    }
+    Ok(Some((vertices, steps)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Direction, MemoryGraph};
+    use quiver_errors::ErrorCode;
+
+    fn graph(edges: &[(&str, &str, f64)]) -> MemoryGraph {
+        let mut g = MemoryGraph::new();
+        for (i, (f, t, w)) in edges.iter().enumerate() {
+            g.add_edge("e", &format!("e/{i}"), f, t, Some(*w));
+        }
+        g
+    }
+
+    #[test]
+    fn unweighted_shortest_path_and_reverse_direction() {
+        let g = graph(&[
+            ("v/a", "v/b", 1.0),
+            ("v/b", "v/c", 1.0),
+            ("v/c", "v/d", 1.0),
+            ("v/a", "v/x", 1.0),
+            ("v/x", "v/d", 1.0),
+        ]);
+        let p = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/a",
+            "v/d",
+            false,
+            Limits::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.vertices, ["v/a", "v/x", "v/d"]);
+        assert_eq!(p.edges, [EdgeHandle(3), EdgeHandle(4)]);
+        assert_eq!(p.weights, [0.0, 1.0, 2.0]);
+        let none = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/d",
+            "v/a",
+            false,
+            Limits::default(),
+        )
+        .unwrap();
+        assert!(none.is_none());
+        let back = shortest_path(
+            &g.source(Direction::Inbound, 1.0),
+            "v/d",
+            "v/a",
+            false,
+            Limits::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(back.vertices, ["v/d", "v/x", "v/a"]);
+        let same = shortest_path(
+            &g.source(Direction::Any, 1.0),
+            "v/c",
+            "v/c",
+            false,
+            Limits::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(same.vertices, ["v/c"]);
+        assert!(same.edges.is_empty());
+    }
+
+    #[test]
+    fn weighted_shortest_path_prefers_light_detours() {
+        let g = graph(&[
+            ("v/a", "v/d", 10.0),
+            ("v/a", "v/b", 1.0),
+            ("v/b", "v/c", 1.0),
+            ("v/c", "v/d", 1.0),
+        ]);
+        let p = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/a",
+            "v/d",
+            true,
+            Limits::default(),
+        )
+        .unwrap()
+        .unwrap();
+        assert_eq!(p.vertices, ["v/a", "v/b", "v/c", "v/d"]);
+        assert_eq!(p.weight(), 3.0);
+        let neg = graph(&[("v/a", "v/b", -1.0)]);
+        assert_eq!(
+            shortest_path(
+                &neg.source(Direction::Outbound, 1.0),
+                "v/a",
+                "v/b",
+                true,
+                Limits::default()
+            )
+            .unwrap_err()
+            .code,
+            ErrorCode::GraphNegativeEdgeWeight
+        );
+    }
+
+    /// The "hard path": the target has no incoming edge, in a graph where the start reaches
+    /// everything else. The search must stop after one lookup on the target side.
+    #[test]
+    fn missing_connection_is_found_without_exploring_the_graph() {
+        let mut g = MemoryGraph::new();
+        for i in 0..2000 {
+            g.add_edge(
+                "e",
+                &format!("e/{i}"),
+                &format!("v/{i}"),
+                &format!("v/{}", (i + 1) % 2000),
+                None,
+            );
+            g.add_edge(
+                "e",
+                &format!("f/{i}"),
+                &format!("v/{i}"),
+                &format!("v/{}", (i * 7 + 3) % 2000),
+                None,
+            );
+        }
+        g.add_edge("e", "e/out", "v/lonely", "v/5", None);
+        let limits = Limits {
+            max_edges_visited: 10,
+            ..Limits::default()
+        };
+        let r = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/0",
+            "v/lonely",
+            false,
+            limits,
+        )
+        .unwrap();
+        assert!(r.is_none());
+        let r = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/0",
+            "v/lonely",
+            true,
+            limits,
+        )
+        .unwrap();
+        assert!(r.is_none());
+    }
+
+    #[test]
+    fn all_shortest_paths_finds_every_route() {
+        // Carlisle → London in ArangoDB's example: via Birmingham and via York.
+        let g = graph(&[
+            ("p/Carlisle", "p/Birmingham", 1.0),
+            ("p/Carlisle", "p/York", 1.0),
+            ("p/Birmingham", "p/London", 1.0),
+            ("p/York", "p/London", 1.0),
+            ("p/Carlisle", "p/Glasgow", 1.0),
+            ("p/Glasgow", "p/Edinburgh", 1.0),
+            ("p/Edinburgh", "p/York", 1.0),
+        ]);
+        let paths = all_shortest_paths(
+            &g.source(Direction::Outbound, 1.0),
+            "p/Carlisle",
+            "p/London",
+            Limits::default(),
+        )
+        .unwrap();
+        let mut routes: Vec<_> = paths.iter().map(|p| p.vertices[1].clone()).collect();
+        routes.sort();
+        assert_eq!(routes, ["p/Birmingham", "p/York"]);
+        assert!(paths.iter().all(|p| p.len() == 2));
+        assert!(all_shortest_paths(
+            &g.source(Direction::Outbound, 1.0),
+            "p/London",
+            "p/Carlisle",
+            Limits::default()
+        )
+        .unwrap()
+        .is_empty());
+    }
+
+    #[test]
+    fn limits_stop_runaway_searches() {
+        let mut g = MemoryGraph::new();
+        for i in 0..500 {
+            g.add_edge(
+                "e",
+                &format!("e/{i}"),
+                &format!("v/{i}"),
+                &format!("v/{}", i + 1),
+                None,
+            );
+        }
+        let limits = Limits {
+            max_edges_visited: 50,
+            ..Limits::default()
+        };
+        let err = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/0",
+            "v/500",
+            false,
+            limits,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::ResourceLimit);
+        let err = shortest_path(
+            &g.source(Direction::Outbound, 1.0),
+            "v/0",
+            "v/500",
+            true,
+            limits,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, ErrorCode::ResourceLimit);
+    }
+}
