@@ -222,6 +222,15 @@ pub struct Committed<T> {
     ticket: Option<CommitTicket>,
 }
 
+impl<T: std::fmt::Debug> std::fmt::Debug for Committed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Committed")
+            .field("value", &self.value)
+            .field("synced", &self.synced)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<T> Committed<T> {
     pub(crate) fn new(value: T, synced: bool, ticket: Option<CommitTicket>) -> Committed<T> {
         Committed {

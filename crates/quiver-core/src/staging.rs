@@ -69,12 +69,27 @@ impl Staging {
             .map(|stored| (stored.rev, stored.body)))
     }
 
+    /// The current revision of a document (staged writes first), without reading its body.
+    pub fn lookup_rev(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
+        if !self.entries.is_empty() {
+            if let Some(entry) = self.entries.get(&(cid, key.to_string())) {
+                return Ok(entry.current.as_ref().map(|(rev, _)| *rev));
+            }
+        }
+        self.snapshot.revision(cid, key)
+    }
+
+    /// Stages the new state of a document. `seen` is the revision the caller just looked up
+    /// through [`Staging::lookup`] / [`Staging::lookup_rev`]; for a document not staged before
+    /// that came from the snapshot, so it is recorded as the prior state without a second
+    /// index lookup.
     fn stage(
         &mut self,
         coll: &Arc<Collection>,
         key: &str,
         current: Option<(Revision, Bytes)>,
         removal_rev: Revision,
+        seen: Option<Revision>,
     ) -> Result<()> {
         let size = key.len() + 32 + current.as_ref().map_or(0, |(_, body)| body.len());
         if self.bytes + size > self.max_bytes {
@@ -95,11 +110,10 @@ impl Staging {
             entry.removal_rev = removal_rev;
             return Ok(());
         }
-        let prior = self.snapshot.revision(cid, key)?;
         self.entries.insert(
             map_key,
             StagedEntry {
-                prior,
+                prior: seen,
                 current,
                 removal_rev,
             },
@@ -233,16 +247,15 @@ pub(crate) fn insert(
     if coll.is_edge() {
         validate_edge(&map)?;
     }
-    let (key, existing) = match user_key {
-        Some(key) => {
-            let existing = st.lookup(coll.id(), &key)?;
-            (key, existing)
-        }
-        None => (coll.generate_key()?, None),
+    let generated = user_key.is_none();
+    let key = match user_key {
+        Some(key) => key,
+        None => coll.generate_key()?,
     };
+    let existing_rev = st.lookup_rev(coll.id(), &key)?;
     let name = coll.name();
     let id = format!("{name}/{key}");
-    let Some((old_rev, old_body)) = existing else {
+    if existing_rev.is_none() {
         let rev = coll.next_revision();
         let body = encode_stored(&key, rev, &map);
         let new = if opts.return_new && !opts.silent {
@@ -250,8 +263,10 @@ pub(crate) fn insert(
         } else {
             None
         };
-        st.stage(coll, &key, Some((rev, body)), rev)?;
-        coll.track_key(&key)?;
+        st.stage(coll, &key, Some((rev, body)), rev, None)?;
+        if !generated {
+            coll.track_key(&key)?;
+        }
         return Ok(OpResult {
             id,
             key,
@@ -262,6 +277,12 @@ pub(crate) fn insert(
             old: None,
         });
     };
+    if opts.overwrite_mode == OverwriteMode::Conflict {
+        return Err(unique_violation(&key));
+    }
+    let (old_rev, old_body) = st
+        .lookup(coll.id(), &key)?
+        .ok_or_else(|| Error::new(ErrorCode::Internal))?;
     let kind = match opts.overwrite_mode {
         OverwriteMode::Conflict => return Err(unique_violation(&key)),
         OverwriteMode::Ignore => {
@@ -295,7 +316,7 @@ pub(crate) fn insert(
     } else {
         None
     };
-    st.stage(coll, &key, Some((rev, body)), rev)?;
+    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev))?;
     Ok(OpResult {
         id,
         key,
@@ -355,7 +376,7 @@ pub(crate) fn modify(
     } else {
         None
     };
-    st.stage(coll, &key, Some((rev, body)), rev)?;
+    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev))?;
     Ok(OpResult {
         id: format!("{name}/{key}"),
         key,
@@ -391,7 +412,7 @@ pub(crate) fn remove(
     )?;
     let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
     let removal_rev = coll.next_revision();
-    st.stage(coll, &key, None, removal_rev)?;
+    st.stage(coll, &key, None, removal_rev, Some(old_rev))?;
     Ok(OpResult {
         id: format!("{}/{key}", coll.name()),
         key,
