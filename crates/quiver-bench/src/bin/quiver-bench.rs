@@ -1,0 +1,6 @@
+//! Development binary: `quiver-bench ARGS…` is `quiver bench ARGS…`.
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    std::process::exit(quiver_bench::run_cli(args));
+}
