@@ -4,13 +4,20 @@
 //! journals and datafiles (see docs/design/storage.md and docs/storage-format.md). The engine
 //! stores opaque byte bodies addressed by key with a revision; it knows nothing about JSON.
 
+mod engine;
+mod files;
+pub mod format;
+mod index;
+
+pub use engine::{plan, FileStat, ScanIter};
+
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use quiver_errors::{Error, ErrorCode, Result};
+use quiver_errors::{Error, Result};
 use quiver_types::{Hlc, Revision};
 
 /// A database's numeric id (assigned by the engine, never reused).
@@ -212,6 +219,15 @@ pub struct CompactionReport {
     pub markers_dropped: u64,
 }
 
+/// Engine-wide counters (for tests, benchmarks and metrics).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStats {
+    /// Batches committed since open.
+    pub commits: u64,
+    /// fdatasync calls on WAL segments since open.
+    pub wal_syncs: u64,
+}
+
 /// Count and total size of one kind of file.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FileFigures {
@@ -252,7 +268,6 @@ pub struct Figures {
     pub compaction_status: String,
 }
 
-#[allow(dead_code)] // read by the engine implementation that follows
 #[derive(Clone, Debug)]
 enum BatchOp {
     Put {
@@ -317,71 +332,102 @@ impl WriteBatch {
 }
 
 /// Durability handle of a committed batch.
-#[derive(Debug)]
 pub struct CommitTicket {
     /// The batch's commit tick.
     pub tick: u64,
+    sync: bool,
+    inner: Option<Arc<engine::Inner>>,
+}
+
+impl fmt::Debug for CommitTicket {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommitTicket")
+            .field("tick", &self.tick)
+            .field("sync", &self.sync)
+            .finish()
+    }
 }
 
 impl CommitTicket {
-    /// Blocks until the batch is as durable as requested.
-    pub fn wait(self) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    /// Whether completing this ticket waits for stable storage.
+    pub fn needs_sync(&self) -> bool {
+        self.sync
     }
 
-    /// Waits without blocking an async worker thread.
+    /// Blocks until the batch is as durable as requested: returns at once for non-sync
+    /// batches (they reached the OS before `commit` returned), after the group fdatasync that
+    /// covers the batch otherwise.
+    pub fn wait(self) -> Result<()> {
+        match (&self.inner, self.sync) {
+            (Some(inner), true) => inner.wait_durable(self.tick),
+            _ => Ok(()),
+        }
+    }
+
+    /// Like [`CommitTicket::wait`], without blocking an async worker thread.
     pub async fn wait_async(self) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        match (&self.inner, self.sync) {
+            (Some(inner), true) => inner.wait_durable_async(self.tick).await,
+            _ => Ok(()),
+        }
     }
 }
 
 /// A consistent read view: sees every batch committed before it was taken and nothing after.
-#[derive(Clone, Debug)]
+/// Holding it keeps the versions (and files) it needs alive; it never blocks writers.
+#[derive(Clone)]
 pub struct Snapshot {
-    tick: u64,
+    state: Arc<engine::SnapshotState>,
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("tick", &self.tick())
+            .finish()
+    }
 }
 
 impl Snapshot {
     /// The document `key` of collection `cid` as of this snapshot.
-    pub fn get(&self, _cid: CollectionId, _key: &str) -> Result<Option<StoredDocument>> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn get(&self, cid: CollectionId, key: &str) -> Result<Option<StoredDocument>> {
+        self.state.get(cid, key)
     }
 
     /// Whether `key` exists in this snapshot (without reading the body).
-    pub fn contains(&self, _cid: CollectionId, _key: &str) -> Result<bool> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn contains(&self, cid: CollectionId, key: &str) -> Result<bool> {
+        Ok(self.state.revision(cid, key)?.is_some())
     }
 
     /// The revision of `key` in this snapshot (without reading the body).
-    pub fn revision(&self, _cid: CollectionId, _key: &str) -> Result<Option<Revision>> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn revision(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
+        self.state.revision(cid, key)
     }
 
     /// Number of documents alive in this snapshot.
-    pub fn count(&self, _cid: CollectionId) -> Result<u64> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn count(&self, cid: CollectionId) -> Result<u64> {
+        self.state.count(cid)
     }
 
-    /// All documents alive in this snapshot, in no particular order, in bounded chunks.
+    /// All documents alive in this snapshot, in no particular order, in bounded chunks: the
+    /// index is walked 256 keys per lock acquisition, bodies are read outside any lock.
     pub fn scan(
         &self,
-        _cid: CollectionId,
+        cid: CollectionId,
     ) -> Result<impl Iterator<Item = Result<(String, StoredDocument)>>> {
-        Err::<std::iter::Empty<Result<(String, StoredDocument)>>, _>(Error::new(
-            ErrorCode::NotImplemented,
-        ))
+        self.state.scan(cid)
     }
 
     /// The snapshot's tick.
     pub fn tick(&self) -> u64 {
-        self.tick
+        self.state.tick()
     }
 }
 
 /// The storage engine. Cheap to clone; all clones share one engine.
 #[derive(Clone)]
 pub struct Engine {
-    hlc: Arc<Hlc>,
+    inner: Arc<engine::Inner>,
 }
 
 impl fmt::Debug for Engine {
@@ -392,102 +438,128 @@ impl fmt::Debug for Engine {
 
 impl Engine {
     /// Opens (or creates) the engine in `dir` and recovers it.
-    pub fn open(_dir: &Path, _options: EngineOptions) -> Result<Engine> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn open(dir: &Path, options: EngineOptions) -> Result<Engine> {
+        Ok(Engine {
+            inner: engine::open(dir, options)?,
+        })
     }
 
-    /// Everything the engine holds, as recovered.
+    /// Everything the engine holds, as recovered: databases with their collections.
+    /// Collections whose files are corrupt are listed with their error as status.
     pub fn catalog(&self) -> Vec<DatabaseEntry> {
-        Vec::new()
+        self.inner.catalog_entries()
     }
 
-    /// Creates a database.
-    pub fn create_database(&self, _meta: serde_json::Value) -> Result<DatabaseId> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    /// Creates a database (durable when this returns).
+    pub fn create_database(&self, meta: serde_json::Value) -> Result<DatabaseId> {
+        self.inner.create_database(meta)
     }
 
     /// Replaces a database's metadata.
-    pub fn update_database(&self, _db: DatabaseId, _meta: serde_json::Value) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn update_database(&self, db: DatabaseId, meta: serde_json::Value) -> Result<()> {
+        self.inner.update_database(db, meta)
     }
 
     /// Drops a database and all its collections.
-    pub fn drop_database(&self, _db: DatabaseId) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn drop_database(&self, db: DatabaseId) -> Result<()> {
+        self.inner.drop_database(db)
     }
 
-    /// Creates a collection in database `db`.
+    /// Creates a collection in database `db` (durable when this returns).
     pub fn create_collection(
         &self,
-        _db: DatabaseId,
-        _options: CollectionOptions,
-        _meta: serde_json::Value,
+        db: DatabaseId,
+        options: CollectionOptions,
+        meta: serde_json::Value,
     ) -> Result<CollectionId> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        self.inner.create_collection(db, options, meta)
     }
 
-    /// Replaces a collection's options and metadata.
+    /// Replaces a collection's options and metadata (a new journal size applies to the next
+    /// journal).
     pub fn update_collection(
         &self,
-        _cid: CollectionId,
-        _options: CollectionOptions,
-        _meta: serde_json::Value,
+        cid: CollectionId,
+        options: CollectionOptions,
+        meta: serde_json::Value,
     ) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        self.inner.update_collection(cid, options, meta)
     }
 
     /// The current options of a collection.
-    pub fn collection_options(&self, _cid: CollectionId) -> Result<CollectionOptions> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn collection_options(&self, cid: CollectionId) -> Result<CollectionOptions> {
+        self.inner.collection_options(cid)
     }
 
     /// Drops a collection and its files.
-    pub fn drop_collection(&self, _cid: CollectionId) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn drop_collection(&self, cid: CollectionId) -> Result<()> {
+        self.inner.drop_collection(cid)
     }
 
-    /// Removes every document of a collection atomically.
-    pub fn truncate(&self, _cid: CollectionId, _sync: bool) -> Result<CommitTicket> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    /// Removes every document of a collection atomically (one batch of removals).
+    pub fn truncate(&self, cid: CollectionId, sync: bool) -> Result<CommitTicket> {
+        self.inner.truncate(cid, sync)
     }
 
     /// Commits a batch atomically; visible to every snapshot taken after return.
-    pub fn commit(&self, _batch: WriteBatch) -> Result<CommitTicket> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn commit(&self, batch: WriteBatch) -> Result<CommitTicket> {
+        self.inner.commit(batch)
     }
 
     /// A read view of everything committed so far.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot { tick: 0 }
+        Snapshot {
+            state: Arc::new(engine::snapshot(&self.inner)),
+        }
     }
 
     /// The clock that hands out revisions.
     pub fn hlc(&self) -> &Hlc {
-        &self.hlc
+        &self.inner.hlc
     }
 
     /// Figures of one collection.
-    pub fn figures(&self, _cid: CollectionId) -> Result<Figures> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    pub fn figures(&self, cid: CollectionId) -> Result<Figures> {
+        self.inner.figures_of(cid)
     }
 
-    /// Compacts a collection now.
-    pub fn compact(&self, _cid: CollectionId) -> Result<CompactionReport> {
-        Err(Error::new(ErrorCode::NotImplemented))
+    /// Compacts a collection now: moves its WAL data into datafiles, then rewrites every
+    /// datafile holding dead markers.
+    pub fn compact(&self, cid: CollectionId) -> Result<CompactionReport> {
+        self.inner.compact(cid)
     }
 
     /// Moves every committed WAL record into the collections' journals now.
     pub fn collect(&self) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        self.inner.collect_all()
     }
 
     /// Makes everything committed so far durable.
     pub fn sync(&self) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        self.inner.sync_all()
     }
 
-    /// Syncs, stops background threads and closes files.
+    /// Engine-wide counters.
+    pub fn stats(&self) -> EngineStats {
+        EngineStats {
+            commits: self
+                .inner
+                .commits
+                .load(std::sync::atomic::Ordering::Relaxed),
+            wal_syncs: self
+                .inner
+                .wal_syncs
+                .load(std::sync::atomic::Ordering::Relaxed),
+        }
+    }
+
+    /// The tick of the newest visible commit.
+    pub fn last_tick(&self) -> u64 {
+        self.inner.visible_tick()
+    }
+
+    /// Syncs, stops background threads and releases the directory lock.
     pub fn shutdown(&self) -> Result<()> {
-        Err(Error::new(ErrorCode::NotImplemented))
+        self.inner.shutdown()
     }
 }

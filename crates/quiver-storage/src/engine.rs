@@ -1,0 +1,2315 @@
+//! The engine: catalog, WAL with group commit, snapshots, recovery, collector, compactor.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use parking_lot::{Condvar, Mutex, RwLock};
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_types::{Hlc, Revision};
+use serde_json::{json, Value};
+
+use crate::files::{self, DataFile, HintEntry};
+use crate::format::{self, FileKind, Footer, MarkerType, ScanEnd, FLAG_COMMIT};
+use crate::index::{Loc, PrimaryIndex, Version, SCAN_CHUNK};
+use crate::{
+    BatchOp, CollectionEntry, CollectionOptions, CompactionOptions, CompactionReport,
+    DatabaseEntry, EngineOptions, FailPoint, Figures, StoredDocument, WriteBatch,
+};
+
+/// Smallest journal the engine creates (ArangoDB's minimum is 1 MiB; tests go lower).
+const MIN_JOURNAL_SIZE: u64 = 4096;
+
+pub(crate) struct FileStats {
+    pub docs: u64,
+    pub doc_bytes: u64,
+    pub removes: u64,
+    pub size: u64,
+    pub kind: StatKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatKind {
+    Datafile,
+    Journal,
+}
+
+struct Journal {
+    file: Arc<DataFile>,
+    offset: u64,
+    size: u64,
+    count: u64,
+    max_tick: u64,
+    crc_acc: u32,
+}
+
+#[derive(Default)]
+struct ColFiles {
+    journal: Option<Journal>,
+    /// Sealed datafiles in tick order (the MANIFEST order).
+    datafiles: Vec<Arc<DataFile>>,
+    stats: HashMap<u64, FileStats>,
+}
+
+pub(crate) struct Collection {
+    pub id: u64,
+    pub db: u64,
+    options: RwLock<CollectionOptions>,
+    meta: RwLock<Value>,
+    status: std::result::Result<(), Error>,
+    index: PrimaryIndex,
+    /// (tick, count) history; the back is the newest.
+    counts: Mutex<VecDeque<(u64, u64)>>,
+    last_tick: AtomicU64,
+    uncollected: AtomicU64,
+    dropped: AtomicBool,
+    dirty: AtomicBool,
+    files: Mutex<ColFiles>,
+    compact_lock: Mutex<Option<Instant>>,
+    compaction_status: Mutex<String>,
+    dir: PathBuf,
+}
+
+impl Collection {
+    fn count_at(&self, tick: u64) -> u64 {
+        let counts = self.counts.lock();
+        counts
+            .iter()
+            .rev()
+            .find(|(t, _)| *t <= tick)
+            .map(|(_, c)| *c)
+            .unwrap_or(0)
+    }
+
+    fn push_count(&self, tick: u64, count: u64, horizon: u64) {
+        let mut counts = self.counts.lock();
+        counts.push_back((tick, count));
+        while counts.len() > 1 && counts[1].0 <= horizon {
+            counts.pop_front();
+        }
+    }
+
+    fn latest_count(&self) -> u64 {
+        self.counts.lock().back().map(|(_, c)| *c).unwrap_or(0)
+    }
+
+    fn usable(&self) -> Result<()> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::DataSourceNotFound));
+        }
+        self.status.clone()
+    }
+
+    fn journal_size(&self, default: u64) -> u64 {
+        self.options
+            .read()
+            .journal_size
+            .unwrap_or(default)
+            .max(MIN_JOURNAL_SIZE)
+    }
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct Catalog {
+    databases: BTreeMap<u64, Value>,
+    collections: BTreeMap<u64, Arc<Collection>>,
+}
+
+struct WalState {
+    segment: Option<Arc<DataFile>>,
+    offset: u64,
+    size: u64,
+    broken: bool,
+    /// Sealed segments not yet collected, oldest first.
+    sealed: Vec<Arc<DataFile>>,
+    /// Segments with writes not yet fdatasynced (besides the current one).
+    unsynced: Vec<Arc<DataFile>>,
+    written_tick: u64,
+}
+
+#[derive(Default)]
+struct SyncState {
+    durable: u64,
+    requested: u64,
+}
+
+struct Background {
+    stop: AtomicBool,
+    wake: Mutex<bool>,
+    cv: Condvar,
+}
+
+pub(crate) struct Inner {
+    dir: PathBuf,
+    options: EngineOptions,
+    pub hlc: Hlc,
+    tick: AtomicU64,
+    visible: AtomicU64,
+    catalog: RwLock<Arc<Catalog>>,
+    ddl: Mutex<()>,
+    files: RwLock<HashMap<u64, Arc<DataFile>>>,
+    wal: Mutex<WalState>,
+    sync: Mutex<SyncState>,
+    sync_cv: Condvar,
+    durable_tx: tokio::sync::watch::Sender<(u64, bool)>,
+    snapshots: Mutex<BTreeMap<u64, usize>>,
+    poisoned: RwLock<Option<Error>>,
+    closed: AtomicBool,
+    collect_lock: Mutex<()>,
+    bg: Arc<Background>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    lock_file: Mutex<Option<File>>,
+    pub wal_syncs: AtomicU64,
+    pub commits: AtomicU64,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.bg.stop.store(true, Ordering::Release);
+        self.bg.cv.notify_all();
+    }
+}
+
+fn next_tick(inner: &Inner) -> u64 {
+    inner.tick.fetch_add(1, Ordering::AcqRel) + 1
+}
+
+fn wal_dir(dir: &Path) -> PathBuf {
+    dir.join("wal")
+}
+
+fn col_dir(dir: &Path, db: u64, cid: u64) -> PathBuf {
+    dir.join(format!("db-{db}")).join(format!("col-{cid}"))
+}
+
+fn journal_path(dir: &Path, fid: u64) -> PathBuf {
+    dir.join(format!("journal-{fid}.db"))
+}
+
+fn datafile_path(dir: &Path, fid: u64) -> PathBuf {
+    dir.join(format!("datafile-{fid}.db"))
+}
+
+fn hint_path(dir: &Path, fid: u64) -> PathBuf {
+    dir.join(format!("datafile-{fid}.hint"))
+}
+
+fn corrupt(what: String) -> Error {
+    Error::with_message(ErrorCode::CorruptedDatafile, what)
+}
+
+fn options_json(o: &CollectionOptions) -> Value {
+    json!({"journalSize": o.journal_size, "waitForSync": o.wait_for_sync, "doCompact": o.do_compact})
+}
+
+fn options_from_json(v: &Value) -> CollectionOptions {
+    CollectionOptions {
+        journal_size: v.get("journalSize").and_then(Value::as_u64),
+        wait_for_sync: v
+            .get("waitForSync")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        do_compact: v.get("doCompact").and_then(Value::as_bool).unwrap_or(true),
+    }
+}
+
+impl Inner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::with_message(
+                ErrorCode::Shutdown,
+                "storage engine is shut down",
+            ));
+        }
+        if let Some(e) = self.poisoned.read().as_ref() {
+            return Err(e.clone());
+        }
+        Ok(())
+    }
+
+    fn poison(&self, err: Error) {
+        tracing::error!("storage engine stops accepting writes: {}", err);
+        let mut p = self.poisoned.write();
+        if p.is_none() {
+            *p = Some(Error::with_message(
+                err.code,
+                format!(
+                    "{} (the engine accepts no more writes until restart)",
+                    err.message
+                ),
+            ));
+        }
+        drop(p);
+        let _s = self.sync.lock();
+        self.sync_cv.notify_all();
+        self.durable_tx.send_modify(|v| v.1 = true);
+    }
+
+    fn file(&self, fid: u64) -> Option<Arc<DataFile>> {
+        self.files.read().get(&fid).cloned()
+    }
+
+    fn horizon(&self) -> u64 {
+        let snaps = self.snapshots.lock();
+        snaps
+            .keys()
+            .next()
+            .copied()
+            .unwrap_or_else(|| self.visible.load(Ordering::Acquire))
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    fn persist_catalog(&self, cat: &Catalog) -> Result<()> {
+        let dbs: Vec<Value> = cat
+            .databases
+            .iter()
+            .map(|(id, meta)| json!({"id": id, "meta": meta}))
+            .collect();
+        let cols: Vec<Value> = cat
+            .collections
+            .values()
+            .map(|c| {
+                json!({"id": c.id, "db": c.db, "options": options_json(&c.options.read()), "meta": *c.meta.read()})
+            })
+            .collect();
+        let doc = json!({
+            "version": format::FORMAT_VERSION,
+            "engine": "quiver-mmfiles",
+            "tick": self.tick.load(Ordering::Acquire),
+            "databases": dbs,
+            "collections": cols,
+        });
+        let bytes = serde_json::to_vec_pretty(&doc)
+            .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
+        files::atomic_write(
+            &self.dir.join("catalog.json"),
+            &bytes,
+            &self.options.io_hooks,
+            FailPoint::MetaWrite,
+        )
+        .map_err(|e| files::io_error(e, "writing catalog.json"))
+    }
+
+    fn write_manifest(&self, col: &Collection, cf: &ColFiles) -> Result<()> {
+        let doc = json!({
+            "version": format::FORMAT_VERSION,
+            "datafiles": cf.datafiles.iter().map(|f| f.fid).collect::<Vec<_>>(),
+            "journal": cf.journal.as_ref().map(|j| j.file.fid),
+        });
+        let bytes = serde_json::to_vec(&doc)
+            .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
+        files::atomic_write(
+            &col.dir.join("MANIFEST"),
+            &bytes,
+            &self.options.io_hooks,
+            FailPoint::MetaWrite,
+        )
+        .map_err(|e| files::io_error(e, "writing MANIFEST"))
+    }
+
+    // ---------------------------------------------------------------- WAL
+
+    /// Seals the current segment (no footer needed: collection reads committed batches).
+    fn seal_segment(&self, wal: &mut WalState) {
+        if let Some(seg) = wal.segment.take() {
+            wal.sealed.push(seg.clone());
+            wal.unsynced.push(seg);
+            *self.bg.wake.lock() = true;
+            self.bg.cv.notify_all();
+        }
+        wal.offset = 0;
+        wal.size = 0;
+        wal.broken = false;
+    }
+
+    fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
+        let size = self
+            .options
+            .wal_logfile_size
+            .max(format::FILE_HEADER_LEN as u64 + need + 4096)
+            .max(MIN_JOURNAL_SIZE);
+        let fid = next_tick(self);
+        let path = wal_dir(&self.dir).join(format!("{fid:020}.wal"));
+        let header = files::header(FileKind::Wal, fid, 0, size);
+        let seg = DataFile::create(
+            &path,
+            &header,
+            fid,
+            &self.options.io_hooks,
+            FailPoint::WalCreate,
+        )
+        .map_err(|e| files::io_error(e, "creating WAL segment"))?;
+        self.files.write().insert(fid, seg.clone());
+        wal.segment = Some(seg);
+        wal.offset = format::padded(format::FILE_HEADER_LEN) as u64;
+        wal.size = size;
+        wal.broken = false;
+        Ok(())
+    }
+
+    pub(crate) fn commit(self: &Arc<Self>, batch: WriteBatch) -> Result<crate::CommitTicket> {
+        self.check_open()?;
+        if batch.ops.is_empty() {
+            return Ok(crate::CommitTicket {
+                tick: self.visible.load(Ordering::Acquire),
+                sync: false,
+                inner: None,
+            });
+        }
+        let cat = self.catalog();
+        let mut cols: Vec<Arc<Collection>> = Vec::with_capacity(batch.ops.len());
+        let mut sync = batch.sync;
+        let mut db = None;
+        for op in &batch.ops {
+            let (cid, key, rev) = match op {
+                BatchOp::Put { cid, key, rev, .. } | BatchOp::Remove { cid, key, rev } => {
+                    (*cid, key, rev)
+                }
+            };
+            if key.is_empty() || key.len() > format::MAX_KEY_LEN {
+                return Err(Error::with_message(
+                    ErrorCode::DocumentKeyBad,
+                    "illegal document key: keys are 1 to 254 bytes",
+                ));
+            }
+            let _ = rev;
+            let col = match cols.last() {
+                Some(c) if c.id == cid => c.clone(),
+                _ => cat
+                    .collections
+                    .get(&cid)
+                    .cloned()
+                    .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?,
+            };
+            col.usable()?;
+            if *db.get_or_insert(col.db) != col.db {
+                return Err(Error::with_message(
+                    ErrorCode::BadParameter,
+                    "a write batch may only span collections of one database",
+                ));
+            }
+            sync |= col.options.read().wait_for_sync;
+            cols.push(col);
+        }
+        // Encode outside the WAL lock; ticks and CRCs are filled in under it.
+        let mut buf = Vec::with_capacity(
+            batch
+                .ops
+                .iter()
+                .map(|op| match op {
+                    BatchOp::Put { key, body, .. } => 48 + key.len() + body.len(),
+                    BatchOp::Remove { key, .. } => 48 + key.len(),
+                })
+                .sum(),
+        );
+        let mut spans = Vec::with_capacity(batch.ops.len());
+        for op in &batch.ops {
+            let start = buf.len();
+            let (kind, len) = match op {
+                BatchOp::Put {
+                    cid,
+                    key,
+                    rev,
+                    body,
+                } => {
+                    if body.len() > format::MAX_MARKER_LEN - 400 {
+                        return Err(Error::new(ErrorCode::DocumentTooLarge));
+                    }
+                    (
+                        MarkerType::Document,
+                        format::encode_data(&mut buf, MarkerType::Document, *cid, rev.0, key, body),
+                    )
+                }
+                BatchOp::Remove { cid, key, rev } => (
+                    MarkerType::Remove,
+                    format::encode_data(&mut buf, MarkerType::Remove, *cid, rev.0, key, &[]),
+                ),
+            };
+            spans.push((start, len, kind));
+        }
+
+        let mut wal = self.wal.lock();
+        self.check_open()?;
+        let need = buf.len() as u64;
+        if wal.broken || wal.segment.is_none() || wal.offset + need > wal.size {
+            if wal.segment.is_some() {
+                self.seal_segment(&mut wal);
+            }
+            self.new_segment(&mut wal, need)?;
+        }
+        let n = spans.len() as u64;
+        let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
+        let commit_tick = first + n - 1;
+        for (i, (start, len, kind)) in spans.iter().enumerate() {
+            let flags = if i + 1 == spans.len() { FLAG_COMMIT } else { 0 };
+            format::finish_marker(
+                &mut buf[*start..*start + *len],
+                *kind,
+                flags,
+                first + i as u64,
+            );
+        }
+        let seg = wal
+            .segment
+            .clone()
+            .ok_or_else(|| Error::new(ErrorCode::Internal))?;
+        let base = wal.offset;
+        let write = files::check(&self.options.io_hooks, FailPoint::WalWrite)
+            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base));
+        if let Err(e) = write {
+            // The segment may hold a partial batch without its commit flag; never append
+            // after it (recovery ignores uncommitted markers at a segment's end).
+            wal.broken = true;
+            return Err(files::io_error(e, "writing the write-ahead log"));
+        }
+        wal.offset += need;
+        wal.written_tick = commit_tick;
+        let horizon = self.horizon();
+        let mut touched: Vec<(Arc<Collection>, i64)> = Vec::new();
+        for (i, op) in batch.ops.iter().enumerate() {
+            let col = &cols[i];
+            let (start, len, _) = spans[i];
+            let (key, version) = match op {
+                BatchOp::Put { key, rev, .. } => (
+                    key,
+                    Version {
+                        tick: commit_tick,
+                        rev: rev.0,
+                        loc: Loc {
+                            fid: seg.fid,
+                            offset: (base + start as u64) as u32,
+                            len: len as u32,
+                        },
+                    },
+                ),
+                BatchOp::Remove { key, rev, .. } => (
+                    key,
+                    Version {
+                        tick: commit_tick,
+                        rev: rev.0,
+                        loc: Loc::REMOVED,
+                    },
+                ),
+            };
+            let was_alive = col.index.install(key, version, horizon);
+            let delta = match (was_alive, version.is_removed()) {
+                (false, false) => 1,
+                (true, true) => -1,
+                _ => 0,
+            };
+            match touched.iter_mut().find(|(c, _)| c.id == col.id) {
+                Some((_, d)) => *d += delta,
+                None => touched.push((col.clone(), delta)),
+            }
+            col.uncollected.fetch_add(1, Ordering::Relaxed);
+        }
+        for (col, delta) in &touched {
+            let count = (col.latest_count() as i64 + delta).max(0) as u64;
+            col.push_count(commit_tick, count, horizon);
+            col.last_tick.store(commit_tick, Ordering::Release);
+            col.dirty.store(true, Ordering::Release);
+        }
+        self.visible.store(commit_tick, Ordering::Release);
+        drop(wal);
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        Ok(crate::CommitTicket {
+            tick: commit_tick,
+            sync,
+            inner: Some(self.clone()),
+        })
+    }
+
+    /// Blocks until `tick` is on stable storage.
+    pub(crate) fn wait_durable(&self, tick: u64) -> Result<()> {
+        let mut s = self.sync.lock();
+        loop {
+            if let Some(e) = self.poisoned.read().as_ref() {
+                return Err(e.clone());
+            }
+            if s.durable >= tick {
+                return Ok(());
+            }
+            if self.bg.stop.load(Ordering::Acquire) && self.closed.load(Ordering::Acquire) {
+                return Err(Error::new(ErrorCode::Shutdown));
+            }
+            if s.requested < tick {
+                s.requested = tick;
+                self.bg_wake();
+            }
+            self.sync_cv.wait_for(&mut s, Duration::from_millis(50));
+        }
+    }
+
+    pub(crate) fn request_sync(&self, tick: u64) {
+        let mut s = self.sync.lock();
+        if s.requested < tick {
+            s.requested = tick;
+        }
+        drop(s);
+        self.sync_cv.notify_all();
+    }
+
+    pub(crate) async fn wait_durable_async(&self, tick: u64) -> Result<()> {
+        let mut rx = self.durable_tx.subscribe();
+        self.request_sync(tick);
+        let _ = rx.wait_for(|(d, failed)| *d >= tick || *failed).await;
+        if let Some(e) = self.poisoned.read().as_ref() {
+            return Err(e.clone());
+        }
+        if self.sync.lock().durable >= tick {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorCode::Shutdown))
+        }
+    }
+
+    fn bg_wake(&self) {
+        self.sync_cv.notify_all();
+    }
+
+    /// One round of the syncer: fdatasync every segment with unsynced writes.
+    fn sync_round(&self) -> Result<bool> {
+        let (target, segs) = {
+            let mut wal = self.wal.lock();
+            let mut segs: Vec<Arc<DataFile>> = std::mem::take(&mut wal.unsynced);
+            if let Some(s) = &wal.segment {
+                segs.push(s.clone());
+            }
+            (wal.written_tick, segs)
+        };
+        if target <= self.sync.lock().durable {
+            return Ok(false);
+        }
+        for seg in &segs {
+            let r = files::check(&self.options.io_hooks, FailPoint::WalSync)
+                .and_then(|_| seg.file.sync_data());
+            if let Err(e) = r {
+                let err = files::io_error(e, "fdatasync of the write-ahead log");
+                // After a failed fdatasync the kernel may have dropped the dirty pages: never
+                // retry and pretend success (fsyncgate); stop accepting writes instead.
+                self.poison(err.clone());
+                return Err(err);
+            }
+            self.wal_syncs.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut s = self.sync.lock();
+        if target > s.durable {
+            s.durable = target;
+        }
+        drop(s);
+        self.sync_cv.notify_all();
+        self.durable_tx.send_modify(|v| v.0 = v.0.max(target));
+        Ok(true)
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    fn read_marker(&self, loc: Loc) -> Result<Option<Vec<u8>>> {
+        let Some(file) = self.file(loc.fid) else {
+            return Ok(None);
+        };
+        let mut buf = vec![0u8; loc.len as usize];
+        std::os::unix::fs::FileExt::read_exact_at(&file.file, &mut buf, loc.offset as u64)
+            .map_err(|e| files::io_error(e, "reading a document"))?;
+        Ok(Some(buf))
+    }
+
+    fn read_version(
+        &self,
+        col: &Collection,
+        key: &str,
+        tick: u64,
+    ) -> Result<Option<StoredDocument>> {
+        // A location can move (collector, compactor) between looking it up and reading the
+        // file; the old file then is gone from the table and the lookup is simply repeated.
+        for _ in 0..64 {
+            let Some(v) = col.index.get(key, tick) else {
+                return Ok(None);
+            };
+            if let Some(doc) = self.read_at(col, v)? {
+                return Ok(Some(doc));
+            }
+            std::thread::yield_now();
+        }
+        Err(Error::with_message(
+            ErrorCode::Internal,
+            "document location kept moving",
+        ))
+    }
+
+    fn read_at(&self, col: &Collection, v: Version) -> Result<Option<StoredDocument>> {
+        let Some(buf) = self.read_marker(v.loc)? else {
+            return Ok(None);
+        };
+        let bad = |why: &str| {
+            corrupt(format!(
+                "collection {}: marker at file {} offset {} is {why}",
+                col.id, v.loc.fid, v.loc.offset
+            ))
+        };
+        let m = format::decode(&buf).map_err(|_| bad("damaged (checksum mismatch)"))?;
+        let body = format::data_body(&m).map_err(|_| bad("malformed"))?;
+        let off = body.doc_offset;
+        let len = m.len;
+        let rev = body.rev;
+        let bytes = Bytes::from(buf).slice(off..len);
+        Ok(Some(StoredDocument {
+            rev: Revision(rev),
+            body: bytes,
+        }))
+    }
+
+    // ---------------------------------------------------------------- collector
+
+    /// Moves committed markers of sealed WAL segments into collection journals.
+    fn collect(&self, include_active: bool) -> Result<()> {
+        let _g = self.collect_lock.lock();
+        let segments = {
+            let mut wal = self.wal.lock();
+            if include_active {
+                let has_data = wal.segment.is_some()
+                    && wal.offset > format::padded(format::FILE_HEADER_LEN) as u64;
+                if has_data {
+                    self.seal_segment(&mut wal);
+                }
+            }
+            wal.sealed.clone()
+        };
+        for seg in segments {
+            self.collect_segment(&seg)?;
+            let mut wal = self.wal.lock();
+            wal.sealed.retain(|s| s.fid != seg.fid);
+            drop(wal);
+            self.files.write().remove(&seg.fid);
+            seg.delete_when_unused(Vec::new());
+        }
+        Ok(())
+    }
+
+    fn collect_segment(&self, seg: &Arc<DataFile>) -> Result<()> {
+        let image = seg
+            .read_all()
+            .map_err(|e| files::io_error(e, "reading a WAL segment"))?;
+        let scan = format::scan(&image);
+        let cat = self.catalog();
+        // Committed markers grouped by collection, in log order.
+        let mut per_col: BTreeMap<u64, Vec<format::Found>> = BTreeMap::new();
+        let mut pending: Vec<format::Found> = Vec::new();
+        for m in &scan.markers {
+            pending.push(*m);
+            if m.flags & FLAG_COMMIT != 0 {
+                for p in pending.drain(..) {
+                    let Ok(marker) = format::decode(&image[p.offset..]) else {
+                        continue;
+                    };
+                    let Ok(body) = format::data_body(&marker) else {
+                        continue;
+                    };
+                    per_col.entry(body.cid).or_default().push(p);
+                }
+            }
+        }
+        for (cid, markers) in per_col {
+            let Some(col) = cat.collections.get(&cid) else {
+                continue;
+            };
+            if col.usable().is_err() {
+                continue;
+            }
+            let mut cf = col.files.lock();
+            let mut moved: Vec<(String, Loc, Loc)> = Vec::with_capacity(markers.len());
+            let mut pending_buf: Vec<u8> = Vec::new();
+            let mut pending_start = 0u64;
+            for m in &markers {
+                let bytes = &image[m.offset..m.offset + format::padded(m.len)];
+                let need = bytes.len() as u64;
+                let fits = cf
+                    .journal
+                    .as_ref()
+                    .is_some_and(|j| j.offset + need + format::FOOTER_LEN as u64 <= j.size);
+                if !fits {
+                    self.flush_journal(&mut cf, &mut pending_buf, pending_start)?;
+                    if cf.journal.is_some() {
+                        self.seal_journal(col, &mut cf)?;
+                    }
+                    self.create_journal(col, &mut cf, need)?;
+                    pending_start = cf.journal.as_ref().map(|j| j.offset).unwrap_or(0);
+                }
+                let Some(j) = cf.journal.as_mut() else {
+                    return Err(Error::new(ErrorCode::Internal));
+                };
+                if pending_buf.is_empty() {
+                    pending_start = j.offset;
+                }
+                let new_loc = Loc {
+                    fid: j.file.fid,
+                    offset: j.offset as u32,
+                    len: m.len as u32,
+                };
+                pending_buf.extend_from_slice(bytes);
+                j.offset += need;
+                j.count += 1;
+                j.max_tick = j.max_tick.max(m.tick);
+                j.crc_acc = crc32c::crc32c_append(j.crc_acc, &m.crc.to_le_bytes());
+                let fid = j.file.fid;
+                let marker = format::decode(bytes).map_err(|_| corrupt("WAL marker".into()))?;
+                let body = format::data_body(&marker).map_err(|_| corrupt("WAL marker".into()))?;
+                let st = cf.stats.entry(fid).or_insert(FileStats {
+                    docs: 0,
+                    doc_bytes: 0,
+                    removes: 0,
+                    size: 0,
+                    kind: StatKind::Journal,
+                });
+                if m.kind == MarkerType::Document {
+                    st.docs += 1;
+                    st.doc_bytes += m.len as u64;
+                    moved.push((
+                        body.key.to_string(),
+                        Loc {
+                            fid: seg.fid,
+                            offset: m.offset as u32,
+                            len: m.len as u32,
+                        },
+                        new_loc,
+                    ));
+                } else {
+                    st.removes += 1;
+                }
+            }
+            self.flush_journal(&mut cf, &mut pending_buf, pending_start)?;
+            if let Some(j) = &cf.journal {
+                files::check(&self.options.io_hooks, FailPoint::JournalSync)
+                    .and_then(|_| j.file.file.sync_data())
+                    .map_err(|e| files::io_error(e, "fdatasync of a journal"))?;
+            }
+            drop(cf);
+            for (key, from, to) in moved {
+                col.index.repoint(&key, from, to);
+            }
+            let n = markers.len() as u64;
+            let _ = col
+                .uncollected
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                    Some(u.saturating_sub(n))
+                });
+        }
+        Ok(())
+    }
+
+    fn flush_journal(&self, cf: &mut ColFiles, buf: &mut Vec<u8>, start: u64) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        let Some(j) = cf.journal.as_ref() else {
+            return Err(Error::new(ErrorCode::Internal));
+        };
+        files::check(&self.options.io_hooks, FailPoint::JournalWrite)
+            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&j.file.file, buf, start))
+            .map_err(|e| files::io_error(e, "writing a journal"))?;
+        buf.clear();
+        Ok(())
+    }
+
+    fn create_journal(&self, col: &Collection, cf: &mut ColFiles, need: u64) -> Result<()> {
+        let base = col.journal_size(self.options.journal_size_default);
+        let min = (format::padded(format::FILE_HEADER_LEN) + format::FOOTER_LEN) as u64 + need;
+        let size = base.max(min.div_ceil(4096) * 4096);
+        let fid = next_tick(self);
+        std::fs::create_dir_all(&col.dir)
+            .map_err(|e| files::io_error(e, "creating a collection directory"))?;
+        let path = journal_path(&col.dir, fid);
+        let header = files::header(FileKind::Journal, fid, col.id, size);
+        let file = DataFile::create(
+            &path,
+            &header,
+            fid,
+            &self.options.io_hooks,
+            FailPoint::JournalCreate,
+        )
+        .map_err(|e| files::io_error(e, "creating a journal"))?;
+        cf.journal = Some(Journal {
+            file: file.clone(),
+            offset: format::padded(format::FILE_HEADER_LEN) as u64,
+            size,
+            count: 0,
+            max_tick: 0,
+            crc_acc: 0,
+        });
+        if let Err(e) = self.write_manifest(col, cf) {
+            cf.journal = None;
+            file.delete_when_unused(Vec::new());
+            return Err(e);
+        }
+        cf.stats.insert(
+            fid,
+            FileStats {
+                docs: 0,
+                doc_bytes: 0,
+                removes: 0,
+                size,
+                kind: StatKind::Journal,
+            },
+        );
+        self.files.write().insert(fid, file);
+        Ok(())
+    }
+
+    /// Footer, fdatasync, rename to datafile, hint file, MANIFEST. Idempotent on retry.
+    fn seal_journal(&self, col: &Collection, cf: &mut ColFiles) -> Result<()> {
+        let Some(j) = cf.journal.as_ref() else {
+            return Ok(());
+        };
+        let footer = format::footer(
+            &Footer {
+                count: j.count,
+                max_tick: j.max_tick,
+                crc_of_crcs: j.crc_acc,
+            },
+            j.max_tick,
+        );
+        let file = j.file.clone();
+        let offset = j.offset;
+        let io = |e| files::io_error(e, "sealing a journal");
+        files::check(&self.options.io_hooks, FailPoint::Seal).map_err(io)?;
+        std::os::unix::fs::FileExt::write_all_at(&file.file, &footer, offset).map_err(io)?;
+        file.file.sync_data().map_err(io)?;
+        file.rename(&datafile_path(&col.dir, file.fid))
+            .map_err(io)?;
+        self.write_hint(col, &file)?;
+        cf.journal = None;
+        cf.datafiles.push(file.clone());
+        if let Err(e) = self.write_manifest(col, cf) {
+            // Undo in memory so that a retry repeats the whole (idempotent) seal.
+            cf.datafiles.pop();
+            cf.journal = Some(Journal {
+                file,
+                offset,
+                size: 0,
+                count: 0,
+                max_tick: 0,
+                crc_acc: 0,
+            });
+            if let Some(j) = cf.journal.as_mut() {
+                j.size = j.file.len();
+            }
+            return Err(e);
+        }
+        if let Some(st) = cf.stats.get_mut(&file.fid) {
+            st.kind = StatKind::Datafile;
+            st.size = file.len();
+        }
+        Ok(())
+    }
+
+    fn write_hint(&self, col: &Collection, file: &DataFile) -> Result<()> {
+        let image = file
+            .read_all()
+            .map_err(|e| files::io_error(e, "reading a datafile for its hint file"))?;
+        let scan = format::scan(&image);
+        let hints = hint_entries(&image, &scan.markers);
+        let bytes = files::encode_hints(file.fid, &hints);
+        let path = hint_path(&col.dir, file.fid);
+        files::atomic_write(&path, &bytes, &self.options.io_hooks, FailPoint::Seal)
+            .map_err(|e| files::io_error(e, "writing a hint file"))
+    }
+
+    // ---------------------------------------------------------------- compaction
+
+    fn file_stats_view(&self, col: &Collection) -> Vec<FileStat> {
+        let cf = col.files.lock();
+        let datafiles: Vec<(u64, u64)> = cf
+            .datafiles
+            .iter()
+            .map(|f| (f.fid, cf.stats.get(&f.fid).map(|s| s.size).unwrap_or(0)))
+            .collect();
+        let totals: HashMap<u64, (u64, u64, u64)> = cf
+            .stats
+            .iter()
+            .map(|(fid, s)| (*fid, (s.docs, s.doc_bytes, s.removes)))
+            .collect();
+        drop(cf);
+        let mut alive: HashMap<u64, (u64, u64)> = HashMap::new();
+        let visible = self.visible.load(Ordering::Acquire);
+        col.index.for_each_chunked(|_, e| {
+            if e.head.tick <= visible && !e.head.is_removed() {
+                let a = alive.entry(e.head.loc.fid).or_default();
+                a.0 += 1;
+                a.1 += e.head.loc.len as u64;
+            }
+        });
+        datafiles
+            .into_iter()
+            .map(|(fid, size)| {
+                let (docs, bytes, removes) = totals.get(&fid).copied().unwrap_or_default();
+                let (alive_count, alive_bytes) = alive.get(&fid).copied().unwrap_or_default();
+                FileStat {
+                    fid,
+                    file_size: size,
+                    alive_count,
+                    alive_bytes,
+                    dead_count: docs.saturating_sub(alive_count),
+                    dead_bytes: bytes.saturating_sub(alive_bytes),
+                    removes,
+                }
+            })
+            .collect()
+    }
+
+    fn compact_collection(&self, col: &Arc<Collection>, force: bool) -> Result<CompactionReport> {
+        col.usable()?;
+        let mut last = col.compact_lock.lock();
+        let mut report = CompactionReport::default();
+        let journal_size = col.journal_size(self.options.journal_size_default);
+        // Each round merges one group; bounded by the number of datafiles.
+        let rounds = col.files.lock().datafiles.len() + 1;
+        for _ in 0..rounds {
+            // Versions no snapshot can see any more must not keep their markers alive.
+            col.index.gc(self.horizon());
+            let stats = self.file_stats_view(col);
+            let groups = plan(&stats, &self.options.compaction, journal_size, force);
+            let Some(group) = groups.into_iter().next() else {
+                break;
+            };
+            let r = self.compact_group(col, &group)?;
+            report.files_compacted += r.files_compacted;
+            report.files_written += r.files_written;
+            report.bytes_reclaimed += r.bytes_reclaimed;
+            report.markers_kept += r.markers_kept;
+            report.markers_dropped += r.markers_dropped;
+        }
+        *last = Some(Instant::now());
+        *col.compaction_status.lock() = if report.files_compacted > 0 {
+            format!(
+                "compacted {} datafile(s), reclaimed {} bytes",
+                report.files_compacted, report.bytes_reclaimed
+            )
+        } else {
+            "no compaction needed".to_string()
+        };
+        Ok(report)
+    }
+
+    fn compact_group(&self, col: &Arc<Collection>, group: &[u64]) -> Result<CompactionReport> {
+        let mut report = CompactionReport::default();
+        let (inputs, keep_tombstones) = {
+            let cf = col.files.lock();
+            let inputs: Vec<Arc<DataFile>> = cf
+                .datafiles
+                .iter()
+                .filter(|f| group.contains(&f.fid))
+                .cloned()
+                .collect();
+            // A removal must survive while an older file may still hold the removed key.
+            let first_pos = cf
+                .datafiles
+                .iter()
+                .position(|f| group.contains(&f.fid))
+                .unwrap_or(0);
+            (inputs, first_pos > 0)
+        };
+        if inputs.len() != group.len() {
+            return Ok(report);
+        }
+        let input_fids: HashSet<u64> = group.iter().copied().collect();
+        let mut referenced: HashSet<(u64, u32)> = HashSet::new();
+        col.index.for_each_chunked(|_, e| {
+            for v in std::iter::once(&e.head).chain(e.older.iter()) {
+                if input_fids.contains(&v.loc.fid) {
+                    referenced.insert((v.loc.fid, v.loc.offset));
+                }
+            }
+        });
+        let fid = next_tick(self);
+        let mut out = Vec::new();
+        let mut moved: Vec<(String, Loc, Loc)> = Vec::new();
+        let header_len = format::padded(format::FILE_HEADER_LEN);
+        let mut count = 0u64;
+        let mut max_tick = 0u64;
+        let mut crc_acc = 0u32;
+        let mut stats = FileStats {
+            docs: 0,
+            doc_bytes: 0,
+            removes: 0,
+            size: 0,
+            kind: StatKind::Datafile,
+        };
+        for input in &inputs {
+            let image = input
+                .read_all()
+                .map_err(|e| files::io_error(e, "reading a datafile for compaction"))?;
+            let found = match self.options.ignore_datafile_errors {
+                true => format::salvage(&image),
+                false => {
+                    let scan = format::scan(&image);
+                    if scan.end == ScanEnd::Corrupt {
+                        return Err(corrupt(format!(
+                            "collection {}: datafile {} is corrupt at offset {}",
+                            col.id,
+                            input.fid,
+                            scan.bad_offset.unwrap_or(0)
+                        )));
+                    }
+                    scan.markers
+                }
+            };
+            for m in found {
+                let bytes = &image[m.offset..m.offset + format::padded(m.len)];
+                let keep = match m.kind {
+                    MarkerType::Document => referenced.contains(&(input.fid, m.offset as u32)),
+                    _ => keep_tombstones,
+                };
+                if !keep {
+                    report.markers_dropped += 1;
+                    report.bytes_reclaimed += bytes.len() as u64;
+                    continue;
+                }
+                let new_off = header_len + out.len();
+                out.extend_from_slice(bytes);
+                count += 1;
+                max_tick = max_tick.max(m.tick);
+                crc_acc = crc32c::crc32c_append(crc_acc, &m.crc.to_le_bytes());
+                report.markers_kept += 1;
+                if m.kind == MarkerType::Document {
+                    stats.docs += 1;
+                    stats.doc_bytes += m.len as u64;
+                    let marker =
+                        format::decode(bytes).map_err(|_| corrupt("datafile marker".into()))?;
+                    let body = format::data_body(&marker)
+                        .map_err(|_| corrupt("datafile marker".into()))?;
+                    moved.push((
+                        body.key.to_string(),
+                        Loc {
+                            fid: input.fid,
+                            offset: m.offset as u32,
+                            len: m.len as u32,
+                        },
+                        Loc {
+                            fid,
+                            offset: new_off as u32,
+                            len: m.len as u32,
+                        },
+                    ));
+                } else {
+                    stats.removes += 1;
+                }
+            }
+        }
+        let io = |e| files::io_error(e, "writing a compaction file");
+        let mut result: Option<Arc<DataFile>> = None;
+        if count > 0 {
+            let size = (header_len + out.len() + format::FOOTER_LEN) as u64;
+            let tmp = col.dir.join(format!("compaction-{fid}.db"));
+            let header = files::header(FileKind::Compaction, fid, col.id, size);
+            let file = DataFile::create(
+                &tmp,
+                &header,
+                fid,
+                &self.options.io_hooks,
+                FailPoint::CompactionWrite,
+            )
+            .map_err(io)?;
+            out.extend_from_slice(&format::footer(
+                &Footer {
+                    count,
+                    max_tick,
+                    crc_of_crcs: crc_acc,
+                },
+                max_tick,
+            ));
+            let written = files::check(&self.options.io_hooks, FailPoint::CompactionWrite)
+                .and_then(|_| {
+                    std::os::unix::fs::FileExt::write_all_at(&file.file, &out, header_len as u64)
+                })
+                .and_then(|_| file.file.sync_data())
+                .and_then(|_| file.rename(&datafile_path(&col.dir, fid)));
+            if let Err(e) = written {
+                file.delete_when_unused(Vec::new());
+                return Err(io(e));
+            }
+            if let Err(e) = self.write_hint(col, &file) {
+                file.delete_when_unused(vec![hint_path(&col.dir, fid)]);
+                return Err(e);
+            }
+            stats.size = file.len();
+            result = Some(file);
+        }
+        // The swap: one MANIFEST rewrite makes the result live and the inputs garbage.
+        {
+            let mut cf = col.files.lock();
+            let before = cf.datafiles.clone();
+            let pos = cf
+                .datafiles
+                .iter()
+                .position(|f| input_fids.contains(&f.fid))
+                .unwrap_or(0);
+            cf.datafiles.retain(|f| !input_fids.contains(&f.fid));
+            if let Some(r) = &result {
+                cf.datafiles.insert(pos, r.clone());
+            }
+            let swapped = files::check(&self.options.io_hooks, FailPoint::CompactionSwap)
+                .map_err(|e| files::io_error(e, "compaction swap"))
+                .and_then(|_| self.write_manifest(col, &cf));
+            if let Err(e) = swapped {
+                cf.datafiles = before;
+                if let Some(r) = &result {
+                    r.delete_when_unused(vec![hint_path(&col.dir, r.fid)]);
+                }
+                return Err(e);
+            }
+            if let Some(r) = &result {
+                cf.stats.insert(r.fid, stats);
+                self.files.write().insert(r.fid, r.clone());
+            }
+            for f in &inputs {
+                cf.stats.remove(&f.fid);
+            }
+        }
+        for (key, from, to) in moved {
+            col.index.repoint(&key, from, to);
+        }
+        let mut table = self.files.write();
+        for f in &inputs {
+            table.remove(&f.fid);
+            f.delete_when_unused(vec![hint_path(&col.dir, f.fid)]);
+        }
+        drop(table);
+        report.files_compacted = inputs.len();
+        report.files_written = usize::from(result.is_some());
+        Ok(report)
+    }
+
+    fn figures(&self, col: &Collection) -> Figures {
+        let visible = self.visible.load(Ordering::Acquire);
+        let mut f = Figures::default();
+        let mut alive_in_files: HashMap<u64, (u64, u64)> = HashMap::new();
+        col.index.for_each_chunked(|_, e| {
+            if e.head.tick <= visible && !e.head.is_removed() {
+                f.alive_count += 1;
+                f.alive_size += e.head.loc.len as u64;
+                let a = alive_in_files.entry(e.head.loc.fid).or_default();
+                a.0 += 1;
+                a.1 += e.head.loc.len as u64;
+            }
+        });
+        let cf = col.files.lock();
+        for (fid, s) in &cf.stats {
+            let (ac, ab) = alive_in_files.get(fid).copied().unwrap_or_default();
+            f.dead_count += s.docs.saturating_sub(ac);
+            f.dead_size += s.doc_bytes.saturating_sub(ab);
+            f.dead_deletion += s.removes;
+            let slot = match s.kind {
+                StatKind::Datafile => &mut f.datafiles,
+                StatKind::Journal => &mut f.journals,
+            };
+            slot.count += 1;
+            slot.file_size += s.size;
+        }
+        drop(cf);
+        f.uncollected_logfile_entries = col.uncollected.load(Ordering::Acquire);
+        f.index_memory = col.index.memory_estimate();
+        f.last_tick = col.last_tick.load(Ordering::Acquire);
+        f.journal_size = col.journal_size(self.options.journal_size_default);
+        f.compaction_status = col.compaction_status.lock().clone();
+        f
+    }
+}
+
+fn hint_entries(image: &[u8], markers: &[format::Found]) -> Vec<HintEntry> {
+    markers
+        .iter()
+        .filter_map(|m| {
+            let marker = format::decode(&image[m.offset..]).ok()?;
+            let body = format::data_body(&marker).ok()?;
+            Some(HintEntry {
+                kind: m.kind,
+                key: body.key.to_string(),
+                tick: m.tick,
+                rev: body.rev,
+                offset: m.offset as u32,
+                len: m.len as u32,
+            })
+        })
+        .collect()
+}
+
+/// Per-datafile statistics the compaction planner decides on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileStat {
+    /// File id.
+    pub fid: u64,
+    /// Size on disk.
+    pub file_size: u64,
+    /// Live documents in the file.
+    pub alive_count: u64,
+    /// Bytes of live document markers.
+    pub alive_bytes: u64,
+    /// Dead document markers.
+    pub dead_count: u64,
+    /// Bytes of dead document markers.
+    pub dead_bytes: u64,
+    /// Removal markers.
+    pub removes: u64,
+}
+
+/// The compaction planner: which contiguous groups of datafiles (in MANIFEST order) to
+/// rewrite. Pure, so that the thresholds are unit-tested without files.
+///
+/// A file is a candidate when its dead bytes reach `dead_size_threshold`, or its dead share
+/// reaches `dead_size_percent_threshold`, or its dead markers reach
+/// `dead_documents_threshold`, or it is smaller than `min_small_data_file_size` and has a
+/// neighbour to merge with. `force` (explicit compaction) makes every file with any dead
+/// marker or removal a candidate. A group starts at a candidate and extends over following
+/// files while it stays within `max_files` and the result size cap
+/// (`min(max_result_file_size, journal_size * max_file_size_factor)`).
+pub fn plan(
+    files: &[FileStat],
+    options: &CompactionOptions,
+    journal_size: u64,
+    force: bool,
+) -> Vec<Vec<u64>> {
+    let cap = options
+        .max_result_file_size
+        .min(journal_size.saturating_mul(options.max_file_size_factor.max(1)));
+    let is_candidate = |f: &FileStat| {
+        let dead_share = if f.alive_bytes + f.dead_bytes == 0 {
+            0.0
+        } else {
+            f.dead_bytes as f64 / (f.alive_bytes + f.dead_bytes) as f64
+        };
+        (f.dead_bytes > 0
+            && (f.dead_bytes >= options.dead_size_threshold
+                || dead_share >= options.dead_size_percent_threshold
+                || f.dead_count >= options.dead_documents_threshold))
+            || (force && (f.dead_count > 0 || f.removes > 0))
+            || (f.file_size < options.min_small_data_file_size && files.len() > 1)
+    };
+    let mut groups = Vec::new();
+    let mut i = 0;
+    while i < files.len() {
+        if !is_candidate(&files[i]) {
+            i += 1;
+            continue;
+        }
+        let mut group = vec![files[i].fid];
+        let mut size = files[i].alive_bytes;
+        let mut j = i + 1;
+        while j < files.len()
+            && group.len() < options.max_files.max(1)
+            && size + files[j].alive_bytes <= cap
+            && (is_candidate(&files[j]) || files[j].file_size < options.min_small_data_file_size)
+        {
+            size += files[j].alive_bytes;
+            group.push(files[j].fid);
+            j += 1;
+        }
+        // A lone small file without dead data gains nothing from a rewrite.
+        let lone_small_clean = group.len() == 1
+            && files[i].dead_count == 0
+            && files[i].removes == 0
+            && files[i].dead_bytes == 0;
+        if !lone_small_clean {
+            groups.push(group);
+        }
+        i = j;
+    }
+    groups
+}
+
+// -------------------------------------------------------------------- recovery
+
+struct Recovered {
+    max_tick: u64,
+    max_rev: u64,
+}
+
+fn observe(r: &mut Recovered, tick: u64, rev: u64) {
+    r.max_tick = r.max_tick.max(tick);
+    r.max_rev = r.max_rev.max(rev);
+}
+
+fn fid_from_name(name: &str) -> Option<(String, u64)> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (kind, fid) = stem.rsplit_once('-')?;
+    Some((format!("{kind}.{ext}"), fid.parse().ok()?))
+}
+
+fn recover_collection(
+    inner: &Inner,
+    col: &mut Collection,
+    rec: &mut Recovered,
+) -> std::result::Result<(), Error> {
+    let dir = col.dir.clone();
+    std::fs::create_dir_all(&dir).map_err(|e| files::io_error(e, "collection directory"))?;
+    let manifest: Value = match std::fs::read(dir.join("MANIFEST")) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!("collection {}: unreadable MANIFEST: {e}", col.id),
+            )
+        })?,
+        Err(_) => json!({"datafiles": [], "journal": null}),
+    };
+    let listed: Vec<u64> = manifest["datafiles"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    let journal_fid = manifest["journal"].as_u64();
+    let mut keep: HashSet<u64> = listed.iter().copied().collect();
+    keep.extend(journal_fid);
+    // Files the MANIFEST does not list are leftovers of an interrupted compaction or journal
+    // creation: they hold nothing that is not also elsewhere.
+    if let Ok(rd) = std::fs::read_dir(&dir) {
+        for entry in rd.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            if name == "MANIFEST" {
+                continue;
+            }
+            match fid_from_name(&name) {
+                Some((_, fid)) if keep.contains(&fid) => {
+                    rec.max_tick = rec.max_tick.max(fid);
+                }
+                _ => {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+    let mut cf = ColFiles::default();
+    let open_any = |fid: u64| -> Option<Arc<DataFile>> {
+        let d = datafile_path(&dir, fid);
+        let j = journal_path(&dir, fid);
+        let path = if d.exists() { d } else { j };
+        DataFile::open(fid, &path).ok()
+    };
+    let mut all: Vec<(u64, bool)> = listed.iter().map(|f| (*f, false)).collect();
+    all.extend(journal_fid.map(|f| (f, true)));
+    for (fid, is_journal) in all {
+        let Some(file) = open_any(fid) else {
+            return Err(Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!(
+                    "collection {}: datafile {fid} listed in MANIFEST is missing",
+                    col.id
+                ),
+            ));
+        };
+        let mut stats = FileStats {
+            docs: 0,
+            doc_bytes: 0,
+            removes: 0,
+            size: file.len(),
+            kind: StatKind::Datafile,
+        };
+        let mut apply = |kind: MarkerType, key: &str, tick: u64, rev: u64, off: u32, len: u32| {
+            observe(rec, tick, rev);
+            let loc = if kind == MarkerType::Document {
+                stats.docs += 1;
+                stats.doc_bytes += len as u64;
+                Loc {
+                    fid,
+                    offset: off,
+                    len,
+                }
+            } else {
+                stats.removes += 1;
+                Loc::REMOVED
+            };
+            col.index.recover(key, Version { tick, rev, loc });
+        };
+        if !is_journal {
+            if let Some(hints) = std::fs::read(hint_path(&dir, fid))
+                .ok()
+                .and_then(|b| files::decode_hints(fid, &b))
+            {
+                for h in hints {
+                    apply(h.kind, &h.key, h.tick, h.rev, h.offset, h.len);
+                }
+                inner.files.write().insert(fid, file.clone());
+                cf.stats.insert(fid, stats);
+                cf.datafiles.push(file);
+                continue;
+            }
+        }
+        let image = file
+            .read_all()
+            .map_err(|e| files::io_error(e, "reading a datafile"))?;
+        let scan = format::scan(&image);
+        let markers = match scan.end {
+            ScanEnd::Corrupt if !inner.options.ignore_datafile_errors => {
+                return Err(Error::with_message(
+                    ErrorCode::CorruptedDatafile,
+                    format!(
+                        "collection {}: {} {fid} is corrupt at offset {} (start with \
+                         --database.ignore-datafile-errors to salvage the intact markers)",
+                        col.id,
+                        if is_journal { "journal" } else { "datafile" },
+                        scan.bad_offset.unwrap_or(0)
+                    ),
+                ));
+            }
+            ScanEnd::Corrupt => {
+                tracing::warn!(
+                    "collection {}: salvaging intact markers of corrupt file {fid}",
+                    col.id
+                );
+                format::salvage(&image)
+            }
+            _ => scan.markers.clone(),
+        };
+        for m in &markers {
+            if let Ok(marker) = format::decode(&image[m.offset..]) {
+                if let Ok(body) = format::data_body(&marker) {
+                    apply(
+                        m.kind,
+                        body.key,
+                        m.tick,
+                        body.rev,
+                        m.offset as u32,
+                        m.len as u32,
+                    );
+                }
+            }
+        }
+        inner.files.write().insert(fid, file.clone());
+        let reusable = is_journal && scan.end == ScanEnd::Clean;
+        if reusable {
+            let size = file.len();
+            let crc_acc = markers.iter().fold(0u32, |acc, m| {
+                crc32c::crc32c_append(acc, &m.crc.to_le_bytes())
+            });
+            stats.kind = StatKind::Journal;
+            cf.stats.insert(fid, stats);
+            cf.journal = Some(Journal {
+                file,
+                offset: scan.valid_end as u64,
+                size,
+                count: markers.len() as u64,
+                max_tick: markers.iter().map(|m| m.tick).max().unwrap_or(0),
+                crc_acc,
+            });
+        } else if is_journal && scan.end != ScanEnd::Sealed {
+            // A torn tail: seal the journal right after its last intact marker, so nothing is
+            // ever appended behind garbage.
+            let count = markers.len() as u64;
+            let max_tick = markers.iter().map(|m| m.tick).max().unwrap_or(0);
+            let crc_acc = markers.iter().fold(0u32, |acc, m| {
+                crc32c::crc32c_append(acc, &m.crc.to_le_bytes())
+            });
+            let end = markers
+                .last()
+                .map(|m| m.offset + format::padded(m.len))
+                .unwrap_or(format::padded(format::FILE_HEADER_LEN));
+            cf.journal = Some(Journal {
+                file,
+                offset: end as u64,
+                size: 0,
+                count,
+                max_tick,
+                crc_acc,
+            });
+            cf.stats.insert(fid, stats);
+            inner.seal_journal(col, &mut cf)?;
+        } else {
+            // A sealed journal whose MANIFEST edit was lost, or a datafile without a hint.
+            if is_journal {
+                file.rename(&datafile_path(&dir, fid))
+                    .map_err(|e| files::io_error(e, "renaming a sealed journal"))?;
+            }
+            if inner.write_hint(col, &file).is_err() {
+                tracing::warn!("collection {}: could not rewrite hint file {fid}", col.id);
+            }
+            cf.stats.insert(fid, stats);
+            cf.datafiles.push(file);
+        }
+    }
+    inner.write_manifest(col, &cf)?;
+    col.files = Mutex::new(cf);
+    Ok(())
+}
+
+fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<Arc<DataFile>>> {
+    let dir = wal_dir(&inner.dir);
+    std::fs::create_dir_all(&dir).map_err(|e| files::io_error(e, "creating wal directory"))?;
+    let mut segs: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
+        .map_err(|e| files::io_error(e, "listing wal directory"))?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let fid = name.strip_suffix(".wal")?.parse::<u64>().ok()?;
+            Some((fid, e.path()))
+        })
+        .collect();
+    segs.sort();
+    let mut out = Vec::new();
+    for (fid, path) in segs {
+        rec.max_tick = rec.max_tick.max(fid);
+        let file = DataFile::open(fid, &path).map_err(|e| files::io_error(e, "opening WAL"))?;
+        let image = file
+            .read_all()
+            .map_err(|e| files::io_error(e, "reading WAL"))?;
+        let scan = format::scan(&image);
+        if scan.end == ScanEnd::Corrupt && !inner.options.ignore_datafile_errors {
+            return Err(Error::with_message(
+                ErrorCode::CorruptedDatafile,
+                format!(
+                    "WAL segment {} is corrupt at offset {} (start with \
+                     --database.ignore-datafile-errors to keep the intact prefix)",
+                    path.display(),
+                    scan.bad_offset.unwrap_or(0)
+                ),
+            ));
+        }
+        let mut pending: Vec<format::Found> = Vec::new();
+        for m in &scan.markers {
+            pending.push(*m);
+            if m.flags & FLAG_COMMIT == 0 {
+                continue;
+            }
+            for p in pending.drain(..) {
+                let Ok(marker) = format::decode(&image[p.offset..]) else {
+                    continue;
+                };
+                let Ok(body) = format::data_body(&marker) else {
+                    continue;
+                };
+                observe(rec, p.tick, body.rev);
+                let Some(col) = cat.collections.get(&body.cid) else {
+                    continue;
+                };
+                if col.status.is_err() {
+                    continue;
+                }
+                let loc = if p.kind == MarkerType::Document {
+                    Loc {
+                        fid,
+                        offset: p.offset as u32,
+                        len: p.len as u32,
+                    }
+                } else {
+                    Loc::REMOVED
+                };
+                col.index.recover(
+                    body.key,
+                    Version {
+                        tick: p.tick,
+                        rev: body.rev,
+                        loc,
+                    },
+                );
+                col.uncollected.fetch_add(1, Ordering::Relaxed);
+                col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
+            }
+        }
+        inner.files.write().insert(fid, file.clone());
+        out.push(file);
+    }
+    Ok(out)
+}
+
+pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::with_message(
+            ErrorCode::CannotCreateDirectory,
+            format!("cannot create {}: {e}", dir.display()),
+        )
+    })?;
+    let lock = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))
+        .map_err(|e| files::io_error(e, "opening LOCK"))?;
+    if !files::try_lock_exclusive(&lock) {
+        return Err(Error::with_message(
+            ErrorCode::DataDirectoryLocked,
+            format!(
+                "database directory {} is locked by another process",
+                dir.display()
+            ),
+        ));
+    }
+    let (durable_tx, _) = tokio::sync::watch::channel((0u64, false));
+    let inner = Inner {
+        dir: dir.to_path_buf(),
+        options,
+        hlc: Hlc::new(),
+        tick: AtomicU64::new(0),
+        visible: AtomicU64::new(0),
+        catalog: RwLock::new(Arc::new(Catalog::default())),
+        ddl: Mutex::new(()),
+        files: RwLock::new(HashMap::new()),
+        wal: Mutex::new(WalState {
+            segment: None,
+            offset: 0,
+            size: 0,
+            broken: false,
+            sealed: Vec::new(),
+            unsynced: Vec::new(),
+            written_tick: 0,
+        }),
+        sync: Mutex::new(SyncState::default()),
+        sync_cv: Condvar::new(),
+        durable_tx,
+        snapshots: Mutex::new(BTreeMap::new()),
+        poisoned: RwLock::new(None),
+        closed: AtomicBool::new(false),
+        collect_lock: Mutex::new(()),
+        bg: Arc::new(Background {
+            stop: AtomicBool::new(false),
+            wake: Mutex::new(false),
+            cv: Condvar::new(),
+        }),
+        threads: Mutex::new(Vec::new()),
+        lock_file: Mutex::new(Some(lock)),
+        wal_syncs: AtomicU64::new(0),
+        commits: AtomicU64::new(0),
+    };
+    let mut rec = Recovered {
+        max_tick: 0,
+        max_rev: 0,
+    };
+    // Catalog.
+    let mut cat = Catalog::default();
+    match std::fs::read(dir.join("catalog.json")) {
+        Ok(bytes) => {
+            let doc: Value = serde_json::from_slice(&bytes).map_err(|e| {
+                Error::with_message(
+                    ErrorCode::IllegalParameterFile,
+                    format!("catalog.json is unreadable: {e}"),
+                )
+            })?;
+            if doc["version"].as_u64() != Some(format::FORMAT_VERSION as u64) {
+                return Err(Error::with_message(
+                    ErrorCode::IllegalParameterFile,
+                    format!(
+                        "catalog.json has format version {}, this build reads {}",
+                        doc["version"],
+                        format::FORMAT_VERSION
+                    ),
+                ));
+            }
+            rec.max_tick = doc["tick"].as_u64().unwrap_or(0);
+            for d in doc["databases"].as_array().into_iter().flatten() {
+                if let Some(id) = d["id"].as_u64() {
+                    cat.databases.insert(id, d["meta"].clone());
+                }
+            }
+            for c in doc["collections"].as_array().into_iter().flatten() {
+                let (Some(id), Some(db)) = (c["id"].as_u64(), c["db"].as_u64()) else {
+                    continue;
+                };
+                let mut col = new_collection(
+                    dir,
+                    id,
+                    db,
+                    options_from_json(&c["options"]),
+                    c["meta"].clone(),
+                );
+                if let Err(e) = recover_collection(&inner, &mut col, &mut rec) {
+                    tracing::error!("collection {id} cannot be opened: {}", e);
+                    col.status = Err(e);
+                    col.index = PrimaryIndex::new();
+                }
+                cat.collections.insert(id, Arc::new(col));
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(files::io_error(e, "reading catalog.json")),
+    }
+    // Leftover directories of dropped collections / databases.
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for entry in rd.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some(db) = name.strip_prefix("db-").and_then(|s| s.parse::<u64>().ok()) else {
+                continue;
+            };
+            if !cat.databases.contains_key(&db) {
+                let _ = std::fs::remove_dir_all(entry.path());
+                continue;
+            }
+            if let Ok(cols) = std::fs::read_dir(entry.path()) {
+                for c in cols.flatten() {
+                    let cname = c.file_name().to_string_lossy().to_string();
+                    let cid = cname
+                        .strip_prefix("col-")
+                        .and_then(|s| s.parse::<u64>().ok());
+                    if cid.is_none_or(|cid| !cat.collections.contains_key(&cid)) {
+                        let _ = std::fs::remove_dir_all(c.path());
+                    }
+                }
+            }
+        }
+    }
+    let sealed = recover_wal(&inner, &cat, &mut rec)?;
+    let tick = rec.max_tick;
+    inner.tick.store(tick, Ordering::Release);
+    inner.visible.store(tick, Ordering::Release);
+    inner.hlc.observe(Revision(rec.max_rev));
+    for col in cat.collections.values() {
+        let count = col.index.gc(u64::MAX);
+        col.counts.lock().push_back((0, count));
+    }
+    {
+        let mut wal = inner.wal.lock();
+        wal.sealed = sealed;
+        wal.written_tick = tick;
+    }
+    inner.sync.lock().durable = tick;
+    inner.durable_tx.send_modify(|v| v.0 = tick);
+    *inner.catalog.write() = Arc::new(cat);
+    let inner = Arc::new(inner);
+    inner.persist_catalog(&inner.catalog())?;
+    start_threads(&inner);
+    Ok(inner)
+}
+
+fn new_collection(
+    dir: &Path,
+    id: u64,
+    db: u64,
+    options: CollectionOptions,
+    meta: Value,
+) -> Collection {
+    Collection {
+        id,
+        db,
+        options: RwLock::new(options),
+        meta: RwLock::new(meta),
+        status: Ok(()),
+        index: PrimaryIndex::new(),
+        counts: Mutex::new(VecDeque::new()),
+        last_tick: AtomicU64::new(0),
+        uncollected: AtomicU64::new(0),
+        dropped: AtomicBool::new(false),
+        dirty: AtomicBool::new(true),
+        files: Mutex::new(ColFiles::default()),
+        compact_lock: Mutex::new(None),
+        compaction_status: Mutex::new("no compaction run yet".into()),
+        dir: col_dir(dir, db, id),
+    }
+}
+
+fn start_threads(inner: &Arc<Inner>) {
+    let mut threads = inner.threads.lock();
+    let weak = Arc::downgrade(inner);
+    let bg = inner.bg.clone();
+    let interval = inner.options.sync_interval.max(Duration::from_millis(1));
+    threads.push(
+        std::thread::Builder::new()
+            .name("quiver-wal-sync".into())
+            .spawn(move || syncer_loop(weak, bg, interval))
+            .expect("spawning the WAL syncer thread"),
+    );
+    if inner.options.background_collector || inner.options.compaction.background {
+        let weak = Arc::downgrade(inner);
+        let bg = inner.bg.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("quiver-collector".into())
+                .spawn(move || maintenance_loop(weak, bg))
+                .expect("spawning the collector thread"),
+        );
+    }
+}
+
+fn syncer_loop(weak: Weak<Inner>, bg: Arc<Background>, interval: Duration) {
+    let mut last = Instant::now();
+    loop {
+        if bg.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        {
+            let mut s = inner.sync.lock();
+            let due = last + interval;
+            if s.requested <= s.durable {
+                let now = Instant::now();
+                if now < due {
+                    let wait = (due - now).min(Duration::from_millis(100));
+                    inner.sync_cv.wait_for(&mut s, wait);
+                }
+            }
+            let requested = s.requested > s.durable;
+            drop(s);
+            if !requested && Instant::now() < due {
+                continue;
+            }
+        }
+        last = Instant::now();
+        if inner.poisoned.read().is_some() {
+            drop(inner);
+            std::thread::sleep(interval);
+            continue;
+        }
+        let _ = inner.sync_round();
+    }
+}
+
+fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
+    let mut last_compaction = Instant::now();
+    loop {
+        {
+            let mut woken = bg.wake.lock();
+            if !*woken {
+                bg.cv.wait_for(&mut woken, Duration::from_millis(200));
+            }
+            *woken = false;
+        }
+        if bg.stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        if inner.closed.load(Ordering::Acquire) {
+            return;
+        }
+        if inner.options.background_collector && !inner.wal.lock().sealed.is_empty() {
+            if let Err(e) = inner.collect(false) {
+                tracing::warn!("collector: {}", e);
+            }
+        }
+        let copt = &inner.options.compaction;
+        if copt.background && last_compaction.elapsed() >= copt.db_sleep_time {
+            last_compaction = Instant::now();
+            let cat = inner.catalog();
+            for col in cat.collections.values() {
+                if bg.stop.load(Ordering::Acquire) {
+                    return;
+                }
+                if col.usable().is_err() || !col.options.read().do_compact {
+                    continue;
+                }
+                if !col.dirty.swap(false, Ordering::AcqRel) {
+                    continue;
+                }
+                let recent = col
+                    .compact_lock
+                    .lock()
+                    .is_some_and(|t| t.elapsed() < copt.min_interval);
+                if recent {
+                    col.dirty.store(true, Ordering::Release);
+                    continue;
+                }
+                let horizon = inner.horizon();
+                col.index.gc(horizon);
+                if let Err(e) = inner.compact_collection(col, false) {
+                    tracing::warn!("compactor: collection {}: {}", col.id, e);
+                }
+            }
+        }
+    }
+}
+
+// -------------------------------------------------------------------- public glue
+
+pub(crate) struct SnapshotGuard {
+    inner: Arc<Inner>,
+    tick: u64,
+}
+
+impl Drop for SnapshotGuard {
+    fn drop(&mut self) {
+        let mut snaps = self.inner.snapshots.lock();
+        if let Some(n) = snaps.get_mut(&self.tick) {
+            *n -= 1;
+            if *n == 0 {
+                snaps.remove(&self.tick);
+            }
+        }
+    }
+}
+
+pub(crate) struct SnapshotState {
+    pub guard: SnapshotGuard,
+    pub catalog: Arc<Catalog>,
+}
+
+impl SnapshotState {
+    pub fn tick(&self) -> u64 {
+        self.guard.tick
+    }
+
+    fn collection(&self, cid: u64) -> Result<&Arc<Collection>> {
+        let col = self
+            .catalog
+            .collections
+            .get(&cid)
+            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
+        col.usable()?;
+        Ok(col)
+    }
+
+    pub fn get(&self, cid: u64, key: &str) -> Result<Option<StoredDocument>> {
+        let col = self.collection(cid)?;
+        self.guard.inner.read_version(col, key, self.tick())
+    }
+
+    pub fn revision(&self, cid: u64, key: &str) -> Result<Option<Revision>> {
+        let col = self.collection(cid)?;
+        Ok(col.index.get(key, self.tick()).map(|v| Revision(v.rev)))
+    }
+
+    pub fn count(&self, cid: u64) -> Result<u64> {
+        let col = self.collection(cid)?;
+        Ok(col.count_at(self.tick()))
+    }
+
+    pub fn scan(self: &Arc<Self>, cid: u64) -> Result<ScanIter> {
+        let col = self.collection(cid)?.clone();
+        Ok(ScanIter {
+            snap: self.clone(),
+            col,
+            shard: 0,
+            after: None,
+            buffer: VecDeque::new(),
+            done: false,
+        })
+    }
+}
+
+pub(crate) fn snapshot(inner: &Arc<Inner>) -> SnapshotState {
+    let catalog = inner.catalog();
+    let mut snaps = inner.snapshots.lock();
+    let tick = inner.visible.load(Ordering::Acquire);
+    *snaps.entry(tick).or_insert(0) += 1;
+    drop(snaps);
+    SnapshotState {
+        guard: SnapshotGuard {
+            inner: inner.clone(),
+            tick,
+        },
+        catalog,
+    }
+}
+
+/// Iterator over a snapshot's documents, fetched in chunks of [`SCAN_CHUNK`] keys.
+pub struct ScanIter {
+    snap: Arc<SnapshotState>,
+    col: Arc<Collection>,
+    shard: usize,
+    after: Option<Box<str>>,
+    buffer: VecDeque<(Box<str>, Version)>,
+    done: bool,
+}
+
+impl Iterator for ScanIter {
+    type Item = Result<(String, StoredDocument)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some((key, v)) = self.buffer.pop_front() {
+                let inner = &self.snap.guard.inner;
+                let doc = match inner.read_at(&self.col, v) {
+                    Ok(Some(doc)) => Ok(Some(doc)),
+                    Ok(None) => inner.read_version(&self.col, &key, self.snap.tick()),
+                    Err(e) => Err(e),
+                };
+                return match doc {
+                    Ok(Some(doc)) => Some(Ok((key.into_string(), doc))),
+                    Ok(None) => continue,
+                    Err(e) => Some(Err(e)),
+                };
+            }
+            if self.done {
+                return None;
+            }
+            if self.shard >= self.col.index.shard_count() {
+                self.done = true;
+                return None;
+            }
+            let (items, last) = self.col.index.visible_chunk(
+                self.shard,
+                self.after.as_deref(),
+                self.snap.tick(),
+                SCAN_CHUNK,
+            );
+            self.buffer.extend(items);
+            match last {
+                Some(k) => self.after = Some(k),
+                None => {
+                    self.shard += 1;
+                    self.after = None;
+                }
+            }
+        }
+    }
+}
+
+// DDL and the rest of the engine surface.
+
+impl Inner {
+    pub(crate) fn catalog_entries(&self) -> Vec<DatabaseEntry> {
+        let cat = self.catalog();
+        cat.databases
+            .iter()
+            .map(|(id, meta)| DatabaseEntry {
+                id: *id,
+                meta: meta.clone(),
+                collections: cat
+                    .collections
+                    .values()
+                    .filter(|c| c.db == *id)
+                    .map(|c| CollectionEntry {
+                        id: c.id,
+                        options: c.options.read().clone(),
+                        meta: c.meta.read().clone(),
+                        status: c.status.clone(),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn ddl_update(&self, f: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
+        self.check_open()?;
+        let _g = self.ddl.lock();
+        let mut next = (*self.catalog()).clone();
+        f(&mut next)?;
+        self.persist_catalog(&next)?;
+        *self.catalog.write() = Arc::new(next);
+        Ok(())
+    }
+
+    pub(crate) fn create_database(&self, meta: Value) -> Result<u64> {
+        let id = next_tick(self);
+        self.ddl_update(|cat| {
+            cat.databases.insert(id, meta);
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    pub(crate) fn update_database(&self, db: u64, meta: Value) -> Result<()> {
+        self.ddl_update(|cat| match cat.databases.get_mut(&db) {
+            Some(m) => {
+                *m = meta;
+                Ok(())
+            }
+            None => Err(Error::new(ErrorCode::DatabaseNotFound)),
+        })
+    }
+
+    pub(crate) fn drop_database(&self, db: u64) -> Result<()> {
+        let mut dropped = Vec::new();
+        self.ddl_update(|cat| {
+            if cat.databases.remove(&db).is_none() {
+                return Err(Error::new(ErrorCode::DatabaseNotFound));
+            }
+            let ids: Vec<u64> = cat
+                .collections
+                .values()
+                .filter(|c| c.db == db)
+                .map(|c| c.id)
+                .collect();
+            for id in ids {
+                if let Some(c) = cat.collections.remove(&id) {
+                    dropped.push(c);
+                }
+            }
+            Ok(())
+        })?;
+        for c in dropped {
+            self.release_collection(&c);
+        }
+        let _ = std::fs::remove_dir_all(self.dir.join(format!("db-{db}")));
+        Ok(())
+    }
+
+    fn release_collection(&self, col: &Collection) {
+        col.dropped.store(true, Ordering::Release);
+        let cf = col.files.lock();
+        let mut table = self.files.write();
+        for f in cf
+            .datafiles
+            .iter()
+            .chain(cf.journal.iter().map(|j| &j.file))
+        {
+            table.remove(&f.fid);
+        }
+        drop(table);
+        drop(cf);
+        let _ = std::fs::remove_dir_all(&col.dir);
+    }
+
+    pub(crate) fn create_collection(
+        &self,
+        db: u64,
+        options: CollectionOptions,
+        meta: Value,
+    ) -> Result<u64> {
+        validate_options(&options)?;
+        let id = next_tick(self);
+        let dir = self.dir.clone();
+        self.ddl_update(|cat| {
+            if !cat.databases.contains_key(&db) {
+                return Err(Error::new(ErrorCode::DatabaseNotFound));
+            }
+            let col = new_collection(&dir, id, db, options, meta);
+            col.counts.lock().push_back((0, 0));
+            std::fs::create_dir_all(&col.dir)
+                .map_err(|e| files::io_error(e, "creating a collection directory"))?;
+            cat.collections.insert(id, Arc::new(col));
+            Ok(())
+        })?;
+        Ok(id)
+    }
+
+    pub(crate) fn collection(&self, cid: u64) -> Result<Arc<Collection>> {
+        let col = self
+            .catalog()
+            .collections
+            .get(&cid)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
+        Ok(col)
+    }
+
+    pub(crate) fn collection_options(&self, cid: u64) -> Result<CollectionOptions> {
+        Ok(self.collection(cid)?.options.read().clone())
+    }
+
+    pub(crate) fn update_collection(
+        &self,
+        cid: u64,
+        options: CollectionOptions,
+        meta: Value,
+    ) -> Result<()> {
+        validate_options(&options)?;
+        let col = self.collection(cid)?;
+        let _g = self.ddl.lock();
+        let old = (col.options.read().clone(), col.meta.read().clone());
+        *col.options.write() = options;
+        *col.meta.write() = meta;
+        if let Err(e) = self.persist_catalog(&self.catalog()) {
+            *col.options.write() = old.0;
+            *col.meta.write() = old.1;
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn drop_collection(&self, cid: u64) -> Result<()> {
+        let mut dropped = None;
+        self.ddl_update(|cat| {
+            dropped = cat.collections.remove(&cid);
+            match dropped {
+                Some(_) => Ok(()),
+                None => Err(Error::new(ErrorCode::DataSourceNotFound)),
+            }
+        })?;
+        if let Some(c) = dropped {
+            self.release_collection(&c);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn truncate(self: &Arc<Self>, cid: u64, sync: bool) -> Result<crate::CommitTicket> {
+        let snap = Arc::new(snapshot(self));
+        let mut batch = WriteBatch::new();
+        batch.set_sync(sync);
+        let rev = self.hlc.next();
+        for item in snap.scan(cid)? {
+            let (key, _) = item?;
+            batch.remove(cid, &key, rev);
+        }
+        if batch.is_empty() {
+            let col = self.collection(cid)?;
+            col.usable()?;
+            let tick = self.visible.load(Ordering::Acquire);
+            let need = sync || col.options.read().wait_for_sync;
+            return Ok(crate::CommitTicket {
+                tick,
+                sync: need,
+                inner: Some(self.clone()),
+            });
+        }
+        self.commit(batch)
+    }
+
+    pub(crate) fn figures_of(&self, cid: u64) -> Result<Figures> {
+        let col = self.collection(cid)?;
+        col.usable()?;
+        Ok(self.figures(&col))
+    }
+
+    pub(crate) fn compact(&self, cid: u64) -> Result<CompactionReport> {
+        let col = self.collection(cid)?;
+        // Data still in the WAL or the journal is moved into datafiles first, so an explicit
+        // compaction sees everything.
+        self.collect(true)?;
+        {
+            let mut cf = col.files.lock();
+            if cf.journal.as_ref().is_some_and(|j| j.count > 0) {
+                self.seal_journal(&col, &mut cf)?;
+            }
+        }
+        self.compact_collection(&col, true)
+    }
+
+    pub(crate) fn collect_all(&self) -> Result<()> {
+        self.check_open()?;
+        self.collect(true)
+    }
+
+    pub(crate) fn sync_all(&self) -> Result<()> {
+        self.check_open()?;
+        let tick = self.wal.lock().written_tick;
+        self.wait_durable(tick)
+    }
+
+    pub(crate) fn shutdown(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let result = if self.poisoned.read().is_none() {
+            self.sync_round().map(|_| ())
+        } else {
+            Ok(())
+        };
+        self.closed.store(true, Ordering::Release);
+        self.bg.stop.store(true, Ordering::Release);
+        {
+            let mut w = self.bg.wake.lock();
+            *w = true;
+        }
+        self.bg.cv.notify_all();
+        self.sync_cv.notify_all();
+        let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
+        let me = std::thread::current().id();
+        for t in threads {
+            if t.thread().id() != me {
+                let _ = t.join();
+            }
+        }
+        self.lock_file.lock().take();
+        result
+    }
+
+    pub(crate) fn visible_tick(&self) -> u64 {
+        self.visible.load(Ordering::Acquire)
+    }
+}
+
+fn validate_options(o: &CollectionOptions) -> Result<()> {
+    if let Some(size) = o.journal_size {
+        if !(MIN_JOURNAL_SIZE..=(1 << 31)).contains(&size) {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("journalSize must be between {MIN_JOURNAL_SIZE} bytes and 2 GiB"),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,322 @@
+//! File handles, preallocation, atomic metadata writes and hint files.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use quiver_errors::{Error, ErrorCode};
+
+use crate::format::{self, FileHeader, FileKind, MarkerType};
+use crate::{FailPoint, IoHooks};
+
+/// An open data file (WAL segment, journal, datafile). Readers hold an `Arc` while they
+/// `pread`; a file replaced by compaction or collected is unlinked when the last `Arc` drops,
+/// which is how old files outlive the readers that still need them.
+pub(crate) struct DataFile {
+    pub fid: u64,
+    pub file: File,
+    path: Mutex<PathBuf>,
+    delete_on_drop: AtomicBool,
+    extra_paths: Mutex<Vec<PathBuf>>,
+}
+
+impl std::fmt::Debug for DataFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DataFile({}, {:?})", self.fid, self.path.lock())
+    }
+}
+
+impl DataFile {
+    pub fn open(fid: u64, path: &Path) -> io::Result<Arc<DataFile>> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Ok(Arc::new(DataFile {
+            fid,
+            file,
+            path: Mutex::new(path.to_path_buf()),
+            delete_on_drop: AtomicBool::new(false),
+            extra_paths: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Creates a preallocated file of `size` bytes with a file header and makes its
+    /// existence durable (file and directory synced).
+    pub fn create(
+        path: &Path,
+        header: &FileHeader,
+        tick: u64,
+        hooks: &Option<Arc<dyn IoHooks>>,
+        point: FailPoint,
+    ) -> io::Result<Arc<DataFile>> {
+        check(hooks, point)?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        let result = (|| {
+            preallocate(&file, header.size)?;
+            file.write_all_at(&format::file_header(header, tick), 0)?;
+            file.sync_all()?;
+            sync_dir(path.parent().unwrap_or(Path::new(".")))
+        })();
+        if let Err(e) = result {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(e);
+        }
+        Ok(Arc::new(DataFile {
+            fid: header.fid,
+            file,
+            path: Mutex::new(path.to_path_buf()),
+            delete_on_drop: AtomicBool::new(false),
+            extra_paths: Mutex::new(Vec::new()),
+        }))
+    }
+
+    /// Renames the file (idempotent) and syncs the directory.
+    pub fn rename(&self, to: &Path) -> io::Result<()> {
+        let mut path = self.path.lock();
+        if *path != to {
+            std::fs::rename(&*path, to)?;
+            sync_dir(to.parent().unwrap_or(Path::new(".")))?;
+            *path = to.to_path_buf();
+        }
+        Ok(())
+    }
+
+    /// Unlink this file (and `extra` companions such as its hint) once nobody reads it.
+    pub fn delete_when_unused(&self, extra: Vec<PathBuf>) {
+        self.extra_paths.lock().extend(extra);
+        self.delete_on_drop.store(true, Ordering::Release);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.file.metadata().map(|m| m.len()).unwrap_or(0)
+    }
+
+    pub fn read_all(&self) -> io::Result<Vec<u8>> {
+        let len = self.len() as usize;
+        let mut buf = vec![0u8; len];
+        self.file.read_exact_at(&mut buf, 0)?;
+        Ok(buf)
+    }
+}
+
+impl Drop for DataFile {
+    fn drop(&mut self) {
+        if self.delete_on_drop.load(Ordering::Acquire) {
+            let path = self.path.lock().clone();
+            let _ = std::fs::remove_file(&path);
+            for p in self.extra_paths.lock().iter() {
+                let _ = std::fs::remove_file(p);
+            }
+            if let Some(dir) = path.parent() {
+                let _ = sync_dir(dir);
+            }
+        }
+    }
+}
+
+/// Runs the fault-injection hook for `point`, if any.
+pub(crate) fn check(hooks: &Option<Arc<dyn IoHooks>>, point: FailPoint) -> io::Result<()> {
+    match hooks {
+        Some(h) => h.check(point),
+        None => Ok(()),
+    }
+}
+
+/// Reserves `len` bytes on disk so that later writes cannot run out of space (the file is
+/// "prefilled": the reserved range reads as zeros).
+#[allow(unsafe_code)]
+fn preallocate(file: &File, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor belongs to `file`, which outlives the call; posix_fallocate
+    // touches no memory of ours.
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+    match rc {
+        0 => Ok(()),
+        libc::EOPNOTSUPP | libc::EINVAL => file.set_len(len),
+        code => Err(io::Error::from_raw_os_error(code)),
+    }
+}
+
+/// Takes an exclusive advisory lock (flock) on the directory's LOCK file; false if another
+/// process holds it. Released when the file is closed.
+#[allow(unsafe_code)]
+pub(crate) fn try_lock_exclusive(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor belongs to `file`, which outlives the call; flock touches no
+    // memory of ours.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
+
+/// fsync of a directory, so that creates/renames/unlinks in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Replaces `path` atomically with `bytes` (temp file, fsync, rename, directory fsync).
+pub(crate) fn atomic_write(
+    path: &Path,
+    bytes: &[u8],
+    hooks: &Option<Arc<dyn IoHooks>>,
+    point: FailPoint,
+) -> io::Result<()> {
+    check(hooks, point)?;
+    let tmp = path.with_extension("tmp");
+    {
+        let file = File::create(&tmp)?;
+        file.write_all_at(bytes, 0)?;
+        file.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)?;
+    sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Maps an I/O error to the engine's error (ENOSPC → 1104 "filesystem full").
+pub(crate) fn io_error(e: io::Error, what: &str) -> Error {
+    if e.raw_os_error() == Some(libc::ENOSPC) {
+        Error::with_message(
+            ErrorCode::FileSystemFull,
+            format!("filesystem full: {what}: {e}"),
+        )
+    } else {
+        Error::with_message(ErrorCode::IoError, format!("IO error: {what}: {e}"))
+    }
+}
+
+/// One entry of a hint file: where a marker of a sealed datafile lives, so that restart need
+/// not read the datafile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HintEntry {
+    pub kind: MarkerType,
+    pub key: String,
+    pub tick: u64,
+    pub rev: u64,
+    pub offset: u32,
+    pub len: u32,
+}
+
+const HINT_MAGIC: u32 = 0x4948_5651; // "QVHI"
+
+/// Encodes a hint file: magic, version, fid, count, entries, CRC32C of all preceding bytes.
+pub(crate) fn encode_hints(fid: u64, entries: &[HintEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + entries.len() * 40);
+    out.extend_from_slice(&HINT_MAGIC.to_le_bytes());
+    out.extend_from_slice(&format::FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(&fid.to_le_bytes());
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for e in entries {
+        out.push(e.kind as u8);
+        out.push(e.key.len() as u8);
+        out.extend_from_slice(e.key.as_bytes());
+        out.extend_from_slice(&e.tick.to_le_bytes());
+        out.extend_from_slice(&e.rev.to_le_bytes());
+        out.extend_from_slice(&e.offset.to_le_bytes());
+        out.extend_from_slice(&e.len.to_le_bytes());
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Decodes a hint file; `None` if it is damaged or belongs to another file (the caller then
+/// scans the datafile instead).
+pub(crate) fn decode_hints(fid: u64, buf: &[u8]) -> Option<Vec<HintEntry>> {
+    if buf.len() < 28 {
+        return None;
+    }
+    let (body, crc) = buf.split_at(buf.len() - 4);
+    if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().ok()?) {
+        return None;
+    }
+    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let u64_at = |b: &[u8], at: usize| -> Option<u64> {
+        Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+    };
+    if u32_at(body, 0)? != HINT_MAGIC || u32_at(body, 4)? != format::FORMAT_VERSION {
+        return None;
+    }
+    if u64_at(body, 8)? != fid {
+        return None;
+    }
+    let count = u64_at(body, 16)? as usize;
+    let mut entries = Vec::with_capacity(count.min(body.len() / 26));
+    let mut at = 24;
+    for _ in 0..count {
+        let kind = MarkerType::from_u8(*body.get(at)?)?;
+        let key_len = *body.get(at + 1)? as usize;
+        let key = std::str::from_utf8(body.get(at + 2..at + 2 + key_len)?).ok()?;
+        at += 2 + key_len;
+        entries.push(HintEntry {
+            kind,
+            key: key.to_string(),
+            tick: u64_at(body, at)?,
+            rev: u64_at(body, at + 8)?,
+            offset: u32_at(body, at + 16)?,
+            len: u32_at(body, at + 20)?,
+        });
+        at += 24;
+    }
+    if at != body.len() {
+        return None;
+    }
+    Some(entries)
+}
+
+/// The header of a new file.
+pub(crate) fn header(kind: FileKind, fid: u64, cid: u64, size: u64) -> FileHeader {
+    FileHeader {
+        version: format::FORMAT_VERSION,
+        kind,
+        fid,
+        cid,
+        size,
+        created_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_round_trip_and_detect_damage() {
+        let entries = vec![
+            HintEntry {
+                kind: MarkerType::Document,
+                key: "abc".into(),
+                tick: 5,
+                rev: 9,
+                offset: 64,
+                len: 50,
+            },
+            HintEntry {
+                kind: MarkerType::Remove,
+                key: "x".into(),
+                tick: 6,
+                rev: 10,
+                offset: 120,
+                len: 42,
+            },
+        ];
+        let enc = encode_hints(7, &entries);
+        assert_eq!(decode_hints(7, &enc), Some(entries));
+        assert_eq!(decode_hints(8, &enc), None);
+        for i in 0..enc.len() {
+            let mut bad = enc.clone();
+            bad[i] ^= 0x10;
+            assert_eq!(decode_hints(7, &bad), None, "flip at {i}");
+        }
+        assert_eq!(decode_hints(7, &enc[..enc.len() - 1]), None);
+    }
+}
