@@ -1,1 +1,460 @@
-fn main() {}
+//! `quiver`: the QuiverDB server binary (`quiver serve`, the default) and its tools.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use quiver_core::{Core, CoreOptions, EngineOptions};
+use quiver_server::{ServerConfig, ServerState};
+
+/// QuiverDB: a multi-model database speaking ArangoDB's HTTP API.
+#[derive(Parser, Debug)]
+#[command(
+    name = "quiver",
+    version,
+    about,
+    args_conflicts_with_subcommands = true,
+    args_override_self = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeOptions,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Start the server (the default when no command is given).
+    #[command(args_override_self = true)]
+    Serve(ServeOptions),
+}
+
+/// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
+#[derive(Args, Debug, Clone)]
+struct ServeOptions {
+    /// Read options from an ArangoDB-style configuration file (`[section]` and
+    /// `key = value` lines); command-line options win.
+    #[arg(
+        short = 'c',
+        long = "configuration",
+        value_name = "FILE",
+        help_heading = "General"
+    )]
+    configuration: Option<PathBuf>,
+
+    /// Endpoint to listen on: tcp://HOST:PORT (port 0 picks a free port).
+    #[arg(
+        long = "server.endpoint",
+        value_name = "ENDPOINT",
+        default_value = "tcp://127.0.0.1:8529",
+        help_heading = "Server"
+    )]
+    endpoint: String,
+
+    /// Largest accepted request body in bytes, after decompression (413 beyond).
+    #[arg(
+        long = "server.max-body-size",
+        value_name = "SIZE",
+        default_value = "512MiB",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    max_body_size: u64,
+
+    /// How many x-arango-async requests may wait before 503 (queue full).
+    #[arg(
+        long = "server.maximal-queue-size",
+        value_name = "N",
+        default_value_t = 4096,
+        help_heading = "Server"
+    )]
+    max_queue_size: usize,
+
+    /// Threads running the HTTP server (0 = one per core).
+    #[arg(
+        long = "server.threads",
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Server"
+    )]
+    threads: usize,
+
+    /// Data directory (created on first start).
+    #[arg(
+        long = "database.directory",
+        value_name = "DIR",
+        default_value = "./quiver-data",
+        help_heading = "Database"
+    )]
+    directory: PathBuf,
+
+    /// Default size of a collection journal file (bytes; k/m/g and KiB/MiB/GiB suffixes).
+    #[arg(
+        long = "database.maximal-journal-size",
+        value_name = "SIZE",
+        default_value = "32MiB",
+        value_parser = parse_size,
+        help_heading = "Database"
+    )]
+    journal_size: u64,
+
+    /// Open collections with damaged datafiles, keeping every intact document.
+    #[arg(
+        long = "database.ignore-datafile-errors",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Database"
+    )]
+    ignore_datafile_errors: bool,
+
+    /// Interval of the background sync of the write-ahead log, in milliseconds.
+    #[arg(
+        long = "wal.sync-interval",
+        value_name = "MS",
+        default_value_t = 100,
+        help_heading = "Write-ahead log"
+    )]
+    sync_interval: u64,
+
+    /// Size of one write-ahead log file (bytes; suffixes as for journal sizes).
+    #[arg(
+        long = "wal.logfile-size",
+        value_name = "SIZE",
+        default_value = "32MiB",
+        value_parser = parse_size,
+        help_heading = "Write-ahead log"
+    )]
+    logfile_size: u64,
+
+    /// Log level: fatal, error, warning, info, debug, trace (ArangoDB's `topic=level` form is
+    /// accepted; the level applies to everything).
+    #[arg(
+        long = "log.level",
+        value_name = "LEVEL",
+        default_value = "info",
+        help_heading = "Logging"
+    )]
+    log_level: String,
+}
+
+fn parse_flag(text: &str) -> Result<bool, String> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "y" | "1" => Ok(true),
+        "false" | "no" | "off" | "n" | "0" => Ok(false),
+        other => Err(format!("expected true or false, got '{other}'")),
+    }
+}
+
+/// Parses `33554432`, `32MiB`, `32m`, `1g`, `64kb` into bytes.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let number: u64 = digits
+        .parse()
+        .map_err(|_| format!("invalid size '{text}'"))?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1 << 10,
+        "m" | "mb" | "mib" => 1 << 20,
+        "g" | "gb" | "gib" => 1 << 30,
+        _ => return Err(format!("invalid size unit in '{text}'")),
+    };
+    number
+        .checked_mul(factor)
+        .ok_or_else(|| format!("size '{text}' is too large"))
+}
+
+/// Reads an ArangoDB configuration file into `--section.key=value` arguments. Comments
+/// start with `#` or `;`; keys outside a section are used as they are.
+fn config_file_args(path: &Path) -> Result<Vec<String>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read configuration file {}: {e}", path.display()))?;
+    let mut section = String::new();
+    let mut args = Vec::new();
+    for (n, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.trim().to_string();
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(format!(
+                "{}:{}: expected 'key = value', found '{line}'",
+                path.display(),
+                n + 1
+            ));
+        };
+        let key = key.trim();
+        let value = value.trim().trim_matches('"');
+        let name = if section.is_empty() {
+            key.to_string()
+        } else {
+            format!("{section}.{key}")
+        };
+        args.push(format!("--{name}={value}"));
+    }
+    Ok(args)
+}
+
+/// Finds `--configuration FILE` / `-c FILE` among the raw arguments.
+fn configuration_path(args: &[String]) -> Option<PathBuf> {
+    let mut iter = args.iter();
+    while let Some(a) = iter.next() {
+        if let Some(v) = a.strip_prefix("--configuration=") {
+            return Some(PathBuf::from(v));
+        }
+        if a == "--configuration" || a == "-c" {
+            return iter.next().map(PathBuf::from);
+        }
+    }
+    None
+}
+
+/// Parses `tcp://host:port`, `http://host:port` or `host:port`.
+fn parse_endpoint(endpoint: &str) -> Result<SocketAddr, String> {
+    let rest = endpoint
+        .strip_prefix("tcp://")
+        .or_else(|| endpoint.strip_prefix("http+tcp://"))
+        .or_else(|| endpoint.strip_prefix("http://"))
+        .unwrap_or(endpoint);
+    if endpoint.starts_with("ssl://") || endpoint.starts_with("unix://") {
+        return Err(format!(
+            "unsupported endpoint '{endpoint}' (only tcp:// is supported)"
+        ));
+    }
+    rest.to_socket_addrs()
+        .map_err(|e| format!("invalid endpoint '{endpoint}': {e}"))?
+        .next()
+        .ok_or_else(|| format!("endpoint '{endpoint}' does not resolve"))
+}
+
+fn init_logging(level: &str) {
+    // ArangoDB accepts `topic=level`; the last level given is what counts here.
+    let level = level.rsplit('=').next().unwrap_or("info").trim();
+    let filter = match level.to_ascii_lowercase().as_str() {
+        "fatal" | "error" => "error",
+        "warning" | "warn" => "warn",
+        "debug" => "debug",
+        "trace" => "trace",
+        _ => "info",
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+fn serve(options: ServeOptions) -> Result<(), String> {
+    init_logging(&options.log_level);
+    let addr = parse_endpoint(&options.endpoint)?;
+    std::fs::create_dir_all(&options.directory).map_err(|e| {
+        format!(
+            "cannot create data directory {}: {e}",
+            options.directory.display()
+        )
+    })?;
+    let engine = EngineOptions {
+        journal_size_default: options.journal_size,
+        sync_interval: Duration::from_millis(options.sync_interval.max(1)),
+        wal_logfile_size: options.logfile_size,
+        ignore_datafile_errors: options.ignore_datafile_errors,
+        ..EngineOptions::default()
+    };
+    let core = Core::open(
+        &options.directory,
+        CoreOptions {
+            engine,
+            ..CoreOptions::default()
+        },
+    )
+    .map_err(|e| {
+        format!(
+            "cannot open data directory {}: {e}",
+            options.directory.display()
+        )
+    })?;
+    let core = Arc::new(core);
+
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    if options.threads > 0 {
+        runtime.worker_threads(options.threads);
+    }
+    let runtime = runtime
+        .enable_all()
+        .thread_name("quiver-http")
+        .build()
+        .map_err(|e| format!("cannot start runtime: {e}"))?;
+
+    let config = ServerConfig {
+        endpoint: options.endpoint.clone(),
+        data_dir: options.directory.clone(),
+        max_body_size: usize::try_from(options.max_body_size).unwrap_or(usize::MAX),
+        async_queue_capacity: options.max_queue_size,
+        ..ServerConfig::default()
+    };
+    let state = ServerState::new(config, core.clone())
+        .map_err(|e| format!("cannot start job workers: {e}"))?;
+
+    let result = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let handle = quiver_server::serve(state.clone(), listener)
+            .map_err(|e| format!("cannot serve: {e}"))?;
+        println!(
+            "QuiverDB {} listening on tcp://{} (data directory {})",
+            env!("CARGO_PKG_VERSION"),
+            handle.local_addr,
+            options.directory.display()
+        );
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        wait_for_signal().await;
+        println!("shutting down");
+        handle.shutdown(Duration::from_secs(5)).await;
+        Ok::<(), String>(())
+    });
+    state.shutdown();
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    core.shutdown()
+        .map_err(|e| format!("shutdown failed: {e}"))?;
+    println!("shutdown complete");
+    result
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().collect();
+    // Configuration file values go first so that command-line options override them.
+    let mut args = vec![raw[0].clone()];
+    let mut rest: Vec<String> = raw[1..].to_vec();
+    if let Some(path) = configuration_path(&rest) {
+        match config_file_args(&path) {
+            Ok(file_args) => {
+                // Keep a leading subcommand in front of the options it takes.
+                if rest.first().map(|a| a == "serve").unwrap_or(false) {
+                    args.push(rest.remove(0));
+                }
+                args.extend(file_args);
+            }
+            Err(e) => {
+                eprintln!("quiver: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    args.extend(rest);
+    let cli = Cli::parse_from(args);
+    let options = match cli.command {
+        Some(Command::Serve(o)) => o,
+        None => cli.serve,
+    };
+    match serve(options) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("quiver: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("33554432"), Ok(33554432));
+        assert_eq!(parse_size("32MiB"), Ok(32 << 20));
+        assert_eq!(parse_size("1g"), Ok(1 << 30));
+        assert!(parse_size("12x").is_err());
+        assert!(parse_size("").is_err());
+    }
+
+    #[test]
+    fn endpoints() {
+        assert_eq!(
+            parse_endpoint("tcp://127.0.0.1:8529").unwrap(),
+            "127.0.0.1:8529".parse().unwrap()
+        );
+        assert_eq!(parse_endpoint("127.0.0.1:0").unwrap().port(), 0);
+        assert!(parse_endpoint("ssl://127.0.0.1:1").is_err());
+        assert!(parse_endpoint("tcp://nonsense").is_err());
+    }
+
+    #[test]
+    fn config_file_and_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quiver.conf");
+        std::fs::write(
+            &path,
+            "# comment\n[server]\nendpoint = tcp://127.0.0.1:9999\n\n[database]\ndirectory = /tmp/x\nmaximal-journal-size = 1MiB\n",
+        )
+        .unwrap();
+        let args = config_file_args(&path).unwrap();
+        assert_eq!(args[0], "--server.endpoint=tcp://127.0.0.1:9999");
+        let mut all = vec!["quiver".to_string()];
+        all.extend(args);
+        all.push("--database.directory=/tmp/y".into());
+        let cli = Cli::try_parse_from(all).unwrap();
+        assert_eq!(cli.serve.endpoint, "tcp://127.0.0.1:9999");
+        assert_eq!(cli.serve.directory, PathBuf::from("/tmp/y"));
+        assert_eq!(cli.serve.journal_size, 1 << 20);
+        std::fs::write(&path, "[server]\nnot a key value line\n").unwrap();
+        assert!(config_file_args(&path).is_err());
+    }
+
+    #[test]
+    fn serve_is_the_default_and_flags_parse() {
+        let cli = Cli::try_parse_from(["quiver"]).unwrap();
+        assert!(cli.command.is_none());
+        assert_eq!(cli.serve.endpoint, "tcp://127.0.0.1:8529");
+        let cli = Cli::try_parse_from([
+            "quiver",
+            "serve",
+            "--database.ignore-datafile-errors",
+            "--wal.sync-interval",
+            "5",
+        ])
+        .unwrap();
+        match cli.command {
+            Some(Command::Serve(o)) => {
+                assert!(o.ignore_datafile_errors);
+                assert_eq!(o.sync_interval, 5);
+            }
+            None => panic!("expected serve"),
+        }
+    }
+}

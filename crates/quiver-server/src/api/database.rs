@@ -1,0 +1,106 @@
+//! `/_api/database`: list, current, create, drop.
+
+use http::Method;
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{json, Value};
+
+use crate::{method_not_allowed, not_found, Request, Response, ServerState, DEFAULT_DATABASE};
+
+fn require_system(req: &Request) -> Result<()> {
+    if req.database != DEFAULT_DATABASE {
+        return Err(Error::new(ErrorCode::UseSystemDatabase));
+    }
+    Ok(())
+}
+
+/// Routes `/_api/database/...`.
+pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
+    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    match (&req.method, rest.as_slice()) {
+        (&Method::GET | &Method::HEAD, []) => {
+            require_system(req)?;
+            Ok(Response::ok_result(200, json!(state.core.database_names())))
+        }
+        (&Method::GET | &Method::HEAD, ["user"]) => {
+            // Authentication is not enforced: the caller may access every database.
+            Ok(Response::ok_result(200, json!(state.core.database_names())))
+        }
+        (&Method::GET | &Method::HEAD, ["current"]) => {
+            let db = state.database(&req.database)?;
+            let path = state
+                .config
+                .data_dir
+                .join("databases")
+                .join(format!("database-{}", db.id()));
+            Ok(Response::ok_result(
+                200,
+                json!({
+                    "id": db.id().to_string(),
+                    "name": db.name(),
+                    "path": path.to_string_lossy(),
+                    "isSystem": db.is_system(),
+                    "sharding": "",
+                    "replicationFactor": 1,
+                    "writeConcern": 1,
+                }),
+            ))
+        }
+        (&Method::POST, []) => create(state, req),
+        (&Method::DELETE, [name]) => {
+            require_system(req)?;
+            state.core.drop_database(name)?;
+            Ok(Response::ok_result(200, json!(true)))
+        }
+        (&Method::DELETE, []) => Err(Error::with_message(
+            ErrorCode::HttpBadParameter,
+            "expecting DELETE /_api/database/<name>",
+        )),
+        (&Method::GET | &Method::HEAD | &Method::POST | &Method::DELETE, _) => Ok(not_found(req)),
+        _ => Ok(method_not_allowed()),
+    }
+}
+
+fn create(state: &ServerState, req: &Request) -> Result<Response> {
+    require_system(req)?;
+    let invalid = || Error::new(ErrorCode::DatabaseNameInvalid);
+    let body = super::body_json(req)?.ok_or_else(invalid)?;
+    let Value::Object(body) = body else {
+        return Err(invalid());
+    };
+    let name = match body.get("name") {
+        Some(Value::String(n)) => n.clone(),
+        _ => return Err(invalid()),
+    };
+    match body.get("users") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(users)) => {
+            for user in users {
+                let ok = user
+                    .as_object()
+                    .map(|u| {
+                        u.get("username").map(Value::is_string).unwrap_or(false)
+                            || u.get("user").map(Value::is_string).unwrap_or(false)
+                    })
+                    .unwrap_or(false);
+                if !ok {
+                    return Err(Error::with_message(
+                        ErrorCode::BadParameter,
+                        "each entry of 'users' needs a 'username'",
+                    ));
+                }
+            }
+        }
+        Some(_) => {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "'users' must be an array",
+            ))
+        }
+    }
+    let options = match body.get("options") {
+        Some(o @ Value::Object(_)) => o.clone(),
+        _ => json!({}),
+    };
+    state.core.create_database(&name, options)?;
+    Ok(Response::ok_result(201, json!(true)))
+}

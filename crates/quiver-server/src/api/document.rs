@@ -1,0 +1,437 @@
+//! `/_api/document`: single and multi-document create, read, replace, update, remove.
+
+use std::sync::Arc;
+
+use http::header::{ETAG, LOCATION};
+use http::{HeaderName, Method};
+use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
+use quiver_core::{
+    revision_matches, Collection, Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode,
+    RemoveOptions,
+};
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use crate::response::Durability;
+use crate::{method_not_allowed, Request, Response, ServerState};
+
+/// Characters escaped in a `Location` path segment.
+const SEGMENT: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'%')
+    .add(b'/')
+    .add(b'<')
+    .add(b'>')
+    .add(b'?')
+    .add(b'`')
+    .add(b'{')
+    .add(b'}');
+
+/// Routes `/_api/document/...`.
+pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
+    let rest = req.suffix(2);
+    match rest.len() {
+        0 => without_collection(state, req),
+        1 => collection_level(state, req, &rest[0]),
+        2 => single(state, req, &rest[0], &rest[1]),
+        _ => Ok(crate::not_found(req)),
+    }
+}
+
+fn without_collection(state: &ServerState, req: &Request) -> Result<Response> {
+    match req.method {
+        Method::POST => match req.param("collection") {
+            Some(name) if !name.is_empty() => insert(state, req, name),
+            _ => Err(Error::new(ErrorCode::CollectionParameterMissing)),
+        },
+        Method::PUT | Method::PATCH | Method::DELETE => Err(Error::with_message(
+            ErrorCode::HttpBadParameter,
+            "expecting a collection name and a document key in the URL",
+        )),
+        Method::GET | Method::HEAD => Err(Error::new(ErrorCode::DataSourceNotFound)),
+        _ => Ok(method_not_allowed()),
+    }
+}
+
+fn collection_level(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
+    match req.method {
+        Method::POST => insert(state, req, name),
+        Method::PUT if req.bool_param("onlyget", false) => read_many(state, req, name),
+        Method::PUT | Method::PATCH | Method::DELETE => modify_many(state, req, name),
+        Method::GET | Method::HEAD => Err(Error::new(ErrorCode::DataSourceNotFound)),
+        _ => Ok(method_not_allowed()),
+    }
+}
+
+fn collection(state: &ServerState, req: &Request, name: &str) -> Result<Arc<Collection>> {
+    let coll = state.database(&req.database)?.collection(name)?;
+    coll.check_usable()?;
+    Ok(coll)
+}
+
+fn etag(rev: &str) -> String {
+    let mut s = String::with_capacity(rev.len() + 2);
+    s.push('"');
+    s.push_str(rev);
+    s.push('"');
+    s
+}
+
+fn location(req: &Request, id: &str) -> String {
+    let (coll, key) = id.split_once('/').unwrap_or((id, ""));
+    format!(
+        "/_db/{}/_api/document/{}/{}",
+        utf8_percent_encode(&req.database, SEGMENT),
+        utf8_percent_encode(coll, SEGMENT),
+        utf8_percent_encode(key, SEGMENT)
+    )
+}
+
+/// A per-item error object of multi-document responses: the envelope without `code`.
+fn item_error(err: &Error, out: &mut Vec<u8>) {
+    let mut env = err.to_envelope();
+    if let Value::Object(map) = &mut env {
+        map.shift_remove("code");
+    }
+    let _ = serde_json::to_writer(&mut *out, &env);
+}
+
+/// `X-Arango-Error-Codes`: errorNum → count, as a JSON object (what ArangoDB 3.12 sends).
+fn error_codes_header<'a>(errors: impl Iterator<Item = &'a Error>) -> Option<String> {
+    let mut counts: Vec<(u32, usize)> = Vec::new();
+    for e in errors {
+        match counts.iter_mut().find(|(n, _)| *n == e.number()) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((e.number(), 1)),
+        }
+    }
+    if counts.is_empty() {
+        return None;
+    }
+    let mut map = serde_json::Map::new();
+    for (n, c) in counts {
+        map.insert(n.to_string(), c.into());
+    }
+    Some(Value::Object(map).to_string())
+}
+
+fn single_status(synced: bool, remove: bool) -> u16 {
+    match (synced, remove) {
+        (true, false) => 201,
+        (true, true) => 200,
+        (false, _) => 202,
+    }
+}
+
+/// Builds a single-document write response and keeps the write's durability pending.
+fn single_write(
+    req: &Request,
+    committed: Committed<OpResult>,
+    silent: bool,
+    remove: bool,
+) -> Response {
+    let status = single_status(committed.synced(), remove);
+    let result = committed.value();
+    let rev = result.rev.encode();
+    let mut body = Vec::with_capacity(128);
+    if silent {
+        body.extend_from_slice(b"{}");
+    } else {
+        result.write_json(&mut body);
+    }
+    let mut response = Response::json_bytes(status, body).with_header(ETAG, &etag(&rev));
+    if !remove {
+        response = response.with_header(LOCATION, &location(req, &result.id));
+    }
+    response.wait_for(Box::new(committed) as Box<dyn Durability>);
+    response
+}
+
+/// Builds a multi-document response: an array of results and error objects (or `{}` /
+/// errors only when silent).
+fn multi_write(
+    committed: Committed<Vec<Result<OpResult>>>,
+    silent: bool,
+    remove: bool,
+) -> Response {
+    let status = single_status(committed.synced(), remove);
+    let results = committed.value();
+    let mut body = Vec::with_capacity(results.len() * 64 + 2);
+    let any_error = results.iter().any(|r| r.is_err());
+    if silent && !any_error {
+        body.extend_from_slice(b"{}");
+    } else {
+        body.push(b'[');
+        let mut first = true;
+        for r in results {
+            match r {
+                Ok(_) if silent => continue,
+                Ok(op) => {
+                    if !first {
+                        body.push(b',');
+                    }
+                    op.write_json(&mut body);
+                }
+                Err(e) => {
+                    if !first {
+                        body.push(b',');
+                    }
+                    item_error(e, &mut body);
+                }
+            }
+            first = false;
+        }
+        body.push(b']');
+    }
+    let header = error_codes_header(results.iter().filter_map(|r| r.as_ref().err()));
+    let mut response = Response::json_bytes(status, body);
+    if let Some(h) = header {
+        response = response.with_header(HeaderName::from_static("x-arango-error-codes"), &h);
+    }
+    response.wait_for(Box::new(committed) as Box<dyn Durability>);
+    response
+}
+
+fn insert_options(req: &Request) -> Result<InsertOptions> {
+    let mut opts = InsertOptions::new();
+    opts.wait_for_sync = req.bool_param("waitForSync", false);
+    opts.return_new = req.bool_param("returnNew", false);
+    opts.return_old = req.bool_param("returnOld", false);
+    opts.silent = req.bool_param("silent", false);
+    opts.keep_null = req.bool_param("keepNull", true);
+    opts.merge_objects = req.bool_param("mergeObjects", true);
+    // overwriteMode beats overwrite (python sends overwrite=0 together with a mode).
+    opts.overwrite_mode = match req.param("overwriteMode").map(str::trim) {
+        Some(mode) if !mode.is_empty() && mode != "undefined" => OverwriteMode::parse(mode)?,
+        _ => {
+            if req.bool_param("overwrite", false) {
+                OverwriteMode::Replace
+            } else {
+                OverwriteMode::Conflict
+            }
+        }
+    };
+    Ok(opts)
+}
+
+fn modify_options(req: &Request) -> ModifyOptions {
+    let mut opts = ModifyOptions::new();
+    opts.wait_for_sync = req.bool_param("waitForSync", false);
+    opts.ignore_revs = req.bool_param("ignoreRevs", true);
+    opts.if_match = req.header("if-match").map(str::to_string);
+    opts.keep_null = req.bool_param("keepNull", true);
+    opts.merge_objects = req.bool_param("mergeObjects", true);
+    opts.return_new = req.bool_param("returnNew", false);
+    opts.return_old = req.bool_param("returnOld", false);
+    opts.silent = req.bool_param("silent", false);
+    opts
+}
+
+fn remove_options(req: &Request) -> RemoveOptions {
+    let mut opts = RemoveOptions::new();
+    opts.wait_for_sync = req.bool_param("waitForSync", false);
+    opts.ignore_revs = req.bool_param("ignoreRevs", true);
+    opts.if_match = req.header("if-match").map(str::to_string);
+    opts.return_old = req.bool_param("returnOld", false);
+    opts.silent = req.bool_param("silent", false);
+    opts
+}
+
+fn required_body(req: &Request) -> Result<Value> {
+    super::body_json(req)?.ok_or_else(|| {
+        Error::with_message(
+            ErrorCode::DocumentTypeInvalid,
+            "request body is empty: expecting a JSON object or array",
+        )
+    })
+}
+
+fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
+    let coll = collection(state, req, name)?;
+    let opts = insert_options(req)?;
+    match required_body(req)? {
+        Value::Array(docs) => Ok(multi_write(
+            coll.insert_many(docs, &opts)?,
+            opts.silent,
+            false,
+        )),
+        mut doc @ Value::Object(_) => {
+            // The old form `POST /_api/document?collection=e&from=..&to=..` for edges.
+            if let (Some(from), Some(to), Value::Object(map)) =
+                (req.param("from"), req.param("to"), &mut doc)
+            {
+                map.entry("_from").or_insert_with(|| from.into());
+                map.entry("_to").or_insert_with(|| to.into());
+            }
+            Ok(single_write(
+                req,
+                coll.insert(doc, &opts)?,
+                opts.silent,
+                false,
+            ))
+        }
+        _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
+    }
+}
+
+fn modify_many(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
+    // The body is checked before the collection (ArangoDB answers 400/1227 for an object
+    // sent to the multi-document endpoint even when the collection does not exist).
+    let body = required_body(req)?;
+    let Value::Array(items) = body else {
+        return Err(Error::with_message(
+            ErrorCode::DocumentTypeInvalid,
+            "expecting an array of documents",
+        ));
+    };
+    let coll = collection(state, req, name)?;
+    match req.method {
+        Method::PUT => {
+            let opts = modify_options(req);
+            Ok(multi_write(
+                coll.replace_many(items, &opts)?,
+                opts.silent,
+                false,
+            ))
+        }
+        Method::PATCH => {
+            let opts = modify_options(req);
+            Ok(multi_write(
+                coll.update_many(items, &opts)?,
+                opts.silent,
+                false,
+            ))
+        }
+        _ => {
+            let opts = remove_options(req);
+            Ok(multi_write(
+                coll.remove_many(&items, &opts)?,
+                opts.silent,
+                true,
+            ))
+        }
+    }
+}
+
+fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
+    let body = required_body(req)?;
+    let Value::Array(items) = body else {
+        return Err(Error::with_message(
+            ErrorCode::DocumentTypeInvalid,
+            "expecting an array of keys or documents",
+        ));
+    };
+    let coll = collection(state, req, name)?;
+    let results = coll.get_many(&items, req.bool_param("ignoreRevs", true))?;
+    let mut body = Vec::with_capacity(results.len() * 128 + 2);
+    body.push(b'[');
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        match r {
+            Ok(doc) => {
+                let _ = serde_json::to_writer(&mut body, doc);
+            }
+            Err(e) => item_error(e, &mut body),
+        }
+    }
+    body.push(b']');
+    let header = error_codes_header(results.iter().filter_map(|r| r.as_ref().err()));
+    let mut response = Response::json_bytes(200, body);
+    if let Some(h) = header {
+        response = response.with_header(HeaderName::from_static("x-arango-error-codes"), &h);
+    }
+    Ok(response)
+}
+
+fn single(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<Response> {
+    match req.method {
+        Method::GET | Method::HEAD => read_one(state, req, name, key),
+        Method::PUT | Method::PATCH => {
+            let coll = collection(state, req, name)?;
+            let doc = required_body(req)?;
+            if !doc.is_object() {
+                return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+            }
+            let opts = modify_options(req);
+            let committed = if req.method == Method::PUT {
+                coll.replace(key, doc, &opts)?
+            } else {
+                coll.update(key, doc, &opts)?
+            };
+            Ok(single_write(req, committed, opts.silent, false))
+        }
+        Method::DELETE => {
+            let coll = collection(state, req, name)?;
+            let opts = remove_options(req);
+            Ok(single_write(
+                req,
+                coll.remove(key, &opts)?,
+                opts.silent,
+                true,
+            ))
+        }
+        Method::POST => Ok(method_not_allowed()),
+        _ => Ok(method_not_allowed()),
+    }
+}
+
+fn read_one(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<Response> {
+    let coll = collection(state, req, name)?;
+    let (rev, body) = match coll.get_raw(key, req.header("if-match")) {
+        Ok(found) => found,
+        Err(e) if e.code == ErrorCode::ArangoConflict => {
+            // The 412 carries the current revision as its ETag too.
+            let rev = e
+                .extra
+                .as_ref()
+                .and_then(|x| x.get("_rev"))
+                .and_then(Value::as_str)
+                .map(etag);
+            let mut response = Response::from(e);
+            if let Some(rev) = rev {
+                response = response.with_header(ETAG, &rev);
+            }
+            return Ok(response);
+        }
+        Err(e) => return Err(e),
+    };
+    let tag = etag(&rev.encode());
+    if let Some(none_match) = req.header("if-none-match") {
+        if revision_matches(none_match, rev) {
+            return Ok(Response::empty(304).with_header(ETAG, &tag));
+        }
+    }
+    Ok(Response::json_bytes(200, body).with_header(ETAG, &tag))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_codes_header_counts_by_number() {
+        let errs = [
+            Error::new(ErrorCode::UniqueConstraintViolated),
+            Error::new(ErrorCode::DocumentKeyBad),
+            Error::new(ErrorCode::UniqueConstraintViolated),
+        ];
+        let h = error_codes_header(errs.iter()).unwrap();
+        let v: Value = serde_json::from_str(&h).unwrap();
+        assert_eq!(v["1210"], 2);
+        assert_eq!(v["1221"], 1);
+        assert_eq!(error_codes_header([].iter()), None);
+    }
+
+    #[test]
+    fn location_escapes_segments() {
+        let req = Request::build(Method::POST, "/_db/m%C3%B6t/_api/document/c");
+        assert_eq!(
+            location(&req, "c x/k%1"),
+            "/_db/m%C3%B6t/_api/document/c%20x/k%251"
+        );
+    }
+}

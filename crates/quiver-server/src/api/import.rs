@@ -1,0 +1,329 @@
+//! `POST /_api/import`: bulk import of JSON lines, JSON arrays and the tabular format
+//! (a header line of attribute names, then one array of values per line).
+
+use quiver_core::{InsertOptions, OverwriteMode, WriteKind};
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{json, Map, Value};
+
+use crate::response::Durability;
+use crate::{method_not_allowed, Request, Response, ServerState};
+
+/// Documents per commit when items are independent (`complete=false`): bounds the memory and
+/// lock hold time of one engine batch for very large imports.
+const CHUNK: usize = 10_000;
+
+/// One input item: a document, or the reason it cannot be one.
+enum Item {
+    Doc(Value),
+    Invalid(String, String),
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::with_message(ErrorCode::HttpBadParameter, message)
+}
+
+fn snippet(text: &str) -> String {
+    let mut end = text.len().min(256);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// Splits the body into lines, keeping CRLF and LF line ends apart from the content.
+fn lines(body: &str) -> impl Iterator<Item = &str> {
+    body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l))
+}
+
+fn parse_documents(body: &str, empty: &mut u64) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut all = lines(body).peekable();
+    while let Some(line) = all.next() {
+        if line.trim().is_empty() {
+            // The final newline of the body does not end an extra, empty line.
+            if all.peek().is_some() || !line.is_empty() {
+                *empty += 1;
+            }
+            continue;
+        }
+        items.push(match crate::json::parse(line.as_bytes()) {
+            Ok(v @ Value::Object(_)) => Item::Doc(v),
+            Ok(_) => Item::Invalid("invalid JSON type (expecting object)".into(), snippet(line)),
+            Err(e) => Item::Invalid(e.message, snippet(line)),
+        });
+    }
+    items
+}
+
+fn parse_array(body: &str) -> Result<Vec<Item>> {
+    let value = crate::json::parse(body.as_bytes()).map_err(|e| {
+        bad(format!(
+            "expecting a JSON array in the request: {}",
+            e.message
+        ))
+    })?;
+    let Value::Array(values) = value else {
+        return Err(bad("expecting a JSON array in the request"));
+    };
+    Ok(values
+        .into_iter()
+        .map(|v| match v {
+            v @ Value::Object(_) => Item::Doc(v),
+            other => Item::Invalid(
+                "invalid JSON type (expecting object)".into(),
+                snippet(&other.to_string()),
+            ),
+        })
+        .collect())
+}
+
+fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Vec<Item>> {
+    let mut all = lines(body).peekable();
+    let header_line = all.next().unwrap_or("");
+    if header_line.trim().is_empty() {
+        return Err(bad("no JSON string array found in first line"));
+    }
+    let header = match crate::json::parse(header_line.as_bytes()) {
+        Ok(Value::Array(names)) if !names.is_empty() => names,
+        _ => return Err(bad("no JSON string array found in first line")),
+    };
+    let mut names = Vec::with_capacity(header.len());
+    for n in header {
+        match n {
+            Value::String(s) => names.push(s),
+            _ => return Err(bad("no JSON string array found in first line")),
+        }
+    }
+    let mut items = Vec::new();
+    while let Some(line) = all.next() {
+        if line.trim().is_empty() {
+            if all.peek().is_some() || !line.is_empty() {
+                *empty += 1;
+            }
+            continue;
+        }
+        let values = match crate::json::parse(line.as_bytes()) {
+            Ok(Value::Array(values)) => values,
+            Ok(_) => {
+                items.push(Item::Invalid(
+                    "no valid JSON array data".into(),
+                    snippet(line),
+                ));
+                continue;
+            }
+            Err(e) => {
+                items.push(Item::Invalid(e.message, snippet(line)));
+                continue;
+            }
+        };
+        if values.len() != names.len() && !(ignore_missing && values.len() < names.len()) {
+            items.push(Item::Invalid(
+                "wrong number of JSON values".into(),
+                snippet(line),
+            ));
+            continue;
+        }
+        let mut doc = Map::with_capacity(names.len());
+        for (name, value) in names.iter().zip(values) {
+            doc.insert(name.clone(), value);
+        }
+        items.push(Item::Doc(Value::Object(doc)));
+    }
+    Ok(items)
+}
+
+/// Applies `fromPrefix`/`toPrefix` to an edge attribute.
+fn apply_prefix(doc: &mut Value, attr: &str, prefix: Option<&str>, overwrite: bool) {
+    let Some(prefix) = prefix.filter(|p| !p.is_empty()) else {
+        return;
+    };
+    let Some(Value::String(handle)) = doc.get_mut(attr) else {
+        return;
+    };
+    match handle.split_once('/') {
+        None => *handle = format!("{prefix}/{handle}"),
+        Some((_, key)) if overwrite => *handle = format!("{prefix}/{key}"),
+        Some(_) => {}
+    }
+}
+
+fn detail(position: usize, message: &str, document: &str) -> String {
+    format!(
+        "at position {position}: creating document failed with error '{message}', offending document: {document}"
+    )
+}
+
+/// `POST /_api/import`.
+pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
+    if req.segments.len() > 2 {
+        return Ok(crate::not_found(req));
+    }
+    if req.method != http::Method::POST {
+        return Ok(method_not_allowed());
+    }
+    let name = req
+        .param("collection")
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| Error::new(ErrorCode::CollectionParameterMissing))?;
+    let coll = state.database(&req.database)?.collection(name)?;
+    coll.check_usable()?;
+    let body = std::str::from_utf8(&req.body).map_err(|_| bad("request body is not UTF-8"))?;
+    if body.trim().is_empty() {
+        return Err(bad("request body is empty"));
+    }
+    let mut empty = 0u64;
+    let kind = req.param("type").unwrap_or("").trim();
+    let items = match kind {
+        "documents" => parse_documents(body, &mut empty),
+        "array" | "list" => parse_array(body)?,
+        "auto" => {
+            if body.trim_start().starts_with('[') {
+                parse_array(body)?
+            } else {
+                parse_documents(body, &mut empty)
+            }
+        }
+        "" | "undefined" => {
+            parse_tabular(body, req.bool_param("ignoreMissing", false), &mut empty)?
+        }
+        other => return Err(bad(format!("invalid value for 'type': '{other}'"))),
+    };
+
+    let complete = req.bool_param("complete", false);
+    let want_details = req.bool_param("details", false);
+    let mut opts = InsertOptions::new();
+    opts.wait_for_sync = req.bool_param("waitForSync", false);
+    opts.all_or_nothing = complete;
+    opts.silent = true;
+    opts.overwrite_mode = match req.param("onDuplicate").unwrap_or("error") {
+        "update" => OverwriteMode::Update,
+        "replace" => OverwriteMode::Replace,
+        "ignore" => OverwriteMode::Ignore,
+        _ => OverwriteMode::Conflict,
+    };
+    let from_prefix = req.param("fromPrefix");
+    let to_prefix = req.param("toPrefix");
+    let overwrite_prefix = req.bool_param("overwriteCollectionPrefix", false);
+
+    let mut details = Vec::new();
+    let mut errors = 0u64;
+    let mut docs = Vec::with_capacity(items.len());
+    let mut positions = Vec::with_capacity(items.len());
+    for (index, item) in items.into_iter().enumerate() {
+        match item {
+            Item::Doc(mut doc) => {
+                apply_prefix(&mut doc, "_from", from_prefix, overwrite_prefix);
+                apply_prefix(&mut doc, "_to", to_prefix, overwrite_prefix);
+                positions.push(index + 1);
+                docs.push(doc);
+            }
+            Item::Invalid(message, text) => {
+                if complete {
+                    return Err(bad(format!("at position {}: {message}", index + 1)));
+                }
+                errors += 1;
+                if want_details {
+                    details.push(detail(index + 1, &message, &text));
+                }
+            }
+        }
+    }
+
+    let mut durability: Vec<Box<dyn Durability>> = Vec::new();
+    if req.bool_param("overwrite", false) {
+        durability.push(Box::new(coll.truncate(opts.wait_for_sync)?));
+    }
+    let (mut created, mut updated, mut ignored) = (0u64, 0u64, 0u64);
+    let chunk = if complete { docs.len().max(1) } else { CHUNK };
+    let mut position_iter = positions.into_iter();
+    let mut remaining = docs.into_iter();
+    loop {
+        let batch: Vec<Value> = remaining.by_ref().take(chunk).collect();
+        if batch.is_empty() {
+            break;
+        }
+        // Keep a printable copy only when errors will be reported in detail.
+        let copies: Vec<String> = if want_details {
+            batch.iter().map(|d| snippet(&d.to_string())).collect()
+        } else {
+            Vec::new()
+        };
+        let committed = coll.insert_many(batch, &opts)?;
+        for (i, result) in committed.value().iter().enumerate() {
+            let position = position_iter.next().unwrap_or(0);
+            match result {
+                Ok(op) => match op.kind {
+                    WriteKind::Created => created += 1,
+                    WriteKind::Replaced | WriteKind::Updated => updated += 1,
+                    WriteKind::Ignored => ignored += 1,
+                    WriteKind::Removed => {}
+                },
+                Err(e) => {
+                    errors += 1;
+                    if want_details {
+                        let text = copies.get(i).map(String::as_str).unwrap_or("");
+                        details.push(detail(position, &e.message, text));
+                    }
+                }
+            }
+        }
+        durability.push(Box::new(committed));
+    }
+
+    let mut body = json!({
+        "error": false,
+        "created": created,
+        "errors": errors,
+        "empty": empty,
+        "updated": updated,
+        "ignored": ignored,
+    });
+    if want_details {
+        body["details"] = json!(details);
+    }
+    let mut response = Response::json(201, &body);
+    response.durability = durability;
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jsonl_counts_blank_lines() {
+        let mut empty = 0;
+        let items = parse_documents("\n\n {\"a\":1}\n \n \n \r\n \n {\"b\":2}\n\n", &mut empty);
+        assert_eq!(items.len(), 2);
+        assert_eq!(empty, 7);
+    }
+
+    #[test]
+    fn tabular_rows_and_errors() {
+        let mut empty = 0;
+        let items = parse_tabular(
+            "[\"_key\",\"v\"]\n[\"a\",1]\n[\"b\"]\n\n[\"c\",2,3]\n",
+            false,
+            &mut empty,
+        )
+        .unwrap();
+        assert_eq!(empty, 1);
+        assert!(matches!(items[0], Item::Doc(_)));
+        assert!(matches!(items[1], Item::Invalid(..)));
+        assert!(matches!(items[2], Item::Invalid(..)));
+        let items = parse_tabular("[\"_key\",\"v\"]\n[\"b\"]\n", true, &mut empty).unwrap();
+        assert!(matches!(items[0], Item::Doc(_)));
+        assert!(parse_tabular("\n[\"a\"]\n", false, &mut empty).is_err());
+        assert!(parse_tabular("{\"a\":1}\n", false, &mut empty).is_err());
+    }
+
+    #[test]
+    fn prefixes() {
+        let mut doc = json!({"_from": "a", "_to": "x/b"});
+        apply_prefix(&mut doc, "_from", Some("v"), false);
+        apply_prefix(&mut doc, "_to", Some("w"), false);
+        assert_eq!(doc, json!({"_from": "v/a", "_to": "x/b"}));
+        apply_prefix(&mut doc, "_to", Some("w"), true);
+        assert_eq!(doc["_to"], "w/b");
+    }
+}

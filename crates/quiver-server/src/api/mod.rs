@@ -1,0 +1,58 @@
+//! One module per API family; [`route`] picks the family from the first path segments.
+
+pub mod admin;
+pub mod batch;
+pub mod collection;
+pub mod cursor;
+pub mod database;
+pub mod document;
+pub mod import;
+pub mod job;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use crate::{not_found, Request, Response, ServerState};
+
+/// Routes a request whose database exists.
+pub fn route(state: &ServerState, req: &Request) -> Response {
+    let first = req.segments.first().map(String::as_str);
+    let second = req.segments.get(1).map(String::as_str);
+    let result = match (first, second) {
+        (Some("_api"), Some(family)) => match family {
+            "version" => return admin::version(state, req),
+            "engine" => return admin::engine(state, req),
+            "key-generators" => return admin::key_generators(state, req),
+            "endpoint" => return admin::endpoint(state, req),
+            "batch" => return batch::route(state, req),
+            "job" => return job::route(state, req),
+            "database" => database::route(state, req),
+            "collection" => collection::route(state, req),
+            "document" => document::route(state, req),
+            "import" => import::route(state, req),
+            "cursor" | "query" | "explain" => cursor::route(state, req),
+            _ => return not_found(req),
+        },
+        (Some("_admin"), Some(_)) => return admin::admin(state, req),
+        _ => return not_found(req),
+    };
+    result.unwrap_or_else(Response::from)
+}
+
+/// The request body as JSON; `None` when empty. Malformed JSON is 400/600.
+pub fn body_json(req: &Request) -> Result<Option<Value>> {
+    crate::json::parse_body(&req.body)
+}
+
+/// The request body as a JSON object (a missing body counts as `{}`); other JSON types are
+/// 400 with `code`.
+pub fn body_object(req: &Request, code: ErrorCode, what: &str) -> Result<Value> {
+    match body_json(req)? {
+        None => Ok(Value::Object(Default::default())),
+        Some(v @ Value::Object(_)) => Ok(v),
+        Some(_) => Err(Error::with_message(
+            code,
+            format!("{what} must be a JSON object"),
+        )),
+    }
+}

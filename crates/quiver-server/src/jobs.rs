@@ -1,0 +1,280 @@
+//! Asynchronous execution (`x-arango-async: true|store`) and the `/_api/job` store.
+//!
+//! Queued requests go through a bounded channel to a small pool of OS threads that call
+//! [`crate::handle`] and block on durability (they are not tokio workers, so blocking is
+//! fine). Overflow of the queue or of the result store answers 503/21003 like ArangoDB.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Weak};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use http::{HeaderName, HeaderValue, StatusCode};
+use parking_lot::Mutex;
+use quiver_errors::{Error, ErrorCode};
+
+use crate::{Request, Response, ServerState};
+
+/// A finished job's response, kept until fetched.
+#[derive(Clone)]
+pub struct StoredResponse {
+    /// Status of the original response.
+    pub status: StatusCode,
+    /// Its content type.
+    pub content_type: Option<HeaderValue>,
+    /// Its headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// Its body.
+    pub body: Bytes,
+}
+
+/// What `PUT /_api/job/{id}` finds.
+pub enum Fetch {
+    /// The finished job's response (now forgotten).
+    Done(StoredResponse),
+    /// Still queued or running.
+    Pending,
+    /// No such job, or its result was already fetched.
+    Unknown,
+}
+
+enum JobState {
+    Pending {
+        cancelled: bool,
+    },
+    Running,
+    Done {
+        response: StoredResponse,
+        finished_at: f64,
+    },
+}
+
+struct Queued {
+    id: Option<u64>,
+    request: Request,
+}
+
+/// The async job queue and result store.
+pub struct JobManager {
+    sender: Mutex<Option<SyncSender<Queued>>>,
+    receiver: Arc<Mutex<Receiver<Queued>>>,
+    jobs: Mutex<HashMap<u64, JobState>>,
+    next_id: AtomicU64,
+    store_capacity: usize,
+}
+
+fn now_secs() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+impl JobManager {
+    /// Creates the queue (`capacity` requests waiting at most); nothing runs until
+    /// [`JobManager::start_workers`].
+    pub fn new(capacity: usize) -> JobManager {
+        let (sender, receiver) = sync_channel::<Queued>(capacity.max(1));
+        JobManager {
+            sender: Mutex::new(Some(sender)),
+            receiver: Arc::new(Mutex::new(receiver)),
+            jobs: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            store_capacity: capacity.max(1) * 4,
+        }
+    }
+
+    /// Starts `workers` threads executing jobs against `state` for as long as it lives.
+    pub fn start_workers(&self, state: Weak<ServerState>, workers: usize) -> std::io::Result<()> {
+        for i in 0..workers.max(1) {
+            let receiver = self.receiver.clone();
+            let state = state.clone();
+            std::thread::Builder::new()
+                .name(format!("quiver-job-{i}"))
+                .spawn(move || worker(state, receiver))?;
+        }
+        Ok(())
+    }
+
+    /// Stops accepting jobs; the workers finish what is queued and exit.
+    pub fn close(&self) {
+        self.sender.lock().take();
+    }
+
+    /// Queues a request: 202 at once (`store` adds `x-arango-async-id`), 503/21003 when full.
+    pub fn submit(&self, request: Request, store: bool) -> Response {
+        let queue_full = || Response::from(Error::new(ErrorCode::QueueFull));
+        let id = if store {
+            let mut jobs = self.jobs.lock();
+            if jobs.len() >= self.store_capacity {
+                return queue_full();
+            }
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            jobs.insert(id, JobState::Pending { cancelled: false });
+            Some(id)
+        } else {
+            None
+        };
+        let sent = match self.sender.lock().as_ref() {
+            Some(sender) => sender.try_send(Queued { id, request }),
+            None => return Error::new(ErrorCode::Shutdown).into(),
+        };
+        match sent {
+            Ok(()) => {
+                let response = Response::empty(202);
+                match id {
+                    Some(id) => response.with_header(
+                        HeaderName::from_static("x-arango-async-id"),
+                        &id.to_string(),
+                    ),
+                    None => response,
+                }
+            }
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                if let Some(id) = id {
+                    self.jobs.lock().remove(&id);
+                }
+                queue_full()
+            }
+        }
+    }
+
+    fn begin(&self, id: u64) -> bool {
+        let mut jobs = self.jobs.lock();
+        match jobs.get(&id) {
+            Some(JobState::Pending { cancelled: false }) => {
+                jobs.insert(id, JobState::Running);
+                true
+            }
+            Some(JobState::Pending { cancelled: true }) => {
+                let canceled = Response::from(Error::new(ErrorCode::RequestCanceled));
+                jobs.insert(
+                    id,
+                    JobState::Done {
+                        response: stored(canceled),
+                        finished_at: now_secs(),
+                    },
+                );
+                false
+            }
+            // Deleted while queued: nobody wants the result.
+            _ => false,
+        }
+    }
+
+    fn finish(&self, id: u64, response: Response) {
+        let mut jobs = self.jobs.lock();
+        if let Some(JobState::Running) = jobs.get(&id) {
+            jobs.insert(
+                id,
+                JobState::Done {
+                    response: stored(response),
+                    finished_at: now_secs(),
+                },
+            );
+        }
+    }
+
+    /// `GET /_api/job/{id}`: 200 done, 204 pending, 404 unknown.
+    pub fn status(&self, id: u64) -> Option<bool> {
+        match self.jobs.lock().get(&id) {
+            Some(JobState::Done { .. }) => Some(true),
+            Some(_) => Some(false),
+            None => None,
+        }
+    }
+
+    /// `PUT /_api/job/{id}`: the stored response (consumed once).
+    pub fn fetch(&self, id: u64) -> Fetch {
+        let mut jobs = self.jobs.lock();
+        match jobs.get(&id) {
+            Some(JobState::Done { .. }) => match jobs.remove(&id) {
+                Some(JobState::Done { response, .. }) => Fetch::Done(response),
+                _ => Fetch::Unknown,
+            },
+            Some(_) => Fetch::Pending,
+            None => Fetch::Unknown,
+        }
+    }
+
+    /// `PUT /_api/job/{id}/cancel`: false when the job is unknown.
+    pub fn cancel(&self, id: u64) -> bool {
+        let mut jobs = self.jobs.lock();
+        match jobs.get_mut(&id) {
+            Some(JobState::Pending { cancelled }) => {
+                *cancelled = true;
+                true
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// `DELETE /_api/job/{id}`: false when unknown.
+    pub fn delete(&self, id: u64) -> bool {
+        self.jobs.lock().remove(&id).is_some()
+    }
+
+    /// `DELETE /_api/job/all`: forgets every finished and queued job.
+    pub fn delete_all(&self) {
+        self.jobs
+            .lock()
+            .retain(|_, s| matches!(s, JobState::Running));
+    }
+
+    /// `DELETE /_api/job/expired?stamp=`: forgets finished jobs older than `stamp`.
+    pub fn delete_expired(&self, stamp: f64) {
+        self.jobs.lock().retain(|_, s| match s {
+            JobState::Done { finished_at, .. } => *finished_at >= stamp,
+            _ => true,
+        });
+    }
+
+    /// Ids of done (`true`) or pending (`false`) jobs, at most `count`.
+    pub fn list(&self, done: bool, count: usize) -> Vec<String> {
+        let jobs = self.jobs.lock();
+        let mut ids: Vec<u64> = jobs
+            .iter()
+            .filter(|(_, s)| matches!(s, JobState::Done { .. }) == done)
+            .map(|(id, _)| *id)
+            .collect();
+        ids.sort_unstable();
+        ids.into_iter().take(count).map(|i| i.to_string()).collect()
+    }
+}
+
+fn stored(response: Response) -> StoredResponse {
+    StoredResponse {
+        status: response.status,
+        content_type: response.content_type,
+        headers: response.headers,
+        body: response.body,
+    }
+}
+
+fn worker(state: Weak<ServerState>, receiver: Arc<Mutex<Receiver<Queued>>>) {
+    loop {
+        let job = {
+            let receiver = receiver.lock();
+            receiver.recv()
+        };
+        let Ok(job) = job else { return };
+        let Some(state) = state.upgrade() else { return };
+        if let Some(id) = job.id {
+            if !state.jobs.begin(id) {
+                continue;
+            }
+        }
+        let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::handle(&state, job.request).settle_blocking()
+        }))
+        .unwrap_or_else(|_| {
+            Error::with_message(ErrorCode::Internal, "job handler panicked").into()
+        });
+        if let Some(id) = job.id {
+            state.jobs.finish(id, response);
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! What every handler shares: configuration, the core, the job queue.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_core::{Core, Database};
+use quiver_errors::Result;
+
+use crate::jobs::JobManager;
+
+/// Server settings (from the command line / configuration file).
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// The endpoint as given (`tcp://127.0.0.1:8529`), reported by `/_api/endpoint`.
+    pub endpoint: String,
+    /// The data directory, reported by `/_api/database/current`.
+    pub data_dir: PathBuf,
+    /// Largest accepted request body, after decompression (413 beyond).
+    pub max_body_size: usize,
+    /// How many `x-arango-async` requests may wait (503/21003 beyond).
+    pub async_queue_capacity: usize,
+    /// Threads executing async jobs.
+    pub async_workers: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            endpoint: "tcp://127.0.0.1:8529".into(),
+            data_dir: PathBuf::from("./quiver-data"),
+            max_body_size: 512 * 1024 * 1024,
+            async_queue_capacity: 4096,
+            async_workers: 2,
+        }
+    }
+}
+
+/// Shared state of a running server.
+pub struct ServerState {
+    /// Settings.
+    pub config: ServerConfig,
+    /// Databases, collections, documents.
+    pub core: Arc<Core>,
+    /// The async job queue.
+    pub jobs: JobManager,
+    /// When the server started (for `/_admin/status`).
+    pub started: Instant,
+}
+
+impl ServerState {
+    /// Builds the state and starts the async job workers.
+    pub fn new(config: ServerConfig, core: Arc<Core>) -> std::io::Result<Arc<ServerState>> {
+        let workers = config.async_workers;
+        let state = Arc::new(ServerState {
+            core,
+            jobs: JobManager::new(config.async_queue_capacity),
+            config,
+            started: Instant::now(),
+        });
+        state.jobs.start_workers(Arc::downgrade(&state), workers)?;
+        Ok(state)
+    }
+
+    /// 404/1228 unless `name` is an existing database.
+    pub fn check_database(&self, name: &str) -> Result<()> {
+        self.core.database(name).map(|_| ())
+    }
+
+    /// The database a request addresses (404/1228 if it does not exist).
+    pub fn database(&self, name: &str) -> Result<Arc<Database>> {
+        self.core.database(name)
+    }
+
+    /// Stops the job queue (the binary then shuts the core down).
+    pub fn shutdown(&self) {
+        self.jobs.close();
+    }
+}

@@ -1,0 +1,396 @@
+//! The hyper 1.x HTTP/1.1 connection loop: keep-alive, pipelining, body limits,
+//! request-body decompression, common headers and CORS. Everything else happens in
+//! [`crate::handle`].
+//!
+//! hyper is used directly rather than through a web framework: routing is ArangoDB's own
+//! (database prefix, percent-decoded segments) and a framework would only add a layer per
+//! request on the hot insert/read path.
+
+use std::convert::Infallible;
+use std::io::Read;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use quiver_errors::{Error, ErrorCode};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::{Request, Response, ServerState, ALLOWED_METHODS};
+
+/// Headers ArangoDB sends on every response (http-api.md §1.6).
+const STATIC_HEADERS: &[(&str, &str)] = &[
+    ("server", "ArangoDB"),
+    ("x-content-type-options", "nosniff"),
+    (
+        "content-security-policy",
+        "frame-ancestors 'self'; form-action 'self';",
+    ),
+    (
+        "cache-control",
+        "no-cache, no-store, must-revalidate, pre-check=0, post-check=0, max-age=0, s-maxage=0",
+    ),
+    ("pragma", "no-cache"),
+    ("expires", "0"),
+    (
+        "strict-transport-security",
+        "max-age=31536000 ; includeSubDomains",
+    ),
+    ("x-arango-queue-time-seconds", "0.000000"),
+];
+
+const EXPOSED_HEADERS: &str = "etag, content-encoding, content-length, location, server, x-arango-errors, x-arango-async-id, x-arango-error-codes";
+
+/// A running server: its bound address and a way to stop it.
+pub struct ServeHandle {
+    /// The address actually bound (useful with port 0).
+    pub local_addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ServeHandle {
+    /// Stops accepting, lets open connections finish their current request (at most
+    /// `grace`), then returns.
+    pub async fn shutdown(self, grace: Duration) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(grace + Duration::from_secs(1), self.task).await;
+    }
+}
+
+/// Serves `state` on `listener` until [`ServeHandle::shutdown`].
+pub fn serve(state: Arc<ServerState>, listener: TcpListener) -> std::io::Result<ServeHandle> {
+    let local_addr = listener.local_addr()?;
+    let (stop, stopped) = watch::channel(false);
+    let task = tokio::spawn(accept_loop(state, listener, stopped));
+    Ok(ServeHandle {
+        local_addr,
+        stop,
+        task,
+    })
+}
+
+async fn accept_loop(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let active = Arc::new(AtomicUsize::new(0));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stopped.changed() => break,
+        };
+        let (stream, _) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let mut conn_stopped = stopped.clone();
+        let active = active.clone();
+        active.fetch_add(1, Ordering::AcqRel);
+        tokio::spawn(async move {
+            let service = service_fn(move |req| {
+                let state = state.clone();
+                async move { Ok::<_, Infallible>(answer(state, req).await) }
+            });
+            let conn = http1::Builder::new()
+                .keep_alive(true)
+                .pipeline_flush(true)
+                .max_buf_size(1024 * 1024)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = conn_stopped.changed() => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = tokio::time::timeout(Duration::from_secs(5), conn.as_mut()).await;
+                }
+            }
+            active.fetch_sub(1, Ordering::AcqRel);
+        });
+    }
+    // Give connections a moment to finish the requests they are in.
+    for _ in 0..100 {
+        if active.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Request bodies of routes that may run long (or large bodies) are handled on the blocking
+/// pool so they never stall the connection loop of other clients.
+fn runs_blocking(req: &Request) -> bool {
+    if req.body.len() > 64 * 1024 {
+        return true;
+    }
+    match req.segments.get(1).map(String::as_str) {
+        Some("batch" | "import" | "cursor" | "query" | "explain" | "transaction") => true,
+        Some("collection") => req.method != Method::GET,
+        Some("database") => req.method != Method::GET,
+        Some("document") => req.body.first() == Some(&b'['),
+        _ => false,
+    }
+}
+
+async fn answer(
+    state: Arc<ServerState>,
+    req: hyper::Request<Incoming>,
+) -> hyper::Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let is_head = parts.method == Method::HEAD;
+    let origin = parts.headers.get(header::ORIGIN).cloned();
+    let response = match read_request(&state, parts, body).await {
+        Ok(request) => {
+            let preflight = request.method == Method::OPTIONS;
+            let request_headers = request
+                .headers
+                .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+                .cloned();
+            let response = dispatch(state, request).await.settle().await;
+            let mut out = to_hyper(response, is_head);
+            if let Some(origin) = origin {
+                add_cors(out.headers_mut(), origin, preflight, request_headers);
+            }
+            return out;
+        }
+        Err(err) => Response::from(err),
+    };
+    let mut out = to_hyper(response, is_head);
+    if let Some(origin) = origin {
+        add_cors(out.headers_mut(), origin, false, None);
+    }
+    out
+}
+
+async fn dispatch(state: Arc<ServerState>, request: Request) -> Response {
+    if runs_blocking(&request) {
+        let joined =
+            tokio::task::spawn_blocking(move || guarded(&state, request).settle_blocking()).await;
+        joined.unwrap_or_else(|_| Error::new(ErrorCode::Internal).into())
+    } else {
+        guarded(&state, request)
+    }
+}
+
+/// A handler bug must cost one request a 500, not the connection or the process.
+fn guarded(state: &ServerState, request: Request) -> Response {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        crate::handle(state, request)
+    }))
+    .unwrap_or_else(|_| Error::with_message(ErrorCode::Internal, "handler panicked").into())
+}
+
+async fn read_request(
+    state: &ServerState,
+    parts: http::request::Parts,
+    body: Incoming,
+) -> Result<Request, Error> {
+    let limit = state.config.max_body_size;
+    let too_large = || {
+        Error::with_message(
+            ErrorCode::HttpRequestTooLarge,
+            format!("request body exceeds the maximum of {limit} bytes"),
+        )
+    };
+    if let Some(len) = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        if len > limit as u64 {
+            return Err(too_large());
+        }
+    }
+    let collected = Limited::new(body, limit).collect().await;
+    let mut bytes = match collected {
+        Ok(c) => c.to_bytes(),
+        Err(e) => {
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some()
+            {
+                return Err(too_large());
+            }
+            return Err(Error::with_message(
+                ErrorCode::HttpBadParameter,
+                format!("cannot read request body: {e}"),
+            ));
+        }
+    };
+    let mut headers = parts.headers;
+    if let Some(encoding) = headers
+        .get(header::CONTENT_ENCODING)
+        .and_then(|v| v.to_str().ok())
+        .map(|s| s.trim().to_ascii_lowercase())
+    {
+        if !bytes.is_empty() && encoding != "identity" {
+            bytes = decompress(&encoding, &bytes, limit)?;
+            headers.remove(header::CONTENT_ENCODING);
+        }
+    }
+    let target = parts
+        .uri
+        .path_and_query()
+        .map(|p| p.as_str())
+        .unwrap_or("/");
+    Request::new(parts.method, target, headers, bytes)
+}
+
+/// Inflates a `gzip` or `deflate` body, refusing to produce more than `limit` bytes (a
+/// small compressed body must not be able to exhaust memory).
+pub fn decompress(encoding: &str, data: &[u8], limit: usize) -> Result<Bytes, Error> {
+    let mut out = Vec::new();
+    let cap = limit as u64 + 1;
+    let result = match encoding {
+        "gzip" | "x-gzip" => flate2::read::MultiGzDecoder::new(data)
+            .take(cap)
+            .read_to_end(&mut out),
+        "deflate" => {
+            // HTTP's "deflate" is zlib-wrapped, but some clients send raw deflate.
+            let zlib = flate2::read::ZlibDecoder::new(data)
+                .take(cap)
+                .read_to_end(&mut out);
+            if zlib.is_err() {
+                out.clear();
+                flate2::read::DeflateDecoder::new(data)
+                    .take(cap)
+                    .read_to_end(&mut out)
+            } else {
+                zlib
+            }
+        }
+        other => {
+            return Err(Error::with_message(
+                ErrorCode::HttpBadParameter,
+                format!("unsupported content-encoding '{other}'"),
+            ))
+        }
+    };
+    if let Err(e) = result {
+        return Err(Error::with_message(
+            ErrorCode::HttpBadParameter,
+            format!("cannot decompress request body: {e}"),
+        ));
+    }
+    if out.len() > limit {
+        return Err(Error::with_message(
+            ErrorCode::HttpRequestTooLarge,
+            format!("decompressed request body exceeds the maximum of {limit} bytes"),
+        ));
+    }
+    Ok(Bytes::from(out))
+}
+
+fn to_hyper(response: Response, is_head: bool) -> hyper::Response<Full<Bytes>> {
+    let mut out = hyper::Response::new(Full::new(response.body));
+    *out.status_mut() = response.status;
+    let headers = out.headers_mut();
+    headers.reserve(STATIC_HEADERS.len() + response.headers.len() + 2);
+    for (name, value) in STATIC_HEADERS {
+        headers.insert(
+            HeaderName::from_static(name),
+            HeaderValue::from_static(value),
+        );
+    }
+    headers.insert(header::CONNECTION, HeaderValue::from_static("Keep-Alive"));
+    if let Some(ct) = response.content_type {
+        headers.insert(header::CONTENT_TYPE, ct);
+    }
+    for (name, value) in response.headers {
+        headers.append(name, value);
+    }
+    // hyper omits the body of a HEAD response itself but keeps its length.
+    let _ = is_head;
+    if response.status == StatusCode::NOT_MODIFIED {
+        headers.remove(header::CONTENT_TYPE);
+    }
+    out
+}
+
+fn add_cors(
+    headers: &mut HeaderMap,
+    origin: HeaderValue,
+    preflight: bool,
+    request_headers: Option<HeaderValue>,
+) {
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
+        HeaderValue::from_static("false"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static(EXPOSED_HEADERS),
+    );
+    if preflight {
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_METHODS,
+            HeaderValue::from_static(ALLOWED_METHODS),
+        );
+        if let Some(h) = request_headers {
+            let trimmed = h.to_str().map(str::trim).unwrap_or("");
+            if !trimmed.is_empty() {
+                if let Ok(v) = HeaderValue::from_str(trimmed) {
+                    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, v);
+                }
+            }
+        }
+        headers.insert(
+            header::ACCESS_CONTROL_MAX_AGE,
+            HeaderValue::from_static("1800"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn gzip_and_deflate_round_trip_and_limits() {
+        let payload = br#"{"a":1}"#.repeat(100);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&payload).unwrap();
+        let gz = gz.finish().unwrap();
+        assert_eq!(&decompress("gzip", &gz, 1 << 20).unwrap()[..], &payload[..]);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        z.write_all(&payload).unwrap();
+        let z = z.finish().unwrap();
+        assert_eq!(
+            &decompress("deflate", &z, 1 << 20).unwrap()[..],
+            &payload[..]
+        );
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        raw.write_all(&payload).unwrap();
+        let raw = raw.finish().unwrap();
+        assert_eq!(
+            &decompress("deflate", &raw, 1 << 20).unwrap()[..],
+            &payload[..]
+        );
+        let err = decompress("gzip", &gz, 10).unwrap_err();
+        assert_eq!(err.code, ErrorCode::HttpRequestTooLarge);
+        assert_eq!(
+            decompress("gzip", b"garbage", 100).unwrap_err().code,
+            ErrorCode::HttpBadParameter
+        );
+        assert!(decompress("br", b"x", 100).is_err());
+    }
+}
