@@ -60,6 +60,7 @@ impl Default for CoreOptions {
 ///
 /// Thread-safe; share it as `Arc<Core>`.
 pub struct Core {
+    directory: std::path::PathBuf,
     engine: Engine,
     settings: Arc<Settings>,
     databases: RwLock<BTreeMap<String, Arc<Database>>>,
@@ -131,6 +132,7 @@ impl Core {
             databases.insert(name.to_string(), Arc::new(db));
         }
         let core = Core {
+            directory: dir.to_path_buf(),
             engine,
             settings,
             databases: RwLock::new(databases),
@@ -148,6 +150,11 @@ impl Core {
     /// The storage engine underneath (for figures, sync and tests).
     pub fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The data directory.
+    pub fn directory(&self) -> &Path {
+        &self.directory
     }
 
     /// The naming convention in effect.

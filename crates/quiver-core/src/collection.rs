@@ -645,6 +645,17 @@ impl Collection {
         Ok(Revision(self.last_revision.load(Ordering::Acquire)))
     }
 
+    /// [`Collection::revision`] as the HTTP API reports it: the encoded revision, `"0"` for a
+    /// collection that was never written.
+    pub fn revision_string(&self) -> Result<String> {
+        let rev = self.revision()?;
+        Ok(if rev.0 == 0 {
+            "0".to_string()
+        } else {
+            rev.encode()
+        })
+    }
+
     /// ArangoDB's collection checksum: an XOR over all documents of a hash of the key, plus
     /// the revision when `with_revisions`, plus the user attributes when `with_data`. "0" for
     /// an empty collection. Returns the checksum (decimal string) and the revision.
@@ -765,7 +776,6 @@ impl Collection {
     fn write<T>(
         self: &Arc<Self>,
         wait_for_sync: bool,
-        all_or_nothing: bool,
         run: impl FnOnce(&mut Staging) -> Result<T>,
     ) -> Result<Committed<T>> {
         self.check_usable()?;
@@ -773,7 +783,6 @@ impl Collection {
         let mut staging = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
         staging.sync = wait_for_sync;
         let value = run(&mut staging)?;
-        let _ = all_or_nothing;
         let synced = staging.sync || self.wait_for_sync();
         let ticket = if staging.is_empty() {
             None
@@ -803,7 +812,7 @@ impl Collection {
         doc: Value,
         opts: &InsertOptions,
     ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             staging::insert(st, self, doc, opts)
         })
     }
@@ -817,7 +826,7 @@ impl Collection {
         docs: Vec<Value>,
         opts: &InsertOptions,
     ) -> Result<Committed<Vec<Result<OpResult>>>> {
-        self.write(opts.wait_for_sync, opts.all_or_nothing, |st| {
+        self.write(opts.wait_for_sync, |st| {
             let mut out = Vec::with_capacity(docs.len());
             for doc in docs {
                 let result = staging::insert(st, self, doc, opts);
@@ -841,7 +850,7 @@ impl Collection {
         doc: Value,
         opts: &ModifyOptions,
     ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             staging::modify(st, self, Some(key), doc, opts, false)
         })
     }
@@ -857,7 +866,7 @@ impl Collection {
             if_match: None,
             ..opts.clone()
         };
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             Ok(docs
                 .into_iter()
                 .map(|doc| staging::modify(st, self, None, doc, &opts, false))
@@ -873,7 +882,7 @@ impl Collection {
         patch: Value,
         opts: &ModifyOptions,
     ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             staging::modify(st, self, Some(key), patch, opts, true)
         })
     }
@@ -888,7 +897,7 @@ impl Collection {
             if_match: None,
             ..opts.clone()
         };
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             Ok(patches
                 .into_iter()
                 .map(|doc| staging::modify(st, self, None, doc, &opts, true))
@@ -907,7 +916,7 @@ impl Collection {
         if quiver_types::validate_key(key).is_err() {
             return Err(Error::new(ErrorCode::DocumentNotFound));
         }
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             staging::remove(st, self, &item, opts)
         })
     }
@@ -923,7 +932,7 @@ impl Collection {
             if_match: None,
             ..opts.clone()
         };
-        self.write(opts.wait_for_sync, false, |st| {
+        self.write(opts.wait_for_sync, |st| {
             Ok(items
                 .iter()
                 .map(|item| staging::remove(st, self, item, &opts))

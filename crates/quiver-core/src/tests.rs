@@ -1069,3 +1069,22 @@ fn parallel_writers_keep_count_and_revisions_consistent() {
         .collect();
     assert_eq!(keys.len(), 201);
 }
+
+#[test]
+fn handles_are_thread_safe() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<Core>();
+    send_sync::<Database>();
+    send_sync::<Collection>();
+    send_sync::<ReadView>();
+    send::<Transaction>();
+    send::<DocumentIter>();
+    send::<Committed<OpResult>>();
+    let (_dir, core, db) = setup();
+    assert!(core.directory().exists());
+    let coll = create(&db, json!({"name": "revs"}));
+    assert_eq!(coll.revision_string().unwrap(), "0");
+    let written = insert(&coll, json!({}));
+    assert_eq!(coll.revision_string().unwrap(), written.rev.encode());
+}
