@@ -62,7 +62,13 @@ fn main() {
         );
     }
     // The hard path target: only outgoing edges, so nothing reaches it.
-    graph.add_edge("relations", "relations/hard", "profiles/Phard", "profiles/P1", None);
+    graph.add_edge(
+        "relations",
+        "relations/hard",
+        "profiles/Phard",
+        "profiles/P1",
+        None,
+    );
     println!(
         "graph: {} vertices, {} edges, built in {:.1} s",
         graph.vertex_count(),
@@ -129,8 +135,14 @@ fn main() {
     }
 
     let t0 = Instant::now();
-    let hard = shortest_path(&source, "profiles/P0", "profiles/Phard", false, Limits::default())
-        .expect("search");
+    let hard = shortest_path(
+        &source,
+        "profiles/P0",
+        "profiles/Phard",
+        false,
+        Limits::default(),
+    )
+    .expect("search");
     report("hard path", 1, t0.elapsed(), hard.is_some() as u64);
 
     let k_pairs = &pairs[..pairs.len().min(100)];

@@ -1,12 +1,16 @@
 //! `K_SHORTEST_PATHS` (Yen's algorithm) and `K_PATHS` (bounded enumeration of simple paths),
 //! both lazy: the executor pulls one path at a time, so `LIMIT` stops the work.
 
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::BinaryHeap;
+
+use hashbrown::HashSet;
 
 use quiver_errors::Result;
 
 use crate::intern::{Interner, VertexId};
-use crate::shortest::{build_path, dijkstra, expand, Restrictions, Route};
+use crate::shortest::{
+    bfs, build_path, dijkstra, expand, BfsWorkspace, DijkstraWorkspace, Restrictions, Route,
+};
 use crate::{Budget, EdgeHandle, EdgeSource, Limits, Path};
 
 struct Candidate {
@@ -57,6 +61,8 @@ pub struct KShortestPaths<S: EdgeSource> {
     started: bool,
     done: bool,
     stored_bytes: usize,
+    bfs_workspace: BfsWorkspace,
+    dijkstra_workspace: DijkstraWorkspace,
 }
 
 impl<S: EdgeSource> KShortestPaths<S> {
@@ -85,6 +91,37 @@ impl<S: EdgeSource> KShortestPaths<S> {
             started: false,
             done: false,
             stored_bytes: 0,
+            bfs_workspace: BfsWorkspace::new(),
+            dijkstra_workspace: DijkstraWorkspace::new(),
+        }
+    }
+
+    /// One lightest route from `from` to the target avoiding `restrictions`: breadth-first
+    /// when unweighted (cheaper than Dijkstra with unit weights), Dijkstra otherwise.
+    fn search(&mut self, from: VertexId, restrictions: &Restrictions) -> Result<Option<Route>> {
+        if self.weighted {
+            dijkstra(
+                &self.source,
+                &mut self.interner,
+                &mut self.budget,
+                &mut self.dijkstra_workspace,
+                from,
+                self.target,
+                true,
+                restrictions,
+            )
+        } else {
+            Ok(bfs(
+                &self.source,
+                &mut self.interner,
+                &mut self.budget,
+                &mut self.bfs_workspace,
+                from,
+                self.target,
+                false,
+                restrictions,
+            )?
+            .pop())
         }
     }
 
@@ -103,15 +140,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
         }
         if !self.started {
             self.started = true;
-            let first = dijkstra(
-                &self.source,
-                &mut self.interner,
-                &mut self.budget,
-                self.start,
-                self.target,
-                self.weighted,
-                &Restrictions::default(),
-            )?;
+            let first = self.search(self.start, &Restrictions::default())?;
             let Some(route) = first else {
                 self.done = true;
                 return Ok(None);
@@ -155,15 +184,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
             restrictions
                 .vertices
                 .extend(last_vertices[..i].iter().copied());
-            let spur_route = dijkstra(
-                &self.source,
-                &mut self.interner,
-                &mut self.budget,
-                spur,
-                self.target,
-                self.weighted,
-                &restrictions,
-            )?;
+            let spur_route = self.search(spur, &restrictions)?;
             if let Some((spur_vertices, spur_steps)) = spur_route {
                 let mut vertices = last_vertices[..i].to_vec();
                 vertices.extend_from_slice(&spur_vertices);

@@ -5,7 +5,9 @@
 //! vertices: a target without incoming edges is answered after one edge index lookup (the
 //! benchmark's "hard path").
 
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::BinaryHeap;
+
+use hashbrown::{HashMap, HashSet};
 
 use quiver_errors::Result;
 
@@ -94,6 +96,7 @@ pub fn shortest_path<S: EdgeSource + ?Sized>(
             source,
             &mut interner,
             &mut budget,
+            &mut DijkstraWorkspace::new(),
             s,
             t,
             true,
@@ -101,8 +104,17 @@ pub fn shortest_path<S: EdgeSource + ?Sized>(
         )?;
         Ok(found.map(|(v, e)| build_path(&interner, &v, &e)))
     } else {
-        let mut paths = bfs(source, &mut interner, &mut budget, s, t, false)?;
-        Ok(paths.pop())
+        let mut routes = bfs(
+            source,
+            &mut interner,
+            &mut budget,
+            &mut BfsWorkspace::new(),
+            s,
+            t,
+            false,
+            &Restrictions::default(),
+        )?;
+        Ok(routes.pop().map(|(v, e)| build_path(&interner, &v, &e)))
     }
 }
 
@@ -119,7 +131,20 @@ pub fn all_shortest_paths<S: EdgeSource + ?Sized>(
     let s = interner.intern(start);
     let t = interner.intern(target);
     let mut budget = Budget::new(limits);
-    bfs(source, &mut interner, &mut budget, s, t, true)
+    let routes = bfs(
+        source,
+        &mut interner,
+        &mut budget,
+        &mut BfsWorkspace::new(),
+        s,
+        t,
+        true,
+        &Restrictions::default(),
+    )?;
+    Ok(routes
+        .iter()
+        .map(|(v, e)| build_path(&interner, v, e))
+        .collect())
 }
 
 struct BfsSide {
@@ -131,20 +156,39 @@ struct BfsSide {
     more_preds: HashMap<u32, Vec<(VertexId, EdgeHandle)>>,
     frontier: Vec<VertexId>,
     depth: u32,
+    /// Entries of `dist`/`pred` written by the current search, so that a reused side is
+    /// reset in time proportional to what the last search touched (Yen runs many searches
+    /// over one growing interner).
+    touched: Vec<u32>,
 }
 
 impl BfsSide {
-    fn new(root: VertexId, backward: bool, n: usize) -> BfsSide {
-        let mut side = BfsSide {
-            backward,
-            dist: vec![UNSEEN; n],
-            pred: vec![(UNSEEN, EdgeHandle(0)); n],
+    fn empty() -> BfsSide {
+        BfsSide {
+            backward: false,
+            dist: Vec::new(),
+            pred: Vec::new(),
             more_preds: HashMap::new(),
-            frontier: vec![root],
+            frontier: Vec::new(),
             depth: 0,
-        };
-        side.dist[root.index()] = 0;
-        side
+            touched: Vec::new(),
+        }
+    }
+
+    fn reset(&mut self, root: VertexId, backward: bool, n: usize) {
+        for &i in &self.touched {
+            self.dist[i as usize] = UNSEEN;
+            self.pred[i as usize] = (UNSEEN, EdgeHandle(0));
+        }
+        self.touched.clear();
+        self.more_preds.clear();
+        self.frontier.clear();
+        self.frontier.push(root);
+        self.backward = backward;
+        self.depth = 0;
+        self.grow(n);
+        self.dist[root.index()] = 0;
+        self.touched.push(root.0);
     }
 
     fn grow(&mut self, n: usize) {
@@ -170,6 +214,7 @@ impl BfsSide {
         self.dist.capacity() * 4
             + self.pred.capacity() * 16
             + self.frontier.capacity() * 4
+            + self.touched.capacity() * 4
             + self.more_preds.len() * 48
     }
 }
@@ -204,19 +249,39 @@ fn chains(
     Ok(())
 }
 
-fn bfs<S: EdgeSource + ?Sized>(
+/// Reusable state of bidirectional breadth-first searches.
+pub(crate) struct BfsWorkspace {
+    sides: [BfsSide; 2],
+}
+
+impl BfsWorkspace {
+    pub(crate) fn new() -> BfsWorkspace {
+        BfsWorkspace {
+            sides: [BfsSide::empty(), BfsSide::empty()],
+        }
+    }
+}
+
+/// Bidirectional breadth-first search from `s` to `t` avoiding `restrictions`: one shortest
+/// route, or all of them with `all`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bfs<S: EdgeSource + ?Sized>(
     source: &S,
     interner: &mut Interner,
     budget: &mut Budget,
+    workspace: &mut BfsWorkspace,
     s: VertexId,
     t: VertexId,
     all: bool,
-) -> Result<Vec<Path>> {
+    restrictions: &Restrictions,
+) -> Result<Vec<Route>> {
     if s == t {
-        return Ok(vec![build_path(interner, &[s], &[])]);
+        return Ok(vec![(vec![s], Vec::new())]);
     }
     let n = interner.len();
-    let mut sides = [BfsSide::new(s, false, n), BfsSide::new(t, true, n)];
+    let sides = &mut workspace.sides;
+    sides[0].reset(s, false, n);
+    sides[1].reset(t, true, n);
     let mut name_buf = String::new();
     let mut edges = Vec::new();
     let mut meetings: Vec<VertexId> = Vec::new();
@@ -253,10 +318,14 @@ fn bfs<S: EdgeSource + ?Sized>(
             side.grow(interner.len());
             other.grow(interner.len());
             for &(u, e, _) in &edges {
+                if restrictions.blocks(u, e) {
+                    continue;
+                }
                 let du = side.dist[u.index()];
                 if du == UNSEEN {
                     side.dist[u.index()] = next_depth;
                     side.pred[u.index()] = (v.0, e);
+                    side.touched.push(u.0);
                     next.push(u);
                     if other.dist[u.index()] != UNSEEN {
                         meetings.push(u);
@@ -303,7 +372,7 @@ fn bfs<S: EdgeSource + ?Sized>(
                 steps.extend(te.iter().map(|e| (*e, 1.0)));
                 bytes += vertices.len() * 40;
                 budget.memory(bytes)?;
-                paths.push(build_path(interner, &vertices, &steps));
+                paths.push((vertices, steps));
             }
         }
     }
@@ -331,6 +400,14 @@ fn single_chain(side: &BfsSide, v: VertexId) -> (Vec<VertexId>, Vec<EdgeHandle>)
 pub(crate) struct Restrictions {
     pub(crate) vertices: HashSet<VertexId>,
     pub(crate) edges: HashSet<EdgeHandle>,
+}
+
+impl Restrictions {
+    #[inline]
+    fn blocks(&self, vertex: VertexId, edge: EdgeHandle) -> bool {
+        (!self.edges.is_empty() && self.edges.contains(&edge))
+            || (!self.vertices.is_empty() && self.vertices.contains(&vertex))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -367,24 +444,39 @@ struct DijkstraSide {
     settled: Vec<bool>,
     pred: Vec<(u32, EdgeHandle, f64)>,
     heap: BinaryHeap<QueueItem>,
+    /// Entries written by the current search (see `BfsSide::touched`).
+    touched: Vec<u32>,
 }
 
 impl DijkstraSide {
-    fn new(root: VertexId, backward: bool, n: usize) -> DijkstraSide {
-        let mut side = DijkstraSide {
-            backward,
-            dist: vec![f64::INFINITY; n],
-            settled: vec![false; n],
-            pred: vec![(UNSEEN, EdgeHandle(0), 0.0); n],
+    fn empty() -> DijkstraSide {
+        DijkstraSide {
+            backward: false,
+            dist: Vec::new(),
+            settled: Vec::new(),
+            pred: Vec::new(),
             heap: BinaryHeap::new(),
-        };
-        side.dist[root.index()] = 0.0;
-        side.heap.push(QueueItem {
+            touched: Vec::new(),
+        }
+    }
+
+    fn reset(&mut self, root: VertexId, backward: bool, n: usize) {
+        for &i in &self.touched {
+            self.dist[i as usize] = f64::INFINITY;
+            self.settled[i as usize] = false;
+            self.pred[i as usize] = (UNSEEN, EdgeHandle(0), 0.0);
+        }
+        self.touched.clear();
+        self.heap.clear();
+        self.backward = backward;
+        self.grow(n);
+        self.dist[root.index()] = 0.0;
+        self.touched.push(root.0);
+        self.heap.push(QueueItem {
             weight: 0.0,
             seq: 0,
             vertex: root,
         });
-        side
     }
 
     fn grow(&mut self, n: usize) {
@@ -413,6 +505,7 @@ impl DijkstraSide {
             + self.settled.capacity()
             + self.pred.capacity() * 24
             + self.heap.capacity() * std::mem::size_of::<QueueItem>()
+            + self.touched.capacity() * 4
     }
 
     /// Root→`v` as (vertices from `v` towards the root, (edge, weight) steps).
@@ -433,12 +526,27 @@ impl DijkstraSide {
     }
 }
 
+/// Reusable state of bidirectional Dijkstra searches.
+pub(crate) struct DijkstraWorkspace {
+    sides: [DijkstraSide; 2],
+}
+
+impl DijkstraWorkspace {
+    pub(crate) fn new() -> DijkstraWorkspace {
+        DijkstraWorkspace {
+            sides: [DijkstraSide::empty(), DijkstraSide::empty()],
+        }
+    }
+}
+
 /// Bidirectional Dijkstra from `s` to `t` avoiding `restrictions`. Unweighted searches use
 /// weight 1 per edge. Returns vertices and `(edge, weight)` steps of one lightest path.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
     source: &S,
     interner: &mut Interner,
     budget: &mut Budget,
+    workspace: &mut DijkstraWorkspace,
     s: VertexId,
     t: VertexId,
     weighted: bool,
@@ -448,10 +556,9 @@ pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
         return Ok(Some((vec![s], Vec::new())));
     }
     let n = interner.len();
-    let mut sides = [
-        DijkstraSide::new(s, false, n),
-        DijkstraSide::new(t, true, n),
-    ];
+    let sides = &mut workspace.sides;
+    sides[0].reset(s, false, n);
+    sides[1].reset(t, true, n);
     let mut best = f64::INFINITY;
     // (side that relaxed the meeting edge, its settled vertex, edge, weight, vertex reached)
     let mut meeting: Option<(usize, VertexId, EdgeHandle, f64, VertexId)> = None;
@@ -494,11 +601,14 @@ pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
         side.grow(interner.len());
         other.grow(interner.len());
         for &(u, e, w) in &edges {
-            if restrictions.edges.contains(&e) || restrictions.vertices.contains(&u) {
+            if restrictions.blocks(u, e) {
                 continue;
             }
             let nd = d + w;
             if nd < side.dist[u.index()] {
+                if side.dist[u.index()] == f64::INFINITY {
+                    side.touched.push(u.0);
+                }
                 side.dist[u.index()] = nd;
                 side.pred[u.index()] = (v.0, e, w);
                 seq += 1;
