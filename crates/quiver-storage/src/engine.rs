@@ -48,6 +48,18 @@ struct Journal {
     crc_acc: u32,
 }
 
+/// Markers prepared for a journal but not yet written.
+#[derive(Default)]
+struct Pending {
+    buf: Vec<u8>,
+    count: u64,
+    max_tick: u64,
+    crcs: Vec<u8>,
+    docs: u64,
+    doc_bytes: u64,
+    removes: u64,
+}
+
 #[derive(Default)]
 struct ColFiles {
     journal: Option<Journal>,
@@ -129,6 +141,8 @@ struct WalState {
     sealed: Vec<Arc<DataFile>>,
     /// Segments with writes not yet fdatasynced (besides the current one).
     unsynced: Vec<Arc<DataFile>>,
+    /// Collected segments kept because a corrupt collection has data in them.
+    retained: Vec<Arc<DataFile>>,
     written_tick: u64,
 }
 
@@ -684,9 +698,15 @@ impl Inner {
             wal.sealed.clone()
         };
         for seg in segments {
-            self.collect_segment(&seg)?;
+            let retain = self.collect_segment(&seg)?;
             let mut wal = self.wal.lock();
             wal.sealed.retain(|s| s.fid != seg.fid);
+            if retain {
+                // It holds data of a collection that failed to open: keep the segment for
+                // the next start (possibly in salvage mode) instead of losing that data.
+                wal.retained.push(seg);
+                continue;
+            }
             drop(wal);
             self.files.write().remove(&seg.fid);
             seg.delete_when_unused(Vec::new());
@@ -694,7 +714,9 @@ impl Inner {
         Ok(())
     }
 
-    fn collect_segment(&self, seg: &Arc<DataFile>) -> Result<()> {
+    /// Returns whether the segment must be kept (it holds data of a corrupt collection).
+    fn collect_segment(&self, seg: &Arc<DataFile>) -> Result<bool> {
+        let mut retain = false;
         let image = seg
             .read_all()
             .map_err(|e| files::io_error(e, "reading a WAL segment"))?;
@@ -721,57 +743,48 @@ impl Inner {
             let Some(col) = cat.collections.get(&cid) else {
                 continue;
             };
-            if col.usable().is_err() {
+            if col.status.is_err() {
+                retain = true;
+                continue;
+            }
+            if col.dropped.load(Ordering::Acquire) {
                 continue;
             }
             let mut cf = col.files.lock();
             let mut moved: Vec<(String, Loc, Loc)> = Vec::with_capacity(markers.len());
-            let mut pending_buf: Vec<u8> = Vec::new();
-            let mut pending_start = 0u64;
+            // Bytes and counters are applied to the journal only after they were written, so
+            // a failed write leaves the journal exactly as it was (no gap, no lost offset).
+            let mut pend = Pending::default();
             for m in &markers {
                 let bytes = &image[m.offset..m.offset + format::padded(m.len)];
                 let need = bytes.len() as u64;
-                let fits = cf
-                    .journal
-                    .as_ref()
-                    .is_some_and(|j| j.offset + need + format::FOOTER_LEN as u64 <= j.size);
+                let fits = cf.journal.as_ref().is_some_and(|j| {
+                    j.offset + pend.buf.len() as u64 + need + format::FOOTER_LEN as u64 <= j.size
+                });
                 if !fits {
-                    self.flush_journal(&mut cf, &mut pending_buf, pending_start)?;
+                    self.flush_journal(&mut cf, &mut pend)?;
                     if cf.journal.is_some() {
                         self.seal_journal(col, &mut cf)?;
                     }
                     self.create_journal(col, &mut cf, need)?;
-                    pending_start = cf.journal.as_ref().map(|j| j.offset).unwrap_or(0);
                 }
-                let Some(j) = cf.journal.as_mut() else {
+                let Some(j) = cf.journal.as_ref() else {
                     return Err(Error::new(ErrorCode::Internal));
                 };
-                if pending_buf.is_empty() {
-                    pending_start = j.offset;
-                }
                 let new_loc = Loc {
                     fid: j.file.fid,
-                    offset: j.offset as u32,
+                    offset: (j.offset + pend.buf.len() as u64) as u32,
                     len: m.len as u32,
                 };
-                pending_buf.extend_from_slice(bytes);
-                j.offset += need;
-                j.count += 1;
-                j.max_tick = j.max_tick.max(m.tick);
-                j.crc_acc = crc32c::crc32c_append(j.crc_acc, &m.crc.to_le_bytes());
-                let fid = j.file.fid;
                 let marker = format::decode(bytes).map_err(|_| corrupt("WAL marker".into()))?;
                 let body = format::data_body(&marker).map_err(|_| corrupt("WAL marker".into()))?;
-                let st = cf.stats.entry(fid).or_insert(FileStats {
-                    docs: 0,
-                    doc_bytes: 0,
-                    removes: 0,
-                    size: 0,
-                    kind: StatKind::Journal,
-                });
+                pend.buf.extend_from_slice(bytes);
+                pend.count += 1;
+                pend.max_tick = pend.max_tick.max(m.tick);
+                pend.crcs.extend_from_slice(&m.crc.to_le_bytes());
                 if m.kind == MarkerType::Document {
-                    st.docs += 1;
-                    st.doc_bytes += m.len as u64;
+                    pend.docs += 1;
+                    pend.doc_bytes += m.len as u64;
                     moved.push((
                         body.key.to_string(),
                         Loc {
@@ -782,10 +795,10 @@ impl Inner {
                         new_loc,
                     ));
                 } else {
-                    st.removes += 1;
+                    pend.removes += 1;
                 }
             }
-            self.flush_journal(&mut cf, &mut pending_buf, pending_start)?;
+            self.flush_journal(&mut cf, &mut pend)?;
             if let Some(j) = &cf.journal {
                 files::check(&self.options.io_hooks, FailPoint::JournalSync)
                     .and_then(|_| j.file.file.sync_data())
@@ -802,20 +815,37 @@ impl Inner {
                     Some(u.saturating_sub(n))
                 });
         }
-        Ok(())
+        Ok(retain)
     }
 
-    fn flush_journal(&self, cf: &mut ColFiles, buf: &mut Vec<u8>, start: u64) -> Result<()> {
-        if buf.is_empty() {
+    fn flush_journal(&self, cf: &mut ColFiles, pend: &mut Pending) -> Result<()> {
+        if pend.buf.is_empty() {
             return Ok(());
         }
-        let Some(j) = cf.journal.as_ref() else {
+        let Some(j) = cf.journal.as_mut() else {
             return Err(Error::new(ErrorCode::Internal));
         };
         files::check(&self.options.io_hooks, FailPoint::JournalWrite)
-            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&j.file.file, buf, start))
+            .and_then(|_| {
+                std::os::unix::fs::FileExt::write_all_at(&j.file.file, &pend.buf, j.offset)
+            })
             .map_err(|e| files::io_error(e, "writing a journal"))?;
-        buf.clear();
+        j.offset += pend.buf.len() as u64;
+        j.count += pend.count;
+        j.max_tick = j.max_tick.max(pend.max_tick);
+        j.crc_acc = crc32c::crc32c_append(j.crc_acc, &pend.crcs);
+        let fid = j.file.fid;
+        let st = cf.stats.entry(fid).or_insert(FileStats {
+            docs: 0,
+            doc_bytes: 0,
+            removes: 0,
+            size: 0,
+            kind: StatKind::Journal,
+        });
+        st.docs += pend.docs;
+        st.doc_bytes += pend.doc_bytes;
+        st.removes += pend.removes;
+        *pend = Pending::default();
         Ok(())
     }
 
@@ -1531,7 +1561,11 @@ fn recover_collection(
             cf.datafiles.push(file);
         }
     }
-    inner.write_manifest(col, &cf)?;
+    let now_listed: Vec<u64> = cf.datafiles.iter().map(|f| f.fid).collect();
+    let now_journal = cf.journal.as_ref().map(|j| j.file.fid);
+    if now_listed != listed || now_journal != journal_fid || !dir.join("MANIFEST").exists() {
+        inner.write_manifest(col, &cf)?;
+    }
     col.files = Mutex::new(cf);
     Ok(())
 }
@@ -1654,6 +1688,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
             broken: false,
             sealed: Vec::new(),
             unsynced: Vec::new(),
+            retained: Vec::new(),
             written_tick: 0,
         }),
         sync: Mutex::new(SyncState::default()),
@@ -1679,6 +1714,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     };
     // Catalog.
     let mut cat = Catalog::default();
+    let mut fresh = false;
     match std::fs::read(dir.join("catalog.json")) {
         Ok(bytes) => {
             let doc: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -1722,7 +1758,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
                 cat.collections.insert(id, Arc::new(col));
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fresh = true,
         Err(e) => return Err(files::io_error(e, "reading catalog.json")),
     }
     // Leftover directories of dropped collections / databases.
@@ -1767,7 +1803,9 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     inner.durable_tx.send_modify(|v| v.0 = tick);
     *inner.catalog.write() = Arc::new(cat);
     let inner = Arc::new(inner);
-    inner.persist_catalog(&inner.catalog())?;
+    if fresh {
+        inner.persist_catalog(&inner.catalog())?;
+    }
     start_threads(&inner);
     Ok(inner)
 }
