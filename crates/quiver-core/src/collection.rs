@@ -17,6 +17,7 @@ use crate::document::{
 };
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::schema::Schema;
 use crate::staging::{self, item_key, Staging};
 use crate::Settings;
 
@@ -202,7 +203,9 @@ fn parse_schema(value: Option<&Value>) -> Result<Option<Value>> {
     schema.entry("level").or_insert_with(|| "strict".into());
     schema.entry("message").or_insert_with(|| "".into());
     schema.entry("type").or_insert_with(|| "json".into());
-    Ok(Some(Value::Object(schema)))
+    let schema = Value::Object(schema);
+    Schema::compile(&schema)?;
+    Ok(Some(schema))
 }
 
 fn parse_computed_values(value: Option<&Value>) -> Result<Option<Value>> {
@@ -240,9 +243,21 @@ pub(crate) struct CollectionMeta {
     pub globally_unique_id: String,
     pub key_options: KeyOptions,
     pub schema: Option<Value>,
+    pub compiled_schema: Option<Arc<Schema>>,
     pub cache_enabled: bool,
     pub computed_values: Option<Value>,
     pub options: CollectionOptions,
+}
+
+fn compile_schema(schema: &Option<Value>) -> Option<Arc<Schema>> {
+    let schema = schema.as_ref()?;
+    match Schema::compile(schema) {
+        Ok(compiled) => Some(Arc::new(compiled)),
+        Err(err) => {
+            tracing::warn!(%err, "stored collection schema does not compile; not enforced");
+            None
+        }
+    }
 }
 
 impl CollectionMeta {
@@ -256,6 +271,7 @@ impl CollectionMeta {
             globally_unique_id: format!("h{}", &uuid[..12]),
             key_options: spec.key_options.clone(),
             schema: spec.schema.clone(),
+            compiled_schema: compile_schema(&spec.schema),
             cache_enabled: spec.cache_enabled,
             computed_values: spec.computed_values.clone(),
             options: CollectionOptions {
@@ -291,6 +307,7 @@ impl CollectionMeta {
             .and_then(|n| CollectionType::from_number(n).ok())
             .unwrap_or(CollectionType::Document);
         let not_null = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+        let schema = not_null(meta.get("schema"));
         Some((
             CollectionMeta {
                 escaped_name: Arc::from(escape_json_inner(&name)),
@@ -306,7 +323,8 @@ impl CollectionMeta {
                     .map(str::to_string)
                     .unwrap_or_else(|| format!("c{}", entry.id)),
                 key_options: KeyOptions::from_meta(meta.get("keyOptions")),
-                schema: not_null(meta.get("schema")),
+                compiled_schema: compile_schema(&schema),
+                schema,
                 cache_enabled: meta
                     .get("cacheEnabled")
                     .and_then(Value::as_bool)
@@ -415,6 +433,10 @@ impl Collection {
     /// The stored schema object, if any.
     pub fn schema(&self) -> Option<Value> {
         self.meta.read().schema.clone()
+    }
+
+    pub(crate) fn compiled_schema(&self) -> Option<Arc<Schema>> {
+        self.meta.read().compiled_schema.clone()
     }
 
     /// Whether the collection was dropped (handles outlive drops).
@@ -581,6 +603,7 @@ impl Collection {
                 meta.options.journal_size = Some(v);
             }
             if let Some(v) = schema {
+                meta.compiled_schema = compile_schema(&v);
                 meta.schema = v;
             }
             if let Some(v) = computed {

@@ -28,15 +28,21 @@
 //! returns response-ready bytes with `_id` spliced in, without parsing. Inserts serialize the
 //! caller's parsed body once.
 //!
+//! # Schemas
+//! A collection `schema` (JSON Schema draft-4 `rule`, `level` none/new/moderate/strict,
+//! `message`) is compiled when set (1621 if invalid) and enforced on inserts, replaces and
+//! updates (1620 with the configured message); system attributes are ignored.
+//!
 //! # Not enforced yet
-//! `schema` rules and `computedValues` are validated for shape, stored and reported, but not
-//! applied to writes.
+//! `computedValues` are validated for shape, stored and reported, but not applied to writes
+//! (they need the AQL evaluator, which sits above this crate).
 
 mod catalog;
 mod collection;
 mod document;
 mod keygen;
 mod options;
+mod schema;
 mod staging;
 mod txn;
 

@@ -255,7 +255,11 @@ pub(crate) fn insert(
     let existing_rev = st.lookup_rev(coll.id(), &key)?;
     let name = coll.name();
     let id = format!("{name}/{key}");
+    let schema = coll.compiled_schema();
     if existing_rev.is_none() {
+        if let Some(schema) = &schema {
+            schema.check_insert(&map)?;
+        }
         let rev = coll.next_revision();
         let body = encode_stored(&key, rev, &map);
         let new = if opts.return_new && !opts.silent {
@@ -306,6 +310,9 @@ pub(crate) fn insert(
     };
     if coll.is_edge() {
         validate_edge(&map)?;
+    }
+    if let Some(schema) = &schema {
+        schema.check_modify(&map, || decode_stored(&old_body))?;
     }
     let rev = coll.next_revision();
     let body = encode_stored(&key, rev, &map);
@@ -366,6 +373,9 @@ pub(crate) fn modify(
     };
     if coll.is_edge() {
         validate_edge(&new_map)?;
+    }
+    if let Some(schema) = coll.compiled_schema() {
+        schema.check_modify(&new_map, || decode_stored(&old_body))?;
     }
     let name = coll.name();
     let rev = coll.next_revision();

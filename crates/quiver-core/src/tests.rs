@@ -1088,3 +1088,59 @@ fn handles_are_thread_safe() {
     let written = insert(&coll, json!({}));
     assert_eq!(coll.revision_string().unwrap(), written.rev.encode());
 }
+
+#[test]
+fn schema_is_enforced_per_level() {
+    let (_dir, _core, db) = setup();
+    let rule = json!({"properties": {"n": {"type": "number"}}, "required": ["n"]});
+    let coll = create(
+        &db,
+        json!({"name": "typed", "schema": {"rule": rule, "level": "moderate", "message": "n must be a number"}}),
+    );
+    insert(&coll, json!({"_key": "ok", "n": 1}));
+    let err = coll
+        .insert(json!({"_key": "bad", "n": "x"}), &InsertOptions::new())
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.http_status(), err.message.as_str()),
+        (ErrorCode::ValidationFailed, 400, "n must be a number")
+    );
+    assert_eq!(
+        code(coll.update("ok", json!({"n": "x"}), &ModifyOptions::new())),
+        ErrorCode::ValidationFailed
+    );
+    assert_eq!(
+        code(coll.insert(
+            json!({"_key": "ok", "n": "x"}),
+            &InsertOptions {
+                overwrite_mode: OverwriteMode::Replace,
+                ..InsertOptions::new()
+            }
+        )),
+        ErrorCode::ValidationFailed
+    );
+    // Turn validation off, store an invalid document, turn it back on: moderate lets the
+    // already-invalid document change, strict does not.
+    coll.set_properties(&json!({"schema": null})).unwrap();
+    insert(&coll, json!({"_key": "legacy", "n": "x"}));
+    coll.set_properties(&json!({"schema": {"rule": rule, "level": "moderate"}}))
+        .unwrap();
+    coll.update("legacy", json!({"m": 1}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    coll.set_properties(&json!({"schema": {"rule": rule, "level": "strict"}}))
+        .unwrap();
+    let err = coll
+        .update("legacy", json!({"m": 2}), &ModifyOptions::new())
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (ErrorCode::ValidationFailed, "Schema validation failed")
+    );
+    assert_eq!(
+        code(coll.set_properties(&json!({"schema": {"rule": {"type": "nope"}}}))),
+        ErrorCode::ValidationBadParameter
+    );
+    assert_eq!(coll.properties()["schema"]["level"], "strict");
+}
