@@ -30,6 +30,8 @@ pub struct Interner {
     bytes: Vec<u8>,
     /// `ends[i]` is the end offset of name `i` in `bytes`; its start is `ends[i-1]` (or 0).
     ends: Vec<u32>,
+    /// `hashes[i]` is the hash of name `i`: growing the table never re-reads the arena.
+    hashes: Vec<u64>,
     table: HashTable<u32>,
     hasher: DefaultHashBuilder,
 }
@@ -92,16 +94,18 @@ impl Interner {
         let id = self.ends.len() as u32;
         self.bytes.extend_from_slice(name.as_bytes());
         self.ends.push(self.bytes.len() as u32);
-        let (bytes, ends, hasher) = (&self.bytes, &self.ends, &self.hasher);
-        self.table.insert_unique(hash, id, |&i| {
-            hasher.hash_one(std::str::from_utf8(Self::slice(bytes, ends, i)).unwrap_or(""))
-        });
+        self.hashes.push(hash);
+        let hashes = &self.hashes;
+        self.table.insert_unique(hash, id, |&i| hashes[i as usize]);
         VertexId(id)
     }
 
     /// Approximate heap bytes held, for memory budgets.
     pub fn memory_bytes(&self) -> usize {
-        self.bytes.capacity() + self.ends.capacity() * 4 + self.table.capacity() * 5
+        self.bytes.capacity()
+            + self.ends.capacity() * 4
+            + self.hashes.capacity() * 8
+            + self.table.capacity() * 5
     }
 }
 

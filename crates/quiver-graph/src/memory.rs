@@ -24,8 +24,9 @@ pub struct MemoryGraph {
     vertex_names: Vec<String>,
     collections: Vec<String>,
     edges: Vec<StoredEdge>,
-    outgoing: Vec<Vec<u32>>,
-    incoming: Vec<Vec<u32>>,
+    /// Per vertex: `(edge index, other end)`, so a scan reads edge records only for weights.
+    outgoing: Vec<Vec<(u32, u32)>>,
+    incoming: Vec<Vec<(u32, u32)>>,
 }
 
 impl MemoryGraph {
@@ -93,8 +94,8 @@ impl MemoryGraph {
             to,
             weight,
         });
-        self.outgoing[from as usize].push(index);
-        self.incoming[to as usize].push(index);
+        self.outgoing[from as usize].push((index, to));
+        self.incoming[to as usize].push((index, from));
         EdgeHandle(index as u64)
     }
 
@@ -185,41 +186,48 @@ impl EdgeSource for MemoryGraphSource<'_> {
         let Some(&v) = graph.vertex_ids.get(vertex) else {
             return Ok(());
         };
-        let weight_of = |e: &StoredEdge| {
+        // One collection in one direction (the common case): edge records are read only for
+        // weights.
+        let uniform = self.per_collection.is_empty();
+        let direction_of = |index: u32| -> Option<Direction> {
+            let dir = if uniform {
+                self.default_direction
+            } else {
+                self.direction_of(graph.edges[index as usize].collection)?
+            };
+            Some(if query.backward { dir.reversed() } else { dir })
+        };
+        let weight_of = |index: u32| {
             if query.need_weight {
-                e.weight.unwrap_or(self.default_weight)
+                graph.edges[index as usize]
+                    .weight
+                    .unwrap_or(self.default_weight)
             } else {
                 1.0
             }
         };
         // Outgoing list first, then incoming: like an edge index lookup on `_from` followed by
         // one on `_to` for ANY.
-        for &index in &graph.outgoing[v as usize] {
-            let e = &graph.edges[index as usize];
-            let Some(dir) = self.direction_of(e.collection) else {
-                continue;
-            };
-            let dir = if query.backward { dir.reversed() } else { dir };
-            if matches!(dir, Direction::Outbound | Direction::Any) {
+        for &(index, other) in &graph.outgoing[v as usize] {
+            if matches!(
+                direction_of(index),
+                Some(Direction::Outbound | Direction::Any)
+            ) {
                 sink(EdgeRef {
                     edge: EdgeHandle(index as u64),
-                    other: &graph.vertex_names[e.to as usize],
-                    weight: weight_of(e),
+                    other: &graph.vertex_names[other as usize],
+                    weight: weight_of(index),
                 })?;
             }
         }
-        for &index in &graph.incoming[v as usize] {
-            let e = &graph.edges[index as usize];
-            let Some(dir) = self.direction_of(e.collection) else {
-                continue;
-            };
-            let dir = if query.backward { dir.reversed() } else { dir };
-            let self_loop_seen = dir == Direction::Any && e.from == e.to;
-            if matches!(dir, Direction::Inbound | Direction::Any) && !self_loop_seen {
+        for &(index, other) in &graph.incoming[v as usize] {
+            let dir = direction_of(index);
+            let self_loop_seen = dir == Some(Direction::Any) && other == v;
+            if matches!(dir, Some(Direction::Inbound | Direction::Any)) && !self_loop_seen {
                 sink(EdgeRef {
                     edge: EdgeHandle(index as u64),
-                    other: &graph.vertex_names[e.from as usize],
-                    weight: weight_of(e),
+                    other: &graph.vertex_names[other as usize],
+                    weight: weight_of(index),
                 })?;
             }
         }
