@@ -1,0 +1,1179 @@
+//! Date functions. Dates are numeric millisecond timestamps or ISO 8601 strings; everything
+//! is computed in UTC on a proleptic Gregorian calendar. Invalid dates give `null` plus warning
+//! 1572 ("invalid date value").
+//!
+//! Timezone arguments: QuiverDB ships without the IANA timezone database, so only UTC
+//! (`"UTC"`, `"Etc/UTC"`, `"GMT"`, `"Etc/GMT"`, `"Z"`) is accepted; other names fail with
+//! error 9 (not implemented) rather than silently computing in UTC.
+
+use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{json, Value};
+
+use super::{arg, def, volatile, FunctionContext, FunctionDef};
+use crate::value;
+
+pub(super) const FUNCTIONS: &[FunctionDef] = &[
+    volatile("DATE_NOW", 0, 0, date_now),
+    def("DATE_ISO8601", 1, 7, date_iso8601),
+    def("DATE_TIMESTAMP", 1, 7, date_timestamp),
+    def("DATE_DAYOFWEEK", 1, 2, date_dayofweek),
+    def("DATE_YEAR", 1, 2, date_year),
+    def("DATE_MONTH", 1, 2, date_month),
+    def("DATE_DAY", 1, 2, date_day),
+    def("DATE_HOUR", 1, 2, date_hour),
+    def("DATE_MINUTE", 1, 2, date_minute),
+    def("DATE_SECOND", 1, 1, date_second),
+    def("DATE_MILLISECOND", 1, 1, date_millisecond),
+    def("DATE_DAYOFYEAR", 1, 2, date_dayofyear),
+    def("DATE_ISOWEEK", 1, 2, date_isoweek),
+    def("DATE_ISOWEEKYEAR", 1, 2, date_isoweekyear),
+    def("DATE_LEAPYEAR", 1, 2, date_leapyear),
+    def("DATE_QUARTER", 1, 2, date_quarter),
+    def("DATE_DAYS_IN_MONTH", 1, 2, date_days_in_month),
+    def("DATE_TRUNC", 2, 3, date_trunc),
+    def("DATE_ROUND", 3, 4, date_round),
+    def("DATE_FORMAT", 2, 3, date_format),
+    def("DATE_ADD", 2, 4, date_add),
+    def("DATE_SUBTRACT", 2, 4, date_subtract),
+    def("DATE_DIFF", 3, 6, date_diff),
+    def("DATE_COMPARE", 3, 6, date_compare),
+    def("DATE_UTCTOLOCAL", 2, 3, date_utctolocal),
+    def("DATE_LOCALTOUTC", 2, 3, date_localtoutc),
+    def("DATE_TIMEZONE", 0, 0, date_timezone),
+    def("DATE_TIMEZONES", 0, 0, date_timezones),
+];
+
+/// Valid range of timestamps: 0000-01-01T00:00:00.000Z ..= 9999-12-31T23:59:59.999Z.
+const MIN_MS: i64 = -62_167_219_200_000;
+const MAX_MS: i64 = 253_402_300_799_999;
+
+const MS_SECOND: i64 = 1000;
+const MS_MINUTE: i64 = 60 * MS_SECOND;
+const MS_HOUR: i64 = 60 * MS_MINUTE;
+const MS_DAY: i64 = 24 * MS_HOUR;
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm); months
+/// outside 1..=12 are normalised first so that callers can overflow components.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let total_months = year * 12 + (month - 1);
+    let y = total_months.div_euclid(12);
+    let m = total_months.rem_euclid(12) + 1;
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468 + (day - 1)
+}
+
+fn in_range(ms: i64) -> Option<i64> {
+    (MIN_MS..=MAX_MS).contains(&ms).then_some(ms)
+}
+
+/// Parses a date string as ArangoDB accepts it: `[+-]Y[-M[-D]]` optionally followed by
+/// `(T| )HH:MM[:SS[.fff]]` and a `Z` or `±HH[:]MM` offset. Days beyond the month's end
+/// overflow into the next month (`2015-02-31` is March 3rd).
+pub(crate) fn parse_date_string(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let digits = |i: &mut usize, min: usize, max: usize| -> Option<i64> {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() && *i - start < max {
+            *i += 1;
+        }
+        if *i - start < min {
+            return None;
+        }
+        text[start..*i].parse().ok()
+    };
+    let negative = match b.first() {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut year = digits(&mut i, 1, 6)?;
+    if negative {
+        year = -year;
+    }
+    let mut month = 1;
+    let mut day = 1;
+    let mut has_day = false;
+    if i < b.len() && b[i] == b'-' {
+        i += 1;
+        month = digits(&mut i, 1, 2)?;
+        if i < b.len() && b[i] == b'-' {
+            i += 1;
+            day = digits(&mut i, 1, 2)?;
+            has_day = true;
+        }
+    }
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return None;
+    }
+    let mut ms_of_day = 0;
+    if has_day && i < b.len() && (b[i] == b'T' || b[i] == b' ' || b[i] == b't') {
+        i += 1;
+        let hour = digits(&mut i, 2, 2)?;
+        if i >= b.len() || b[i] != b':' {
+            return None;
+        }
+        i += 1;
+        let minute = digits(&mut i, 2, 2)?;
+        let mut second = 0;
+        let mut millis = 0;
+        if i < b.len() && b[i] == b':' {
+            i += 1;
+            second = digits(&mut i, 2, 2)?;
+            if i < b.len() && b[i] == b'.' {
+                i += 1;
+                let start = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i == start {
+                    return None;
+                }
+                // Only millisecond precision; further digits are ignored.
+                let frac = &text[start..i.min(start + 3)];
+                millis = frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32);
+            }
+        }
+        if hour > 24 || minute > 59 || second > 59 {
+            return None;
+        }
+        ms_of_day = hour * MS_HOUR + minute * MS_MINUTE + second * MS_SECOND + millis;
+    }
+    let mut offset = 0;
+    if i < b.len() {
+        match b[i] {
+            b'Z' | b'z' => i += 1,
+            b'+' | b'-' if has_day => {
+                let sign = if b[i] == b'-' { -1 } else { 1 };
+                i += 1;
+                let hours = digits(&mut i, 2, 2)?;
+                if i < b.len() && b[i] == b':' {
+                    i += 1;
+                }
+                let minutes = digits(&mut i, 2, 2)?;
+                offset = sign * (hours * MS_HOUR + minutes * MS_MINUTE);
+            }
+            _ => return None,
+        }
+    }
+    if i != b.len() {
+        return None;
+    }
+    let ms = days_from_civil(year, month, day) * MS_DAY + ms_of_day - offset;
+    in_range(ms)
+}
+
+pub(crate) fn is_date_string(text: &str) -> bool {
+    parse_date_string(text).is_some()
+}
+
+/// A date argument as a timestamp, or None when it is not a valid date.
+fn to_millis(v: &Value) -> Option<i64> {
+    match v {
+        Value::Number(n) => {
+            let f = n.as_f64()?;
+            if !f.is_finite() {
+                return None;
+            }
+            in_range(f.trunc() as i64).filter(|_| f.abs() < 1e15)
+        }
+        Value::String(s) => parse_date_string(s),
+        _ => None,
+    }
+}
+
+fn datetime(ms: i64) -> Option<NaiveDateTime> {
+    DateTime::from_timestamp_millis(ms).map(|d| d.naive_utc())
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.mmmZ` for a timestamp.
+pub(crate) fn iso_from_millis(ms: i64) -> Option<String> {
+    let dt = datetime(in_range(ms)?)?;
+    Some(format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        dt.year(),
+        dt.month(),
+        dt.day(),
+        dt.hour(),
+        dt.minute(),
+        dt.second(),
+        dt.nanosecond() / 1_000_000
+    ))
+}
+
+fn invalid_date(ctx: &mut FunctionContext<'_>) -> Value {
+    ctx.warn_null(ErrorCode::QueryInvalidDateValue, "")
+}
+
+/// Accepts the timezone argument at `i` if it names UTC (see the module comment).
+fn check_timezone(ctx: &FunctionContext<'_>, args: &[Value], i: usize) -> Result<()> {
+    match arg(args, i) {
+        Value::Null => Ok(()),
+        Value::String(tz) if matches!(tz.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Etc/GMT" | "Z") => {
+            Ok(())
+        }
+        Value::String(tz) => Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            format!(
+                "timezone '{tz}' in call to function '{}()' is not supported: QuiverDB has no timezone database yet, only UTC",
+                ctx.function_name()
+            ),
+        )),
+        _ => Err(Error::with_message(
+            ErrorCode::QueryFunctionArgumentTypeMismatch,
+            format!(
+                "invalid argument type in call to function '{}()'",
+                ctx.function_name()
+            ),
+        )),
+    }
+}
+
+/// Common shape of the component extractors: date (and optional UTC timezone) in, number out.
+fn extract(
+    ctx: &mut FunctionContext<'_>,
+    args: &[Value],
+    f: fn(&NaiveDateTime) -> Value,
+) -> Result<Value> {
+    check_timezone(ctx, args, 1)?;
+    match to_millis(arg(args, 0)).and_then(datetime) {
+        Some(dt) => Ok(f(&dt)),
+        None => Ok(invalid_date(ctx)),
+    }
+}
+
+fn date_now(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    Ok(Value::from(now))
+}
+
+/// Timestamp from `DATE_TIMESTAMP`/`DATE_ISO8601` arguments: one date, or components.
+fn timestamp_from_args(args: &[Value]) -> Option<i64> {
+    if args.len() == 1 {
+        return to_millis(&args[0]);
+    }
+    if args.len() < 3 {
+        return None;
+    }
+    let mut parts = [0i64; 7];
+    for (i, a) in args.iter().enumerate().take(7) {
+        let f = value::to_number(a);
+        if f < 0.0 || !f.is_finite() || f > 1e9 {
+            return None;
+        }
+        parts[i] = f.trunc() as i64;
+    }
+    let [y, m, d, h, i, s, f] = parts;
+    // Components overflow into larger ones (month 13 is January of the next year).
+    let ms = days_from_civil(y, m, d) * MS_DAY + h * MS_HOUR + i * MS_MINUTE + s * MS_SECOND + f;
+    in_range(ms)
+}
+
+fn date_iso8601(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    match timestamp_from_args(args).and_then(iso_from_millis) {
+        Some(s) => Ok(Value::String(s)),
+        None => Ok(invalid_date(ctx)),
+    }
+}
+
+fn date_timestamp(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    match timestamp_from_args(args) {
+        Some(ms) => Ok(Value::from(ms)),
+        None => Ok(invalid_date(ctx)),
+    }
+}
+
+fn date_dayofweek(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| {
+        Value::from(d.weekday().num_days_from_sunday())
+    })
+}
+
+fn date_year(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.year()))
+}
+
+fn date_month(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.month()))
+}
+
+fn date_day(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.day()))
+}
+
+fn date_hour(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.hour()))
+}
+
+fn date_minute(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.minute()))
+}
+
+fn date_second(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.second()))
+}
+
+fn date_millisecond(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.nanosecond() / 1_000_000))
+}
+
+fn date_dayofyear(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.ordinal()))
+}
+
+fn date_isoweek(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from(d.iso_week().week()))
+}
+
+fn date_isoweekyear(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(
+        ctx,
+        args,
+        |d| json!({"week": d.iso_week().week(), "year": d.iso_week().year()}),
+    )
+}
+
+fn is_leap(year: i32) -> bool {
+    (year % 4 == 0 && year % 100 != 0) || year % 400 == 0
+}
+
+fn days_in_month(year: i32, month: u32) -> u32 {
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap(year) => 29,
+        _ => 28,
+    }
+}
+
+fn date_leapyear(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::Bool(is_leap(d.year())))
+}
+
+fn date_quarter(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| Value::from((d.month() - 1) / 3 + 1))
+}
+
+fn date_days_in_month(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    extract(ctx, args, |d| {
+        Value::from(days_in_month(d.year(), d.month()))
+    })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Unit {
+    Year,
+    Month,
+    Week,
+    Day,
+    Hour,
+    Minute,
+    Second,
+    Millisecond,
+}
+
+fn unit(v: &Value) -> Option<Unit> {
+    let Value::String(s) = v else { return None };
+    Some(match s.to_ascii_lowercase().as_str() {
+        "y" | "year" | "years" => Unit::Year,
+        "m" | "month" | "months" => Unit::Month,
+        "w" | "week" | "weeks" => Unit::Week,
+        "d" | "day" | "days" => Unit::Day,
+        "h" | "hour" | "hours" => Unit::Hour,
+        "i" | "minute" | "minutes" => Unit::Minute,
+        "s" | "second" | "seconds" => Unit::Second,
+        "f" | "millisecond" | "milliseconds" => Unit::Millisecond,
+        _ => return None,
+    })
+}
+
+fn unit_millis(u: Unit) -> f64 {
+    const YEAR: f64 = 365.2425 * MS_DAY as f64;
+    match u {
+        Unit::Year => YEAR,
+        Unit::Month => YEAR / 12.0,
+        Unit::Week => (7 * MS_DAY) as f64,
+        Unit::Day => MS_DAY as f64,
+        Unit::Hour => MS_HOUR as f64,
+        Unit::Minute => MS_MINUTE as f64,
+        Unit::Second => MS_SECOND as f64,
+        Unit::Millisecond => 1.0,
+    }
+}
+
+fn iso_or_invalid(ctx: &mut FunctionContext<'_>, ms: Option<i64>) -> Value {
+    match ms.and_then(iso_from_millis) {
+        Some(s) => Value::String(s),
+        None => invalid_date(ctx),
+    }
+}
+
+fn date_trunc(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    check_timezone(ctx, args, 2)?;
+    let (Some(ms), Some(u)) = (to_millis(arg(args, 0)), unit(arg(args, 1))) else {
+        return Ok(invalid_date(ctx));
+    };
+    let Some(dt) = datetime(ms) else {
+        return Ok(invalid_date(ctx));
+    };
+    let truncated = match u {
+        Unit::Year => days_from_civil(i64::from(dt.year()), 1, 1) * MS_DAY,
+        Unit::Month => days_from_civil(i64::from(dt.year()), i64::from(dt.month()), 1) * MS_DAY,
+        Unit::Week => return Ok(invalid_date(ctx)),
+        other => ms - ms.rem_euclid(unit_millis(other) as i64),
+    };
+    Ok(iso_or_invalid(ctx, Some(truncated)))
+}
+
+fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    check_timezone(ctx, args, 3)?;
+    let ms = to_millis(arg(args, 0));
+    let amount = arg(args, 1)
+        .as_f64()
+        .filter(|a| *a >= 1.0 && a.fract() == 0.0);
+    let u = unit(arg(args, 2)).filter(|u| *u >= Unit::Day);
+    let (Some(ms), Some(amount), Some(u)) = (ms, amount, u) else {
+        return Ok(invalid_date(ctx));
+    };
+    let bucket = (amount * unit_millis(u)) as i64;
+    Ok(iso_or_invalid(ctx, Some(ms - ms.rem_euclid(bucket))))
+}
+
+/// Adds calendar years/months (day-of-month overflow rolls into the next month, as for
+/// `DATE_TIMESTAMP` components) and then a fixed number of milliseconds.
+fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
+    let dt = datetime(ms)?;
+    let ms_of_day = ms.rem_euclid(MS_DAY);
+    let days = days_from_civil(
+        i64::from(dt.year()),
+        i64::from(dt.month()) + months,
+        i64::from(dt.day()),
+    );
+    in_range(days.checked_mul(MS_DAY)? + ms_of_day + millis)
+}
+
+/// An ISO 8601 duration `P[nY][nM][nW][nD][T[nH][nM][n[.fff]S]]` as (months, milliseconds).
+fn parse_duration(text: &str) -> Option<(i64, i64)> {
+    let rest = text.strip_prefix('P').or_else(|| text.strip_prefix('p'))?;
+    if rest.is_empty() {
+        return None;
+    }
+    let (mut months, mut millis) = (0i64, 0f64);
+    let mut in_time = false;
+    let mut number = String::new();
+    let mut seen_any = false;
+    for c in rest.chars() {
+        match c {
+            '0'..='9' | '.' => number.push(c),
+            'T' | 't' if number.is_empty() && !in_time => in_time = true,
+            _ => {
+                if number.is_empty() {
+                    return None;
+                }
+                let n: f64 = number.parse().ok()?;
+                if n > 1e9 {
+                    return None;
+                }
+                number.clear();
+                seen_any = true;
+                match (c.to_ascii_uppercase(), in_time) {
+                    ('Y', false) => months += (n as i64) * 12,
+                    ('M', false) => months += n as i64,
+                    ('W', false) => millis += n * (7 * MS_DAY) as f64,
+                    ('D', false) => millis += n * MS_DAY as f64,
+                    ('H', true) => millis += n * MS_HOUR as f64,
+                    ('M', true) => millis += n * MS_MINUTE as f64,
+                    ('S', true) => millis += (n * 1000.0).round(),
+                    _ => return None,
+                }
+            }
+        }
+    }
+    (number.is_empty() && seen_any).then_some((months, millis as i64))
+}
+
+fn shift(ctx: &mut FunctionContext<'_>, args: &[Value], sign: i64) -> Result<Value> {
+    let Some(ms) = to_millis(arg(args, 0)) else {
+        return Ok(invalid_date(ctx));
+    };
+    // Forms: (date, "P..."[, tz]), (date, amount, unit[, tz]), (date, unit, amount[, tz]).
+    let (months, millis) = match (arg(args, 1), arg(args, 2)) {
+        (Value::String(d), tz) if (d.starts_with('P') || d.starts_with('p')) && !tz.is_number() => {
+            check_timezone(ctx, args, 2)?;
+            match parse_duration(d) {
+                Some(parsed) => parsed,
+                None => return Ok(invalid_date(ctx)),
+            }
+        }
+        (a, b) => {
+            check_timezone(ctx, args, 3)?;
+            let (amount, u) = match (unit(b), unit(a)) {
+                (Some(u), _) => (value::to_number(a), u),
+                (None, Some(u)) if b.is_number() => (value::to_number(b), u),
+                _ => return Ok(invalid_date(ctx)),
+            };
+            match u {
+                Unit::Year => ((amount.trunc() as i64) * 12, 0),
+                Unit::Month => (amount.trunc() as i64, 0),
+                other => (0, (amount * unit_millis(other)).round() as i64),
+            }
+        }
+    };
+    Ok(iso_or_invalid(
+        ctx,
+        add_calendar(ms, sign * months, sign * millis),
+    ))
+}
+
+fn date_add(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    shift(ctx, args, 1)
+}
+
+fn date_subtract(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    shift(ctx, args, -1)
+}
+
+fn date_diff(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    check_timezone(ctx, args, 4)?;
+    check_timezone(ctx, args, 5)?;
+    let (Some(a), Some(b), Some(u)) = (
+        to_millis(arg(args, 0)),
+        to_millis(arg(args, 1)),
+        unit(arg(args, 2)),
+    ) else {
+        return Ok(invalid_date(ctx));
+    };
+    let diff = (b - a) as f64 / unit_millis(u);
+    if value::to_bool(arg(args, 3)) {
+        Ok(value::number(diff))
+    } else {
+        Ok(value::number(diff.trunc()))
+    }
+}
+
+fn date_compare(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    check_timezone(ctx, args, 4)?;
+    check_timezone(ctx, args, 5)?;
+    let start = unit(arg(args, 2)).filter(|u| *u != Unit::Week);
+    let end = if arg(args, 3).is_null() {
+        start
+    } else {
+        unit(arg(args, 3)).filter(|u| *u != Unit::Week)
+    };
+    let (Some(a), Some(b), Some(start), Some(end)) = (
+        to_millis(arg(args, 0)).and_then(datetime),
+        to_millis(arg(args, 1)).and_then(datetime),
+        start,
+        end,
+    ) else {
+        return Ok(invalid_date(ctx));
+    };
+    if end < start {
+        return Ok(ctx.invalid_argument());
+    }
+    let component = |d: &NaiveDateTime, u: Unit| -> i64 {
+        match u {
+            Unit::Year => i64::from(d.year()),
+            Unit::Month => i64::from(d.month()),
+            Unit::Day | Unit::Week => i64::from(d.day()),
+            Unit::Hour => i64::from(d.hour()),
+            Unit::Minute => i64::from(d.minute()),
+            Unit::Second => i64::from(d.second()),
+            Unit::Millisecond => i64::from(d.nanosecond() / 1_000_000),
+        }
+    };
+    let units = [
+        Unit::Year,
+        Unit::Month,
+        Unit::Day,
+        Unit::Hour,
+        Unit::Minute,
+        Unit::Second,
+        Unit::Millisecond,
+    ];
+    Ok(Value::Bool(
+        units
+            .iter()
+            .filter(|u| **u >= start && **u <= end)
+            .all(|u| component(&a, *u) == component(&b, *u)),
+    ))
+}
+
+fn date_utctolocal(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    convert_zone(ctx, args, "local")
+}
+
+fn date_localtoutc(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    convert_zone(ctx, args, "utc")
+}
+
+/// With UTC as the only known zone, converting is the identity; `zoneInfo` describes UTC.
+fn convert_zone(ctx: &mut FunctionContext<'_>, args: &[Value], field: &str) -> Result<Value> {
+    if arg(args, 1).is_null() {
+        return Ok(ctx.invalid_argument());
+    }
+    check_timezone(ctx, args, 1)?;
+    let Some(iso) = to_millis(arg(args, 0)).and_then(iso_from_millis) else {
+        return Ok(invalid_date(ctx));
+    };
+    if value::to_bool(arg(args, 2)) {
+        let mut out = serde_json::Map::new();
+        out.insert(field.to_string(), Value::String(iso));
+        out.insert("tzdb".into(), Value::String("none".into()));
+        out.insert(
+            "zoneInfo".into(),
+            json!({"name": "UTC", "begin": null, "end": null, "dst": false, "offset": 0}),
+        );
+        return Ok(Value::Object(out));
+    }
+    Ok(Value::String(iso))
+}
+
+fn date_timezone(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
+    Ok(Value::String("Etc/UTC".into()))
+}
+
+fn date_timezones(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
+    Err(Error::with_message(
+        ErrorCode::NotImplemented,
+        "DATE_TIMEZONES() is not implemented: QuiverDB has no timezone database yet",
+    ))
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const WEEKDAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
+/// Placeholders, longest first so that `%yyyy` wins over `%yy` and `%y`.
+const PLACEHOLDERS: [&str; 32] = [
+    "yyyyyy", "yyyy", "yy", "y", "mmmm", "mmm", "mm", "m", "wwww", "www", "w", "dd", "d", "hh",
+    "h", "ii", "i", "ss", "s", "fff", "f", "xxx", "x", "kk", "k", "l", "q", "a", "t", "z", "&",
+    "%",
+];
+
+fn format_date(ms: i64, dt: &NaiveDateTime, format: &str) -> String {
+    let mut out = String::with_capacity(format.len() + 16);
+    let mut rest = format;
+    while let Some(pos) = rest.find('%') {
+        out.push_str(&rest[..pos]);
+        rest = &rest[pos + 1..];
+        let lower = rest.to_ascii_lowercase();
+        let Some(token) = PLACEHOLDERS.iter().find(|p| lower.starts_with(*p)) else {
+            // A lone '%' is ignored.
+            continue;
+        };
+        rest = &rest[token.len()..];
+        let year = dt.year();
+        let piece = match *token {
+            "yyyyyy" => format!("{}{:06}", if year < 0 { '-' } else { '+' }, year.abs()),
+            "yyyy" if (0..=9999).contains(&year) => format!("{year:04}"),
+            "yyyy" => format!("{}{:06}", if year < 0 { '-' } else { '+' }, year.abs()),
+            "yy" => format!("{}{:02}", if year < 0 { "-" } else { "" }, year.abs() % 100),
+            "y" => year.to_string(),
+            "mmmm" => MONTHS[dt.month0() as usize].to_string(),
+            "mmm" => MONTHS[dt.month0() as usize][..3].to_string(),
+            "mm" => format!("{:02}", dt.month()),
+            "m" => dt.month().to_string(),
+            "wwww" => WEEKDAYS[dt.weekday().num_days_from_sunday() as usize].to_string(),
+            "www" => WEEKDAYS[dt.weekday().num_days_from_sunday() as usize][..3].to_string(),
+            "w" => dt.weekday().num_days_from_sunday().to_string(),
+            "dd" => format!("{:02}", dt.day()),
+            "d" => dt.day().to_string(),
+            "hh" => format!("{:02}", dt.hour()),
+            "h" => dt.hour().to_string(),
+            "ii" => format!("{:02}", dt.minute()),
+            "i" => dt.minute().to_string(),
+            "ss" => format!("{:02}", dt.second()),
+            "s" => dt.second().to_string(),
+            "fff" => format!("{:03}", dt.nanosecond() / 1_000_000),
+            "f" => (dt.nanosecond() / 1_000_000).to_string(),
+            "xxx" => format!("{:03}", dt.ordinal()),
+            "x" => dt.ordinal().to_string(),
+            "kk" => format!("{:02}", dt.iso_week().week()),
+            "k" => dt.iso_week().week().to_string(),
+            "l" => u8::from(is_leap(year)).to_string(),
+            "q" => ((dt.month() - 1) / 3 + 1).to_string(),
+            "a" => days_in_month(year, dt.month()).to_string(),
+            "t" => ms.to_string(),
+            "z" => iso_from_millis(ms).unwrap_or_default(),
+            "&" => String::new(),
+            _ => "%".to_string(),
+        };
+        out.push_str(&piece);
+    }
+    out.push_str(rest);
+    out
+}
+
+fn date_format(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    check_timezone(ctx, args, 2)?;
+    let Value::String(format) = arg(args, 1) else {
+        return Ok(ctx.invalid_argument());
+    };
+    match to_millis(arg(args, 0)).and_then(|ms| datetime(ms).map(|dt| (ms, dt))) {
+        Some((ms, dt)) => Ok(Value::String(format_date(ms, &dt, format))),
+        None => Ok(invalid_date(ctx)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{error, ok, run};
+    use super::*;
+    use serde_json::json;
+
+    fn warns_invalid_date(name: &str, args: Vec<Value>) {
+        let (v, w) = run(name, args.clone());
+        assert_eq!(v, Value::Null, "{name}({args:?})");
+        assert_eq!(w, vec![1572], "{name}({args:?})");
+    }
+
+    #[test]
+    fn parsing() {
+        assert_eq!(
+            parse_date_string("2014-05-07T14:19:09.522"),
+            Some(1399472349522)
+        );
+        assert_eq!(
+            parse_date_string("2014-05-07T14:19:09.522Z"),
+            Some(1399472349522)
+        );
+        assert_eq!(
+            parse_date_string("2014-05-07 14:19:09.522"),
+            Some(1399472349522)
+        );
+        assert_eq!(
+            parse_date_string("2014-05-07T15:19:09.522+01:00"),
+            Some(1399472349522)
+        );
+        assert_eq!(
+            parse_date_string("2014-05-07T07:49:09.522-0630"),
+            Some(1399472349522)
+        );
+        assert_eq!(parse_date_string("1970-01-01"), Some(0));
+        assert_eq!(parse_date_string("1970-01-01Z"), Some(0));
+        assert_eq!(parse_date_string("1970"), Some(0));
+        assert_eq!(parse_date_string("1970-02"), Some(31 * MS_DAY));
+        assert_eq!(
+            parse_date_string("2015-02-31"),
+            parse_date_string("2015-03-03")
+        );
+        assert_eq!(parse_date_string("0000-01-01T00:00:00.000Z"), Some(MIN_MS));
+        assert_eq!(parse_date_string("9999-12-31T23:59:59.999Z"), Some(MAX_MS));
+        assert_eq!(parse_date_string("10000-01-01"), None);
+        assert_eq!(parse_date_string("2015-13-01"), None);
+        assert_eq!(parse_date_string("2015-01-01T5:00:00"), None);
+        assert_eq!(parse_date_string("foo"), None);
+        assert_eq!(parse_date_string(""), None);
+        assert_eq!(parse_date_string("2015-01-01T"), None);
+    }
+
+    #[test]
+    fn conversion() {
+        for date in [
+            json!("2014-05-07T14:19:09.522"),
+            json!("2014-05-07T14:19:09.522Z"),
+            json!("2014-05-07 14:19:09.522"),
+            json!(1399472349522u64),
+        ] {
+            assert_eq!(
+                ok("DATE_TIMESTAMP", vec![date.clone()]),
+                json!(1399472349522u64)
+            );
+            assert_eq!(
+                ok("DATE_ISO8601", vec![date]),
+                json!("2014-05-07T14:19:09.522Z")
+            );
+        }
+        let parts = vec![
+            json!(2014),
+            json!(5),
+            json!(7),
+            json!(14),
+            json!(19),
+            json!(9),
+            json!(522),
+        ];
+        assert_eq!(ok("DATE_TIMESTAMP", parts.clone()), json!(1399472349522u64));
+        assert_eq!(ok("DATE_ISO8601", parts), json!("2014-05-07T14:19:09.522Z"));
+        assert_eq!(
+            ok("DATE_TIMESTAMP", vec![json!(2016), json!(2), json!(32)]),
+            json!(1456963200000u64)
+        );
+        assert_eq!(
+            ok(
+                "DATE_TIMESTAMP",
+                vec![json!(1970), json!(1), json!(1), json!(26)]
+            ),
+            json!(93600000)
+        );
+        warns_invalid_date("DATE_TIMESTAMP", vec![json!(2016), json!(12), json!(-1)]);
+        warns_invalid_date("DATE_TIMESTAMP", vec![json!("foo")]);
+        warns_invalid_date("DATE_ISO8601", vec![json!(253402300800000u64)]);
+        warns_invalid_date("DATE_ISO8601", vec![json!(null)]);
+        warns_invalid_date("DATE_ISO8601", vec![json!([1])]);
+        let now = ok("DATE_NOW", vec![]).as_i64().unwrap_or(0);
+        assert!(now > 1_700_000_000_000);
+    }
+
+    #[test]
+    fn components() {
+        assert_eq!(ok("DATE_DAYOFWEEK", vec![json!("2020-08-29")]), json!(6));
+        assert_eq!(ok("DATE_DAYOFWEEK", vec![json!(0)]), json!(4));
+        assert_eq!(ok("DATE_YEAR", vec![json!("2020-08-29")]), json!(2020));
+        assert_eq!(ok("DATE_YEAR", vec![json!(0)]), json!(1970));
+        assert_eq!(ok("DATE_MONTH", vec![json!("2020-08-29")]), json!(8));
+        assert_eq!(ok("DATE_DAY", vec![json!("2020-08-29")]), json!(29));
+        assert_eq!(
+            ok("DATE_HOUR", vec![json!("2020-08-29T16:30:05.123")]),
+            json!(16)
+        );
+        assert_eq!(ok("DATE_HOUR", vec![json!(14400000)]), json!(4));
+        assert_eq!(ok("DATE_HOUR", vec![json!(7200000)]), json!(2));
+        assert_eq!(ok("DATE_MINUTE", vec![json!(2520000)]), json!(42));
+        assert_eq!(
+            ok("DATE_SECOND", vec![json!("2020-08-29T16:30:05.123")]),
+            json!(5)
+        );
+        assert_eq!(ok("DATE_SECOND", vec![json!(1234567890)]), json!(7));
+        assert_eq!(
+            ok("DATE_MILLISECOND", vec![json!("2020-08-29T16:30:05.123")]),
+            json!(123)
+        );
+        assert_eq!(ok("DATE_MILLISECOND", vec![json!(1234567890)]), json!(890));
+        assert_eq!(ok("DATE_DAYOFYEAR", vec![json!("2020-08-29")]), json!(242));
+        assert_eq!(ok("DATE_DAYOFYEAR", vec![json!(86400000)]), json!(2));
+        assert_eq!(ok("DATE_ISOWEEK", vec![json!("2020-08-29")]), json!(35));
+        assert_eq!(ok("DATE_ISOWEEK", vec![json!(1234567890)]), json!(3));
+        assert_eq!(
+            ok("DATE_ISOWEEKYEAR", vec![json!("2023-01-01")]),
+            json!({"week": 52, "year": 2022})
+        );
+        assert_eq!(
+            ok("DATE_ISOWEEKYEAR", vec![json!("2019-12-30")]),
+            json!({"week": 1, "year": 2020})
+        );
+        assert_eq!(ok("DATE_LEAPYEAR", vec![json!("2020-01-01")]), json!(true));
+        assert_eq!(ok("DATE_LEAPYEAR", vec![json!("2021-01-01")]), json!(false));
+        assert_eq!(ok("DATE_QUARTER", vec![json!("2020-08-29")]), json!(3));
+        assert_eq!(
+            ok("DATE_DAYS_IN_MONTH", vec![json!("2020-08-01")]),
+            json!(31)
+        );
+        assert_eq!(
+            ok("DATE_DAYS_IN_MONTH", vec![json!("2020-09-01")]),
+            json!(30)
+        );
+        assert_eq!(
+            ok("DATE_DAYS_IN_MONTH", vec![json!("2020-02-01")]),
+            json!(29)
+        );
+        assert_eq!(
+            ok("DATE_DAYS_IN_MONTH", vec![json!("2021-02-01")]),
+            json!(28)
+        );
+        assert_eq!(
+            ok("DATE_DAYS_IN_MONTH", vec![json!(3045600000u64)]),
+            json!(28)
+        );
+        assert_eq!(ok("DATE_YEAR", vec![json!(0), json!("UTC")]), json!(1970));
+        assert_eq!(
+            error("DATE_YEAR", vec![json!(0), json!("Europe/Berlin")]),
+            9
+        );
+        warns_invalid_date("DATE_YEAR", vec![json!("x")]);
+    }
+
+    #[test]
+    fn truncating_and_rounding() {
+        assert_eq!(
+            ok("DATE_TRUNC", vec![json!("2017-02-03"), json!("month")]),
+            json!("2017-02-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_TRUNC",
+                vec![json!("2017-02-03 04:05:06"), json!("hours")]
+            ),
+            json!("2017-02-03T04:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_TRUNC",
+                vec![json!("2023-03-25 23:00:00"), json!("day")]
+            ),
+            json!("2023-03-25T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_TRUNC", vec![json!("2018-10-26"), json!("y")]),
+            json!("2018-01-01T00:00:00.000Z")
+        );
+        warns_invalid_date("DATE_TRUNC", vec![json!("2018-10-26"), json!("fortnight")]);
+        assert_eq!(
+            ok(
+                "DATE_ROUND",
+                vec![json!("2000-04-28T11:11:11.111Z"), json!(1), json!("day")]
+            ),
+            json!("2000-04-28T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ROUND",
+                vec![json!("2000-04-10T11:39:29Z"), json!(15), json!("minutes")]
+            ),
+            json!("2000-04-10T11:30:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ROUND",
+                vec![
+                    json!("2019-12-04T21:17:52.583Z"),
+                    json!(5),
+                    json!("minutes")
+                ]
+            ),
+            json!("2019-12-04T21:15:00.000Z")
+        );
+        warns_invalid_date("DATE_ROUND", vec![json!(0), json!(0), json!("day")]);
+        warns_invalid_date("DATE_ROUND", vec![json!(0), json!(1), json!("month")]);
+    }
+
+    #[test]
+    fn adding_and_subtracting() {
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2015-04-01"), json!(5), json!("years")]
+            ),
+            json!("2020-04-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2015-04-01"), json!(61), json!("months")]
+            ),
+            json!("2020-05-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_ADD", vec![json!("2016-02"), json!("month"), json!(1)]),
+            json!("2016-03-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2016-03-01"), json!(-1), json!("day")]
+            ),
+            json!("2016-02-29T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2023-03-25T23:00:00.000Z"), json!(1), json!("day")]
+            ),
+            json!("2023-03-26T23:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_ADD", vec![json!("2000-01-01"), json!("PT4H")]),
+            json!("2000-01-01T04:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_ADD", vec![json!("2000-01-01"), json!("PT30M44.4S")]),
+            json!("2000-01-01T00:30:44.400Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2000-01-01"), json!("P1Y2M3W4DT5H6M7.89S")]
+            ),
+            json!("2001-03-26T05:06:07.890Z")
+        );
+        assert_eq!(
+            ok("DATE_ADD", vec![json!("2000-01-01"), json!("P5DT26H")]),
+            json!("2000-01-07T02:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_SUBTRACT", vec![json!("2000-01-05"), json!("P4D")]),
+            json!("2000-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_SUBTRACT",
+                vec![json!("2000-01-01T01:03:00Z"), json!("PT1H3M")]
+            ),
+            json!("2000-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_SUBTRACT",
+                vec![json!("2016-03-01"), json!(1), json!("day")]
+            ),
+            json!("2016-02-29T00:00:00.000Z")
+        );
+        warns_invalid_date("DATE_ADD", vec![json!("2000-01-01"), json!("P")]);
+        warns_invalid_date(
+            "DATE_ADD",
+            vec![json!("2000-01-01"), json!(1), json!("fortnight")],
+        );
+        warns_invalid_date(
+            "DATE_ADD",
+            vec![json!("9999-12-31"), json!(1), json!("day")],
+        );
+    }
+
+    #[test]
+    fn differences_and_comparisons() {
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![json!("2023-12-01"), json!("2024-04-01"), json!("days")]
+            ),
+            json!(122)
+        );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![
+                    json!("2023-03-25T23:00:00.000Z"),
+                    json!("2023-03-26T23:00:00.000Z"),
+                    json!("hours")
+                ]
+            ),
+            json!(24)
+        );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![json!(0), json!(90 * 60 * 1000), json!("h"), json!(true)]
+            ),
+            json!(1.5)
+        );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![json!(90 * 60 * 1000), json!(0), json!("h")]
+            ),
+            json!(-1)
+        );
+        assert_eq!(
+            ok(
+                "DATE_COMPARE",
+                vec![
+                    json!("2001-01-01T15:30:45.678Z"),
+                    json!("2001-01-01T08:08:08.008Z"),
+                    json!("years"),
+                    json!("days")
+                ]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "DATE_COMPARE",
+                vec![
+                    json!("1985-04-04"),
+                    json!("2020-04-04"),
+                    json!("months"),
+                    json!("days")
+                ]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "DATE_COMPARE",
+                vec![json!("1985-04-04"), json!("2020-04-04"), json!("years")]
+            ),
+            json!(false)
+        );
+        let (v, w) = run(
+            "DATE_COMPARE",
+            vec![json!(0), json!(0), json!("days"), json!("years")],
+        );
+        assert_eq!((v, w), (json!(null), vec![1542]));
+    }
+
+    #[test]
+    fn formatting() {
+        let f = |d: Value, fmt: &str| ok("DATE_FORMAT", vec![d, json!(fmt)]);
+        assert_eq!(f(json!("1969"), "Summer of '%yy"), json!("Summer of '69"));
+        assert_eq!(f(json!("2016"), "%%l = %l"), json!("%l = 1"));
+        // The documentation's example claims "063"; March 1st of a leap year is day 61.
+        assert_eq!(f(json!("2016-03-01"), "%xxx%"), json!("061"));
+        assert_eq!(
+            f(
+                json!("2015-09-18T15:30:49.374Z"),
+                "%dd.%mm.%yyyy %hh:%ii:%ss,%fff"
+            ),
+            json!("18.09.2015 15:30:49,374")
+        );
+        assert_eq!(f(json!("2015-09-18"), "%q/%yyyy"), json!("3/2015"));
+        assert_eq!(f(json!("2015-09-08"), "%m%&month %d"), json!("9month 8"));
+        assert_eq!(
+            f(json!("2015-09-08"), "%mmmm %mmm %wwww %www %w"),
+            json!("September Sep Tuesday Tue 2")
+        );
+        assert_eq!(
+            f(json!("2023-12-31T23:00:00.000Z"), "%k %kk %a %y"),
+            json!("52 52 31 2023")
+        );
+        assert_eq!(f(json!(0), "%t|%z"), json!("0|1970-01-01T00:00:00.000Z"));
+        assert_eq!(f(json!("2016-01-01"), "%yyyyyy"), json!("+002016"));
+        assert_eq!(f(json!("2016-01-01"), "%Y-%M-%D"), json!("2016-1-1"));
+        warns_invalid_date("DATE_FORMAT", vec![json!("x"), json!("%y")]);
+    }
+
+    #[test]
+    fn zones_and_strings() {
+        assert_eq!(ok("DATE_TIMEZONE", vec![]), json!("Etc/UTC"));
+        assert_eq!(
+            ok("DATE_UTCTOLOCAL", vec![json!(0), json!("UTC")]),
+            json!("1970-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_LOCALTOUTC",
+                vec![json!("1970-01-01"), json!("Etc/UTC")]
+            ),
+            json!("1970-01-01T00:00:00.000Z")
+        );
+        assert_eq!(
+            error("DATE_UTCTOLOCAL", vec![json!(0), json!("Asia/Tokyo")]),
+            9
+        );
+        assert_eq!(error("DATE_TIMEZONES", vec![]), 9);
+    }
+}

@@ -1,0 +1,1514 @@
+//! String functions. Positions and lengths count Unicode characters (code points), as
+//! ArangoDB does; non-string inputs are stringified with `TO_STRING` rules unless noted.
+
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use md5::Digest as _;
+use quiver_errors::{ErrorCode, Result};
+use regex::Regex;
+use serde_json::Value;
+
+use super::{arg, def, volatile, FunctionContext, FunctionDef};
+use crate::value::{self, to_str};
+
+pub(super) const FUNCTIONS: &[FunctionDef] = &[
+    def("CHAR_LENGTH", 1, 1, char_length),
+    def("CONCAT", 1, super::VARIADIC, concat),
+    def("CONCAT_SEPARATOR", 2, super::VARIADIC, concat_separator),
+    def("CONTAINS", 2, 3, contains),
+    def("CRC32", 1, 1, crc32),
+    def("ENCODE_URI_COMPONENT", 1, 1, encode_uri_component),
+    def("FIND_FIRST", 2, 4, find_first),
+    def("FIND_LAST", 2, 4, find_last),
+    def("FNV64", 1, 1, fnv64),
+    def("IPV4_FROM_NUMBER", 1, 1, ipv4_from_number),
+    def("IPV4_TO_NUMBER", 1, 1, ipv4_to_number),
+    def("IS_IPV4", 1, 1, is_ipv4),
+    def("JSON_PARSE", 1, 1, json_parse),
+    def("JSON_STRINGIFY", 1, 1, json_stringify),
+    def("LEFT", 2, 2, left),
+    def("LEVENSHTEIN_DISTANCE", 2, 2, levenshtein_distance),
+    def("LIKE", 2, 3, like),
+    def("LOWER", 1, 1, lower),
+    def("LTRIM", 1, 2, ltrim),
+    def("MD5", 1, 1, md5),
+    def(
+        "NGRAM_POSITIONAL_SIMILARITY",
+        3,
+        3,
+        ngram_positional_similarity,
+    ),
+    def("NGRAM_SIMILARITY", 3, 3, ngram_similarity),
+    volatile("RANDOM_TOKEN", 1, 1, random_token),
+    def("REGEX_MATCHES", 2, 3, regex_matches),
+    def("REGEX_REPLACE", 3, 4, regex_replace),
+    def("REGEX_SPLIT", 2, 4, regex_split),
+    def("REGEX_TEST", 2, 3, regex_test),
+    def("REVERSE", 1, 1, reverse),
+    def("RIGHT", 2, 2, right),
+    def("RTRIM", 1, 2, rtrim),
+    def("SHA1", 1, 1, sha1),
+    def("SHA256", 1, 1, sha256),
+    def("SHA512", 1, 1, sha512),
+    def("SOUNDEX", 1, 1, soundex),
+    def("SPLIT", 1, 3, split),
+    def("STARTS_WITH", 2, 3, starts_with),
+    def("SUBSTITUTE", 2, 4, substitute),
+    def("SUBSTRING", 2, 3, substring),
+    def("SUBSTRING_BYTES", 2, 3, substring_bytes),
+    def("TO_BASE64", 1, 1, to_base64),
+    def("TO_HEX", 1, 1, to_hex),
+    def("TRIM", 1, 2, trim),
+    def("UPPER", 1, 1, upper),
+    volatile("UUID", 0, 0, uuid),
+];
+
+fn s(v: Value) -> Result<Value> {
+    Ok(v)
+}
+
+fn string(text: impl Into<String>) -> Result<Value> {
+    Ok(Value::String(text.into()))
+}
+
+/// An integer argument (`TO_NUMBER` rules, truncated).
+pub(crate) fn int_arg(args: &[Value], i: usize) -> i64 {
+    let f = value::to_number(arg(args, i));
+    if f.is_finite() {
+        f.trunc() as i64
+    } else {
+        0
+    }
+}
+
+fn char_length(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    s(Value::from(to_str(arg(args, 0)).chars().count()))
+}
+
+fn append_concat(out: &mut String, v: &Value) {
+    match v {
+        Value::Null => {}
+        Value::String(text) => out.push_str(text),
+        other => out.push_str(&value::to_string(other)),
+    }
+}
+
+fn concat(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let mut out = String::new();
+    match args {
+        [Value::Array(items)] => items.iter().for_each(|v| append_concat(&mut out, v)),
+        _ => args.iter().for_each(|v| append_concat(&mut out, v)),
+    }
+    string(out)
+}
+
+fn concat_separator(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let separator = to_str(arg(args, 0));
+    let values: &[Value] = match &args[1..] {
+        [Value::Array(items)] => items,
+        rest => rest,
+    };
+    let mut out = String::new();
+    let mut first = true;
+    for v in values.iter().filter(|v| !v.is_null()) {
+        if !first {
+            out.push_str(&separator);
+        }
+        first = false;
+        append_concat(&mut out, v);
+    }
+    string(out)
+}
+
+/// Character index of the first occurrence of `needle` in `haystack` at or after character
+/// `from`.
+fn char_find(haystack: &str, needle: &str, from_char: usize) -> Option<usize> {
+    let start_byte = haystack
+        .char_indices()
+        .nth(from_char)
+        .map_or(haystack.len(), |(b, _)| b);
+    if from_char > 0 && start_byte == haystack.len() && !needle.is_empty() {
+        return None;
+    }
+    haystack[start_byte..]
+        .find(needle)
+        .map(|b| from_char + haystack[start_byte..start_byte + b].chars().count())
+}
+
+fn contains(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let search = to_str(arg(args, 1));
+    let found = char_find(&text, &search, 0);
+    if value::to_bool(arg(args, 2)) {
+        s(Value::from(found.map_or(-1, |p| p as i64)))
+    } else {
+        s(Value::Bool(found.is_some()))
+    }
+}
+
+fn crc32(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    string(format!("{:X}", crc32c::crc32c(text.as_bytes())))
+}
+
+fn fnv64(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    string(format!("{hash:X}"))
+}
+
+fn encode_uri_component(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'-' | b'_' | b'.' | b'!' | b'~' | b'*' | b'\'' | b'(' | b')'
+            )
+        {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    string(out)
+}
+
+/// The character window `[start, end]` (end inclusive) FIND_FIRST/FIND_LAST search in, or
+/// None when the window is empty by construction.
+fn find_window(args: &[Value], len: usize) -> Option<(usize, usize)> {
+    let start = if arg(args, 2).is_null() {
+        0
+    } else {
+        int_arg(args, 2).max(0)
+    };
+    let end = if arg(args, 3).is_null() {
+        len as i64
+    } else {
+        let e = int_arg(args, 3);
+        if e < start {
+            return None;
+        }
+        (e + 1).min(len as i64)
+    };
+    Some((start as usize, end.max(0) as usize))
+}
+
+fn find_first(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let search = to_str(arg(args, 1));
+    let chars: Vec<char> = text.chars().collect();
+    let Some((start, end)) = find_window(args, chars.len()) else {
+        return s(Value::from(-1));
+    };
+    if search.is_empty() {
+        return s(Value::from(start as i64));
+    }
+    if start >= end {
+        return s(Value::from(-1));
+    }
+    let window: String = chars[start..end].iter().collect();
+    s(Value::from(
+        char_find(&window, &search, 0).map_or(-1, |p| (p + start) as i64),
+    ))
+}
+
+fn find_last(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let search = to_str(arg(args, 1));
+    let chars: Vec<char> = text.chars().collect();
+    let Some((start, end)) = find_window(args, chars.len()) else {
+        return s(Value::from(-1));
+    };
+    if search.is_empty() {
+        return s(Value::from(end as i64));
+    }
+    if start >= end {
+        return s(Value::from(-1));
+    }
+    let window: String = chars[start..end].iter().collect();
+    s(Value::from(window.rfind(search.as_ref()).map_or(-1, |b| {
+        (window[..b].chars().count() + start) as i64
+    })))
+}
+
+/// Dotted quad without leading zeros, each part 0..=255.
+fn parse_ipv4(text: &str) -> Option<u32> {
+    let mut parts = 0;
+    let mut result: u32 = 0;
+    for part in text.split('.') {
+        parts += 1;
+        if parts > 4
+            || part.is_empty()
+            || part.len() > 3
+            || !part.bytes().all(|b| b.is_ascii_digit())
+            || (part.len() > 1 && part.starts_with('0'))
+        {
+            return None;
+        }
+        let n: u32 = part.parse().ok()?;
+        if n > 255 {
+            return None;
+        }
+        result = (result << 8) | n;
+    }
+    (parts == 4).then_some(result)
+}
+
+fn ipv4_from_number(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let v = arg(args, 0);
+    let n = match v.as_f64() {
+        Some(f) if f >= 0.0 && f <= f64::from(u32::MAX) && f == f.trunc() => f as u32,
+        _ => return s(ctx.invalid_argument()),
+    };
+    let o = n.to_be_bytes();
+    string(format!("{}.{}.{}.{}", o[0], o[1], o[2], o[3]))
+}
+
+fn ipv4_to_number(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    match arg(args, 0) {
+        Value::String(text) => match parse_ipv4(text) {
+            Some(n) => s(Value::from(n)),
+            None => s(ctx.invalid_argument()),
+        },
+        _ => s(ctx.invalid_argument()),
+    }
+}
+
+fn is_ipv4(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    s(Value::Bool(match arg(args, 0) {
+        Value::String(text) => parse_ipv4(text).is_some(),
+        _ => false,
+    }))
+}
+
+fn json_parse(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    match arg(args, 0) {
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => s(v),
+            Err(_) => s(ctx.invalid_argument()),
+        },
+        _ => s(ctx.invalid_argument()),
+    }
+}
+
+fn json_stringify(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(value::to_json_string(arg(args, 0)))
+}
+
+fn left(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let n = int_arg(args, 1).max(0) as usize;
+    string(text.chars().take(n).collect::<String>())
+}
+
+fn right(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let n = int_arg(args, 1).max(0) as usize;
+    let len = text.chars().count();
+    string(text.chars().skip(len.saturating_sub(n)).collect::<String>())
+}
+
+/// Damerau-Levenshtein distance (optimal string alignment variant) over characters.
+pub(crate) fn damerau_levenshtein(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let (n, m) = (a.len(), b.len());
+    if n == 0 {
+        return m;
+    }
+    if m == 0 {
+        return n;
+    }
+    // Three rolling rows keep memory at O(m).
+    let mut prev2 = vec![0usize; m + 1];
+    let mut prev: Vec<usize> = (0..=m).collect();
+    let mut cur = vec![0usize; m + 1];
+    for i in 1..=n {
+        cur[0] = i;
+        for j in 1..=m {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (prev[j] + 1).min(cur[j - 1] + 1).min(prev[j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(prev2[j - 2] + 1);
+            }
+            cur[j] = d;
+        }
+        std::mem::swap(&mut prev2, &mut prev);
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[m]
+}
+
+fn levenshtein_distance(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let a = to_str(arg(args, 0));
+    let b = to_str(arg(args, 1));
+    s(Value::from(damerau_levenshtein(&a, &b)))
+}
+
+fn like(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let pattern = to_str(arg(args, 1));
+    s(Value::Bool(value::like(
+        &text,
+        &pattern,
+        value::to_bool(arg(args, 2)),
+    )))
+}
+
+fn lower(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(to_str(arg(args, 0)).to_lowercase())
+}
+
+fn upper(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(to_str(arg(args, 0)).to_uppercase())
+}
+
+const DEFAULT_TRIM: &str = "\r\n \t";
+
+fn trim_with(text: &str, chars: &str, start: bool, end: bool) -> String {
+    let is_trim = |c: char| chars.contains(c);
+    let mut t = text;
+    if start {
+        t = t.trim_start_matches(is_trim);
+    }
+    if end {
+        t = t.trim_end_matches(is_trim);
+    }
+    t.to_string()
+}
+
+fn trim_chars(args: &[Value]) -> Cow<'_, str> {
+    match arg(args, 1) {
+        Value::Null => Cow::Borrowed(DEFAULT_TRIM),
+        other => to_str(other),
+    }
+}
+
+fn ltrim(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(trim_with(
+        &to_str(arg(args, 0)),
+        &trim_chars(args),
+        true,
+        false,
+    ))
+}
+
+fn rtrim(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(trim_with(
+        &to_str(arg(args, 0)),
+        &trim_chars(args),
+        false,
+        true,
+    ))
+}
+
+fn trim(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    match arg(args, 1) {
+        Value::Number(_) => {
+            let (start, end) = match int_arg(args, 1) {
+                1 => (true, false),
+                2 => (false, true),
+                _ => (true, true),
+            };
+            string(trim_with(&text, DEFAULT_TRIM, start, end))
+        }
+        _ => string(trim_with(&text, &trim_chars(args), true, true)),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(out, "{b:02x}");
+    }
+    out
+}
+
+fn md5(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(hex(&md5::Md5::digest(to_str(arg(args, 0)).as_bytes())))
+}
+
+fn sha1(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(hex(&sha1::Sha1::digest(to_str(arg(args, 0)).as_bytes())))
+}
+
+fn sha256(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(hex(&sha2::Sha256::digest(to_str(arg(args, 0)).as_bytes())))
+}
+
+fn sha512(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(hex(&sha2::Sha512::digest(to_str(arg(args, 0)).as_bytes())))
+}
+
+fn to_base64(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(base64::engine::general_purpose::STANDARD.encode(to_str(arg(args, 0)).as_bytes()))
+}
+
+fn to_hex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    string(hex(to_str(arg(args, 0)).as_bytes()))
+}
+
+/// Character n-grams of `text`; a text shorter than `n` is its own single gram.
+fn ngrams(text: &str, n: usize) -> Vec<Vec<char>> {
+    let chars: Vec<char> = text.chars().collect();
+    if chars.is_empty() {
+        return Vec::new();
+    }
+    if chars.len() < n {
+        return vec![chars];
+    }
+    chars.windows(n).map(<[char]>::to_vec).collect()
+}
+
+/// Longest common subsequence of two gram sequences where a pair of grams scores `score`.
+fn gram_lcs(a: &[Vec<char>], b: &[Vec<char>], score: impl Fn(&[char], &[char]) -> f64) -> f64 {
+    let mut prev = vec![0.0f64; b.len() + 1];
+    let mut cur = vec![0.0f64; b.len() + 1];
+    for ga in a {
+        for (j, gb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + score(ga, gb)).max(prev[j + 1]).max(cur[j]);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+fn ngram_args(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Option<(String, String, usize)> {
+    let (Value::String(a), Value::String(b)) = (arg(args, 0), arg(args, 1)) else {
+        ctx.invalid_argument();
+        return None;
+    };
+    let n = match arg(args, 2).as_f64() {
+        Some(f) if f >= 1.0 => f as usize,
+        _ => {
+            ctx.invalid_argument();
+            return None;
+        }
+    };
+    Some((a.clone(), b.clone(), n))
+}
+
+fn ngram_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let Some((input, target, n)) = ngram_args(ctx, args) else {
+        return s(Value::Null);
+    };
+    let a = ngrams(&input, n);
+    let b = ngrams(&target, n);
+    if b.is_empty() {
+        return s(Value::from(if a.is_empty() { 1.0 } else { 0.0 }));
+    }
+    let lcs = gram_lcs(&a, &b, |x, y| if x == y { 1.0 } else { 0.0 });
+    s(value::number(lcs / b.len() as f64))
+}
+
+fn ngram_positional_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let Some((input, target, n)) = ngram_args(ctx, args) else {
+        return s(Value::Null);
+    };
+    let a = ngrams(&input, n);
+    let b = ngrams(&target, n);
+    let longest = a.len().max(b.len());
+    if longest == 0 {
+        return s(Value::from(1));
+    }
+    let lcs = gram_lcs(&a, &b, |x, y| {
+        let same = x.iter().zip(y.iter()).filter(|(p, q)| p == q).count();
+        same as f64 / x.len().max(y.len()) as f64
+    });
+    s(value::number(lcs / longest as f64))
+}
+
+fn random_token(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    use rand::Rng as _;
+    let n = value::to_number(arg(args, 0));
+    if !(0.0..=65536.0).contains(&n) {
+        return s(ctx.invalid_argument());
+    }
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    let mut rng = rand::thread_rng();
+    let token: String = (0..n as usize)
+        .map(|_| ALPHABET[rng.gen_range(0..ALPHABET.len())] as char)
+        .collect();
+    string(token)
+}
+
+/// Compiled regexes by (pattern, case-insensitive). Queries call REGEX_* per row with the same
+/// pattern, so compiling once matters; the cache is per thread and bounded.
+fn with_regex<T>(pattern: &str, case_insensitive: bool, f: impl FnOnce(&Regex) -> T) -> Option<T> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), Regex>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (pattern.to_string(), case_insensitive);
+        if !cache.contains_key(&key) {
+            let re = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .size_limit(1 << 20)
+                .build()
+                .ok()?;
+            if cache.len() >= 64 {
+                cache.clear();
+            }
+            cache.insert(key.clone(), re);
+        }
+        cache.get(&key).map(f)
+    })
+}
+
+fn invalid_regex(ctx: &mut FunctionContext<'_>) -> Result<Value> {
+    let message = format!(
+        "invalid regex value in call to function '{}()'",
+        ctx.function_name()
+    );
+    ctx.warn(ErrorCode::QueryInvalidRegex, message);
+    s(Value::Null)
+}
+
+fn regex_test(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let pattern = to_str(arg(args, 1));
+    match with_regex(&pattern, value::to_bool(arg(args, 2)), |re| {
+        re.is_match(&text)
+    }) {
+        Some(b) => s(Value::Bool(b)),
+        None => invalid_regex(ctx),
+    }
+}
+
+fn regex_matches(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let pattern = to_str(arg(args, 1));
+    let result = with_regex(&pattern, value::to_bool(arg(args, 2)), |re| {
+        re.captures(&text).map(|caps| {
+            caps.iter()
+                .map(|m| Value::String(m.map_or(String::new(), |m| m.as_str().to_string())))
+                .collect::<Vec<_>>()
+        })
+    });
+    match result {
+        Some(Some(items)) => s(Value::Array(items)),
+        Some(None) => s(Value::Null),
+        None => invalid_regex(ctx),
+    }
+}
+
+fn regex_replace(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let pattern = to_str(arg(args, 1));
+    let replacement = to_str(arg(args, 2));
+    match with_regex(&pattern, value::to_bool(arg(args, 3)), |re| {
+        re.replace_all(&text, replacement.as_ref()).into_owned()
+    }) {
+        Some(out) => string(out),
+        None => invalid_regex(ctx),
+    }
+}
+
+fn regex_split(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let pattern = to_str(arg(args, 1));
+    let limit = if arg(args, 3).is_null() {
+        usize::MAX
+    } else {
+        int_arg(args, 3).max(0) as usize
+    };
+    let result = with_regex(&pattern, value::to_bool(arg(args, 2)), |re| {
+        let mut out = Vec::new();
+        let mut last = 0;
+        for caps in re.captures_iter(&text) {
+            let Some(m) = caps.get(0) else { continue };
+            if m.start() == m.end() && (m.start() == 0 || m.start() == text.len()) {
+                continue;
+            }
+            out.push(Value::String(text[last..m.start()].to_string()));
+            // Captured groups are kept, as in JavaScript's split.
+            for group in caps.iter().skip(1).flatten() {
+                out.push(Value::String(group.as_str().to_string()));
+            }
+            last = m.end();
+            if out.len() >= limit {
+                break;
+            }
+        }
+        if out.len() < limit {
+            out.push(Value::String(text[last..].to_string()));
+        }
+        out.truncate(limit);
+        out
+    });
+    match result {
+        Some(items) => s(Value::Array(items)),
+        None => invalid_regex(ctx),
+    }
+}
+
+fn reverse(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    match arg(args, 0) {
+        Value::String(text) => string(text.chars().rev().collect::<String>()),
+        Value::Array(items) => s(Value::Array(items.iter().rev().cloned().collect())),
+        _ => s(ctx.invalid_argument()),
+    }
+}
+
+fn soundex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    fn code(c: char) -> Option<u8> {
+        Some(match c {
+            'B' | 'F' | 'P' | 'V' => b'1',
+            'C' | 'G' | 'J' | 'K' | 'Q' | 'S' | 'X' | 'Z' => b'2',
+            'D' | 'T' => b'3',
+            'L' => b'4',
+            'M' | 'N' => b'5',
+            'R' => b'6',
+            _ => return None,
+        })
+    }
+    let text = to_str(arg(args, 0)).to_uppercase();
+    let mut letters = text.chars().filter(char::is_ascii_alphabetic);
+    let Some(first) = letters.next() else {
+        return string("");
+    };
+    let mut out = String::with_capacity(4);
+    out.push(first);
+    let mut last = code(first);
+    for c in letters {
+        if out.len() == 4 {
+            break;
+        }
+        match c {
+            // H and W do not separate letters with the same code.
+            'H' | 'W' => {}
+            // Vowels separate letters with the same code.
+            'A' | 'E' | 'I' | 'O' | 'U' | 'Y' => last = None,
+            _ => {
+                let c = code(c);
+                if c.is_some() && c != last {
+                    out.push(c.map_or('0', char::from));
+                }
+                last = c;
+            }
+        }
+    }
+    while out.len() < 4 {
+        out.push('0');
+    }
+    string(out)
+}
+
+fn split(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let limit = if arg(args, 2).is_null() {
+        usize::MAX
+    } else {
+        let l = int_arg(args, 2);
+        if l < 0 {
+            usize::MAX
+        } else {
+            l as usize
+        }
+    };
+    let separators: Vec<Cow<'_, str>> = match arg(args, 1) {
+        Value::Null if args.len() < 2 => {
+            return s(Value::Array(vec![Value::String(text.into_owned())]));
+        }
+        Value::Array(items) => items.iter().map(to_str).collect(),
+        other => vec![to_str(other)],
+    };
+    let mut out = Vec::new();
+    if separators.iter().any(|sep| sep.is_empty()) && separators.len() == 1 {
+        for c in text.chars().take(limit) {
+            out.push(Value::String(c.to_string()));
+        }
+        return s(Value::Array(out));
+    }
+    let mut rest: &str = &text;
+    while out.len() < limit {
+        // The earliest match of any separator (first listed wins on ties).
+        let next = separators
+            .iter()
+            .filter(|sep| !sep.is_empty())
+            .filter_map(|sep| rest.find(sep.as_ref()).map(|p| (p, sep.len())))
+            .min_by_key(|(p, _)| *p);
+        match next {
+            Some((p, len)) => {
+                out.push(Value::String(rest[..p].to_string()));
+                rest = &rest[p + len..];
+            }
+            None => {
+                out.push(Value::String(rest.to_string()));
+                break;
+            }
+        }
+    }
+    s(Value::Array(out))
+}
+
+fn starts_with(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    match arg(args, 1) {
+        Value::Array(prefixes) => {
+            let min = if arg(args, 2).is_null() {
+                1
+            } else {
+                int_arg(args, 2)
+            };
+            let matched = prefixes
+                .iter()
+                .filter(|p| text.starts_with(to_str(p).as_ref()))
+                .count() as i64;
+            s(Value::Bool(matched >= min))
+        }
+        prefix => s(Value::Bool(text.starts_with(to_str(prefix).as_ref()))),
+    }
+}
+
+fn substitute(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let (pairs, limit_index): (Vec<(String, String)>, usize) = match arg(args, 1) {
+        Value::Object(map) => (
+            map.iter()
+                .map(|(k, v)| (k.clone(), value::to_string(v)))
+                .collect(),
+            2,
+        ),
+        Value::Array(search) => {
+            let replace = arg(args, 2);
+            let pairs = search
+                .iter()
+                .enumerate()
+                .map(|(i, sv)| {
+                    let r = match replace {
+                        Value::Array(rs) => rs.get(i).map(value::to_string).unwrap_or_default(),
+                        other => value::to_string(other),
+                    };
+                    (value::to_string(sv), r)
+                })
+                .collect();
+            (pairs, 3)
+        }
+        other => (
+            vec![(value::to_string(other), value::to_string(arg(args, 2)))],
+            3,
+        ),
+    };
+    let limit = if arg(args, limit_index).is_null() {
+        usize::MAX
+    } else {
+        let l = int_arg(args, limit_index);
+        if l <= 0 {
+            return string(text.into_owned());
+        }
+        l as usize
+    };
+    let pairs: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| !k.is_empty()).collect();
+    let mut out = String::with_capacity(text.len());
+    let mut replaced = 0;
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    while i < bytes.len() {
+        if replaced < limit {
+            if let Some((k, r)) = pairs
+                .iter()
+                .find(|(k, _)| text[i..].starts_with(k.as_str()))
+            {
+                out.push_str(r);
+                i += k.len();
+                replaced += 1;
+                continue;
+            }
+        }
+        // Advance by one whole character.
+        let ch_len = text[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&text[i..i + ch_len]);
+        i += ch_len;
+    }
+    string(out)
+}
+
+fn substring(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let len = text.chars().count() as i64;
+    let mut offset = int_arg(args, 1);
+    if offset < 0 {
+        offset = (len + offset).max(0);
+    }
+    let count = if arg(args, 2).is_null() {
+        len
+    } else {
+        int_arg(args, 2).max(0)
+    };
+    string(
+        text.chars()
+            .skip(offset as usize)
+            .take(count as usize)
+            .collect::<String>(),
+    )
+}
+
+fn substring_bytes(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let text = to_str(arg(args, 0));
+    let len = text.len() as i64;
+    let mut offset = int_arg(args, 1);
+    if offset < 0 {
+        offset = (len + offset).max(0);
+    }
+    let offset = offset.min(len) as usize;
+    let end = if arg(args, 2).is_null() {
+        text.len()
+    } else {
+        (offset as i64 + int_arg(args, 2).max(0)).min(len) as usize
+    };
+    match text.get(offset..end) {
+        Some(part) => string(part),
+        None => s(ctx.invalid_argument()),
+    }
+}
+
+fn uuid(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
+    string(uuid::Uuid::new_v4().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testutil::{invalid, ok, run};
+    use serde_json::json;
+
+    #[test]
+    fn lengths_and_concatenation() {
+        assert_eq!(ok("CHAR_LENGTH", vec![json!("foo")]), json!(3));
+        assert_eq!(ok("CHAR_LENGTH", vec![json!("电脑坏了")]), json!(4));
+        assert_eq!(ok("CHAR_LENGTH", vec![json!({"foo": "bar"})]), json!(13));
+        assert_eq!(ok("CHAR_LENGTH", vec![json!(true)]), json!(4));
+        assert_eq!(ok("CHAR_LENGTH", vec![json!(null)]), json!(0));
+        assert_eq!(
+            ok("CONCAT", vec![json!("foo"), json!("bar"), json!("baz")]),
+            json!("foobarbaz")
+        );
+        assert_eq!(
+            ok("CONCAT", vec![json!(1), json!(2), json!(3)]),
+            json!("123")
+        );
+        assert_eq!(
+            ok(
+                "CONCAT",
+                vec![json!(null), json!(false), json!(0), json!(true), json!("")]
+            ),
+            json!("false0true")
+        );
+        assert_eq!(
+            ok("CONCAT", vec![json!([5, 6]), json!({"foo": "bar"})]),
+            json!("[5,6]{\"foo\":\"bar\"}")
+        );
+        assert_eq!(ok("CONCAT", vec![json!([1, null, "x"])]), json!("1x"));
+        assert_eq!(
+            ok("CONCAT", vec![json!([[5, 6], {"foo": "bar"}])]),
+            json!("[5,6]{\"foo\":\"bar\"}")
+        );
+        assert_eq!(
+            ok(
+                "CONCAT_SEPARATOR",
+                vec![json!(", "), json!("foo"), json!("bar"), json!("baz")]
+            ),
+            json!("foo, bar, baz")
+        );
+        assert_eq!(
+            ok(
+                "CONCAT_SEPARATOR",
+                vec![json!(", "), json!([null, false, 0, true, ""])]
+            ),
+            json!("false, 0, true, ")
+        );
+        assert_eq!(
+            ok(
+                "CONCAT_SEPARATOR",
+                vec![json!("-"), json!([5, 6]), json!({"foo": "bar"})]
+            ),
+            json!("[5,6]-{\"foo\":\"bar\"}")
+        );
+    }
+
+    #[test]
+    fn searching() {
+        assert_eq!(
+            ok("CONTAINS", vec![json!("foobarbaz"), json!("bar")]),
+            json!(true)
+        );
+        assert_eq!(
+            ok("CONTAINS", vec![json!("foobarbaz"), json!("horse")]),
+            json!(false)
+        );
+        assert_eq!(
+            ok(
+                "CONTAINS",
+                vec![json!("foobarbaz"), json!("bar"), json!(true)]
+            ),
+            json!(3)
+        );
+        assert_eq!(
+            ok(
+                "CONTAINS",
+                vec![json!("foobarbaz"), json!("horse"), json!(true)]
+            ),
+            json!(-1)
+        );
+        assert_eq!(
+            ok("CONTAINS", vec![json!("äöübar"), json!("bar"), json!(true)]),
+            json!(3)
+        );
+        assert_eq!(
+            ok("FIND_FIRST", vec![json!("foobarbaz"), json!("ba")]),
+            json!(3)
+        );
+        assert_eq!(
+            ok(
+                "FIND_FIRST",
+                vec![json!("foobarbaz"), json!("ba"), json!(4)]
+            ),
+            json!(6)
+        );
+        assert_eq!(
+            ok(
+                "FIND_FIRST",
+                vec![json!("foobarbaz"), json!("ba"), json!(0), json!(3)]
+            ),
+            json!(-1)
+        );
+        assert_eq!(
+            ok("FIND_FIRST", vec![json!("foobarbaz"), json!(""), json!(2)]),
+            json!(2)
+        );
+        assert_eq!(ok("FIND_FIRST", vec![json!("äbcä"), json!("cä")]), json!(2));
+        assert_eq!(
+            ok("FIND_LAST", vec![json!("foobarbaz"), json!("ba")]),
+            json!(6)
+        );
+        assert_eq!(
+            ok("FIND_LAST", vec![json!("foobarbaz"), json!("ba"), json!(7)]),
+            json!(-1)
+        );
+        assert_eq!(
+            ok(
+                "FIND_LAST",
+                vec![json!("foobarbaz"), json!("ba"), json!(0), json!(4)]
+            ),
+            json!(3)
+        );
+        assert_eq!(ok("FIND_LAST", vec![json!("abc"), json!("")]), json!(3));
+    }
+
+    #[test]
+    fn hashes_and_encodings() {
+        assert_eq!(ok("CRC32", vec![json!("foobar")]), json!("D5F5C7F"));
+        assert_eq!(
+            ok("FNV64", vec![json!("foobar")]),
+            json!("85944171F73967E8")
+        );
+        assert_eq!(
+            ok("MD5", vec![json!("foobar")]),
+            json!("3858f62230ac3c915f300c664312c63f")
+        );
+        assert_eq!(
+            ok("SHA1", vec![json!("foobar")]),
+            json!("8843d7f92416211de9ebb963ff4ce28125932878")
+        );
+        assert_eq!(
+            ok("SHA256", vec![json!("foobar")]),
+            json!("c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2")
+        );
+        assert_eq!(
+            ok("SHA512", vec![json!("")]).as_str().map(str::len),
+            Some(128)
+        );
+        assert_eq!(ok("TO_BASE64", vec![json!("ABC.")]), json!("QUJDLg=="));
+        assert_eq!(ok("TO_BASE64", vec![json!("123456")]), json!("MTIzNDU2"));
+        assert_eq!(ok("TO_HEX", vec![json!("ABC.")]), json!("4142432e"));
+        assert_eq!(ok("TO_HEX", vec![json!("ü")]), json!("c3bc"));
+        assert_eq!(
+            ok("ENCODE_URI_COMPONENT", vec![json!("fünf %")]),
+            json!("f%C3%BCnf%20%25")
+        );
+        assert_eq!(
+            ok("ENCODE_URI_COMPONENT", vec![json!("a-_.!~*'()b/?")]),
+            json!("a-_.!~*'()b%2F%3F")
+        );
+        let u = ok("UUID", vec![]);
+        assert_eq!(u.as_str().map(str::len), Some(36));
+        assert_ne!(u, ok("UUID", vec![]));
+        let t = ok("RANDOM_TOKEN", vec![json!(8)]);
+        assert_eq!(t.as_str().map(str::len), Some(8));
+        assert_eq!(ok("RANDOM_TOKEN", vec![json!(0)]), json!(""));
+        invalid("RANDOM_TOKEN", vec![json!(-1)]);
+        invalid("RANDOM_TOKEN", vec![json!(65537)]);
+    }
+
+    #[test]
+    fn ipv4() {
+        assert_eq!(ok("IPV4_FROM_NUMBER", vec![json!(0)]), json!("0.0.0.0"));
+        assert_eq!(
+            ok("IPV4_FROM_NUMBER", vec![json!(134744072)]),
+            json!("8.8.8.8")
+        );
+        assert_eq!(
+            ok("IPV4_FROM_NUMBER", vec![json!(3232235521u64)]),
+            json!("192.168.0.1")
+        );
+        invalid("IPV4_FROM_NUMBER", vec![json!(-23)]);
+        invalid("IPV4_FROM_NUMBER", vec![json!(4294967296u64)]);
+        invalid("IPV4_FROM_NUMBER", vec![json!("1")]);
+        assert_eq!(
+            ok("IPV4_TO_NUMBER", vec![json!("127.0.0.1")]),
+            json!(2130706433)
+        );
+        assert_eq!(ok("IPV4_TO_NUMBER", vec![json!("0.0.0.0")]), json!(0));
+        invalid("IPV4_TO_NUMBER", vec![json!("milk")]);
+        invalid("IPV4_TO_NUMBER", vec![json!(12)]);
+        assert_eq!(ok("IS_IPV4", vec![json!("127.0.0.1")]), json!(true));
+        assert_eq!(ok("IS_IPV4", vec![json!("008.008.008.008")]), json!(false));
+        assert_eq!(ok("IS_IPV4", vec![json!("12345.2.3.4")]), json!(false));
+        assert_eq!(ok("IS_IPV4", vec![json!("12.34")]), json!(false));
+        assert_eq!(ok("IS_IPV4", vec![json!("1.2.3.256")]), json!(false));
+        assert_eq!(ok("IS_IPV4", vec![json!(8888)]), json!(false));
+    }
+
+    #[test]
+    fn json() {
+        assert_eq!(ok("JSON_PARSE", vec![json!("123")]), json!(123));
+        assert_eq!(
+            ok("JSON_PARSE", vec![json!("[ true, false, null, -0.5 ]")]),
+            json!([true, false, null, -0.5])
+        );
+        assert_eq!(ok("JSON_PARSE", vec![json!("{\"a\": 1}")]), json!({"a": 1}));
+        assert_eq!(ok("JSON_PARSE", vec![json!("\"abc\"")]), json!("abc"));
+        invalid("JSON_PARSE", vec![json!("abc")]);
+        invalid("JSON_PARSE", vec![json!(1)]);
+        assert_eq!(ok("JSON_STRINGIFY", vec![json!(true)]), json!("true"));
+        assert_eq!(ok("JSON_STRINGIFY", vec![json!("abc")]), json!("\"abc\""));
+        assert_eq!(
+            ok("JSON_STRINGIFY", vec![json!([1, {"2": 0.5}])]),
+            json!("[1,{\"2\":0.5}]")
+        );
+    }
+
+    #[test]
+    fn slicing() {
+        assert_eq!(ok("LEFT", vec![json!("foobar"), json!(3)]), json!("foo"));
+        assert_eq!(
+            ok("LEFT", vec![json!("foobar"), json!(10)]),
+            json!("foobar")
+        );
+        assert_eq!(ok("LEFT", vec![json!("äöü"), json!(2)]), json!("äö"));
+        assert_eq!(ok("LEFT", vec![json!("foobar"), json!(-1)]), json!(""));
+        assert_eq!(ok("RIGHT", vec![json!("foobar"), json!(3)]), json!("bar"));
+        assert_eq!(
+            ok("RIGHT", vec![json!("foobar"), json!(10)]),
+            json!("foobar")
+        );
+        assert_eq!(ok("RIGHT", vec![json!("äöü"), json!(1)]), json!("ü"));
+        assert_eq!(
+            ok("SUBSTRING", vec![json!("Holy Guacamole!"), json!(5)]),
+            json!("Guacamole!")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTRING",
+                vec![json!("Holy Guacamole!"), json!(10), json!(4)]
+            ),
+            json!("mole")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTRING",
+                vec![json!("Holy Guacamole!"), json!(-5), json!(4)]
+            ),
+            json!("mole")
+        );
+        assert_eq!(
+            ok("SUBSTRING", vec![json!("abc"), json!(-10)]),
+            json!("abc")
+        );
+        assert_eq!(
+            ok("SUBSTRING", vec![json!("电脑坏了"), json!(1), json!(2)]),
+            json!("脑坏")
+        );
+        assert_eq!(ok("SUBSTRING", vec![json!(null), json!(0)]), json!(""));
+        assert_eq!(
+            ok("SUBSTRING_BYTES", vec![json!("We ❤️ avocado!"), json!(10)]),
+            json!("avocado!")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTRING_BYTES",
+                vec![json!("We ❤️ avocado!"), json!(3), json!(3)]
+            ),
+            json!("❤")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTRING_BYTES",
+                vec![json!("We ❤️ avocado!"), json!(-15), json!(6)]
+            ),
+            json!("❤️")
+        );
+        invalid(
+            "SUBSTRING_BYTES",
+            vec![json!("We ❤️ avocado!"), json!(-15), json!(4)],
+        );
+    }
+
+    #[test]
+    fn distances() {
+        assert_eq!(
+            ok("LEVENSHTEIN_DISTANCE", vec![json!("foobar"), json!("bar")]),
+            json!(3)
+        );
+        assert_eq!(
+            ok("LEVENSHTEIN_DISTANCE", vec![json!(" "), json!("")]),
+            json!(1)
+        );
+        assert_eq!(
+            ok(
+                "LEVENSHTEIN_DISTANCE",
+                vec![json!("der mötör trötet"), json!("der trötet")]
+            ),
+            json!(6)
+        );
+        assert_eq!(
+            ok("LEVENSHTEIN_DISTANCE", vec![json!("ab"), json!("ba")]),
+            json!(1)
+        );
+        assert_eq!(
+            ok(
+                "NGRAM_SIMILARITY",
+                vec![json!("quick fox"), json!("quick foxx"), json!(2)]
+            ),
+            json!(0.8888888888888888)
+        );
+        assert_eq!(
+            ok(
+                "NGRAM_SIMILARITY",
+                vec![json!("abc"), json!("abc"), json!(2)]
+            ),
+            json!(1)
+        );
+        let p = ok(
+            "NGRAM_POSITIONAL_SIMILARITY",
+            vec![json!("quick fox"), json!("quirky fox"), json!(2)],
+        );
+        let p = p.as_f64().unwrap_or(-1.0);
+        assert!(p > 0.0 && p < 1.0, "{p}");
+        invalid("NGRAM_SIMILARITY", vec![json!(1), json!("a"), json!(2)]);
+    }
+
+    #[test]
+    fn case_and_trim() {
+        assert_eq!(ok("LOWER", vec![json!("AVOcado")]), json!("avocado"));
+        assert_eq!(ok("UPPER", vec![json!("AVOcado")]), json!("AVOCADO"));
+        assert_eq!(ok("UPPER", vec![json!("äöüß")]), json!("ÄÖÜSS"));
+        assert_eq!(ok("LOWER", vec![json!(null)]), json!(""));
+        assert_eq!(ok("LTRIM", vec![json!("  foo bar  ")]), json!("foo bar  "));
+        assert_eq!(
+            ok("LTRIM", vec![json!("--==[foo-bar]==--"), json!("-=[]")]),
+            json!("foo-bar]==--")
+        );
+        assert_eq!(ok("RTRIM", vec![json!("  foo bar  ")]), json!("  foo bar"));
+        assert_eq!(
+            ok("RTRIM", vec![json!("--==[foo-bar]==--"), json!("-=[]")]),
+            json!("--==[foo-bar")
+        );
+        assert_eq!(ok("TRIM", vec![json!("  foobar\t \r\n ")]), json!("foobar"));
+        assert_eq!(
+            ok("TRIM", vec![json!(";foo;bar;baz, "), json!(",; ")]),
+            json!("foo;bar;baz")
+        );
+        assert_eq!(ok("TRIM", vec![json!("  a  "), json!(1)]), json!("a  "));
+        assert_eq!(ok("TRIM", vec![json!("  a  "), json!(2)]), json!("  a"));
+    }
+
+    #[test]
+    fn like_function() {
+        assert_eq!(ok("LIKE", vec![json!("cart"), json!("ca_t")]), json!(true));
+        assert_eq!(
+            ok("LIKE", vec![json!("carrot"), json!("ca_t")]),
+            json!(false)
+        );
+        assert_eq!(
+            ok("LIKE", vec![json!("carrot"), json!("ca%t")]),
+            json!(true)
+        );
+        assert_eq!(
+            ok("LIKE", vec![json!("FoO bAr BaZ"), json!("fOo%bAz")]),
+            json!(false)
+        );
+        assert_eq!(
+            ok(
+                "LIKE",
+                vec![json!("FoO bAr BaZ"), json!("fOo%bAz"), json!(true)]
+            ),
+            json!(true)
+        );
+    }
+
+    #[test]
+    fn regexes() {
+        assert_eq!(
+            ok(
+                "REGEX_TEST",
+                vec![json!("the quick brown fox"), json!("the.*fox")]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "REGEX_TEST",
+                vec![
+                    json!("the quick brown fox"),
+                    json!("^(a|the)\\s+(quick|slow).*f.x$")
+                ]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "REGEX_TEST",
+                vec![
+                    json!("the\nquick\nbrown\nfox"),
+                    json!("^the(\n[a-w]+)+\nfox$")
+                ]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok("REGEX_TEST", vec![json!("ABC"), json!("b"), json!(true)]),
+            json!(true)
+        );
+        let (v, w) = run("REGEX_TEST", vec![json!("a"), json!("(")]);
+        assert_eq!((v, w), (json!(null), vec![1543]));
+        assert_eq!(
+            ok(
+                "REGEX_MATCHES",
+                vec![
+                    json!("My-us3r_n4m3"),
+                    json!("^[a-z0-9_-]{3,16}$"),
+                    json!(true)
+                ]
+            ),
+            json!(["My-us3r_n4m3"])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_MATCHES",
+                vec![
+                    json!("#4d82h4"),
+                    json!("^#?([a-f0-9]{6}|[a-f0-9]{3})$"),
+                    json!(true)
+                ]
+            ),
+            json!(null)
+        );
+        assert_eq!(
+            ok(
+                "REGEX_MATCHES",
+                vec![
+                    json!("john@doe.com"),
+                    json!("^([a-z0-9_\\.-]+)@([\\da-z-]+)\\.([a-z\\.]{2,6})$"),
+                    json!(false)
+                ]
+            ),
+            json!(["john@doe.com", "john", "doe", "com"])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_SPLIT",
+                vec![json!("hypertext language, programming"), json!("[\\s, ]+")]
+            ),
+            json!(["hypertext", "language", "programming"])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_SPLIT",
+                vec![json!("Capture the article"), json!("(the)")]
+            ),
+            json!(["Capture ", "the", " article"])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_SPLIT",
+                vec![
+                    json!("cA,Bc,A,BcA,BcA,Bc"),
+                    json!("a,b"),
+                    json!(true),
+                    json!(3)
+                ]
+            ),
+            json!(["c", "c,", "c"])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_REPLACE",
+                vec![
+                    json!("the quick brown fox"),
+                    json!("the.*fox"),
+                    json!("jumped over")
+                ]
+            ),
+            json!("jumped over")
+        );
+        assert_eq!(
+            ok(
+                "REGEX_REPLACE",
+                vec![json!("An Avocado"), json!("a"), json!("_")]
+            ),
+            json!("An Avoc_do")
+        );
+        assert_eq!(
+            ok(
+                "REGEX_REPLACE",
+                vec![json!("An Avocado"), json!("a"), json!("_"), json!(true)]
+            ),
+            json!("_n _voc_do")
+        );
+    }
+
+    #[test]
+    fn reverse_soundex_split() {
+        assert_eq!(ok("REVERSE", vec![json!("foobar")]), json!("raboof"));
+        assert_eq!(ok("REVERSE", vec![json!("电脑坏了")]), json!("了坏脑电"));
+        assert_eq!(ok("REVERSE", vec![json!([2, 4, 6])]), json!([6, 4, 2]));
+        invalid("REVERSE", vec![json!(1)]);
+        assert_eq!(ok("SOUNDEX", vec![json!("example")]), json!("E251"));
+        assert_eq!(ok("SOUNDEX", vec![json!("ekzampul")]), json!("E251"));
+        assert_eq!(ok("SOUNDEX", vec![json!("soundex")]), json!("S532"));
+        assert_eq!(ok("SOUNDEX", vec![json!("sounteks")]), json!("S532"));
+        assert_eq!(ok("SOUNDEX", vec![json!("Ashcraft")]), json!("A261"));
+        assert_eq!(ok("SOUNDEX", vec![json!("")]), json!(""));
+        assert_eq!(
+            ok("SPLIT", vec![json!("foo-bar-baz"), json!("-")]),
+            json!(["foo", "bar", "baz"])
+        );
+        assert_eq!(
+            ok("SPLIT", vec![json!("foo-bar-baz"), json!("-"), json!(1)]),
+            json!(["foo"])
+        );
+        assert_eq!(
+            ok("SPLIT", vec![json!("foo, bar & baz"), json!([", ", " & "])]),
+            json!(["foo", "bar", "baz"])
+        );
+        assert_eq!(ok("SPLIT", vec![json!("äb"), json!("")]), json!(["ä", "b"]));
+        assert_eq!(ok("SPLIT", vec![json!("foo")]), json!(["foo"]));
+    }
+
+    #[test]
+    fn starts_with_and_substitute() {
+        assert_eq!(
+            ok("STARTS_WITH", vec![json!("foobar"), json!("foo")]),
+            json!(true)
+        );
+        assert_eq!(
+            ok("STARTS_WITH", vec![json!("foobar"), json!("baz")]),
+            json!(false)
+        );
+        assert_eq!(
+            ok("STARTS_WITH", vec![json!("foobar"), json!(["bar", "foo"])]),
+            json!(true)
+        );
+        assert_eq!(
+            ok("STARTS_WITH", vec![json!("foobar"), json!(["bar", "baz"])]),
+            json!(false)
+        );
+        assert_eq!(
+            ok(
+                "STARTS_WITH",
+                vec![json!("foobar"), json!(["f", "fo", "x"]), json!(2)]
+            ),
+            json!(true)
+        );
+        let q = json!("the quick brown foxx");
+        assert_eq!(
+            ok("SUBSTITUTE", vec![q.clone(), json!("quick"), json!("lazy")]),
+            json!("the lazy brown foxx")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![q.clone(), json!(["quick", "foxx"]), json!(["slow", "dog"])]
+            ),
+            json!("the slow brown dog")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![
+                    q.clone(),
+                    json!(["the", "foxx"]),
+                    json!(["that", "dog"]),
+                    json!(1)
+                ]
+            ),
+            json!("that quick brown foxx")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![
+                    q.clone(),
+                    json!(["the", "quick", "foxx"]),
+                    json!(["A", "VOID!"])
+                ]
+            ),
+            json!("A VOID! brown ")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![q.clone(), json!(["quick", "foxx"]), json!("xx")]
+            ),
+            json!("the xx brown xx")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![
+                    q.clone(),
+                    json!({"quick": "small", "brown": "slow", "foxx": "ant"})
+                ]
+            ),
+            json!("the small slow ant")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![
+                    q.clone(),
+                    json!({"quick": "", "brown": null, "foxx": "ant"})
+                ]
+            ),
+            json!("the   ant")
+        );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![
+                    q.clone(),
+                    json!({"quick": "small", "brown": "slow", "foxx": "ant"}),
+                    json!(2)
+                ]
+            ),
+            json!("the small slow foxx")
+        );
+        assert_eq!(
+            ok("SUBSTITUTE", vec![json!("äää"), json!("ä"), json!("a")]),
+            json!("aaa")
+        );
+    }
+}
