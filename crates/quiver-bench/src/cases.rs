@@ -554,11 +554,13 @@ impl TestCase {
         let path = format!("/_api/import?collection={}&type=documents", self.collection);
         let mut start = 0;
         let mut body = Vec::new();
+        let mut line = Vec::new();
         while start < self.requests {
             let end = (start + PRELOAD_CHUNK).min(self.requests);
             body.clear();
             for key in start..end {
-                self.flag_body(&mut body, key, true, None);
+                self.flag_body(&mut line, key, true, None);
+                body.extend_from_slice(&line);
                 body.push(b'\n');
             }
             let response = client

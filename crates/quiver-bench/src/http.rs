@@ -9,6 +9,7 @@
 //! all HTTP/1.1 needs: status line, headers, and a body delimited by Content-Length, chunked
 //! encoding or connection close.
 
+use std::io::Write as _;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -141,7 +142,11 @@ pub fn parse_response(buf: &[u8], eof: bool) -> Result<Parsed, String> {
             response.arango_errors = std::str::from_utf8(header.value)
                 .ok()
                 .and_then(|s| s.trim().parse().ok());
-        } else if name.eq_ignore_ascii_case("content-type") {
+        } else if name.eq_ignore_ascii_case("content-type")
+            && header.value.len() >= 9
+            && header.value[..9].eq_ignore_ascii_case(b"multipart")
+        {
+            // Only batch responses need it; skipping the others saves an allocation.
             response.content_type = Some(String::from_utf8_lossy(header.value).into_owned());
         }
     }
@@ -379,7 +384,7 @@ impl HttpClient {
             out.extend_from_slice(b"Content-Type: ");
             out.extend_from_slice(content_type.unwrap_or("application/json").as_bytes());
             out.extend_from_slice(b"\r\nContent-Length: ");
-            out.extend_from_slice(body.len().to_string().as_bytes());
+            let _ = write!(out, "{}", body.len());
             out.extend_from_slice(b"\r\n");
         }
         out.extend_from_slice(b"\r\n");
@@ -501,7 +506,12 @@ mod tests {
         assert_eq!(r.status, 201);
         assert_eq!(r.body, b"{\"ok\":true}");
         assert_eq!(r.arango_errors, Some(2));
-        assert_eq!(r.content_type.as_deref(), Some("application/json"));
+        assert_eq!(r.content_type, None);
+        let (r, _) = complete(b"HTTP/1.1 200 OK\r\nContent-Type: multipart/form-data; boundary=x\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(
+            r.content_type.as_deref(),
+            Some("multipart/form-data; boundary=x")
+        );
         assert_eq!(used, raw.len() - 5);
         assert!(!r.close);
     }

@@ -18,8 +18,10 @@ const HIST_MAX_NS: u64 = 3_600_000_000_000;
 pub const MAX_ERROR_SAMPLES: usize = 10;
 
 pub fn new_histogram() -> Histogram<u64> {
-    // 3 significant digits: 0.1 % resolution at every magnitude.
-    Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("constant histogram bounds are valid")
+    // 2 significant digits (1 % resolution at every magnitude) keeps one histogram near
+    // 40 KiB; with 3 digits it is ~10x larger, and at 64 connections the recording alone
+    // showed up in profiles through cache misses.
+    Histogram::new_with_bounds(1, HIST_MAX_NS, 2).expect("constant histogram bounds are valid")
 }
 
 /// What one connection measured.
@@ -546,11 +548,11 @@ mod tests {
         assert!((r.min - 0.0001).abs() < 1e-12);
         assert!((r.max - 0.001).abs() < 1e-12);
         assert!((r.avg - 0.000625).abs() < 1e-12);
-        // HDR keeps 3 significant digits.
+        // HDR keeps 2 significant digits.
         let p50 = r.per_connection[0][0].1;
-        assert!((p50 - 0.0002).abs() < 0.0002 * 0.001, "{p50}");
+        assert!((p50 - 0.0002).abs() <= 0.0002 * 0.01, "{p50}");
         let p100 = r.overall[1].1;
-        assert!((p100 - 0.001).abs() < 0.001 * 0.001, "{p100}");
+        assert!((p100 - 0.001).abs() <= 0.001 * 0.01, "{p100}");
         assert!(!r.failed());
     }
 
@@ -562,7 +564,7 @@ mod tests {
         }
         let p = percentiles(&h, &[50.0, 90.0, 99.0]);
         for ((_, got), want) in p.iter().zip([0.5, 0.9, 0.99]) {
-            assert!((got - want).abs() <= want * 0.001, "{got} vs {want}");
+            assert!((got - want).abs() <= want * 0.01, "{got} vs {want}");
         }
         assert_eq!(percentiles(&new_histogram(), &[50.0])[0].1, 0.0);
     }
