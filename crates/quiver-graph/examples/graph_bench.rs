@@ -52,7 +52,7 @@ fn main() {
     for i in 0..edges {
         // Senders mildly skewed, receivers strongly skewed: a few very popular profiles.
         let from = skewed(&mut rng, vertices, 1.5);
-        let to = skewed(&mut rng, vertices, 3.0);
+        let to = skewed(&mut rng, vertices, 2.0);
         graph.add_edge(
             "relations",
             &format!("relations/{i}"),

@@ -9,7 +9,6 @@ use quiver_errors::{Error, ErrorCode, Result};
 use crate::{Direction, EdgeHandle, EdgeQuery, EdgeRef, EdgeSource};
 
 struct StoredEdge {
-    id: String,
     collection: u32,
     from: u32,
     to: u32,
@@ -24,6 +23,10 @@ pub struct MemoryGraph {
     vertex_names: Vec<String>,
     collections: Vec<String>,
     edges: Vec<StoredEdge>,
+    /// Edge `_id`s back to back (one allocation instead of one per edge: the benchmark graph
+    /// has millions of edges); `edge_id_ends[i]` is where id `i` ends.
+    edge_ids: String,
+    edge_id_ends: Vec<usize>,
     /// Per vertex: `(edge index, other end)`, so a scan reads edge records only for weights.
     outgoing: Vec<Vec<(u32, u32)>>,
     incoming: Vec<Vec<(u32, u32)>>,
@@ -87,8 +90,9 @@ impl MemoryGraph {
         let from = self.vertex(from);
         let to = self.vertex(to);
         let index = self.edges.len() as u32;
+        self.edge_ids.push_str(id);
+        self.edge_id_ends.push(self.edge_ids.len());
         self.edges.push(StoredEdge {
-            id: id.to_string(),
             collection,
             from,
             to,
@@ -101,7 +105,10 @@ impl MemoryGraph {
 
     /// The `_id` of an edge.
     pub fn edge_id(&self, edge: EdgeHandle) -> Option<&str> {
-        self.edges.get(edge.0 as usize).map(|e| e.id.as_str())
+        let i = usize::try_from(edge.0).ok()?;
+        let end = *self.edge_id_ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.edge_id_ends[i - 1] };
+        self.edge_ids.get(start..end)
     }
 
     /// `(_from, _to)` of an edge.
