@@ -12,6 +12,7 @@ use quiver_types::{validate_collection_name, validate_database_name, NamingConve
 use serde_json::{json, Value};
 
 use crate::collection::{Collection, CollectionMeta, CollectionSpec, CollectionType};
+use crate::keygen::KeyGenState;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::Settings;
 
@@ -122,6 +123,7 @@ impl Core {
                         centry.id,
                         engine.clone(),
                         meta,
+                        reserved,
                         reserved,
                         status,
                         Arc::clone(&settings),
@@ -387,14 +389,16 @@ impl Database {
             ));
         }
         let meta = CollectionMeta::from_spec(&spec);
-        let id = self
-            .engine
-            .create_collection(self.id, meta.options.clone(), meta.to_json(0))?;
+        let reserved = KeyGenState::initial_reservation(&meta.key_options);
+        let id =
+            self.engine
+                .create_collection(self.id, meta.options.clone(), meta.to_json(reserved))?;
         let coll = Arc::new(Collection::new(
             id,
             self.engine.clone(),
             meta,
             0,
+            reserved,
             None,
             Arc::clone(&self.settings),
         ));

@@ -350,6 +350,8 @@ pub struct Collection {
     /// Serializes catalog writes of this collection so that a newer meta never gets
     /// overwritten by an older one.
     persist_lock: Mutex<()>,
+    /// The key reservation the catalog durably holds.
+    durable_reserved: AtomicU64,
     dropped: AtomicBool,
     status: Option<Error>,
     /// The highest revision written through this handle (0 = not known yet).
@@ -371,11 +373,12 @@ impl Collection {
         id: CollectionId,
         engine: Engine,
         meta: CollectionMeta,
+        key_last: u64,
         key_reserved: u64,
         status: Option<Error>,
         settings: Arc<Settings>,
     ) -> Collection {
-        let keygen = KeyGenState::new(meta.key_options.clone(), key_reserved);
+        let keygen = KeyGenState::new(meta.key_options.clone(), key_last, key_reserved);
         Collection {
             id,
             engine,
@@ -383,6 +386,7 @@ impl Collection {
             write_lock: Mutex::new(()),
             keygen: Mutex::new(keygen),
             persist_lock: Mutex::new(()),
+            durable_reserved: AtomicU64::new(key_reserved),
             dropped: AtomicBool::new(false),
             status,
             last_revision: AtomicU64::new(0),
@@ -470,41 +474,76 @@ impl Collection {
         self.engine.hlc().next()
     }
 
-    /// Writes the catalog entry (options, meta and the key generator reservation).
+    /// Writes the catalog entry (options, meta and the durable key generator reservation).
     pub(crate) fn persist(&self) -> Result<()> {
+        self.persist_reservation(0).map(|_| ())
+    }
+
+    /// Writes the catalog entry with a key reservation of at least `target`; returns the
+    /// reservation now durable. Serialized and monotonic: a smaller request never overwrites
+    /// a larger reservation already written.
+    fn persist_reservation(&self, target: u64) -> Result<u64> {
         let _serial = self.persist_lock.lock();
-        let reserved = self.keygen.lock().reserved;
+        let reserved = target.max(self.durable_reserved.load(Ordering::Acquire));
         let (options, meta) = {
             let meta = self.meta.read();
             (meta.options.clone(), meta.to_json(reserved))
         };
-        self.engine.update_collection(self.id, options, meta)
+        self.engine.update_collection(self.id, options, meta)?;
+        self.durable_reserved.store(reserved, Ordering::Release);
+        Ok(reserved)
     }
 
-    fn persist_reservation(&self, reserved: u64) -> Result<()> {
-        let _serial = self.persist_lock.lock();
-        let (options, meta) = {
-            let meta = self.meta.read();
-            (meta.options.clone(), meta.to_json(reserved))
-        };
-        self.engine.update_collection(self.id, options, meta)
+    /// Acts on what the key generator asked for. A required reservation is written while the
+    /// generator lock is held (no key beyond the durable reservation may be handed out); a
+    /// refill runs on a short-lived thread so that writers never wait for the catalog fsyncs.
+    fn handle_reservation(
+        self: &Arc<Self>,
+        keygen: &mut parking_lot::MutexGuard<'_, KeyGenState>,
+        reservation: Reservation,
+    ) -> Result<()> {
+        match reservation {
+            Reservation::Unchanged => Ok(()),
+            Reservation::Required(target) => {
+                let reserved = self.persist_reservation(target)?;
+                keygen.reserved_up_to(reserved);
+                Ok(())
+            }
+            Reservation::Refill(target) => {
+                let coll = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name("quiver-keygen".into())
+                    .spawn(move || {
+                        let result = coll.persist_reservation(target);
+                        let mut keygen = coll.keygen.lock();
+                        keygen.refill_pending = false;
+                        match result {
+                            Ok(reserved) => keygen.reserved_up_to(reserved),
+                            Err(err) if !coll.is_dropped() => {
+                                tracing::warn!(%err, "refilling the key reservation failed")
+                            }
+                            Err(_) => {}
+                        }
+                    });
+                if spawned.is_err() {
+                    keygen.refill_pending = false;
+                }
+                Ok(())
+            }
+        }
     }
 
-    pub(crate) fn generate_key(&self) -> Result<String> {
+    pub(crate) fn generate_key(self: &Arc<Self>) -> Result<String> {
         let mut keygen = self.keygen.lock();
         let (key, reservation) = keygen.generate()?;
-        if let Reservation::Raised(reserved) = reservation {
-            self.persist_reservation(reserved)?;
-        }
+        self.handle_reservation(&mut keygen, reservation)?;
         Ok(key)
     }
 
-    pub(crate) fn track_key(&self, key: &str) -> Result<()> {
+    pub(crate) fn track_key(self: &Arc<Self>, key: &str) -> Result<()> {
         let mut keygen = self.keygen.lock();
-        if let Reservation::Raised(reserved) = keygen.track(key) {
-            self.persist_reservation(reserved)?;
-        }
-        Ok(())
+        let reservation = keygen.track(key);
+        self.handle_reservation(&mut keygen, reservation)
     }
 
     pub(crate) fn note_revision(&self, rev: Revision) {

@@ -188,33 +188,72 @@ impl KeyOptions {
 }
 
 /// How many generated values are reserved (persisted ahead) at a time: a restart skips at most
-/// this many values, and the catalog is written once per block instead of once per insert.
-pub(crate) const RESERVATION_BLOCK: u64 = 4096;
+/// this many values (times the increment), and the catalog is written once per block instead
+/// of once per insert.
+pub(crate) const RESERVATION_BLOCK: u64 = 65_536;
 
 /// The running state of a numeric generator: the last value handed out or seen, and the value
-/// up to which the catalog has durably reserved keys. After a restart the generator continues
-/// from the reservation, so keys keep increasing without scanning the collection.
+/// up to which keys may be handed out because the catalog durably holds a reservation at
+/// least that high. After a restart the generator continues from the durable reservation, so
+/// keys keep increasing without scanning the collection.
 #[derive(Debug)]
 pub(crate) struct KeyGenState {
     pub options: KeyOptions,
     pub last: u64,
     pub reserved: u64,
+    /// A background refill of the reservation is under way.
+    pub refill_pending: bool,
 }
 
-/// What the caller must do after generating or tracking a key: persist a new reservation.
+/// What the caller must do after generating or tracking a key.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Reservation {
+    /// Nothing.
     Unchanged,
-    Raised(u64),
+    /// Persist a reservation of at least this value before using the key (the key lies
+    /// beyond what is durably reserved).
+    Required(u64),
+    /// The reservation runs low: raise it to this value in the background.
+    Refill(u64),
 }
 
 impl KeyGenState {
-    pub fn new(options: KeyOptions, reserved: u64) -> KeyGenState {
+    /// `last` is the last value handed out, `reserved` the durable reservation.
+    pub fn new(options: KeyOptions, last: u64, reserved: u64) -> KeyGenState {
         KeyGenState {
             options,
-            last: reserved,
+            last,
             reserved,
+            refill_pending: false,
         }
+    }
+
+    fn block(&self) -> u64 {
+        RESERVATION_BLOCK.saturating_mul(self.options.increment.max(1))
+    }
+
+    /// The reservation to request at creation (so the first inserts need no catalog write).
+    pub fn initial_reservation(options: &KeyOptions) -> u64 {
+        RESERVATION_BLOCK
+            .saturating_mul(options.increment.max(1))
+            .saturating_add(options.offset)
+    }
+
+    fn reserve_for(&mut self, value: u64) -> Reservation {
+        let block = self.block();
+        if value > self.reserved {
+            return Reservation::Required(value.saturating_add(block));
+        }
+        if !self.refill_pending && value.saturating_add(block / 2) > self.reserved {
+            self.refill_pending = true;
+            return Reservation::Refill(self.reserved.saturating_add(block));
+        }
+        Reservation::Unchanged
+    }
+
+    /// Records that the catalog now durably holds a reservation of `reserved`.
+    pub fn reserved_up_to(&mut self, reserved: u64) {
+        self.reserved = self.reserved.max(reserved);
     }
 
     fn numeric(&self) -> bool {
@@ -235,15 +274,6 @@ impl KeyGenState {
             }
             _ => self.last.checked_add(1).ok_or_else(out_of_keys),
         }
-    }
-
-    fn reserve_for(&mut self, value: u64) -> Reservation {
-        if value <= self.reserved {
-            return Reservation::Unchanged;
-        }
-        let block = RESERVATION_BLOCK.saturating_mul(self.options.increment.max(1));
-        self.reserved = value.saturating_add(block);
-        Reservation::Raised(self.reserved)
     }
 
     /// A new key; error 1225 when the numeric space is exhausted.
@@ -299,7 +329,7 @@ mod tests {
     use super::*;
 
     fn state(json: Value) -> KeyGenState {
-        KeyGenState::new(KeyOptions::from_json(Some(&json)).unwrap(), 0)
+        KeyGenState::new(KeyOptions::from_json(Some(&json)).unwrap(), 0, u64::MAX)
     }
 
     #[test]
@@ -315,17 +345,41 @@ mod tests {
     }
 
     #[test]
-    fn reservation_is_raised_in_blocks_and_resumes_after_restart() {
-        let mut gen = state(json!({}));
-        let (_, reservation) = gen.generate().unwrap();
-        assert_eq!(reservation, Reservation::Raised(1 + RESERVATION_BLOCK));
-        for _ in 0..10 {
-            assert_eq!(gen.generate().unwrap().1, Reservation::Unchanged);
-        }
-        let restarted = KeyGenState::new(gen.options.clone(), gen.reserved);
-        let mut restarted = restarted;
-        let (key, _) = restarted.generate().unwrap();
-        assert!(key.parse::<u64>().unwrap() > 11);
+    fn reservations_are_required_refilled_and_resumed_after_restart() {
+        let options = KeyOptions::default();
+        let initial = KeyGenState::initial_reservation(&options);
+        let mut gen = KeyGenState::new(options.clone(), 0, initial);
+        assert_eq!(
+            gen.generate().unwrap(),
+            ("1".to_string(), Reservation::Unchanged)
+        );
+        gen.last = initial - RESERVATION_BLOCK / 2;
+        assert_eq!(
+            gen.generate().unwrap().1,
+            Reservation::Refill(initial + RESERVATION_BLOCK)
+        );
+        assert_eq!(
+            gen.generate().unwrap().1,
+            Reservation::Unchanged,
+            "one refill at a time"
+        );
+        gen.last = initial;
+        let (key, reservation) = gen.generate().unwrap();
+        assert_eq!(
+            reservation,
+            Reservation::Required(initial + 1 + RESERVATION_BLOCK)
+        );
+        gen.reserved_up_to(initial + 1 + RESERVATION_BLOCK);
+        // A restart resumes above the durable reservation, so keys keep increasing.
+        let mut restarted = KeyGenState::new(options, gen.reserved, gen.reserved);
+        let (next, reservation) = restarted.generate().unwrap();
+        assert!(next.parse::<u64>().unwrap() > key.parse::<u64>().unwrap());
+        assert!(matches!(reservation, Reservation::Required(_)));
+        assert_eq!(gen.track("1"), Reservation::Unchanged);
+        assert!(matches!(
+            gen.track(&u64::MAX.to_string()),
+            Reservation::Required(_)
+        ));
     }
 
     #[test]
