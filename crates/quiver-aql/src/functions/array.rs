@@ -56,13 +56,21 @@ pub(crate) fn dedup<'a>(items: impl IntoIterator<Item = &'a Value>) -> Vec<Value
 }
 
 /// All arguments as arrays, or None (after warning) if one is not.
-fn all_arrays<'a>(ctx: &mut FunctionContext<'_>, args: &'a [Value]) -> Option<Vec<&'a [Value]>> {
+fn all_arrays<'a>(
+    ctx: &mut FunctionContext<'_>,
+    args: &'a [Value],
+    array_expected: bool,
+) -> Option<Vec<&'a [Value]>> {
     let mut out = Vec::with_capacity(args.len());
     for a in args {
         match a {
             Value::Array(items) => out.push(items.as_slice()),
             _ => {
-                ctx.invalid_argument();
+                if array_expected {
+                    ctx.array_expected();
+                } else {
+                    ctx.invalid_argument();
+                }
                 return None;
             }
         }
@@ -70,48 +78,63 @@ fn all_arrays<'a>(ctx: &mut FunctionContext<'_>, args: &'a [Value]) -> Option<Ve
     Some(out)
 }
 
+/// The array argument, or return `null` with warning 1542 (`invalid`) or 1563 (`expected`),
+/// whichever ArangoDB registers for the function at hand.
 macro_rules! array_or_warn {
     ($ctx:ident, $v:expr) => {
+        array_or_warn!($ctx, $v, invalid)
+    };
+    ($ctx:ident, $v:expr, invalid) => {
         match $v {
             Value::Array(items) => items,
             _ => return Ok($ctx.invalid_argument()),
         }
     };
+    ($ctx:ident, $v:expr, expected) => {
+        match $v {
+            Value::Array(items) => items,
+            _ => return Ok($ctx.array_expected()),
+        }
+    };
 }
 
 fn append(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let base: &[Value] = match arg(args, 0) {
-        Value::Null => &[],
+    let (list, to_append) = (arg(args, 0), arg(args, 1));
+    // ArangoDB hands back the other operand unchanged when one side is empty.
+    if to_append.is_null() || to_append.as_array().is_some_and(Vec::is_empty) {
+        return Ok(list.clone());
+    }
+    let base = match list {
+        Value::Null => return Ok(to_append.clone()),
         Value::Array(items) => items,
         _ => return Ok(ctx.invalid_argument()),
     };
-    let added: Vec<Value> = match arg(args, 1) {
-        Value::Null => Vec::new(),
-        Value::Array(items) => items.clone(),
-        other => vec![other.clone()],
+    let added: &[Value] = match to_append {
+        Value::Array(items) => items,
+        other => std::slice::from_ref(other),
     };
     if value::to_bool(arg(args, 2)) {
         Ok(Value::Array(dedup(base.iter().chain(added.iter()))))
     } else {
-        let mut out = base.to_vec();
-        out.extend(added);
+        let mut out = base.clone();
+        out.extend(added.iter().cloned());
         Ok(Value::Array(out))
     }
 }
 
 fn count_distinct(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let distinct: HashSet<ValueKey> = items.iter().cloned().map(ValueKey).collect();
     Ok(Value::from(distinct.len()))
 }
 
 fn first(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     Ok(items.first().cloned().unwrap_or(Value::Null))
 }
 
 fn last(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     Ok(items.last().cloned().unwrap_or(Value::Null))
 }
 
@@ -125,12 +148,17 @@ fn flatten_into(out: &mut Vec<Value>, items: &[Value], depth: i64) {
 }
 
 fn flatten(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let depth = if arg(args, 1).is_null() {
         1
     } else {
         // Nesting of JSON values is bounded by the parser; cap anyway.
-        int_arg(args, 1).clamp(0, 1000)
+        let d = value::to_number(arg(args, 1));
+        if d.is_nan() || d < 1.0 {
+            1
+        } else {
+            d.min(1000.0) as i64
+        }
     };
     let mut out = Vec::with_capacity(items.len());
     flatten_into(&mut out, items, depth);
@@ -138,7 +166,7 @@ fn flatten(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn interleave(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, true) else {
         return Ok(Value::Null);
     };
     let longest = arrays.iter().map(|a| a.len()).max().unwrap_or(0);
@@ -154,7 +182,7 @@ fn interleave(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn intersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, true) else {
         return Ok(Value::Null);
     };
     let mut result = dedup(arrays[0].iter());
@@ -166,7 +194,7 @@ fn intersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
 }
 
 fn jaccard(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
     let a: HashSet<ValueKey> = arrays[0].iter().cloned().map(ValueKey).collect();
@@ -180,7 +208,7 @@ fn jaccard(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn minus(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
     let remove: HashSet<ValueKey> = arrays[1..]
@@ -193,7 +221,7 @@ fn minus(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn outersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, true) else {
         return Ok(Value::Null);
     };
     let mut counts: HashMap<ValueKey, usize> = HashMap::new();
@@ -216,7 +244,7 @@ fn outersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
 }
 
 fn nth(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let pos = int_arg(args, 1);
     if pos < 0 {
         return Ok(Value::Null);
@@ -225,6 +253,9 @@ fn nth(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn pop(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    if arg(args, 0).is_null() {
+        return Ok(Value::Null);
+    }
     let items = array_or_warn!(ctx, arg(args, 0));
     Ok(Value::Array(
         items[..items.len().saturating_sub(1)].to_vec(),
@@ -232,12 +263,15 @@ fn pop(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn shift(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    if arg(args, 0).is_null() {
+        return Ok(Value::Null);
+    }
     let items = array_or_warn!(ctx, arg(args, 0));
     Ok(Value::Array(items.iter().skip(1).cloned().collect()))
 }
 
 fn position(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let needle = arg(args, 1);
     let found = items.iter().position(|v| equals(v, needle));
     if value::to_bool(arg(args, 2)) {
@@ -277,28 +311,40 @@ fn unshift(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn remove_nth(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    if arg(args, 0).is_null() {
+        return Ok(Value::Array(Vec::new()));
+    }
     let items = array_or_warn!(ctx, arg(args, 0));
-    let len = items.len() as i64;
-    let mut pos = int_arg(args, 1);
-    if pos < 0 {
-        pos += len;
+    let count = items.len() as f64;
+    let mut p = value::to_number(arg(args, 1));
+    if p >= count || p < -count {
+        return Ok(Value::Array(items.clone()));
     }
-    let mut out = items.clone();
-    if (0..len).contains(&pos) {
-        out.remove(pos as usize);
+    if p < 0.0 {
+        p += count;
     }
-    Ok(Value::Array(out))
+    let target = p as usize;
+    Ok(Value::Array(
+        items
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != target)
+            .map(|(_, v)| v.clone())
+            .collect(),
+    ))
 }
 
 /// Elements REPLACE_NTH may pad with; beyond that the request is refused.
 const MAX_PADDING: i64 = 1_000_000;
 
 fn replace_nth(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items: &[Value] = match arg(args, 0) {
-        Value::Null => &[],
-        Value::Array(items) => items,
-        _ => return Ok(ctx.invalid_argument()),
-    };
+    let items = array_or_warn!(ctx, arg(args, 0));
+    if arg(args, 1).is_null() {
+        return Err(Error::with_message(
+            ErrorCode::QueryFunctionArgumentTypeMismatch,
+            "invalid argument type in call to function 'REPLACE_NTH()'",
+        ));
+    }
     let len = items.len() as i64;
     let mut pos = int_arg(args, 1);
     if pos < 0 {
@@ -331,17 +377,24 @@ fn replace_nth(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn remove_value(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    if arg(args, 0).is_null() {
+        return Ok(Value::Array(Vec::new()));
+    }
     let items = array_or_warn!(ctx, arg(args, 0));
     let needle = arg(args, 1);
-    let mut budget = if arg(args, 2).is_null() {
-        i64::MAX
+    // Without a limit everything matching goes; a negative limit never reaches zero and so
+    // also removes everything, as in ArangoDB.
+    let mut limit = if arg(args, 2).is_null() {
+        None
     } else {
-        int_arg(args, 2)
+        Some(int_arg(args, 2))
     };
     let mut out = Vec::with_capacity(items.len());
     for v in items {
-        if budget > 0 && equals(v, needle) {
-            budget -= 1;
+        if limit == Some(0) {
+            out.push(v.clone());
+        } else if equals(v, needle) {
+            limit = limit.map(|l| l - 1);
         } else {
             out.push(v.clone());
         }
@@ -350,12 +403,17 @@ fn remove_value(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
 }
 
 fn remove_values(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
-    let remove: HashSet<ValueKey> = match arg(args, 1) {
-        Value::Array(r) => r.iter().cloned().map(ValueKey).collect(),
-        Value::Null => HashSet::new(),
-        _ => return Ok(ctx.invalid_argument()),
+    let (list, values) = (arg(args, 0), arg(args, 1));
+    if values.is_null() {
+        return Ok(list.clone());
+    }
+    if list.is_null() {
+        return Ok(Value::Array(Vec::new()));
+    }
+    let (Value::Array(items), Value::Array(remove)) = (list, values) else {
+        return Ok(ctx.invalid_argument());
     };
+    let remove: HashSet<ValueKey> = remove.iter().cloned().map(ValueKey).collect();
     Ok(Value::Array(
         items
             .iter()
@@ -389,14 +447,14 @@ fn slice(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn sorted(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let mut out = items.clone();
     out.sort_by(compare);
     Ok(Value::Array(out))
 }
 
 fn sorted_unique(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     let mut out = items.clone();
     out.sort_by(compare);
     out.dedup_by(|a, b| equals(a, b));
@@ -404,7 +462,7 @@ fn sorted_unique(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
 }
 
 fn union(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
     Ok(Value::Array(
@@ -413,20 +471,20 @@ fn union(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn union_distinct(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(arrays) = all_arrays(ctx, args) else {
+    let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
     Ok(Value::Array(dedup(arrays.iter().flat_map(|a| a.iter()))))
 }
 
 fn unique(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let items = array_or_warn!(ctx, arg(args, 0));
+    let items = array_or_warn!(ctx, arg(args, 0), expected);
     Ok(Value::Array(dedup(items.iter())))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{error, invalid, ok};
+    use super::super::testutil::{error, invalid, ok, warns};
     use serde_json::json;
 
     #[test]
@@ -469,14 +527,21 @@ mod tests {
         assert_eq!(ok("POP", vec![json!([])]), json!([]));
         assert_eq!(ok("SHIFT", vec![json!([1, 2, 3, 4])]), json!([2, 3, 4]));
         assert_eq!(ok("SHIFT", vec![json!([1])]), json!([]));
-        invalid("SHIFT", vec![json!(null)]);
+        assert_eq!(ok("SHIFT", vec![json!(null)]), json!(null));
+        assert_eq!(ok("POP", vec![json!(null)]), json!(null));
+        invalid("POP", vec![json!("x")]);
+        assert_eq!(ok("APPEND", vec![json!("x"), json!([])]), json!("x"));
+        assert_eq!(ok("APPEND", vec![json!(null), json!(3)]), json!(3));
     }
 
     #[test]
     fn access() {
         assert_eq!(ok("FIRST", vec![json!([1, 2, 3])]), json!(1));
         assert_eq!(ok("FIRST", vec![json!([])]), json!(null));
-        invalid("FIRST", vec![json!("abc")]);
+        warns("FIRST", vec![json!("abc")], 1563);
+        warns("LAST", vec![json!(null)], 1563);
+        warns("NTH", vec![json!({}), json!(0)], 1563);
+        warns("POSITION", vec![json!(1), json!(0)], 1563);
         assert_eq!(ok("LAST", vec![json!([1, 2, 3, 4, 5])]), json!(5));
         assert_eq!(ok("LAST", vec![json!([])]), json!(null));
         assert_eq!(
@@ -524,7 +589,8 @@ mod tests {
             ),
             json!([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
         );
-        assert_eq!(ok("FLATTEN", vec![json!([[1]]), json!(0)]), json!([[1]]));
+        assert_eq!(ok("FLATTEN", vec![json!([[[1]]]), json!(0)]), json!([[1]]));
+        warns("FLATTEN", vec![json!(1)], 1563);
     }
 
     #[test]
@@ -547,7 +613,9 @@ mod tests {
             ),
             json!([])
         );
-        invalid("INTERSECTION", vec![json!([1]), json!(1)]);
+        warns("INTERSECTION", vec![json!([1]), json!(1)], 1563);
+        invalid("UNION", vec![json!([1]), json!(1)]);
+        invalid("MINUS", vec![json!(1), json!([1])]);
         assert_eq!(
             ok(
                 "MINUS",
@@ -634,6 +702,22 @@ mod tests {
             json!(["a", "b", "c", "e"])
         );
         assert_eq!(ok("REMOVE_NTH", vec![abcde.clone(), json!(9)]), abcde);
+        assert_eq!(ok("REMOVE_NTH", vec![json!(null), json!(0)]), json!([]));
+        assert_eq!(ok("REMOVE_VALUE", vec![json!(null), json!(0)]), json!([]));
+        assert_eq!(
+            ok("REMOVE_VALUE", vec![json!([1, 1, 1]), json!(1), json!(-1)]),
+            json!([])
+        );
+        assert_eq!(
+            ok("REMOVE_VALUES", vec![json!([1]), json!(null)]),
+            json!([1])
+        );
+        invalid("REMOVE_VALUES", vec![json!([1]), json!(1)]);
+        assert_eq!(
+            error("REPLACE_NTH", vec![json!([1]), json!(null), json!(2)]),
+            1542
+        );
+        invalid("REPLACE_NTH", vec![json!(null), json!(0), json!(2)]);
         let abc = json!(["a", "b", "c"]);
         assert_eq!(
             ok("REPLACE_NTH", vec![abc.clone(), json!(1), json!("z")]),
@@ -723,6 +807,7 @@ mod tests {
             ok("SORTED_UNIQUE", vec![json!([8, 4, 2, 10, 6, 2, 8, 6, 4])]),
             json!([2, 4, 6, 8, 10])
         );
-        invalid("SORTED", vec![json!({})]);
+        warns("SORTED", vec![json!({})], 1563);
+        warns("UNIQUE", vec![json!("a")], 1563);
     }
 }

@@ -196,25 +196,22 @@ impl<'a> FunctionContext<'a> {
         Value::Null
     }
 
-    /// A warning with the given code whose message names the current function, ArangoDB
-    /// style; returns `null`.
+    /// A warning with the given code, worded as ArangoDB words warnings of codes other than
+    /// 1541/1542: "in function 'X()': <message>". Returns `null`.
     pub fn warn_null(&mut self, code: ErrorCode, detail: &str) -> Value {
-        let message = if detail.is_empty() {
-            format!(
-                "{} in call to function '{}()'",
-                code.default_message(),
-                self.function
-            )
+        let text = if detail.is_empty() {
+            code.default_message()
         } else {
-            format!(
-                "{}: {} in call to function '{}()'",
-                code.default_message(),
-                detail,
-                self.function
-            )
+            detail
         };
+        let message = format!("in function '{}()': {}", self.function, text);
         self.warn(code, message);
         Value::Null
+    }
+
+    /// Warning 1563 ("array expected") for the current function; returns `null`.
+    pub fn array_expected(&mut self) -> Value {
+        self.warn_null(ErrorCode::QueryArrayExpected, "")
     }
 
     fn data(&self) -> Result<&'a dyn DataAccess> {
@@ -365,6 +362,13 @@ pub(crate) mod testutil {
         let (v, w) = run(name, args.clone());
         assert_eq!(v, Value::Null, "{name}({args:?})");
         assert_eq!(w, vec![1542], "{name}({args:?})");
+    }
+
+    /// Calls `name`, asserting a `null` result with exactly the warning `code`.
+    pub fn warns(name: &str, args: Vec<Value>, code: u32) {
+        let (v, w) = run(name, args.clone());
+        assert_eq!(v, Value::Null, "{name}({args:?})");
+        assert_eq!(w, vec![code], "{name}({args:?})");
     }
 
     /// Calls `name`, expecting an error with `code`.

@@ -256,9 +256,12 @@ fn range(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             format!("RANGE() would produce {count} values, more than the limit of {MAX_RANGE}"),
         ));
     }
-    let mut out = Vec::with_capacity(count as usize);
-    for i in 0..count as usize {
-        out.push(number(start + i as f64 * step));
+    // Accumulate like ArangoDB does, so that fractional steps end on the same value.
+    let mut out = Vec::with_capacity(count.max(0.0) as usize + 1);
+    let mut x = start;
+    while (step > 0.0 && x <= stop) || (step < 0.0 && x >= stop) {
+        out.push(number(x));
+        x += step;
     }
     Ok(Value::Array(out))
 }

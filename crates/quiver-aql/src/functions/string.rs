@@ -48,6 +48,7 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("REGEX_REPLACE", 3, 4, regex_replace),
     def("REGEX_SPLIT", 2, 4, regex_split),
     def("REGEX_TEST", 2, 3, regex_test),
+    def("REPEAT", 2, 3, repeat),
     def("REVERSE", 1, 1, reverse),
     def("RIGHT", 2, 2, right),
     def("RTRIM", 1, 2, rtrim),
@@ -59,8 +60,9 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("STARTS_WITH", 2, 3, starts_with),
     def("SUBSTITUTE", 2, 4, substitute),
     def("SUBSTRING", 2, 3, substring),
-    def("SUBSTRING_BYTES", 2, 3, substring_bytes),
+    def("SUBSTRING_BYTES", 2, 5, substring_bytes),
     def("TO_BASE64", 1, 1, to_base64),
+    def("TO_CHAR", 1, 1, to_char),
     def("TO_HEX", 1, 1, to_hex),
     def("TRIM", 1, 2, trim),
     def("UPPER", 1, 1, upper),
@@ -86,7 +88,13 @@ pub(crate) fn int_arg(args: &[Value], i: usize) -> i64 {
 }
 
 fn char_length(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    s(Value::from(to_str(arg(args, 0)).chars().count()))
+    let v = arg(args, 0);
+    // ArangoDB counts the bytes of the JSON text for arrays and objects, characters otherwise.
+    let n = match v {
+        Value::Array(_) | Value::Object(_) => value::to_json_string(v).len(),
+        other => to_str(other).chars().count(),
+    };
+    s(Value::from(n))
 }
 
 fn append_concat(out: &mut String, v: &Value) {
@@ -142,7 +150,12 @@ fn char_find(haystack: &str, needle: &str, from_char: usize) -> Option<usize> {
 fn contains(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let text = to_str(arg(args, 0));
     let search = to_str(arg(args, 1));
-    let found = char_find(&text, &search, 0);
+    // An empty needle is "not found" in ArangoDB.
+    let found = if search.is_empty() {
+        None
+    } else {
+        char_find(&text, &search, 0)
+    };
     if value::to_bool(arg(args, 2)) {
         s(Value::from(found.map_or(-1, |p| p as i64)))
     } else {
@@ -183,62 +196,60 @@ fn encode_uri_component(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<V
     string(out)
 }
 
-/// The character window `[start, end]` (end inclusive) FIND_FIRST/FIND_LAST search in, or
-/// None when the window is empty by construction.
-fn find_window(args: &[Value], len: usize) -> Option<(usize, usize)> {
-    let start = if arg(args, 2).is_null() {
-        0
-    } else {
-        int_arg(args, 2).max(0)
-    };
-    let end = if arg(args, 3).is_null() {
-        len as i64
-    } else {
-        let e = int_arg(args, 3);
-        if e < start {
-            return None;
+/// Shared core of FIND_FIRST / FIND_LAST, following ArangoDB: a negative start finds
+/// nothing, `end` is the last character position a match may cover, matches are searched
+/// left to right without overlap.
+fn find(args: &[Value], last: bool) -> Value {
+    let text: Vec<char> = to_str(arg(args, 0)).chars().collect();
+    let search: Vec<char> = to_str(arg(args, 1)).chars().collect();
+    let start = int_arg(args, 2);
+    if start < 0 {
+        return Value::from(-1);
+    }
+    let mut max_end = text.len() as i64;
+    let mut empty_search_bump = 0;
+    if !arg(args, 3).is_null() {
+        max_end = int_arg(args, 3);
+        if max_end < start || max_end < 0 {
+            return Value::from(-1);
         }
-        (e + 1).min(len as i64)
-    };
-    Some((start as usize, end.max(0) as usize))
+        empty_search_bump = 1;
+    }
+    if search.is_empty() {
+        return Value::from(if last {
+            max_end + empty_search_bump
+        } else {
+            start
+        });
+    }
+    if text.is_empty() || search.len() > text.len() {
+        return Value::from(-1);
+    }
+    let mut found = -1i64;
+    let mut pos = 0usize;
+    while pos + search.len() <= text.len() {
+        if text[pos..pos + search.len()] == search[..] {
+            let p = pos as i64;
+            if p >= start && p + search.len() as i64 - 1 <= max_end {
+                found = p;
+                if !last {
+                    break;
+                }
+            }
+            pos += search.len();
+        } else {
+            pos += 1;
+        }
+    }
+    Value::from(found)
 }
 
 fn find_first(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let text = to_str(arg(args, 0));
-    let search = to_str(arg(args, 1));
-    let chars: Vec<char> = text.chars().collect();
-    let Some((start, end)) = find_window(args, chars.len()) else {
-        return s(Value::from(-1));
-    };
-    if search.is_empty() {
-        return s(Value::from(start as i64));
-    }
-    if start >= end {
-        return s(Value::from(-1));
-    }
-    let window: String = chars[start..end].iter().collect();
-    s(Value::from(
-        char_find(&window, &search, 0).map_or(-1, |p| (p + start) as i64),
-    ))
+    s(find(args, false))
 }
 
 fn find_last(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let text = to_str(arg(args, 0));
-    let search = to_str(arg(args, 1));
-    let chars: Vec<char> = text.chars().collect();
-    let Some((start, end)) = find_window(args, chars.len()) else {
-        return s(Value::from(-1));
-    };
-    if search.is_empty() {
-        return s(Value::from(end as i64));
-    }
-    if start >= end {
-        return s(Value::from(-1));
-    }
-    let window: String = chars[start..end].iter().collect();
-    s(Value::from(window.rfind(search.as_ref()).map_or(-1, |b| {
-        (window[..b].chars().count() + start) as i64
-    })))
+    s(find(args, true))
 }
 
 /// Dotted quad without leading zeros, each part 0..=255.
@@ -388,9 +399,11 @@ fn trim_with(text: &str, chars: &str, start: bool, end: bool) -> String {
 }
 
 fn trim_chars(args: &[Value]) -> Cow<'_, str> {
-    match arg(args, 1) {
-        Value::Null => Cow::Borrowed(DEFAULT_TRIM),
-        other => to_str(other),
+    // LTRIM/RTRIM stringify whatever is given (an explicit null trims nothing).
+    if args.len() < 2 {
+        Cow::Borrowed(DEFAULT_TRIM)
+    } else {
+        to_str(arg(args, 1))
     }
 }
 
@@ -423,7 +436,8 @@ fn trim(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             };
             string(trim_with(&text, DEFAULT_TRIM, start, end))
         }
-        _ => string(trim_with(&text, &trim_chars(args), true, true)),
+        Value::String(chars) => string(trim_with(&text, chars, true, true)),
+        _ => string(trim_with(&text, DEFAULT_TRIM, true, true)),
     }
 }
 
@@ -658,7 +672,52 @@ fn reverse(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     match arg(args, 0) {
         Value::String(text) => string(text.chars().rev().collect::<String>()),
         Value::Array(items) => s(Value::Array(items.iter().rev().cloned().collect())),
-        _ => s(ctx.invalid_argument()),
+        _ => s(ctx.array_expected()),
+    }
+}
+
+/// Longest string REPEAT() builds, as in ArangoDB.
+const MAX_REPEAT_BYTES: usize = 16 * 1024 * 1024;
+
+fn repeat(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let count = int_arg(args, 1);
+    if count == 0 {
+        return string("");
+    }
+    if count < 0 {
+        return s(ctx.invalid_argument());
+    }
+    let text = to_str(arg(args, 0));
+    let separator = if args.len() > 2 {
+        to_str(arg(args, 2))
+    } else {
+        Cow::Borrowed("")
+    };
+    let total = (text.len() as u128 + separator.len() as u128) * count as u128;
+    if total > MAX_REPEAT_BYTES as u128 + separator.len() as u128 {
+        return s(ctx.warn_null(
+            ErrorCode::ResourceLimit,
+            "Output string of AQL REPEAT function was limited to 16MB.",
+        ));
+    }
+    let mut out = String::with_capacity(total as usize);
+    for i in 0..count {
+        if i > 0 {
+            out.push_str(&separator);
+        }
+        out.push_str(&text);
+    }
+    string(out)
+}
+
+fn to_char(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let code = match arg(args, 0).as_f64() {
+        Some(f) if f >= 0.0 => f as u32,
+        _ => return s(ctx.invalid_argument()),
+    };
+    match char::from_u32(code) {
+        Some(c) => string(c.to_string()),
+        None => s(ctx.invalid_argument()),
     }
 }
 
@@ -706,27 +765,33 @@ fn soundex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     string(out)
 }
 
-fn split(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let text = to_str(arg(args, 0));
-    let limit = if arg(args, 2).is_null() {
-        usize::MAX
+fn split(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let limit = if args.len() == 3 {
+        let Value::Number(n) = arg(args, 2) else {
+            return s(ctx.invalid_argument());
+        };
+        let l = n.as_f64().unwrap_or(0.0).trunc();
+        if l < 0.0 {
+            return s(Value::Null);
+        }
+        if l == 0.0 {
+            return s(Value::Array(Vec::new()));
+        }
+        l as usize
     } else {
-        let l = int_arg(args, 2);
-        if l < 0 {
-            usize::MAX
-        } else {
-            l as usize
-        }
+        usize::MAX
     };
+    if args.len() == 1 {
+        return s(Value::Array(vec![arg(args, 0).clone()]));
+    }
     let separators: Vec<Cow<'_, str>> = match arg(args, 1) {
-        Value::Null if args.len() < 2 => {
-            return s(Value::Array(vec![Value::String(text.into_owned())]));
-        }
+        Value::Object(_) => return s(ctx.invalid_argument()),
         Value::Array(items) => items.iter().map(to_str).collect(),
         other => vec![to_str(other)],
     };
+    let text = to_str(arg(args, 0));
     let mut out = Vec::new();
-    if separators.iter().any(|sep| sep.is_empty()) && separators.len() == 1 {
+    if separators.iter().all(|sep| sep.is_empty()) {
         for c in text.chars().take(limit) {
             out.push(Value::String(c.to_string()));
         }
@@ -773,50 +838,89 @@ fn starts_with(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     }
 }
 
-fn substitute(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let text = to_str(arg(args, 0));
-    let (pairs, limit_index): (Vec<(String, String)>, usize) = match arg(args, 1) {
-        Value::Object(map) => (
-            map.iter()
-                .map(|(k, v)| (k.clone(), value::to_string(v)))
-                .collect(),
-            2,
-        ),
-        Value::Array(search) => {
-            let replace = arg(args, 2);
-            let pairs = search
-                .iter()
-                .enumerate()
-                .map(|(i, sv)| {
-                    let r = match replace {
-                        Value::Array(rs) => rs.get(i).map(value::to_string).unwrap_or_default(),
-                        other => value::to_string(other),
-                    };
-                    (value::to_string(sv), r)
-                })
-                .collect();
-            (pairs, 3)
+fn substitute(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let search = arg(args, 1);
+    let mut limit_index = 3;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    match search {
+        Value::Object(map) => {
+            if args.len() > 3 {
+                return s(ctx.warn_null(ErrorCode::QueryFunctionArgumentNumberMismatch, ""));
+            }
+            limit_index = 2;
+            for (k, v) in map {
+                let r = match v {
+                    Value::Null => String::new(),
+                    Value::String(r) => r.clone(),
+                    _ => return s(ctx.invalid_argument()),
+                };
+                pairs.push((k.clone(), r));
+            }
         }
-        other => (
-            vec![(value::to_string(other), value::to_string(arg(args, 2)))],
-            3,
-        ),
-    };
+        _ => {
+            let searches: Vec<String> = match search {
+                Value::Array(items) => {
+                    let mut v = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item {
+                            Value::String(t) => v.push(t.clone()),
+                            _ => return s(ctx.invalid_argument()),
+                        }
+                    }
+                    v
+                }
+                Value::String(t) => vec![t.clone()],
+                _ => return s(ctx.invalid_argument()),
+            };
+            // Replacements: an array maps element-wise (missing ones remove the match), a
+            // plain string replaces every search string, no argument removes matches.
+            let replacements: Option<Vec<String>> = match arg(args, 2) {
+                Value::Null if args.len() < 3 => None,
+                Value::Array(items) => {
+                    let mut v = Vec::with_capacity(items.len());
+                    for item in items {
+                        match item {
+                            Value::Null => v.push(String::new()),
+                            Value::String(t) => v.push(t.clone()),
+                            _ => return s(ctx.invalid_argument()),
+                        }
+                    }
+                    Some(v)
+                }
+                Value::String(t) => Some(vec![t.clone(); searches.len()]),
+                _ => return s(ctx.invalid_argument()),
+            };
+            for (i, k) in searches.into_iter().enumerate() {
+                let r = replacements
+                    .as_ref()
+                    .and_then(|rs| rs.get(i).cloned())
+                    .unwrap_or_default();
+                pairs.push((k, r));
+            }
+        }
+    }
     let limit = if arg(args, limit_index).is_null() {
         usize::MAX
     } else {
         let l = int_arg(args, limit_index);
-        if l <= 0 {
-            return string(text.into_owned());
+        if l == 0 {
+            return s(arg(args, 0).clone());
         }
-        l as usize
+        if l < 0 {
+            usize::MAX
+        } else {
+            l as usize
+        }
     };
+    if pairs.is_empty() {
+        return s(arg(args, 0).clone());
+    }
+    let text = to_str(arg(args, 0));
     let pairs: Vec<&(String, String)> = pairs.iter().filter(|(k, _)| !k.is_empty()).collect();
     let mut out = String::with_capacity(text.len());
     let mut replaced = 0;
     let mut i = 0;
-    let bytes = text.as_bytes();
-    while i < bytes.len() {
+    while i < text.len() {
         if replaced < limit {
             if let Some((k, r)) = pairs
                 .iter()
@@ -857,21 +961,56 @@ fn substring(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn substring_bytes(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let text = to_str(arg(args, 0));
-    let len = text.len() as i64;
-    let mut offset = int_arg(args, 1);
-    if offset < 0 {
-        offset = (len + offset).max(0);
-    }
-    let offset = offset.min(len) as usize;
-    let end = if arg(args, 2).is_null() {
-        text.len()
-    } else {
-        (offset as i64 + int_arg(args, 2).max(0)).min(len) as usize
+    let Value::String(text) = arg(args, 0) else {
+        return s(ctx.warn_null(ErrorCode::BadParameter, ""));
     };
-    match text.get(offset..end) {
+    if text.is_empty() {
+        return string("");
+    }
+    let bytes = text.as_bytes();
+    let len = bytes.len() as i64;
+    let mut offset = int_arg(args, 1);
+    offset = if offset < 0 {
+        (len + offset).max(0)
+    } else {
+        offset.min(len)
+    };
+    let length = if args.len() >= 3 {
+        int_arg(args, 2).max(0)
+    } else {
+        len
+    };
+    // Optional 4th/5th arguments widen the window by whole characters to the left/right.
+    let left = if args.len() >= 4 { int_arg(args, 3) } else { 0 };
+    let right = match args.len() {
+        5 => int_arg(args, 4),
+        4 => left,
+        _ => 0,
+    };
+    let is_continuation = |i: usize| i < bytes.len() && bytes[i] & 0xC0 == 0x80;
+    let mut lhs = offset as usize;
+    let mut rhs = lhs + length.min(len - offset) as usize;
+    if is_continuation(lhs) || is_continuation(rhs) {
+        return s(ctx.warn_null(ErrorCode::BadParameter, ""));
+    }
+    let mut budget = left;
+    while budget > 0 && lhs > 0 {
+        lhs -= 1;
+        if !is_continuation(lhs) {
+            budget -= 1;
+        }
+    }
+    let mut budget = right;
+    while budget > 0 && rhs < bytes.len() {
+        rhs += 1;
+        while is_continuation(rhs) {
+            rhs += 1;
+        }
+        budget -= 1;
+    }
+    match text.get(lhs..rhs) {
         Some(part) => string(part),
-        None => s(ctx.invalid_argument()),
+        None => s(ctx.warn_null(ErrorCode::BadParameter, "")),
     }
 }
 
@@ -881,7 +1020,7 @@ fn uuid(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{invalid, ok, run};
+    use super::super::testutil::{invalid, ok, run, warns};
     use serde_json::json;
 
     #[test]
@@ -889,6 +1028,7 @@ mod tests {
         assert_eq!(ok("CHAR_LENGTH", vec![json!("foo")]), json!(3));
         assert_eq!(ok("CHAR_LENGTH", vec![json!("电脑坏了")]), json!(4));
         assert_eq!(ok("CHAR_LENGTH", vec![json!({"foo": "bar"})]), json!(13));
+        assert_eq!(ok("CHAR_LENGTH", vec![json!(["ä"])]), json!(6));
         assert_eq!(ok("CHAR_LENGTH", vec![json!(true)]), json!(4));
         assert_eq!(ok("CHAR_LENGTH", vec![json!(null)]), json!(0));
         assert_eq!(
@@ -965,6 +1105,18 @@ mod tests {
         assert_eq!(
             ok("CONTAINS", vec![json!("äöübar"), json!("bar"), json!(true)]),
             json!(3)
+        );
+        assert_eq!(ok("CONTAINS", vec![json!("abc"), json!("")]), json!(false));
+        assert_eq!(
+            ok("CONTAINS", vec![json!("abc"), json!(""), json!(true)]),
+            json!(-1)
+        );
+        assert_eq!(
+            ok(
+                "FIND_FIRST",
+                vec![json!("foobarbaz"), json!("ba"), json!(-1)]
+            ),
+            json!(-1)
         );
         assert_eq!(
             ok("FIND_FIRST", vec![json!("foobarbaz"), json!("ba")]),
@@ -1160,9 +1312,18 @@ mod tests {
             ),
             json!("❤️")
         );
-        invalid(
+        warns(
             "SUBSTRING_BYTES",
             vec![json!("We ❤️ avocado!"), json!(-15), json!(4)],
+            10,
+        );
+        warns("SUBSTRING_BYTES", vec![json!(12), json!(0)], 10);
+        assert_eq!(
+            ok(
+                "SUBSTRING_BYTES",
+                vec![json!("We ❤️ avocado!"), json!(10), json!(3), json!(1)]
+            ),
+            json!(" avoc")
         );
     }
 
@@ -1233,6 +1394,9 @@ mod tests {
         );
         assert_eq!(ok("TRIM", vec![json!("  a  "), json!(1)]), json!("a  "));
         assert_eq!(ok("TRIM", vec![json!("  a  "), json!(2)]), json!("  a"));
+        assert_eq!(ok("TRIM", vec![json!("  a  "), json!(7)]), json!("a"));
+        assert_eq!(ok("TRIM", vec![json!("  a  "), json!(true)]), json!("a"));
+        assert_eq!(ok("LTRIM", vec![json!("  a"), json!(null)]), json!("  a"));
     }
 
     #[test]
@@ -1385,7 +1549,7 @@ mod tests {
         assert_eq!(ok("REVERSE", vec![json!("foobar")]), json!("raboof"));
         assert_eq!(ok("REVERSE", vec![json!("电脑坏了")]), json!("了坏脑电"));
         assert_eq!(ok("REVERSE", vec![json!([2, 4, 6])]), json!([6, 4, 2]));
-        invalid("REVERSE", vec![json!(1)]);
+        warns("REVERSE", vec![json!(1)], 1563);
         assert_eq!(ok("SOUNDEX", vec![json!("example")]), json!("E251"));
         assert_eq!(ok("SOUNDEX", vec![json!("ekzampul")]), json!("E251"));
         assert_eq!(ok("SOUNDEX", vec![json!("soundex")]), json!("S532"));
@@ -1406,6 +1570,30 @@ mod tests {
         );
         assert_eq!(ok("SPLIT", vec![json!("äb"), json!("")]), json!(["ä", "b"]));
         assert_eq!(ok("SPLIT", vec![json!("foo")]), json!(["foo"]));
+        assert_eq!(ok("SPLIT", vec![json!(12)]), json!([12]));
+        assert_eq!(
+            ok("SPLIT", vec![json!("a-b"), json!("-"), json!(0)]),
+            json!([])
+        );
+        assert_eq!(
+            ok("SPLIT", vec![json!("a-b"), json!("-"), json!(-1)]),
+            json!(null)
+        );
+        invalid("SPLIT", vec![json!("a-b"), json!("-"), json!("2")]);
+        invalid("SPLIT", vec![json!("a-b"), json!({})]);
+        assert_eq!(ok("SPLIT", vec![json!(""), json!("-")]), json!([""]));
+        assert_eq!(ok("REPEAT", vec![json!("ab"), json!(3)]), json!("ababab"));
+        assert_eq!(
+            ok("REPEAT", vec![json!("ab"), json!(3), json!(", ")]),
+            json!("ab, ab, ab")
+        );
+        assert_eq!(ok("REPEAT", vec![json!(1), json!(0)]), json!(""));
+        invalid("REPEAT", vec![json!("ab"), json!(-1)]);
+        warns("REPEAT", vec![json!("ab"), json!(100_000_000)], 32);
+        assert_eq!(ok("TO_CHAR", vec![json!(65)]), json!("A"));
+        assert_eq!(ok("TO_CHAR", vec![json!(128_512)]), json!("😀"));
+        invalid("TO_CHAR", vec![json!(-1)]);
+        invalid("TO_CHAR", vec![json!("65")]);
     }
 
     #[test]
@@ -1510,5 +1698,19 @@ mod tests {
             ok("SUBSTITUTE", vec![json!("äää"), json!("ä"), json!("a")]),
             json!("aaa")
         );
+        assert_eq!(
+            ok(
+                "SUBSTITUTE",
+                vec![json!("abc"), json!("b"), json!("x"), json!(0)]
+            ),
+            json!("abc")
+        );
+        assert_eq!(
+            ok("SUBSTITUTE", vec![json!("abc"), json!("b")]),
+            json!("ac")
+        );
+        invalid("SUBSTITUTE", vec![json!("abc"), json!(1), json!("x")]);
+        invalid("SUBSTITUTE", vec![json!("abc"), json!({"b": 1})]);
+        invalid("SUBSTITUTE", vec![json!("abc"), json!(["b"]), json!([1])]);
     }
 }

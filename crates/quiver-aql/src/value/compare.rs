@@ -95,8 +95,8 @@ fn compare_objects(x: &Map<String, Value>, y: &Map<String, Value>) -> Ordering {
 /// ArangoDB compares strings with ICU's collator for the server language (default English /
 /// root). Linking ICU is heavy, so this approximates the root collation's three levels for
 /// the common cases: primary = base letter ignoring case and accents, with whitespace <
-/// punctuation and symbols < digits < letters; secondary = accents; tertiary = case, lower
-/// case first. Equal strings at all three levels fall back to binary order so that the order
+/// punctuation and symbols < digits < letters; secondary = accents; tertiary = case, upper
+/// case first (ArangoDB sets ICU's `UCOL_CASE_FIRST` to `UCOL_UPPER_FIRST`). Equal strings at all three levels fall back to binary order so that the order
 /// stays total and `equals` means byte equality.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Weights {
@@ -109,9 +109,9 @@ fn weights(c: char) -> Weights {
     if c.is_ascii() {
         let b = c as u8;
         let (primary, tertiary) = if b.is_ascii_lowercase() {
-            (0x40_0000 + u32::from(b), 0)
+            (0x40_0000 + u32::from(b), 1)
         } else if b.is_ascii_uppercase() {
-            (0x40_0000 + u32::from(b.to_ascii_lowercase()), 1)
+            (0x40_0000 + u32::from(b.to_ascii_lowercase()), 0)
         } else if b.is_ascii_digit() {
             (0x30_0000 + u32::from(b), 0)
         } else if b.is_ascii_whitespace() || b < 0x20 {
@@ -144,7 +144,8 @@ fn weights(c: char) -> Weights {
     });
     let base = base.unwrap_or(c);
     let lower = base.to_lowercase().next().unwrap_or(base);
-    let tertiary = u8::from(lower != base);
+    // ArangoDB configures ICU with upper case first ("A" < "a").
+    let tertiary = u8::from(lower == base);
     let primary = if lower.is_alphabetic() {
         0x40_0000 + lower as u32
     } else if lower.is_numeric() {
@@ -162,7 +163,7 @@ fn weights(c: char) -> Weights {
 }
 
 /// Localized string comparison (see [`Weights`] for the approximation of ICU's root
-/// collation): "a" < "B" < "b" is false, "a" < "A" < "b" < "B" is the order.
+/// collation): the order is "A" < "a" < "B" < "b", not byte order.
 pub fn compare_strings(a: &str, b: &str) -> Ordering {
     if a == b {
         return Ordering::Equal;
@@ -269,9 +270,10 @@ mod tests {
 
     #[test]
     fn strings_use_a_localized_order() {
-        lt(json!("a"), json!("A"));
-        lt(json!("A"), json!("b"));
-        lt(json!("b"), json!("B"));
+        lt(json!("A"), json!("a"));
+        lt(json!("a"), json!("B"));
+        lt(json!("B"), json!("b"));
+        lt(json!("Ä"), json!("ä"));
         lt(json!("abc"), json!("abd"));
         lt(json!("ab"), json!("abc"));
         lt(json!("a"), json!("ä"));
@@ -283,6 +285,6 @@ mod tests {
         assert!(equals(&json!("é"), &json!("é")));
         let mut words = vec!["b", "B", "a", "A", "c", "ab"];
         words.sort_by(|x, y| compare_strings(x, y));
-        assert_eq!(words, ["a", "A", "ab", "b", "B", "c"]);
+        assert_eq!(words, ["A", "a", "ab", "B", "b", "c"]);
     }
 }
