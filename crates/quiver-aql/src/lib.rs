@@ -10,8 +10,12 @@ pub mod functions;
 pub mod value;
 
 pub mod ast;
+pub mod exec;
+pub mod explain;
 pub mod lexer;
+pub mod optimizer;
 pub mod parser;
+pub mod plan;
 pub mod service;
 pub mod source;
 

@@ -14,6 +14,13 @@ use crate::lexer::{column_of, near, tokenize, Kw, Tok, Token, CONTEXT_WORDS};
 /// exhausting the thread's stack.
 const MAX_DEPTH: usize = 120;
 
+/// Filter, limit (offset, count) and projection of an inline expansion.
+type ExpansionClauses = (
+    Option<Box<Expr>>,
+    Option<(Box<Expr>, Box<Expr>)>,
+    Option<Box<Expr>>,
+);
+
 /// Parses a complete query.
 pub fn parse(query: &str) -> Result<Query> {
     if query.trim().is_empty() {
@@ -160,7 +167,7 @@ impl<'a> Parser<'a> {
                 | Kw::Search => format!("{} declaration", k.text()),
                 _ => format!("{} keyword", k.text()),
             },
-            Tok::Sym(s) => format!("{s}"),
+            Tok::Sym(s) => s.to_string(),
             Tok::Eof => "end of query string".into(),
         }
     }
@@ -849,21 +856,7 @@ impl<'a> Parser<'a> {
             depth += 1;
         }
         self.expansion += 1;
-        let inner = (|| -> Result<(Option<Box<Expr>>, Option<(Box<Expr>, Box<Expr>)>, Option<Box<Expr>>)> {
-            let filter = if self.eat_kw(Kw::Filter) { Some(Box::new(self.expr()?)) } else { None };
-            let limit = if self.eat_kw(Kw::Limit) {
-                let first = self.expr()?;
-                if self.eat_sym(",") {
-                    Some((Box::new(first), Box::new(self.expr()?)))
-                } else {
-                    Some((Box::new(Expr::lit(Value::from(0))), Box::new(first)))
-                }
-            } else {
-                None
-            };
-            let ret = if self.eat_kw(Kw::Return) { Some(Box::new(self.expr()?)) } else { None };
-            Ok((filter, limit, ret))
-        })();
+        let inner = self.expansion_clauses();
         let (filter, limit, ret) = match inner {
             Ok(v) => v,
             Err(e) => {
@@ -913,6 +906,31 @@ impl<'a> Parser<'a> {
             limit,
             project: project.map(Box::new),
         })
+    }
+
+    /// The optional `FILTER`, `LIMIT` and `RETURN` clauses inside `[* ...]`.
+    fn expansion_clauses(&mut self) -> Result<ExpansionClauses> {
+        let filter = if self.eat_kw(Kw::Filter) {
+            Some(Box::new(self.expr()?))
+        } else {
+            None
+        };
+        let limit = if self.eat_kw(Kw::Limit) {
+            let first = self.expr()?;
+            if self.eat_sym(",") {
+                Some((Box::new(first), Box::new(self.expr()?)))
+            } else {
+                Some((Box::new(Expr::lit(Value::from(0))), Box::new(first)))
+            }
+        } else {
+            None
+        };
+        let ret = if self.eat_kw(Kw::Return) {
+            Some(Box::new(self.expr()?))
+        } else {
+            None
+        };
+        Ok((filter, limit, ret))
     }
 
     fn primary(&mut self) -> Result<Expr> {

@@ -107,7 +107,7 @@ fn not_found(name: &str) -> Error {
 }
 
 impl DataSource for MemorySource {
-    fn begin(&self, database: &str) -> Result<Box<dyn Transaction>> {
+    fn begin(&self, database: &str, _writes: &[String]) -> Result<Box<dyn Transaction>> {
         let db = self.database(database)?;
         let snapshot = db.read().clone();
         Ok(Box::new(MemoryTransaction {

@@ -5,6 +5,7 @@
 use quiver_errors::Result;
 use serde_json::Value;
 
+pub mod core;
 pub mod memory;
 
 /// What the planner needs to know about a collection.
@@ -50,8 +51,9 @@ pub type DocIter = Box<dyn Iterator<Item = Result<Value>> + Send>;
 
 /// Entry point: one implementation per storage backend.
 pub trait DataSource: Send + Sync {
+    /// Starts a query transaction that may write `writes` (empty for read-only queries).
     /// Fails with 1228 if the database does not exist.
-    fn begin(&self, database: &str) -> Result<Box<dyn Transaction>>;
+    fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>>;
 }
 
 /// One query's view of a database: every read sees the same consistent state (plus the

@@ -1,0 +1,628 @@
+//! Optimizer rules over the node pipeline, named as in ArangoDB so that `optimizer.rules`
+//! (`["-all", "+use-indexes"]`) and explain output mean the same thing. Each rule is a
+//! function from plan to plan that reports whether it changed anything; rules run on every
+//! (sub)query pipeline.
+//!
+//! Index selection is isolated in [`use_indexes`]: it asks [`IndexCandidate`]s to match
+//! filter conditions against a collection loop. Today only the primary index exists; issue 6
+//! adds secondary indexes (and traversal nodes) as further candidates without touching the
+//! other rules.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::ast::BinOp;
+use crate::plan::{CExpr, ListSource, Node, NodeKind, Plan, QueryPlan, Slot};
+
+/// Every rule this optimizer knows, in the order they run.
+pub const RULES: &[&str] = &[
+    "move-calculations-up",
+    "move-filters-up",
+    "remove-unnecessary-filters",
+    "use-indexes",
+    "remove-filter-covered-by-index",
+    "remove-unnecessary-calculations",
+    "remove-redundant-sorts",
+    "remove-collect-variables",
+    "sort-limit",
+];
+
+/// Which rules are enabled by an `optimizer.rules` list.
+pub struct RuleSelection {
+    disabled: HashSet<String>,
+    all_disabled: bool,
+    enabled: HashSet<String>,
+}
+
+impl RuleSelection {
+    pub fn from_options(rules: &[String]) -> RuleSelection {
+        let mut sel = RuleSelection {
+            disabled: HashSet::new(),
+            all_disabled: false,
+            enabled: HashSet::new(),
+        };
+        for r in rules {
+            if let Some(name) = r.strip_prefix('-') {
+                if name == "all" {
+                    sel.all_disabled = true;
+                    sel.enabled.clear();
+                } else {
+                    sel.disabled.insert(name.to_string());
+                    sel.enabled.remove(name);
+                }
+            } else {
+                let name = r.strip_prefix('+').unwrap_or(r);
+                if name == "all" {
+                    sel.all_disabled = false;
+                    sel.disabled.clear();
+                } else {
+                    sel.enabled.insert(name.to_string());
+                    sel.disabled.remove(name);
+                }
+            }
+        }
+        sel
+    }
+
+    pub fn is_enabled(&self, rule: &str) -> bool {
+        if self.enabled.contains(rule) {
+            return true;
+        }
+        !self.all_disabled && !self.disabled.contains(rule)
+    }
+}
+
+/// Options that change what the optimizer may do.
+pub struct OptimizeOptions {
+    pub rules: RuleSelection,
+    pub full_count: bool,
+}
+
+/// Runs all enabled rules and records which ones fired in `plan.rules`.
+pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) {
+    let result_slot = match plan.root.nodes.last().map(|n| &n.kind) {
+        Some(NodeKind::Return { input, .. }) => Some(*input),
+        _ => None,
+    };
+    let mut fired: Vec<String> = Vec::new();
+    let root = std::mem::take(&mut plan.root);
+    plan.root = optimize_pipeline(root, options, &mut fired, result_slot);
+    if options.full_count {
+        if let Some(node) = plan
+            .root
+            .nodes
+            .iter_mut()
+            .rev()
+            .find(|n| matches!(n.kind, NodeKind::Limit { .. }))
+        {
+            if let NodeKind::Limit { full_count, .. } = &mut node.kind {
+                *full_count = true;
+            }
+        }
+    }
+    let mut seen = HashSet::new();
+    plan.rules = RULES
+        .iter()
+        .filter(|r| fired.iter().any(|f| f == *r) && seen.insert(**r))
+        .map(|r| r.to_string())
+        .collect();
+}
+
+fn optimize_pipeline(
+    mut plan: Plan,
+    options: &OptimizeOptions,
+    fired: &mut Vec<String>,
+    _result: Option<Slot>,
+) -> Plan {
+    // Subqueries first, so the outer rules see their final variable usage.
+    for node in &mut plan.nodes {
+        if let NodeKind::Subquery { plan: sub, .. } = &mut node.kind {
+            let inner = (**sub).clone();
+            let result = match inner.nodes.last().map(|n| &n.kind) {
+                Some(NodeKind::Return { input, .. }) => Some(*input),
+                _ => None,
+            };
+            *sub = Arc::new(optimize_pipeline(inner, options, fired, result));
+        }
+    }
+    type Rule = fn(&mut Plan, &OptimizeOptions) -> bool;
+    let run = |name: &str, plan: &mut Plan, rule: Rule, fired: &mut Vec<String>| {
+        if options.rules.is_enabled(name) && rule(plan, options) {
+            fired.push(name.to_string());
+        }
+    };
+    run(
+        "move-calculations-up",
+        &mut plan,
+        move_calculations_up,
+        fired,
+    );
+    run("move-filters-up", &mut plan, move_filters_up, fired);
+    run(
+        "remove-unnecessary-filters",
+        &mut plan,
+        remove_unnecessary_filters,
+        fired,
+    );
+    if options.rules.is_enabled("use-indexes") {
+        let (changed, covered) = use_indexes(&mut plan);
+        if changed {
+            fired.push("use-indexes".into());
+        }
+        if covered && options.rules.is_enabled("remove-filter-covered-by-index") {
+            fired.push("remove-filter-covered-by-index".into());
+            remove_unnecessary_filters(&mut plan, options);
+        }
+    }
+    run(
+        "remove-unnecessary-calculations",
+        &mut plan,
+        remove_unnecessary_calculations,
+        fired,
+    );
+    run(
+        "remove-redundant-sorts",
+        &mut plan,
+        remove_redundant_sorts,
+        fired,
+    );
+    run(
+        "remove-collect-variables",
+        &mut plan,
+        remove_collect_variables,
+        fired,
+    );
+    run("sort-limit", &mut plan, sort_limit, fired);
+    plan
+}
+
+/// Slots read by nodes at positions `from..` (including subquery pipelines).
+fn reads_after(plan: &Plan, from: usize) -> HashSet<Slot> {
+    let mut set = HashSet::new();
+    for n in &plan.nodes[from.min(plan.nodes.len())..] {
+        set.extend(n.kind.reads());
+    }
+    set
+}
+
+/// Where a node that reads `vars` may move up to: just after the last node defining one of
+/// them, but never above a node that changes the row stream's meaning (LIMIT, COLLECT,
+/// WINDOW, data modification, RETURN; SORT too for calculations with side effects).
+fn earliest_position(plan: &Plan, j: usize, vars: &HashSet<Slot>) -> usize {
+    let mut p = j;
+    while p > 1 {
+        let prev = &plan.nodes[p - 1].kind;
+        let barrier = matches!(
+            prev,
+            NodeKind::Limit { .. }
+                | NodeKind::Collect { .. }
+                | NodeKind::Window { .. }
+                | NodeKind::Modify(_)
+                | NodeKind::Return { .. }
+                | NodeKind::NoResults
+        );
+        if barrier || prev.writes().iter().any(|w| vars.contains(w)) {
+            break;
+        }
+        p -= 1;
+    }
+    p
+}
+
+fn move_node(plan: &mut Plan, from: usize, to: usize) {
+    let node = plan.nodes.remove(from);
+    plan.nodes.insert(to, node);
+}
+
+fn move_calculations_up(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    let mut j = 1;
+    while j < plan.nodes.len() {
+        if let NodeKind::Calculation { expr, .. } = &plan.nodes[j].kind {
+            if expr.is_deterministic() {
+                let vars = expr.vars();
+                let p = earliest_position(plan, j, &vars);
+                // Only worth it when we jump over a loop.
+                if p < j && plan.nodes[p..j].iter().any(|n| n.kind.is_loop()) {
+                    move_node(plan, j, p);
+                    changed = true;
+                }
+            }
+        }
+        j += 1;
+    }
+    changed
+}
+
+fn move_filters_up(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    let mut j = 1;
+    while j < plan.nodes.len() {
+        if let NodeKind::Filter { input } = &plan.nodes[j].kind {
+            let vars: HashSet<Slot> = [*input].into_iter().collect();
+            let p = earliest_position(plan, j, &vars);
+            if p < j && plan.nodes[p..j].iter().any(|n| n.kind.is_loop()) {
+                move_node(plan, j, p);
+                changed = true;
+            }
+        }
+        j += 1;
+    }
+    changed
+}
+
+fn const_of(plan: &Plan, slot: Slot) -> Option<&Value> {
+    plan.nodes.iter().find_map(|n| match &n.kind {
+        NodeKind::Calculation {
+            out,
+            expr: CExpr::Const(v),
+        } if *out == slot => Some(v),
+        _ => None,
+    })
+}
+
+fn remove_unnecessary_filters(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    let mut j = 1;
+    while j < plan.nodes.len() {
+        if let NodeKind::Filter { input } = plan.nodes[j].kind {
+            if let Some(v) = const_of(plan, input) {
+                if crate::value::to_bool(v) {
+                    plan.nodes.remove(j);
+                } else {
+                    plan.nodes[j].kind = NodeKind::NoResults;
+                    j += 1;
+                }
+                changed = true;
+                continue;
+            }
+        }
+        j += 1;
+    }
+    changed
+}
+
+/// A way to serve part of a filter condition from an index instead of a full scan.
+pub trait IndexCandidate {
+    /// If `conjunct` restricts `var` (a document of `collection`) so that this index can
+    /// produce exactly the matching documents, the node kind that does so.
+    fn try_match(
+        &self,
+        var: Slot,
+        collection: &str,
+        conjunct: &CExpr,
+        available: &dyn Fn(&CExpr) -> bool,
+    ) -> Option<NodeKind>;
+}
+
+/// The primary index: `doc._key == x`, `doc._id == x`, `doc._key IN list`.
+pub struct PrimaryIndex;
+
+impl IndexCandidate for PrimaryIndex {
+    fn try_match(
+        &self,
+        var: Slot,
+        collection: &str,
+        conjunct: &CExpr,
+        available: &dyn Fn(&CExpr) -> bool,
+    ) -> Option<NodeKind> {
+        let is_key_attr = |e: &CExpr| matches!(e, CExpr::Attribute(b, name) if matches!(**b, CExpr::Var(s) if s == var) && (name == "_key" || name == "_id"));
+        let (op, value) = match conjunct {
+            CExpr::Binary(BinOp::Eq, a, b) if is_key_attr(a) && available(b) => {
+                (BinOp::Eq, (**b).clone())
+            }
+            CExpr::Binary(BinOp::Eq, a, b) if is_key_attr(b) && available(a) => {
+                (BinOp::Eq, (**a).clone())
+            }
+            CExpr::Binary(BinOp::In, a, b) if is_key_attr(a) && available(b) => {
+                (BinOp::In, (**b).clone())
+            }
+            _ => return None,
+        };
+        // `_key == 1` never matches (keys are strings); leave such filters alone.
+        if let CExpr::Const(v) = &value {
+            let ok = match op {
+                BinOp::Eq => v.is_string(),
+                _ => v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            };
+            if !ok {
+                return None;
+            }
+        }
+        Some(NodeKind::Index {
+            out: var,
+            collection: collection.to_string(),
+            lookup: value,
+            multi: op == BinOp::In,
+        })
+    }
+}
+
+fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
+    match e {
+        CExpr::Binary(BinOp::And, a, b) => {
+            conjuncts(a, out);
+            conjuncts(b, out);
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+fn rebuild_and(mut parts: Vec<CExpr>) -> CExpr {
+    if parts.is_empty() {
+        return CExpr::Const(Value::Bool(true));
+    }
+    let mut e = parts.remove(0);
+    for p in parts {
+        e = CExpr::Binary(BinOp::And, Box::new(e), Box::new(p));
+    }
+    e
+}
+
+/// Returns (an index replaced a scan, a filter condition became redundant).
+fn use_indexes(plan: &mut Plan) -> (bool, bool) {
+    let candidates: Vec<Box<dyn IndexCandidate>> = vec![Box::new(PrimaryIndex)];
+    let mut changed = false;
+    let mut covered = false;
+    let mut i = 1;
+    while i < plan.nodes.len() {
+        let NodeKind::EnumerateCollection {
+            out: var,
+            collection,
+            ..
+        } = plan.nodes[i].kind.clone()
+        else {
+            i += 1;
+            continue;
+        };
+        // Slots defined at or after the loop cannot feed its lookup.
+        let mut later: HashSet<Slot> = HashSet::new();
+        for n in &plan.nodes[i..] {
+            later.extend(n.kind.writes());
+        }
+        let available = |e: &CExpr| e.is_deterministic() && e.vars().is_disjoint(&later);
+        let mut replaced = false;
+        for j in i + 1..plan.nodes.len() {
+            match &plan.nodes[j].kind {
+                NodeKind::Calculation { .. }
+                | NodeKind::EnumerateList { .. }
+                | NodeKind::EnumerateCollection { .. }
+                | NodeKind::Index { .. } => continue,
+                NodeKind::Filter { input } => {
+                    let input = *input;
+                    let Some(ci) = plan.nodes[..j].iter().position(
+                        |n| matches!(&n.kind, NodeKind::Calculation { out, .. } if *out == input),
+                    ) else {
+                        continue;
+                    };
+                    if ci < i {
+                        continue;
+                    }
+                    let NodeKind::Calculation { expr, .. } = &plan.nodes[ci].kind else {
+                        continue;
+                    };
+                    let mut parts = Vec::new();
+                    conjuncts(expr, &mut parts);
+                    let mut hit = None;
+                    'outer: for (pi, part) in parts.iter().enumerate() {
+                        for c in &candidates {
+                            if let Some(kind) = c.try_match(var, &collection, part, &available) {
+                                hit = Some((pi, kind));
+                                break 'outer;
+                            }
+                        }
+                    }
+                    if let Some((pi, kind)) = hit {
+                        // The lookup uses only values available before the loop, but the
+                        // calculation holding it may sit after; the expression itself is
+                        // copied into the index node, so that is fine.
+                        plan.nodes[i].kind = kind;
+                        parts.remove(pi);
+                        let remaining = rebuild_and(parts);
+                        if let NodeKind::Calculation { expr, .. } = &mut plan.nodes[ci].kind {
+                            *expr = remaining;
+                        }
+                        covered = true;
+                        changed = true;
+                        replaced = true;
+                    }
+                    if replaced {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        i += 1;
+    }
+    (changed, covered)
+}
+
+fn remove_unnecessary_calculations(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    let result_slot = match plan.nodes.last().map(|n| &n.kind) {
+        Some(NodeKind::Return { input, .. }) => Some(*input),
+        _ => None,
+    };
+    loop {
+        let mut removed = false;
+        let mut j = 1;
+        while j < plan.nodes.len() {
+            let out = match &plan.nodes[j].kind {
+                NodeKind::Calculation { out, expr } if expr.is_deterministic() => *out,
+                _ => {
+                    j += 1;
+                    continue;
+                }
+            };
+            if Some(out) != result_slot
+                && !reads_after(plan, j + 1).contains(&out)
+                && !subplans_read(plan, out)
+            {
+                plan.nodes.remove(j);
+                removed = true;
+                changed = true;
+                continue;
+            }
+            j += 1;
+        }
+        if !removed {
+            break;
+        }
+    }
+    changed
+}
+
+/// Whether any subquery pipeline reads `slot` (outer variables are visible inside).
+fn subplans_read(plan: &Plan, slot: Slot) -> bool {
+    plan.nodes.iter().any(|n| matches!(&n.kind, NodeKind::Subquery { plan, .. } if plan.nodes.iter().any(|m| m.kind.reads().contains(&slot))))
+}
+
+fn remove_redundant_sorts(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    let mut j = 1;
+    while j < plan.nodes.len() {
+        if let NodeKind::Sort { keys, .. } = &plan.nodes[j].kind {
+            // Sorting by constants does nothing.
+            if keys.iter().all(|(s, _)| const_of(plan, *s).is_some()) {
+                plan.nodes.remove(j);
+                changed = true;
+                continue;
+            }
+            // A later SORT before any node that depends on order overrides this one.
+            let mut k = j + 1;
+            let mut overridden = false;
+            while k < plan.nodes.len() {
+                match &plan.nodes[k].kind {
+                    NodeKind::Calculation { expr, .. } if expr.is_deterministic() => k += 1,
+                    NodeKind::Filter { .. } => k += 1,
+                    NodeKind::Sort { .. } => {
+                        overridden = true;
+                        break;
+                    }
+                    _ => break,
+                }
+            }
+            if overridden {
+                plan.nodes.remove(j);
+                changed = true;
+                continue;
+            }
+        }
+        j += 1;
+    }
+    changed
+}
+
+fn remove_collect_variables(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    for j in 1..plan.nodes.len() {
+        let into_slot = match &plan.nodes[j].kind {
+            NodeKind::Collect {
+                into: Some((slot, _)),
+                ..
+            } => *slot,
+            _ => continue,
+        };
+        if !reads_after(plan, j + 1).contains(&into_slot) && !subplans_read(plan, into_slot) {
+            let last_is_return_of = matches!(plan.nodes.last().map(|n| &n.kind), Some(NodeKind::Return { input, .. }) if *input == into_slot);
+            if !last_is_return_of {
+                if let NodeKind::Collect { into, .. } = &mut plan.nodes[j].kind {
+                    *into = None;
+                    changed = true;
+                }
+            }
+        }
+    }
+    changed
+}
+
+fn sort_limit(plan: &mut Plan, options: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    for j in 1..plan.nodes.len().saturating_sub(1) {
+        let (offset, count) = match &plan.nodes[j + 1].kind {
+            NodeKind::Limit { offset, count, .. } => (*offset, *count),
+            _ => continue,
+        };
+        if options.full_count {
+            continue;
+        }
+        if let NodeKind::Sort { limit, .. } = &mut plan.nodes[j].kind {
+            if limit.is_none() && count != u64::MAX {
+                *limit = Some(offset.saturating_add(count));
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Estimated items and cumulative cost per node (explain output), ArangoDB-like: loops
+/// multiply by the collection size or list length, LIMIT caps.
+pub fn estimates(plan: &Plan, counts: &dyn Fn(&str) -> u64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(plan.nodes.len());
+    let (mut items, mut cost) = (1.0f64, 0.0f64);
+    for n in &plan.nodes {
+        match &n.kind {
+            NodeKind::Singleton => cost = 1.0,
+            NodeKind::EnumerateCollection { collection, .. } => {
+                let c = counts(collection) as f64;
+                items *= c;
+                cost += items + 1.0;
+            }
+            NodeKind::Index { lookup, multi, .. } => {
+                let k = if *multi {
+                    match lookup {
+                        CExpr::Const(Value::Array(a)) => a.len() as f64,
+                        _ => 10.0,
+                    }
+                } else {
+                    1.0
+                };
+                items *= k;
+                cost += items * 1.5 + 1.0;
+            }
+            NodeKind::EnumerateList { input, .. } => {
+                let k = match input {
+                    ListSource::Range(CExpr::Const(a), CExpr::Const(b)) => {
+                        let (x, y) = crate::exec::eval::range_bounds(a, b);
+                        ((y - x).abs() + 1) as f64
+                    }
+                    _ => 100.0,
+                };
+                items *= k;
+                cost += items;
+            }
+            NodeKind::Limit { offset, count, .. } => {
+                items = (items - *offset as f64).max(0.0).min(*count as f64);
+                cost += items;
+            }
+            NodeKind::Collect { groups, .. } => {
+                if groups.is_empty() {
+                    items = 1.0;
+                } else {
+                    items = (items * 0.8).max(1.0).floor();
+                }
+                cost += items;
+            }
+            NodeKind::Sort { .. } => cost += items * (items.max(2.0)).log2(),
+            NodeKind::NoResults => {
+                items = 0.0;
+                cost += 0.5;
+            }
+            _ => cost += items,
+        }
+        out.push((items, cost));
+    }
+    out
+}
+
+/// Node ids in execution order (for golden `plan` sections).
+pub fn node_types(plan: &Plan) -> Vec<&'static str> {
+    plan.nodes
+        .iter()
+        .map(|n: &Node| n.kind.type_name())
+        .collect()
+}

@@ -1,0 +1,1286 @@
+//! Planner: turns the AST into an execution plan, ArangoDB style — a pipeline of nodes
+//! (`SingletonNode`, `EnumerateCollectionNode`, `CalculationNode`, `FilterNode`, ...) where
+//! every expression is computed by a `CalculationNode` into a variable slot and the other
+//! nodes only reference slots. Names are resolved to slots here, bind parameters substituted,
+//! functions looked up (1540/1541) and constant expressions folded.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{Map, Value};
+
+use crate::ast::{
+    self, BinOp, CollectionRef, Expr, ModifyKind, ObjectKey, Op, Quantifier, UnaryOp,
+};
+use crate::exec::eval::{eval, EnvState, EvalEnv};
+use crate::functions::{self, FunctionDef};
+use crate::source::{Transaction, WriteOptions};
+
+/// Index of a variable in a row.
+pub type Slot = usize;
+
+/// A compiled expression: names resolved to slots, bind parameters substituted.
+#[derive(Clone, Debug)]
+pub enum CExpr {
+    Const(Value),
+    Var(Slot),
+    Current,
+    Array(Vec<CExpr>),
+    Object(Vec<(CKey, CExpr)>),
+    Attribute(Box<CExpr>, String),
+    Index(Box<CExpr>, Box<CExpr>),
+    Expansion {
+        input: Box<CExpr>,
+        depth: usize,
+        filter: Option<Box<CExpr>>,
+        limit: Option<(Box<CExpr>, Box<CExpr>)>,
+        project: Option<Box<CExpr>>,
+    },
+    Unary(UnaryOp, Box<CExpr>),
+    Binary(BinOp, Box<CExpr>, Box<CExpr>),
+    ArrayCompare(Quantifier, BinOp, Box<CExpr>, Box<CExpr>),
+    Ternary(Box<CExpr>, Option<Box<CExpr>>, Box<CExpr>),
+    Range(Box<CExpr>, Box<CExpr>),
+    Call(&'static FunctionDef, Vec<CExpr>),
+}
+
+#[derive(Clone, Debug)]
+pub enum CKey {
+    Static(String),
+    Computed(CExpr),
+}
+
+impl CExpr {
+    /// Calls `f` for every slot the expression reads.
+    pub fn visit_vars(&self, f: &mut dyn FnMut(Slot)) {
+        match self {
+            CExpr::Const(_) | CExpr::Current => {}
+            CExpr::Var(s) => f(*s),
+            CExpr::Array(items) => items.iter().for_each(|e| e.visit_vars(f)),
+            CExpr::Object(members) => members.iter().for_each(|(k, v)| {
+                if let CKey::Computed(k) = k {
+                    k.visit_vars(f);
+                }
+                v.visit_vars(f);
+            }),
+            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => e.visit_vars(f),
+            CExpr::Index(a, b)
+            | CExpr::Binary(_, a, b)
+            | CExpr::ArrayCompare(_, _, a, b)
+            | CExpr::Range(a, b) => {
+                a.visit_vars(f);
+                b.visit_vars(f);
+            }
+            CExpr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                input.visit_vars(f);
+                if let Some(e) = filter {
+                    e.visit_vars(f);
+                }
+                if let Some((a, b)) = limit {
+                    a.visit_vars(f);
+                    b.visit_vars(f);
+                }
+                if let Some(e) = project {
+                    e.visit_vars(f);
+                }
+            }
+            CExpr::Ternary(c, t, e) => {
+                c.visit_vars(f);
+                if let Some(t) = t {
+                    t.visit_vars(f);
+                }
+                e.visit_vars(f);
+            }
+            CExpr::Call(_, args) => args.iter().for_each(|e| e.visit_vars(f)),
+        }
+    }
+
+    pub fn vars(&self) -> HashSet<Slot> {
+        let mut set = HashSet::new();
+        self.visit_vars(&mut |s| {
+            set.insert(s);
+        });
+        set
+    }
+
+    /// No side effects and same result for same inputs (so it may be moved, folded or
+    /// dropped when unused).
+    pub fn is_deterministic(&self) -> bool {
+        let mut ok = true;
+        self.walk(&mut |e| {
+            if let CExpr::Call(def, _) = e {
+                if !def.deterministic {
+                    ok = false;
+                }
+            }
+        });
+        ok
+    }
+
+    fn walk(&self, f: &mut dyn FnMut(&CExpr)) {
+        f(self);
+        match self {
+            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
+            CExpr::Array(items) | CExpr::Call(_, items) => items.iter().for_each(|e| e.walk(f)),
+            CExpr::Object(members) => members.iter().for_each(|(k, v)| {
+                if let CKey::Computed(k) = k {
+                    k.walk(f);
+                }
+                v.walk(f);
+            }),
+            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => e.walk(f),
+            CExpr::Index(a, b)
+            | CExpr::Binary(_, a, b)
+            | CExpr::ArrayCompare(_, _, a, b)
+            | CExpr::Range(a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            CExpr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                input.walk(f);
+                for e in [filter, project].into_iter().flatten() {
+                    e.walk(f);
+                }
+                if let Some((a, b)) = limit {
+                    a.walk(f);
+                    b.walk(f);
+                }
+            }
+            CExpr::Ternary(c, t, e) => {
+                c.walk(f);
+                if let Some(t) = t {
+                    t.walk(f);
+                }
+                e.walk(f);
+            }
+        }
+    }
+}
+
+/// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
+#[derive(Clone, Debug)]
+pub enum ListSource {
+    Slot(Slot),
+    Range(CExpr, CExpr),
+}
+
+/// How `COLLECT ... INTO var` fills its groups.
+#[derive(Clone, Debug)]
+pub enum IntoKind {
+    /// `INTO g = expr`: the projected values.
+    Expr(Slot),
+    /// `INTO g [KEEP ...]`: objects of the named variables.
+    Vars(Vec<(String, Slot)>),
+}
+
+/// One `AGGREGATE` (or `WINDOW`) assignment: `out = FUNC(input)`.
+#[derive(Clone, Debug)]
+pub struct Aggregate {
+    pub out: Slot,
+    pub function: String,
+    pub input: Option<Slot>,
+}
+
+/// Bound of a WINDOW frame: a count or unbounded.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    Rows(f64),
+    Unbounded,
+}
+
+#[derive(Clone, Debug)]
+pub struct ModifySpec {
+    pub kind: ModifyKind,
+    pub collection: String,
+    pub first: Slot,
+    pub second: Option<Slot>,
+    /// UPSERT's update/replace document, evaluated after OLD is bound.
+    pub upsert_update: Option<CExpr>,
+    pub options: WriteOptions,
+    pub ignore_errors: bool,
+    pub out_new: Option<Slot>,
+    pub out_old: Option<Slot>,
+    pub options_json: Value,
+    /// UPSERT ... REPLACE rather than UPDATE.
+    pub upsert_replace: bool,
+}
+
+#[derive(Clone, Debug)]
+pub enum NodeKind {
+    Singleton,
+    EnumerateCollection {
+        out: Slot,
+        collection: String,
+        random: bool,
+    },
+    /// Primary-index lookup: `lookup` yields a key / `_id` / document (or an array of them
+    /// when `multi`).
+    Index {
+        out: Slot,
+        collection: String,
+        lookup: CExpr,
+        multi: bool,
+    },
+    EnumerateList {
+        out: Slot,
+        input: ListSource,
+    },
+    Calculation {
+        out: Slot,
+        expr: CExpr,
+    },
+    Subquery {
+        out: Slot,
+        plan: Arc<Plan>,
+    },
+    Filter {
+        input: Slot,
+    },
+    Sort {
+        keys: Vec<(Slot, bool)>,
+        limit: Option<u64>,
+    },
+    Limit {
+        offset: u64,
+        count: u64,
+        full_count: bool,
+    },
+    Collect {
+        groups: Vec<(Slot, Slot)>,
+        aggregates: Vec<Aggregate>,
+        into: Option<(Slot, IntoKind)>,
+        count: Option<Slot>,
+        method: String,
+    },
+    Window {
+        range_input: Option<Slot>,
+        preceding: Bound,
+        following: Bound,
+        aggregates: Vec<Aggregate>,
+    },
+    Return {
+        input: Slot,
+        distinct: bool,
+    },
+    Modify(Box<ModifySpec>),
+    NoResults,
+}
+
+impl NodeKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            NodeKind::Singleton => "SingletonNode",
+            NodeKind::EnumerateCollection { .. } => "EnumerateCollectionNode",
+            NodeKind::Index { .. } => "IndexNode",
+            NodeKind::EnumerateList { .. } => "EnumerateListNode",
+            NodeKind::Calculation { .. } => "CalculationNode",
+            NodeKind::Subquery { .. } => "SubqueryNode",
+            NodeKind::Filter { .. } => "FilterNode",
+            NodeKind::Sort { .. } => "SortNode",
+            NodeKind::Limit { .. } => "LimitNode",
+            NodeKind::Collect { .. } => "CollectNode",
+            NodeKind::Window { .. } => "WindowNode",
+            NodeKind::Return { .. } => "ReturnNode",
+            NodeKind::Modify(m) => m.kind.node_name(),
+            NodeKind::NoResults => "NoResultsNode",
+        }
+    }
+
+    /// Slots this node reads (subquery plans included, their internal slots too).
+    pub fn reads(&self) -> HashSet<Slot> {
+        let mut set = HashSet::new();
+        match self {
+            NodeKind::Index { lookup, .. } => set = lookup.vars(),
+            NodeKind::EnumerateList {
+                input: ListSource::Slot(input),
+                ..
+            }
+            | NodeKind::Filter { input }
+            | NodeKind::Return { input, .. } => {
+                set.insert(*input);
+            }
+            NodeKind::EnumerateList {
+                input: ListSource::Range(a, b),
+                ..
+            } => {
+                set = a.vars();
+                set.extend(b.vars());
+            }
+            NodeKind::Calculation { expr, .. } => set = expr.vars(),
+            NodeKind::Subquery { plan, .. } => {
+                for n in &plan.nodes {
+                    set.extend(n.kind.reads());
+                }
+            }
+            NodeKind::Sort { keys, .. } => set.extend(keys.iter().map(|k| k.0)),
+            NodeKind::Collect {
+                groups,
+                aggregates,
+                into,
+                ..
+            } => {
+                set.extend(groups.iter().map(|g| g.1));
+                set.extend(aggregates.iter().filter_map(|a| a.input));
+                match into {
+                    Some((_, IntoKind::Expr(s))) => {
+                        set.insert(*s);
+                    }
+                    Some((_, IntoKind::Vars(vars))) => set.extend(vars.iter().map(|v| v.1)),
+                    None => {}
+                }
+            }
+            NodeKind::Window {
+                range_input,
+                aggregates,
+                ..
+            } => {
+                set.extend(range_input.iter().copied());
+                set.extend(aggregates.iter().filter_map(|a| a.input));
+            }
+            NodeKind::Modify(m) => {
+                set.insert(m.first);
+                set.extend(m.second.iter().copied());
+                if let Some(e) = &m.upsert_update {
+                    set.extend(e.vars());
+                }
+            }
+            NodeKind::Singleton
+            | NodeKind::EnumerateCollection { .. }
+            | NodeKind::Limit { .. }
+            | NodeKind::NoResults => {}
+        }
+        set
+    }
+
+    /// Slots this node defines.
+    pub fn writes(&self) -> Vec<Slot> {
+        match self {
+            NodeKind::EnumerateCollection { out, .. }
+            | NodeKind::Index { out, .. }
+            | NodeKind::EnumerateList { out, .. }
+            | NodeKind::Calculation { out, .. }
+            | NodeKind::Subquery { out, .. } => vec![*out],
+            NodeKind::Collect {
+                groups,
+                aggregates,
+                into,
+                count,
+                ..
+            } => {
+                let mut v: Vec<Slot> = groups.iter().map(|g| g.0).collect();
+                v.extend(aggregates.iter().map(|a| a.out));
+                v.extend(into.iter().map(|i| i.0));
+                v.extend(count.iter().copied());
+                v
+            }
+            NodeKind::Window { aggregates, .. } => aggregates.iter().map(|a| a.out).collect(),
+            NodeKind::Modify(m) => m.out_new.iter().chain(m.out_old.iter()).copied().collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A loop: produces possibly many rows per input row.
+    pub fn is_loop(&self) -> bool {
+        matches!(
+            self,
+            NodeKind::EnumerateCollection { .. }
+                | NodeKind::Index { .. }
+                | NodeKind::EnumerateList { .. }
+        )
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub id: usize,
+    pub kind: NodeKind,
+}
+
+/// One pipeline (the main query or a subquery), in execution order; `nodes[0]` is the
+/// singleton.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub nodes: Vec<Node>,
+}
+
+#[derive(Clone, Debug)]
+pub struct VarInfo {
+    pub name: String,
+    /// Declared by the user (as opposed to a planner temporary).
+    pub user: bool,
+}
+
+/// The planned query with everything explain and the executor need.
+#[derive(Clone, Debug)]
+pub struct QueryPlan {
+    pub root: Plan,
+    pub vars: Vec<VarInfo>,
+    /// Collection name → "read" / "write".
+    pub collections: BTreeMap<String, &'static str>,
+    pub rules: Vec<String>,
+    pub is_modification: bool,
+    pub bind_names: Vec<String>,
+}
+
+struct Planner<'a> {
+    bind: &'a Map<String, Value>,
+    used_binds: HashSet<String>,
+    txn: &'a dyn Transaction,
+    vars: Vec<VarInfo>,
+    scopes: Vec<Vec<(String, Slot)>>,
+    collections: BTreeMap<String, &'static str>,
+    next_id: usize,
+    modified: HashSet<String>,
+}
+
+/// Plans `query`; `txn` is used only to check collections exist.
+pub fn build(
+    query: &ast::Query,
+    bind: &Map<String, Value>,
+    txn: &dyn Transaction,
+) -> Result<QueryPlan> {
+    let mut planner = Planner {
+        bind,
+        used_binds: HashSet::new(),
+        txn,
+        vars: Vec::new(),
+        scopes: vec![Vec::new()],
+        collections: BTreeMap::new(),
+        next_id: 1,
+        modified: HashSet::new(),
+    };
+    for name in &query.with {
+        let name = planner.resolve_collection_name(&collection_ref_of_with(name))?;
+        planner.collections.entry(name).or_insert("read");
+    }
+    let root = planner.plan_query(query)?;
+    let mut unused: Vec<&String> = bind
+        .keys()
+        .filter(|k| !planner.used_binds.contains(*k))
+        .collect();
+    unused.sort();
+    if let Some(name) = unused.first() {
+        return Err(Error::with_message(
+            ErrorCode::QueryBindParameterUndeclared,
+            format!("AQL: bind parameter '{name}' was not declared in the query (while parsing)"),
+        ));
+    }
+    let is_modification = !planner.modified.is_empty();
+    let mut bind_names: Vec<String> = planner.used_binds.into_iter().collect();
+    bind_names.sort();
+    Ok(QueryPlan {
+        root,
+        vars: planner.vars,
+        collections: planner.collections,
+        rules: Vec::new(),
+        is_modification,
+        bind_names,
+    })
+}
+
+fn collection_ref_of_with(name: &str) -> CollectionRef {
+    match name.strip_prefix('@') {
+        Some(bind) => CollectionRef::Bind(bind.to_string()),
+        None => CollectionRef::Name(name.to_string()),
+    }
+}
+
+/// Collects bind parameter names used by a query without planning it (for `/_api/query`).
+pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
+    fn expr(e: &Expr, out: &mut Vec<String>) {
+        match e {
+            Expr::Bind(n) => out.push(n.clone()),
+            Expr::BindCollection(n) => out.push(format!("@{n}")),
+            Expr::Literal(_) | Expr::Name(_) | Expr::Current => {}
+            Expr::Array(items) | Expr::Call(_, items) => items.iter().for_each(|e| expr(e, out)),
+            Expr::Object(m) => m.iter().for_each(|(k, v)| {
+                if let ObjectKey::Computed(k) = k {
+                    expr(k, out);
+                }
+                expr(v, out);
+            }),
+            Expr::Attribute(e, _) | Expr::Unary(_, e) => expr(e, out),
+            Expr::Index(a, b)
+            | Expr::Binary(_, a, b)
+            | Expr::ArrayCompare(_, _, a, b)
+            | Expr::Range(a, b) => {
+                expr(a, out);
+                expr(b, out);
+            }
+            Expr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                expr(input, out);
+                for e in [filter, project].into_iter().flatten() {
+                    expr(e, out);
+                }
+                if let Some((a, b)) = limit {
+                    expr(a, out);
+                    expr(b, out);
+                }
+            }
+            Expr::Ternary(c, t, e) => {
+                expr(c, out);
+                if let Some(t) = t {
+                    expr(t, out);
+                }
+                expr(e, out);
+            }
+            Expr::Subquery(q) => query(q, out),
+        }
+    }
+    fn coll(c: &CollectionRef, out: &mut Vec<String>) {
+        if let CollectionRef::Bind(n) = c {
+            out.push(format!("@{n}"));
+        }
+    }
+    fn query(q: &ast::Query, out: &mut Vec<String>) {
+        for w in &q.with {
+            if let Some(b) = w.strip_prefix('@') {
+                out.push(format!("@{b}"));
+            }
+        }
+        for op in &q.ops {
+            match op {
+                Op::For {
+                    source, options, ..
+                } => {
+                    expr(source, out);
+                    options.iter().for_each(|e| expr(e, out));
+                }
+                Op::Traversal {
+                    depth,
+                    start,
+                    graph,
+                    options,
+                    ..
+                } => {
+                    depth
+                        .iter()
+                        .chain(options.iter())
+                        .for_each(|e| expr(e, out));
+                    expr(start, out);
+                    expr(graph, out);
+                }
+                Op::Filter(e) => expr(e, out),
+                Op::Let { expr: e, .. } => expr(e, out),
+                Op::Sort(keys) => keys.iter().for_each(|k| expr(&k.0, out)),
+                Op::Limit { offset, count } => {
+                    expr(offset, out);
+                    expr(count, out);
+                }
+                Op::Collect(c) => {
+                    c.groups
+                        .iter()
+                        .chain(c.aggregates.iter())
+                        .for_each(|g| expr(&g.1, out));
+                    if let Some((_, Some(p))) = &c.into {
+                        expr(p, out);
+                    }
+                    c.options.iter().for_each(|e| expr(e, out));
+                }
+                Op::Window {
+                    range_value,
+                    spec,
+                    aggregates,
+                } => {
+                    range_value.iter().for_each(|e| expr(e, out));
+                    expr(spec, out);
+                    aggregates.iter().for_each(|a| expr(&a.1, out));
+                }
+                Op::Return { expr: e, .. } => expr(e, out),
+                Op::Modify(m) => {
+                    expr(&m.first, out);
+                    for e in [&m.second, &m.third, &m.options].into_iter().flatten() {
+                        expr(e, out);
+                    }
+                    coll(&m.collection, out);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    query(q, &mut out);
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Aggregate functions allowed in COLLECT AGGREGATE and WINDOW (ArangoDB's list).
+pub const AGGREGATE_FUNCTIONS: &[&str] = &[
+    "LENGTH",
+    "COUNT",
+    "MIN",
+    "MAX",
+    "SUM",
+    "AVERAGE",
+    "AVG",
+    "VARIANCE_POPULATION",
+    "VARIANCE",
+    "VARIANCE_SAMPLE",
+    "STDDEV_POPULATION",
+    "STDDEV",
+    "STDDEV_SAMPLE",
+    "UNIQUE",
+    "SORTED_UNIQUE",
+    "COUNT_DISTINCT",
+    "COUNT_UNIQUE",
+    "PUSH",
+    "BIT_AND",
+    "BIT_OR",
+    "BIT_XOR",
+];
+
+impl<'a> Planner<'a> {
+    fn node(&mut self, plan: &mut Plan, kind: NodeKind) {
+        plan.nodes.push(Node {
+            id: self.next_id,
+            kind,
+        });
+        self.next_id += 1;
+    }
+
+    fn new_var(&mut self, name: &str, user: bool) -> Slot {
+        self.vars.push(VarInfo {
+            name: name.to_string(),
+            user,
+        });
+        self.vars.len() - 1
+    }
+
+    fn temp(&mut self) -> Slot {
+        let n = self.vars.len();
+        self.new_var(&n.to_string(), false)
+    }
+
+    fn declare(&mut self, name: &str) -> Result<Slot> {
+        if self.lookup_var(name).is_some() && !matches!(name, "NEW" | "OLD") {
+            return Err(Error::with_message(
+                ErrorCode::QueryVariableRedeclared,
+                format!("AQL: variable '{name}' is assigned multiple times (while parsing)"),
+            ));
+        }
+        let slot = self.new_var(name, true);
+        self.scopes
+            .last_mut()
+            .expect("scope stack is never empty")
+            .push((name.to_string(), slot));
+        Ok(slot)
+    }
+
+    fn lookup_var(&self, name: &str) -> Option<Slot> {
+        self.scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.iter().rev())
+            .find(|(n, _)| n == name)
+            .map(|(_, s)| *s)
+    }
+
+    fn bind_value(&mut self, name: &str) -> Result<Value> {
+        self.used_binds.insert(name.to_string());
+        self.bind.get(name).cloned().ok_or_else(|| {
+            Error::with_message(
+                ErrorCode::QueryBindParameterMissing,
+                format!(
+                    "AQL: no value specified for declared bind parameter '{name}' (while parsing)"
+                ),
+            )
+        })
+    }
+
+    fn resolve_collection_name(&mut self, c: &CollectionRef) -> Result<String> {
+        let name = match c {
+            CollectionRef::Name(n) => n.clone(),
+            CollectionRef::Bind(n) => {
+                let key = format!("@{n}");
+                match self.bind_value(&key)? {
+                    Value::String(s) => s,
+                    _ => {
+                        return Err(Error::with_message(
+                            ErrorCode::QueryBindParameterType,
+                            format!("AQL: bind parameter '@{n}' has an invalid value or type (while parsing)"),
+                        ))
+                    }
+                }
+            }
+        };
+        self.txn.collection(&name).map_err(|e| {
+            if e.code == ErrorCode::DataSourceNotFound {
+                Error::with_message(
+                    ErrorCode::DataSourceNotFound,
+                    format!("AQL: collection or view not found: {name} (while parsing)"),
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(name)
+    }
+
+    fn plan_query(&mut self, query: &ast::Query) -> Result<Plan> {
+        let mut plan = Plan::default();
+        self.node(&mut plan, NodeKind::Singleton);
+        for op in &query.ops {
+            self.plan_op(op, &mut plan)?;
+        }
+        Ok(plan)
+    }
+
+    /// A slot holding the value of `e`: the variable itself for a plain reference, otherwise
+    /// a new CalculationNode.
+    fn expr_slot(&mut self, e: &Expr, plan: &mut Plan) -> Result<Slot> {
+        let c = self.compile(e, plan)?;
+        if let CExpr::Var(s) = c {
+            return Ok(s);
+        }
+        let out = self.temp();
+        self.node(plan, NodeKind::Calculation { out, expr: c });
+        Ok(out)
+    }
+
+    fn constant(&mut self, e: &Expr, plan: &mut Plan, what: &str) -> Result<Value> {
+        match self.compile(e, plan)? {
+            CExpr::Const(v) => Ok(v),
+            _ => Err(Error::with_message(
+                ErrorCode::QueryCompileTimeOptions,
+                format!("AQL: {what} must be a value known at query compile time (while parsing)"),
+            )),
+        }
+    }
+
+    fn plan_op(&mut self, op: &Op, plan: &mut Plan) -> Result<()> {
+        match op {
+            Op::For { var, source, options: _ } => {
+                let collection = match source {
+                    Expr::Name(n) if self.lookup_var(n).is_none() => Some(CollectionRef::Name(n.clone())),
+                    Expr::BindCollection(n) => Some(CollectionRef::Bind(n.clone())),
+                    _ => None,
+                };
+                if let Some(c) = collection {
+                    let name = self.resolve_collection_name(&c)?;
+                    if self.modified.contains(&name) {
+                        return Err(Error::with_message(
+                            ErrorCode::QueryAccessAfterModification,
+                            format!("AQL: access after data-modification by collection '{name}' (while parsing)"),
+                        ));
+                    }
+                    self.collections.entry(name.clone()).or_insert("read");
+                    let out = self.declare(var)?;
+                    self.node(plan, NodeKind::EnumerateCollection { out, collection: name, random: false });
+                } else {
+                    let input = match self.compile(source, plan)? {
+                        CExpr::Range(a, b) => ListSource::Range(*a, *b),
+                        CExpr::Var(s) => ListSource::Slot(s),
+                        other => {
+                            let out = self.temp();
+                            self.node(plan, NodeKind::Calculation { out, expr: other });
+                            ListSource::Slot(out)
+                        }
+                    };
+                    let out = self.declare(var)?;
+                    self.node(plan, NodeKind::EnumerateList { out, input });
+                }
+            }
+            Op::Traversal { .. } => {
+                return Err(Error::with_message(
+                    ErrorCode::NotImplemented,
+                    "graph traversals are parsed but not executed yet (they arrive with the graph issue)",
+                ))
+            }
+            Op::Filter(e) => {
+                let input = self.expr_slot(e, plan)?;
+                self.node(plan, NodeKind::Filter { input });
+            }
+            Op::Let { var, expr } => {
+                let c = self.compile(expr, plan)?;
+                let out = self.declare(var)?;
+                self.node(plan, NodeKind::Calculation { out, expr: c });
+            }
+            Op::Sort(keys) => {
+                let mut slots = Vec::new();
+                for (e, asc) in keys {
+                    slots.push((self.expr_slot(e, plan)?, *asc));
+                }
+                self.node(plan, NodeKind::Sort { keys: slots, limit: None });
+            }
+            Op::Limit { offset, count } => {
+                let offset_v = self.constant(offset, plan, "LIMIT offset")?;
+                let count_v = self.constant(count, plan, "LIMIT count")?;
+                let number = |v: &Value| -> Result<u64> {
+                    match v {
+                        Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0) => Ok(n.as_f64().unwrap_or(0.0) as u64),
+                        _ => Err(Error::with_message(
+                            ErrorCode::QueryNumberOutOfRange,
+                            "AQL: LIMIT value is not a number or out of range (while parsing)",
+                        )),
+                    }
+                };
+                let offset = if offset_v.is_null() { 0 } else { number(&offset_v)? };
+                // python-arango sends `LIMIT skip, null` to mean "no limit".
+                let count = if count_v.is_null() { u64::MAX } else { number(&count_v)? };
+                self.node(plan, NodeKind::Limit { offset, count, full_count: false });
+            }
+            Op::Collect(c) => self.plan_collect(c, plan)?,
+            Op::Window { range_value, spec, aggregates } => {
+                let range_input = match range_value {
+                    Some(e) => Some(self.expr_slot(e, plan)?),
+                    None => None,
+                };
+                let spec = self.constant(spec, plan, "WINDOW specification")?;
+                let bound = |name: &str| -> Result<Bound> {
+                    match spec.get(name) {
+                        None | Some(Value::Null) => Ok(Bound::Rows(0.0)),
+                        Some(Value::String(s)) if s.eq_ignore_ascii_case("unbounded") => Ok(Bound::Unbounded),
+                        Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f >= 0.0) => Ok(Bound::Rows(n.as_f64().unwrap_or(0.0))),
+                        Some(Value::String(s)) if s.parse::<f64>().is_ok() => Ok(Bound::Rows(s.parse().unwrap_or(0.0))),
+                        _ => Err(Error::with_message(
+                            ErrorCode::BadParameter,
+                            format!("AQL: WINDOW attribute '{name}' must be a non-negative number or \"unbounded\" (while parsing)"),
+                        )),
+                    }
+                };
+                let (preceding, following) = (bound("preceding")?, bound("following")?);
+                let aggregates = self.plan_aggregates(aggregates, plan)?;
+                for a in &aggregates {
+                    let name = self.vars[a.out].name.clone();
+                    self.scopes.last_mut().expect("scope").push((name, a.out));
+                }
+                self.node(plan, NodeKind::Window { range_input, preceding, following, aggregates });
+            }
+            Op::Return { distinct, expr } => {
+                let input = self.expr_slot(expr, plan)?;
+                self.node(plan, NodeKind::Return { input, distinct: *distinct });
+            }
+            Op::Modify(m) => self.plan_modify(m, plan)?,
+        }
+        Ok(())
+    }
+
+    fn plan_aggregates(
+        &mut self,
+        list: &[(String, Expr)],
+        plan: &mut Plan,
+    ) -> Result<Vec<Aggregate>> {
+        let mut out = Vec::new();
+        for (name, e) in list {
+            let invalid = || {
+                Error::with_message(
+                    ErrorCode::QueryInvalidAggregateExpression,
+                    "AQL: invalid aggregate expression (while parsing)",
+                )
+            };
+            let Expr::Call(func, args) = e else {
+                return Err(invalid());
+            };
+            if !AGGREGATE_FUNCTIONS.contains(&func.as_str()) || args.len() > 1 {
+                return Err(invalid());
+            }
+            if args.is_empty() && !matches!(func.as_str(), "LENGTH" | "COUNT") {
+                return Err(invalid());
+            }
+            let input = match args.first() {
+                Some(a) => Some(self.expr_slot(a, plan)?),
+                None => None,
+            };
+            let slot = self.new_var(name, true);
+            out.push(Aggregate {
+                out: slot,
+                function: func.clone(),
+                input,
+            });
+        }
+        Ok(out)
+    }
+
+    fn plan_collect(&mut self, c: &ast::Collect, plan: &mut Plan) -> Result<()> {
+        let mut groups = Vec::new();
+        for (name, e) in &c.groups {
+            let input = self.expr_slot(e, plan)?;
+            groups.push((name.clone(), input));
+        }
+        let aggregates = self.plan_aggregates(&c.aggregates, plan)?;
+        let into = match &c.into {
+            Some((name, Some(projection))) => Some((
+                name.clone(),
+                IntoKind::Expr(self.expr_slot(projection, plan)?),
+            )),
+            Some((name, None)) => {
+                let visible: Vec<(String, Slot)> = if c.keep.is_empty() {
+                    let mut seen = HashSet::new();
+                    let mut list: Vec<(String, Slot)> = self
+                        .scopes
+                        .last()
+                        .expect("scope")
+                        .iter()
+                        .rev()
+                        .filter(|(n, s)| self.vars[*s].user && seen.insert(n.clone()))
+                        .cloned()
+                        .collect();
+                    list.reverse();
+                    list
+                } else {
+                    let mut list = Vec::new();
+                    for k in &c.keep {
+                        let slot = self.lookup_var(k).ok_or_else(|| {
+                            Error::with_message(
+                                ErrorCode::QueryVariableNameUnknown,
+                                format!("AQL: unknown variable '{k}' in KEEP (while parsing)"),
+                            )
+                        })?;
+                        list.push((k.clone(), slot));
+                    }
+                    list
+                };
+                Some((name.clone(), IntoKind::Vars(visible)))
+            }
+            None => None,
+        };
+        let method = match &c.options {
+            Some(e) => {
+                let v = self.constant(e, plan, "COLLECT options")?;
+                v.get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or("sorted")
+                    .to_string()
+            }
+            None => "sorted".to_string(),
+        };
+        // COLLECT ends the scope of the current loop variables.
+        *self.scopes.last_mut().expect("scope") = Vec::new();
+        let mut group_slots = Vec::new();
+        for (name, input) in groups {
+            group_slots.push((self.declare(&name)?, input));
+        }
+        for a in &aggregates {
+            let name = self.vars[a.out].name.clone();
+            if self.lookup_var(&name).is_some() {
+                return Err(Error::with_message(
+                    ErrorCode::QueryVariableRedeclared,
+                    format!("AQL: variable '{name}' is assigned multiple times (while parsing)"),
+                ));
+            }
+            self.scopes.last_mut().expect("scope").push((name, a.out));
+        }
+        let into = match into {
+            Some((name, kind)) => Some((self.declare(&name)?, kind)),
+            None => None,
+        };
+        let count = match &c.count_into {
+            Some(name) => Some(self.declare(name)?),
+            None => None,
+        };
+        self.node(
+            plan,
+            NodeKind::Collect {
+                groups: group_slots,
+                aggregates,
+                into,
+                count,
+                method,
+            },
+        );
+        Ok(())
+    }
+
+    fn plan_modify(&mut self, m: &ast::Modify, plan: &mut Plan) -> Result<()> {
+        let collection = self.resolve_collection_name(&m.collection)?;
+        let first = self.expr_slot(&m.first, plan)?;
+        let second = match (&m.kind, &m.second) {
+            (ModifyKind::Upsert, Some(e)) | (ModifyKind::Update | ModifyKind::Replace, Some(e)) => {
+                Some(self.expr_slot(e, plan)?)
+            }
+            _ => None,
+        };
+        let options_json = match &m.options {
+            Some(e) => self.constant(e, plan, "OPTIONS")?,
+            None => Value::Object(Map::new()),
+        };
+        let mut options = WriteOptions::default();
+        let flag = |name: &str, default: bool| {
+            options_json
+                .get(name)
+                .and_then(Value::as_bool)
+                .unwrap_or(default)
+        };
+        options.wait_for_sync = flag("waitForSync", false);
+        options.keep_null = flag("keepNull", true);
+        options.merge_objects = flag("mergeObjects", true);
+        options.ignore_revs = flag("ignoreRevs", true);
+        options.overwrite_mode = options_json
+            .get("overwriteMode")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if options.overwrite_mode.is_none() && flag("overwrite", false) {
+            options.overwrite_mode = Some("replace".into());
+        }
+        let ignore_errors = flag("ignoreErrors", false);
+        // OLD is visible inside UPSERT's update expression.
+        let old_slot = self.new_var("OLD", true);
+        let upsert_update = if m.kind == ModifyKind::Upsert {
+            self.scopes.push(vec![("OLD".to_string(), old_slot)]);
+            let compiled = m.third.as_ref().map(|e| self.compile(e, plan)).transpose();
+            self.scopes.pop();
+            compiled?
+        } else {
+            None
+        };
+        if self.modified.contains(&collection) {
+            return Err(Error::with_message(
+                ErrorCode::QueryMultiModify,
+                format!("AQL: multi-modify query: collection '{collection}' is modified more than once (while parsing)"),
+            ));
+        }
+        self.modified.insert(collection.clone());
+        self.collections.insert(collection.clone(), "write");
+        let new_slot = self.new_var("NEW", true);
+        let (has_new, has_old) = match m.kind {
+            ModifyKind::Insert => (true, options.overwrite_mode.is_some()),
+            ModifyKind::Remove => (false, true),
+            _ => (true, true),
+        };
+        let scope = self.scopes.last_mut().expect("scope");
+        if has_new {
+            scope.push(("NEW".to_string(), new_slot));
+        }
+        if has_old {
+            scope.push(("OLD".to_string(), old_slot));
+        }
+        let spec = ModifySpec {
+            kind: m.kind,
+            collection,
+            first,
+            second,
+            upsert_update,
+            options,
+            ignore_errors,
+            out_new: has_new.then_some(new_slot),
+            out_old: has_old.then_some(old_slot),
+            options_json,
+            upsert_replace: m.upsert_replace,
+        };
+        self.node(plan, NodeKind::Modify(Box::new(spec)));
+        Ok(())
+    }
+
+    fn compile(&mut self, e: &Expr, plan: &mut Plan) -> Result<CExpr> {
+        let c = match e {
+            Expr::Literal(v) => return Ok(CExpr::Const(v.clone())),
+            Expr::Array(items) => {
+                let items = items
+                    .iter()
+                    .map(|i| self.compile(i, plan))
+                    .collect::<Result<Vec<_>>>()?;
+                CExpr::Array(items)
+            }
+            Expr::Object(members) => {
+                let mut out = Vec::new();
+                for (k, v) in members {
+                    let key = match k {
+                        ObjectKey::Static(s) => CKey::Static(s.clone()),
+                        ObjectKey::Computed(e) => CKey::Computed(self.compile(e, plan)?),
+                    };
+                    out.push((key, self.compile(v, plan)?));
+                }
+                CExpr::Object(out)
+            }
+            Expr::Name(n) => match self.lookup_var(n) {
+                Some(slot) => return Ok(CExpr::Var(slot)),
+                None => return Err(self.name_error(n)),
+            },
+            Expr::Bind(n) => return Ok(CExpr::Const(self.bind_value(n)?)),
+            Expr::BindCollection(n) => {
+                let name = self.resolve_collection_name(&CollectionRef::Bind(n.clone()))?;
+                return Err(Error::with_message(
+                    ErrorCode::QueryCollectionUsedInExpression,
+                    format!("AQL: collection '{name}' used as expression operand (while parsing)"),
+                ));
+            }
+            Expr::Attribute(base, name) => {
+                CExpr::Attribute(Box::new(self.compile(base, plan)?), name.clone())
+            }
+            Expr::Index(base, index) => CExpr::Index(
+                Box::new(self.compile(base, plan)?),
+                Box::new(self.compile(index, plan)?),
+            ),
+            Expr::Expansion {
+                input,
+                depth,
+                filter,
+                limit,
+                project,
+            } => {
+                let input = Box::new(self.compile(input, plan)?);
+                let filter_c = match filter {
+                    Some(e) => Some(Box::new(self.compile(e, plan)?)),
+                    None => None,
+                };
+                let project_c = match project {
+                    Some(e) => Some(Box::new(self.compile(e, plan)?)),
+                    None => None,
+                };
+                let limit_c = match limit {
+                    Some((a, b)) => Some((
+                        Box::new(self.compile(a, plan)?),
+                        Box::new(self.compile(b, plan)?),
+                    )),
+                    None => None,
+                };
+                // Expansions depend on CURRENT, so never fold them as a whole unless the
+                // input is constant (the evaluator handles that correctly below).
+                CExpr::Expansion {
+                    input,
+                    depth: *depth,
+                    filter: filter_c,
+                    limit: limit_c,
+                    project: project_c,
+                }
+            }
+            Expr::Current => return Ok(CExpr::Current),
+            Expr::Unary(op, operand) => CExpr::Unary(*op, Box::new(self.compile(operand, plan)?)),
+            Expr::Binary(op, a, b) => CExpr::Binary(
+                *op,
+                Box::new(self.compile(a, plan)?),
+                Box::new(self.compile(b, plan)?),
+            ),
+            Expr::ArrayCompare(q, op, a, b) => CExpr::ArrayCompare(
+                *q,
+                *op,
+                Box::new(self.compile(a, plan)?),
+                Box::new(self.compile(b, plan)?),
+            ),
+            Expr::Ternary(c, t, f) => CExpr::Ternary(
+                Box::new(self.compile(c, plan)?),
+                match t {
+                    Some(t) => Some(Box::new(self.compile(t, plan)?)),
+                    None => None,
+                },
+                Box::new(self.compile(f, plan)?),
+            ),
+            Expr::Range(a, b) => CExpr::Range(
+                Box::new(self.compile(a, plan)?),
+                Box::new(self.compile(b, plan)?),
+            ),
+            Expr::Call(name, args) => {
+                if name.contains("::") {
+                    return Err(Error::with_message(
+                        ErrorCode::QueryFunctionNotFound,
+                        format!("AQL: user function '{name}()' not found (while parsing)"),
+                    ));
+                }
+                let def = functions::lookup(name).ok_or_else(|| {
+                    Error::with_message(
+                        ErrorCode::QueryFunctionNameUnknown,
+                        format!("AQL: usage of unknown function '{name}()' (while parsing)"),
+                    )
+                })?;
+                def.check_arity(args.len()).map_err(|e| {
+                    Error::with_message(e.code, format!("AQL: {} (while parsing)", e.message))
+                })?;
+                let mut compiled = Vec::with_capacity(args.len());
+                for a in args {
+                    // Some functions take a collection by bare name (COLLECTION_COUNT(users)).
+                    match a {
+                        Expr::Name(n) if self.lookup_var(n).is_none() && def.reads_data => {
+                            let name =
+                                self.resolve_collection_name(&CollectionRef::Name(n.clone()))?;
+                            compiled.push(CExpr::Const(Value::String(name)));
+                        }
+                        _ => compiled.push(self.compile(a, plan)?),
+                    }
+                }
+                CExpr::Call(def, compiled)
+            }
+            Expr::Subquery(q) => {
+                self.scopes.push(Vec::new());
+                let sub = self.plan_query(q);
+                self.scopes.pop();
+                let sub = sub?;
+                let out = self.temp();
+                self.node(
+                    plan,
+                    NodeKind::Subquery {
+                        out,
+                        plan: Arc::new(sub),
+                    },
+                );
+                return Ok(CExpr::Var(out));
+            }
+        };
+        Ok(fold(c))
+    }
+
+    fn name_error(&mut self, name: &str) -> Error {
+        if self.txn.collection(name).is_ok() {
+            return Error::with_message(
+                ErrorCode::QueryCollectionUsedInExpression,
+                format!("AQL: collection '{name}' used as expression operand (while parsing)"),
+            );
+        }
+        Error::with_message(
+            ErrorCode::DataSourceNotFound,
+            format!("AQL: collection or view not found: {name} (while parsing)"),
+        )
+    }
+}
+
+/// Constant folding: evaluates an expression whose inputs are all constants and which has
+/// no side effects. Expressions that warn or fail are left for run time so the warning or
+/// error is reported there, as ArangoDB does.
+pub fn fold(c: CExpr) -> CExpr {
+    let foldable = match &c {
+        CExpr::Const(_) | CExpr::Var(_) | CExpr::Current => return c,
+        CExpr::Array(items) => items.iter().all(is_const),
+        CExpr::Object(members) => members.iter().all(|(k, v)| {
+            is_const(v) && matches!(k, CKey::Static(_) | CKey::Computed(CExpr::Const(_)))
+        }),
+        CExpr::Attribute(e, _) | CExpr::Unary(_, e) => is_const(e),
+        CExpr::Index(a, b) | CExpr::Binary(_, a, b) | CExpr::ArrayCompare(_, _, a, b) => {
+            is_const(a) && is_const(b)
+        }
+        // Ranges stay lazy: `FOR i IN 1..1000000` must not materialize the array.
+        CExpr::Range(..) => false,
+        CExpr::Ternary(a, b, d) => is_const(a) && b.as_deref().is_none_or(is_const) && is_const(d),
+        CExpr::Call(def, args) => def.deterministic && !def.reads_data && args.iter().all(is_const),
+        // CURRENT inside refers to the elements, so only the input must be constant.
+        CExpr::Expansion { input, .. } => {
+            let mut uses_vars = false;
+            c.visit_vars(&mut |_| uses_vars = true);
+            is_const(input) && !uses_vars && c.is_deterministic()
+        }
+    };
+    if !foldable {
+        return c;
+    }
+    let mut state = EnvState::new(10, false);
+    let mut env = EvalEnv {
+        txn: None,
+        database: "_system",
+        state: &mut state,
+    };
+    match eval(&c, &[], None, &mut env) {
+        Ok(v) if state.warnings.is_empty() => CExpr::Const(v),
+        _ => c,
+    }
+}
+
+fn is_const(e: &CExpr) -> bool {
+    matches!(e, CExpr::Const(_))
+}

@@ -1,0 +1,222 @@
+//! [`DataSource`] over quiver-core: read-only queries read from a [`ReadView`] (one engine
+//! snapshot); data-modification queries run in one core [`quiver_core::Transaction`], which
+//! gives read-your-own-writes and commits all writes as one atomic engine batch.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use quiver_core::{
+    Collection, CollectionType, Core, DocumentReader, InsertOptions, ModifyOptions, OpResult,
+    OverwriteMode, ReadView, RemoveOptions, TransactionOptions, WriteKind,
+};
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use super::{CollectionInfo, DataSource, DocIter, Transaction, WriteOptions, WriteOutcome};
+
+/// The production data source.
+pub struct CoreSource {
+    core: Arc<Core>,
+}
+
+impl CoreSource {
+    pub fn new(core: Arc<Core>) -> CoreSource {
+        CoreSource { core }
+    }
+}
+
+impl DataSource for CoreSource {
+    fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>> {
+        let db = self.core.database(database)?;
+        let reader = if writes.is_empty() {
+            Reader::View(db.read_view())
+        } else {
+            let names: Vec<&str> = writes.iter().map(String::as_str).collect();
+            Reader::Txn(Box::new(
+                db.begin_transaction(TransactionOptions::writing(&names))?,
+            ))
+        };
+        Ok(Box::new(CoreTransaction {
+            reader,
+            collections: Mutex::new(HashMap::new()),
+        }))
+    }
+}
+
+enum Reader {
+    View(ReadView),
+    Txn(Box<quiver_core::Transaction>),
+}
+
+struct CoreTransaction {
+    reader: Reader,
+    /// Resolved collection handles (a query touches a handful, looked up per row).
+    collections: Mutex<HashMap<String, Arc<Collection>>>,
+}
+
+impl CoreTransaction {
+    fn reader(&self) -> &dyn DocumentReader {
+        match &self.reader {
+            Reader::View(v) => v,
+            Reader::Txn(t) => &**t,
+        }
+    }
+
+    fn coll(&self, name: &str) -> Result<Arc<Collection>> {
+        if let Some(c) = self.collections.lock().get(name) {
+            return Ok(c.clone());
+        }
+        let c = self.reader().collection(name).map_err(|e| {
+            if e.code == ErrorCode::DataSourceNotFound {
+                Error::with_message(
+                    ErrorCode::DataSourceNotFound,
+                    format!("collection or view not found: {name}"),
+                )
+            } else {
+                e
+            }
+        })?;
+        let mut cache = self.collections.lock();
+        if cache.len() < 1024 {
+            cache.insert(name.to_string(), c.clone());
+        }
+        Ok(c)
+    }
+
+    fn txn(&mut self) -> Result<&mut quiver_core::Transaction> {
+        match &mut self.reader {
+            Reader::Txn(t) => Ok(t),
+            Reader::View(_) => Err(Error::with_message(
+                ErrorCode::Internal,
+                "write in a read-only query transaction",
+            )),
+        }
+    }
+}
+
+fn outcome(r: OpResult) -> WriteOutcome {
+    if r.kind == WriteKind::Ignored {
+        return WriteOutcome {
+            old: None,
+            new: None,
+        };
+    }
+    WriteOutcome {
+        old: r.old,
+        new: r.new,
+    }
+}
+
+fn modify_options(o: &WriteOptions) -> ModifyOptions {
+    let mut m = ModifyOptions::new();
+    m.wait_for_sync = o.wait_for_sync;
+    m.ignore_revs = o.ignore_revs;
+    m.keep_null = o.keep_null;
+    m.merge_objects = o.merge_objects;
+    m.return_new = true;
+    m.return_old = true;
+    m
+}
+
+fn key_of(doc: &Value) -> Result<String> {
+    doc.get("_key")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| Error::new(ErrorCode::DocumentKeyMissing))
+}
+
+impl Transaction for CoreTransaction {
+    fn collection(&self, name: &str) -> Result<CollectionInfo> {
+        let c = self.coll(name)?;
+        Ok(CollectionInfo {
+            name: c.name().to_string(),
+            is_edge: c.collection_type() == CollectionType::Edge,
+        })
+    }
+
+    fn count(&self, collection: &str) -> Result<u64> {
+        let c = self.coll(collection)?;
+        self.reader().count(&c)
+    }
+
+    fn get(&self, collection: &str, key: &str) -> Result<Option<Value>> {
+        let c = self.coll(collection)?;
+        if quiver_types::validate_key(key).is_err() {
+            return Ok(None);
+        }
+        self.reader().get(&c, key)
+    }
+
+    fn scan(&self, collection: &str) -> Result<DocIter> {
+        let c = self.coll(collection)?;
+        Ok(Box::new(self.reader().scan(&c)?))
+    }
+
+    fn insert(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let c = self.coll(collection)?;
+        let mut o = InsertOptions::new();
+        o.wait_for_sync = options.wait_for_sync;
+        o.keep_null = options.keep_null;
+        o.merge_objects = options.merge_objects;
+        o.overwrite_mode = match &options.overwrite_mode {
+            Some(m) => OverwriteMode::parse(m)?,
+            None => OverwriteMode::Conflict,
+        };
+        o.return_new = true;
+        o.return_old = true;
+        self.txn()?.insert(&c, doc, &o).map(outcome)
+    }
+
+    fn update(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let c = self.coll(collection)?;
+        let key = key_of(&doc)?;
+        self.txn()?
+            .update(&c, Some(&key), doc, &modify_options(options))
+            .map(outcome)
+    }
+
+    fn replace(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let c = self.coll(collection)?;
+        let key = key_of(&doc)?;
+        self.txn()?
+            .replace(&c, Some(&key), doc, &modify_options(options))
+            .map(outcome)
+    }
+
+    fn remove(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        let c = self.coll(collection)?;
+        let mut o = RemoveOptions::new();
+        o.wait_for_sync = options.wait_for_sync;
+        o.ignore_revs = options.ignore_revs;
+        o.return_old = true;
+        self.txn()?.remove(&c, &doc, &o).map(outcome)
+    }
+
+    fn commit(self: Box<Self>) -> Result<()> {
+        match self.reader {
+            Reader::View(_) => Ok(()),
+            Reader::Txn(t) => t.commit()?.wait(),
+        }
+    }
+}
