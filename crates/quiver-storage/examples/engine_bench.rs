@@ -1,0 +1,363 @@
+//! Engine-level benchmark (no HTTP): journal-size sweep, sync-writer scaling versus the raw
+//! fdatasync rate of the same disk, reopen time and memory per document.
+//!
+//! Usage: engine_bench [--dir PATH] [--quick] [--docs N] [--only journal|sync|reopen]
+//! (bench/storage/run.sh builds it in release mode and passes its arguments through.)
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use quiver_storage::{CollectionOptions, Engine, EngineOptions, WriteBatch};
+
+struct Args {
+    open_only: Option<PathBuf>,
+    dir: PathBuf,
+    quick: bool,
+    docs: u64,
+    only: Option<String>,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args {
+        open_only: None,
+        dir: std::env::temp_dir().join(format!("quiver-engine-bench-{}", std::process::id())),
+        quick: false,
+        docs: 1_000_000,
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--dir" => args.dir = PathBuf::from(it.next().expect("--dir PATH")),
+            "--quick" => args.quick = true,
+            "--docs" => args.docs = it.next().and_then(|v| v.parse().ok()).expect("--docs N"),
+            "--only" => args.only = it.next(),
+            "--open-only" => args.open_only = it.next().map(PathBuf::from),
+            other => {
+                eprintln!("unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    args
+}
+
+fn body(i: u64) -> Bytes {
+    Bytes::from(format!(
+        "{{\"_key\":\"k{i}\",\"name\":\"user {i}\",\"age\":{},\"active\":true,\"tags\":[\"a\",\"b\"]}}",
+        i % 90
+    ))
+}
+
+fn fresh(dir: &Path, options: EngineOptions) -> (Engine, u64) {
+    let _ = std::fs::remove_dir_all(dir);
+    let engine = Engine::open(dir, options).expect("open");
+    let db = engine.create_database(serde_json::json!({})).unwrap();
+    let cid = engine
+        .create_collection(db, CollectionOptions::default(), serde_json::json!({}))
+        .unwrap();
+    (engine, cid)
+}
+
+fn rate(ops: u64, d: Duration) -> f64 {
+    ops as f64 / d.as_secs_f64()
+}
+
+fn journal_sweep(args: &Args) {
+    println!("## Journal-size sweep (single writer, non-sync, ~100-byte documents)\n");
+    println!("| journal | ops | insert/s | replace/s | get/s | remove/s | collect+seal ms |");
+    println!("|---|---|---|---|---|---|---|");
+    let counts: &[u64] = if args.quick {
+        &[10_000]
+    } else {
+        &[10_000, 100_000]
+    };
+    for &n in counts {
+        for mib in [1u64, 2, 4, 8, 16, 32] {
+            let dir = args.dir.join(format!("journal-{mib}-{n}"));
+            let options = EngineOptions {
+                journal_size_default: mib << 20,
+                // WAL segments small enough that the collector really moves data into
+                // journals during the run, so the journal size matters.
+                wal_logfile_size: 4 << 20,
+                ..EngineOptions::default()
+            };
+            let (engine, cid) = fresh(&dir, options);
+            let t = Instant::now();
+            for i in 0..n {
+                let mut b = WriteBatch::new();
+                b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i));
+                engine.commit(b).unwrap();
+            }
+            let insert = t.elapsed();
+            let t = Instant::now();
+            for i in 0..n {
+                let mut b = WriteBatch::new();
+                b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i + 1));
+                engine.commit(b).unwrap();
+            }
+            let replace = t.elapsed();
+            let t = Instant::now();
+            engine.collect().unwrap();
+            let collect = t.elapsed();
+            let t = Instant::now();
+            for i in 0..n {
+                let snap = engine.snapshot();
+                let d = snap.get(cid, &format!("k{i}")).unwrap();
+                assert!(d.is_some());
+            }
+            let get = t.elapsed();
+            let t = Instant::now();
+            for i in 0..n {
+                let mut b = WriteBatch::new();
+                b.remove(cid, &format!("k{i}"), engine.hlc().next());
+                engine.commit(b).unwrap();
+            }
+            let remove = t.elapsed();
+            println!(
+                "| {mib} MiB | {n} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} |",
+                rate(n, insert),
+                rate(n, replace),
+                rate(n, get),
+                rate(n, remove),
+                collect.as_secs_f64() * 1000.0
+            );
+            engine.shutdown().unwrap();
+            drop(engine);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    println!();
+}
+
+fn raw_fdatasync_rate(dir: &Path, window: Duration) -> f64 {
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join("fdatasync-probe");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    // Written (not sparse) blocks, like the engine's preallocated WAL segments, so that the
+    // probe measures data fdatasync and not block allocation.
+    file.write_all_at(&vec![0u8; 1 << 20], 0).unwrap();
+    file.sync_all().unwrap();
+    let buf = [7u8; 128];
+    let t = Instant::now();
+    let mut n = 0u64;
+    while t.elapsed() < window {
+        file.write_all_at(&buf, (n * 128) % (1 << 20)).unwrap();
+        file.sync_data().unwrap();
+        n += 1;
+    }
+    let r = rate(n, t.elapsed());
+    drop(file);
+    let _ = std::fs::remove_file(path);
+    r
+}
+
+fn writers(engine: &Engine, cid: u64, threads: u64, window: Duration, sync: bool) -> f64 {
+    let done = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let engine = engine.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let mut i = 0u64;
+                while start.elapsed() < window {
+                    let mut b = WriteBatch::new();
+                    b.put(
+                        cid,
+                        &format!("t{t}-{i}-{sync}"),
+                        engine.hlc().next(),
+                        body(i),
+                    );
+                    b.set_sync(sync);
+                    engine.commit(b).unwrap().wait().unwrap();
+                    i += 1;
+                }
+                done.fetch_add(i, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    rate(done.load(Ordering::Relaxed), start.elapsed())
+}
+
+fn sync_scaling(args: &Args) {
+    let window = if args.quick {
+        Duration::from_millis(700)
+    } else {
+        Duration::from_secs(2)
+    };
+    let dir = args.dir.join("sync");
+    let raw = raw_fdatasync_rate(&args.dir, window);
+    println!("## Sync inserts versus raw fdatasync\n");
+    println!(
+        "raw fdatasync rate of this disk (128-byte write + fdatasync, one thread): {raw:.0}/s\n"
+    );
+    println!("| writers | sync inserts/s | non-sync inserts/s | sync / non-sync | sync / raw fdatasync | fdatasyncs |");
+    println!("|---|---|---|---|---|---|");
+    for threads in [1u64, 4, 16, 64] {
+        let (engine, cid) = fresh(&dir, EngineOptions::default());
+        let before = engine.stats().wal_syncs;
+        let sync = writers(&engine, cid, threads, window, true);
+        let syncs = engine.stats().wal_syncs - before;
+        let nosync = writers(&engine, cid, threads, window, false);
+        println!(
+            "| {threads} | {sync:.0} | {nosync:.0} | {:.1} % | {:.1}x | {syncs} |",
+            100.0 * sync / nosync,
+            sync / raw
+        );
+        engine.shutdown().unwrap();
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!();
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn reopen(args: &Args) {
+    let n = if args.quick { 100_000 } else { args.docs };
+    let dir = args.dir.join("reopen");
+    println!("## Reopen time and memory ({n} documents)\n");
+    let (engine, cid) = fresh(&dir, EngineOptions::default());
+    let t = Instant::now();
+    let mut i = 0;
+    while i < n {
+        let mut b = WriteBatch::new();
+        for _ in 0..1000.min(n - i) {
+            b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i));
+            i += 1;
+        }
+        engine.commit(b).unwrap();
+    }
+    let load = t.elapsed();
+    engine.shutdown().unwrap();
+    drop(engine);
+    println!("| phase | time | RSS delta | bytes/doc |");
+    println!("|---|---|---|---|");
+    println!(
+        "| load (batches of 1000) | {:.2} s | | |",
+        load.as_secs_f64()
+    );
+    let (secs, rss, count) = reopen_in_child(&dir);
+    assert_eq!(count, n);
+    println!(
+        "| reopen from WAL (nothing collected yet), fresh process | {secs:.2} s | {} MiB | {:.0} |",
+        rss / 1024,
+        rss as f64 * 1024.0 / n as f64
+    );
+    let engine = Engine::open(&dir, EngineOptions::default()).unwrap();
+    let t = Instant::now();
+    engine.collect().unwrap();
+    let collect = t.elapsed();
+    println!(
+        "| collect into journals | {:.2} s | | |",
+        collect.as_secs_f64()
+    );
+    engine.shutdown().unwrap();
+    drop(engine);
+    let (secs, rss, count) = reopen_in_child(&dir);
+    assert_eq!(count, n);
+    println!(
+        "| reopen from datafiles + hint files, fresh process | {secs:.2} s | {} MiB | {:.0} |",
+        rss / 1024,
+        rss as f64 * 1024.0 / n as f64
+    );
+    let engine = Engine::open(&dir, EngineOptions::default()).unwrap();
+    let f = engine.figures(cid).unwrap();
+    println!(
+        "\nfigures: {} datafiles ({} MiB), {} journal(s), index memory estimate {} MiB ({:.0} B/doc)\n",
+        f.datafiles.count,
+        f.datafiles.file_size >> 20,
+        f.journals.count,
+        f.index_memory >> 20,
+        f.index_memory as f64 / n as f64
+    );
+    engine.shutdown().unwrap();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Child process of the reopen test: opens `dir` in a fresh process so that its RSS delta is
+/// the engine's and not leftovers of the load phase; prints "seconds rss_kib_delta count".
+fn open_only(dir: &Path) {
+    let rss0 = rss_kib();
+    let t = Instant::now();
+    let engine = Engine::open(dir, EngineOptions::default()).unwrap();
+    let secs = t.elapsed().as_secs_f64();
+    let rss1 = rss_kib();
+    let cat = engine.catalog();
+    let cid = cat[0].collections[0].id;
+    let count = engine.snapshot().count(cid).unwrap();
+    println!("{secs} {} {count}", rss1.saturating_sub(rss0));
+    engine.shutdown().unwrap();
+}
+
+fn reopen_in_child(dir: &Path) -> (f64, u64, u64) {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .arg("--open-only")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(
+        parts.len(),
+        3,
+        "child said: {text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        parts[0].parse().unwrap(),
+        parts[1].parse().unwrap(),
+        parts[2].parse().unwrap(),
+    )
+}
+
+fn main() {
+    let args = parse_args();
+    if let Some(dir) = &args.open_only {
+        open_only(dir);
+        return;
+    }
+    std::fs::create_dir_all(&args.dir).unwrap();
+    println!(
+        "quiver-storage engine_bench: {} cores, dir {}\n",
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1),
+        args.dir.display()
+    );
+    let run = |name: &str| args.only.as_deref().is_none_or(|o| o == name);
+    if run("journal") {
+        journal_sweep(&args);
+    }
+    if run("sync") {
+        sync_scaling(&args);
+    }
+    if run("reopen") {
+        reopen(&args);
+    }
+    let _ = std::fs::remove_dir_all(&args.dir);
+}

@@ -1,0 +1,150 @@
+//! Model-based test: random operation sequences against a BTreeMap model, with tiny journal
+//! and WAL sizes so that rotation, collection and compaction happen every few operations.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use common::*;
+use proptest::prelude::*;
+use quiver_storage::{CollectionOptions, Engine, EngineOptions, WriteBatch};
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put { col: usize, key: u8, size: usize },
+    Remove { col: usize, key: u8 },
+    Batch(Vec<(usize, u8, Option<usize>)>),
+    Reopen,
+    Collect,
+    Compact(usize),
+    SetJournalSize(usize, u64),
+    Truncate(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (0..2usize, 0..24u8, 0..300usize).prop_map(|(col, key, size)| Op::Put { col, key, size }),
+        3 => (0..2usize, 0..24u8).prop_map(|(col, key)| Op::Remove { col, key }),
+        3 => prop::collection::vec((0..2usize, 0..24u8, prop::option::weighted(0.7, 0..200usize)), 1..6)
+            .prop_map(Op::Batch),
+        1 => Just(Op::Reopen),
+        2 => Just(Op::Collect),
+        2 => (0..2usize).prop_map(Op::Compact),
+        1 => (0..2usize, prop_oneof![Just(4096u64), Just(8192), Just(65536)])
+            .prop_map(|(c, s)| Op::SetJournalSize(c, s)),
+        1 => (0..2usize).prop_map(Op::Truncate),
+    ]
+}
+
+fn options() -> EngineOptions {
+    EngineOptions {
+        journal_size_default: 4096,
+        wal_logfile_size: 4096,
+        ..small_options()
+    }
+}
+
+fn body(key: u8, size: usize, salt: usize) -> String {
+    format!(
+        "{{\"k\":{key},\"s\":{salt},\"p\":\"{}\"}}",
+        "z".repeat(size)
+    )
+}
+
+fn check(engine: &Engine, cids: &[u64], model: &[BTreeMap<String, String>]) {
+    for (i, cid) in cids.iter().enumerate() {
+        assert_eq!(contents(engine, *cid), model[i], "collection {i}");
+        let f = engine.figures(*cid).unwrap();
+        assert_eq!(f.alive_count, model[i].len() as u64, "figures alive of {i}");
+    }
+}
+
+fn run(ops: Vec<Op>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut engine = Engine::open(dir.path(), options()).unwrap();
+    let db = engine.create_database(serde_json::json!({})).unwrap();
+    let cids: Vec<u64> = (0..2)
+        .map(|_| {
+            engine
+                .create_collection(db, CollectionOptions::default(), serde_json::json!({}))
+                .unwrap()
+        })
+        .collect();
+    let mut model = vec![BTreeMap::new(), BTreeMap::new()];
+    for (step, op) in ops.into_iter().enumerate() {
+        match op {
+            Op::Put { col, key, size } => {
+                let b = body(key, size, step);
+                put(&engine, cids[col], &format!("k{key}"), &b);
+                model[col].insert(format!("k{key}"), b);
+            }
+            Op::Remove { col, key } => {
+                remove(&engine, cids[col], &format!("k{key}"));
+                model[col].remove(&format!("k{key}"));
+            }
+            Op::Batch(items) => {
+                let mut batch = WriteBatch::new();
+                for (i, (col, key, size)) in items.iter().enumerate() {
+                    let k = format!("k{key}");
+                    match size {
+                        Some(size) => {
+                            let b = body(*key, *size, step * 10 + i);
+                            batch.put(cids[*col], &k, engine.hlc().next(), Bytes::from(b.clone()));
+                            model[*col].insert(k, b);
+                        }
+                        None => {
+                            batch.remove(cids[*col], &k, engine.hlc().next());
+                            model[*col].remove(&k);
+                        }
+                    }
+                }
+                batch.set_sync(step % 4 == 0);
+                engine.commit(batch).unwrap().wait().unwrap();
+            }
+            Op::Reopen => {
+                engine.shutdown().unwrap();
+                drop(engine);
+                engine = Engine::open(dir.path(), options()).unwrap();
+                check(&engine, &cids, &model);
+            }
+            Op::Collect => engine.collect().unwrap(),
+            Op::Compact(col) => {
+                engine.compact(cids[col]).unwrap();
+                let f = engine.figures(cids[col]).unwrap();
+                assert_eq!(f.dead_count, 0, "after explicit compaction: {f:?}");
+            }
+            Op::SetJournalSize(col, size) => {
+                let opts = CollectionOptions {
+                    journal_size: Some(size),
+                    ..CollectionOptions::default()
+                };
+                engine
+                    .update_collection(cids[col], opts, serde_json::json!({}))
+                    .unwrap();
+            }
+            Op::Truncate(col) => {
+                engine.truncate(cids[col], false).unwrap().wait().unwrap();
+                model[col].clear();
+            }
+        }
+    }
+    check(&engine, &cids, &model);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let engine = Engine::open(dir.path(), options()).unwrap();
+    check(&engine, &cids, &model);
+    engine.shutdown().unwrap();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(24),
+        max_shrink_iters: 200,
+        ..ProptestConfig::default()
+    })]
+    #[test]
+    fn engine_matches_model(ops in prop::collection::vec(op(), 1..60)) {
+        run(ops);
+    }
+}
