@@ -1144,3 +1144,265 @@ fn schema_is_enforced_per_level() {
     );
     assert_eq!(coll.properties()["schema"]["level"], "strict");
 }
+
+mod model {
+    //! Random operation sequences against an in-memory model, with restarts in between.
+
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Map;
+    use std::collections::BTreeMap;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Insert(Option<u8>, i64, u8),
+        Replace(u8, i64),
+        Update(u8, Option<i64>, bool),
+        Remove(u8),
+        InsertMany(Vec<u8>),
+        Transaction(Vec<(u8, Option<i64>)>, bool),
+        Reopen,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let key = 0u8..6;
+        prop_oneof![
+            (proptest::option::of(key.clone()), -5i64..5, 0u8..4)
+                .prop_map(|(k, v, m)| Op::Insert(k, v, m)),
+            (key.clone(), -5i64..5).prop_map(|(k, v)| Op::Replace(k, v)),
+            (key.clone(), proptest::option::of(-5i64..5), any::<bool>())
+                .prop_map(|(k, v, n)| Op::Update(k, v, n)),
+            key.clone().prop_map(Op::Remove),
+            proptest::collection::vec(key.clone(), 0..4).prop_map(Op::InsertMany),
+            (
+                proptest::collection::vec((key, proptest::option::of(-5i64..5)), 0..4),
+                any::<bool>()
+            )
+                .prop_map(|(ops, commit)| Op::Transaction(ops, commit)),
+            Just(Op::Reopen),
+        ]
+    }
+
+    type Model = BTreeMap<String, Map<String, Value>>;
+
+    fn user_attributes(doc: &Value) -> Map<String, Value> {
+        let mut map = doc.as_object().unwrap().clone();
+        for system in ["_key", "_id", "_rev"] {
+            map.shift_remove(system);
+        }
+        map
+    }
+
+    fn check(coll: &Collection, model: &Model) -> Result<(), TestCaseError> {
+        prop_assert_eq!(coll.count().unwrap(), model.len() as u64);
+        for (key, attributes) in model {
+            let doc = coll.get(key, None).unwrap();
+            prop_assert_eq!(&user_attributes(&doc), attributes);
+        }
+        Ok(())
+    }
+
+    fn attrs(v: i64) -> Map<String, Value> {
+        json!({"v": v, "o": {"a": v}}).as_object().unwrap().clone()
+    }
+
+    fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let mut core = open(&dir);
+        let mut coll = create(&core.database("_system").unwrap(), json!({"name": "m"}));
+        let mut model = Model::new();
+        for op in ops {
+            match op {
+                Op::Insert(key, v, mode) => {
+                    let mode = [
+                        OverwriteMode::Conflict,
+                        OverwriteMode::Ignore,
+                        OverwriteMode::Replace,
+                        OverwriteMode::Update,
+                    ][mode as usize];
+                    let mut doc = Value::Object(attrs(v));
+                    if let Some(k) = key {
+                        doc["_key"] = json!(k.to_string());
+                    }
+                    let opts = InsertOptions {
+                        overwrite_mode: mode,
+                        ..InsertOptions::new()
+                    };
+                    let result = coll.insert(doc, &opts).and_then(Committed::wait);
+                    let existing = key.and_then(|k| model.get(&k.to_string()).cloned());
+                    match (existing, mode) {
+                        (Some(_), OverwriteMode::Conflict) => {
+                            prop_assert_eq!(
+                                result.unwrap_err().code,
+                                ErrorCode::UniqueConstraintViolated
+                            )
+                        }
+                        (Some(_), OverwriteMode::Ignore) => {
+                            prop_assert_eq!(result.unwrap().kind, WriteKind::Ignored)
+                        }
+                        (Some(mut old), OverwriteMode::Update) => {
+                            result.unwrap();
+                            old.insert("v".into(), json!(v));
+                            let mut o = match old.get("o") {
+                                Some(Value::Object(o)) => o.clone(),
+                                _ => Map::new(),
+                            };
+                            o.insert("a".into(), json!(v));
+                            old.insert("o".into(), Value::Object(o));
+                            model.insert(key.unwrap().to_string(), old);
+                        }
+                        _ => {
+                            let done = result.unwrap();
+                            model.insert(done.key, attrs(v));
+                        }
+                    }
+                }
+                Op::Replace(k, v) => {
+                    let result = coll
+                        .replace(
+                            &k.to_string(),
+                            Value::Object(attrs(v)),
+                            &ModifyOptions::new(),
+                        )
+                        .and_then(Committed::wait);
+                    match model.get_mut(&k.to_string()) {
+                        Some(doc) => {
+                            result.unwrap();
+                            *doc = attrs(v);
+                        }
+                        None => {
+                            prop_assert_eq!(result.unwrap_err().code, ErrorCode::DocumentNotFound)
+                        }
+                    }
+                }
+                Op::Update(k, v, keep_null) => {
+                    let opts = ModifyOptions {
+                        keep_null,
+                        ..ModifyOptions::new()
+                    };
+                    let patch = json!({"v": v, "o": {"b": v}});
+                    let result = coll
+                        .update(&k.to_string(), patch, &opts)
+                        .and_then(Committed::wait);
+                    match model.get_mut(&k.to_string()) {
+                        Some(doc) => {
+                            result.unwrap();
+                            match v {
+                                None if !keep_null => {
+                                    doc.shift_remove("v");
+                                }
+                                _ => {
+                                    doc.insert("v".into(), json!(v));
+                                }
+                            }
+                            let mut o = match doc.get("o") {
+                                Some(Value::Object(o)) => o.clone(),
+                                _ => Map::new(),
+                            };
+                            match v {
+                                None if !keep_null => {
+                                    o.shift_remove("b");
+                                }
+                                _ => {
+                                    o.insert("b".into(), json!(v));
+                                }
+                            }
+                            doc.insert("o".into(), Value::Object(o));
+                        }
+                        None => {
+                            prop_assert_eq!(result.unwrap_err().code, ErrorCode::DocumentNotFound)
+                        }
+                    }
+                }
+                Op::Remove(k) => {
+                    let result = coll
+                        .remove(&k.to_string(), &RemoveOptions::new())
+                        .and_then(Committed::wait);
+                    if model.remove(&k.to_string()).is_some() {
+                        result.unwrap();
+                    } else {
+                        prop_assert_eq!(result.unwrap_err().code, ErrorCode::DocumentNotFound);
+                    }
+                }
+                Op::InsertMany(keys) => {
+                    let docs = keys
+                        .iter()
+                        .map(|k| json!({"_key": k.to_string(), "v": 9, "o": {"a": 9}}))
+                        .collect();
+                    let results = coll
+                        .insert_many(docs, &InsertOptions::new())
+                        .unwrap()
+                        .wait()
+                        .unwrap();
+                    for (k, result) in keys.iter().zip(results) {
+                        match model.entry(k.to_string()) {
+                            std::collections::btree_map::Entry::Occupied(_) => {
+                                prop_assert_eq!(
+                                    result.unwrap_err().code,
+                                    ErrorCode::UniqueConstraintViolated
+                                )
+                            }
+                            std::collections::btree_map::Entry::Vacant(slot) => {
+                                result.unwrap();
+                                slot.insert(attrs(9));
+                            }
+                        }
+                    }
+                }
+                Op::Transaction(steps, commit) => {
+                    let db = core.database("_system").unwrap();
+                    let mut trx = db
+                        .begin_transaction(TransactionOptions::writing(&["m"]))
+                        .unwrap();
+                    let mut staged = model.clone();
+                    for (k, v) in steps {
+                        let key = k.to_string();
+                        match v {
+                            Some(v) => {
+                                let opts = InsertOptions {
+                                    overwrite_mode: OverwriteMode::Replace,
+                                    ..InsertOptions::new()
+                                };
+                                trx.insert(
+                                    &coll,
+                                    json!({"_key": key, "v": v, "o": {"a": v}}),
+                                    &opts,
+                                )
+                                .unwrap();
+                                staged.insert(key, attrs(v));
+                            }
+                            None => {
+                                let result = trx.remove(&coll, &json!(key), &RemoveOptions::new());
+                                prop_assert_eq!(result.is_ok(), staged.remove(&key).is_some());
+                            }
+                        }
+                        prop_assert_eq!(trx.count(&coll).unwrap(), staged.len() as u64);
+                    }
+                    if commit {
+                        trx.commit().unwrap().wait().unwrap();
+                        model = staged;
+                    } else {
+                        trx.abort();
+                    }
+                }
+                Op::Reopen => {
+                    drop(coll);
+                    core.shutdown().unwrap();
+                    drop(core);
+                    core = open(&dir);
+                    coll = core.database("_system").unwrap().collection("m").unwrap();
+                }
+            }
+            check(&coll, &model)?;
+        }
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 12, .. ProptestConfig::default() })]
+        #[test]
+        fn operations_match_the_model_across_restarts(ops in proptest::collection::vec(op(), 1..30)) {
+            run(ops)?;
+        }
+    }
+}
