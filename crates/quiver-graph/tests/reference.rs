@@ -586,13 +586,19 @@ fn check_path_searches(spec: &GraphSpec, s: usize, t: usize) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // Each case checks 2,592 option combinations; 32 random graphs keep the suite fast in
+    // debug builds.
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
 
     #[test]
     fn traversals_match_the_reference(spec in graph_strategy(), start in 0usize..7, seed in any::<u64>()) {
         let start = start % spec.vertices;
         check_all_traversal_combinations(&spec, start, seed);
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
     fn path_searches_match_the_reference(spec in graph_strategy(), s in 0usize..7, t in 0usize..7) {
