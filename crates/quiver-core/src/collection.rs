@@ -404,6 +404,11 @@ impl Collection {
         Arc::clone(&self.meta.read().name)
     }
 
+    /// The name JSON-escaped without quotes (what `_id` splicing needs).
+    pub(crate) fn escaped_name(&self) -> Arc<str> {
+        Arc::clone(&self.meta.read().escaped_name)
+    }
+
     /// Document or edge collection.
     pub fn collection_type(&self) -> CollectionType {
         self.meta.read().collection_type
@@ -795,8 +800,7 @@ impl Collection {
                 return Err(revision_conflict(&self.name(), key, doc.rev));
             }
         }
-        let escaped = Arc::clone(&self.meta.read().escaped_name);
-        Ok((doc.rev, splice_id(&doc.body, key, &escaped)))
+        Ok((doc.rev, splice_id(&doc.body, key, &self.escaped_name())))
     }
 
     /// A document as a JSON value with `_id`; errors as [`Collection::get_raw`].

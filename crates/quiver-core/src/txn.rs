@@ -92,8 +92,10 @@ fn scan_snapshot(
 }
 
 fn raw_with_id(coll: &Collection, key: &str, rev: Revision, body: &Bytes) -> (Revision, Bytes) {
-    let escaped = crate::document::escape_json_inner(&coll.name());
-    (rev, crate::document::splice_id(body, key, &escaped))
+    (
+        rev,
+        crate::document::splice_id(body, key, &coll.escaped_name()),
+    )
 }
 
 /// A consistent, read-only view of one database at one point in time (an engine snapshot):
