@@ -143,8 +143,108 @@ fn strip_revs(v: &Value) -> Value {
     }
 }
 
-fn run_case(case: &Case) -> Result<Outcome, String> {
-    let source = Arc::new(MemorySource::new());
+/// The two data sources every case runs against.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Backend {
+    Memory,
+    Core,
+}
+
+/// Seeds and reads back data on either backend. Core-backed cases share one engine (opening
+/// one per case would dominate the run time) and get a fresh database each.
+enum Store {
+    Memory(Arc<MemorySource>),
+    Core(Arc<quiver_core::Core>, String),
+}
+
+fn shared_core() -> Result<Arc<quiver_core::Core>, String> {
+    static CORE: std::sync::OnceLock<Result<(Arc<quiver_core::Core>, tempfile::TempDir), String>> =
+        std::sync::OnceLock::new();
+    CORE.get_or_init(|| {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let mut options = quiver_core::CoreOptions::default();
+        options.engine.journal_size_default = 1024 * 1024;
+        let core = quiver_core::Core::open(dir.path(), options).map_err(|e| e.to_string())?;
+        Ok((Arc::new(core), dir))
+    })
+    .as_ref()
+    .map(|(c, _)| c.clone())
+    .map_err(|e| e.clone())
+}
+
+impl Store {
+    fn new(backend: Backend) -> Result<Store, String> {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Ok(match backend {
+            Backend::Memory => Store::Memory(Arc::new(MemorySource::new())),
+            Backend::Core => {
+                let core = shared_core()?;
+                let name = format!(
+                    "golden{}",
+                    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+                );
+                core.create_database(&name, json!({}))
+                    .map_err(|e| e.to_string())?;
+                Store::Core(core, name)
+            }
+        })
+    }
+
+    fn db(&self) -> &str {
+        match self {
+            Store::Memory(_) => "_system",
+            Store::Core(_, name) => name,
+        }
+    }
+
+    fn create(&self, name: &str, is_edge: bool, docs: Vec<Value>) -> Result<(), String> {
+        match self {
+            Store::Memory(m) => m
+                .create_collection("_system", name, is_edge, docs)
+                .map_err(|e| e.to_string()),
+            Store::Core(core, db) => {
+                let db = core.database(db).map_err(|e| e.to_string())?;
+                let spec = quiver_core::CollectionSpec::from_json(
+                    &json!({"name": name, "type": if is_edge { 3 } else { 2 }}),
+                )
+                .map_err(|e| e.to_string())?;
+                let coll = db.create_collection(spec).map_err(|e| e.to_string())?;
+                for (i, mut doc) in docs.into_iter().enumerate() {
+                    if doc.get("_key").is_none() {
+                        doc["_key"] = json!((i + 1).to_string());
+                    }
+                    coll.insert(doc, &quiver_core::InsertOptions::new())
+                        .and_then(|c| c.wait())
+                        .map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn documents(&self, name: &str) -> Result<Vec<Value>, String> {
+        match self {
+            Store::Memory(m) => m.documents("_system", name).map_err(|e| e.to_string()),
+            Store::Core(core, db) => {
+                let service = QueryService::over_core(core.clone());
+                let (_, r) = service
+                    .create_cursor(db, json!({"query": "FOR d IN @@c SORT d._key RETURN d", "bindVars": {"@c": name}, "batchSize": 1_000_000}))
+                    .map_err(|e| e.to_string())?;
+                Ok(r["result"].as_array().cloned().unwrap_or_default())
+            }
+        }
+    }
+
+    fn service(&self) -> QueryService {
+        match self {
+            Store::Memory(m) => QueryService::new(m.clone()),
+            Store::Core(core, _) => QueryService::over_core(core.clone()),
+        }
+    }
+}
+
+fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
+    let store = Store::new(backend)?;
     let mut collections = Vec::new();
     if let Some(data) = case.get("data") {
         let data: Value = serde_json::from_str(data).map_err(|e| format!("bad data JSON: {e}"))?;
@@ -161,13 +261,11 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
                 ),
                 _ => return Err(format!("bad data for collection {name}")),
             };
-            source
-                .create_collection("_system", name, is_edge, docs)
-                .map_err(|e| e.to_string())?;
+            store.create(name, is_edge, docs)?;
             collections.push(name.clone());
         }
     }
-    let service = QueryService::new(source.clone());
+    let service = store.service();
     let query = case.get("query").ok_or("case has no query")?;
     let bind: Value = match case.get("bind") {
         Some(b) => serde_json::from_str(b).map_err(|e| format!("bad bind JSON: {e}"))?,
@@ -187,7 +285,7 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
         rules: Vec::new(),
         data_after: None,
     };
-    match service.create_cursor("_system", body.clone()) {
+    match service.create_cursor(store.db(), body.clone()) {
         Ok((_, reply)) => {
             outcome.result = reply["result"].as_array().cloned();
             outcome.warnings = reply["extra"]["warnings"]
@@ -199,7 +297,7 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
     }
     if case.get("plan").is_some() || case.get("rules").is_some() {
         if let Ok((_, explain)) = service.explain(
-            "_system",
+            store.db(),
             json!({"query": query, "bindVars": bind, "options": options}),
         ) {
             let types: Vec<&str> = explain["plan"]["nodes"]
@@ -220,9 +318,7 @@ fn run_case(case: &Case) -> Result<Outcome, String> {
     if case.get("data after").is_some() {
         let mut after = serde_json::Map::new();
         for name in &collections {
-            let docs = source
-                .documents("_system", name)
-                .map_err(|e| e.to_string())?;
+            let docs = store.documents(name)?;
             after.insert(
                 name.clone(),
                 Value::Array(docs.iter().map(strip_revs).collect()),
@@ -440,14 +536,25 @@ fn golden_corpus() {
             if !names.insert(case.name.clone()) {
                 failures.push(format!("{label}: duplicate case name"));
             }
-            match run_case(case) {
-                Err(e) => failures.push(format!("{label}: {e}")),
-                Ok(o) => {
-                    if updating {
-                        update(case, &o);
-                    } else {
-                        for p in check(case, &o) {
-                            failures.push(format!("{label}: {p}"));
+            // Cases without data exercise expressions only; the storage backend is
+            // irrelevant to them.
+            let backends: &[Backend] = if case.get("data").is_some() {
+                &[Backend::Memory, Backend::Core]
+            } else {
+                &[Backend::Memory]
+            };
+            for &backend in backends {
+                match run_case(case, backend) {
+                    Err(e) => failures.push(format!("{label} [{backend:?}]: {e}")),
+                    Ok(o) => {
+                        // Expectations are rewritten from the in-memory run and checked
+                        // against both backends.
+                        if updating && backend == Backend::Memory {
+                            update(case, &o);
+                        } else if !updating {
+                            for p in check(case, &o) {
+                                failures.push(format!("{label} [{backend:?}]: {p}"));
+                            }
                         }
                     }
                 }

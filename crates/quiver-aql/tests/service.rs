@@ -1,0 +1,401 @@
+//! Cursor API behaviour through the JSON service over the in-memory source: batches, count,
+//! fullCount, streaming, retries, deletion, expiry, errors, the query registry.
+
+use std::sync::Arc;
+
+use quiver_aql::source::memory::MemorySource;
+use quiver_aql::QueryService;
+use quiver_errors::ErrorCode;
+use serde_json::{json, Value};
+
+fn service_with_docs(n: usize) -> (Arc<MemorySource>, QueryService) {
+    let source = Arc::new(MemorySource::new());
+    let docs: Vec<Value> = (0..n)
+        .map(|i| json!({"_key": format!("k{i:05}"), "v": i}))
+        .collect();
+    source
+        .create_collection("_system", "docs", false, docs)
+        .unwrap();
+    let service = QueryService::new(source.clone());
+    (source, service)
+}
+
+fn post(s: &QueryService, body: Value) -> Value {
+    let (code, reply) = s.create_cursor("_system", body).expect("cursor created");
+    assert_eq!(code, 201);
+    assert_eq!(reply["code"], 201);
+    reply
+}
+
+#[test]
+fn multi_batch_with_count_and_continuation() {
+    let (_, s) = service_with_docs(0);
+    let first = post(
+        &s,
+        json!({"query": "FOR i IN 1..2500 RETURN i", "count": true}),
+    );
+    assert_eq!(first["result"].as_array().unwrap().len(), 1000);
+    assert_eq!(first["hasMore"], true);
+    assert_eq!(first["count"], 2500);
+    assert_eq!(first["nextBatchId"], "2");
+    assert!(first["extra"]["stats"]["executionTime"].as_f64().unwrap() > 0.0);
+    assert_eq!(first["extra"]["warnings"], json!([]));
+    let id = first["id"].as_str().unwrap().to_string();
+    let (code, second) = s.next_batch("_system", &id, None).unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(second["result"][0], 1001);
+    assert_eq!(second["id"], id.as_str());
+    assert_eq!(second["count"], 2500);
+    assert!(
+        second["extra"].is_object(),
+        "non-streaming batches all carry extra"
+    );
+    let (_, third) = s.next_batch("_system", &id, Some("3")).unwrap();
+    assert_eq!(third["hasMore"], false);
+    assert_eq!(third["result"].as_array().unwrap().len(), 500);
+    assert!(third.get("nextBatchId").is_none());
+    let gone = s.next_batch("_system", &id, None).unwrap_err();
+    assert_eq!(gone.code, ErrorCode::CursorNotFound);
+    assert_eq!(s.open_cursors(), 0);
+}
+
+#[test]
+fn single_batch_results_have_no_cursor() {
+    let (_, s) = service_with_docs(0);
+    let r = post(&s, json!({"query": "RETURN 1"}));
+    assert_eq!(r["result"], json!([1]));
+    assert_eq!(r["hasMore"], false);
+    assert!(r.get("id").is_none());
+    assert!(r.get("count").is_none());
+    assert_eq!(r["cached"], false);
+    assert_eq!(r["error"], false);
+    assert_eq!(s.open_cursors(), 0);
+}
+
+#[test]
+fn full_count_reports_rows_before_limit() {
+    let (_, s) = service_with_docs(50);
+    let r = post(
+        &s,
+        json!({"query": "FOR d IN docs SORT d.v LIMIT 5, 3 RETURN d.v", "options": {"fullCount": true}}),
+    );
+    assert_eq!(r["result"], json!([5, 6, 7]));
+    assert_eq!(r["extra"]["stats"]["fullCount"], 50);
+    assert_eq!(r["extra"]["stats"]["scannedFull"], 50);
+}
+
+#[test]
+fn streaming_cursor_produces_batches_lazily() {
+    let (_, s) = service_with_docs(25);
+    let r = post(
+        &s,
+        json!({"query": "FOR d IN docs SORT d.v RETURN d.v", "batchSize": 10, "options": {"stream": true}}),
+    );
+    assert_eq!(r["result"].as_array().unwrap().len(), 10);
+    assert_eq!(r["hasMore"], true);
+    assert!(r.get("count").is_none());
+    let id = r["id"].as_str().unwrap().to_string();
+    let current = s.current("_system").unwrap().1;
+    assert_eq!(
+        current.as_array().unwrap().len(),
+        1,
+        "a streaming query stays registered"
+    );
+    assert_eq!(current[0]["stream"], true);
+    let (_, b2) = s.next_batch("_system", &id, Some("2")).unwrap();
+    assert_eq!(b2["result"][0], 10);
+    assert_eq!(b2["hasMore"], true);
+    let (_, b3) = s.next_batch("_system", &id, Some("3")).unwrap();
+    assert_eq!(b3["result"].as_array().unwrap().len(), 5);
+    assert_eq!(b3["hasMore"], false);
+    assert!(
+        b3["extra"]["stats"].is_object(),
+        "the last streaming batch carries extra"
+    );
+    assert_eq!(s.current("_system").unwrap().1, json!([]));
+}
+
+#[test]
+fn streaming_writes_commit_at_the_end_and_abort_on_delete() {
+    let (source, s) = service_with_docs(0);
+    source
+        .create_collection("_system", "out", false, vec![])
+        .unwrap();
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..30 INSERT {_key: TO_STRING(i)} INTO out RETURN NEW._key", "batchSize": 10, "options": {"stream": true}}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    assert!(
+        source.documents("_system", "out").unwrap().is_empty(),
+        "nothing visible before the query ends"
+    );
+    s.delete_cursor("_system", &id).unwrap();
+    assert!(
+        source.documents("_system", "out").unwrap().is_empty(),
+        "deleting the cursor aborts"
+    );
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..30 INSERT {_key: TO_STRING(i)} INTO out RETURN NEW._key", "batchSize": 10, "options": {"stream": true}}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    s.next_batch("_system", &id, None).unwrap();
+    let (_, last) = s.next_batch("_system", &id, None).unwrap();
+    assert_eq!(last["hasMore"], false);
+    assert_eq!(last["extra"]["stats"]["writesExecuted"], 30);
+    assert_eq!(source.documents("_system", "out").unwrap().len(), 30);
+}
+
+#[test]
+fn allow_retry_refetches_last_batch_and_keeps_cursor_deletable() {
+    let (_, s) = service_with_docs(0);
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": 2, "options": {"allowRetry": true}}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    let (_, again) = s.next_batch("_system", &id, Some("1")).unwrap();
+    assert_eq!(again["result"], json!([1, 2]));
+    let (_, last) = s.next_batch("_system", &id, Some("2")).unwrap();
+    assert_eq!(last["result"], json!([3]));
+    assert_eq!(last["hasMore"], false);
+    let (_, retry) = s.next_batch("_system", &id, Some("2")).unwrap();
+    assert_eq!(retry["result"], json!([3]));
+    let (code, del) = s.delete_cursor("_system", &id).unwrap();
+    assert_eq!(code, 202);
+    assert_eq!(del["id"], id.as_str());
+    assert_eq!(
+        s.delete_cursor("_system", &id).unwrap_err().code,
+        ErrorCode::CursorNotFound
+    );
+}
+
+#[test]
+fn retry_without_allow_retry_is_refused() {
+    let (_, s) = service_with_docs(0);
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": 1}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        s.next_batch("_system", &id, Some("1")).unwrap_err().code,
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        s.next_batch("_system", &id, Some("2")).unwrap().1["result"],
+        json!([2])
+    );
+}
+
+#[test]
+fn cursors_expire_after_ttl() {
+    let (_, s) = service_with_docs(0);
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": 1, "ttl": 0.05}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(
+        s.next_batch("_system", &id, None).unwrap_err().code,
+        ErrorCode::CursorNotFound
+    );
+}
+
+#[test]
+fn request_validation_errors() {
+    let (_, s) = service_with_docs(0);
+    let code = |body: Value| s.create_cursor("_system", body).unwrap_err().code;
+    assert_eq!(code(Value::Null), ErrorCode::QueryEmpty);
+    assert_eq!(code(json!({"query": ""})), ErrorCode::QueryEmpty);
+    assert_eq!(code(json!({"query": null})), ErrorCode::QueryEmpty);
+    assert_eq!(code(json!({"query": "   "})), ErrorCode::QueryParse);
+    assert_eq!(code(json!({})), ErrorCode::HttpCorruptedJson);
+    assert_eq!(
+        code(json!({"query": "RETURN 1", "batchSize": 0})),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        code(json!({"query": "RETURN 1", "bindVars": [1]})),
+        ErrorCode::QueryBindParametersInvalid
+    );
+    assert_eq!(
+        s.create_cursor("nodb", json!({"query": "RETURN 1"}))
+            .unwrap_err()
+            .code,
+        ErrorCode::DatabaseNotFound
+    );
+    assert_eq!(
+        s.next_batch("_system", "12345", None).unwrap_err().code,
+        ErrorCode::CursorNotFound
+    );
+}
+
+#[test]
+fn warnings_limits_and_fail_on_warning() {
+    let (_, s) = service_with_docs(0);
+    let r = post(&s, json!({"query": "FOR i IN 1..20 RETURN i / 0"}));
+    assert_eq!(
+        r["extra"]["warnings"].as_array().unwrap().len(),
+        10,
+        "maxWarningCount defaults to 10"
+    );
+    assert_eq!(r["extra"]["warnings"][0]["code"], 1562);
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..20 RETURN i / 0", "options": {"maxWarningCount": 2}}),
+    );
+    assert_eq!(r["extra"]["warnings"].as_array().unwrap().len(), 2);
+    let e = s
+        .create_cursor(
+            "_system",
+            json!({"query": "RETURN 1 / 0", "options": {"failOnWarning": true}}),
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::QueryDivisionByZero);
+}
+
+#[test]
+fn memory_limit_and_max_runtime() {
+    let (_, s) = service_with_docs(0);
+    let e = s
+        .create_cursor(
+            "_system",
+            json!({"query": "FOR i IN 1..100000 SORT i DESC RETURN i", "memoryLimit": 100000}),
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::ResourceLimit);
+    let e = s.create_cursor("_system", json!({"query": "FOR i IN 1..100000000 FILTER i < 0 RETURN i", "options": {"maxRuntime": 0.05}})).unwrap_err();
+    assert_eq!(e.code, ErrorCode::QueryKilled);
+}
+
+#[test]
+fn kill_a_streaming_query() {
+    let (_, s) = service_with_docs(0);
+    let r = post(
+        &s,
+        json!({"query": "FOR i IN 1..100000 RETURN i", "batchSize": 10, "options": {"stream": true}}),
+    );
+    let id = r["id"].as_str().unwrap().to_string();
+    let current = s.current("_system").unwrap().1;
+    let qid = current[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(s.kill("_system", &qid).unwrap().0, 200);
+    assert_eq!(
+        s.next_batch("_system", &id, None).unwrap_err().code,
+        ErrorCode::QueryKilled
+    );
+    assert_eq!(
+        s.kill("_system", "999").unwrap_err().code,
+        ErrorCode::QueryNotFound
+    );
+}
+
+#[test]
+fn slow_query_log_and_properties() {
+    let (_, s) = service_with_docs(0);
+    let (_, props) = s
+        .set_properties("_system", json!({"slowQueryThreshold": 0}))
+        .unwrap();
+    assert_eq!(props["slowQueryThreshold"], 0);
+    post(&s, json!({"query": "RETURN 42"}));
+    let slow = s.slow("_system").unwrap().1;
+    assert_eq!(slow.as_array().unwrap().len(), 1);
+    assert_eq!(slow[0]["query"], "RETURN 42");
+    s.clear_slow("_system").unwrap();
+    assert_eq!(s.slow("_system").unwrap().1, json!([]));
+    assert!(s
+        .set_properties("_system", json!({"maxSlowQueries": "x"}))
+        .is_err());
+}
+
+#[test]
+fn profile_reports_phases_plan_and_nodes() {
+    let (_, s) = service_with_docs(3);
+    let r = post(
+        &s,
+        json!({"query": "FOR d IN docs RETURN d.v", "options": {"profile": 2}}),
+    );
+    let extra = &r["extra"];
+    assert!(extra["profile"]["initializing"].as_f64().unwrap() > 0.0);
+    assert!(extra["profile"]["parsing"].as_f64().unwrap() > 0.0);
+    assert!(extra["plan"]["nodes"].is_array());
+    let nodes = extra["stats"]["nodes"].as_array().unwrap();
+    let scan = nodes.iter().find(|n| n["id"] == 2).unwrap();
+    assert_eq!(scan["items"], 3);
+}
+
+#[test]
+fn explain_and_parse() {
+    let (_, s) = service_with_docs(3);
+    let (code, e) = s.explain("_system", json!({"query": "FOR d IN docs FILTER d._key == @k RETURN d", "bindVars": {"k": "k00001"}})).unwrap();
+    assert_eq!(code, 200);
+    let types: Vec<&str> = e["plan"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["SingletonNode", "IndexNode", "ReturnNode"]);
+    assert!(e["plan"]["rules"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("use-indexes")));
+    assert_eq!(
+        e["plan"]["collections"],
+        json!([{"name": "docs", "type": "read"}])
+    );
+    assert!(e["plan"]["estimatedCost"].as_f64().unwrap() > 0.0);
+    let (_, all) = s
+        .explain(
+            "_system",
+            json!({"query": "RETURN 1", "options": {"allPlans": true}}),
+        )
+        .unwrap();
+    assert_eq!(all["plans"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        s.explain("_system", json!({"query": "FOR x IN nope RETURN x"}))
+            .unwrap_err()
+            .code,
+        ErrorCode::DataSourceNotFound
+    );
+    let (_, p) = s
+        .parse(
+            "_system",
+            json!({"query": "FOR d IN docs FILTER d.v == @v RETURN d"}),
+        )
+        .unwrap();
+    assert_eq!(p["parsed"], true);
+    assert_eq!(p["collections"], json!(["docs"]));
+    assert_eq!(p["bindVars"], json!(["v"]));
+    assert_eq!(p["ast"][0]["type"], "root");
+    assert_eq!(
+        s.parse("_system", json!({"query": "FOR"}))
+            .unwrap_err()
+            .code,
+        ErrorCode::QueryParse
+    );
+}
+
+#[test]
+fn modification_stats_and_atomicity() {
+    let (source, s) = service_with_docs(10);
+    let r = post(
+        &s,
+        json!({"query": "FOR d IN docs FILTER d.v < 4 UPDATE d WITH {w: 1} IN docs"}),
+    );
+    assert_eq!(r["extra"]["stats"]["writesExecuted"], 4);
+    let e = s
+        .create_cursor(
+            "_system",
+            json!({"query": "FOR d IN docs REMOVE d IN docs LET x = FAIL('stop') RETURN x"}),
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::QueryFailCalled);
+    assert_eq!(
+        source.documents("_system", "docs").unwrap().len(),
+        10,
+        "a failing query leaves nothing behind"
+    );
+}
