@@ -160,6 +160,9 @@ struct BfsSide {
     /// reset in time proportional to what the last search touched (Yen runs many searches
     /// over one growing interner).
     touched: Vec<u32>,
+    /// Vertices expanded and edges seen by this side, for choosing the cheaper side.
+    expanded: u64,
+    edges_seen: u64,
 }
 
 impl BfsSide {
@@ -172,6 +175,8 @@ impl BfsSide {
             frontier: Vec::new(),
             depth: 0,
             touched: Vec::new(),
+            expanded: 0,
+            edges_seen: 0,
         }
     }
 
@@ -186,6 +191,8 @@ impl BfsSide {
         self.frontier.push(root);
         self.backward = backward;
         self.depth = 0;
+        self.expanded = 0;
+        self.edges_seen = 0;
         self.grow(n);
         self.dist[root.index()] = 0;
         self.touched.push(root.0);
@@ -289,7 +296,13 @@ pub(crate) fn bfs<S: EdgeSource + ?Sized>(
         if sides[0].frontier.is_empty() || sides[1].frontier.is_empty() {
             return Ok(Vec::new());
         }
-        let x = if sides[0].frontier.len() <= sides[1].frontier.len() {
+        // Expand the side expected to be cheaper: frontier size times the average degree
+        // seen on that side so far (in-degrees and out-degrees differ a lot on social graphs).
+        let cost = |side: &BfsSide| {
+            side.frontier.len() as f64 * (side.edges_seen as f64 + 1.0)
+                / (side.expanded as f64 + 1.0)
+        };
+        let x = if cost(&sides[0]) <= cost(&sides[1]) {
             0
         } else {
             1
@@ -317,6 +330,8 @@ pub(crate) fn bfs<S: EdgeSource + ?Sized>(
             )?;
             side.grow(interner.len());
             other.grow(interner.len());
+            side.expanded += 1;
+            side.edges_seen += edges.len() as u64;
             for &(u, e, _) in &edges {
                 if restrictions.blocks(u, e) {
                     continue;
