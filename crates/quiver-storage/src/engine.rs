@@ -143,6 +143,8 @@ struct WalState {
     unsynced: Vec<Arc<DataFile>>,
     /// Collected segments kept because a corrupt collection has data in them.
     retained: Vec<Arc<DataFile>>,
+    /// A preallocated empty segment (and its size) for the next rotation.
+    spare: Option<(Arc<DataFile>, u64)>,
     written_tick: u64,
 }
 
@@ -345,11 +347,35 @@ impl Inner {
     }
 
     fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
-        let size = self
-            .options
+        let header_len = format::padded(format::FILE_HEADER_LEN) as u64;
+        if let Some((spare, size)) = wal.spare.take() {
+            if header_len + need <= size {
+                wal.segment = Some(spare);
+                wal.offset = header_len;
+                wal.size = size;
+                wal.broken = false;
+                return Ok(());
+            }
+            // Too small for this batch: keep it for the next rotation.
+            wal.spare = Some((spare, size));
+        }
+        let size = self.segment_size(need);
+        let seg = self.create_segment(size)?;
+        wal.segment = Some(seg);
+        wal.offset = header_len;
+        wal.size = size;
+        wal.broken = false;
+        Ok(())
+    }
+
+    fn segment_size(&self, need: u64) -> u64 {
+        self.options
             .wal_logfile_size
             .max(format::FILE_HEADER_LEN as u64 + need + 4096)
-            .max(MIN_JOURNAL_SIZE);
+            .max(MIN_JOURNAL_SIZE)
+    }
+
+    fn create_segment(&self, size: u64) -> Result<Arc<DataFile>> {
         let fid = next_tick(self);
         let path = wal_dir(&self.dir).join(format!("{fid:020}.wal"));
         let header = files::header(FileKind::Wal, fid, 0, size);
@@ -362,10 +388,29 @@ impl Inner {
         )
         .map_err(|e| files::io_error(e, "creating WAL segment"))?;
         self.files.write().insert(fid, seg.clone());
-        wal.segment = Some(seg);
-        wal.offset = format::padded(format::FILE_HEADER_LEN) as u64;
-        wal.size = size;
-        wal.broken = false;
+        Ok(seg)
+    }
+
+    /// Prepares the next WAL segment ahead of time (maintenance thread), so that a rotation
+    /// under the WAL mutex does not wait for fallocate and fsyncs.
+    fn prepare_spare_segment(&self) -> Result<()> {
+        {
+            let wal = self.wal.lock();
+            let half_full = wal.segment.is_none() || wal.offset * 2 >= wal.size;
+            if wal.spare.is_some() || !half_full {
+                return Ok(());
+            }
+        }
+        let size = self.segment_size(0);
+        let seg = self.create_segment(size)?;
+        let mut wal = self.wal.lock();
+        if wal.spare.is_none() {
+            wal.spare = Some((seg, size));
+        } else {
+            drop(wal);
+            self.files.write().remove(&seg.fid);
+            seg.delete_when_unused(Vec::new());
+        }
         Ok(())
     }
 
@@ -1000,7 +1045,11 @@ impl Inner {
         let mut report = CompactionReport::default();
         let journal_size = col.journal_size(self.options.journal_size_default);
         // Each round merges one group; bounded by the number of datafiles.
-        let rounds = col.files.lock().datafiles.len() + 1;
+        let rounds = col.files.lock().datafiles.len();
+        if rounds == 0 {
+            *col.compaction_status.lock() = "no datafiles to compact".to_string();
+            return Ok(report);
+        }
         for _ in 0..rounds {
             // Versions no snapshot can see any more must not keep their markers alive.
             col.index.gc(self.horizon());
@@ -1689,6 +1738,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
             sealed: Vec::new(),
             unsynced: Vec::new(),
             retained: Vec::new(),
+            spare: None,
             written_tick: 0,
         }),
         sync: Mutex::new(SyncState::default()),
@@ -1912,6 +1962,9 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
         };
         if inner.closed.load(Ordering::Acquire) {
             return;
+        }
+        if let Err(e) = inner.prepare_spare_segment() {
+            tracing::warn!("preparing the next WAL segment: {}", e);
         }
         if inner.options.background_collector && !inner.wal.lock().sealed.is_empty() {
             if let Err(e) = inner.collect(false) {

@@ -215,35 +215,31 @@ impl PrimaryIndex {
         alive
     }
 
-    /// Calls `f` for every entry, chunk by chunk (locks held for one chunk at a time).
+    /// Calls `f` for every entry, chunk by chunk: `f` runs under a shard's read lock for at
+    /// most one chunk of entries, then the lock is released (writers get in between chunks).
     pub fn for_each_chunked(&self, mut f: impl FnMut(&str, &Entry)) {
-        for shard in 0..SHARDS {
+        for shard in &self.shards {
             let mut from: Option<Box<str>> = None;
             loop {
-                let chunk = self.chunk(shard, from.as_deref(), SCAN_CHUNK * 4);
-                if chunk.is_empty() {
-                    break;
-                }
-                for (k, e) in &chunk {
+                let guard = shard.read();
+                let lower = match &from {
+                    Some(k) => Bound::Excluded(&**k),
+                    None => Bound::Unbounded,
+                };
+                let mut last: Option<&str> = None;
+                for (k, e) in guard
+                    .range::<str, _>((lower, Bound::Unbounded))
+                    .take(SCAN_CHUNK * 4)
+                {
                     f(k, e);
+                    last = Some(k);
                 }
-                from = chunk.last().map(|(k, _)| k.clone());
+                match last {
+                    Some(k) => from = Some(k.into()),
+                    None => break,
+                }
             }
         }
-    }
-
-    /// Up to `limit` entries of `shard` after `after`, copied out of the lock.
-    pub fn chunk(&self, shard: usize, after: Option<&str>, limit: usize) -> Vec<(Box<str>, Entry)> {
-        let guard = self.shards[shard].read();
-        let lower = match after {
-            Some(k) => Bound::Excluded(k),
-            None => Bound::Unbounded,
-        };
-        guard
-            .range::<str, _>((lower, Bound::Unbounded))
-            .take(limit)
-            .map(|(k, e)| (k.clone(), e.clone()))
-            .collect()
     }
 
     /// Up to `limit` keys of `shard` after `after` with their version visible at `tick`.
