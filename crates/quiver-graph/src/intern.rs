@@ -100,6 +100,14 @@ impl Interner {
         VertexId(id)
     }
 
+    /// Forgets every name but keeps the allocations, for reuse by the next search.
+    pub fn clear(&mut self) {
+        self.bytes.clear();
+        self.ends.clear();
+        self.hashes.clear();
+        self.table.clear();
+    }
+
     /// Approximate heap bytes held, for memory budgets.
     pub fn memory_bytes(&self) -> usize {
         self.bytes.capacity()
@@ -127,6 +135,10 @@ mod tests {
         assert_eq!(interner.name(b), "profiles/P2");
         assert_eq!(interner.name(empty), "");
         assert_eq!(interner.len(), 3);
+        interner.clear();
+        assert!(interner.is_empty());
+        assert_eq!(interner.get("profiles/P1"), None);
+        assert_eq!(interner.intern("profiles/P2"), VertexId(0));
     }
 
     #[test]

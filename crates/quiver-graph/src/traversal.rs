@@ -29,6 +29,18 @@ pub enum Order {
     Weighted,
 }
 
+impl Order {
+    /// Parses the `order` option value (`"dfs"`, `"bfs"`, `"weighted"`).
+    pub fn parse(text: &str) -> Option<Order> {
+        match text {
+            "dfs" => Some(Order::Dfs),
+            "bfs" => Some(Order::Bfs),
+            "weighted" => Some(Order::Weighted),
+            _ => None,
+        }
+    }
+}
+
 /// `uniqueVertices` option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UniqueVertices {
@@ -40,6 +52,18 @@ pub enum UniqueVertices {
     Global,
 }
 
+impl UniqueVertices {
+    /// Parses the `uniqueVertices` option value (`"none"`, `"path"`, `"global"`).
+    pub fn parse(text: &str) -> Option<UniqueVertices> {
+        match text {
+            "none" => Some(UniqueVertices::None),
+            "path" => Some(UniqueVertices::Path),
+            "global" => Some(UniqueVertices::Global),
+            _ => None,
+        }
+    }
+}
+
 /// `uniqueEdges` option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UniqueEdges {
@@ -47,6 +71,18 @@ pub enum UniqueEdges {
     None,
     /// No edge twice on one path (default).
     Path,
+}
+
+impl UniqueEdges {
+    /// Parses the `uniqueEdges` option value (`"none"`, `"path"`). ArangoDB 3.x no longer
+    /// supports `"global"` for edges.
+    pub fn parse(text: &str) -> Option<UniqueEdges> {
+        match text {
+            "none" => Some(UniqueEdges::None),
+            "path" => Some(UniqueEdges::Path),
+            _ => None,
+        }
+    }
 }
 
 /// Options of one traversal.
@@ -395,6 +431,24 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
             seq: 0,
             last: LastRow::None,
         })
+    }
+
+    /// Starts over from another start vertex with the same source, options and check, keeping
+    /// the allocations of the previous run (the executor runs one traversal per input row).
+    pub fn restart(&mut self, start: &str) {
+        self.interner.clear();
+        self.start = self.interner.intern(start);
+        self.budget = Budget::new(self.options.limits);
+        self.started = false;
+        self.visited.clear();
+        self.frames.clear();
+        self.children.clear();
+        self.on_path.clear();
+        self.arena.clear();
+        self.fifo.clear();
+        self.heap.clear();
+        self.seq = 0;
+        self.last = LastRow::None;
     }
 
     /// The `_id` of a vertex in a row.
@@ -1024,6 +1078,53 @@ mod tests {
             }
         )
         .is_empty());
+    }
+
+    #[test]
+    fn restart_reuses_the_traversal() {
+        let g = circles();
+        for order in [Order::Dfs, Order::Bfs, Order::Weighted] {
+            let options = TraversalOptions {
+                min_depth: 0,
+                max_depth: 3,
+                order,
+                ..Default::default()
+            };
+            let mut t = Traversal::new(
+                g.source(Direction::Any, 1.0),
+                "circles/A",
+                options.clone(),
+                AcceptAll,
+            )
+            .unwrap();
+            let first = keys(&mut t);
+            t.restart("circles/G");
+            let second = keys(&mut t);
+            let mut fresh = Traversal::new(
+                g.source(Direction::Any, 1.0),
+                "circles/G",
+                options,
+                AcceptAll,
+            )
+            .unwrap();
+            assert_eq!(second, keys(&mut fresh));
+            assert_ne!(first, second);
+            t.restart("circles/A");
+            assert_eq!(keys(&mut t), first);
+        }
+    }
+
+    #[test]
+    fn option_values_parse() {
+        assert_eq!(Order::parse("weighted"), Some(Order::Weighted));
+        assert_eq!(Order::parse("BFS"), None);
+        assert_eq!(
+            UniqueVertices::parse("global"),
+            Some(UniqueVertices::Global)
+        );
+        assert_eq!(UniqueVertices::parse("all"), None);
+        assert_eq!(UniqueEdges::parse("path"), Some(UniqueEdges::Path));
+        assert_eq!(UniqueEdges::parse("global"), None);
     }
 
     #[test]
