@@ -52,6 +52,13 @@ pub struct InsertOptions {
     pub return_old: bool,
     /// The caller will not look at results; the core skips building `new`/`old`.
     pub silent: bool,
+    /// `versionAttribute`: when the incoming document and the stored one both hold a number
+    /// in this attribute and the incoming one is not higher, replace/update (and insert with
+    /// `overwriteMode` replace/update) silently keep the stored document; the result then has
+    /// `_rev == _oldRev` and kind [`WriteKind::Ignored`].
+    pub version_attribute: Option<String>,
+    /// `skipDocumentValidation`: do not apply the collection's schema.
+    pub skip_document_validation: bool,
     /// Multi-document only: fail the whole request with the first item's error and write
     /// nothing (the import API's `complete=true`). Otherwise items are independent.
     pub all_or_nothing: bool,
@@ -89,6 +96,13 @@ pub struct ModifyOptions {
     pub return_old: bool,
     /// The caller will not look at results; the core skips building `new`/`old`.
     pub silent: bool,
+    /// `versionAttribute`: when the incoming document and the stored one both hold a number
+    /// in this attribute and the incoming one is not higher, replace/update (and insert with
+    /// `overwriteMode` replace/update) silently keep the stored document; the result then has
+    /// `_rev == _oldRev` and kind [`WriteKind::Ignored`].
+    pub version_attribute: Option<String>,
+    /// `skipDocumentValidation`: do not apply the collection's schema.
+    pub skip_document_validation: bool,
 }
 
 impl ModifyOptions {

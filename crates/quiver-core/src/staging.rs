@@ -214,6 +214,35 @@ fn check_revision(
     }
 }
 
+/// Whether `versionAttribute` keeps the stored document: both values numeric and the incoming
+/// one not higher.
+fn version_blocks(
+    attribute: Option<&str>,
+    incoming: &Map<String, Value>,
+    old_body: &Bytes,
+) -> Result<bool> {
+    let Some(attribute) = attribute else {
+        return Ok(false);
+    };
+    let Some(new) = incoming.get(attribute).and_then(Value::as_f64) else {
+        return Ok(false);
+    };
+    let old = decode_stored(old_body)?;
+    Ok(matches!(old.get(attribute).and_then(Value::as_f64), Some(old) if new <= old))
+}
+
+fn unchanged(coll: &Collection, key: String, rev: Revision) -> OpResult {
+    OpResult {
+        id: format!("{}/{key}", coll.name()),
+        key,
+        rev,
+        old_rev: Some(rev),
+        kind: WriteKind::Ignored,
+        new: None,
+        old: None,
+    }
+}
+
 fn decode_old(coll: &Collection, key: &str, body: &Bytes, wanted: bool) -> Result<Option<Value>> {
     if wanted {
         decode_with_id(body, &coll.name(), key).map(Some)
@@ -255,7 +284,11 @@ pub(crate) fn insert(
     let existing_rev = st.lookup_rev(coll.id(), &key)?;
     let name = coll.name();
     let id = format!("{name}/{key}");
-    let schema = coll.compiled_schema();
+    let schema = if opts.skip_document_validation {
+        None
+    } else {
+        coll.compiled_schema()
+    };
     if existing_rev.is_none() {
         if let Some(schema) = &schema {
             schema.check_insert(&map)?;
@@ -287,6 +320,11 @@ pub(crate) fn insert(
     let (old_rev, old_body) = st
         .lookup(coll.id(), &key)?
         .ok_or_else(|| Error::new(ErrorCode::Internal))?;
+    if opts.overwrite_mode != OverwriteMode::Ignore
+        && version_blocks(opts.version_attribute.as_deref(), &map, &old_body)?
+    {
+        return Ok(unchanged(coll, key, old_rev));
+    }
     let kind = match opts.overwrite_mode {
         OverwriteMode::Conflict => return Err(unique_violation(&key)),
         OverwriteMode::Ignore => {
@@ -364,6 +402,9 @@ pub(crate) fn modify(
         body_rev,
         opts.ignore_revs,
     )?;
+    if version_blocks(opts.version_attribute.as_deref(), &map, &old_body)? {
+        return Ok(unchanged(coll, key, old_rev));
+    }
     let new_map = if merge {
         let mut merged = decode_stored(&old_body)?;
         merge_patch(&mut merged, map, opts.keep_null, opts.merge_objects, true);
@@ -374,8 +415,10 @@ pub(crate) fn modify(
     if coll.is_edge() {
         validate_edge(&new_map)?;
     }
-    if let Some(schema) = coll.compiled_schema() {
-        schema.check_modify(&new_map, || decode_stored(&old_body))?;
+    if !opts.skip_document_validation {
+        if let Some(schema) = coll.compiled_schema() {
+            schema.check_modify(&new_map, || decode_stored(&old_body))?;
+        }
     }
     let name = coll.name();
     let rev = coll.next_revision();

@@ -1406,3 +1406,79 @@ mod model {
         }
     }
 }
+
+#[test]
+fn version_attribute_and_skipping_validation() {
+    let (_dir, _core, db) = setup();
+    let coll = create(
+        &db,
+        json!({"name": "versioned", "schema": {"rule": {"properties": {"v": {"type": "number"}}}}}),
+    );
+    let first = insert(&coll, json!({"_key": "k", "v": 5, "data": "a"}));
+    let versioned = ModifyOptions {
+        version_attribute: Some("v".into()),
+        ..ModifyOptions::new()
+    };
+    let kept = coll
+        .replace("k", json!({"v": 4, "data": "b"}), &versioned)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        (kept.kind, kept.rev, kept.old_rev),
+        (WriteKind::Ignored, first.rev, Some(first.rev))
+    );
+    assert_eq!(coll.get("k", None).unwrap()["data"], "a");
+    let equal = coll
+        .update("k", json!({"v": 5, "data": "c"}), &versioned)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(equal.kind, WriteKind::Ignored);
+    let newer = coll
+        .update("k", json!({"v": 6, "data": "d"}), &versioned)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(newer.kind, WriteKind::Updated);
+    assert_eq!(coll.get("k", None).unwrap()["data"], "d");
+    let no_version = coll
+        .update("k", json!({"data": "e"}), &versioned)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(no_version.kind, WriteKind::Updated);
+    let overwrite = InsertOptions {
+        overwrite_mode: OverwriteMode::Replace,
+        version_attribute: Some("v".into()),
+        ..InsertOptions::new()
+    };
+    let stale = coll
+        .insert(json!({"_key": "k", "v": 1}), &overwrite)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(stale.kind, WriteKind::Ignored);
+    assert_eq!(coll.get("k", None).unwrap()["v"], 6);
+
+    assert_eq!(
+        code(coll.insert(json!({"v": "text"}), &InsertOptions::new())),
+        ErrorCode::ValidationFailed
+    );
+    let skip = InsertOptions {
+        skip_document_validation: true,
+        ..InsertOptions::new()
+    };
+    coll.insert(json!({"_key": "free", "v": "text"}), &skip)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let skip_modify = ModifyOptions {
+        skip_document_validation: true,
+        ..ModifyOptions::new()
+    };
+    coll.update("k", json!({"v": "text"}), &skip_modify)
+        .unwrap()
+        .wait()
+        .unwrap();
+}
