@@ -1114,6 +1114,57 @@ mod tests {
         }
     }
 
+    /// The benchmark's neighbors2: distinct vertices at depth 1..2, start excluded even when
+    /// a cycle leads back to it.
+    #[test]
+    fn neighbors2_with_global_uniqueness_is_distinct_and_excludes_the_start() {
+        let mut g = MemoryGraph::new();
+        for (i, (f, t)) in [
+            ("s", "a"),
+            ("s", "b"),
+            ("a", "b"),
+            ("a", "s"),
+            ("b", "c"),
+            ("a", "c"),
+        ]
+        .iter()
+        .enumerate()
+        {
+            g.add_edge(
+                "r",
+                &format!("r/{i}"),
+                &format!("p/{f}"),
+                &format!("p/{t}"),
+                None,
+            );
+        }
+        let mut t = Traversal::new(
+            g.source(Direction::Outbound, 1.0),
+            "p/s",
+            TraversalOptions {
+                min_depth: 1,
+                max_depth: 2,
+                order: Order::Bfs,
+                unique_vertices: UniqueVertices::Global,
+                ..Default::default()
+            },
+            AcceptAll,
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        while let Some(row) = t.next_row().unwrap() {
+            out.push((t.vertex_name(row.vertex).to_string(), row.depth));
+        }
+        assert_eq!(
+            out,
+            [
+                ("p/a".to_string(), 1),
+                ("p/b".to_string(), 1),
+                ("p/c".to_string(), 2)
+            ]
+        );
+    }
+
     #[test]
     fn option_values_parse() {
         assert_eq!(Order::parse("weighted"), Some(Order::Weighted));
