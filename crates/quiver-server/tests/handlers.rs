@@ -1,0 +1,851 @@
+//! Handler tests without a socket: every route family through `quiver_server::handle`,
+//! checking status, headers, envelope and error numbers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::Method;
+use quiver_core::{Core, CoreOptions};
+use quiver_server::{handle, Request, Response, ServerConfig, ServerState};
+use serde_json::{json, Value};
+
+struct Fixture {
+    state: Arc<ServerState>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let config = ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        async_queue_capacity: 4,
+        async_workers: 1,
+        ..ServerConfig::default()
+    };
+    Fixture {
+        state: ServerState::new(config, core).unwrap(),
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    fn call(&self, method: Method, target: &str, body: Option<Value>) -> Response {
+        let mut req = Request::build(method, target);
+        if let Some(b) = body {
+            req = req.with_body(serde_json::to_vec(&b).unwrap());
+        }
+        handle(&self.state, req).settle_blocking()
+    }
+
+    fn raw(&self, req: Request) -> Response {
+        handle(&self.state, req).settle_blocking()
+    }
+}
+
+fn body(r: &Response) -> Value {
+    r.body_json().unwrap_or_else(|| panic!("not JSON: {:?}", r))
+}
+
+#[track_caller]
+fn assert_error(r: &Response, status: u16, num: u32) {
+    assert_eq!(r.status.as_u16(), status, "{r:?}");
+    let b = body(r);
+    assert_eq!(b["error"], true, "{r:?}");
+    assert_eq!(b["errorNum"], num, "{r:?}");
+    assert_eq!(b["code"], status, "{r:?}");
+    assert!(b["errorMessage"].is_string());
+}
+
+#[track_caller]
+fn assert_success(r: &Response, status: u16) -> Value {
+    assert_eq!(r.status.as_u16(), status, "{r:?}");
+    let b = body(r);
+    assert!(b.get("errorNum").is_none(), "{r:?}");
+    b
+}
+
+#[test]
+fn server_endpoints() {
+    let f = fixture();
+    let v = assert_success(&f.call(Method::GET, "/_api/version", None), 200);
+    assert_eq!(v["server"], "arango");
+    assert!(v.get("details").is_none());
+    let v = assert_success(&f.call(Method::GET, "/_api/version?details=1", None), 200);
+    assert!(v["details"]["server-version"].is_string());
+    let r = f.call(Method::GET, "/_admin/version", None);
+    assert_eq!(
+        r.content_type.as_ref().unwrap(),
+        quiver_server::JSON_CONTENT_TYPE
+    );
+    let e = assert_success(&f.call(Method::GET, "/_api/engine", None), 200);
+    assert_eq!(e["name"], "rocksdb");
+    let role = assert_success(&f.call(Method::GET, "/_admin/server/role", None), 200);
+    assert_eq!(
+        (role["role"].clone(), role["error"].clone()),
+        (json!("SINGLE"), json!(false))
+    );
+    let s = assert_success(&f.call(Method::GET, "/_admin/status", None), 200);
+    assert_eq!(s["serverInfo"]["readOnly"], false);
+    let t = assert_success(&f.call(Method::GET, "/_admin/time", None), 200);
+    assert!(t["time"].as_f64().unwrap() > 1.0e9);
+    let l = assert_success(&f.call(Method::GET, "/_admin/license", None), 200);
+    assert_eq!(l["license"], "none");
+    assert_error(&f.call(Method::PUT, "/_admin/license", None), 501, 31);
+    assert_error(&f.call(Method::POST, "/_api/version", None), 405, 405);
+    assert_error(&f.call(Method::GET, "/_api/nonexisting", None), 404, 404);
+    assert_error(&f.call(Method::GET, "/nothing/here", None), 404, 404);
+    let opt = f.call(Method::OPTIONS, "/_api/whatever", None);
+    assert_eq!(opt.status.as_u16(), 200);
+    assert!(opt.header("allow").unwrap().contains("PATCH"));
+    assert!(opt.body.is_empty());
+}
+
+#[test]
+fn databases() {
+    let f = fixture();
+    let r = f.call(
+        Method::POST,
+        "/_api/database",
+        Some(json!({"name": "shop"})),
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(b["result"], true);
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "shop"})),
+        ),
+        409,
+        1207,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/database", Some(json!({"name": "_x"}))),
+        400,
+        1229,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/database", Some(json!({}))),
+        400,
+        1229,
+    );
+    assert_error(&f.call(Method::POST, "/_api/database", None), 400, 1229);
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "u", "users": [{}]})),
+        ),
+        400,
+        10,
+    );
+    let list = assert_success(&f.call(Method::GET, "/_api/database", None), 200);
+    assert_eq!(list["result"], json!(["_system", "shop"]));
+    assert_error(
+        &f.call(Method::GET, "/_db/shop/_api/database", None),
+        403,
+        1230,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_db/shop/_api/database",
+            Some(json!({"name": "x"})),
+        ),
+        403,
+        1230,
+    );
+    let user = assert_success(
+        &f.call(Method::GET, "/_db/shop/_api/database/user", None),
+        200,
+    );
+    assert!(user["result"].as_array().unwrap().contains(&json!("shop")));
+    let cur = assert_success(
+        &f.call(Method::GET, "/_db/shop/_api/database/current", None),
+        200,
+    );
+    assert_eq!(cur["result"]["name"], "shop");
+    assert_eq!(cur["result"]["isSystem"], false);
+    assert!(cur["result"]["id"].is_string());
+    assert_error(
+        &f.call(Method::GET, "/_db/nope/_api/database/current", None),
+        404,
+        1228,
+    );
+    assert_error(
+        &f.call(Method::DELETE, "/_api/database/_system", None),
+        403,
+        1230,
+    );
+    let d = assert_success(&f.call(Method::DELETE, "/_api/database/shop", None), 200);
+    assert_eq!(d["result"], true);
+    assert_error(
+        &f.call(Method::DELETE, "/_api/database/shop", None),
+        404,
+        1228,
+    );
+    assert_error(
+        &f.call(Method::GET, "/_db/shop/_api/version", None),
+        404,
+        1228,
+    );
+    // Percent-encoded unicode names.
+    assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "mötör"})),
+        ),
+        201,
+    );
+    assert_success(
+        &f.call(Method::GET, "/_db/m%C3%B6t%C3%B6r/_api/collection", None),
+        200,
+    );
+}
+
+#[test]
+fn collections() {
+    let f = fixture();
+    let p = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "c", "waitForSync": true})),
+        ),
+        200,
+    );
+    assert_eq!(p["name"], "c");
+    assert_eq!(p["waitForSync"], true);
+    assert_eq!(p["type"], 2);
+    assert_error(
+        &f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"}))),
+        409,
+        1207,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/collection", Some(json!({"name": "1"}))),
+        400,
+        1208,
+    );
+    assert_error(&f.call(Method::POST, "/_api/collection", None), 400, 1208);
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "t", "type": 7})),
+        ),
+        400,
+        1218,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "k", "keyOptions": {"type": "bogus"}})),
+        ),
+        400,
+        1232,
+    );
+    let mut req = Request::build(Method::POST, "/_api/collection");
+    req = req.with_body("{\"name\":");
+    assert_error(&f.raw(req), 400, 600);
+
+    let list = assert_success(&f.call(Method::GET, "/_api/collection", None), 200);
+    assert!(list["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["name"] == "c"));
+    let list = assert_success(
+        &f.call(Method::GET, "/_api/collection?excludeSystem=true", None),
+        200,
+    );
+    assert!(list["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["isSystem"] == false));
+
+    let info = assert_success(&f.call(Method::GET, "/_api/collection/c", None), 200);
+    assert_eq!(info["status"], 3);
+    assert!(info.get("waitForSync").is_none());
+    let id = info["id"].as_str().unwrap().to_string();
+    assert_success(
+        &f.call(Method::GET, &format!("/_api/collection/{id}"), None),
+        200,
+    );
+    let props = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/c/properties",
+            Some(json!({"waitForSync": false})),
+        ),
+        200,
+    );
+    assert_eq!(props["waitForSync"], false);
+
+    f.call(Method::POST, "/_api/document/c", Some(json!([{}, {}, {}])));
+    let count = assert_success(&f.call(Method::GET, "/_api/collection/c/count", None), 200);
+    assert_eq!(count["count"], 3);
+    let figures = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/figures", None),
+        200,
+    );
+    assert!(figures["figures"]["indexes"].is_object());
+    let rev = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/revision", None),
+        200,
+    );
+    assert!(rev["revision"].is_string());
+    let sum = assert_success(
+        &f.call(
+            Method::GET,
+            "/_api/collection/c/checksum?withData=true",
+            None,
+        ),
+        200,
+    );
+    assert_ne!(sum["checksum"], "0");
+    assert_success(&f.call(Method::PUT, "/_api/collection/c/load", None), 200);
+    assert_success(&f.call(Method::PUT, "/_api/collection/c/unload", None), 200);
+    assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/c/loadIndexesIntoMemory",
+            None,
+        ),
+        200,
+    );
+    assert_success(
+        &f.call(Method::PUT, "/_api/collection/c/compact", None),
+        200,
+    );
+    assert_success(
+        &f.call(Method::PUT, "/_api/collection/c/truncate", None),
+        200,
+    );
+    let count = assert_success(&f.call(Method::GET, "/_api/collection/c/count", None), 200);
+    assert_eq!(count["count"], 0);
+    let sum = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/checksum", None),
+        200,
+    );
+    assert_eq!(sum["checksum"], "0");
+    let renamed = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/c/rename",
+            Some(json!({"name": "d"})),
+        ),
+        200,
+    );
+    assert_eq!(renamed["name"], "d");
+    assert_error(&f.call(Method::GET, "/_api/collection/c", None), 404, 1203);
+    assert_error(
+        &f.call(Method::GET, "/_api/collection/c/properties", None),
+        404,
+        1203,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/collection/d/count", None),
+        405,
+        405,
+    );
+    assert_error(
+        &f.call(Method::GET, "/_api/collection/d/bogus", None),
+        404,
+        404,
+    );
+    assert_error(
+        &f.call(Method::GET, "/_api/collection/d/shards", None),
+        501,
+        501,
+    );
+    let dropped = assert_success(&f.call(Method::DELETE, "/_api/collection/d", None), 200);
+    assert_eq!(dropped["id"], json!(id));
+    assert_error(
+        &f.call(Method::DELETE, "/_api/collection/d", None),
+        404,
+        1203,
+    );
+    assert_error(
+        &f.call(Method::DELETE, "/_api/collection/_graphs", None),
+        403,
+        11,
+    );
+}
+
+#[test]
+fn documents_single() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let r = f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!({"_key": "a", "v": 1})),
+    );
+    let b = assert_success(&r, 202);
+    let rev = b["_rev"].as_str().unwrap().to_string();
+    assert_eq!(r.header("etag").unwrap(), format!("\"{rev}\""));
+    assert_eq!(
+        r.header("location").unwrap(),
+        "/_db/_system/_api/document/c/a"
+    );
+    assert_eq!(b, json!({"_id": "c/a", "_key": "a", "_rev": rev}));
+    let r = f.call(
+        Method::POST,
+        "/_api/document/c?waitForSync=true&returnNew=true",
+        Some(json!({"_key": "b"})),
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(b["new"]["_key"], "b");
+    assert_error(
+        &f.call(Method::POST, "/_api/document/c", Some(json!({"_key": "a"}))),
+        409,
+        1210,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/document/c",
+            Some(json!({"_key": "a b"})),
+        ),
+        400,
+        1221,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/document/c", Some(json!(5))),
+        400,
+        1227,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/document/nope", Some(json!({}))),
+        404,
+        1203,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/document", Some(json!({}))),
+        400,
+        1204,
+    );
+    assert_error(
+        &f.call(Method::PUT, "/_api/document", Some(json!({}))),
+        400,
+        400,
+    );
+
+    let r = f.call(Method::GET, "/_api/document/c/a", None);
+    let doc = assert_success(&r, 200);
+    assert_eq!(doc["v"], 1);
+    assert_eq!(doc["_id"], "c/a");
+    let r = f.raw(
+        Request::build(Method::GET, "/_api/document/c/a")
+            .with_header("if-none-match", &format!("\"{rev}\"")),
+    );
+    assert_eq!(r.status.as_u16(), 304);
+    assert!(r.body.is_empty());
+    let r = f.raw(
+        Request::build(Method::GET, "/_api/document/c/a").with_header("if-match", "\"bogus\""),
+    );
+    assert_error(&r, 412, 1200);
+    assert_eq!(body(&r)["_rev"], json!(rev));
+    assert_error(
+        &f.call(Method::GET, "/_api/document/c/zzz", None),
+        404,
+        1202,
+    );
+
+    let r = f.raw(
+        Request::build(
+            Method::PATCH,
+            "/_api/document/c/a?returnOld=true&keepNull=false",
+        )
+        .with_header("if-match", &rev)
+        .with_body(r#"{"v":null,"w":2}"#),
+    );
+    let b = assert_success(&r, 202);
+    assert_eq!(b["_oldRev"], json!(rev));
+    assert_eq!(b["old"]["v"], 1);
+    let doc = body(&f.call(Method::GET, "/_api/document/c/a", None));
+    assert!(doc.get("v").is_none());
+    let r = f.raw(
+        Request::build(Method::PUT, "/_api/document/c/a")
+            .with_header("if-match", &rev)
+            .with_body("{}"),
+    );
+    assert_error(&r, 412, 1200);
+    let b = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/document/c/a?silent=true",
+            Some(json!({"x": 1})),
+        ),
+        202,
+    );
+    assert_eq!(b, json!({}));
+    assert_error(
+        &f.call(Method::PUT, "/_api/document/c/zzz", Some(json!({}))),
+        404,
+        1202,
+    );
+    let r = f.call(Method::DELETE, "/_api/document/c/a?returnOld=true", None);
+    let b = assert_success(&r, 202);
+    assert_eq!(b["old"]["x"], 1);
+    assert!(r.header("location").is_none());
+    let r = f.call(Method::DELETE, "/_api/document/c/b?waitForSync=true", None);
+    assert_success(&r, 200);
+    assert_error(
+        &f.call(Method::DELETE, "/_api/document/c/a", None),
+        404,
+        1202,
+    );
+
+    // Overwrite modes: overwriteMode wins over overwrite.
+    f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!({"_key": "o", "a": 1})),
+    );
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/c?overwrite=false&overwriteMode=update&returnOld=true",
+            Some(json!({"_key": "o", "b": 2})),
+        ),
+        202,
+    );
+    assert!(b["_oldRev"].is_string());
+    assert_eq!(b["old"]["a"], 1);
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/c?overwriteMode=ignore&returnNew=true",
+            Some(json!({"_key": "o"})),
+        ),
+        202,
+    );
+    assert!(b.get("new").is_none());
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/document/c?overwriteMode=bogus",
+            Some(json!({})),
+        ),
+        400,
+        10,
+    );
+}
+
+#[test]
+fn documents_multi_and_edges() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let r = f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!([{"_key": "a"}, {"_key": "a"}, {"_key": "b"}])),
+    );
+    let b = assert_success(&r, 202);
+    assert_eq!(b[0]["_key"], "a");
+    assert_eq!(b[1]["errorNum"], 1210);
+    assert!(b[1].get("code").is_none());
+    assert_eq!(r.header("x-arango-error-codes").unwrap(), r#"{"1210":1}"#);
+    let r = f.call(
+        Method::POST,
+        "/_api/document/c?silent=true",
+        Some(json!([{"_key": "z"}])),
+    );
+    assert_eq!(assert_success(&r, 202), json!({}));
+    assert!(r.header("x-arango-error-codes").is_none());
+    let r = f.call(
+        Method::PUT,
+        "/_api/document/c?onlyget=true",
+        Some(json!(["a", "c/b", {"_key": "zz"}])),
+    );
+    let b = assert_success(&r, 200);
+    assert_eq!(b[1]["_key"], "b");
+    assert_eq!(b[2]["errorNum"], 1202);
+    let b = assert_success(
+        &f.call(
+            Method::PATCH,
+            "/_api/document/c",
+            Some(json!([{"_key": "a", "x": 1}, {"_key": "q"}])),
+        ),
+        202,
+    );
+    assert!(b[0]["_oldRev"].is_string());
+    assert_eq!(b[1]["errorNum"], 1202);
+    let b = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/document/c",
+            Some(json!([{"_key": "a", "y": 1}])),
+        ),
+        202,
+    );
+    assert!(b[0]["_oldRev"].is_string());
+    assert_error(
+        &f.call(Method::PUT, "/_api/document/nope", Some(json!({}))),
+        400,
+        1227,
+    );
+    let b = assert_success(
+        &f.call(
+            Method::DELETE,
+            "/_api/document/c",
+            Some(json!(["a", {"_key": "b"}, "q"])),
+        ),
+        202,
+    );
+    assert_eq!(b[2]["errorNum"], 1202);
+    assert_success(
+        &f.call(
+            Method::DELETE,
+            "/_api/document/c?waitForSync=true",
+            Some(json!(["z"])),
+        ),
+        200,
+    );
+
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "e", "type": 3})),
+    );
+    assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/e",
+            Some(json!({"_from": "v/1", "_to": "v/2"})),
+        ),
+        202,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/document/e",
+            Some(json!({"_from": "v/1"})),
+        ),
+        400,
+        1233,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/document/e",
+            Some(json!({"_from": "x", "_to": "v/2"})),
+        ),
+        400,
+        1233,
+    );
+    // The legacy edge form with from/to parameters.
+    assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document?collection=e&from=v/3&to=v/4",
+            Some(json!({})),
+        ),
+        202,
+    );
+}
+
+fn multipart(boundary: &str, parts: &[&str]) -> String {
+    let mut out = String::new();
+    for (i, p) in parts.iter().enumerate() {
+        out.push_str(&format!(
+            "--{boundary}\r\nContent-Type: application/x-arango-batchpart\r\nContent-Id: {i}\r\n\r\n{p}\r\n"
+        ));
+    }
+    out.push_str(&format!("--{boundary}--\r\n"));
+    out
+}
+
+#[test]
+fn batch() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let body = multipart(
+        "BB",
+        &[
+            "POST /_api/document/c HTTP/1.1\r\n\r\n{\"_key\":\"k\"}",
+            "GET /_api/document/c/k HTTP/1.1\r\n\r\n",
+            "POST /_api/document/c HTTP/1.1\r\n\r\n{\"_key\":\"k\"}",
+            "POST /_api/batch HTTP/1.1\r\n\r\n",
+        ],
+    );
+    let r = f.raw(
+        Request::build(Method::POST, "/_api/batch")
+            .with_header("content-type", "multipart/form-data; boundary=BB")
+            .with_body(body),
+    );
+    assert_eq!(r.status.as_u16(), 200);
+    assert_eq!(r.header("x-arango-errors"), Some("2"));
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    assert!(text.starts_with("--BB\r\nContent-Type: application/x-arango-batchpart\r\nContent-Id: 0\r\n\r\nHTTP/1.1 202 Accepted\r\n"));
+    assert!(text.contains("HTTP/1.1 200 OK"));
+    assert!(text.contains("HTTP/1.1 409 Conflict"));
+    assert!(text.ends_with("--BB--\r\n"));
+    let r = f.raw(
+        Request::build(Method::POST, "/_api/batch")
+            .with_body(multipart("BB", &["GET / HTTP/1.1\r\n\r\n"])),
+    );
+    assert_error(&r, 400, 400);
+    assert_error(&f.call(Method::GET, "/_api/batch", None), 405, 405);
+}
+
+#[test]
+fn import() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=c&type=documents&details=true",
+        )
+        .with_body("{\"_key\":\"a\"}\n\n{\"_key\":\"a\"}\n[]\n"),
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(
+        (
+            b["created"].clone(),
+            b["errors"].clone(),
+            b["empty"].clone()
+        ),
+        (json!(1), json!(2), json!(1))
+    );
+    assert_eq!(b["details"].as_array().unwrap().len(), 2);
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=c&type=array&onDuplicate=update",
+        )
+        .with_body("[{\"_key\":\"a\",\"v\":1}]"),
+    );
+    assert_eq!(assert_success(&r, 201)["updated"], 1);
+    let r = f.raw(
+        Request::build(Method::POST, "/_api/import?collection=c")
+            .with_body("[\"_key\",\"v\"]\n[\"t\",1]\n"),
+    );
+    assert_eq!(assert_success(&r, 201)["created"], 1);
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=c&type=documents&complete=true",
+        )
+        .with_body("{\"_key\":\"n\"}\n{\"_key\":\"a\"}"),
+    );
+    assert_error(&r, 409, 1210);
+    assert_error(
+        &f.raw(Request::build(Method::POST, "/_api/import?type=documents").with_body("{}")),
+        400,
+        1204,
+    );
+    assert_error(
+        &f.raw(
+            Request::build(Method::POST, "/_api/import?collection=x&type=documents")
+                .with_body("{}"),
+        ),
+        404,
+        1203,
+    );
+    assert_error(
+        &f.raw(
+            Request::build(Method::POST, "/_api/import?collection=c&type=bogus").with_body("{}"),
+        ),
+        400,
+        400,
+    );
+    assert_error(
+        &f.call(Method::GET, "/_api/import?collection=c", None),
+        405,
+        405,
+    );
+}
+
+#[test]
+fn async_jobs_and_queue_bound() {
+    let f = fixture();
+    let r =
+        f.raw(Request::build(Method::GET, "/_api/version").with_header("x-arango-async", "store"));
+    assert_eq!(r.status.as_u16(), 202);
+    let id = r.header("x-arango-async-id").unwrap().to_string();
+    let mut done = false;
+    for _ in 0..200 {
+        if f.call(Method::GET, &format!("/_api/job/{id}"), None)
+            .status
+            .as_u16()
+            == 200
+        {
+            done = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(done);
+    let r = f.call(Method::PUT, &format!("/_api/job/{id}"), None);
+    assert_eq!(body(&r)["server"], "arango");
+    assert_eq!(r.header("x-arango-async-id"), Some(id.as_str()));
+    assert_error(
+        &f.call(Method::PUT, &format!("/_api/job/{id}"), None),
+        404,
+        404,
+    );
+    assert_error(&f.call(Method::GET, "/_api/job/nonsense", None), 400, 400);
+    assert_eq!(
+        assert_success(&f.call(Method::GET, "/_api/job/pending", None), 200),
+        json!([])
+    );
+    assert_error(
+        &f.raw(
+            Request::build(Method::GET, "/_db/nope/_api/version")
+                .with_header("x-arango-async", "true"),
+        ),
+        404,
+        1228,
+    );
+    // "false" executes synchronously.
+    let r =
+        f.raw(Request::build(Method::GET, "/_api/version").with_header("x-arango-async", "false"));
+    assert_eq!(r.status.as_u16(), 200);
+
+    // Overflow: a queue of 4 (store capacity 16) cannot take 100 slow requests at once.
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let mut full = 0;
+    for _ in 0..100 {
+        let r = f.raw(
+            Request::build(Method::POST, "/_api/import?collection=c&type=documents")
+                .with_header("x-arango-async", "store")
+                .with_body("{}\n".repeat(2000)),
+        );
+        if r.status.as_u16() == 503 {
+            assert_error(&r, 503, 21003);
+            full += 1;
+        }
+    }
+    assert!(full > 0);
+    assert_success(&f.call(Method::DELETE, "/_api/job/all", None), 200);
+    assert_error(&f.call(Method::DELETE, "/_api/job/expired", None), 400, 400);
+    assert_success(
+        &f.call(Method::DELETE, "/_api/job/expired?stamp=1", None),
+        200,
+    );
+}
+
+#[test]
+fn aql_routes_answer_with_envelopes() {
+    let f = fixture();
+    let r = f.call(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": "RETURN 1"})),
+    );
+    let b = body(&r);
+    if r.status.as_u16() == 501 {
+        assert_eq!(b["errorNum"], 9);
+    } else {
+        assert_eq!(r.status.as_u16(), 201, "{r:?}");
+        assert_eq!(b["result"], json!([1]));
+    }
+}
