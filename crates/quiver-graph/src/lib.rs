@@ -140,10 +140,23 @@ impl<T: EdgeSource + ?Sized> EdgeSource for &T {
     }
 }
 
+impl<T: EdgeSource + ?Sized> EdgeSource for Box<T> {
+    fn for_each_edge(
+        &self,
+        vertex: &str,
+        query: &EdgeQuery,
+        sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        (**self).for_each_edge(vertex, query, sink)
+    }
+}
+
 /// Bounds every search so that a query cannot run away.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Limits {
-    /// Largest depth (path length) a traversal or `K_PATHS` may ask for.
+    /// Largest depth (path length) a traversal or `K_PATHS` may ask for. The default admits
+    /// any depth a query can sensibly write (`0..1000000000` is a common "unbounded"
+    /// idiom); deep searches are bounded by the edge and memory budgets instead.
     pub max_depth: usize,
     /// Most edges a single search may inspect (every edge reported by the source counts).
     pub max_edges_visited: u64,
@@ -154,7 +167,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_depth: 1_000_000,
+            max_depth: u32::MAX as usize - 1,
             max_edges_visited: 2_000_000_000,
             memory_bytes: 2 << 30,
         }
