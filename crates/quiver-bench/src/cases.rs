@@ -119,7 +119,7 @@ impl CaseKind {
             CaseKind::Document => "single-document inserts, --complexity string attributes each",
             CaseKind::ImportDocument => "POST /_api/import with --complexity documents per request",
             CaseKind::Collection => "creates one collection per operation",
-            CaseKind::Crud => "insert, get, update, get, remove per key (20/40/20/20 %)",
+            CaseKind::Crud => "insert, get, update, get, remove per key (20 % inserts, 40 % reads, 20 % updates, 20 % removals)",
             CaseKind::CrudAppend => "insert, get, update, get per key",
             CaseKind::CrudWriteRead => "insert, get per key",
             CaseKind::EdgeCrud => "edge insert, get, update, get per key",

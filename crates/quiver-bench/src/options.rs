@@ -61,7 +61,7 @@ pub struct Options {
     #[arg(long = "server.request-timeout", default_value_t = 1200.0)]
     pub request_timeout: f64,
 
-    /// Test case to run (see the list in --help of the test cases below).
+    /// Test case to run (listed below).
     #[arg(long = "test-case", default_value = "version")]
     pub test_case: String,
     /// Total number of operations (batched operations count individually).
@@ -275,8 +275,16 @@ fn bad(message: impl Into<String>) -> Error {
 impl Options {
     /// Parses `args` (what follows `quiver bench`).
     pub fn parse_args(args: &[String]) -> Result<Options, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
         let argv = std::iter::once("quiver bench".to_string()).chain(args.iter().cloned());
-        Options::try_parse_from(argv)
+        let mut cases = String::from("Test cases:\n");
+        for kind in CaseKind::ALL {
+            cases.push_str(&format!("  {:<18} {}\n", kind.name(), kind.description()));
+        }
+        let matches = Options::command()
+            .after_help(cases)
+            .try_get_matches_from(argv)?;
+        Options::from_arg_matches(&matches)
     }
 
     /// Checks the combination of options and resolves files and defaults.
@@ -313,6 +321,11 @@ impl Options {
         }
         if self.requests == 0 && self.duration == 0 {
             return Err(bad("--requests must be positive (or give --duration)"));
+        }
+        if case == CaseKind::DocumentRemove && self.duration > 0 {
+            return Err(bad(
+                "document-remove removes each preloaded document once; use --requests, not --duration",
+            ));
         }
         if self.collection.is_empty() {
             return Err(bad("--collection must not be empty"));
@@ -538,6 +551,7 @@ mod tests {
         .unwrap_err()
         .contains("JSON object"));
         assert!(parse(&["--no-such-option", "1"]).is_err());
+        assert!(parse(&["--test-case", "document-remove", "--duration", "5"]).is_err());
     }
 
     #[test]
