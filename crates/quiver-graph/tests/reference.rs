@@ -631,3 +631,82 @@ fn dense_multigraph_with_self_loops() {
         }
     }
 }
+
+/// Tight budgets never change results: a search either gives the unbounded answer (a
+/// traversal: a prefix of it, then the error) or fails with `ResourceLimit`.
+fn check_budgets(spec: &GraphSpec, s: usize, t: usize, budget: u64) {
+    let g = build(spec);
+    let (s, t) = (vertex_name(s), vertex_name(t));
+    let tight = Limits {
+        max_edges_visited: budget,
+        ..Limits::default()
+    };
+    let source = g.source(Direction::Any, 1.0);
+    for order in [Order::Dfs, Order::Bfs, Order::Weighted] {
+        let options = TraversalOptions {
+            min_depth: 0,
+            max_depth: 4,
+            order,
+            unique_edges: UniqueEdges::None,
+            ..TraversalOptions::default()
+        };
+        let collect = |limits: Limits| {
+            let mut t = Traversal::new(
+                &source,
+                &s,
+                TraversalOptions {
+                    limits,
+                    ..options.clone()
+                },
+                quiver_graph::AcceptAll,
+            )
+            .unwrap();
+            let mut rows = Vec::new();
+            loop {
+                match t.next_row() {
+                    Ok(Some(_)) => rows.push(t.current_path().unwrap()),
+                    Ok(None) => return (rows, None),
+                    Err(e) => return (rows, Some(e)),
+                }
+            }
+        };
+        let (full, none) = collect(Limits::default());
+        assert!(none.is_none());
+        let (partial, err) = collect(tight);
+        match err {
+            None => assert_eq!(partial, full),
+            Some(e) => {
+                assert_eq!(e.code, ErrorCode::ResourceLimit);
+                assert!(partial.len() <= full.len());
+                assert_eq!(partial[..], full[..partial.len()]);
+            }
+        }
+    }
+    let same_or_limit = |a: Result<Option<Path>, quiver_errors::Error>, b: Option<Path>| match a {
+        Ok(p) => assert_eq!(p, b),
+        Err(e) => assert_eq!(e.code, ErrorCode::ResourceLimit),
+    };
+    for weighted in [false, true] {
+        let full = shortest_path(&source, &s, &t, weighted, Limits::default()).unwrap();
+        same_or_limit(shortest_path(&source, &s, &t, weighted, tight), full);
+    }
+    match all_shortest_paths(&source, &s, &t, tight) {
+        Ok(p) => assert_eq!(
+            p,
+            all_shortest_paths(&source, &s, &t, Limits::default()).unwrap()
+        ),
+        Err(e) => assert_eq!(e.code, ErrorCode::ResourceLimit),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn budgets_fail_cleanly_and_never_change_results(
+        spec in graph_strategy(), s in 0usize..7, t in 0usize..7, budget in 0u64..40,
+    ) {
+        let (s, t) = (s % spec.vertices, t % spec.vertices);
+        check_budgets(&spec, s, t, budget);
+    }
+}
