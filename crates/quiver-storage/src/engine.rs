@@ -24,6 +24,8 @@ use crate::{
 
 /// Smallest journal the engine creates (ArangoDB's minimum is 1 MiB; tests go lower).
 const MIN_JOURNAL_SIZE: u64 = 4096;
+/// Largest encoded write batch (all its markers), 1 GiB.
+const MAX_BATCH_BYTES: usize = 1 << 30;
 
 pub(crate) struct FileStats {
     pub docs: u64,
@@ -152,7 +154,15 @@ struct WalState {
 struct SyncState {
     durable: u64,
     requested: u64,
+    /// Sync writers currently waiting (blocking or async).
+    waiters: usize,
+    /// How many waiters the previous fdatasync released; the syncer waits (briefly) for that
+    /// many to come back before the next fdatasync, so one fdatasync covers the whole group.
+    last_group: usize,
 }
+
+/// Longest time the syncer waits for a group of sync writers to gather.
+const GROUP_GATHER_MAX: Duration = Duration::from_micros(800);
 
 struct Background {
     stop: AtomicBool,
@@ -171,7 +181,10 @@ pub(crate) struct Inner {
     files: RwLock<HashMap<u64, Arc<DataFile>>>,
     wal: Mutex<WalState>,
     sync: Mutex<SyncState>,
+    /// Sync waiters wait on this (notified after every fdatasync).
     sync_cv: Condvar,
+    /// The syncer waits on this (notified by sync requests).
+    syncer_cv: Condvar,
     durable_tx: tokio::sync::watch::Sender<(u64, bool)>,
     snapshots: Mutex<BTreeMap<u64, usize>>,
     poisoned: RwLock<Option<Error>>,
@@ -263,6 +276,7 @@ impl Inner {
         drop(p);
         let _s = self.sync.lock();
         self.sync_cv.notify_all();
+        self.syncer_cv.notify_all();
         self.durable_tx.send_modify(|v| v.1 = true);
     }
 
@@ -379,12 +393,13 @@ impl Inner {
         let fid = next_tick(self);
         let path = wal_dir(&self.dir).join(format!("{fid:020}.wal"));
         let header = files::header(FileKind::Wal, fid, 0, size);
-        let seg = DataFile::create(
+        let seg = DataFile::create_with(
             &path,
             &header,
             fid,
             &self.options.io_hooks,
             FailPoint::WalCreate,
+            true,
         )
         .map_err(|e| files::io_error(e, "creating WAL segment"))?;
         self.files.write().insert(fid, seg.clone());
@@ -495,6 +510,16 @@ impl Inner {
             spans.push((start, len, kind));
         }
 
+        if buf.len() > MAX_BATCH_BYTES {
+            // Locations are 32-bit offsets; a batch must fit in one segment below 4 GiB.
+            return Err(Error::with_message(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "write batch of {} bytes exceeds the limit of {MAX_BATCH_BYTES} bytes",
+                    buf.len()
+                ),
+            ));
+        }
         let mut wal = self.wal.lock();
         self.check_open()?;
         let need = buf.len() as u64;
@@ -589,22 +614,28 @@ impl Inner {
     /// Blocks until `tick` is on stable storage.
     pub(crate) fn wait_durable(&self, tick: u64) -> Result<()> {
         let mut s = self.sync.lock();
-        loop {
+        if s.durable >= tick {
+            return Ok(());
+        }
+        s.waiters += 1;
+        let result = loop {
             if let Some(e) = self.poisoned.read().as_ref() {
-                return Err(e.clone());
+                break Err(e.clone());
             }
             if s.durable >= tick {
-                return Ok(());
+                break Ok(());
             }
             if self.bg.stop.load(Ordering::Acquire) && self.closed.load(Ordering::Acquire) {
-                return Err(Error::new(ErrorCode::Shutdown));
+                break Err(Error::new(ErrorCode::Shutdown));
             }
             if s.requested < tick {
                 s.requested = tick;
-                self.bg_wake();
             }
+            self.bg_wake();
             self.sync_cv.wait_for(&mut s, Duration::from_millis(50));
-        }
+        };
+        s.waiters -= 1;
+        result
     }
 
     pub(crate) fn request_sync(&self, tick: u64) {
@@ -613,11 +644,19 @@ impl Inner {
             s.requested = tick;
         }
         drop(s);
-        self.sync_cv.notify_all();
+        self.syncer_cv.notify_one();
     }
 
     pub(crate) async fn wait_durable_async(&self, tick: u64) -> Result<()> {
         let mut rx = self.durable_tx.subscribe();
+        struct Waiting<'a>(&'a Inner);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.sync.lock().waiters -= 1;
+            }
+        }
+        self.sync.lock().waiters += 1;
+        let _waiting = Waiting(self);
         self.request_sync(tick);
         let _ = rx.wait_for(|(d, failed)| *d >= tick || *failed).await;
         if let Some(e) = self.poisoned.read().as_ref() {
@@ -631,7 +670,7 @@ impl Inner {
     }
 
     fn bg_wake(&self) {
-        self.sync_cv.notify_all();
+        self.syncer_cv.notify_one();
     }
 
     /// One round of the syncer: fdatasync every segment with unsynced writes.
@@ -1743,6 +1782,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         }),
         sync: Mutex::new(SyncState::default()),
         sync_cv: Condvar::new(),
+        syncer_cv: Condvar::new(),
         durable_tx,
         snapshots: Mutex::new(BTreeMap::new()),
         poisoned: RwLock::new(None),
@@ -1925,10 +1965,21 @@ fn syncer_loop(weak: Weak<Inner>, bg: Arc<Background>, interval: Duration) {
                 let now = Instant::now();
                 if now < due {
                     let wait = (due - now).min(Duration::from_millis(100));
-                    inner.sync_cv.wait_for(&mut s, wait);
+                    inner.syncer_cv.wait_for(&mut s, wait);
                 }
             }
             let requested = s.requested > s.durable;
+            if requested {
+                // Group commit: let the writers released by the previous fdatasync commit
+                // their next batch and join this one (bounded wait; a lone writer never waits).
+                let deadline = Instant::now() + GROUP_GATHER_MAX;
+                while s.waiters < s.last_group && !bg.stop.load(Ordering::Acquire) {
+                    if inner.syncer_cv.wait_until(&mut s, deadline).timed_out() {
+                        break;
+                    }
+                }
+                s.last_group = s.waiters;
+            }
             drop(s);
             if !requested && Instant::now() < due {
                 continue;
@@ -2377,6 +2428,7 @@ impl Inner {
         }
         self.bg.cv.notify_all();
         self.sync_cv.notify_all();
+        self.syncer_cv.notify_all();
         let threads: Vec<JoinHandle<()>> = std::mem::take(&mut *self.threads.lock());
         let me = std::thread::current().id();
         for t in threads {
@@ -2403,4 +2455,93 @@ fn validate_options(o: &CollectionOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stat(fid: u64, alive: u64, dead: u64, removes: u64) -> FileStat {
+        FileStat {
+            fid,
+            file_size: alive + dead + removes * 48 + 200,
+            alive_count: alive / 100,
+            alive_bytes: alive,
+            dead_count: dead / 100,
+            dead_bytes: dead,
+            removes,
+        }
+    }
+
+    fn opts() -> CompactionOptions {
+        CompactionOptions {
+            min_small_data_file_size: 0,
+            ..CompactionOptions::default()
+        }
+    }
+
+    #[test]
+    fn plan_picks_files_over_thresholds_only() {
+        let mb = 1 << 20;
+        // 5 % dead, below every threshold: nothing to do.
+        let files = vec![stat(1, 19 * mb / 10, mb / 10, 0), stat(2, 2 * mb, 0, 0)];
+        let o = CompactionOptions {
+            dead_size_threshold: 4 * mb,
+            ..opts()
+        };
+        assert!(plan(&files, &o, 32 * mb, false).is_empty());
+        // Dead share of 50 % passes the percent threshold.
+        let files = vec![stat(1, mb, mb, 0), stat(2, 2 * mb, 0, 0)];
+        assert_eq!(plan(&files, &o, 32 * mb, false), vec![vec![1]]);
+        // Absolute dead size passes even with a small share.
+        let files = vec![stat(1, 100 * mb, 5 * mb, 0)];
+        assert_eq!(plan(&files, &o, 32 * mb, false), vec![vec![1]]);
+        // Explicit compaction takes any dead data and removals.
+        let files = vec![
+            stat(1, 2 * mb, 100, 0),
+            stat(2, 2 * mb, 0, 3),
+            stat(3, mb, 0, 0),
+        ];
+        assert_eq!(plan(&files, &o, 32 * mb, true), vec![vec![1, 2]]);
+        assert!(plan(&files, &o, 32 * mb, false).is_empty());
+    }
+
+    #[test]
+    fn plan_respects_max_files_and_result_cap() {
+        let mb = 1 << 20;
+        let files: Vec<FileStat> = (1..=7).map(|f| stat(f, mb, mb, 0)).collect();
+        let o = CompactionOptions {
+            max_files: 3,
+            ..opts()
+        };
+        assert_eq!(
+            plan(&files, &o, 32 * mb, false),
+            vec![vec![1, 2, 3], vec![4, 5, 6], vec![7]]
+        );
+        // Result cap = journal size x factor = 2 MiB: one file of 1 MiB alive each, two fit.
+        let o = CompactionOptions {
+            max_file_size_factor: 2,
+            ..o
+        };
+        assert_eq!(
+            plan(&files[..4], &o, mb, false),
+            vec![vec![1, 2], vec![3, 4]]
+        );
+    }
+
+    #[test]
+    fn plan_merges_small_files_but_not_a_lone_clean_one() {
+        let o = CompactionOptions {
+            min_small_data_file_size: 128 * 1024,
+            ..CompactionOptions::default()
+        };
+        let small = |fid| stat(fid, 10_000, 0, 0);
+        assert_eq!(
+            plan(&[small(1), small(2), small(3)], &o, 32 << 20, false),
+            vec![vec![1, 2, 3]]
+        );
+        assert!(plan(&[small(1)], &o, 32 << 20, false).is_empty());
+        let big_clean = stat(9, 10 << 20, 0, 0);
+        assert!(plan(&[big_clean.clone(), small(10)], &o, 32 << 20, false).is_empty());
+    }
 }

@@ -51,6 +51,21 @@ impl DataFile {
         hooks: &Option<Arc<dyn IoHooks>>,
         point: FailPoint,
     ) -> io::Result<Arc<DataFile>> {
+        Self::create_with(path, header, tick, hooks, point, false)
+    }
+
+    /// Like [`DataFile::create`]; `zero_fill` writes zeros over the whole file instead of
+    /// only reserving it, so that later fdatasyncs flush data only and never have to convert
+    /// unwritten extents (metadata) — used for WAL segments, where fdatasync latency is the
+    /// latency of every waitForSync write.
+    pub fn create_with(
+        path: &Path,
+        header: &FileHeader,
+        tick: u64,
+        hooks: &Option<Arc<dyn IoHooks>>,
+        point: FailPoint,
+        zero_fill: bool,
+    ) -> io::Result<Arc<DataFile>> {
         check(hooks, point)?;
         let file = OpenOptions::new()
             .read(true)
@@ -59,6 +74,15 @@ impl DataFile {
             .open(path)?;
         let result = (|| {
             preallocate(&file, header.size)?;
+            if zero_fill {
+                let zeros = vec![0u8; (1 << 20).min(header.size as usize)];
+                let mut at = 0u64;
+                while at < header.size {
+                    let n = zeros.len().min((header.size - at) as usize);
+                    file.write_all_at(&zeros[..n], at)?;
+                    at += n as u64;
+                }
+            }
             file.write_all_at(&format::file_header(header, tick), 0)?;
             file.sync_all()?;
             sync_dir(path.parent().unwrap_or(Path::new(".")))
