@@ -364,6 +364,7 @@ fn results_json(r: &RunResult) -> Value {
         "incompleteResults": r.incomplete,
         "operations": r.operations,
         "httpRequests": r.requests,
+        "connectionsOpened": r.connects,
         "verificationProblems": r.problems,
         "min": r.min,
         "avg": r.avg,

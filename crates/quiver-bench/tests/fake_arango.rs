@@ -665,6 +665,28 @@ fn async_and_duration_modes() {
 }
 
 #[test]
+fn keep_alive_reuses_one_connection_per_client() {
+    let (addr, _fake) = start_fake();
+    let out = run(addr, &["--requests", "20", "--concurrency", "2"]);
+    assert_eq!(out.code, 0);
+    assert_eq!(out.report["results"]["connectionsOpened"], 2);
+    // Without keep-alive: the connection check plus one connection per request.
+    let out = run(
+        addr,
+        &[
+            "--requests",
+            "20",
+            "--concurrency",
+            "2",
+            "--keep-alive",
+            "false",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.report);
+    assert_eq!(out.report["results"]["connectionsOpened"], 22);
+}
+
+#[test]
 fn unreachable_server_and_bad_options() {
     // A port nobody listens on.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
