@@ -15,6 +15,7 @@ use crate::document::{
     decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
     splice_id,
 };
+use crate::edge_index::{EdgeDirection, EdgeHit, EdgeIndex};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::schema::Schema;
@@ -357,6 +358,7 @@ pub struct Collection {
     /// The highest revision written through this handle (0 = not known yet).
     last_revision: AtomicU64,
     pub(crate) settings: Arc<Settings>,
+    edge_index: Option<EdgeIndex>,
 }
 
 impl std::fmt::Debug for Collection {
@@ -379,6 +381,7 @@ impl Collection {
         settings: Arc<Settings>,
     ) -> Collection {
         let keygen = KeyGenState::new(meta.key_options.clone(), key_last, key_reserved);
+        let edge_index = (meta.collection_type == CollectionType::Edge).then(EdgeIndex::new);
         Collection {
             id,
             engine,
@@ -391,6 +394,7 @@ impl Collection {
             status,
             last_revision: AtomicU64::new(0),
             settings,
+            edge_index,
         }
     }
 
@@ -442,6 +446,63 @@ impl Collection {
     /// The stored schema object, if any.
     pub fn schema(&self) -> Option<Value> {
         self.meta.read().schema.clone()
+    }
+
+    pub(crate) fn edge_index(&self) -> Option<&EdgeIndex> {
+        self.edge_index.as_ref()
+    }
+
+    /// Candidate edges of `vertex` from the edge index (to be filtered by the reader's
+    /// snapshot). Error 1218 for a document collection.
+    pub(crate) fn edge_candidates(
+        &self,
+        vertex: &str,
+        direction: EdgeDirection,
+        out: &mut Vec<EdgeHit>,
+    ) -> Result<()> {
+        self.check_usable()?;
+        let index = self.edge_index.as_ref().ok_or_else(|| {
+            Error::with_message(
+                ErrorCode::CollectionTypeInvalid,
+                format!("collection '{}' is not an edge collection", self.name()),
+            )
+        })?;
+        index.lookup(self.id, vertex, direction, out, |switch_on| {
+            let _writers = self.write_lock.lock();
+            switch_on();
+            self.engine.snapshot()
+        })
+    }
+
+    /// The edges touching `vertex` (`/_api/edges/{collection}?vertex=…&direction=…`):
+    /// outbound, inbound, or both when `direction` is None (an edge from the vertex to itself
+    /// is listed once). Documents with `_id`, read from one snapshot. Error 1218 for a
+    /// document collection.
+    pub fn edges(&self, vertex: &str, direction: Option<EdgeDirection>) -> Result<Vec<Value>> {
+        let mut hits = Vec::new();
+        let directions: &[EdgeDirection] = match direction {
+            Some(EdgeDirection::Outbound) => &[EdgeDirection::Outbound],
+            Some(EdgeDirection::Inbound) => &[EdgeDirection::Inbound],
+            None => &[EdgeDirection::Outbound, EdgeDirection::Inbound],
+        };
+        for d in directions {
+            self.edge_candidates(vertex, *d, &mut hits)?;
+        }
+        let snapshot = self.engine.snapshot();
+        let name = self.name();
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for hit in hits {
+            if !seen.insert(Arc::clone(&hit.key)) {
+                continue;
+            }
+            if let Some(doc) = snapshot.get(self.id, &hit.key)? {
+                if doc.rev == hit.rev {
+                    out.push(decode_with_id(&doc.body, &name, &hit.key)?);
+                }
+            }
+        }
+        Ok(out)
     }
 
     pub(crate) fn compiled_schema(&self) -> Option<Arc<Schema>> {
@@ -767,6 +828,9 @@ impl Collection {
         let sync = wait_for_sync || self.wait_for_sync();
         let guard = self.write_lock.lock();
         let ticket = self.engine.truncate(self.id, sync)?;
+        if let Some(index) = &self.edge_index {
+            index.truncated();
+        }
         self.note_revision(self.engine.hlc().next());
         drop(guard);
         Ok(Committed::new((), sync, Some(ticket)))
@@ -860,6 +924,9 @@ impl Collection {
                 .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
                 .max();
             let ticket = self.engine.commit(batch)?;
+            if self.edge_index.is_some() {
+                staging::record_edges(&staging.entries, |_| Some(Arc::clone(self)));
+            }
             if let Some(rev) = max_rev {
                 self.note_revision(rev);
             }

@@ -18,6 +18,10 @@
 //!   with read-your-own-writes; [`ReadView`] is a consistent snapshot for queries. Both
 //!   implement [`DocumentReader`].
 //!
+//! - Edge collections keep an in-memory edge index (`_from`/`_to` → edges), reachable through
+//!   [`DocumentReader::edges`] (key, revision and other vertex, snapshot-correct) and
+//!   [`Collection::edges`] (documents, for `/_api/edges`).
+//!
 //! # Errors
 //! Everything returns `quiver_errors::Result`; error numbers are ArangoDB's (see each
 //! function). Revision conflicts are 412/1200 and carry `_id`, `_key`, `_rev` of the stored
@@ -40,6 +44,7 @@
 mod catalog;
 mod collection;
 mod document;
+mod edge_index;
 mod keygen;
 mod options;
 mod schema;
@@ -51,6 +56,7 @@ pub use catalog::{
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, JOURNAL_SIZE_MIN};
 pub use document::revision_matches;
+pub use edge_index::{EdgeDirection, EdgeHit};
 pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,

@@ -16,6 +16,7 @@ use crate::document::{
     decode_stored, decode_with_id, encode_stored, key_of, merge_patch, revision_conflict,
     revision_matches, unique_violation, validate_edge,
 };
+use crate::edge_index::EdgeEnds;
 use crate::options::{
     InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
 };
@@ -30,6 +31,8 @@ pub(crate) struct StagedEntry {
     pub current: Option<(Revision, Bytes)>,
     /// Revision of the removal marker when `current` is None.
     pub removal_rev: Revision,
+    /// `_from`/`_to` of the staged version (edge collections only).
+    pub edge: Option<EdgeEnds>,
 }
 
 /// Writes staged over a snapshot.
@@ -90,6 +93,7 @@ impl Staging {
         current: Option<(Revision, Bytes)>,
         removal_rev: Revision,
         seen: Option<Revision>,
+        edge: Option<EdgeEnds>,
     ) -> Result<()> {
         let size = key.len() + 32 + current.as_ref().map_or(0, |(_, body)| body.len());
         if self.bytes + size > self.max_bytes {
@@ -108,6 +112,7 @@ impl Staging {
         if let Some(entry) = self.entries.get_mut(&map_key) {
             entry.current = current;
             entry.removal_rev = removal_rev;
+            entry.edge = edge;
             return Ok(());
         }
         self.entries.insert(
@@ -116,6 +121,7 @@ impl Staging {
                 prior: seen,
                 current,
                 removal_rev,
+                edge,
             },
         );
         Ok(())
@@ -148,6 +154,34 @@ impl Staging {
             .filter(|((c, _), _)| *c == cid)
             .map(|(_, e)| e.current.is_some() as i64 - e.prior.is_some() as i64)
             .sum()
+    }
+}
+
+/// `_from`/`_to` of a validated edge body (None for document collections).
+fn edge_ends(coll: &Collection, map: &Map<String, Value>) -> Option<EdgeEnds> {
+    if !coll.is_edge() {
+        return None;
+    }
+    let from = map.get("_from")?.as_str()?;
+    let to = map.get("_to")?.as_str()?;
+    Some((Arc::from(from), Arc::from(to)))
+}
+
+/// Tells the edge indexes of the written collections about a committed staging area. Called
+/// with the writer locks of those collections held, after the engine accepted the batch.
+pub(crate) fn record_edges(
+    entries: &HashMap<(CollectionId, String), StagedEntry>,
+    coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
+) {
+    for ((cid, key), entry) in entries {
+        let Some(coll) = coll_of(*cid) else { continue };
+        if let Some(index) = coll.edge_index() {
+            let current = match (&entry.current, &entry.edge) {
+                (Some((rev, _)), Some(ends)) => Some((*rev, ends)),
+                _ => None,
+            };
+            index.record(key, current, entry.prior.is_some());
+        }
     }
 }
 
@@ -300,7 +334,8 @@ pub(crate) fn insert(
         } else {
             None
         };
-        st.stage(coll, &key, Some((rev, body)), rev, None)?;
+        let edge = edge_ends(coll, &map);
+        st.stage(coll, &key, Some((rev, body)), rev, None, edge)?;
         if !generated {
             coll.track_key(&key)?;
         }
@@ -361,7 +396,8 @@ pub(crate) fn insert(
     } else {
         None
     };
-    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev))?;
+    let edge = edge_ends(coll, &map);
+    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev), edge)?;
     Ok(OpResult {
         id,
         key,
@@ -429,7 +465,8 @@ pub(crate) fn modify(
     } else {
         None
     };
-    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev))?;
+    let edge = edge_ends(coll, &new_map);
+    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev), edge)?;
     Ok(OpResult {
         id: format!("{name}/{key}"),
         key,
@@ -465,7 +502,7 @@ pub(crate) fn remove(
     )?;
     let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
     let removal_rev = coll.next_revision();
-    st.stage(coll, &key, None, removal_rev, Some(old_rev))?;
+    st.stage(coll, &key, None, removal_rev, Some(old_rev), None)?;
     Ok(OpResult {
         id: format!("{}/{key}", coll.name()),
         key,

@@ -1482,3 +1482,182 @@ fn version_attribute_and_skipping_validation() {
         .wait()
         .unwrap();
 }
+
+fn edge_keys(
+    reader: &dyn DocumentReader,
+    coll: &Collection,
+    vertex: &str,
+    direction: EdgeDirection,
+) -> Vec<(String, String)> {
+    let mut hits = Vec::new();
+    reader.edges(coll, vertex, direction, &mut hits).unwrap();
+    let mut out: Vec<(String, String)> = hits
+        .into_iter()
+        .map(|h| (h.key.to_string(), h.other.to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+fn pairs(items: &[(&str, &str)]) -> Vec<(String, String)> {
+    items
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+#[test]
+fn edge_index_follows_every_snapshot() {
+    let (_dir, _core, db) = setup();
+    let edges = create(&db, json!({"name": "knows", "type": 3}));
+    insert(&edges, json!({"_key": "e1", "_from": "v/a", "_to": "v/b"}));
+    insert(&edges, json!({"_key": "e2", "_from": "v/a", "_to": "v/c"}));
+    insert(&edges, json!({"_key": "e3", "_from": "v/c", "_to": "v/a"}));
+    insert(
+        &edges,
+        json!({"_key": "loop", "_from": "v/a", "_to": "v/a"}),
+    );
+    let view = db.read_view();
+    assert_eq!(
+        edge_keys(&view, &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/b"), ("e2", "v/c"), ("loop", "v/a")])
+    );
+    assert_eq!(
+        edge_keys(&view, &edges, "v/a", EdgeDirection::Inbound),
+        pairs(&[("e3", "v/c"), ("loop", "v/a")])
+    );
+    assert!(edge_keys(&view, &edges, "v/zzz", EdgeDirection::Outbound).is_empty());
+    let any: Vec<String> = edges
+        .edges("v/a", None)
+        .unwrap()
+        .iter()
+        .map(|d| d["_key"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(any.len(), 4, "self-loop listed once: {any:?}");
+
+    // Re-point e1 and remove e2: the old view still sees the old graph, a new one the new.
+    edges
+        .update("e1", json!({"_to": "v/d"}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    edges
+        .remove("e2", &RemoveOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        edge_keys(&view, &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/b"), ("e2", "v/c"), ("loop", "v/a")])
+    );
+    let now = db.read_view();
+    assert_eq!(
+        edge_keys(&now, &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/d"), ("loop", "v/a")])
+    );
+    assert_eq!(
+        edge_keys(&now, &edges, "v/d", EdgeDirection::Inbound),
+        pairs(&[("e1", "v/a")])
+    );
+    assert!(edge_keys(&now, &edges, "v/b", EdgeDirection::Inbound).is_empty());
+
+    // A transaction sees its own staged edges and not the ones it removed.
+    let mut trx = db
+        .begin_transaction(TransactionOptions::writing(&["knows"]))
+        .unwrap();
+    trx.insert(
+        &edges,
+        json!({"_key": "t1", "_from": "v/a", "_to": "v/x"}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
+    trx.remove(&edges, &json!("loop"), &RemoveOptions::new())
+        .unwrap();
+    assert_eq!(
+        edge_keys(&trx, &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/d"), ("t1", "v/x")])
+    );
+    assert_eq!(
+        edge_keys(&db.read_view(), &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/d"), ("loop", "v/a")])
+    );
+    trx.commit().unwrap().wait().unwrap();
+    assert_eq!(
+        edge_keys(&db.read_view(), &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/d"), ("t1", "v/x")])
+    );
+
+    // Many updates make garbage dominate; the index rebuilds and stays correct.
+    for i in 0..30 {
+        edges
+            .update(
+                "t1",
+                json!({"_to": format!("v/y{i}")}),
+                &ModifyOptions::new(),
+            )
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    assert_eq!(
+        edge_keys(&db.read_view(), &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("e1", "v/d"), ("t1", "v/y29")])
+    );
+    edges.truncate(false).unwrap().wait().unwrap();
+    assert!(edge_keys(&db.read_view(), &edges, "v/a", EdgeDirection::Outbound).is_empty());
+    insert(
+        &edges,
+        json!({"_key": "after", "_from": "v/a", "_to": "v/b"}),
+    );
+    assert_eq!(
+        edge_keys(&db.read_view(), &edges, "v/a", EdgeDirection::Outbound),
+        pairs(&[("after", "v/b")])
+    );
+
+    let docs = create(&db, json!({"name": "vertices"}));
+    let mut out = Vec::new();
+    assert_eq!(
+        db.read_view()
+            .edges(&docs, "v/a", EdgeDirection::Outbound, &mut out)
+            .unwrap_err()
+            .code,
+        ErrorCode::CollectionTypeInvalid
+    );
+}
+
+#[test]
+fn edge_index_is_rebuilt_after_restart_and_under_concurrent_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let core = open(&dir);
+        let db = core.database("_system").unwrap();
+        let edges = create(&db, json!({"name": "rel", "type": 3}));
+        for i in 0..20 {
+            insert(
+                &edges,
+                json!({"_key": format!("e{i}"), "_from": "v/hub", "_to": format!("v/{i}")}),
+            );
+        }
+        core.shutdown().unwrap();
+    }
+    let core = Arc::new(open(&dir));
+    let db = core.database("_system").unwrap();
+    let edges = db.collection("rel").unwrap();
+    // Writers keep adding edges while the first lookup builds the index.
+    let writer = {
+        let edges = Arc::clone(&edges);
+        std::thread::spawn(move || {
+            for i in 20..60 {
+                insert(
+                    &edges,
+                    json!({"_key": format!("e{i}"), "_from": "v/hub", "_to": format!("v/{i}")}),
+                );
+            }
+        })
+    };
+    let early = edge_keys(&db.read_view(), &edges, "v/hub", EdgeDirection::Outbound);
+    assert!(early.len() >= 20);
+    writer.join().unwrap();
+    let all = edge_keys(&db.read_view(), &edges, "v/hub", EdgeDirection::Outbound);
+    assert_eq!(all.len(), 60, "no edge lost or duplicated");
+}

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::catalog::Database;
 use crate::collection::Collection;
 use crate::document::decode_with_id;
+use crate::edge_index::{EdgeDirection, EdgeHit};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::staging::{self, Staging};
 
@@ -70,6 +71,37 @@ pub trait DocumentReader {
 
     /// Every document, in no particular order.
     fn scan(&self, coll: &Collection) -> Result<DocumentIter>;
+
+    /// Appends the edges of edge collection `coll` whose `_from` (outbound) or `_to`
+    /// (inbound) is `vertex`, as this reader sees them, to `out`: key, revision and the vertex
+    /// at the other end, without reading the edge documents (fetch them with `get` when
+    /// needed). Uses the collection's edge index. Error 1218 for a document collection.
+    fn edges(
+        &self,
+        coll: &Collection,
+        vertex: &str,
+        direction: EdgeDirection,
+        out: &mut Vec<EdgeHit>,
+    ) -> Result<()>;
+}
+
+/// Keeps the index candidates that `snapshot` holds at exactly their revision.
+fn visible_edges(
+    snapshot: &Snapshot,
+    coll: &Collection,
+    candidates: Vec<EdgeHit>,
+    out: &mut Vec<EdgeHit>,
+    mut skip: impl FnMut(&str) -> bool,
+) -> Result<()> {
+    for hit in candidates {
+        if skip(&hit.key) {
+            continue;
+        }
+        if snapshot.revision(coll.id(), &hit.key)? == Some(hit.rev) {
+            out.push(hit);
+        }
+    }
+    Ok(())
 }
 
 fn scan_snapshot(
@@ -156,6 +188,18 @@ impl DocumentReader for ReadView {
             coll,
             HashSet::new(),
         )?))
+    }
+
+    fn edges(
+        &self,
+        coll: &Collection,
+        vertex: &str,
+        direction: EdgeDirection,
+        out: &mut Vec<EdgeHit>,
+    ) -> Result<()> {
+        let mut candidates = Vec::new();
+        coll.edge_candidates(vertex, direction, &mut candidates)?;
+        visible_edges(&self.snapshot, coll, candidates, out, |_| false)
     }
 }
 
@@ -390,6 +434,9 @@ impl Transaction {
         let mut batch = staging.to_batch();
         batch.set_sync(sync);
         let ticket = self.db.engine().commit(batch)?;
+        staging::record_edges(&staging.entries, |cid| {
+            colls.iter().find(|c| c.id() == cid).cloned()
+        });
         let mut max_rev: HashMap<CollectionId, Revision> = HashMap::new();
         for ((cid, _), entry) in &staging.entries {
             let rev = entry
@@ -454,5 +501,41 @@ impl DocumentReader for Transaction {
         }
         let base = scan_snapshot(&self.staging.snapshot, coll, skip)?;
         Ok(DocumentIter::new(base.chain(staged)))
+    }
+
+    fn edges(
+        &self,
+        coll: &Collection,
+        vertex: &str,
+        direction: EdgeDirection,
+        out: &mut Vec<EdgeHit>,
+    ) -> Result<()> {
+        self.check_read(coll)?;
+        let mut candidates = Vec::new();
+        coll.edge_candidates(vertex, direction, &mut candidates)?;
+        let cid = coll.id();
+        let entries = &self.staging.entries;
+        visible_edges(&self.staging.snapshot, coll, candidates, out, |key| {
+            !entries.is_empty() && entries.contains_key(&(cid, key.to_string()))
+        })?;
+        for ((c, key), entry) in entries {
+            if *c != cid {
+                continue;
+            }
+            if let (Some((rev, _)), Some((from, to))) = (&entry.current, &entry.edge) {
+                let (here, other) = match direction {
+                    EdgeDirection::Outbound => (from, to),
+                    EdgeDirection::Inbound => (to, from),
+                };
+                if &**here == vertex {
+                    out.push(EdgeHit {
+                        key: Arc::from(key.as_str()),
+                        rev: *rev,
+                        other: Arc::clone(other),
+                    });
+                }
+            }
+        }
+        Ok(())
     }
 }
