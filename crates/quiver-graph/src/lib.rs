@@ -12,7 +12,7 @@
 //!   edge uniqueness, and a [`StepCheck`] callback for PRUNE and pushed-down filters.
 //! - [`shortest_path()`]: `SHORTEST_PATH` (bidirectional BFS, or bidirectional Dijkstra when
 //!   weighted); a pair without connection is detected as soon as one side is exhausted.
-//! - `ALL_SHORTEST_PATHS` with [`all_shortest_paths()`].
+//! - `ALL_SHORTEST_PATHS` with [`AllShortestPaths`] (lazy) or [`all_shortest_paths()`].
 //! - [`KShortestPaths`]: `K_SHORTEST_PATHS` (Yen's algorithm, lazily, in order of weight).
 //! - [`KPaths`]: `K_PATHS` (all simple paths with a length in `min..max`, by length).
 //!
@@ -28,7 +28,7 @@ mod traversal;
 pub use intern::{Interner, VertexId};
 pub use memory::{MemoryGraph, MemoryGraphSource};
 pub use paths::{KPaths, KShortestPaths};
-pub use shortest::{all_shortest_paths, shortest_path};
+pub use shortest::{all_shortest_paths, shortest_path, AllShortestPaths};
 pub use traversal::{
     AcceptAll, Order, StepCheck, StepView, Traversal, TraversalOptions, TraversalRow, UniqueEdges,
     UniqueVertices, Verdict,

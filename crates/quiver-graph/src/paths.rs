@@ -111,17 +111,15 @@ impl<S: EdgeSource> KShortestPaths<S> {
                 restrictions,
             )
         } else {
-            Ok(bfs(
+            bfs(
                 &self.source,
                 &mut self.interner,
                 &mut self.budget,
                 &mut self.bfs_workspace,
                 from,
                 self.target,
-                false,
                 restrictions,
-            )?
-            .pop())
+            )
         }
     }
 

@@ -104,47 +104,131 @@ pub fn shortest_path<S: EdgeSource + ?Sized>(
         )?;
         Ok(found.map(|(v, e)| build_path(&interner, &v, &e)))
     } else {
-        let mut routes = bfs(
+        let route = bfs(
             source,
             &mut interner,
             &mut budget,
             &mut BfsWorkspace::new(),
             s,
             t,
-            false,
             &Restrictions::default(),
         )?;
-        Ok(routes.pop().map(|(v, e)| build_path(&interner, &v, &e)))
+        Ok(route.map(|(v, e)| build_path(&interner, &v, &e)))
     }
 }
 
 /// Finds every shortest path (by number of edges) from `start` to `target`
-/// (`ALL_SHORTEST_PATHS`). Empty when there is no connection. The number of shortest paths
-/// can be exponential; the memory budget of `limits` bounds it.
+/// (`ALL_SHORTEST_PATHS`), collected; see [`AllShortestPaths`] for the lazy form.
 pub fn all_shortest_paths<S: EdgeSource + ?Sized>(
     source: &S,
     start: &str,
     target: &str,
     limits: Limits,
 ) -> Result<Vec<Path>> {
-    let mut interner = Interner::new();
-    let s = interner.intern(start);
-    let t = interner.intern(target);
-    let mut budget = Budget::new(limits);
-    let routes = bfs(
-        source,
-        &mut interner,
-        &mut budget,
-        &mut BfsWorkspace::new(),
-        s,
-        t,
-        true,
-        &Restrictions::default(),
-    )?;
-    Ok(routes
-        .iter()
-        .map(|(v, e)| build_path(&interner, v, e))
-        .collect())
+    let mut search = AllShortestPaths::new(source, start, target, limits);
+    let mut out = Vec::new();
+    let mut bytes = 0usize;
+    while let Some(path) = search.next_path()? {
+        bytes += path.vertices.iter().map(|v| v.len() + 40).sum::<usize>();
+        search.budget.memory(bytes)?;
+        out.push(path);
+    }
+    Ok(out)
+}
+
+/// `ALL_SHORTEST_PATHS`, lazily: a bidirectional breadth-first search up to the level where
+/// both sides meet, then, per meeting vertex, every start→meeting chain combined with every
+/// meeting→target chain. Each shortest path crosses the meeting level exactly once, so no
+/// path repeats. The number of shortest paths can be exponential: pulling stops the work,
+/// and the chains held per meeting vertex count against the memory budget.
+pub struct AllShortestPaths<S: EdgeSource> {
+    source: S,
+    interner: Interner,
+    budget: Budget,
+    workspace: BfsWorkspace,
+    start: VertexId,
+    target: VertexId,
+    started: bool,
+    meetings: Vec<VertexId>,
+    next_meeting: usize,
+    to_start: Vec<(Vec<VertexId>, Vec<EdgeHandle>)>,
+    to_target: Vec<(Vec<VertexId>, Vec<EdgeHandle>)>,
+    i: usize,
+    j: usize,
+}
+
+impl<S: EdgeSource> AllShortestPaths<S> {
+    /// Prepares the search; nothing is computed before the first [`Self::next_path`].
+    pub fn new(source: S, start: &str, target: &str, limits: Limits) -> AllShortestPaths<S> {
+        let mut interner = Interner::new();
+        let start = interner.intern(start);
+        let target = interner.intern(target);
+        AllShortestPaths {
+            source,
+            interner,
+            budget: Budget::new(limits),
+            workspace: BfsWorkspace::new(),
+            start,
+            target,
+            started: false,
+            meetings: Vec::new(),
+            next_meeting: 0,
+            to_start: Vec::new(),
+            to_target: Vec::new(),
+            i: 0,
+            j: 0,
+        }
+    }
+
+    /// The next shortest path, or `None` when all were produced.
+    pub fn next_path(&mut self) -> Result<Option<Path>> {
+        if !self.started {
+            self.started = true;
+            if self.start == self.target {
+                self.next_meeting = usize::MAX;
+                return Ok(Some(build_path(&self.interner, &[self.start], &[])));
+            }
+            self.meetings = bfs_meet(
+                &self.source,
+                &mut self.interner,
+                &mut self.budget,
+                &mut self.workspace,
+                self.start,
+                self.target,
+                true,
+                &Restrictions::default(),
+            )?;
+        }
+        while self.i >= self.to_start.len() || self.to_target.is_empty() {
+            let Some(&m) = self.meetings.get(self.next_meeting) else {
+                return Ok(None);
+            };
+            self.next_meeting += 1;
+            self.to_start.clear();
+            self.to_target.clear();
+            chains(
+                &self.workspace.sides[0],
+                m,
+                &self.budget,
+                &mut self.to_start,
+            )?;
+            chains(
+                &self.workspace.sides[1],
+                m,
+                &self.budget,
+                &mut self.to_target,
+            )?;
+            self.i = 0;
+            self.j = 0;
+        }
+        let (vertices, steps) = join_chains(&self.to_start[self.i], &self.to_target[self.j]);
+        self.j += 1;
+        if self.j == self.to_target.len() {
+            self.j = 0;
+            self.i += 1;
+        }
+        Ok(Some(build_path(&self.interner, &vertices, &steps)))
+    }
 }
 
 struct BfsSide {
@@ -269,10 +353,12 @@ impl BfsWorkspace {
     }
 }
 
-/// Bidirectional breadth-first search from `s` to `t` avoiding `restrictions`: one shortest
-/// route, or all of them with `all`.
+/// Bidirectional breadth-first search from `s` (≠ `t`) to `t` avoiding `restrictions`, up to
+/// the level where both sides meet. Returns the meeting vertices (empty: no connection); with
+/// `all` the level is finished and every predecessor recorded, so that the workspace holds
+/// every shortest path.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn bfs<S: EdgeSource + ?Sized>(
+fn bfs_meet<S: EdgeSource + ?Sized>(
     source: &S,
     interner: &mut Interner,
     budget: &mut Budget,
@@ -281,10 +367,7 @@ pub(crate) fn bfs<S: EdgeSource + ?Sized>(
     t: VertexId,
     all: bool,
     restrictions: &Restrictions,
-) -> Result<Vec<Route>> {
-    if s == t {
-        return Ok(vec![(vec![s], Vec::new())]);
-    }
+) -> Result<Vec<VertexId>> {
     let n = interner.len();
     let sides = &mut workspace.sides;
     sides[0].reset(s, false, n);
@@ -365,33 +448,53 @@ pub(crate) fn bfs<S: EdgeSource + ?Sized>(
         side.frontier = next;
         side.depth = next_depth;
     }
-    let (fwd, bwd) = (&sides[0], &sides[1]);
-    let mut paths = Vec::new();
-    let mut bytes = 0usize;
-    for &m in &meetings {
-        let mut to_start = Vec::new();
-        let mut to_target = Vec::new();
-        if all {
-            chains(fwd, m, budget, &mut to_start)?;
-            chains(bwd, m, budget, &mut to_target)?;
-        } else {
-            to_start.push(single_chain(fwd, m));
-            to_target.push(single_chain(bwd, m));
-        }
-        for (sv, se) in &to_start {
-            for (tv, te) in &to_target {
-                let mut vertices: Vec<VertexId> = sv.iter().rev().copied().collect();
-                vertices.extend_from_slice(&tv[1..]);
-                let mut steps: Vec<(EdgeHandle, f64)> =
-                    se.iter().rev().map(|e| (*e, 1.0)).collect();
-                steps.extend(te.iter().map(|e| (*e, 1.0)));
-                bytes += vertices.len() * 40;
-                budget.memory(bytes)?;
-                paths.push((vertices, steps));
-            }
-        }
+    Ok(meetings)
+}
+
+/// One shortest route from `s` to `t` avoiding `restrictions` (bidirectional BFS).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn bfs<S: EdgeSource + ?Sized>(
+    source: &S,
+    interner: &mut Interner,
+    budget: &mut Budget,
+    workspace: &mut BfsWorkspace,
+    s: VertexId,
+    t: VertexId,
+    restrictions: &Restrictions,
+) -> Result<Option<Route>> {
+    if s == t {
+        return Ok(Some((vec![s], Vec::new())));
     }
-    Ok(paths)
+    let meetings = bfs_meet(
+        source,
+        interner,
+        budget,
+        workspace,
+        s,
+        t,
+        false,
+        restrictions,
+    )?;
+    let Some(&m) = meetings.first() else {
+        return Ok(None);
+    };
+    let to_start = single_chain(&workspace.sides[0], m);
+    let to_target = single_chain(&workspace.sides[1], m);
+    Ok(Some(join_chains(&to_start, &to_target)))
+}
+
+/// start→m (given from m backwards) and m→target into one route.
+fn join_chains(
+    to_start: &(Vec<VertexId>, Vec<EdgeHandle>),
+    to_target: &(Vec<VertexId>, Vec<EdgeHandle>),
+) -> Route {
+    let (sv, se) = to_start;
+    let (tv, te) = to_target;
+    let mut vertices: Vec<VertexId> = sv.iter().rev().copied().collect();
+    vertices.extend_from_slice(&tv[1..]);
+    let mut steps: Vec<(EdgeHandle, f64)> = se.iter().rev().map(|e| (*e, 1.0)).collect();
+    steps.extend(te.iter().map(|e| (*e, 1.0)));
+    (vertices, steps)
 }
 
 fn single_chain(side: &BfsSide, v: VertexId) -> (Vec<VertexId>, Vec<EdgeHandle>) {
