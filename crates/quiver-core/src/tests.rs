@@ -1661,3 +1661,64 @@ fn edge_index_is_rebuilt_after_restart_and_under_concurrent_writes() {
     let all = edge_keys(&db.read_view(), &edges, "v/hub", EdgeDirection::Outbound);
     assert_eq!(all.len(), 60, "no edge lost or duplicated");
 }
+
+#[test]
+fn concurrent_transactions_over_the_same_collections_never_deadlock() {
+    let (_dir, core, db) = setup();
+    create(&db, json!({"name": "c1"}));
+    create(&db, json!({"name": "c2"}));
+    let core = Arc::new(core);
+    let threads: Vec<_> = [["c1", "c2"], ["c2", "c1"]]
+        .into_iter()
+        .enumerate()
+        .map(|(t, order)| {
+            let core = Arc::clone(&core);
+            std::thread::spawn(move || {
+                let db = core.database("_system").unwrap();
+                let (mut committed, mut conflicts) = (0, 0);
+                for i in 0..40 {
+                    let mut trx = db
+                        .begin_transaction(TransactionOptions::writing(&order))
+                        .unwrap();
+                    for name in order {
+                        let coll = db.collection(name).unwrap();
+                        let opts = InsertOptions {
+                            overwrite_mode: OverwriteMode::Update,
+                            ..InsertOptions::new()
+                        };
+                        trx.insert(&coll, json!({"_key": "shared", "n": i, "t": t}), &opts)
+                            .unwrap();
+                        trx.insert(
+                            &coll,
+                            json!({"_key": format!("t{t}-{i}")}),
+                            &InsertOptions::new(),
+                        )
+                        .unwrap();
+                    }
+                    match trx.commit() {
+                        Ok(done) => {
+                            done.wait().unwrap();
+                            committed += 1;
+                        }
+                        Err(err) => {
+                            assert_eq!(err.code, ErrorCode::ArangoConflict);
+                            conflicts += 1;
+                        }
+                    }
+                }
+                (committed, conflicts)
+            })
+        })
+        .collect();
+    let mut committed = 0;
+    for thread in threads {
+        let (c, _) = thread.join().unwrap();
+        committed += c;
+    }
+    // Each committed transaction added exactly one private document to both collections:
+    // all or nothing.
+    for name in ["c1", "c2"] {
+        let coll = db.collection(name).unwrap();
+        assert_eq!(coll.count().unwrap(), committed + 1, "{name}");
+    }
+}
