@@ -285,3 +285,15 @@ def test_persistence_across_restart(tmp_root):
         assert new_key > last_key
     finally:
         srv.stop()
+
+
+def test_aql_cursor_through_driver(db):
+    col = db.create_collection("nums")
+    col.insert_many([{"v": i} for i in range(25)])
+    cursor = db.aql.execute("FOR d IN nums FILTER d.v >= @min SORT d.v RETURN d.v", bind_vars={"min": 5}, batch_size=7, count=True)
+    assert cursor.count() == 20
+    assert list(cursor) == list(range(5, 25))
+    db.aql.execute("FOR d IN nums FILTER d.v < 5 REMOVE d IN nums")
+    assert col.count() == 20
+    plan = db.aql.explain("FOR d IN nums RETURN d")
+    assert plan["nodes"], plan

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use quiver_aql::QueryService;
 use quiver_core::{Core, Database};
 use quiver_errors::Result;
 
@@ -42,6 +43,8 @@ pub struct ServerState {
     pub config: ServerConfig,
     /// Databases, collections, documents.
     pub core: Arc<Core>,
+    /// AQL: cursors, explain, query registry.
+    pub queries: QueryService,
     /// The async job queue.
     pub jobs: JobManager,
     /// When the server started (for `/_admin/status`).
@@ -53,6 +56,7 @@ impl ServerState {
     pub fn new(config: ServerConfig, core: Arc<Core>) -> std::io::Result<Arc<ServerState>> {
         let workers = config.async_workers;
         let state = Arc::new(ServerState {
+            queries: QueryService::over_core(core.clone()),
             core,
             jobs: JobManager::new(config.async_queue_capacity),
             config,

@@ -834,18 +834,84 @@ fn async_jobs_and_queue_bound() {
 }
 
 #[test]
-fn aql_routes_answer_with_envelopes() {
+fn aql_routes() {
     let f = fixture();
-    let r = f.call(
-        Method::POST,
-        "/_api/cursor",
-        Some(json!({"query": "RETURN 1"})),
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "RETURN 1"})),
+        ),
+        201,
     );
-    let b = body(&r);
-    if r.status.as_u16() == 501 {
-        assert_eq!(b["errorNum"], 9);
-    } else {
-        assert_eq!(r.status.as_u16(), 201, "{r:?}");
-        assert_eq!(b["result"], json!([1]));
-    }
+    assert_eq!(b["result"], json!([1]));
+    assert_eq!(b["hasMore"], false);
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!([{"v": 1}, {"v": 2}, {"v": 3}])),
+    );
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "FOR d IN c SORT d.v RETURN d.v", "batchSize": 2, "count": true})),
+        ),
+        201,
+    );
+    assert_eq!(b["result"], json!([1, 2]));
+    assert_eq!(b["count"], 3);
+    let id = b["id"].as_str().unwrap().to_string();
+    let b = assert_success(
+        &f.call(Method::POST, &format!("/_api/cursor/{id}"), None),
+        200,
+    );
+    assert_eq!(b["result"], json!([3]));
+    assert_error(
+        &f.call(Method::PUT, &format!("/_api/cursor/{id}"), None),
+        404,
+        1600,
+    );
+    assert_error(
+        &f.call(Method::DELETE, "/_api/cursor/12345", None),
+        404,
+        1600,
+    );
+    assert_error(&f.call(Method::PUT, "/_api/cursor", None), 400, 400);
+    assert_error(&f.call(Method::HEAD, "/_api/cursor", None), 405, 405);
+    assert_error(
+        &f.call(Method::POST, "/_api/cursor", Some(json!({"query": "FOR"}))),
+        400,
+        1501,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "FOR d IN nope RETURN d"})),
+        ),
+        404,
+        1203,
+    );
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/explain",
+            Some(json!({"query": "FOR d IN c RETURN d"})),
+        ),
+        200,
+    );
+    assert!(b["plan"].is_object());
+    let b = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/query",
+            Some(json!({"query": "FOR d IN c RETURN d"})),
+        ),
+        200,
+    );
+    assert_eq!(b["collections"], json!(["c"]));
+    assert_success(&f.call(Method::GET, "/_api/query/properties", None), 200);
+    assert_error(&f.call(Method::GET, "/_api/query/bogus/x", None), 404, 404);
 }

@@ -31,6 +31,13 @@ enum Command {
     /// Start the server (the default when no command is given).
     #[command(args_override_self = true)]
     Serve(ServeOptions),
+    /// Load generator (arangobench-compatible); `quiver bench --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Bench {
+        /// Options passed to the load generator.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
@@ -357,6 +364,11 @@ async fn wait_for_signal() {
 
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().collect();
+    // `quiver bench ...` hands its raw arguments to the load generator untouched.
+    if raw.get(1).map(String::as_str) == Some("bench") {
+        let code = quiver_bench::run_cli(raw[2..].to_vec());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
     // Configuration file values go first so that command-line options override them.
     let mut args = vec![raw[0].clone()];
     let mut rest: Vec<String> = raw[1..].to_vec();
@@ -379,6 +391,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let options = match cli.command {
         Some(Command::Serve(o)) => o,
+        Some(Command::Bench { args }) => {
+            let code = quiver_bench::run_cli(args);
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
         None => cli.serve,
     };
     match serve(options) {
@@ -454,7 +470,7 @@ mod tests {
                 assert!(o.ignore_datafile_errors);
                 assert_eq!(o.sync_interval, 5);
             }
-            None => panic!("expected serve"),
+            _ => panic!("expected serve"),
         }
     }
 }
