@@ -194,6 +194,21 @@ fn to_millis(v: &Value) -> Option<i64> {
     }
 }
 
+/// The date argument at `i` as a timestamp. Registers ArangoDB's warning and returns None
+/// otherwise: 1542 for values that are neither numbers nor strings, 1572 for invalid dates.
+fn date_arg(ctx: &mut FunctionContext<'_>, args: &[Value], i: usize) -> Option<i64> {
+    let v = arg(args, i);
+    if !(v.is_number() || v.is_string()) {
+        ctx.invalid_argument();
+        return None;
+    }
+    let ms = to_millis(v);
+    if ms.is_none() {
+        invalid_date(ctx);
+    }
+    ms
+}
+
 fn datetime(ms: i64) -> Option<NaiveDateTime> {
     DateTime::from_timestamp_millis(ms).map(|d| d.naive_utc())
 }
@@ -247,11 +262,11 @@ fn extract(
     args: &[Value],
     f: fn(&NaiveDateTime) -> Value,
 ) -> Result<Value> {
+    let Some(ms) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
+    };
     check_timezone(ctx, args, 1)?;
-    match to_millis(arg(args, 0)).and_then(datetime) {
-        Some(dt) => Ok(f(&dt)),
-        None => Ok(invalid_date(ctx)),
-    }
+    Ok(datetime(ms).map_or(Value::Null, |dt| f(&dt)))
 }
 
 fn date_now(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
@@ -261,40 +276,50 @@ fn date_now(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
     Ok(Value::from(now))
 }
 
-/// Timestamp from `DATE_TIMESTAMP`/`DATE_ISO8601` arguments: one date, or components.
-fn timestamp_from_args(args: &[Value]) -> Option<i64> {
+/// Timestamp from `DATE_TIMESTAMP`/`DATE_ISO8601` arguments: one date, or components
+/// (numbers or numeric strings; hours and smaller units overflow into larger ones).
+fn timestamp_from_args(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Option<i64> {
     if args.len() == 1 {
-        return to_millis(&args[0]);
+        return date_arg(ctx, args, 0);
     }
-    if args.len() < 3 {
+    if args.len() < 3 || args.iter().any(|a| !(a.is_number() || a.is_string())) {
+        ctx.invalid_argument();
         return None;
     }
     let mut parts = [0i64; 7];
     for (i, a) in args.iter().enumerate().take(7) {
         let f = value::to_number(a);
-        if f < 0.0 || !f.is_finite() || f > 1e9 {
-            return None;
-        }
-        parts[i] = f.trunc() as i64;
+        parts[i] = if f.is_finite() {
+            f.trunc().clamp(-1e12, 1e12) as i64
+        } else {
+            0
+        };
     }
     let [y, m, d, h, i, s, f] = parts;
-    // Components overflow into larger ones (month 13 is January of the next year).
-    let ms = days_from_civil(y, m, d) * MS_DAY + h * MS_HOUR + i * MS_MINUTE + s * MS_SECOND + f;
-    in_range(ms)
+    if !(0..=9999).contains(&y) || parts.iter().skip(1).any(|p| *p < 0) {
+        invalid_date(ctx);
+        return None;
+    }
+    let ms = days_from_civil(y, m, d) * MS_DAY
+        + h * MS_HOUR
+        + i * MS_MINUTE
+        + s * MS_SECOND
+        + f.min(999);
+    let ms = in_range(ms);
+    if ms.is_none() {
+        invalid_date(ctx);
+    }
+    ms
 }
 
 fn date_iso8601(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    match timestamp_from_args(args).and_then(iso_from_millis) {
-        Some(s) => Ok(Value::String(s)),
-        None => Ok(invalid_date(ctx)),
-    }
+    Ok(timestamp_from_args(ctx, args)
+        .and_then(iso_from_millis)
+        .map_or(Value::Null, Value::String))
 }
 
 fn date_timestamp(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    match timestamp_from_args(args) {
-        Some(ms) => Ok(Value::from(ms)),
-        None => Ok(invalid_date(ctx)),
-    }
+    Ok(timestamp_from_args(ctx, args).map_or(Value::Null, Value::from))
 }
 
 fn date_dayofweek(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -423,38 +448,53 @@ fn iso_or_invalid(ctx: &mut FunctionContext<'_>, ms: Option<i64>) -> Value {
 }
 
 fn date_trunc(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    check_timezone(ctx, args, 2)?;
-    let (Some(ms), Some(u)) = (to_millis(arg(args, 0)), unit(arg(args, 1))) else {
-        return Ok(invalid_date(ctx));
+    let Some(ms) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
     };
-    let Some(dt) = datetime(ms) else {
-        return Ok(invalid_date(ctx));
+    check_timezone(ctx, args, 2)?;
+    let (Some(u), Some(dt)) = (unit(arg(args, 1)), datetime(ms)) else {
+        return Ok(ctx.invalid_argument());
     };
     let truncated = match u {
         Unit::Year => days_from_civil(i64::from(dt.year()), 1, 1) * MS_DAY,
         Unit::Month => days_from_civil(i64::from(dt.year()), i64::from(dt.month()), 1) * MS_DAY,
-        Unit::Week => return Ok(invalid_date(ctx)),
+        Unit::Week => return Ok(ctx.invalid_argument()),
         other => ms - ms.rem_euclid(unit_millis(other) as i64),
     };
     Ok(iso_or_invalid(ctx, Some(truncated)))
 }
 
 fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    check_timezone(ctx, args, 3)?;
-    let ms = to_millis(arg(args, 0));
-    let amount = arg(args, 1)
-        .as_f64()
-        .filter(|a| *a >= 1.0 && a.fract() == 0.0);
-    let u = unit(arg(args, 2)).filter(|u| *u >= Unit::Day);
-    let (Some(ms), Some(amount), Some(u)) = (ms, amount, u) else {
-        return Ok(invalid_date(ctx));
+    let Some(ms) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
     };
-    let bucket = (amount * unit_millis(u)) as i64;
-    Ok(iso_or_invalid(ctx, Some(ms - ms.rem_euclid(bucket))))
+    let Value::Number(amount) = arg(args, 1) else {
+        return Ok(ctx.invalid_argument());
+    };
+    let Value::String(u) = arg(args, 2) else {
+        return Ok(ctx.invalid_argument());
+    };
+    check_timezone(ctx, args, 3)?;
+    let amount = amount.as_f64().unwrap_or(0.0).trunc();
+    // ArangoDB matches these unit names case-sensitively here.
+    let factor = match u.as_str() {
+        "milliseconds" | "millisecond" | "f" => 1,
+        "seconds" | "second" | "s" => MS_SECOND,
+        "minutes" | "minute" | "i" => MS_MINUTE,
+        "hours" | "hour" | "h" => MS_HOUR,
+        "days" | "day" | "d" => MS_DAY,
+        _ => return Ok(ctx.invalid_argument()),
+    };
+    if !(1.0..=1e12).contains(&amount) {
+        return Ok(ctx.invalid_argument());
+    }
+    let bucket = factor.saturating_mul(amount as i64);
+    // Integer division truncates towards the epoch, as in ArangoDB.
+    Ok(iso_or_invalid(ctx, Some(ms / bucket * bucket)))
 }
 
-/// Adds calendar years/months (day-of-month overflow rolls into the next month, as for
-/// `DATE_TIMESTAMP` components) and then a fixed number of milliseconds.
+/// Adds calendar months (day-of-month overflow rolls into the next month, as ArangoDB's date
+/// library does) and then a fixed number of milliseconds.
 fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
     let dt = datetime(ms)?;
     let ms_of_day = ms.rem_euclid(MS_DAY);
@@ -507,8 +547,8 @@ fn parse_duration(text: &str) -> Option<(i64, i64)> {
 }
 
 fn shift(ctx: &mut FunctionContext<'_>, args: &[Value], sign: i64) -> Result<Value> {
-    let Some(ms) = to_millis(arg(args, 0)) else {
-        return Ok(invalid_date(ctx));
+    let Some(ms) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
     };
     // Forms: (date, "P..."[, tz]), (date, amount, unit[, tz]), (date, unit, amount[, tz]).
     let (months, millis) = match (arg(args, 1), arg(args, 2)) {
@@ -522,14 +562,33 @@ fn shift(ctx: &mut FunctionContext<'_>, args: &[Value], sign: i64) -> Result<Val
         (a, b) => {
             check_timezone(ctx, args, 3)?;
             let (amount, u) = match (unit(b), unit(a)) {
-                (Some(u), _) => (value::to_number(a), u),
+                (Some(u), _) if a.is_number() || a.is_string() => (value::to_number(a), u),
                 (None, Some(u)) if b.is_number() => (value::to_number(b), u),
-                _ => return Ok(invalid_date(ctx)),
+                (None, None) if b.is_string() => return Ok(invalid_date(ctx)),
+                _ => return Ok(ctx.invalid_argument()),
             };
+            let negative = amount < 0.0;
+            let mut rest = amount.abs();
+            let mut months = 0i64;
+            let mut millis = 0f64;
+            // Fractions cascade like ArangoDB: a year fraction becomes months, a month
+            // fraction becomes 30-day units.
             match u {
-                Unit::Year => ((amount.trunc() as i64) * 12, 0),
-                Unit::Month => (amount.trunc() as i64, 0),
-                other => (0, (amount * unit_millis(other)).round() as i64),
+                Unit::Year | Unit::Month => {
+                    if u == Unit::Year {
+                        months += (rest.trunc() as i64).saturating_mul(12);
+                        rest = rest.fract() * 12.0;
+                    }
+                    months += rest.trunc() as i64;
+                    millis += rest.fract() * 30.0 * MS_DAY as f64;
+                }
+                other => millis += rest * unit_millis(other),
+            }
+            let millis = millis.trunc() as i64;
+            if negative {
+                (-months, -millis)
+            } else {
+                (months, millis)
             }
         }
     };
@@ -548,20 +607,35 @@ fn date_subtract(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
 }
 
 fn date_diff(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    check_timezone(ctx, args, 4)?;
-    check_timezone(ctx, args, 5)?;
-    let (Some(a), Some(b), Some(u)) = (
-        to_millis(arg(args, 0)),
-        to_millis(arg(args, 1)),
-        unit(arg(args, 2)),
-    ) else {
+    let Some(a) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
+    };
+    let Some(b) = date_arg(ctx, args, 1) else {
+        return Ok(Value::Null);
+    };
+    let Value::String(_) = arg(args, 2) else {
+        return Ok(ctx.invalid_argument());
+    };
+    // The 4th argument is either `asFloat` or the first timezone.
+    let as_float = match arg(args, 3) {
+        Value::Bool(b) => *b,
+        Value::Null if args.len() < 4 => false,
+        Value::String(_) => false,
+        _ => return Ok(ctx.invalid_argument()),
+    };
+    for i in 3..args.len() {
+        if args[i].is_string() {
+            check_timezone(ctx, args, i)?;
+        }
+    }
+    let Some(u) = unit(arg(args, 2)) else {
         return Ok(invalid_date(ctx));
     };
     let diff = (b - a) as f64 / unit_millis(u);
-    if value::to_bool(arg(args, 3)) {
+    if as_float {
         Ok(value::number(diff))
     } else {
-        Ok(value::number(diff.trunc()))
+        Ok(value::number(diff.round()))
     }
 }
 
@@ -574,13 +648,14 @@ fn date_compare(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
     } else {
         unit(arg(args, 3)).filter(|u| *u != Unit::Week)
     };
-    let (Some(a), Some(b), Some(start), Some(end)) = (
-        to_millis(arg(args, 0)).and_then(datetime),
-        to_millis(arg(args, 1)).and_then(datetime),
-        start,
-        end,
-    ) else {
-        return Ok(invalid_date(ctx));
+    let Some(a) = date_arg(ctx, args, 0).and_then(datetime) else {
+        return Ok(Value::Null);
+    };
+    let Some(b) = date_arg(ctx, args, 1).and_then(datetime) else {
+        return Ok(Value::Null);
+    };
+    let (Some(start), Some(end)) = (start, end) else {
+        return Ok(ctx.invalid_argument());
     };
     if end < start {
         return Ok(ctx.invalid_argument());
@@ -627,8 +702,8 @@ fn convert_zone(ctx: &mut FunctionContext<'_>, args: &[Value], field: &str) -> R
         return Ok(ctx.invalid_argument());
     }
     check_timezone(ctx, args, 1)?;
-    let Some(iso) = to_millis(arg(args, 0)).and_then(iso_from_millis) else {
-        return Ok(invalid_date(ctx));
+    let Some(iso) = date_arg(ctx, args, 0).and_then(iso_from_millis) else {
+        return Ok(Value::Null);
     };
     if value::to_bool(arg(args, 2)) {
         let mut out = serde_json::Map::new();
@@ -740,14 +815,16 @@ fn format_date(ms: i64, dt: &NaiveDateTime, format: &str) -> String {
 }
 
 fn date_format(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    check_timezone(ctx, args, 2)?;
+    let Some(ms) = date_arg(ctx, args, 0) else {
+        return Ok(Value::Null);
+    };
     let Value::String(format) = arg(args, 1) else {
         return Ok(ctx.invalid_argument());
     };
-    match to_millis(arg(args, 0)).and_then(|ms| datetime(ms).map(|dt| (ms, dt))) {
-        Some((ms, dt)) => Ok(Value::String(format_date(ms, &dt, format))),
-        None => Ok(invalid_date(ctx)),
-    }
+    check_timezone(ctx, args, 2)?;
+    Ok(datetime(ms).map_or(Value::Null, |dt| {
+        Value::String(format_date(ms, &dt, format))
+    }))
 }
 
 #[cfg(test)]
@@ -844,8 +921,15 @@ mod tests {
         warns_invalid_date("DATE_TIMESTAMP", vec![json!(2016), json!(12), json!(-1)]);
         warns_invalid_date("DATE_TIMESTAMP", vec![json!("foo")]);
         warns_invalid_date("DATE_ISO8601", vec![json!(253402300800000u64)]);
-        warns_invalid_date("DATE_ISO8601", vec![json!(null)]);
-        warns_invalid_date("DATE_ISO8601", vec![json!([1])]);
+        let (v, w) = run("DATE_ISO8601", vec![json!(null)]);
+        assert_eq!((v, w), (json!(null), vec![1542]));
+        let (v, w) = run("DATE_ISO8601", vec![json!([1])]);
+        assert_eq!((v, w), (json!(null), vec![1542]));
+        assert_eq!(
+            ok("DATE_TIMESTAMP", vec![json!("2014"), json!("5"), json!(7)]),
+            json!(1399420800000u64)
+        );
+        warns_invalid_date("DATE_TIMESTAMP", vec![json!(10000), json!(1), json!(1)]);
         let now = ok("DATE_NOW", vec![]).as_i64().unwrap_or(0);
         assert!(now > 1_700_000_000_000);
     }
@@ -942,7 +1026,8 @@ mod tests {
             ok("DATE_TRUNC", vec![json!("2018-10-26"), json!("y")]),
             json!("2018-01-01T00:00:00.000Z")
         );
-        warns_invalid_date("DATE_TRUNC", vec![json!("2018-10-26"), json!("fortnight")]);
+        let (v, w) = run("DATE_TRUNC", vec![json!("2018-10-26"), json!("fortnight")]);
+        assert_eq!((v, w), (json!(null), vec![1542]));
         assert_eq!(
             ok(
                 "DATE_ROUND",
@@ -968,8 +1053,23 @@ mod tests {
             ),
             json!("2019-12-04T21:15:00.000Z")
         );
-        warns_invalid_date("DATE_ROUND", vec![json!(0), json!(0), json!("day")]);
-        warns_invalid_date("DATE_ROUND", vec![json!(0), json!(1), json!("month")]);
+        for bad in [
+            vec![json!(0), json!(0), json!("day")],
+            vec![json!(0), json!(1), json!("month")],
+            vec![json!(0), json!("1"), json!("day")],
+            vec![json!(0), json!(1), json!("DAY")],
+        ] {
+            let (v, w) = run("DATE_ROUND", bad);
+            assert_eq!((v, w), (json!(null), vec![1542]));
+        }
+        // Before the epoch, buckets are cut towards the epoch as in ArangoDB.
+        assert_eq!(
+            ok(
+                "DATE_ROUND",
+                vec![json!(-90_000_000), json!(1), json!("day")]
+            ),
+            json!("1969-12-31T00:00:00.000Z")
+        );
     }
 
     #[test]
@@ -1081,13 +1181,41 @@ mod tests {
             ),
             json!(1.5)
         );
+        // Whole units are rounded, not truncated.
         assert_eq!(
             ok(
                 "DATE_DIFF",
                 vec![json!(90 * 60 * 1000), json!(0), json!("h")]
             ),
-            json!(-1)
+            json!(-2)
         );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![json!(0), json!(80 * 60 * 1000), json!("h"), json!("UTC")]
+            ),
+            json!(1)
+        );
+        warns_invalid_date("DATE_DIFF", vec![json!(0), json!(0), json!("fortnight")]);
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2000-01-01"), json!(1.5), json!("months")]
+            ),
+            json!("2000-02-16T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![json!("2000-01-31"), json!(1), json!("month")]
+            ),
+            json!("2000-03-02T00:00:00.000Z")
+        );
+        assert_eq!(
+            ok("DATE_TIMESTAMP", vec![json!("2014"), json!("5"), json!(7)]),
+            json!(1399420800000u64)
+        );
+        warns_invalid_date("DATE_TIMESTAMP", vec![json!(10000), json!(1), json!(1)]);
         assert_eq!(
             ok(
                 "DATE_COMPARE",
@@ -1123,6 +1251,8 @@ mod tests {
             "DATE_COMPARE",
             vec![json!(0), json!(0), json!("days"), json!("years")],
         );
+        assert_eq!((v, w), (json!(null), vec![1542]));
+        let (v, w) = run("DATE_COMPARE", vec![json!(0), json!(0), json!("nope")]);
         assert_eq!((v, w), (json!(null), vec![1542]));
     }
 

@@ -45,7 +45,8 @@ fn attributes(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         .filter(|k| !(remove_system && k.starts_with('_')))
         .collect();
     if value::to_bool(arg(args, 2)) {
-        keys.sort();
+        // ArangoDB sorts attribute names with its string collation.
+        keys.sort_by(|a, b| value::compare_strings(a, b));
     }
     Ok(Value::Array(
         keys.into_iter().map(|k| Value::String(k.clone())).collect(),
@@ -80,22 +81,33 @@ fn has(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 /// The attribute names given either as separate arguments or as one array argument.
-fn names(args: &[Value]) -> Vec<String> {
-    match args {
-        [Value::Array(items)] => items.iter().map(value::to_string).collect(),
-        rest => rest
-            .iter()
-            .flat_map(|v| match v {
-                Value::Array(items) => items.iter().map(value::to_string).collect::<Vec<_>>(),
-                other => vec![value::to_string(other)],
-            })
-            .collect(),
+fn names(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Vec<String> {
+    // As ArangoDB: strings name attributes, numbers are printed, arrays contribute their string
+    // elements (other elements warn), anything else is ignored.
+    let mut out = Vec::new();
+    for v in args {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Number(n) => out.push(value::format_number(n)),
+            Value::Array(items) => {
+                for item in items {
+                    match item {
+                        Value::String(s) => out.push(s.clone()),
+                        _ => {
+                            ctx.invalid_argument();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
     }
+    out
 }
 
 fn keep(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let map = object_or_warn!(ctx, arg(args, 0));
-    let names = names(&args[1..]);
+    let names = names(ctx, &args[1..]);
     Ok(Value::Object(
         map.iter()
             .filter(|(k, _)| names.iter().any(|n| n == *k))
@@ -106,7 +118,7 @@ fn keep(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 
 fn unset(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let map = object_or_warn!(ctx, arg(args, 0));
-    let names = names(&args[1..]);
+    let names = names(ctx, &args[1..]);
     Ok(Value::Object(
         map.iter()
             .filter(|(k, _)| !names.iter().any(|n| n == *k))
@@ -117,21 +129,13 @@ fn unset(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 
 /// Applies KEEP/UNSET at every object level (arrays are descended into as well).
 fn filter_recursive(v: &Value, names: &[String], keep: bool, depth: usize) -> Value {
-    // JSON nesting is bounded by the parser; the guard keeps recursion bounded regardless.
-    if depth > 512 {
-        return v.clone();
-    }
+    // Only nested objects are descended into (arrays are kept as they are), as in ArangoDB.
+    // JSON nesting is bounded by the parser; the depth guard keeps recursion bounded anyway.
     match v {
-        Value::Object(map) => Value::Object(
+        Value::Object(map) if depth <= 512 => Value::Object(
             map.iter()
                 .filter(|(k, _)| names.iter().any(|n| n == *k) == keep)
                 .map(|(k, v)| (k.clone(), filter_recursive(v, names, keep, depth + 1)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(
-            items
-                .iter()
-                .map(|v| filter_recursive(v, names, keep, depth + 1))
                 .collect(),
         ),
         other => other.clone(),
@@ -143,7 +147,7 @@ fn keep_recursive(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value
     if !doc.is_object() {
         return Ok(ctx.invalid_argument());
     }
-    Ok(filter_recursive(doc, &names(&args[1..]), true, 0))
+    Ok(filter_recursive(doc, &names(ctx, &args[1..]), true, 0))
 }
 
 fn unset_recursive(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -151,21 +155,24 @@ fn unset_recursive(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Valu
     if !doc.is_object() {
         return Ok(ctx.invalid_argument());
     }
-    Ok(filter_recursive(doc, &names(&args[1..]), false, 0))
+    Ok(filter_recursive(doc, &names(ctx, &args[1..]), false, 0))
 }
 
 fn matches(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let doc = object_or_warn!(ctx, arg(args, 0));
-    let examples: Vec<&Value> = match arg(args, 1) {
-        Value::Object(_) => vec![arg(args, 1)],
-        Value::Array(items) if !items.is_empty() => items.iter().collect(),
-        _ => return Ok(ctx.invalid_argument()),
+    let Value::Object(doc) = arg(args, 0) else {
+        return Ok(Value::Bool(false));
+    };
+    let examples: &[Value] = match arg(args, 1) {
+        Value::Array(items) => items,
+        single => std::slice::from_ref(single),
     };
     let return_index = value::to_bool(arg(args, 2));
     for (i, example) in examples.iter().enumerate() {
         let Value::Object(example) = example else {
+            ctx.invalid_argument();
             continue;
         };
+        // A null in the example also matches a missing attribute.
         let all = example
             .iter()
             .all(|(k, v)| equals(doc.get(k).unwrap_or(&value::NULL), v));
@@ -307,28 +314,37 @@ fn value_at(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Value::Array(path) = arg(args, 1) else {
         return Ok(ctx.invalid_argument());
     };
+    if path.is_empty() {
+        return Ok(Value::Null);
+    }
     let mut current = doc;
     for step in path {
-        current = match (step, current) {
-            (Value::String(k), Value::Object(map)) => map.get(k).unwrap_or(&value::NULL),
-            (Value::Number(n), Value::Array(_)) => {
-                value::element(current, n.as_f64().map_or(0, |f| f as i64))
-            }
-            (Value::String(_) | Value::Number(_), _) => &value::NULL,
-            _ => return Ok(ctx.invalid_argument()),
+        let next = match (step, current) {
+            (Value::String(k), Value::Object(map)) => map.get(k),
+            (Value::Number(n), Value::Array(items)) => n
+                .as_f64()
+                .filter(|f| *f >= 0.0)
+                .and_then(|f| items.get(f as usize)),
+            _ => None,
         };
+        match next {
+            Some(v) => current = v,
+            None => return Ok(Value::Null),
+        }
     }
     Ok(current.clone())
 }
 
 fn zip(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     match (arg(args, 0), arg(args, 1)) {
-        (Value::Array(keys), Value::Array(vals)) if keys.len() == vals.len() => Ok(Value::Object(
-            keys.iter()
-                .map(value::to_string)
-                .zip(vals.iter().cloned())
-                .collect(),
-        )),
+        (Value::Array(keys), Value::Array(vals)) if keys.len() == vals.len() => {
+            let mut out = serde_json::Map::with_capacity(keys.len());
+            for (k, v) in keys.iter().zip(vals) {
+                // The first occurrence of a duplicate key wins.
+                out.entry(value::to_string(k)).or_insert_with(|| v.clone());
+            }
+            Ok(Value::Object(out))
+        }
         _ => Ok(ctx.invalid_argument()),
     }
 }
@@ -474,7 +490,11 @@ mod tests {
             ),
             json!(-1)
         );
-        invalid("MATCHES", vec![doc.clone(), json!([])]);
+        assert_eq!(ok("MATCHES", vec![doc.clone(), json!([])]), json!(false));
+        assert_eq!(ok("MATCHES", vec![json!(1), json!({})]), json!(false));
+        let (v, w) =
+            super::super::testutil::run("MATCHES", vec![doc.clone(), json!([1, {"age": 27}])]);
+        assert_eq!((v, w), (json!(true), vec![1542]));
         assert_eq!(
             ok(
                 "MERGE",
@@ -616,6 +636,26 @@ mod tests {
             json!(null)
         );
         invalid("VALUE", vec![json!({"a": 1}), json!("a")]);
+        assert_eq!(
+            ok("VALUE", vec![json!({"a": [1]}), json!(["a", -1])]),
+            json!(null)
+        );
+        assert_eq!(ok("VALUE", vec![json!({"a": 1}), json!([])]), json!(null));
+        assert_eq!(
+            ok("ZIP", vec![json!(["a", "a"]), json!([1, 2])]),
+            json!({"a": 1})
+        );
+        assert_eq!(
+            ok(
+                "KEEP_RECURSIVE",
+                vec![json!({"a": [{"b": 1}], "b": 2}), json!("a")]
+            ),
+            json!({"a": [{"b": 1}]})
+        );
+        assert_eq!(
+            ok("UNSET", vec![json!({"1": 1, "x": 2}), json!(1)]),
+            json!({"x": 2})
+        );
         assert_eq!(
             ok(
                 "ZIP",

@@ -19,20 +19,19 @@ pub enum ArithOp {
 
 /// `a op b`. `Err` carries the warning to report; the operation's value is then null.
 pub fn arithmetic(op: ArithOp, a: &Value, b: &Value) -> Result<Value, Warning> {
-    // Integer fast path: exact and allocation-free for the common case.
+    // Integer operands stay integers while the result is exact, as in ArangoDB (which
+    // checks for overflow and falls back to doubles); this also keeps large ids intact.
     if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
         let exact = match op {
             ArithOp::Add => x.checked_add(y),
             ArithOp::Sub => x.checked_sub(y),
             ArithOp::Mul => x.checked_mul(y),
+            ArithOp::Div if y != 0 && x.checked_rem(y) == Some(0) => x.checked_div(y),
+            ArithOp::Mod if y != 0 => x.checked_rem(y),
             ArithOp::Div | ArithOp::Mod => None,
         };
         if let Some(r) = exact {
-            // Stay within the range a double represents exactly, as ArangoDB computes in
-            // doubles.
-            if r.unsigned_abs() < (1u64 << 53) {
-                return Ok(number(r as f64));
-            }
+            return Ok(Value::from(r));
         }
     }
     let x = to_number(a);
