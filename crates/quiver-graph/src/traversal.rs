@@ -7,7 +7,8 @@
 //! and expanded when it is not pruned and its depth is below `max`. With
 //! `uniqueVertices: "global"` a vertex counts as visited only once a step reaching it passed
 //! the check, so a vertex filtered on one path can still be reached on another.
-//! dfs emits in pre-order, following edges in the source's order; bfs emits level by level;
+//! dfs emits in pre-order, taking a vertex's edges last one first (as ArangoDB's stack of
+//! steps does); bfs emits level by level in the source's edge order;
 //! weighted emits in order of increasing path weight (ties: first reached first).
 
 use std::cmp::Ordering;
@@ -200,8 +201,8 @@ struct Step {
 struct Frame {
     step: Step,
     children_start: u32,
-    children_end: u32,
-    next: u32,
+    /// Children `children_start..unvisited_end` are still to be visited, last one first.
+    unvisited_end: u32,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -594,15 +595,18 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
             let Some(top) = self.frames.last_mut() else {
                 return Ok(None);
             };
-            if top.next == top.children_end {
+            if top.unvisited_end == top.children_start {
                 let frame = *top;
                 self.frames.pop();
                 self.children.truncate(frame.children_start as usize);
                 self.on_path[frame.step.vertex.index()] -= 1;
                 continue;
             }
-            let child = self.children[top.next as usize];
-            top.next += 1;
+            // ArangoDB's depth-first search keeps a stack of steps and pushes a vertex's
+            // edges in index order, so it visits them last edge first (its documented
+            // traversalGraph example yields G J K H I B E F C D); so do we.
+            top.unvisited_end -= 1;
+            let child = self.children[top.unvisited_end as usize];
             let step = Step {
                 vertex: child.vertex,
                 edge: Some(child.edge),
@@ -660,8 +664,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
         self.frames.push(Frame {
             step,
             children_start,
-            children_end: self.children.len() as u32,
-            next: children_start,
+            unvisited_end: self.children.len() as u32,
         });
         if emit {
             self.last = LastRow::Stack;
@@ -846,6 +849,8 @@ mod tests {
 
     #[test]
     fn dfs_matches_arangodb_documentation_order() {
+        // ArangoDB 3.10's generated example output for
+        // `FOR v IN 1..3 OUTBOUND 'circles/A' GRAPH 'traversalGraph' RETURN v._key`.
         let g = circles();
         let options = TraversalOptions {
             min_depth: 1,
@@ -854,7 +859,7 @@ mod tests {
         };
         assert_eq!(
             run(&g, Direction::Outbound, options),
-            ["B", "C", "D", "E", "F", "G", "H", "I", "J", "K"]
+            ["G", "J", "K", "H", "I", "B", "E", "F", "C", "D"]
         );
     }
 
@@ -925,7 +930,7 @@ mod tests {
             },
         )
         .unwrap();
-        assert_eq!(keys(&mut t), ["B", "G", "I"]);
+        assert_eq!(keys(&mut t), ["G", "I", "B"]);
     }
 
     #[test]

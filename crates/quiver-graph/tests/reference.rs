@@ -170,8 +170,11 @@ fn ref_dfs<S: EdgeSource>(source: &S, path: &mut RefPath, o: &RefOptions, out: &
     }
     if verdict.expand && depth < o.max {
         let last = path.last().unwrap().clone();
-        for (e, other, w) in neighbors(source, &last.vertex, false, false) {
-            let _ = w;
+        // ArangoDB's depth-first order: a vertex's edges last one first.
+        for (e, other, _) in neighbors(source, &last.vertex, false, false)
+            .into_iter()
+            .rev()
+        {
             path.push(RefStep {
                 vertex: other,
                 edge: Some(e),
