@@ -782,6 +782,10 @@ impl Inner {
             wal.sealed.clone()
         };
         for seg in segments {
+            if self.bg.stop.load(Ordering::Acquire) {
+                // Shutting down: the rest stays in the WAL and is collected after restart.
+                break;
+            }
             let retain = self.collect_segment(&seg)?;
             let mut wal = self.wal.lock();
             wal.sealed.retain(|s| s.fid != seg.fid);
@@ -834,6 +838,10 @@ impl Inner {
             if col.dropped.load(Ordering::Acquire) {
                 continue;
             }
+            // Excludes compaction of this collection until the index points at the copies:
+            // a journal sealed here must not be compacted while its markers still look
+            // unreferenced (the index would then be repointed into a deleted file).
+            let _no_compaction = col.compact_lock.lock();
             let mut cf = col.files.lock();
             let mut moved: Vec<(String, Loc, Loc)> = Vec::with_capacity(markers.len());
             // Bytes and counters are applied to the journal only after they were written, so
@@ -999,22 +1007,12 @@ impl Inner {
         file.rename(&datafile_path(&col.dir, file.fid))
             .map_err(io)?;
         self.write_hint(col, &file)?;
-        cf.journal = None;
+        let journal = cf.journal.take();
         cf.datafiles.push(file.clone());
         if let Err(e) = self.write_manifest(col, cf) {
             // Undo in memory so that a retry repeats the whole (idempotent) seal.
             cf.datafiles.pop();
-            cf.journal = Some(Journal {
-                file,
-                offset,
-                size: 0,
-                count: 0,
-                max_tick: 0,
-                crc_acc: 0,
-            });
-            if let Some(j) = cf.journal.as_mut() {
-                j.size = j.file.len();
-            }
+            cf.journal = journal;
             return Err(e);
         }
         if let Some(st) = cf.stats.get_mut(&file.fid) {

@@ -368,3 +368,60 @@ fn readers_run_during_collection_and_compaction() {
     reader.join().unwrap();
     engine.shutdown().unwrap();
 }
+
+#[test]
+fn background_collector_and_compactor_race_with_writers() {
+    use quiver_storage::{CompactionOptions, EngineOptions};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions {
+        journal_size_default: 8 * 1024,
+        wal_logfile_size: 8 * 1024,
+        sync_interval: Duration::from_millis(5),
+        compaction: CompactionOptions {
+            db_sleep_time: Duration::from_millis(1),
+            min_interval: Duration::from_millis(0),
+            dead_size_percent_threshold: 0.01,
+            ..CompactionOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(dir.path(), options.clone()).unwrap();
+    let (_, cid) = setup(&engine);
+    let mut model = BTreeMap::new();
+    let start = Instant::now();
+    let mut i = 0u64;
+    while start.elapsed() < Duration::from_millis(1500) {
+        let key = format!("k{}", i % 97);
+        if i % 11 == 0 {
+            remove(&engine, cid, &key);
+            model.remove(&key);
+        } else {
+            let body = format!(
+                "{{\"i\":{i},\"pad\":\"{}\"}}",
+                "q".repeat((i % 200) as usize)
+            );
+            put(&engine, cid, &key, &body);
+            model.insert(key, body);
+        }
+        if i % 500 == 0 {
+            assert_eq!(contents(&engine, cid), model, "at op {i}");
+        }
+        i += 1;
+    }
+    eprintln!("writes done after {:?}, {i} ops", start.elapsed());
+    assert_eq!(contents(&engine, cid), model);
+    let f = engine.figures(cid).unwrap();
+    assert!(
+        f.datafiles.count > 0,
+        "the collector must have sealed datafiles: {f:?}"
+    );
+    eprintln!("figures after {:?}: {f:?}", start.elapsed());
+    engine.shutdown().unwrap();
+    drop(engine);
+    eprintln!("shutdown after {:?}", start.elapsed());
+    let engine = Engine::open(dir.path(), options).unwrap();
+    eprintln!("reopen after {:?}", start.elapsed());
+    assert_eq!(contents(&engine, cid), model);
+    engine.shutdown().unwrap();
+}
