@@ -385,3 +385,18 @@ def test_async_jobs(http, coll):
             break
         time.sleep(0.05)
     assert http.get(f"/_api/document/{coll}/fire").status_code == 200
+
+
+def test_connection_close_and_http10(server):
+    data = raw_exchange(server, b"GET /_api/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1)
+    assert b"HTTP/1.1 200" in data and b"connection: close" in data.lower()
+    s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    s.sendall(b"GET /_api/version HTTP/1.0\r\n\r\n")
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break  # the server closed the connection after answering
+        data += chunk
+    s.close()
+    assert b" 200 OK" in data and b'"server":"arango"' in data

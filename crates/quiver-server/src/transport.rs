@@ -154,8 +154,8 @@ async fn answer(
     req: hyper::Request<Incoming>,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let is_head = parts.method == Method::HEAD;
     let origin = parts.headers.get(header::ORIGIN).cloned();
+    let close = wants_close(&parts);
     let response = match read_request(&state, parts, body).await {
         Ok(request) => {
             let preflight = request.method == Method::OPTIONS;
@@ -164,7 +164,7 @@ async fn answer(
                 .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
                 .cloned();
             let response = dispatch(state, request).await.settle().await;
-            let mut out = to_hyper(response, is_head);
+            let mut out = to_hyper(response, close);
             if let Some(origin) = origin {
                 add_cors(out.headers_mut(), origin, preflight, request_headers);
             }
@@ -172,11 +172,26 @@ async fn answer(
         }
         Err(err) => Response::from(err),
     };
-    let mut out = to_hyper(response, is_head);
+    let mut out = to_hyper(response, close);
     if let Some(origin) = origin {
         add_cors(out.headers_mut(), origin, false, None);
     }
     out
+}
+
+/// Whether the client asked to close the connection after this request (`Connection: close`,
+/// or HTTP/1.0 without `Connection: keep-alive`).
+fn wants_close(parts: &http::request::Parts) -> bool {
+    let connection = parts
+        .headers
+        .get(header::CONNECTION)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.to_ascii_lowercase());
+    match connection.as_deref() {
+        Some(v) if v.contains("close") => true,
+        Some(v) if v.contains("keep-alive") => false,
+        _ => parts.version == http::Version::HTTP_10,
+    }
 }
 
 async fn dispatch(state: Arc<ServerState>, request: Request) -> Response {
@@ -298,7 +313,7 @@ pub fn decompress(encoding: &str, data: &[u8], limit: usize) -> Result<Bytes, Er
     Ok(Bytes::from(out))
 }
 
-fn to_hyper(response: Response, is_head: bool) -> hyper::Response<Full<Bytes>> {
+fn to_hyper(response: Response, close: bool) -> hyper::Response<Full<Bytes>> {
     let mut out = hyper::Response::new(Full::new(response.body));
     *out.status_mut() = response.status;
     let headers = out.headers_mut();
@@ -309,7 +324,10 @@ fn to_hyper(response: Response, is_head: bool) -> hyper::Response<Full<Bytes>> {
             HeaderValue::from_static(value),
         );
     }
-    headers.insert(header::CONNECTION, HeaderValue::from_static("Keep-Alive"));
+    headers.insert(
+        header::CONNECTION,
+        HeaderValue::from_static(if close { "Close" } else { "Keep-Alive" }),
+    );
     if let Some(ct) = response.content_type {
         headers.insert(header::CONTENT_TYPE, ct);
     }
@@ -317,7 +335,6 @@ fn to_hyper(response: Response, is_head: bool) -> hyper::Response<Full<Bytes>> {
         headers.append(name, value);
     }
     // hyper omits the body of a HEAD response itself but keeps its length.
-    let _ = is_head;
     if response.status == StatusCode::NOT_MODIFIED {
         headers.remove(header::CONTENT_TYPE);
     }
