@@ -81,6 +81,8 @@ pub(crate) struct Collection {
     counts: Mutex<VecDeque<(u64, u64)>>,
     last_tick: AtomicU64,
     uncollected: AtomicU64,
+    /// Superseded versions and tombstones installed since the last GC pass.
+    garbage: AtomicU64,
     dropped: AtomicBool,
     dirty: AtomicBool,
     files: Mutex<ColFiles>,
@@ -584,6 +586,10 @@ impl Inner {
                 ),
             };
             let was_alive = col.index.install(key, version, horizon);
+            if was_alive {
+                // The previous version (or the new tombstone) is garbage for the GC pass.
+                col.garbage.fetch_add(1, Ordering::Relaxed);
+            }
             let delta = match (was_alive, version.is_removed()) {
                 (false, false) => 1,
                 (true, true) => -1,
@@ -1915,6 +1921,7 @@ fn new_collection(
         counts: Mutex::new(VecDeque::new()),
         last_tick: AtomicU64::new(0),
         uncollected: AtomicU64::new(0),
+        garbage: AtomicU64::new(0),
         dropped: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
         files: Mutex::new(ColFiles::default()),
@@ -2020,6 +2027,15 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
                 tracing::warn!("collector: {}", e);
             }
         }
+        // Index GC (old versions, tombstones) whenever enough garbage piled up, whether or
+        // not the collection is compacted.
+        for col in inner.catalog().collections.values() {
+            let garbage = col.garbage.load(Ordering::Relaxed);
+            if garbage > 1000 && garbage > col.latest_count() / 8 {
+                col.garbage.store(0, Ordering::Relaxed);
+                col.index.gc(inner.horizon());
+            }
+        }
         let copt = &inner.options.compaction;
         if copt.background && last_compaction.elapsed() >= copt.db_sleep_time {
             last_compaction = Instant::now();
@@ -2042,8 +2058,6 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
                     col.dirty.store(true, Ordering::Release);
                     continue;
                 }
-                let horizon = inner.horizon();
-                col.index.gc(horizon);
                 if let Err(e) = inner.compact_collection(col, false) {
                     tracing::warn!("compactor: collection {}: {}", col.id, e);
                 }
