@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use crate::collection::{Collection, CollectionMeta, CollectionSpec, CollectionType};
 use crate::keygen::KeyGenState;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
-use crate::Settings;
+use crate::{ComputedValuesEvaluator, Settings};
 
 /// The name of the database that always exists.
 pub const SYSTEM_DATABASE: &str = "_system";
@@ -84,6 +84,7 @@ impl Core {
             naming: options.naming,
             max_transaction_size: options.max_transaction_size,
             default_journal_size: options.engine.journal_size_default,
+            evaluator: RwLock::new(None),
         });
         let mut databases = BTreeMap::new();
         for entry in engine.catalog() {
@@ -157,6 +158,12 @@ impl Core {
     /// The data directory.
     pub fn directory(&self) -> &Path {
         &self.directory
+    }
+
+    /// Registers the evaluator that computes `computedValues` on writes (normally the AQL
+    /// engine's). Until one is registered, computed values are not applied.
+    pub fn set_computed_values_evaluator(&self, evaluator: Arc<dyn ComputedValuesEvaluator>) {
+        *self.settings.evaluator.write() = Some(evaluator);
     }
 
     /// The naming convention in effect.

@@ -11,6 +11,7 @@ use quiver_storage::{CollectionEntry, CollectionId, CollectionOptions, Compactio
 use quiver_types::Revision;
 use serde_json::{json, Map, Value};
 
+use crate::computed::{self, ComputeOn, ComputedValue};
 use crate::document::{
     decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
     splice_id,
@@ -214,18 +215,7 @@ fn parse_computed_values(value: Option<&Value>) -> Result<Option<Value>> {
         None | Some(Value::Null) => Ok(None),
         Some(Value::Array(items)) if items.is_empty() => Ok(None),
         Some(Value::Array(items)) => {
-            for item in items {
-                let ok = item.as_object().is_some_and(|o| {
-                    o.get("name").is_some_and(Value::is_string)
-                        && o.get("expression").is_some_and(Value::is_string)
-                });
-                if !ok {
-                    return Err(Error::with_message(
-                        ErrorCode::BadParameter,
-                        "invalid 'computedValues' entry: 'name' and 'expression' must be strings",
-                    ));
-                }
-            }
+            computed::parse(items)?;
             Ok(Some(Value::Array(items.clone())))
         }
         Some(_) => Err(Error::with_message(
@@ -247,7 +237,20 @@ pub(crate) struct CollectionMeta {
     pub compiled_schema: Option<Arc<Schema>>,
     pub cache_enabled: bool,
     pub computed_values: Option<Value>,
+    pub compiled_computed: Option<Arc<Vec<ComputedValue>>>,
     pub options: CollectionOptions,
+}
+
+fn compile_computed(values: &Option<Value>) -> Option<Arc<Vec<ComputedValue>>> {
+    let items = values.as_ref()?.as_array()?;
+    match computed::parse(items) {
+        Ok(list) if !list.is_empty() => Some(Arc::new(list)),
+        Ok(_) => None,
+        Err(err) => {
+            tracing::warn!(%err, "stored computed values do not parse; not applied");
+            None
+        }
+    }
 }
 
 fn compile_schema(schema: &Option<Value>) -> Option<Arc<Schema>> {
@@ -275,6 +278,7 @@ impl CollectionMeta {
             compiled_schema: compile_schema(&spec.schema),
             cache_enabled: spec.cache_enabled,
             computed_values: spec.computed_values.clone(),
+            compiled_computed: compile_computed(&spec.computed_values),
             options: CollectionOptions {
                 journal_size: spec.journal_size,
                 wait_for_sync: spec.wait_for_sync,
@@ -330,6 +334,7 @@ impl CollectionMeta {
                     .get("cacheEnabled")
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
+                compiled_computed: compile_computed(&not_null(meta.get("computedValues"))),
                 computed_values: not_null(meta.get("computedValues")),
                 options: entry.options.clone(),
             },
@@ -503,6 +508,18 @@ impl Collection {
             }
         }
         Ok(out)
+    }
+
+    /// Applies the collection's computed values for `op` to `doc`, when it has any and an
+    /// evaluator is registered.
+    pub(crate) fn apply_computed(&self, op: ComputeOn, doc: &mut Map<String, Value>) -> Result<()> {
+        let Some(values) = self.meta.read().compiled_computed.clone() else {
+            return Ok(());
+        };
+        let Some(evaluator) = self.settings.evaluator.read().clone() else {
+            return Ok(());
+        };
+        computed::apply(&values, &evaluator, op, doc)
     }
 
     pub(crate) fn compiled_schema(&self) -> Option<Arc<Schema>> {
@@ -712,6 +729,7 @@ impl Collection {
                 meta.schema = v;
             }
             if let Some(v) = computed {
+                meta.compiled_computed = compile_computed(&v);
                 meta.computed_values = v;
             }
         }

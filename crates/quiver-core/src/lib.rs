@@ -37,12 +37,14 @@
 //! `message`) is compiled when set (1621 if invalid) and enforced on inserts, replaces and
 //! updates (1620 with the configured message); system attributes are ignored.
 //!
-//! # Not enforced yet
-//! `computedValues` are validated for shape, stored and reported, but not applied to writes
-//! (they need the AQL evaluator, which sits above this crate).
+//! # Computed values
+//! `computedValues` are validated, stored and reported; they are applied to writes once an
+//! evaluator for their AQL expressions is registered with
+//! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
 mod catalog;
 mod collection;
+mod computed;
 mod document;
 mod edge_index;
 mod keygen;
@@ -55,6 +57,7 @@ pub use catalog::{
     Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, JOURNAL_SIZE_MIN};
+pub use computed::ComputedValuesEvaluator;
 pub use document::revision_matches;
 pub use edge_index::{EdgeDirection, EdgeHit};
 pub use keygen::{KeyGeneratorType, KeyOptions};
@@ -67,11 +70,20 @@ pub use quiver_storage::{CollectionId, CompactionReport, DatabaseId, EngineOptio
 pub use quiver_types::{NamingConvention, Revision};
 
 /// Settings shared by every database and collection of one core.
-#[derive(Debug)]
 pub(crate) struct Settings {
     pub naming: quiver_types::NamingConvention,
     pub max_transaction_size: usize,
     pub default_journal_size: u64,
+    pub evaluator: parking_lot::RwLock<Option<std::sync::Arc<dyn ComputedValuesEvaluator>>>,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("naming", &self.naming)
+            .field("max_transaction_size", &self.max_transaction_size)
+            .finish_non_exhaustive()
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::collection::Collection;
+use crate::computed::ComputeOn;
 use crate::document::{
     decode_stored, decode_with_id, encode_stored, key_of, merge_patch, revision_conflict,
     revision_matches, unique_violation, validate_edge,
@@ -324,6 +325,7 @@ pub(crate) fn insert(
         coll.compiled_schema()
     };
     if existing_rev.is_none() {
+        coll.apply_computed(ComputeOn::Insert, &mut map)?;
         if let Some(schema) = &schema {
             schema.check_insert(&map)?;
         }
@@ -384,6 +386,14 @@ pub(crate) fn insert(
     if coll.is_edge() {
         validate_edge(&map)?;
     }
+    coll.apply_computed(
+        if kind == WriteKind::Updated {
+            ComputeOn::Update
+        } else {
+            ComputeOn::Replace
+        },
+        &mut map,
+    )?;
     if let Some(schema) = &schema {
         schema.check_modify(&map, || decode_stored(&old_body))?;
     }
@@ -441,13 +451,21 @@ pub(crate) fn modify(
     if version_blocks(opts.version_attribute.as_deref(), &map, &old_body)? {
         return Ok(unchanged(coll, key, old_rev));
     }
-    let new_map = if merge {
+    let mut new_map = if merge {
         let mut merged = decode_stored(&old_body)?;
         merge_patch(&mut merged, map, opts.keep_null, opts.merge_objects, true);
         merged
     } else {
         map
     };
+    coll.apply_computed(
+        if merge {
+            ComputeOn::Update
+        } else {
+            ComputeOn::Replace
+        },
+        &mut new_map,
+    )?;
     if coll.is_edge() {
         validate_edge(&new_map)?;
     }

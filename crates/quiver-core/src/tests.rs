@@ -1722,3 +1722,104 @@ fn concurrent_transactions_over_the_same_collections_never_deadlock() {
         assert_eq!(coll.count().unwrap(), committed + 1, "{name}");
     }
 }
+
+/// A stand-in for the AQL engine: knows three expressions.
+struct ToyEvaluator;
+
+impl ComputedValuesEvaluator for ToyEvaluator {
+    fn evaluate(&self, expression: &str, doc: &Value) -> quiver_errors::Result<Value> {
+        match expression {
+            "RETURN CONCAT(@doc.first, ' ', @doc.last)" => Ok(json!(format!(
+                "{} {}",
+                doc["first"].as_str().unwrap_or(""),
+                doc["last"].as_str().unwrap_or("")
+            ))),
+            "RETURN null" => Ok(Value::Null),
+            _ => Err(quiver_errors::Error::new(
+                ErrorCode::QueryFunctionArgumentTypeMismatch,
+            )),
+        }
+    }
+}
+
+#[test]
+fn computed_values_apply_through_the_registered_evaluator() {
+    let (_dir, core, db) = setup();
+    let spec_err = |cv: Value| {
+        code(CollectionSpec::from_json(
+            &json!({"name": "x", "computedValues": cv}),
+        ))
+    };
+    assert_eq!(
+        spec_err(json!([{"name": "_key", "expression": "RETURN 1"}])),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        spec_err(json!([{"name": "a", "expression": "1"}])),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        spec_err(json!([{"name": "a", "expression": "RETURN 1", "computeOn": ["delete"]}])),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        spec_err(
+            json!([{"name": "a", "expression": "RETURN 1"}, {"name": "a", "expression": "RETURN 2"}])
+        ),
+        ErrorCode::BadParameter
+    );
+
+    let values = json!([
+        {"name": "full", "expression": "RETURN CONCAT(@doc.first, ' ', @doc.last)", "overwrite": true, "computeOn": ["insert", "update", "replace"], "keepNull": true, "failOnWarning": false},
+        {"name": "once", "expression": "RETURN CONCAT(@doc.first, ' ', @doc.last)", "overwrite": false, "computeOn": ["insert"]},
+        {"name": "gone", "expression": "RETURN null", "overwrite": true, "keepNull": false},
+        {"name": "soft", "expression": "RETURN BROKEN()", "overwrite": true}
+    ]);
+    let coll = create(&db, json!({"name": "people", "computedValues": values}));
+    assert_eq!(
+        coll.properties()["computedValues"],
+        values,
+        "round-trips as given"
+    );
+    insert(
+        &coll,
+        json!({"_key": "before", "first": "No", "last": "Evaluator"}),
+    );
+    assert!(coll.get("before", None).unwrap().get("full").is_none());
+
+    core.set_computed_values_evaluator(Arc::new(ToyEvaluator));
+    insert(
+        &coll,
+        json!({"_key": "ada", "first": "Ada", "last": "Lovelace", "once": "kept", "gone": 1}),
+    );
+    let doc = coll.get("ada", None).unwrap();
+    assert_eq!(doc["full"], "Ada Lovelace");
+    assert_eq!(doc["once"], "kept", "overwrite=false keeps a given value");
+    assert!(
+        doc.get("gone").is_none(),
+        "keepNull=false removes a null result"
+    );
+    assert_eq!(
+        doc["soft"],
+        Value::Null,
+        "failures become null without failOnWarning"
+    );
+    coll.update("ada", json!({"last": "King"}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let doc = coll.get("ada", None).unwrap();
+    assert_eq!(
+        (doc["full"].clone(), doc["once"].clone()),
+        (json!("Ada King"), json!("kept"))
+    );
+
+    coll.set_properties(&json!({"computedValues": [{"name": "strict", "expression": "RETURN BROKEN()", "overwrite": true, "failOnWarning": true}]})).unwrap();
+    assert_eq!(
+        code(coll.insert(json!({}), &InsertOptions::new())),
+        ErrorCode::QueryFunctionArgumentTypeMismatch
+    );
+    coll.set_properties(&json!({"computedValues": []})).unwrap();
+    assert_eq!(coll.properties()["computedValues"], Value::Null);
+    insert(&coll, json!({"plain": true}));
+}
