@@ -350,21 +350,28 @@ fn apply(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     }
 }
 
-fn assert(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+fn assert(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let Value::String(message) = arg(args, 1) else {
+        return Ok(ctx.invalid_argument());
+    };
     if value::to_bool(arg(args, 0)) {
         return Ok(Value::Bool(true));
     }
     Err(Error::with_message(
         ErrorCode::QueryUserAssert,
-        value::to_string(arg(args, 1)),
+        message.clone(),
     ))
 }
 
 fn warn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let Value::String(message) = arg(args, 1) else {
+        return Ok(ctx.invalid_argument());
+    };
     if value::to_bool(arg(args, 0)) {
         return Ok(Value::Bool(true));
     }
-    ctx.warn(ErrorCode::QueryUserWarn, value::to_string(arg(args, 1)));
+    let message = message.clone();
+    ctx.warn(ErrorCode::QueryUserWarn, message);
     Ok(Value::Bool(false))
 }
 
@@ -381,15 +388,17 @@ fn in_range(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn fail(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let reason = match arg(args, 0) {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => value::to_string(other),
-    };
-    Err(Error::with_message(
-        ErrorCode::QueryFailCalled,
-        format!("FAIL({reason}) called"),
-    ))
+    // ArangoDB uses a string reason as the whole message; anything else gives the generic text.
+    match arg(args, 0) {
+        Value::String(reason) => Err(Error::with_message(
+            ErrorCode::QueryFailCalled,
+            reason.clone(),
+        )),
+        _ => Err(Error::with_message(
+            ErrorCode::QueryFailCalled,
+            "FAIL() called",
+        )),
+    }
 }
 
 fn passthru(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -555,7 +564,14 @@ mod tests {
         let mut ctx = FunctionContext::new();
         let err = call(&mut ctx, "FAIL", &[json!("error")]).unwrap_err();
         assert_eq!(err.number(), 1569);
-        assert_eq!(err.message, "FAIL(error) called");
+        assert_eq!(err.message, "error");
+        let err = call(&mut ctx, "FAIL", &[]).unwrap_err();
+        assert_eq!(
+            (err.number(), err.message.as_str()),
+            (1569, "FAIL() called")
+        );
+        invalid("ASSERT", vec![json!(false), json!(1)]);
+        invalid("WARN", vec![json!(false), json!(null)]);
         assert_eq!(ok("ASSERT", vec![json!(true), json!("msg")]), json!(true));
         let err = call(
             &mut ctx,

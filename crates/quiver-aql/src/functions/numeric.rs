@@ -104,26 +104,36 @@ fn rand(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
 }
 
 /// The numeric elements of an aggregate's array argument, nulls skipped. `Err(null)` when the
-/// argument is no array (with a warning) or an element is not numeric (no warning).
-fn numbers(ctx: &mut FunctionContext<'_>, v: &Value) -> std::result::Result<Vec<f64>, Value> {
+/// argument is no array (warning 1563) or an element is not a number (warning `bad_element`
+/// if given — ArangoDB warns for some aggregates and silently returns null for others).
+fn numbers(
+    ctx: &mut FunctionContext<'_>,
+    v: &Value,
+    bad_element: Option<ErrorCode>,
+) -> std::result::Result<Vec<f64>, Value> {
     let Value::Array(items) = v else {
-        return Err(ctx.invalid_argument());
+        return Err(ctx.array_expected());
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         match item {
             Value::Null => {}
             Value::Number(n) => out.push(n.as_f64().unwrap_or(0.0)),
-            _ => return Err(Value::Null),
+            _ => {
+                return Err(match bad_element {
+                    Some(code) => ctx.warn_null(code, ""),
+                    None => Value::Null,
+                })
+            }
         }
     }
     Ok(out)
 }
 
 macro_rules! aggregate {
-    ($name:ident, |$xs:ident| $body:expr) => {
+    ($name:ident, $bad:expr, |$xs:ident| $body:expr) => {
         fn $name(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-            match numbers(ctx, arg(args, 0)) {
+            match numbers(ctx, arg(args, 0), $bad) {
                 Ok($xs) => Ok($body),
                 Err(v) => Ok(v),
             }
@@ -131,14 +141,20 @@ macro_rules! aggregate {
     };
 }
 
-aggregate!(sum, |xs| number(xs.iter().sum()));
-aggregate!(product, |xs| number(xs.iter().product()));
-aggregate!(average, |xs| if xs.is_empty() {
-    Value::Null
-} else {
-    number(xs.iter().sum::<f64>() / xs.len() as f64)
-});
-aggregate!(median, |xs| {
+const ARITH: Option<ErrorCode> = Some(ErrorCode::QueryInvalidArithmeticValue);
+
+aggregate!(sum, None, |xs| number(xs.iter().sum()));
+aggregate!(product, None, |xs| number(xs.iter().product()));
+aggregate!(
+    average,
+    Some(ErrorCode::QueryArrayExpected),
+    |xs| if xs.is_empty() {
+        Value::Null
+    } else {
+        number(xs.iter().sum::<f64>() / xs.len() as f64)
+    }
+);
+aggregate!(median, ARITH, |xs| {
     let mut xs = xs;
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
@@ -150,13 +166,13 @@ aggregate!(median, |xs| {
         number((xs[n / 2 - 1] + xs[n / 2]) / 2.0)
     }
 });
-aggregate!(variance_population, |xs| variance(&xs, false)
+aggregate!(variance_population, ARITH, |xs| variance(&xs, false)
     .map_or(Value::Null, number));
-aggregate!(variance_sample, |xs| variance(&xs, true)
+aggregate!(variance_sample, ARITH, |xs| variance(&xs, true)
     .map_or(Value::Null, number));
-aggregate!(stddev_population, |xs| variance(&xs, false)
+aggregate!(stddev_population, ARITH, |xs| variance(&xs, false)
     .map_or(Value::Null, |v| number(v.sqrt())));
-aggregate!(stddev_sample, |xs| variance(&xs, true)
+aggregate!(stddev_sample, ARITH, |xs| variance(&xs, true)
     .map_or(Value::Null, |v| number(v.sqrt())));
 
 /// Welford's online algorithm (numerically stable; ArangoDB's results match it to the bit).
@@ -178,7 +194,7 @@ fn variance(xs: &[f64], sample: bool) -> Option<f64> {
 
 fn extreme(ctx: &mut FunctionContext<'_>, args: &[Value], want: std::cmp::Ordering) -> Value {
     let Value::Array(items) = arg(args, 0) else {
-        return ctx.invalid_argument();
+        return ctx.array_expected();
     };
     let mut best: Option<&Value> = None;
     for item in items.iter().filter(|v| !v.is_null()) {
@@ -198,17 +214,21 @@ fn min(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn percentile(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    if !arg(args, 0).is_array() {
+        return Ok(ctx.array_expected());
+    }
+    // ArangoDB 3.12.6 follows NIST: any percentile in [0, 100] is valid.
     let p = match arg(args, 1).as_f64() {
-        Some(p) if p > 0.0 && p <= 100.0 => p,
+        Some(p) if (0.0..=100.0).contains(&p) => p,
         _ => return Ok(ctx.invalid_argument()),
     };
     let interpolate = match arg(args, 2) {
-        Value::Null => false,
+        Value::Null if args.len() < 3 => false,
         Value::String(m) if m == "rank" => false,
         Value::String(m) if m == "interpolation" => true,
         _ => return Ok(ctx.invalid_argument()),
     };
-    let mut xs = match numbers(ctx, arg(args, 0)) {
+    let mut xs = match numbers(ctx, arg(args, 0), ARITH) {
         Ok(xs) => xs,
         Err(v) => return Ok(v),
     };
@@ -217,20 +237,25 @@ fn percentile(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     }
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
-    if interpolate {
+    let (idx, pos) = if interpolate {
         let idx = p * (n as f64 + 1.0) / 100.0;
-        let pos = idx.floor() as usize;
-        let delta = idx - pos as f64;
-        if pos >= n {
-            return Ok(number(xs[n - 1]));
-        }
-        if pos == 0 {
-            return Ok(number(xs[0]));
-        }
-        Ok(number(xs[pos - 1] + delta * (xs[pos] - xs[pos - 1])))
+        (idx, idx.floor())
     } else {
         let idx = p * n as f64 / 100.0;
-        let pos = (idx.ceil() as usize).clamp(1, n);
+        (idx, idx.ceil())
+    };
+    if n == 1 || pos >= n as f64 {
+        return Ok(number(xs[n - 1]));
+    }
+    if pos <= 0.0 {
+        return Ok(number(xs[0]));
+    }
+    let pos = pos as usize;
+    if interpolate {
+        Ok(number(
+            xs[pos - 1] + (idx - pos as f64) * (xs[pos] - xs[pos - 1]),
+        ))
+    } else {
         Ok(number(xs[pos - 1]))
     }
 }
@@ -386,7 +411,7 @@ fn decay_linear(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
 // The expected values are the documentation's literal outputs, not approximations of constants.
 #[allow(clippy::approx_constant)]
 mod tests {
-    use super::super::testutil::{error, invalid, ok};
+    use super::super::testutil::{error, invalid, ok, warns};
     use serde_json::json;
 
     #[test]
@@ -449,8 +474,11 @@ mod tests {
         );
         assert_eq!(ok("AVERAGE", vec![json!([])]), json!(null));
         assert_eq!(ok("AVERAGE", vec![json!([null, null])]), json!(null));
-        assert_eq!(ok("AVERAGE", vec![json!([1, "2"])]), json!(null));
-        invalid("AVERAGE", vec![json!("x")]);
+        warns("AVERAGE", vec![json!([1, "2"])], 1563);
+        warns("AVERAGE", vec![json!("x")], 1563);
+        assert_eq!(ok("SUM", vec![json!([1, "2"])]), json!(null));
+        warns("MEDIAN", vec![json!([1, "2"])], 1561);
+        warns("STDDEV", vec![json!([true])], 1561);
         assert_eq!(ok("SUM", vec![json!([1, 2, 3, 4])]), json!(10));
         assert_eq!(ok("SUM", vec![json!([null, -5, 6])]), json!(1));
         assert_eq!(ok("SUM", vec![json!([])]), json!(0));
@@ -462,7 +490,7 @@ mod tests {
         assert_eq!(ok("MAX", vec![json!([1, "a", [0]])]), json!([0]));
         assert_eq!(ok("MIN", vec![json!([5, 9, -2, null, 1])]), json!(-2));
         assert_eq!(ok("MIN", vec![json!([])]), json!(null));
-        invalid("MIN", vec![json!(1)]);
+        warns("MIN", vec![json!(1)], 1563);
         assert_eq!(ok("MEDIAN", vec![json!([1, 2, 3])]), json!(2));
         assert_eq!(ok("MEDIAN", vec![json!([1, 2, 3, 4])]), json!(2.5));
         assert_eq!(ok("MEDIAN", vec![json!([4, 2, 3, 1])]), json!(2.5));
@@ -492,7 +520,10 @@ mod tests {
             ok("PERCENTILE", vec![json!([1, 2, 3, 4]), json!(100)]),
             json!(4)
         );
-        invalid("PERCENTILE", vec![json!([1, 2]), json!(0)]);
+        assert_eq!(ok("PERCENTILE", vec![json!([1, 2]), json!(0)]), json!(1));
+        invalid("PERCENTILE", vec![json!([1, 2]), json!(101)]);
+        invalid("PERCENTILE", vec![json!([1, 2]), json!("50")]);
+        assert_eq!(ok("PERCENTILE", vec![json!([7]), json!(10)]), json!(7));
         invalid("PERCENTILE", vec![json!([1, 2]), json!(50), json!("x")]);
         assert_eq!(
             ok("STDDEV_POPULATION", vec![json!([1, 3, 6, 5, 2])]),
