@@ -1478,7 +1478,30 @@ fn recover_collection(
                 format!("collection {}: unreadable MANIFEST: {e}", col.id),
             )
         })?,
-        Err(_) => json!({"datafiles": [], "journal": null}),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // No MANIFEST means no journal was ever created. Data files without one are not
+            // ours to delete: refuse instead of guessing.
+            let has_data = std::fs::read_dir(&dir)
+                .map(|rd| {
+                    rd.flatten().any(|e| {
+                        let n = e.file_name().to_string_lossy().to_string();
+                        n.starts_with("datafile-") || n.starts_with("journal-")
+                    })
+                })
+                .unwrap_or(false);
+            if has_data {
+                return Err(Error::with_message(
+                    ErrorCode::CorruptedCollection,
+                    format!(
+                        "collection {}: MANIFEST is missing but {} holds data files",
+                        col.id,
+                        dir.display()
+                    ),
+                ));
+            }
+            json!({"datafiles": [], "journal": null})
+        }
+        Err(e) => return Err(files::io_error(e, "reading MANIFEST")),
     };
     let listed: Vec<u64> = manifest["datafiles"]
         .as_array()
@@ -1852,7 +1875,24 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
                 cat.collections.insert(id, Arc::new(col));
             }
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => fresh = true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let has_data = std::fs::read_dir(dir)
+                .map(|rd| {
+                    rd.flatten()
+                        .any(|e| e.file_name().to_string_lossy().starts_with("db-"))
+                })
+                .unwrap_or(false);
+            if has_data {
+                return Err(Error::with_message(
+                    ErrorCode::IllegalParameterFile,
+                    format!(
+                        "{} holds collection data but no catalog.json; refusing to start",
+                        dir.display()
+                    ),
+                ));
+            }
+            fresh = true;
+        }
         Err(e) => return Err(files::io_error(e, "reading catalog.json")),
     }
     // Leftover directories of dropped collections / databases.

@@ -494,3 +494,41 @@ fn interrupted_compaction_leaves_garbage_that_startup_removes() {
     assert_eq!(contents(&engine, cid), model);
     engine.shutdown().unwrap();
 }
+
+#[test]
+fn missing_metadata_refuses_instead_of_deleting_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = open(dir.path());
+    let (db, cid) = setup(&engine);
+    let model = fill_sealed(&engine, cid, 100);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let col_dir = dir.path().join(format!("db-{db}/col-{cid}"));
+    fs::rename(col_dir.join("MANIFEST"), dir.path().join("MANIFEST.saved")).unwrap();
+    let engine = open(dir.path());
+    let status = engine.catalog()[0].collections[0].status.clone();
+    assert_eq!(status.unwrap_err().code, ErrorCode::CorruptedCollection);
+    engine.shutdown().unwrap();
+    drop(engine);
+    fs::rename(dir.path().join("MANIFEST.saved"), col_dir.join("MANIFEST")).unwrap();
+    let engine = open(dir.path());
+    assert_eq!(contents(&engine, cid), model);
+    engine.shutdown().unwrap();
+    drop(engine);
+
+    fs::rename(
+        dir.path().join("catalog.json"),
+        dir.path().join("catalog.saved"),
+    )
+    .unwrap();
+    let err = Engine::open(dir.path(), small_options()).unwrap_err();
+    assert_eq!(err.code, ErrorCode::IllegalParameterFile);
+    fs::rename(
+        dir.path().join("catalog.saved"),
+        dir.path().join("catalog.json"),
+    )
+    .unwrap();
+    let engine = open(dir.path());
+    assert_eq!(contents(&engine, cid), model);
+    engine.shutdown().unwrap();
+}
