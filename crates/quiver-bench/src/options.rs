@@ -265,6 +265,8 @@ pub const MAX_CONCURRENCY: u64 = 4096;
 pub const MAX_BATCH_SIZE: u64 = 100_000;
 /// Upper bound on --complexity (attributes per document): bounds every generated body.
 pub const MAX_COMPLEXITY: u64 = 1_000_000;
+/// Upper bound on --duration (one year): keeps deadline arithmetic far from overflow.
+pub const MAX_DURATION_SECS: u64 = 365 * 24 * 3600;
 /// Upper bound on --runs.
 pub const MAX_RUNS: u64 = 1000;
 
@@ -318,6 +320,11 @@ impl Options {
         }
         if self.runs == 0 || self.runs > MAX_RUNS {
             return Err(bad(format!("--runs must be between 1 and {MAX_RUNS}")));
+        }
+        if self.duration > MAX_DURATION_SECS {
+            return Err(bad(format!(
+                "--duration must be at most {MAX_DURATION_SECS} seconds"
+            )));
         }
         if self.requests == 0 && self.duration == 0 {
             return Err(bad("--requests must be positive (or give --duration)"));
@@ -552,6 +559,7 @@ mod tests {
         .contains("JSON object"));
         assert!(parse(&["--no-such-option", "1"]).is_err());
         assert!(parse(&["--test-case", "document-remove", "--duration", "5"]).is_err());
+        assert!(parse(&["--duration", "18446744073709551615"]).is_err());
     }
 
     #[test]

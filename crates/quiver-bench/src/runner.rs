@@ -29,14 +29,12 @@ const DURATION_STRIDE: u64 = 60_000_000_000;
 /// Splits `requests` operations between `concurrency` connections in whole key cycles.
 pub fn plan_ranges(requests: u64, concurrency: usize, cycle: u64) -> Vec<Range<u64>> {
     let cycle = cycle.max(1);
-    let units = requests.div_ceil(cycle);
-    let c = concurrency.max(1) as u64;
+    // u128: units * (i + 1) overflows u64 for request counts near u64::MAX.
+    let units = u128::from(requests.div_ceil(cycle));
+    let c = concurrency.max(1) as u128;
+    let bound = |unit: u128| (unit * u128::from(cycle)).min(u128::from(requests)) as u64;
     (0..c)
-        .map(|i| {
-            let u0 = units * i / c;
-            let u1 = units * (i + 1) / c;
-            (u0 * cycle).min(requests)..(u1 * cycle).min(requests)
-        })
+        .map(|i| bound(units * i / c)..bound(units * (i + 1) / c))
         .collect()
 }
 
@@ -481,6 +479,8 @@ mod tests {
             assert_eq!(next, requests);
         }
         assert_eq!(plan_ranges(1000, 3, 5), vec![0..330, 330..665, 665..1000]);
+        let huge = plan_ranges(u64::MAX, 4096, 5);
+        assert_eq!(huge.last().unwrap().end, u64::MAX);
     }
 
     #[test]
