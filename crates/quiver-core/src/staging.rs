@@ -197,6 +197,24 @@ fn document_not_found() -> Error {
     Error::new(ErrorCode::DocumentNotFound)
 }
 
+/// The current revision of a document that must exist (1202), and its body when `with_body`
+/// (an empty placeholder otherwise, never decoded by the callers).
+fn lookup_for_write(
+    st: &Staging,
+    coll: &Collection,
+    key: &str,
+    with_body: bool,
+) -> Result<(Revision, Bytes)> {
+    if with_body {
+        st.lookup(coll.id(), key)?.ok_or_else(document_not_found)
+    } else {
+        let rev = st
+            .lookup_rev(coll.id(), key)?
+            .ok_or_else(document_not_found)?;
+        Ok((rev, Bytes::new()))
+    }
+}
+
 /// Extracts the key a replace/update/remove item addresses: `_key`, or the key part of `_id`.
 fn selector_key(map: &Map<String, Value>) -> Result<String> {
     if let Some(key) = map.get("_key") {
@@ -438,7 +456,17 @@ pub(crate) fn modify(
         }
         None => selector_key(&map)?,
     };
-    let (old_rev, old_body) = st.lookup(coll.id(), &key)?.ok_or_else(document_not_found)?;
+    let schema = if opts.skip_document_validation {
+        None
+    } else {
+        coll.compiled_schema()
+    };
+    // The stored body costs a read; a plain replace only needs the revision.
+    let needs_body = merge
+        || (opts.return_old && !opts.silent)
+        || opts.version_attribute.is_some()
+        || schema.is_some();
+    let (old_rev, old_body) = lookup_for_write(st, coll, &key, needs_body)?;
     let body_rev = map.get("_rev").and_then(Value::as_str);
     check_revision(
         coll,
@@ -469,10 +497,8 @@ pub(crate) fn modify(
     if coll.is_edge() {
         validate_edge(&new_map)?;
     }
-    if !opts.skip_document_validation {
-        if let Some(schema) = coll.compiled_schema() {
-            schema.check_modify(&new_map, || decode_stored(&old_body))?;
-        }
+    if let Some(schema) = schema {
+        schema.check_modify(&new_map, || decode_stored(&old_body))?;
     }
     let name = coll.name();
     let rev = coll.next_revision();
@@ -509,7 +535,7 @@ pub(crate) fn remove(
 ) -> Result<OpResult> {
     coll.check_usable()?;
     let (key, body_rev) = item_key(item)?;
-    let (old_rev, old_body) = st.lookup(coll.id(), &key)?.ok_or_else(document_not_found)?;
+    let (old_rev, old_body) = lookup_for_write(st, coll, &key, opts.return_old && !opts.silent)?;
     check_revision(
         coll,
         &key,
