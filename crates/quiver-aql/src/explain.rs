@@ -20,6 +20,10 @@ fn var(vars: &[VarInfo], slot: Slot) -> Value {
 
 /// ArangoDB-style expression JSON (`{"type": "compare ==", "subNodes": [...]}`).
 pub fn expr_json(e: &CExpr, vars: &[VarInfo]) -> Value {
+    crate::deep(|| expr_json_inner(e, vars))
+}
+
+fn expr_json_inner(e: &CExpr, vars: &[VarInfo]) -> Value {
     let sub = |items: Vec<Value>| Value::Array(items);
     match e {
         CExpr::Const(v) => match v {
@@ -423,6 +427,10 @@ fn query_nodes(q: &ast::Query) -> Vec<Value> {
 }
 
 fn ast_expr(e: &Expr) -> Value {
+    crate::deep(|| ast_expr_inner(e))
+}
+
+fn ast_expr_inner(e: &Expr) -> Value {
     match e {
         Expr::Literal(v) => json!({"type": "value", "value": v}),
         Expr::Array(items) => {

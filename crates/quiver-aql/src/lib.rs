@@ -22,5 +22,15 @@ pub mod source;
 pub use service::{QueryService, ServiceReply};
 pub use source::DataSource;
 
+/// Runs `f`, first moving to a fresh stack segment when the current one is nearly used up.
+/// The parser, planner, evaluator and executor recurse as deep as the query nests; this keeps
+/// deep (but within-limit) queries from overflowing small thread stacks, in debug builds too.
+#[inline]
+pub(crate) fn deep<R>(f: impl FnOnce() -> R) -> R {
+    const RED_ZONE: usize = 256 * 1024;
+    const SEGMENT: usize = 4 * 1024 * 1024;
+    stacker::maybe_grow(RED_ZONE, SEGMENT, f)
+}
+
 /// AQL values are plain JSON values (with preserved object key order).
 pub type Value = serde_json::Value;

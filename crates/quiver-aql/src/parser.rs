@@ -12,7 +12,18 @@ use crate::lexer::{column_of, near, tokenize, Kw, Tok, Token, CONTEXT_WORDS};
 
 /// Deepest nesting of expressions/subqueries accepted; deeper input fails cleanly instead of
 /// exhausting the thread's stack.
-const MAX_DEPTH: usize = 120;
+const MAX_DEPTH: usize = 100;
+
+/// Bound of nesting plus operator-chain length along any path of the tree: later passes
+/// (planning, folding, evaluation, drop) recurse that deep.
+const MAX_WEIGHT: usize = 500;
+
+#[derive(Clone, Copy)]
+enum BinaryKind {
+    Op(BinOp),
+    Quantified(Quantifier, BinOp),
+    Range,
+}
 
 /// Filter, limit (offset, count) and projection of an inline expansion.
 type ExpansionClauses = (
@@ -35,6 +46,7 @@ pub fn parse(query: &str) -> Result<Query> {
         tokens,
         pos: 0,
         depth: 0,
+        weight: 0,
         no_in: false,
         expansion: 0,
     };
@@ -50,6 +62,7 @@ struct Parser<'a> {
     tokens: Vec<Token>,
     pos: usize,
     depth: usize,
+    weight: usize,
     /// Set while parsing the document of UPDATE/REPLACE/REMOVE, whose `IN coll` would
     /// otherwise be read as the IN operator.
     no_in: bool,
@@ -189,9 +202,29 @@ impl<'a> Parser<'a> {
         )
     }
 
+    fn leave(&mut self) {
+        self.depth -= 1;
+        self.weight -= 1;
+    }
+
+    /// Counts one more operator in a left-deep chain (`a + b + c ...`): chains do not recurse
+    /// while parsing but do in every later tree walk, so they share the weight budget.
+    fn link(&mut self, links: &mut usize) -> Result<()> {
+        *links += 1;
+        self.weight += 1;
+        if self.weight > MAX_WEIGHT {
+            return Err(Error::with_message(
+                ErrorCode::QueryTooMuchNesting,
+                "too much nesting or too many objects",
+            ));
+        }
+        Ok(())
+    }
+
     fn enter(&mut self) -> Result<()> {
         self.depth += 1;
-        if self.depth > MAX_DEPTH {
+        self.weight += 1;
+        if self.depth > MAX_DEPTH || self.weight > MAX_WEIGHT {
             return Err(Error::with_message(
                 ErrorCode::QueryTooMuchNesting,
                 "too much nesting or too many objects",
@@ -259,7 +292,7 @@ impl<'a> Parser<'a> {
                 return Err(self.unexpected());
             }
         }
-        self.depth -= 1;
+        self.leave();
         Ok(Query { with, ops })
     }
 
@@ -601,13 +634,13 @@ impl<'a> Parser<'a> {
 
     pub(crate) fn expr(&mut self) -> Result<Expr> {
         self.enter()?;
-        let e = self.ternary();
-        self.depth -= 1;
+        let e = crate::deep(|| self.ternary());
+        self.leave();
         e
     }
 
     fn ternary(&mut self) -> Result<Expr> {
-        let cond = self.or()?;
+        let cond = self.binary(1)?;
         if self.eat_sym("?") {
             if self.eat_sym(":") {
                 let otherwise = self.expr()?;
@@ -625,26 +658,39 @@ impl<'a> Parser<'a> {
         Ok(cond)
     }
 
-    fn or(&mut self) -> Result<Expr> {
-        let mut left = self.and()?;
-        while self.eat_sym("||") || self.eat_kw(Kw::Or) {
-            let right = self.and()?;
-            left = Expr::Binary(BinOp::Or, Box::new(left), Box::new(right));
+    /// The binary operator at the current position: (operator, precedence, tokens).
+    fn peek_binary(&self) -> Option<(BinaryKind, u8, usize)> {
+        if let Some((q, op, len)) = self.peek_quantified() {
+            return Some((BinaryKind::Quantified(q, op), 3, len));
         }
-        Ok(left)
+        let (op, prec, len) = match (self.peek(), self.peek_at(1)) {
+            (Tok::Sym("||") | Tok::Kw(Kw::Or), _) => (BinOp::Or, 1, 1),
+            (Tok::Sym("&&") | Tok::Kw(Kw::And), _) => (BinOp::And, 2, 1),
+            (Tok::Sym("=="), _) => (BinOp::Eq, 3, 1),
+            (Tok::Sym("!="), _) => (BinOp::Ne, 3, 1),
+            (Tok::Sym("=~"), _) => (BinOp::RegexMatch, 3, 1),
+            (Tok::Sym("!~"), _) => (BinOp::RegexNotMatch, 3, 1),
+            (Tok::Kw(Kw::Like), _) => (BinOp::Like, 3, 1),
+            (Tok::Kw(Kw::Not), Tok::Kw(Kw::Like)) => (BinOp::NotLike, 3, 2),
+            (Tok::Kw(Kw::In), _) if !self.no_in => (BinOp::In, 4, 1),
+            (Tok::Kw(Kw::Not), Tok::Kw(Kw::In)) if !self.no_in => (BinOp::NotIn, 4, 2),
+            (Tok::Sym("<"), _) => (BinOp::Lt, 5, 1),
+            (Tok::Sym("<="), _) => (BinOp::Le, 5, 1),
+            (Tok::Sym(">"), _) => (BinOp::Gt, 5, 1),
+            (Tok::Sym(">="), _) => (BinOp::Ge, 5, 1),
+            (Tok::Sym(".."), _) => return Some((BinaryKind::Range, 6, 1)),
+            (Tok::Sym("+"), _) => (BinOp::Add, 7, 1),
+            (Tok::Sym("-"), _) => (BinOp::Sub, 7, 1),
+            (Tok::Sym("*"), _) => (BinOp::Mul, 8, 1),
+            (Tok::Sym("/"), _) => (BinOp::Div, 8, 1),
+            (Tok::Sym("%"), _) => (BinOp::Mod, 8, 1),
+            _ => return None,
+        };
+        Some((BinaryKind::Op(op), prec, len))
     }
 
-    fn and(&mut self) -> Result<Expr> {
-        let mut left = self.equality()?;
-        while self.eat_sym("&&") || self.eat_kw(Kw::And) {
-            let right = self.equality()?;
-            left = Expr::Binary(BinOp::And, Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-
-    /// After a left operand: `ANY|ALL|NONE <op>` starts an array comparison.
-    fn quantified(&mut self) -> Option<(Quantifier, BinOp)> {
+    /// `ANY|ALL|NONE <op>` after a left operand starts an array comparison.
+    fn peek_quantified(&self) -> Option<(Quantifier, BinOp, usize)> {
         let q = match self.peek() {
             Tok::Kw(Kw::Any) => Quantifier::Any,
             Tok::Kw(Kw::All) => Quantifier::All,
@@ -662,115 +708,32 @@ impl<'a> Parser<'a> {
             (Tok::Kw(Kw::Not), Tok::Kw(Kw::In)) => (BinOp::NotIn, 3),
             _ => return None,
         };
-        for _ in 0..len {
-            self.advance();
-        }
-        Some((q, op))
+        Some((q, op, len))
     }
 
-    fn equality(&mut self) -> Result<Expr> {
-        let mut left = self.in_level()?;
-        loop {
-            if let Some((q, op)) = self.quantified() {
-                let right = self.in_level()?;
-                left = Expr::ArrayCompare(q, op, Box::new(left), Box::new(right));
-                continue;
-            }
-            let op = match self.peek() {
-                Tok::Sym("==") => BinOp::Eq,
-                Tok::Sym("!=") => BinOp::Ne,
-                Tok::Sym("=~") => BinOp::RegexMatch,
-                Tok::Sym("!~") => BinOp::RegexNotMatch,
-                Tok::Kw(Kw::Like) => BinOp::Like,
-                Tok::Kw(Kw::Not) if matches!(self.peek_at(1), Tok::Kw(Kw::Like)) => {
-                    self.advance();
-                    BinOp::NotLike
-                }
-                _ => break,
-            };
-            self.advance();
-            let right = self.in_level()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-
-    fn in_level(&mut self) -> Result<Expr> {
-        let mut left = self.comparison()?;
-        loop {
-            if self.no_in {
-                break;
-            }
-            let op = if self.is_kw(Kw::In) {
-                self.advance();
-                BinOp::In
-            } else if self.is_kw(Kw::Not) && matches!(self.peek_at(1), Tok::Kw(Kw::In)) {
-                self.advance();
-                self.advance();
-                BinOp::NotIn
-            } else {
-                break;
-            };
-            let right = self.comparison()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-
-    fn comparison(&mut self) -> Result<Expr> {
-        let mut left = self.range()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Sym("<") => BinOp::Lt,
-                Tok::Sym("<=") => BinOp::Le,
-                Tok::Sym(">") => BinOp::Gt,
-                Tok::Sym(">=") => BinOp::Ge,
-                _ => break,
-            };
-            self.advance();
-            let right = self.range()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-
-    fn range(&mut self) -> Result<Expr> {
-        let left = self.additive()?;
-        if self.eat_sym("..") {
-            let right = self.additive()?;
-            return Ok(Expr::Range(Box::new(left), Box::new(right)));
-        }
-        Ok(left)
-    }
-
-    fn additive(&mut self) -> Result<Expr> {
-        let mut left = self.multiplicative()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Sym("+") => BinOp::Add,
-                Tok::Sym("-") => BinOp::Sub,
-                _ => break,
-            };
-            self.advance();
-            let right = self.multiplicative()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
-        }
-        Ok(left)
-    }
-
-    fn multiplicative(&mut self) -> Result<Expr> {
+    /// Precedence climbing over the binary operators (left-associative). One function for
+    /// all levels keeps the recursion per parenthesis level shallow.
+    fn binary(&mut self, min_prec: u8) -> Result<Expr> {
         let mut left = self.unary()?;
-        loop {
-            let op = match self.peek() {
-                Tok::Sym("*") => BinOp::Mul,
-                Tok::Sym("/") => BinOp::Div,
-                Tok::Sym("%") => BinOp::Mod,
-                _ => break,
+        let mut links = 0;
+        while let Some((kind, prec, len)) = self.peek_binary() {
+            if prec < min_prec {
+                break;
+            }
+            for _ in 0..len {
+                self.advance();
+            }
+            let right = self.binary(prec + 1)?;
+            left = match kind {
+                BinaryKind::Op(op) => Expr::Binary(op, Box::new(left), Box::new(right)),
+                BinaryKind::Quantified(q, op) => {
+                    Expr::ArrayCompare(q, op, Box::new(left), Box::new(right))
+                }
+                BinaryKind::Range => Expr::Range(Box::new(left), Box::new(right)),
             };
-            self.advance();
-            let right = self.unary()?;
-            left = Expr::Binary(op, Box::new(left), Box::new(right));
+            self.link(&mut links)?;
         }
+        self.weight -= links;
         Ok(left)
     }
 
@@ -784,8 +747,8 @@ impl<'a> Parser<'a> {
         };
         self.advance();
         self.enter()?;
-        let operand = self.unary();
-        self.depth -= 1;
+        let operand = crate::deep(|| self.unary());
+        self.leave();
         let operand = operand?;
         // Fold `-<number literal>` right away so that e.g. `-9223372036854775808` and
         // `LIMIT -1` keep their literal shape.
@@ -894,7 +857,7 @@ impl<'a> Parser<'a> {
             Ok(if touched { Some(current) } else { None })
         });
         self.expansion -= 1;
-        self.depth -= 1;
+        self.leave();
         let project = tail?;
         if depth == 0 {
             return Err(self.unexpected());
@@ -981,7 +944,7 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.expect_sym("]")?;
-                self.depth -= 1;
+                self.leave();
                 Ok(Expr::Array(items))
             }
             Tok::Sym("{") => {
@@ -1066,7 +1029,7 @@ impl<'a> Parser<'a> {
         self.no_in = saved;
         result?;
         self.expect_sym(")")?;
-        self.depth -= 1;
+        self.leave();
         Ok(Expr::Call(name.to_ascii_uppercase(), args))
     }
 
@@ -1076,7 +1039,7 @@ impl<'a> Parser<'a> {
         self.no_in = false;
         let result = self.object_members();
         self.no_in = saved;
-        self.depth -= 1;
+        self.leave();
         result.map(Expr::Object)
     }
 

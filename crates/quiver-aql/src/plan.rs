@@ -1081,6 +1081,10 @@ impl<'a> Planner<'a> {
     }
 
     fn compile(&mut self, e: &Expr, plan: &mut Plan) -> Result<CExpr> {
+        crate::deep(|| self.compile_inner(e, plan))
+    }
+
+    fn compile_inner(&mut self, e: &Expr, plan: &mut Plan) -> Result<CExpr> {
         let c = match e {
             Expr::Literal(v) => return Ok(CExpr::Const(v.clone())),
             Expr::Array(items) => {

@@ -106,6 +106,20 @@ pub fn eval(
     current: Option<&Value>,
     env: &mut EvalEnv<'_>,
 ) -> Result<Value> {
+    match e {
+        // The hot leaves need no stack check.
+        CExpr::Const(v) => Ok(v.clone()),
+        CExpr::Var(s) => Ok(row.get(*s).cloned().unwrap_or(Value::Null)),
+        _ => crate::deep(|| eval_inner(e, row, current, env)),
+    }
+}
+
+fn eval_inner(
+    e: &CExpr,
+    row: &[Value],
+    current: Option<&Value>,
+    env: &mut EvalEnv<'_>,
+) -> Result<Value> {
     Ok(match e {
         CExpr::Const(v) => v.clone(),
         CExpr::Var(s) => row.get(*s).cloned().unwrap_or(Value::Null),

@@ -304,8 +304,23 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
         } else {
             next
         };
+        // Pulling a row recurses through the whole pipeline; every few nodes, check the
+        // stack (long pipelines and nested subqueries).
+        if node.id % 16 == 0 {
+            op = Box::new(StackCheckOp { inner: op });
+        }
     }
     op
+}
+
+struct StackCheckOp {
+    inner: Op,
+}
+
+impl Operator for StackCheckOp {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        crate::deep(|| self.inner.next(ctx))
+    }
 }
 
 struct ProfiledOp {
@@ -528,7 +543,7 @@ pub fn run_subplan(plan: &Plan, seed: Row, profile: bool, ctx: &mut ExecCtx) -> 
         Some(NodeKind::Return { input, .. }) => Some(*input),
         _ => None,
     };
-    let mut op = build(plan, seed, profile);
+    let mut op = crate::deep(|| build(plan, seed, profile));
     let mut out = Vec::new();
     let mut charged = 0;
     while let Some(row) = op.next(ctx)? {
