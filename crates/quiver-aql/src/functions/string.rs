@@ -582,12 +582,7 @@ fn with_regex<T>(pattern: &str, case_insensitive: bool, f: impl FnOnce(&Regex) -
 }
 
 fn invalid_regex(ctx: &mut FunctionContext<'_>) -> Result<Value> {
-    let message = format!(
-        "invalid regex value in call to function '{}()'",
-        ctx.function_name()
-    );
-    ctx.warn(ErrorCode::QueryInvalidRegex, message);
-    s(Value::Null)
+    s(ctx.warn_null(ErrorCode::QueryInvalidRegex, ""))
 }
 
 fn regex_test(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -633,10 +628,20 @@ fn regex_replace(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
 fn regex_split(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let text = to_str(arg(args, 0));
     let pattern = to_str(arg(args, 1));
-    let limit = if arg(args, 3).is_null() {
-        usize::MAX
+    let limit = if args.len() == 4 {
+        let Value::Number(n) = arg(args, 3) else {
+            return s(ctx.invalid_argument());
+        };
+        let l = n.as_f64().unwrap_or(0.0).trunc();
+        if l < 0.0 {
+            return s(Value::Null);
+        }
+        if l == 0.0 {
+            return s(Value::Array(Vec::new()));
+        }
+        l as usize
     } else {
-        int_arg(args, 3).max(0) as usize
+        usize::MAX
     };
     let result = with_regex(&pattern, value::to_bool(arg(args, 2)), |re| {
         let mut out = Vec::new();
@@ -1542,6 +1547,25 @@ mod tests {
             ),
             json!("_n _voc_do")
         );
+        assert_eq!(
+            ok(
+                "REGEX_SPLIT",
+                vec![json!("a,b"), json!(","), json!(false), json!(0)]
+            ),
+            json!([])
+        );
+        assert_eq!(
+            ok(
+                "REGEX_SPLIT",
+                vec![json!("a,b"), json!(","), json!(false), json!(-1)]
+            ),
+            json!(null)
+        );
+        invalid(
+            "REGEX_SPLIT",
+            vec![json!("a,b"), json!(","), json!(false), json!("1")],
+        );
+        assert_eq!(ok("REGEX_SPLIT", vec![json!(""), json!(",")]), json!([""]));
     }
 
     #[test]

@@ -386,3 +386,100 @@ mod tests {
         );
     }
 }
+
+/// Randomised checks that comparison is a total order consistent with equality and hashing;
+/// SORT, COLLECT, DISTINCT and the set functions all rely on these laws.
+#[cfg(test)]
+mod laws {
+    use super::*;
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use serde_json::json;
+    use std::cmp::Ordering;
+    use std::collections::hash_map::DefaultHasher;
+    use std::hash::Hasher;
+
+    fn random_value(rng: &mut StdRng, depth: u32) -> Value {
+        let strings = [
+            "", "a", "A", "b", "B", "ä", "Ä", "ab", "a b", "0", "_", "z", "é", "e",
+        ];
+        match rng.gen_range(0..if depth == 0 { 4 } else { 6 }) {
+            0 => Value::Null,
+            1 => Value::Bool(rng.gen()),
+            2 => match rng.gen_range(0..3) {
+                0 => json!(rng.gen_range(-3i64..3)),
+                1 => json!(f64::from(rng.gen_range(-6i32..6)) / 2.0),
+                _ => json!(rng.gen_range(-3i64..3) as f64),
+            },
+            3 => json!(strings[rng.gen_range(0..strings.len())]),
+            4 => Value::Array(
+                (0..rng.gen_range(0..3))
+                    .map(|_| random_value(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => {
+                let keys = ["a", "b", "_c"];
+                let mut map = serde_json::Map::new();
+                for _ in 0..rng.gen_range(0..3) {
+                    map.insert(
+                        keys[rng.gen_range(0..keys.len())].to_string(),
+                        random_value(rng, depth - 1),
+                    );
+                }
+                Value::Object(map)
+            }
+        }
+    }
+
+    fn hash_of(v: &Value) -> u64 {
+        let mut h = DefaultHasher::new();
+        hash_value(v, &mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn compare_is_a_total_order_consistent_with_hashing() {
+        let mut rng = StdRng::seed_from_u64(0x5eed);
+        let values: Vec<Value> = (0..120).map(|_| random_value(&mut rng, 2)).collect();
+        for a in &values {
+            assert_eq!(compare(a, a), Ordering::Equal, "{a}");
+            for b in &values {
+                let ab = compare(a, b);
+                assert_eq!(ab, compare(b, a).reverse(), "{a} vs {b}");
+                assert_eq!(equals(a, b), ab == Ordering::Equal, "{a} vs {b}");
+                if ab == Ordering::Equal {
+                    assert_eq!(hash_of(a), hash_of(b), "{a} vs {b}");
+                }
+                for c in values.iter().step_by(7) {
+                    if ab != Ordering::Greater && compare(b, c) != Ordering::Greater {
+                        assert_ne!(compare(a, c), Ordering::Greater, "{a} <= {b} <= {c}");
+                    }
+                }
+            }
+        }
+        // Sorting with the comparator must therefore never panic or disagree with itself.
+        let mut sorted = values.clone();
+        sorted.sort_by(compare);
+        assert!(sorted
+            .windows(2)
+            .all(|w| compare(&w[0], &w[1]) != Ordering::Greater));
+    }
+
+    #[test]
+    fn coercions_never_panic_and_round_trip_numbers() {
+        let mut rng = StdRng::seed_from_u64(7);
+        for _ in 0..500 {
+            let v = random_value(&mut rng, 3);
+            let _ = (to_bool(&v), to_number(&v), to_string(&v), type_name(&v));
+            let text = to_json_string(&v);
+            let back: Value = serde_json::from_str(&text).expect("own JSON parses");
+            assert!(equals(&back, &v), "{text}");
+        }
+        for _ in 0..2000 {
+            let f: f64 = rng.gen::<f64>() * 10f64.powi(rng.gen_range(-30..30));
+            let f = if rng.gen() { -f } else { f };
+            let text = format_f64(f);
+            assert_eq!(text.parse::<f64>().ok(), Some(f), "{text}");
+        }
+    }
+}
