@@ -68,8 +68,64 @@ fn rate(ops: u64, d: Duration) -> f64 {
     ops as f64 / d.as_secs_f64()
 }
 
+/// One journal-size run: (insert/s, replace/s, get/s, remove/s, collect ms).
+fn journal_run(args: &Args, mib: u64, n: u64) -> [f64; 5] {
+    let dir = args.dir.join(format!("journal-{mib}-{n}"));
+    let options = EngineOptions {
+        journal_size_default: mib << 20,
+        // WAL segments small enough that the collector really moves data into journals
+        // during the run, so the journal size matters.
+        wal_logfile_size: 4 << 20,
+        ..EngineOptions::default()
+    };
+    let (engine, cid) = fresh(&dir, options);
+    let t = Instant::now();
+    for i in 0..n {
+        let mut b = WriteBatch::new();
+        b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i));
+        engine.commit(b).unwrap();
+    }
+    let insert = t.elapsed();
+    let t = Instant::now();
+    for i in 0..n {
+        let mut b = WriteBatch::new();
+        b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i + 1));
+        engine.commit(b).unwrap();
+    }
+    let replace = t.elapsed();
+    let t = Instant::now();
+    engine.collect().unwrap();
+    let collect = t.elapsed();
+    let t = Instant::now();
+    for i in 0..n {
+        let snap = engine.snapshot();
+        let d = snap.get(cid, &format!("k{i}")).unwrap();
+        assert!(d.is_some());
+    }
+    let get = t.elapsed();
+    let t = Instant::now();
+    for i in 0..n {
+        let mut b = WriteBatch::new();
+        b.remove(cid, &format!("k{i}"), engine.hlc().next());
+        engine.commit(b).unwrap();
+    }
+    let remove = t.elapsed();
+    engine.shutdown().unwrap();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    [
+        rate(n, insert),
+        rate(n, replace),
+        rate(n, get),
+        rate(n, remove),
+        collect.as_secs_f64() * 1000.0,
+    ]
+}
+
 fn journal_sweep(args: &Args) {
-    println!("## Journal-size sweep (single writer, non-sync, ~100-byte documents)\n");
+    println!(
+        "## Journal-size sweep (single writer, non-sync, ~100-byte documents, median of 3 runs)\n"
+    );
     println!("| journal | ops | insert/s | replace/s | get/s | remove/s | collect+seal ms |");
     println!("|---|---|---|---|---|---|---|");
     let counts: &[u64] = if args.quick {
@@ -79,57 +135,20 @@ fn journal_sweep(args: &Args) {
     };
     for &n in counts {
         for mib in [1u64, 2, 4, 8, 16, 32] {
-            let dir = args.dir.join(format!("journal-{mib}-{n}"));
-            let options = EngineOptions {
-                journal_size_default: mib << 20,
-                // WAL segments small enough that the collector really moves data into
-                // journals during the run, so the journal size matters.
-                wal_logfile_size: 4 << 20,
-                ..EngineOptions::default()
+            let runs: Vec<[f64; 5]> = (0..3).map(|_| journal_run(args, mib, n)).collect();
+            let median = |i: usize| {
+                let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
+                v.sort_by(|a, b| a.total_cmp(b));
+                v[1]
             };
-            let (engine, cid) = fresh(&dir, options);
-            let t = Instant::now();
-            for i in 0..n {
-                let mut b = WriteBatch::new();
-                b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i));
-                engine.commit(b).unwrap();
-            }
-            let insert = t.elapsed();
-            let t = Instant::now();
-            for i in 0..n {
-                let mut b = WriteBatch::new();
-                b.put(cid, &format!("k{i}"), engine.hlc().next(), body(i + 1));
-                engine.commit(b).unwrap();
-            }
-            let replace = t.elapsed();
-            let t = Instant::now();
-            engine.collect().unwrap();
-            let collect = t.elapsed();
-            let t = Instant::now();
-            for i in 0..n {
-                let snap = engine.snapshot();
-                let d = snap.get(cid, &format!("k{i}")).unwrap();
-                assert!(d.is_some());
-            }
-            let get = t.elapsed();
-            let t = Instant::now();
-            for i in 0..n {
-                let mut b = WriteBatch::new();
-                b.remove(cid, &format!("k{i}"), engine.hlc().next());
-                engine.commit(b).unwrap();
-            }
-            let remove = t.elapsed();
             println!(
                 "| {mib} MiB | {n} | {:.0} | {:.0} | {:.0} | {:.0} | {:.1} |",
-                rate(n, insert),
-                rate(n, replace),
-                rate(n, get),
-                rate(n, remove),
-                collect.as_secs_f64() * 1000.0
+                median(0),
+                median(1),
+                median(2),
+                median(3),
+                median(4)
             );
-            engine.shutdown().unwrap();
-            drop(engine);
-            let _ = std::fs::remove_dir_all(&dir);
         }
     }
     println!();

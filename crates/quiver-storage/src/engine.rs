@@ -83,6 +83,8 @@ pub(crate) struct Collection {
     uncollected: AtomicU64,
     /// Superseded versions and tombstones installed since the last GC pass.
     garbage: AtomicU64,
+    /// Size of the compaction result being written, 0 if none.
+    compacting: AtomicU64,
     dropped: AtomicBool,
     dirty: AtomicBool,
     files: Mutex<ColFiles>,
@@ -1230,6 +1232,8 @@ impl Inner {
         if count > 0 {
             let size = (header_len + out.len() + format::FOOTER_LEN) as u64;
             let tmp = col.dir.join(format!("compaction-{fid}.db"));
+            col.compacting.store(size, Ordering::Release);
+            let _compacting = ResetOnDrop(&col.compacting);
             let header = files::header(FileKind::Compaction, fid, col.id, size);
             let file = DataFile::create(
                 &tmp,
@@ -1336,12 +1340,28 @@ impl Inner {
             slot.file_size += s.size;
         }
         drop(cf);
+        let compacting = col.compacting.load(Ordering::Acquire);
+        if compacting > 0 {
+            f.compactors = crate::FileFigures {
+                count: 1,
+                file_size: compacting,
+            };
+        }
         f.uncollected_logfile_entries = col.uncollected.load(Ordering::Acquire);
         f.index_memory = col.index.memory_estimate();
         f.last_tick = col.last_tick.load(Ordering::Acquire);
         f.journal_size = col.journal_size(self.options.journal_size_default);
         f.compaction_status = col.compaction_status.lock().clone();
         f
+    }
+}
+
+/// Zeroes a gauge when a scope ends, however it ends.
+struct ResetOnDrop<'a>(&'a AtomicU64);
+
+impl Drop for ResetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(0, Ordering::Release);
     }
 }
 
@@ -1962,6 +1982,7 @@ fn new_collection(
         last_tick: AtomicU64::new(0),
         uncollected: AtomicU64::new(0),
         garbage: AtomicU64::new(0),
+        compacting: AtomicU64::new(0),
         dropped: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
         files: Mutex::new(ColFiles::default()),
