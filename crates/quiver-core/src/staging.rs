@@ -451,7 +451,8 @@ pub(crate) fn modify(
     let map = body_object(doc)?;
     let key = match url_key {
         Some(key) => {
-            quiver_types::validate_key(key)?;
+            // An illegal key cannot name a stored document (as ArangoDB: not found).
+            quiver_types::validate_key(key).map_err(|_| document_not_found())?;
             key.to_string()
         }
         None => selector_key(&map)?,

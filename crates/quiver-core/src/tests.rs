@@ -1823,3 +1823,22 @@ fn computed_values_apply_through_the_registered_evaluator() {
     assert_eq!(coll.properties()["computedValues"], Value::Null);
     insert(&coll, json!({"plain": true}));
 }
+
+#[test]
+fn illegal_keys_in_urls_are_simply_not_found() {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, json!({"name": "lookups"}));
+    assert_eq!(code(coll.get_raw("a b", None)), ErrorCode::DocumentNotFound);
+    assert_eq!(
+        code(coll.replace("a b", json!({}), &ModifyOptions::new())),
+        ErrorCode::DocumentNotFound
+    );
+    assert_eq!(
+        code(coll.update("a/b", json!({}), &ModifyOptions::new())),
+        ErrorCode::DocumentNotFound
+    );
+    assert_eq!(
+        code(coll.remove("a b", &RemoveOptions::new())),
+        ErrorCode::DocumentNotFound
+    );
+}
