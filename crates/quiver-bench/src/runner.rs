@@ -44,6 +44,15 @@ fn duration_ranges(concurrency: usize) -> Vec<Range<u64>> {
         .collect()
 }
 
+/// Writes to stdout, ignoring errors: a closed pipe (`quiver bench | head`) must neither
+/// panic, as `print!` would, nor change the outcome of the benchmark.
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -62,7 +71,7 @@ pub fn run_all(config: &Config) -> Result<bool, Error> {
         control_rt.block_on(create_database(&mut control, &config.database))?;
     }
     if !config.quiet {
-        print!("{}", report::header_text(config));
+        say(&report::header_text(config));
     }
     if config.delay {
         std::thread::sleep(Duration::from_secs(10));
@@ -82,27 +91,27 @@ pub fn run_all(config: &Config) -> Result<bool, Error> {
             control_rt.block_on(case.verify(&mut control, &acks, initial, config.async_requests));
         let result = RunResult::from_connections(&conns, &config.percentiles, problems);
         if !config.quiet && config.runs > 1 {
-            println!(
-                "run {}: {:.6} s, {:.3} operations/s{}",
+            say(&format!(
+                "run {}: {:.6} s, {:.3} operations/s{}\n",
                 run + 1,
                 result.elapsed,
                 result.ops_per_second(),
                 if result.failed() { " (FAILED)" } else { "" }
-            );
+            ));
         }
         results.push(result);
     }
     if let Some((fastest, slowest, median)) = report::pick_runs(&results) {
         if config.runs == 1 {
-            print!("{}", report::result_text(config, &results[0]));
+            say(&report::result_text(config, &results[0]));
         } else {
             for (label, i) in [
                 ("fastest", fastest),
                 ("slowest", slowest),
                 ("median", median),
             ] {
-                println!("\nPrinting {label} result");
-                print!("{}", report::result_text(config, &results[i]));
+                say(&format!("\nPrinting {label} result\n"));
+                say(&report::result_text(config, &results[i]));
             }
         }
         // Failures are always shown, even with --quiet.
