@@ -4,7 +4,7 @@ Every test case runs briefly against a fresh server; the test checks the exit co
 report (no failures, no verification problems, the operation count) and, where the test case
 leaves documents behind, the collection's count as the server reports it.
 
-Binaries: QUIVER_BIN (the server, required); the client is `$QUIVER_BIN bench` when the server
+Binaries: QUIVER_BIN (the server; default target/debug/quiver); the client is `$QUIVER_BIN bench` when the server
 binary has that command, otherwise QUIVER_BENCH_BIN or target/debug/quiver-bench.
 """
 import json
@@ -24,9 +24,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _server_bin():
-    path = os.environ.get("QUIVER_BIN")
-    if not path:
-        pytest.fail("QUIVER_BIN must point to the quiver server binary")
+    path = os.environ.get("QUIVER_BIN") or str(REPO / "target" / "debug" / "quiver")
+    if not os.path.exists(path):
+        pytest.fail(f"quiver binary not found at {path}; build it or set QUIVER_BIN")
     return path
 
 
@@ -45,7 +45,9 @@ def _client_cmd():
 
 
 @pytest.fixture(scope="module")
-def server():
+def bench_port():
+    """A server of its own (fresh data directory), so benchmark collections never meet other
+    tests' data; yields its port."""
     data = tempfile.mkdtemp(prefix="quiver-e2e-bench-")
     log_path = Path(data) / "server.log"
     log = open(log_path, "w")
@@ -147,11 +149,11 @@ CASES = [
 
 
 @pytest.mark.parametrize("case,requests,left", CASES, ids=[c[0] for c in CASES])
-def test_case_runs_and_verifies(server, case, requests, left):
-    require_route(server, case)
+def test_case_runs_and_verifies(bench_port, case, requests, left):
+    require_route(bench_port, case)
     collection = "e2e_" + case.replace("-", "_")
     proc, report = bench(
-        server,
+        bench_port,
         "--test-case", case,
         "--requests", str(requests),
         "--concurrency", "2",
@@ -171,13 +173,13 @@ def test_case_runs_and_verifies(server, case, requests, left):
     for key in ("histogram", "keepAlive", "async", "batchSize", "waitForSync", "complexity", "min", "avg", "max"):
         assert key in report
     if left is not None:
-        assert count(server, collection) == left
+        assert count(bench_port, collection) == left
 
 
-def test_custom_query(server):
-    require_route(server, "custom-query")
+def test_custom_query(bench_port):
+    require_route(bench_port, "custom-query")
     proc, report = bench(
-        server,
+        bench_port,
         "--test-case", "custom-query",
         "--custom-query", "FOR i IN 1..@n RETURN i",
         "--custom-query-bindvars", '{"n": 3}',
@@ -187,9 +189,9 @@ def test_custom_query(server):
     assert proc.returncode == 0
 
 
-def test_batches(server):
+def test_batches(bench_port):
     proc, report = bench(
-        server,
+        bench_port,
         "--test-case", "document", "--requests", "200", "--batch-size", "16",
         "--concurrency", "2", "--collection", "e2e_batch",
     )
@@ -197,22 +199,22 @@ def test_batches(server):
     assert proc.returncode == 0
     # 100 operations per connection in batches of 16 -> 7 requests each.
     assert report["results"]["httpRequests"] == 14
-    assert count(server, "e2e_batch") == 200
+    assert count(bench_port, "e2e_batch") == 200
 
 
-def test_async(server):
+def test_async(bench_port):
     proc, report = bench(
-        server,
+        bench_port,
         "--test-case", "document", "--requests", "100", "--async", "true", "--collection", "e2e_async",
     )
     assert report is not None and report["results"]["failures"] == 0, proc.stdout + proc.stderr
     assert proc.returncode == 0
-    assert count(server, "e2e_async") == 100
+    assert count(bench_port, "e2e_async") == 100
 
 
-def test_wait_for_sync_and_runs(server):
+def test_wait_for_sync_and_runs(bench_port):
     proc, report = bench(
-        server,
+        bench_port,
         "--test-case", "document", "--requests", "30", "--wait-for-sync", "true",
         "--runs", "2", "--collection", "e2e_sync",
     )
