@@ -1146,7 +1146,7 @@ impl Inner {
         let input_fids: HashSet<u64> = group.iter().copied().collect();
         let mut referenced: HashSet<(u64, u32)> = HashSet::new();
         col.index.for_each_chunked(|_, e| {
-            for v in std::iter::once(&e.head).chain(e.older.iter()) {
+            for v in std::iter::once(&e.head).chain(e.older().iter()) {
                 if input_fids.contains(&v.loc.fid) {
                     referenced.insert((v.loc.fid, v.loc.offset));
                 }
