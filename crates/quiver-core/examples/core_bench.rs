@@ -5,7 +5,9 @@
 
 use std::time::Instant;
 
-use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
+use quiver_core::{
+    CollectionSpec, CollectionType, Core, CoreOptions, DocumentReader, EdgeDirection, InsertOptions,
+};
 use serde_json::json;
 
 fn main() {
@@ -49,6 +51,43 @@ fn main() {
         n as f64 / insert.as_secs_f64(),
         per(get),
         n as f64 / get.as_secs_f64(),
+    );
+    // Edge index: n/10 vertices with 10 outbound edges each, all inserted in batches of 1000.
+    let mut spec = CollectionSpec::new("links");
+    spec.collection_type = CollectionType::Edge;
+    let edges = db.create_collection(spec).expect("create edges");
+    let vertices = (n / 10).max(1);
+    let docs: Vec<_> = (0..vertices * 10)
+        .map(|i| json!({"_from": format!("v/{}", i / 10), "_to": format!("v/{}", (i * 7919) % vertices)}))
+        .collect();
+    for chunk in docs.chunks(1000) {
+        edges
+            .insert_many(chunk.to_vec(), &opts)
+            .expect("insert edges")
+            .wait()
+            .expect("durable");
+    }
+    let view = db.read_view();
+    let mut hits = Vec::new();
+    view.edges(&edges, "v/0", EdgeDirection::Outbound, &mut hits)
+        .expect("build index");
+    let start = Instant::now();
+    let mut found = 0usize;
+    for v in 0..vertices {
+        hits.clear();
+        view.edges(
+            &edges,
+            &format!("v/{v}"),
+            EdgeDirection::Outbound,
+            &mut hits,
+        )
+        .expect("edges");
+        found += hits.len();
+    }
+    let lookup = start.elapsed();
+    println!(
+        "edge lookups: {:.2} us per vertex (10 edges each, {found} edges found)",
+        lookup.as_secs_f64() * 1e6 / vertices as f64
     );
     core.shutdown().expect("shutdown");
 }
