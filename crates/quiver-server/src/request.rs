@@ -234,6 +234,14 @@ mod tests {
         assert!(r.bool_param("d", true));
     }
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_targets_never_panic(target in "\\PC{0,60}") {
+            let _ = Request::new(Method::GET, &target, HeaderMap::new(), Bytes::new());
+            let _ = Request::new(Method::GET, &format!("/_db/{target}"), HeaderMap::new(), Bytes::new());
+        }
+    }
+
     #[test]
     fn query_decoding() {
         let q = parse_query("a=x+y&b=%2F&c=&&d").unwrap();

@@ -370,8 +370,8 @@ fn main() -> ExitCode {
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Configuration file values go first so that command-line options override them.
-    let mut args = vec![raw[0].clone()];
-    let mut rest: Vec<String> = raw[1..].to_vec();
+    let mut args = vec![raw.first().cloned().unwrap_or_else(|| "quiver".into())];
+    let mut rest: Vec<String> = raw.get(1..).unwrap_or(&[]).to_vec();
     if let Some(path) = configuration_path(&rest) {
         match config_file_args(&path) {
             Ok(file_args) => {

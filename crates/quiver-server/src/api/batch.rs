@@ -326,6 +326,31 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #[test]
+        fn arbitrary_bodies_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
+            if let Ok(parts) = split_parts(&body, "XX") {
+                for p in parts {
+                    let _ = parse_embedded(p.message, "db");
+                }
+            }
+        }
+
+        #[test]
+        fn mutated_valid_bodies_never_panic(cut in 0usize..120, byte in proptest::prelude::any::<u8>()) {
+            let mut body = b"--XX\r\nContent-Type: application/x-arango-batchpart\r\nContent-Id: 1\r\n\r\nPOST /_api/document/c?x=1 HTTP/1.1\r\nContent-Length: 7\r\n\r\n{\"a\":1}\r\n--XX--\r\n".to_vec();
+            let at = cut.min(body.len() - 1);
+            body[at] = byte;
+            if let Ok(parts) = split_parts(&body, "XX") {
+                for p in parts {
+                    let _ = parse_embedded(p.message, "db");
+                }
+            }
+            body.truncate(at);
+            let _ = split_parts(&body, "XX");
+        }
+    }
+
     #[test]
     fn boundary_rules() {
         assert_eq!(
