@@ -230,6 +230,8 @@ pub struct TestCase {
     pub random_value: u32,
     /// Pre-built constant bodies (import-document, custom-query).
     constant_body: Vec<u8>,
+    /// The collection is created by setup with waitForSync (checked afterwards).
+    sync_collection: bool,
 }
 
 fn push_str(out: &mut Vec<u8>, s: &str) {
@@ -264,6 +266,9 @@ impl TestCase {
             requests: config.requests,
             random_value,
             constant_body,
+            sync_collection: config.wait_for_sync
+                && config.create_collection
+                && config.case.uses_collection(),
         }
     }
 
@@ -666,6 +671,24 @@ impl TestCase {
                             r.body_text()
                         )),
                         Err(e) => problems.push(format!("cannot list indexes: {}", e.message)),
+                    }
+                }
+                if self.sync_collection {
+                    let path = format!("/_api/collection/{}/properties", self.collection);
+                    match client.get(&path).await {
+                        Ok(r)
+                            if r.json()
+                                .and_then(|v| v.get("waitForSync").and_then(Value::as_bool))
+                                == Some(true) => {}
+                        Ok(r) => problems.push(format!(
+                            "collection '{}' was created with waitForSync but reports: {}",
+                            self.collection,
+                            r.body_text()
+                        )),
+                        Err(e) => problems.push(format!(
+                            "cannot read the collection properties: {}",
+                            e.message
+                        )),
                     }
                 }
                 if self.kind == CaseKind::EdgeCrud {

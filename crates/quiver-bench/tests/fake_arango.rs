@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 #[derive(Default)]
 struct Collection {
     kind: u64,
+    wait_for_sync: bool,
     docs: HashMap<String, Value>,
     indexes: Vec<Value>,
     writes: u64,
@@ -96,10 +97,14 @@ impl Fake {
                     return error(409, 1207, "duplicate name");
                 }
                 let kind = v["type"].as_u64().unwrap_or(2);
+                // `nosync*` collections ignore waitForSync, to test that the bench notices.
+                let wait_for_sync =
+                    v["waitForSync"].as_bool().unwrap_or(false) && !name.starts_with("nosync");
                 cols.insert(
                     name.clone(),
                     Collection {
                         kind,
+                        wait_for_sync,
                         ..Collection::default()
                     },
                 );
@@ -111,6 +116,13 @@ impl Fake {
             },
             ("GET", ["_api", "collection", name]) => match cols.get(*name) {
                 Some(c) => reply(200, json!({"name": name, "type": c.kind})),
+                None => error(404, 1203, "collection or view not found"),
+            },
+            ("GET", ["_api", "collection", name, "properties"]) => match cols.get(*name) {
+                Some(c) => reply(
+                    200,
+                    json!({"name": name, "type": c.kind, "waitForSync": c.wait_for_sync}),
+                ),
                 None => error(404, 1203, "collection or view not found"),
             },
             ("GET", ["_api", "collection", name, "count"]) => match cols.get(*name) {
@@ -621,6 +633,47 @@ fn verification_catches_lost_writes() {
         .unwrap();
     assert!(
         problems[0].as_str().unwrap().contains("expected 20"),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn wait_for_sync_is_checked() {
+    let (addr, fake) = start_fake();
+    let out = run(
+        addr,
+        &[
+            "--test-case",
+            "document",
+            "--requests",
+            "10",
+            "--wait-for-sync",
+            "true",
+            "--collection",
+            "s1",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.report);
+    assert!(fake.collections.lock().unwrap()["s1"].wait_for_sync);
+    let out = run(
+        addr,
+        &[
+            "--test-case",
+            "document",
+            "--requests",
+            "10",
+            "--wait-for-sync",
+            "true",
+            "--collection",
+            "nosync1",
+        ],
+    );
+    assert_eq!(out.code, 1);
+    let problems = out.report["results"]["verificationProblems"]
+        .as_array()
+        .unwrap();
+    assert!(
+        problems[0].as_str().unwrap().contains("waitForSync"),
         "{problems:?}"
     );
 }
