@@ -2,11 +2,12 @@
 //! is computed in UTC on a proleptic Gregorian calendar. Invalid dates give `null` plus warning
 //! 1572 ("invalid date value").
 //!
-//! Timezone arguments: QuiverDB ships without the IANA timezone database, so only UTC
-//! (`"UTC"`, `"Etc/UTC"`, `"GMT"`, `"Etc/GMT"`, `"Z"`) is accepted; other names fail with
-//! error 9 (not implemented) rather than silently computing in UTC.
+//! Timezone arguments name IANA zones (chrono-tz's copy of the tz database): the date is
+//! shifted to local time, the operation runs there, and results that are points in time are
+//! shifted back, as ArangoDB does. Unknown zone names are error 10 (bad parameter).
 
-use chrono::{DateTime, Datelike, NaiveDateTime, Timelike};
+use chrono::{DateTime, Datelike, NaiveDateTime, Offset, TimeZone, Timelike};
+use chrono_tz::{OffsetComponents, OffsetName, Tz};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
@@ -232,28 +233,126 @@ fn invalid_date(ctx: &mut FunctionContext<'_>) -> Value {
     ctx.warn_null(ErrorCode::QueryInvalidDateValue, "")
 }
 
-/// Accepts the timezone argument at `i` if it names UTC (see the module comment).
-fn check_timezone(ctx: &FunctionContext<'_>, args: &[Value], i: usize) -> Result<()> {
-    match arg(args, i) {
-        Value::Null => Ok(()),
-        Value::String(tz) if matches!(tz.as_str(), "UTC" | "Etc/UTC" | "GMT" | "Etc/GMT" | "Z") => {
-            Ok(())
-        }
-        Value::String(tz) => Err(Error::with_message(
-            ErrorCode::NotImplemented,
-            format!(
-                "timezone '{tz}' in call to function '{}()' is not supported: QuiverDB has no timezone database yet, only UTC",
-                ctx.function_name()
-            ),
-        )),
-        _ => Err(Error::with_message(
-            ErrorCode::QueryFunctionArgumentTypeMismatch,
-            format!(
-                "invalid argument type in call to function '{}()'",
-                ctx.function_name()
-            ),
-        )),
+/// A timezone argument.
+#[derive(Clone, Copy)]
+enum Zone {
+    Utc,
+    Named(Tz),
+}
+
+/// Resolves a timezone name; unknown names are an error, as in ArangoDB.
+fn zone_named(ctx: &FunctionContext<'_>, name: &str) -> Result<Zone> {
+    if name == "UTC" {
+        return Ok(Zone::Utc);
     }
+    name.parse::<Tz>().map(Zone::Named).map_err(|_| {
+        Error::with_message(
+            ErrorCode::BadParameter,
+            format!(
+                "unknown timezone '{name}' in call to function '{}()'",
+                ctx.function_name()
+            ),
+        )
+    })
+}
+
+/// The timezone argument at `i`: UTC when absent, None (after warning 1542) when it is not a
+/// string.
+fn zone_arg(ctx: &mut FunctionContext<'_>, args: &[Value], i: usize) -> Result<Option<Zone>> {
+    match args.get(i) {
+        None => Ok(Some(Zone::Utc)),
+        Some(Value::String(name)) => zone_named(ctx, name).map(Some),
+        Some(_) => {
+            ctx.invalid_argument();
+            Ok(None)
+        }
+    }
+}
+
+/// Milliseconds local time is ahead of UTC at the UTC instant `utc_ms`.
+fn offset_ms(zone: Zone, utc_ms: i64) -> i64 {
+    match zone {
+        Zone::Utc => 0,
+        Zone::Named(tz) => tz
+            .timestamp_millis_opt(utc_ms)
+            .single()
+            .map_or(0, |t| i64::from(t.offset().fix().local_minus_utc()) * 1000),
+    }
+}
+
+/// UTC instant to local wall-clock milliseconds.
+fn localize(zone: Zone, utc_ms: i64) -> i64 {
+    utc_ms + offset_ms(zone, utc_ms)
+}
+
+/// Local wall-clock milliseconds back to a UTC instant. Ambiguous times take the earlier
+/// instant; times inside a gap use the offset in force before the gap.
+fn unlocalize(zone: Zone, local_ms: i64) -> i64 {
+    let Zone::Named(tz) = zone else {
+        return local_ms;
+    };
+    let Some(naive) = datetime(local_ms) else {
+        return local_ms;
+    };
+    match tz.from_local_datetime(&naive) {
+        chrono::LocalResult::Single(t) | chrono::LocalResult::Ambiguous(t, _) => {
+            t.timestamp_millis()
+        }
+        chrono::LocalResult::None => local_ms - offset_ms(zone, local_ms - MS_DAY),
+    }
+}
+
+/// ArangoDB's `zoneInfo` for the period of `zone` containing `utc_ms`.
+fn zone_info(zone: Zone, utc_ms: i64) -> Value {
+    let Zone::Named(tz) = zone else {
+        return json!({"name": "UTC", "begin": null, "end": null, "dst": false, "offset": 0});
+    };
+    let Some(t) = tz.timestamp_millis_opt(utc_ms).single() else {
+        return Value::Null;
+    };
+    let offset = t.offset();
+    let key = |ms: i64| {
+        tz.timestamp_millis_opt(ms).single().map(|x| {
+            (
+                x.offset().fix().local_minus_utc(),
+                x.offset().abbreviation().map(str::to_string),
+            )
+        })
+    };
+    let here = key(utc_ms);
+    // Transitions are found by stepping a day at a time (bounded to two years each way) and
+    // then bisecting to the millisecond.
+    let find = |direction: i64| -> Option<i64> {
+        let mut inside = utc_ms;
+        for _ in 0..730 {
+            let probe = inside + direction * MS_DAY;
+            if !(MIN_MS..=MAX_MS).contains(&probe) {
+                return None;
+            }
+            if key(probe) != here {
+                let (mut a, mut b) = (inside, probe);
+                while (b - a).abs() > 1 {
+                    let mid = a + (b - a) / 2;
+                    if key(mid) == here {
+                        a = mid;
+                    } else {
+                        b = mid;
+                    }
+                }
+                // `begin` is the first instant of the period, `end` the first after it.
+                return Some(if direction < 0 { a } else { b });
+            }
+            inside = probe;
+        }
+        None
+    };
+    json!({
+        "name": offset.abbreviation().unwrap_or(""),
+        "begin": find(-1).and_then(iso_from_millis),
+        "end": find(1).and_then(iso_from_millis),
+        "dst": offset.dst_offset().num_seconds() != 0,
+        "offset": offset.fix().local_minus_utc(),
+    })
 }
 
 /// Common shape of the component extractors: date (and optional UTC timezone) in, number out.
@@ -265,8 +364,10 @@ fn extract(
     let Some(ms) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    check_timezone(ctx, args, 1)?;
-    Ok(datetime(ms).map_or(Value::Null, |dt| f(&dt)))
+    let Some(zone) = zone_arg(ctx, args, 1)? else {
+        return Ok(Value::Null);
+    };
+    Ok(datetime(localize(zone, ms)).map_or(Value::Null, |dt| f(&dt)))
 }
 
 fn date_now(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
@@ -451,17 +552,20 @@ fn date_trunc(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some(ms) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    check_timezone(ctx, args, 2)?;
-    let (Some(u), Some(dt)) = (unit(arg(args, 1)), datetime(ms)) else {
+    let Some(zone) = zone_arg(ctx, args, 2)? else {
+        return Ok(Value::Null);
+    };
+    let local = localize(zone, ms);
+    let (Some(u), Some(dt)) = (unit(arg(args, 1)), datetime(local)) else {
         return Ok(ctx.invalid_argument());
     };
     let truncated = match u {
         Unit::Year => days_from_civil(i64::from(dt.year()), 1, 1) * MS_DAY,
         Unit::Month => days_from_civil(i64::from(dt.year()), i64::from(dt.month()), 1) * MS_DAY,
         Unit::Week => return Ok(ctx.invalid_argument()),
-        other => ms - ms.rem_euclid(unit_millis(other) as i64),
+        other => local - local.rem_euclid(unit_millis(other) as i64),
     };
-    Ok(iso_or_invalid(ctx, Some(truncated)))
+    Ok(iso_or_invalid(ctx, Some(unlocalize(zone, truncated))))
 }
 
 fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -474,7 +578,10 @@ fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Value::String(u) = arg(args, 2) else {
         return Ok(ctx.invalid_argument());
     };
-    check_timezone(ctx, args, 3)?;
+    let Some(zone) = zone_arg(ctx, args, 3)? else {
+        return Ok(Value::Null);
+    };
+    let ms = localize(zone, ms);
     let amount = amount.as_f64().unwrap_or(0.0).trunc();
     // ArangoDB matches these unit names case-sensitively here.
     let factor = match u.as_str() {
@@ -490,7 +597,10 @@ fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     }
     let bucket = factor.saturating_mul(amount as i64);
     // Integer division truncates towards the epoch, as in ArangoDB.
-    Ok(iso_or_invalid(ctx, Some(ms / bucket * bucket)))
+    Ok(iso_or_invalid(
+        ctx,
+        Some(unlocalize(zone, ms / bucket * bucket)),
+    ))
 }
 
 /// Adds calendar months (day-of-month overflow rolls into the next month, as ArangoDB's date
@@ -550,52 +660,63 @@ fn shift(ctx: &mut FunctionContext<'_>, args: &[Value], sign: i64) -> Result<Val
     let Some(ms) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    // Forms: (date, "P..."[, tz]), (date, amount, unit[, tz]), (date, unit, amount[, tz]).
-    let (months, millis) = match (arg(args, 1), arg(args, 2)) {
-        (Value::String(d), tz) if (d.starts_with('P') || d.starts_with('p')) && !tz.is_number() => {
-            check_timezone(ctx, args, 2)?;
-            match parse_duration(d) {
-                Some(parsed) => parsed,
-                None => return Ok(invalid_date(ctx)),
-            }
+    // As ArangoDB: (date, amount, unit[, tz]) or (date, isoDuration[, tz]); with three
+    // arguments the form is told apart by the second one being a string.
+    let timezoned = args.len() == 4 || (args.len() == 3 && args[1].is_string());
+    let zone = if timezoned {
+        let Some(zone) = zone_arg(ctx, args, if args.len() == 4 { 3 } else { 2 })? else {
+            return Ok(Value::Null);
+        };
+        zone
+    } else {
+        Zone::Utc
+    };
+    let local = localize(zone, ms);
+    let (months, millis) = if (args.len() == 3 && !timezoned) || args.len() == 4 {
+        let Value::Number(amount) = &args[1] else {
+            return Ok(ctx.invalid_argument());
+        };
+        if !args[2].is_string() {
+            return Ok(ctx.invalid_argument());
         }
-        (a, b) => {
-            check_timezone(ctx, args, 3)?;
-            let (amount, u) = match (unit(b), unit(a)) {
-                (Some(u), _) if a.is_number() || a.is_string() => (value::to_number(a), u),
-                (None, Some(u)) if b.is_number() => (value::to_number(b), u),
-                (None, None) if b.is_string() => return Ok(invalid_date(ctx)),
-                _ => return Ok(ctx.invalid_argument()),
-            };
-            let negative = amount < 0.0;
-            let mut rest = amount.abs();
-            let mut months = 0i64;
-            let mut millis = 0f64;
-            // Fractions cascade like ArangoDB: a year fraction becomes months, a month
-            // fraction becomes 30-day units.
-            match u {
-                Unit::Year | Unit::Month => {
-                    if u == Unit::Year {
-                        months += (rest.trunc() as i64).saturating_mul(12);
-                        rest = rest.fract() * 12.0;
-                    }
-                    months += rest.trunc() as i64;
-                    millis += rest.fract() * 30.0 * MS_DAY as f64;
+        let Some(u) = unit(&args[2]) else {
+            return Ok(invalid_date(ctx));
+        };
+        let amount = amount.as_f64().unwrap_or(0.0);
+        let negative = amount < 0.0;
+        let mut rest = amount.abs();
+        let mut months = 0i64;
+        let mut millis = 0f64;
+        // Fractions cascade like ArangoDB: a year fraction becomes months, a month fraction
+        // becomes 30-day units.
+        match u {
+            Unit::Year | Unit::Month => {
+                if u == Unit::Year {
+                    months += (rest.trunc() as i64).saturating_mul(12);
+                    rest = rest.fract() * 12.0;
                 }
-                other => millis += rest * unit_millis(other),
+                months += rest.trunc() as i64;
+                millis += rest.fract() * 30.0 * MS_DAY as f64;
             }
-            let millis = millis.trunc() as i64;
-            if negative {
-                (-months, -millis)
-            } else {
-                (months, millis)
-            }
+            other => millis += rest * unit_millis(other),
+        }
+        let millis = millis.trunc() as i64;
+        if negative {
+            (-months, -millis)
+        } else {
+            (months, millis)
+        }
+    } else {
+        let Value::String(duration) = &args[1] else {
+            return Ok(ctx.invalid_argument());
+        };
+        match parse_duration(duration) {
+            Some(parsed) => parsed,
+            None => return Ok(invalid_date(ctx)),
         }
     };
-    Ok(iso_or_invalid(
-        ctx,
-        add_calendar(ms, sign * months, sign * millis),
-    ))
+    let shifted = add_calendar(local, sign * months, sign * millis).map(|l| unlocalize(zone, l));
+    Ok(iso_or_invalid(ctx, shifted))
 }
 
 fn date_add(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -607,25 +728,49 @@ fn date_subtract(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
 }
 
 fn date_diff(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let Some(a) = date_arg(ctx, args, 0) else {
+    let Some(mut a) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    let Some(b) = date_arg(ctx, args, 1) else {
+    let Some(mut b) = date_arg(ctx, args, 1) else {
         return Ok(Value::Null);
     };
-    let Value::String(_) = arg(args, 2) else {
+    if !arg(args, 2).is_string() {
         return Ok(ctx.invalid_argument());
-    };
-    // The 4th argument is either `asFloat` or the first timezone.
-    let as_float = match arg(args, 3) {
-        Value::Bool(b) => *b,
-        Value::Null if args.len() < 4 => false,
-        Value::String(_) => false,
-        _ => return Ok(ctx.invalid_argument()),
-    };
-    for i in 3..args.len() {
-        if args[i].is_string() {
-            check_timezone(ctx, args, i)?;
+    }
+    // Argument 4 is `asFloat` or the first timezone; the timezones that follow apply as in
+    // ArangoDB (one zone for both dates, or one per date).
+    let mut as_float = false;
+    if args.len() > 3 {
+        match &args[3] {
+            Value::Bool(f) => as_float = *f,
+            Value::String(name) => {
+                let zone = zone_named(ctx, name)?;
+                a = localize(zone, a);
+                if args.len() == 4 {
+                    b = localize(zone, b);
+                }
+            }
+            _ => return Ok(ctx.invalid_argument()),
+        }
+        if args.len() > 4 {
+            let Value::String(name) = &args[4] else {
+                return Ok(ctx.invalid_argument());
+            };
+            let zone = zone_named(ctx, name)?;
+            if args[3].is_boolean() {
+                a = localize(zone, a);
+                if args.len() == 5 {
+                    b = localize(zone, b);
+                }
+            } else {
+                b = localize(zone, b);
+            }
+            if args.len() == 6 {
+                let Value::String(name) = &args[5] else {
+                    return Ok(ctx.invalid_argument());
+                };
+                b = localize(zone_named(ctx, name)?, b);
+            }
         }
     }
     let Some(u) = unit(arg(args, 2)) else {
@@ -640,26 +785,51 @@ fn date_diff(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn date_compare(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    check_timezone(ctx, args, 4)?;
-    check_timezone(ctx, args, 5)?;
-    let start = unit(arg(args, 2)).filter(|u| *u != Unit::Week);
-    let end = if arg(args, 3).is_null() {
-        start
-    } else {
-        unit(arg(args, 3)).filter(|u| *u != Unit::Week)
-    };
-    let Some(a) = date_arg(ctx, args, 0).and_then(datetime) else {
+    let Some(mut a) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    let Some(b) = date_arg(ctx, args, 1).and_then(datetime) else {
+    let Some(mut b) = date_arg(ctx, args, 1) else {
         return Ok(Value::Null);
     };
-    let (Some(start), Some(end)) = (start, end) else {
+    let Some(start) = unit(arg(args, 2)).filter(|u| *u != Unit::Week) else {
         return Ok(ctx.invalid_argument());
     };
+    let mut end = start;
+    if args.len() > 3 {
+        // The 4th argument is the end unit, or else already the first timezone.
+        let (start_tz, end_tz) = match unit(&args[3]).filter(|u| *u != Unit::Week) {
+            None => match args.len() {
+                4 => (3, 3),
+                5 => (3, 4),
+                _ => return Ok(ctx.invalid_argument()),
+            },
+            Some(u) => {
+                end = u;
+                match args.len() {
+                    5 => (4, 4),
+                    6 => (4, 5),
+                    _ => (0, 0),
+                }
+            }
+        };
+        if start_tz > 0 {
+            let Value::String(name) = &args[start_tz] else {
+                return Ok(ctx.invalid_argument());
+            };
+            let zone = zone_named(ctx, name)?;
+            a = localize(zone, a);
+            let Value::String(name) = &args[end_tz] else {
+                return Ok(ctx.invalid_argument());
+            };
+            b = localize(zone_named(ctx, name)?, b);
+        }
+    }
     if end < start {
         return Ok(ctx.invalid_argument());
     }
+    let (Some(a), Some(b)) = (datetime(a), datetime(b)) else {
+        return Ok(invalid_date(ctx));
+    };
     let component = |d: &NaiveDateTime, u: Unit| -> i64 {
         match u {
             Unit::Year => i64::from(d.year()),
@@ -689,33 +859,63 @@ fn date_compare(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
 }
 
 fn date_utctolocal(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    convert_zone(ctx, args, "local")
+    convert_zone(ctx, args, true)
 }
 
 fn date_localtoutc(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    convert_zone(ctx, args, "utc")
+    convert_zone(ctx, args, false)
 }
 
-/// With UTC as the only known zone, converting is the identity; `zoneInfo` describes UTC.
-fn convert_zone(ctx: &mut FunctionContext<'_>, args: &[Value], field: &str) -> Result<Value> {
-    if arg(args, 1).is_null() {
-        return Ok(ctx.invalid_argument());
-    }
-    check_timezone(ctx, args, 1)?;
-    let Some(iso) = date_arg(ctx, args, 0).and_then(iso_from_millis) else {
+/// DATE_UTCTOLOCAL / DATE_LOCALTOUTC. Local times print without the `Z` unless the zone is
+/// at UTC without daylight saving at that moment, as in ArangoDB.
+fn convert_zone(ctx: &mut FunctionContext<'_>, args: &[Value], to_local: bool) -> Result<Value> {
+    let Some(ms) = date_arg(ctx, args, 0) else {
         return Ok(Value::Null);
     };
-    if value::to_bool(arg(args, 2)) {
-        let mut out = serde_json::Map::new();
-        out.insert(field.to_string(), Value::String(iso));
-        out.insert("tzdb".into(), Value::String("none".into()));
-        out.insert(
-            "zoneInfo".into(),
-            json!({"name": "UTC", "begin": null, "end": null, "dst": false, "offset": 0}),
-        );
-        return Ok(Value::Object(out));
+    let Value::String(name) = arg(args, 1) else {
+        return Ok(ctx.invalid_argument());
+    };
+    let detail = match args.get(2) {
+        None => false,
+        Some(Value::Bool(d)) => *d,
+        Some(_) => return Ok(ctx.invalid_argument()),
+    };
+    let zone = zone_named(ctx, name)?;
+    let (text, utc_instant, field) = if to_local {
+        let local = localize(zone, ms);
+        let at_utc = offset_ms(zone, ms) == 0
+            && match zone {
+                Zone::Utc => true,
+                Zone::Named(tz) => tz
+                    .timestamp_millis_opt(ms)
+                    .single()
+                    .is_some_and(|t| t.offset().dst_offset().num_seconds() == 0),
+            };
+        let Some(mut iso) = iso_from_millis(local) else {
+            return Ok(invalid_date(ctx));
+        };
+        if !at_utc {
+            iso.pop();
+        }
+        (iso, ms, "local")
+    } else {
+        let utc = unlocalize(zone, ms);
+        let Some(iso) = iso_from_millis(utc) else {
+            return Ok(invalid_date(ctx));
+        };
+        (iso, utc, "utc")
+    };
+    if !detail {
+        return Ok(Value::String(text));
     }
-    Ok(Value::String(iso))
+    let mut out = serde_json::Map::new();
+    out.insert(field.to_string(), Value::String(text));
+    out.insert(
+        "tzdb".into(),
+        Value::String(chrono_tz::IANA_TZDB_VERSION.to_string()),
+    );
+    out.insert("zoneInfo".into(), zone_info(zone, utc_instant));
+    Ok(Value::Object(out))
 }
 
 fn date_timezone(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
@@ -723,9 +923,11 @@ fn date_timezone(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
 }
 
 fn date_timezones(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
-    Err(Error::with_message(
-        ErrorCode::NotImplemented,
-        "DATE_TIMEZONES() is not implemented: QuiverDB has no timezone database yet",
+    Ok(Value::Array(
+        chrono_tz::TZ_VARIANTS
+            .iter()
+            .map(|tz| Value::String(tz.name().to_string()))
+            .collect(),
     ))
 }
 
@@ -821,15 +1023,18 @@ fn date_format(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Value::String(format) = arg(args, 1) else {
         return Ok(ctx.invalid_argument());
     };
-    check_timezone(ctx, args, 2)?;
-    Ok(datetime(ms).map_or(Value::Null, |dt| {
-        Value::String(format_date(ms, &dt, format))
+    let Some(zone) = zone_arg(ctx, args, 2)? else {
+        return Ok(Value::Null);
+    };
+    let local = localize(zone, ms);
+    Ok(datetime(local).map_or(Value::Null, |dt| {
+        Value::String(format_date(local, &dt, format))
     }))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::testutil::{error, ok, run};
+    use super::super::testutil::{error, invalid, ok, run};
     use super::*;
     use serde_json::json;
 
@@ -996,8 +1201,8 @@ mod tests {
         );
         assert_eq!(ok("DATE_YEAR", vec![json!(0), json!("UTC")]), json!(1970));
         assert_eq!(
-            error("DATE_YEAR", vec![json!(0), json!("Europe/Berlin")]),
-            9
+            error("DATE_YEAR", vec![json!(0), json!("Mars/Olympus_Mons")]),
+            10
         );
         warns_invalid_date("DATE_YEAR", vec![json!("x")]);
     }
@@ -1088,10 +1293,9 @@ mod tests {
             ),
             json!("2020-05-01T00:00:00.000Z")
         );
-        assert_eq!(
-            ok("DATE_ADD", vec![json!("2016-02"), json!("month"), json!(1)]),
-            json!("2016-03-01T00:00:00.000Z")
-        );
+        // The swapped (date, unit, amount) form of an old documentation example is rejected by
+        // ArangoDB 3.12 (the third argument is then read as a timezone).
+        invalid("DATE_ADD", vec![json!("2016-02"), json!("month"), json!(1)]);
         assert_eq!(
             ok(
                 "DATE_ADD",
@@ -1301,9 +1505,155 @@ mod tests {
             json!("1970-01-01T00:00:00.000Z")
         );
         assert_eq!(
-            error("DATE_UTCTOLOCAL", vec![json!(0), json!("Asia/Tokyo")]),
-            9
+            ok(
+                "DATE_UTCTOLOCAL",
+                vec![json!("2020-03-15T00:00:00.000Z"), json!("Europe/Berlin")]
+            ),
+            json!("2020-03-15T01:00:00.000")
         );
-        assert_eq!(error("DATE_TIMEZONES", vec![]), 9);
+        assert_eq!(
+            ok(
+                "DATE_LOCALTOUTC",
+                vec![json!("2020-03-15T01:00:00.000"), json!("Europe/Berlin")]
+            ),
+            json!("2020-03-15T00:00:00.000Z")
+        );
+        let detail = ok(
+            "DATE_UTCTOLOCAL",
+            vec![
+                json!("2020-03-15T00:00:00.000Z"),
+                json!("Europe/Berlin"),
+                json!(true),
+            ],
+        );
+        assert_eq!(detail["local"], json!("2020-03-15T01:00:00.000"));
+        assert_eq!(
+            detail["zoneInfo"],
+            json!({"name": "CET", "begin": "2019-10-27T01:00:00.000Z", "end": "2020-03-29T01:00:00.000Z", "dst": false, "offset": 3600})
+        );
+        assert!(detail["tzdb"].is_string());
+        assert_eq!(
+            error("DATE_UTCTOLOCAL", vec![json!(0), json!("Nowhere/City")]),
+            10
+        );
+        invalid("DATE_UTCTOLOCAL", vec![json!(0), json!(1)]);
+        invalid("DATE_UTCTOLOCAL", vec![json!(0), json!("UTC"), json!(1)]);
+        let zones = ok("DATE_TIMEZONES", vec![]);
+        assert!(zones
+            .as_array()
+            .is_some_and(|z| z.len() > 300 && z.contains(&json!("Europe/Berlin"))));
+    }
+
+    #[test]
+    fn timezones_shift_the_computation() {
+        let berlin = json!("Europe/Berlin");
+        assert_eq!(
+            ok(
+                "DATE_DAYOFWEEK",
+                vec![json!("2023-03-25T23:00:00.000Z"), berlin.clone()]
+            ),
+            json!(0)
+        );
+        assert_eq!(
+            ok(
+                "DATE_YEAR",
+                vec![json!("2023-12-31T23:00:00.000Z"), berlin.clone()]
+            ),
+            json!(2024)
+        );
+        assert_eq!(
+            ok(
+                "DATE_MINUTE",
+                vec![json!("2023-12-31T23:00:00.000Z"), json!("Asia/Kathmandu")]
+            ),
+            json!(45)
+        );
+        assert_eq!(
+            ok(
+                "DATE_LEAPYEAR",
+                vec![json!("2016-12-31T23:00:00.000Z"), berlin.clone()]
+            ),
+            json!(false)
+        );
+        assert_eq!(
+            ok(
+                "DATE_TRUNC",
+                vec![json!("2023-03-25 23:00:00"), json!("day"), berlin.clone()]
+            ),
+            json!("2023-03-25T23:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ROUND",
+                vec![
+                    json!("2023-03-25T23:55:55.555Z"),
+                    json!(1),
+                    json!("day"),
+                    berlin.clone()
+                ]
+            ),
+            json!("2023-03-25T23:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_ADD",
+                vec![
+                    json!("2023-03-25T23:00:00.000Z"),
+                    json!(1),
+                    json!("day"),
+                    berlin.clone()
+                ]
+            ),
+            json!("2023-03-26T22:00:00.000Z")
+        );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![
+                    json!("2023-03-25T23:00:00.000Z"),
+                    json!("2023-03-26T23:00:00.000Z"),
+                    json!("hours"),
+                    berlin.clone()
+                ]
+            ),
+            json!(25)
+        );
+        assert_eq!(
+            ok(
+                "DATE_DIFF",
+                vec![
+                    json!("2024-01-01T00:00:00.000Z"),
+                    json!("2024-01-01T00:00:00.000Z"),
+                    json!("hours"),
+                    json!(true),
+                    json!("Asia/Kathmandu"),
+                    json!("America/Los_Angeles")
+                ]
+            ),
+            json!(-13.75)
+        );
+        assert_eq!(
+            ok(
+                "DATE_FORMAT",
+                vec![
+                    json!("2023-12-31T23:00:00.000Z"),
+                    json!("%yyyy-%mm-%dd %hh"),
+                    berlin.clone()
+                ]
+            ),
+            json!("2024-01-01 00")
+        );
+        assert_eq!(
+            ok(
+                "DATE_COMPARE",
+                vec![
+                    json!("2023-12-31T23:30:00Z"),
+                    json!("2024-01-01T00:10:00Z"),
+                    json!("days"),
+                    berlin
+                ]
+            ),
+            json!(true)
+        );
     }
 }
