@@ -48,6 +48,10 @@ impl<S: EdgeSource> EdgeSource for Counting<S> {
             sink(e)
         })
     }
+
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        self.inner.degree_hint(vertex, query)
+    }
 }
 
 /// CPU time this thread has run, from the scheduler's statistics (Linux): unlike wall-clock

@@ -127,6 +127,15 @@ pub trait EdgeSource {
         query: &EdgeQuery,
         sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
     ) -> Result<()>;
+
+    /// How many edges [`Self::for_each_edge`] would report, if that is known without reading
+    /// them (an in-memory edge index knows its list lengths). Only used to decide which end
+    /// of a bidirectional search to expand first: a target nobody points to (the benchmark's
+    /// "hard path") is then recognised without expanding the start vertex at all.
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        let _ = (vertex, query);
+        None
+    }
 }
 
 impl<T: EdgeSource + ?Sized> EdgeSource for &T {
@@ -138,6 +147,10 @@ impl<T: EdgeSource + ?Sized> EdgeSource for &T {
     ) -> Result<()> {
         (**self).for_each_edge(vertex, query, sink)
     }
+
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        (**self).degree_hint(vertex, query)
+    }
 }
 
 impl<T: EdgeSource + ?Sized> EdgeSource for Box<T> {
@@ -148,6 +161,10 @@ impl<T: EdgeSource + ?Sized> EdgeSource for Box<T> {
         sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
     ) -> Result<()> {
         (**self).for_each_edge(vertex, query, sink)
+    }
+
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        (**self).degree_hint(vertex, query)
     }
 }
 

@@ -183,6 +183,26 @@ impl MemoryGraphSource<'_> {
 }
 
 impl EdgeSource for MemoryGraphSource<'_> {
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        let &v = self.graph.vertex_ids.get(vertex)?;
+        if !self.per_collection.is_empty() {
+            // Mixed directions would need a look at every edge's collection.
+            return None;
+        }
+        let dir = if query.backward {
+            self.default_direction.reversed()
+        } else {
+            self.default_direction
+        };
+        let out = self.graph.outgoing[v as usize].len();
+        let inc = self.graph.incoming[v as usize].len();
+        Some(match dir {
+            Direction::Outbound => out,
+            Direction::Inbound => inc,
+            Direction::Any => out + inc,
+        })
+    }
+
     fn for_each_edge(
         &self,
         vertex: &str,

@@ -340,6 +340,24 @@ fn chains(
     Ok(())
 }
 
+/// The degrees of the start (forward) and target (backward) vertices, if the source knows
+/// both.
+fn root_degree_hints<S: EdgeSource + ?Sized>(
+    source: &S,
+    interner: &Interner,
+    s: VertexId,
+    t: VertexId,
+) -> Option<(usize, usize)> {
+    let query = |backward| EdgeQuery {
+        backward,
+        depth: 0,
+        need_weight: false,
+    };
+    let fwd = source.degree_hint(interner.name(s), &query(false))?;
+    let bwd = source.degree_hint(interner.name(t), &query(true))?;
+    Some((fwd, bwd))
+}
+
 /// Reusable state of bidirectional breadth-first searches.
 pub(crate) struct BfsWorkspace {
     sides: [BfsSide; 2],
@@ -372,6 +390,12 @@ fn bfs_meet<S: EdgeSource + ?Sized>(
     let sides = &mut workspace.sides;
     sides[0].reset(s, false, n);
     sides[1].reset(t, true, n);
+    // Seed each side's cost estimate with its root's degree when the source knows it.
+    let hints = root_degree_hints(source, interner, s, t);
+    if let Some((fwd, bwd)) = hints {
+        sides[0].edges_seen = fwd as u64;
+        sides[1].edges_seen = bwd as u64;
+    }
     let mut name_buf = String::new();
     let mut edges = Vec::new();
     let mut meetings: Vec<VertexId> = Vec::new();
@@ -677,6 +701,11 @@ pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
     let sides = &mut workspace.sides;
     sides[0].reset(s, false, n);
     sides[1].reset(t, true, n);
+    // While both queues hold just their root, start on the side with fewer edges if known.
+    let mut first_side = match root_degree_hints(source, interner, s, t) {
+        Some((fwd, bwd)) if bwd < fwd => Some(1),
+        _ => None,
+    };
     let mut best = f64::INFINITY;
     // (side that relaxed the meeting edge, its settled vertex, edge, weight, vertex reached)
     let mut meeting: Option<(usize, VertexId, EdgeHandle, f64, VertexId)> = None;
@@ -687,7 +716,9 @@ pub(crate) fn dijkstra<S: EdgeSource + ?Sized>(
         if top0 + top1 >= best {
             break;
         }
-        let x = if sides[0].heap.len() <= sides[1].heap.len() {
+        let x = if let Some(first) = first_side.take() {
+            first
+        } else if sides[0].heap.len() <= sides[1].heap.len() {
             0
         } else {
             1
@@ -907,6 +938,29 @@ mod tests {
         )
         .unwrap();
         assert!(r.is_none());
+    }
+
+    /// With degree hints, the side of a target without incoming edges is expanded first, so
+    /// the hard path costs no edge at all, however many edges the start has.
+    #[test]
+    fn degree_hints_answer_the_hard_path_without_expanding_the_start() {
+        let mut g = MemoryGraph::new();
+        for i in 0..100 {
+            g.add_edge("e", &format!("e/{i}"), "v/start", &format!("v/{i}"), None);
+        }
+        g.add_edge("e", "e/out", "v/lonely", "v/1", None);
+        let limits = Limits {
+            max_edges_visited: 0,
+            ..Limits::default()
+        };
+        let source = g.source(Direction::Outbound, 1.0);
+        for weighted in [false, true] {
+            let r = shortest_path(&source, "v/start", "v/lonely", weighted, limits).unwrap();
+            assert!(r.is_none());
+        }
+        assert!(all_shortest_paths(&source, "v/start", "v/lonely", limits)
+            .unwrap()
+            .is_empty());
     }
 
     #[test]
