@@ -326,7 +326,11 @@ mod tests {
     fn numbers_are_unique_and_round_trip() {
         let mut seen = HashSet::new();
         for &code in ErrorCode::ALL {
-            assert!(seen.insert(code.number()), "duplicate number {}", code.number());
+            assert!(
+                seen.insert(code.number()),
+                "duplicate number {}",
+                code.number()
+            );
             assert_eq!(ErrorCode::from_number(code.number()), Some(code));
         }
         assert_eq!(ErrorCode::from_number(999_999), None);

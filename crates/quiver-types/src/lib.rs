@@ -297,7 +297,10 @@ mod tests {
             assert!(validate_key(good).is_ok(), "{good}");
         }
         for bad in ["", "a/b", "a b", "ä", &"k".repeat(255), "a\u{0}"] {
-            assert_eq!(validate_key(bad).unwrap_err().code, ErrorCode::DocumentKeyBad);
+            assert_eq!(
+                validate_key(bad).unwrap_err().code,
+                ErrorCode::DocumentKeyBad
+            );
         }
     }
 
