@@ -1555,6 +1555,7 @@ fn recover_collection(
         let path = if d.exists() { d } else { j };
         DataFile::open(fid, &path).ok()
     };
+    let mut preloaded = preload_hints(&col.index, &dir, &listed);
     let mut all: Vec<(u64, bool)> = listed.iter().map(|f| (*f, false)).collect();
     all.extend(journal_fid.map(|f| (f, true)));
     for (fid, is_journal) in all {
@@ -1567,6 +1568,13 @@ fn recover_collection(
                 ),
             ));
         };
+        if let Some(loaded) = preloaded.remove(&fid) {
+            observe(rec, loaded.max_tick, loaded.max_rev);
+            inner.files.write().insert(fid, file.clone());
+            cf.stats.insert(fid, loaded.stats);
+            cf.datafiles.push(file);
+            continue;
+        }
         let mut stats = FileStats {
             docs: 0,
             doc_bytes: 0,
@@ -1590,20 +1598,6 @@ fn recover_collection(
             };
             col.index.recover(key, Version { tick, rev, loc });
         };
-        if !is_journal {
-            if let Some(hints) = std::fs::read(hint_path(&dir, fid))
-                .ok()
-                .and_then(|b| files::decode_hints(fid, &b))
-            {
-                for h in hints {
-                    apply(h.kind, &h.key, h.tick, h.rev, h.offset, h.len);
-                }
-                inner.files.write().insert(fid, file.clone());
-                cf.stats.insert(fid, stats);
-                cf.datafiles.push(file);
-                continue;
-            }
-        }
         let image = file
             .read_all()
             .map_err(|e| files::io_error(e, "reading a datafile"))?;
@@ -1703,6 +1697,68 @@ fn recover_collection(
     }
     col.files = Mutex::new(cf);
     Ok(())
+}
+
+struct Preloaded {
+    stats: FileStats,
+    max_tick: u64,
+    max_rev: u64,
+}
+
+/// Loads the hint files of sealed datafiles into the index, several files in parallel (the
+/// index shards take concurrent inserts; "highest tick wins" makes the order irrelevant).
+/// Files without a valid hint are left to the caller, which scans them.
+fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64, Preloaded> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = Mutex::new(HashMap::new());
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(fids.len())
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&fid) = fids.get(i) else {
+                    break;
+                };
+                let Ok(buf) = std::fs::read(hint_path(dir, fid)) else {
+                    continue;
+                };
+                let mut p = Preloaded {
+                    stats: FileStats {
+                        docs: 0,
+                        doc_bytes: 0,
+                        removes: 0,
+                        size: std::fs::metadata(datafile_path(dir, fid))
+                            .map(|m| m.len())
+                            .unwrap_or(0),
+                        kind: StatKind::Datafile,
+                    },
+                    max_tick: 0,
+                    max_rev: 0,
+                };
+                let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
+                    p.max_tick = p.max_tick.max(tick);
+                    p.max_rev = p.max_rev.max(rev);
+                    let loc = if kind == MarkerType::Document {
+                        p.stats.docs += 1;
+                        p.stats.doc_bytes += len as u64;
+                        Loc { fid, offset, len }
+                    } else {
+                        p.stats.removes += 1;
+                        Loc::REMOVED
+                    };
+                    index.recover(key, Version { tick, rev, loc });
+                });
+                if ok.is_some() {
+                    results.lock().insert(fid, p);
+                }
+            });
+        }
+    });
+    results.into_inner()
 }
 
 fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<Arc<DataFile>>> {

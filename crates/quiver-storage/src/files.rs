@@ -250,7 +250,31 @@ pub(crate) fn encode_hints(fid: u64, entries: &[HintEntry]) -> Vec<u8> {
 
 /// Decodes a hint file; `None` if it is damaged or belongs to another file (the caller then
 /// scans the datafile instead).
+#[cfg(test)]
 pub(crate) fn decode_hints(fid: u64, buf: &[u8]) -> Option<Vec<HintEntry>> {
+    let mut out = Vec::new();
+    for_each_hint(fid, buf, |kind, key, tick, rev, offset, len| {
+        out.push(HintEntry {
+            kind,
+            key: key.to_string(),
+            tick,
+            rev,
+            offset,
+            len,
+        })
+    })?;
+    Some(out)
+}
+
+/// Calls `f(kind, key, tick, rev, offset, len)` for every entry of a hint file without
+/// allocating per entry (restart of a 10-million-document collection goes through here).
+/// Returns `None` — before calling `f` at all — if the file is damaged or describes another
+/// datafile; the caller then scans the datafile instead.
+pub(crate) fn for_each_hint(
+    fid: u64,
+    buf: &[u8],
+    mut f: impl FnMut(MarkerType, &str, u64, u64, u32, u32),
+) -> Option<()> {
     if buf.len() < 28 {
         return None;
     }
@@ -271,27 +295,34 @@ pub(crate) fn decode_hints(fid: u64, buf: &[u8]) -> Option<Vec<HintEntry>> {
         return None;
     }
     let count = u64_at(body, 16)? as usize;
-    let mut entries = Vec::with_capacity(count.min(body.len() / 26));
+    // Validate the structure completely before handing out a single entry.
     let mut at = 24;
     for _ in 0..count {
-        let kind = MarkerType::from_u8(*body.get(at)?)?;
+        MarkerType::from_u8(*body.get(at)?)?;
         let key_len = *body.get(at + 1)? as usize;
-        let key = std::str::from_utf8(body.get(at + 2..at + 2 + key_len)?).ok()?;
-        at += 2 + key_len;
-        entries.push(HintEntry {
-            kind,
-            key: key.to_string(),
-            tick: u64_at(body, at)?,
-            rev: u64_at(body, at + 8)?,
-            offset: u32_at(body, at + 16)?,
-            len: u32_at(body, at + 20)?,
-        });
-        at += 24;
+        std::str::from_utf8(body.get(at + 2..at + 2 + key_len)?).ok()?;
+        at += 2 + key_len + 24;
     }
     if at != body.len() {
         return None;
     }
-    Some(entries)
+    let mut at = 24;
+    for _ in 0..count {
+        let kind = MarkerType::from_u8(body[at])?;
+        let key_len = body[at + 1] as usize;
+        let key = std::str::from_utf8(&body[at + 2..at + 2 + key_len]).ok()?;
+        at += 2 + key_len;
+        f(
+            kind,
+            key,
+            u64_at(body, at)?,
+            u64_at(body, at + 8)?,
+            u32_at(body, at + 16)?,
+            u32_at(body, at + 20)?,
+        );
+        at += 24;
+    }
+    Some(())
 }
 
 /// The header of a new file.

@@ -563,3 +563,30 @@ impl Engine {
         self.inner.shutdown()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn handles_are_send_and_sync() {
+        send_sync::<Engine>();
+        send_sync::<Snapshot>();
+        send_sync::<CommitTicket>();
+        send_sync::<WriteBatch>();
+    }
+
+    #[test]
+    fn write_batch_counts_operations() {
+        let mut b = WriteBatch::new();
+        assert!(b.is_empty());
+        b.put(1, "a", Revision(1), Bytes::from_static(b"x"));
+        b.remove(1, "b", Revision(2));
+        b.set_sync(true);
+        assert_eq!(b.len(), 2);
+        assert!(!b.is_empty());
+        assert!(b.sync);
+    }
+}
