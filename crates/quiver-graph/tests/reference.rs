@@ -713,3 +713,94 @@ proptest! {
         check_budgets(&spec, s, t, budget);
     }
 }
+
+/// Number of distinct shortest walks (by edge sequence) from `s` to `t`: BFS layers from `s`
+/// with path counts summed over every edge into the next layer.
+fn count_shortest_paths<S: EdgeSource>(source: &S, s: &str, t: &str) -> (Option<usize>, u128) {
+    let mut dist = std::collections::HashMap::new();
+    let mut count: std::collections::HashMap<String, u128> = std::collections::HashMap::new();
+    dist.insert(s.to_string(), 0usize);
+    count.insert(s.to_string(), 1);
+    let mut layer = vec![s.to_string()];
+    let mut d = 0;
+    while !layer.is_empty() {
+        if dist.get(t) == Some(&d) {
+            return (Some(d), count[t]);
+        }
+        let mut next = Vec::new();
+        for v in &layer {
+            let c = count[v];
+            for (_, other, _) in neighbors(source, v, false, false) {
+                match dist.get(&other) {
+                    None => {
+                        dist.insert(other.clone(), d + 1);
+                        count.insert(other.clone(), c);
+                        next.push(other);
+                    }
+                    Some(&od) if od == d + 1 => *count.get_mut(&other).unwrap() += c,
+                    _ => {}
+                }
+            }
+        }
+        layer = next;
+        d += 1;
+    }
+    (None, 0)
+}
+
+fn check_medium_graph(vertices: usize, edges: &[(usize, usize, u8)], pairs: &[(usize, usize)]) {
+    let spec = GraphSpec {
+        vertices,
+        edges: edges.iter().map(|&(f, t, w)| (f, t, w, false)).collect(),
+    };
+    let g = build(&spec);
+    for direction in [Direction::Outbound, Direction::Any] {
+        let source = g.source(direction, 1.0);
+        for &(s, t) in pairs {
+            let (s, t) = (vertex_name(s % vertices), vertex_name(t % vertices));
+            let context = format!("{direction:?} {s} -> {t}");
+            let (distance, count) = count_shortest_paths(&source, &s, &t);
+            let sp = shortest_path(&source, &s, &t, false, Limits::default()).unwrap();
+            assert_eq!(sp.as_ref().map(Path::len), distance, "{context}");
+            if let Some(p) = &sp {
+                assert_valid_path(&source, p, false);
+            }
+            let wp = shortest_path(&source, &s, &t, true, Limits::default()).unwrap();
+            assert_eq!(
+                wp.as_ref().map(Path::weight),
+                dijkstra_distance(&source, &s, &t),
+                "{context}"
+            );
+            if count <= 2000 {
+                let all = all_shortest_paths(&source, &s, &t, Limits::default()).unwrap();
+                assert_eq!(
+                    all.len() as u128,
+                    count,
+                    "ALL_SHORTEST_PATHS count {context}"
+                );
+                let distinct: HashSet<Vec<EdgeHandle>> =
+                    all.iter().map(|p| p.edges.clone()).collect();
+                assert_eq!(distinct.len(), all.len(), "duplicates {context}");
+                for p in &all {
+                    assert_valid_path(&source, p, false);
+                    assert_eq!(Some(p.len()), distance);
+                }
+            }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    /// Larger sparse graphs, where the two BFS frontiers meet after several levels.
+    #[test]
+    fn medium_graphs_match_plain_bfs_and_dijkstra(
+        vertices in 40usize..160,
+        edges in prop::collection::vec((0usize..160, 0usize..160, 1u8..6), 60..320),
+        pairs in prop::collection::vec((0usize..160, 0usize..160), 6),
+    ) {
+        let edges: Vec<_> = edges.into_iter().map(|(f, t, w)| (f % vertices, t % vertices, w)).collect();
+        check_medium_graph(vertices, &edges, &pairs);
+    }
+}
