@@ -32,6 +32,7 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("JSON_STRINGIFY", 1, 1, json_stringify),
     def("LEFT", 2, 2, left),
     def("LEVENSHTEIN_DISTANCE", 2, 2, levenshtein_distance),
+    def("LEVENSHTEIN_MATCH", 3, 6, levenshtein_match),
     def("LIKE", 2, 3, like),
     def("LOWER", 1, 1, lower),
     def("LTRIM", 1, 2, ltrim),
@@ -42,7 +43,7 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
         3,
         ngram_positional_similarity,
     ),
-    def("NGRAM_SIMILARITY", 3, 3, ngram_similarity),
+    def("NGRAM_SIMILARITY", 3, 3, ngram_similarity_fn),
     volatile("RANDOM_TOKEN", 1, 1, random_token),
     def("REGEX_MATCHES", 2, 3, regex_matches),
     def("REGEX_REPLACE", 3, 4, regex_replace),
@@ -366,6 +367,63 @@ fn levenshtein_distance(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<V
     s(Value::from(damerau_levenshtein(&a, &b)))
 }
 
+/// Plain Levenshtein distance (no transpositions) over characters.
+fn levenshtein(a: &[char], b: &[char]) -> usize {
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0usize; b.len() + 1];
+    for (i, ca) in a.iter().enumerate() {
+        cur[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j + 1] + 1).min(cur[j] + 1).min(prev[j] + cost);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// Largest distance ArangoDB accepts without transpositions (its automata stop there; with
+/// transpositions it falls back to computing the distance).
+const MAX_LEVENSHTEIN_DISTANCE: i64 = 4;
+
+/// LEVENSHTEIN_MATCH outside of SEARCH: whether the distance is at most `maxDistance`.
+/// `maxTerms` only matters for View searches; `prefix` (6th argument) must match the start of
+/// the first string exactly and the rest is compared with the target.
+fn levenshtein_match(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let Value::Number(max) = arg(args, 2) else {
+        return s(ctx.invalid_argument());
+    };
+    let max = max.as_f64().unwrap_or(0.0).trunc() as i64;
+    let transpositions = match args.get(3) {
+        None => true,
+        Some(Value::Bool(t)) => *t,
+        Some(_) => return s(ctx.invalid_argument()),
+    };
+    if max < 0 || (!transpositions && max > MAX_LEVENSHTEIN_DISTANCE) {
+        return s(ctx.invalid_argument());
+    }
+    let text = |v: &Value| match v {
+        Value::String(t) => t.clone(),
+        _ => String::new(),
+    };
+    let mut lhs = text(arg(args, 0));
+    let rhs = text(arg(args, 1));
+    if let Some(Value::String(prefix)) = args.get(5) {
+        match lhs.strip_prefix(prefix.as_str()) {
+            Some(rest) => lhs = rest.to_string(),
+            None => return s(Value::Bool(false)),
+        }
+    }
+    let distance = if transpositions {
+        damerau_levenshtein(&lhs, &rhs)
+    } else {
+        let a: Vec<char> = lhs.chars().collect();
+        let b: Vec<char> = rhs.chars().collect();
+        levenshtein(&a, &b)
+    };
+    s(Value::Bool(distance as i64 <= max))
+}
+
 fn like(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let text = to_str(arg(args, 0));
     let pattern = to_str(arg(args, 1));
@@ -473,74 +531,90 @@ fn to_hex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     string(hex(to_str(arg(args, 0)).as_bytes()))
 }
 
-/// Character n-grams of `text`; a text shorter than `n` is its own single gram.
-fn ngrams(text: &str, n: usize) -> Vec<Vec<char>> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.is_empty() {
-        return Vec::new();
+/// n-gram similarity after Kondrak ("N-gram similarity and distance"), computed the way
+/// ArangoDB's search library does, including its single-precision arithmetic (the results are
+/// f32 values widened to f64) and its carry of the upper-left cell between rows, so that the
+/// numbers match ArangoDB's digit for digit.
+///
+/// `binary`: NGRAM_SIMILARITY (only whole n-grams match, normalised by the target's n-gram
+/// count); otherwise NGRAM_POSITIONAL_SIMILARITY (partial matches count, normalised by the
+/// longer string's n-gram count).
+fn ngram_similarity(target: &[char], src: &[char], n: usize, binary: bool) -> f32 {
+    let (mut target, mut src) = (target, src);
+    if !binary && target.len() > src.len() {
+        std::mem::swap(&mut target, &mut src);
     }
-    if chars.len() < n {
-        return vec![chars];
-    }
-    chars.windows(n).map(<[char]>::to_vec).collect()
-}
-
-/// Longest common subsequence of two gram sequences where a pair of grams scores `score`.
-fn gram_lcs(a: &[Vec<char>], b: &[Vec<char>], score: impl Fn(&[char], &[char]) -> f64) -> f64 {
-    let mut prev = vec![0.0f64; b.len() + 1];
-    let mut cur = vec![0.0f64; b.len() + 1];
-    for ga in a {
-        for (j, gb) in b.iter().enumerate() {
-            cur[j + 1] = (prev[j] + score(ga, gb)).max(prev[j + 1]).max(cur[j]);
+    if target.len() < n || src.len() < n {
+        if binary {
+            return if target == src { 1.0 } else { 0.0 };
         }
-        std::mem::swap(&mut prev, &mut cur);
+        if target.is_empty() && src.is_empty() {
+            return 1.0;
+        }
+        let matched = target.iter().zip(src).filter(|(a, b)| a == b).count();
+        return matched as f32 / src.len() as f32;
     }
-    prev[b.len()]
+    let t_count = target.len() - n + 1;
+    let s_count = src.len() - n + 1;
+    let mut cache = vec![0f32; s_count + 1];
+    let mut d = 0f32;
+    for t in target.windows(n) {
+        for (j, s) in src.windows(n).enumerate() {
+            let similarity = if binary {
+                if t == s {
+                    1.0
+                } else {
+                    0.0
+                }
+            } else {
+                t.iter().zip(s).filter(|(a, b)| a == b).count() as f32 / n as f32
+            };
+            let tmp = cache[j + 1];
+            cache[j + 1] = cache[j].max(cache[j + 1]).max(d + similarity);
+            d = tmp;
+        }
+    }
+    cache[s_count] / (if binary { t_count } else { s_count }) as f32
 }
 
-fn ngram_args(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Option<(String, String, usize)> {
+fn ngram_args(
+    ctx: &mut FunctionContext<'_>,
+    args: &[Value],
+) -> Option<(Vec<char>, Vec<char>, usize)> {
     let (Value::String(a), Value::String(b)) = (arg(args, 0), arg(args, 1)) else {
         ctx.invalid_argument();
         return None;
     };
-    let n = match arg(args, 2).as_f64() {
-        Some(f) if f >= 1.0 => f as usize,
-        _ => {
-            ctx.invalid_argument();
-            return None;
-        }
+    let Some(n) = arg(args, 2).as_f64() else {
+        ctx.invalid_argument();
+        return None;
     };
-    Some((a.clone(), b.clone(), n))
+    if n < 1.0 {
+        ctx.warn_null(
+            ErrorCode::BadParameter,
+            "Invalid ngram size. Should be 1 or greater",
+        );
+        return None;
+    }
+    Some((a.chars().collect(), b.chars().collect(), n as usize))
 }
 
-fn ngram_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+fn ngram_similarity_fn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some((input, target, n)) = ngram_args(ctx, args) else {
         return s(Value::Null);
     };
-    let a = ngrams(&input, n);
-    let b = ngrams(&target, n);
-    if b.is_empty() {
-        return s(Value::from(if a.is_empty() { 1.0 } else { 0.0 }));
-    }
-    let lcs = gram_lcs(&a, &b, |x, y| if x == y { 1.0 } else { 0.0 });
-    s(value::number(lcs / b.len() as f64))
+    s(value::number(f64::from(ngram_similarity(
+        &target, &input, n, true,
+    ))))
 }
 
 fn ngram_positional_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some((input, target, n)) = ngram_args(ctx, args) else {
         return s(Value::Null);
     };
-    let a = ngrams(&input, n);
-    let b = ngrams(&target, n);
-    let longest = a.len().max(b.len());
-    if longest == 0 {
-        return s(Value::from(1));
-    }
-    let lcs = gram_lcs(&a, &b, |x, y| {
-        let same = x.iter().zip(y.iter()).filter(|(p, q)| p == q).count();
-        same as f64 / x.len().max(y.len()) as f64
-    });
-    s(value::number(lcs / longest as f64))
+    s(value::number(f64::from(ngram_similarity(
+        &target, &input, n, false,
+    ))))
 }
 
 fn random_token(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -1353,17 +1427,48 @@ mod tests {
             ok("LEVENSHTEIN_DISTANCE", vec![json!("ab"), json!("ba")]),
             json!(1)
         );
+        // ArangoDB computes these in single precision: 8/9 as f32, widened.
+        let eight_ninths = json!(0.8888888955116272);
         assert_eq!(
             ok(
                 "NGRAM_SIMILARITY",
                 vec![json!("quick fox"), json!("quick foxx"), json!(2)]
             ),
-            json!(0.8888888888888888)
+            eight_ninths
+        );
+        assert_eq!(
+            ok(
+                "NGRAM_POSITIONAL_SIMILARITY",
+                vec![json!("quick fox"), json!("quick foxx"), json!(2)]
+            ),
+            eight_ninths
         );
         assert_eq!(
             ok(
                 "NGRAM_SIMILARITY",
                 vec![json!("abc"), json!("abc"), json!(2)]
+            ),
+            json!(1)
+        );
+        assert_eq!(
+            ok("NGRAM_SIMILARITY", vec![json!("ab"), json!("ab"), json!(3)]),
+            json!(1)
+        );
+        assert_eq!(
+            ok("NGRAM_SIMILARITY", vec![json!("ab"), json!("ac"), json!(3)]),
+            json!(0)
+        );
+        assert_eq!(
+            ok(
+                "NGRAM_POSITIONAL_SIMILARITY",
+                vec![json!("ab"), json!("ac"), json!(3)]
+            ),
+            json!(0.5)
+        );
+        assert_eq!(
+            ok(
+                "NGRAM_POSITIONAL_SIMILARITY",
+                vec![json!(""), json!(""), json!(2)]
             ),
             json!(1)
         );
@@ -1373,6 +1478,54 @@ mod tests {
         );
         let p = p.as_f64().unwrap_or(-1.0);
         assert!(p > 0.0 && p < 1.0, "{p}");
+        warns(
+            "NGRAM_SIMILARITY",
+            vec![json!("a"), json!("a"), json!(0)],
+            10,
+        );
+        assert_eq!(
+            ok(
+                "LEVENSHTEIN_MATCH",
+                vec![json!("quikc"), json!("quick"), json!(1)]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "LEVENSHTEIN_MATCH",
+                vec![json!("quikc"), json!("quick"), json!(1), json!(false)]
+            ),
+            json!(false)
+        );
+        assert_eq!(
+            ok(
+                "LEVENSHTEIN_MATCH",
+                vec![json!("quikc"), json!("quick"), json!(2), json!(false)]
+            ),
+            json!(true)
+        );
+        assert_eq!(
+            ok(
+                "LEVENSHTEIN_MATCH",
+                vec![
+                    json!("prequikc"),
+                    json!("quick"),
+                    json!(1),
+                    json!(true),
+                    json!(64),
+                    json!("pre")
+                ]
+            ),
+            json!(true)
+        );
+        invalid(
+            "LEVENSHTEIN_MATCH",
+            vec![json!("a"), json!("b"), json!(5), json!(false)],
+        );
+        invalid(
+            "LEVENSHTEIN_MATCH",
+            vec![json!("a"), json!("b"), json!("1")],
+        );
         invalid("NGRAM_SIMILARITY", vec![json!(1), json!("a"), json!(2)]);
     }
 
