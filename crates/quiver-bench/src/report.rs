@@ -319,8 +319,8 @@ pub fn result_text(config: &Config, r: &RunResult) -> String {
     }
     if config.histogram_generate && !r.histogram.is_empty() {
         let _ = writeln!(s, "Histogram (request time, count):");
-        let step = (r.histogram.max() / 20).max(1);
-        for v in r.histogram.iter_linear(step).take(100) {
+        // Doubling buckets from 1 µs: request times span several orders of magnitude.
+        for v in r.histogram.iter_log(1_000, 2.0).take(64) {
             if v.count_since_last_iteration() > 0 {
                 let _ = writeln!(
                     s,
