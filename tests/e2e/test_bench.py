@@ -222,3 +222,18 @@ def test_wait_for_sync_and_runs(bench_port):
     assert report["waitForSync"] is True
     assert len(report["allRuns"]) == 2
     assert proc.returncode == 0
+
+
+def test_failed_operations_make_the_exit_code_non_zero(bench_port):
+    # An existing but empty collection: every read of a preloaded key answers 404.
+    status, text = _status(bench_port, "POST", "/_api/collection", {"name": "e2e_empty"})
+    assert status == 200, text
+    proc, report = bench(
+        bench_port,
+        "--test-case", "document-get", "--requests", "20", "--create-collection", "false",
+        "--collection", "e2e_empty",
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert report["results"]["failures"] == 20
+    assert report["success"] is False
+    assert "unexpected status 404" in proc.stdout
