@@ -801,42 +801,39 @@ fn to_char(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 }
 
 fn soundex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    fn code(c: char) -> Option<u8> {
+    // ArangoDB's variant: the first ASCII letter is kept, every other character maps to its
+    // digit (letters without one and non-letters map to nothing and reset the "previous
+    // digit"), repeated digits collapse, the result is padded with '0' to four characters.
+    fn code(c: char) -> Option<char> {
         Some(match c {
-            'B' | 'F' | 'P' | 'V' => b'1',
-            'C' | 'G' | 'J' | 'K' | 'Q' | 'S' | 'X' | 'Z' => b'2',
-            'D' | 'T' => b'3',
-            'L' => b'4',
-            'M' | 'N' => b'5',
-            'R' => b'6',
+            'b' | 'f' | 'p' | 'v' => '1',
+            'c' | 'g' | 'j' | 'k' | 'q' | 's' | 'x' | 'z' => '2',
+            'd' | 't' => '3',
+            'l' => '4',
+            'm' | 'n' => '5',
+            'r' => '6',
             _ => return None,
         })
     }
-    let text = to_str(arg(args, 0)).to_uppercase();
-    let mut letters = text.chars().filter(char::is_ascii_alphabetic);
-    let Some(first) = letters.next() else {
+    let text = to_str(arg(args, 0)).to_ascii_lowercase();
+    let mut chars = text.trim().chars().skip_while(|c| !c.is_ascii_alphabetic());
+    let Some(first) = chars.next() else {
         return string("");
     };
     let mut out = String::with_capacity(4);
-    out.push(first);
-    let mut last = code(first);
-    for c in letters {
-        if out.len() == 4 {
-            break;
-        }
-        match c {
-            // H and W do not separate letters with the same code.
-            'H' | 'W' => {}
-            // Vowels separate letters with the same code.
-            'A' | 'E' | 'I' | 'O' | 'U' | 'Y' => last = None,
-            _ => {
-                let c = code(c);
-                if c.is_some() && c != last {
-                    out.push(c.map_or('0', char::from));
+    out.push(first.to_ascii_uppercase());
+    let mut previous = None;
+    for c in chars {
+        let current = code(c);
+        if let Some(digit) = current {
+            if current != previous {
+                out.push(digit);
+                if out.len() >= 4 {
+                    break;
                 }
-                last = c;
             }
         }
+        previous = current;
     }
     while out.len() < 4 {
         out.push('0');
@@ -1731,7 +1728,8 @@ mod tests {
         assert_eq!(ok("SOUNDEX", vec![json!("ekzampul")]), json!("E251"));
         assert_eq!(ok("SOUNDEX", vec![json!("soundex")]), json!("S532"));
         assert_eq!(ok("SOUNDEX", vec![json!("sounteks")]), json!("S532"));
-        assert_eq!(ok("SOUNDEX", vec![json!("Ashcraft")]), json!("A261"));
+        assert_eq!(ok("SOUNDEX", vec![json!("Ashcraft")]), json!("A226"));
+        assert_eq!(ok("SOUNDEX", vec![json!("  12 Pfister")]), json!("P123"));
         assert_eq!(ok("SOUNDEX", vec![json!("")]), json!(""));
         assert_eq!(
             ok("SPLIT", vec![json!("foo-bar-baz"), json!("-")]),
