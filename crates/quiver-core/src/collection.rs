@@ -17,10 +17,12 @@ use crate::document::{
     splice_id,
 };
 use crate::edge_index::{EdgeDirection, EdgeHit, EdgeIndex};
+use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::schema::Schema;
 use crate::staging::{self, item_key, Staging};
+use crate::unique::UniqueIndex;
 use crate::Settings;
 
 /// The smallest journal size ArangoDB accepts for `journalSize` (1 MiB).
@@ -239,6 +241,9 @@ pub(crate) struct CollectionMeta {
     pub computed_values: Option<Value>,
     pub compiled_computed: Option<Arc<Vec<ComputedValue>>>,
     pub options: CollectionOptions,
+    /// User-defined indexes in creation order.
+    pub indexes: Vec<IndexDef>,
+    pub next_index_id: u64,
 }
 
 fn compile_computed(values: &Option<Value>) -> Option<Arc<Vec<ComputedValue>>> {
@@ -279,6 +284,8 @@ impl CollectionMeta {
             cache_enabled: spec.cache_enabled,
             computed_values: spec.computed_values.clone(),
             compiled_computed: compile_computed(&spec.computed_values),
+            indexes: Vec::new(),
+            next_index_id: FIRST_USER_INDEX_ID,
             options: CollectionOptions {
                 journal_size: spec.journal_size,
                 wait_for_sync: spec.wait_for_sync,
@@ -299,6 +306,8 @@ impl CollectionMeta {
             "schema": self.schema,
             "cacheEnabled": self.cache_enabled,
             "computedValues": self.computed_values,
+            "indexes": self.indexes.iter().map(IndexDef::to_meta).collect::<Vec<_>>(),
+            "nextIndexId": self.next_index_id,
         })
     }
 
@@ -336,6 +345,15 @@ impl CollectionMeta {
                     .unwrap_or(false),
                 compiled_computed: compile_computed(&not_null(meta.get("computedValues"))),
                 computed_values: not_null(meta.get("computedValues")),
+                indexes: meta
+                    .get("indexes")
+                    .and_then(Value::as_array)
+                    .map(|defs| defs.iter().filter_map(IndexDef::from_meta).collect())
+                    .unwrap_or_default(),
+                next_index_id: meta
+                    .get("nextIndexId")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(FIRST_USER_INDEX_ID),
                 options: entry.options.clone(),
             },
             meta.get("keyReserved").and_then(Value::as_u64).unwrap_or(0),
@@ -364,6 +382,7 @@ pub struct Collection {
     last_revision: AtomicU64,
     pub(crate) settings: Arc<Settings>,
     edge_index: Option<EdgeIndex>,
+    unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
 }
 
 impl std::fmt::Debug for Collection {
@@ -387,6 +406,12 @@ impl Collection {
     ) -> Collection {
         let keygen = KeyGenState::new(meta.key_options.clone(), key_last, key_reserved);
         let edge_index = (meta.collection_type == CollectionType::Edge).then(EdgeIndex::new);
+        let unique: Vec<Arc<UniqueIndex>> = meta
+            .indexes
+            .iter()
+            .filter(|d| d.enforces_uniqueness())
+            .map(|d| Arc::new(UniqueIndex::new(d.clone())))
+            .collect();
         Collection {
             id,
             engine,
@@ -400,6 +425,7 @@ impl Collection {
             last_revision: AtomicU64::new(0),
             settings,
             edge_index,
+            unique_indexes: RwLock::new(Arc::new(unique)),
         }
     }
 
@@ -520,6 +546,149 @@ impl Collection {
             return Ok(());
         };
         computed::apply(&values, &evaluator, op, doc)
+    }
+
+    pub(crate) fn unique_indexes(&self) -> Arc<Vec<Arc<UniqueIndex>>> {
+        Arc::clone(&self.unique_indexes.read())
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Every index (`GET /_api/index?collection=…`) in creation order: the primary index,
+    /// the edge index of edge collections, then user indexes.
+    pub fn indexes(&self) -> Result<Vec<Value>> {
+        self.check_usable()?;
+        let meta = self.meta.read();
+        let mut out = vec![index::primary_description(&meta.name)];
+        if meta.collection_type == CollectionType::Edge {
+            out.push(index::edge_description(&meta.name));
+        }
+        out.extend(meta.indexes.iter().map(|d| d.describe(&meta.name)));
+        Ok(out)
+    }
+
+    /// One index by handle: `collection/123`, `123` or its name. Error 1212 if unknown.
+    pub fn index(&self, handle: &str) -> Result<Value> {
+        self.check_usable()?;
+        let meta = self.meta.read();
+        let (prefix, rest) = index::parse_handle(handle);
+        let not_found = || Error::new(ErrorCode::IndexNotFound);
+        if prefix.is_some_and(|p| p != &*meta.name && p != self.id.to_string()) {
+            return Err(not_found());
+        }
+        let is_edge = meta.collection_type == CollectionType::Edge;
+        if rest == "primary" || rest == index::PRIMARY_INDEX_ID.to_string() {
+            return Ok(index::primary_description(&meta.name));
+        }
+        if is_edge && (rest == "edge" || rest == index::EDGE_INDEX_ID.to_string()) {
+            return Ok(index::edge_description(&meta.name));
+        }
+        meta.indexes
+            .iter()
+            .find(|d| d.name == rest || d.id.to_string() == rest)
+            .map(|d| d.describe(&meta.name))
+            .ok_or_else(not_found)
+    }
+
+    /// Creates an index (`POST /_api/index`). Returns its description and whether it is new:
+    /// an equivalent existing index is returned with `false`. A unique persistent index is
+    /// built from the current data first (400/1210 if the data violates it) and enforced on
+    /// every later write. Errors: 10 invalid definitions (see the index types), a second ttl
+    /// index, 1207 a name taken by a different index, 1214 an illegal name.
+    pub fn create_index(&self, body: &Value) -> Result<(Value, bool)> {
+        self.check_usable()?;
+        // Writers wait while a unique index is built, so that no commit slips in between the
+        // scan and the registration.
+        let _writers = self.write_lock.lock();
+        let next_id = self.meta.read().next_index_id;
+        let def = IndexDef::parse(body, next_id)?;
+        {
+            let meta = self.meta.read();
+            if let Some(existing) = meta.indexes.iter().find(|d| d.equivalent(&def)) {
+                if body.get("name").is_none() || existing.name == def.name {
+                    return Ok((existing.describe(&meta.name), false));
+                }
+            }
+            if meta.indexes.iter().any(|d| d.name == def.name)
+                || def.name == "primary"
+                || def.name == "edge"
+            {
+                return Err(Error::with_message(
+                    ErrorCode::DuplicateName,
+                    format!("duplicate index name '{}'", def.name),
+                ));
+            }
+            if def.kind == "ttl" && meta.indexes.iter().any(|d| d.kind == "ttl") {
+                return Err(Error::with_message(
+                    ErrorCode::BadParameter,
+                    "there can only be one ttl index per collection",
+                ));
+            }
+        }
+        let unique = if def.enforces_uniqueness() {
+            let index = Arc::new(UniqueIndex::new(def.clone()));
+            index.ensure_built(self.id, &self.engine.snapshot())?;
+            Some(index)
+        } else {
+            None
+        };
+        {
+            let mut meta = self.meta.write();
+            meta.indexes.push(def.clone());
+            meta.next_index_id = next_id + 1;
+        }
+        if let Err(err) = self.persist() {
+            let mut meta = self.meta.write();
+            meta.indexes.retain(|d| d.id != def.id);
+            return Err(err);
+        }
+        if let Some(index) = unique {
+            let mut list = self.unique_indexes.write();
+            let mut next: Vec<Arc<UniqueIndex>> = list.iter().cloned().collect();
+            next.push(index);
+            *list = Arc::new(next);
+        }
+        Ok((def.describe(&self.name()), true))
+    }
+
+    /// Drops a user index by handle; returns its id (`collection/123`). Errors: 1212 unknown,
+    /// 403/11 for the primary and edge indexes.
+    pub fn drop_index(&self, handle: &str) -> Result<String> {
+        self.check_usable()?;
+        let description = self.index(handle)?;
+        let kind = description["type"].as_str().unwrap_or("");
+        if kind == "primary" || kind == "edge" {
+            return Err(Error::with_message(
+                ErrorCode::Forbidden,
+                "cannot drop the primary or edge index",
+            ));
+        }
+        let id_text = description["id"].as_str().unwrap_or("").to_string();
+        let id = id_text
+            .rsplit('/')
+            .next()
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| Error::new(ErrorCode::IndexNotFound))?;
+        let _writers = self.write_lock.lock();
+        let removed = {
+            let mut meta = self.meta.write();
+            let position = meta
+                .indexes
+                .iter()
+                .position(|d| d.id == id)
+                .ok_or_else(|| Error::new(ErrorCode::IndexNotFound))?;
+            meta.indexes.remove(position)
+        };
+        if let Err(err) = self.persist() {
+            self.meta.write().indexes.push(removed);
+            return Err(err);
+        }
+        let mut list = self.unique_indexes.write();
+        let next: Vec<Arc<UniqueIndex>> = list.iter().filter(|u| u.def.id != id).cloned().collect();
+        *list = Arc::new(next);
+        Ok(id_text)
     }
 
     pub(crate) fn compiled_schema(&self) -> Option<Arc<Schema>> {
@@ -849,6 +1018,9 @@ impl Collection {
         if let Some(index) = &self.edge_index {
             index.truncated();
         }
+        for index in self.unique_indexes().iter() {
+            index.truncated();
+        }
         self.note_revision(self.engine.hlc().next());
         drop(guard);
         Ok(Committed::new((), sync, Some(ticket)))
@@ -929,6 +1101,7 @@ impl Collection {
         self.check_usable()?;
         let guard = self.write_lock.lock();
         let mut staging = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
+        staging.locked = true;
         staging.sync = wait_for_sync;
         let value = run(&mut staging)?;
         let synced = staging.sync || self.wait_for_sync();
@@ -942,9 +1115,7 @@ impl Collection {
                 .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
                 .max();
             let ticket = self.engine.commit(batch)?;
-            if self.edge_index.is_some() {
-                staging::record_edges(&staging.entries, |_| Some(Arc::clone(self)));
-            }
+            staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
             if let Some(rev) = max_rev {
                 self.note_revision(rev);
             }

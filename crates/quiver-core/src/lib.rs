@@ -21,6 +21,8 @@
 //! - Edge collections keep an in-memory edge index (`_from`/`_to` → edges), reachable through
 //!   [`DocumentReader::edges`] (key, revision and other vertex, snapshot-correct) and
 //!   [`Collection::edges`] (documents, for `/_api/edges`).
+//! - Index definitions (`Collection::indexes`, `index`, `create_index`, `drop_index`) with
+//!   enforcement of unique persistent indexes on every write path.
 //!
 //! # Errors
 //! Everything returns `quiver_errors::Result`; error numbers are ArangoDB's (see each
@@ -47,11 +49,13 @@ mod collection;
 mod computed;
 mod document;
 mod edge_index;
+mod index;
 mod keygen;
 mod options;
 mod schema;
 mod staging;
 mod txn;
+mod unique;
 
 pub use catalog::{
     Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
@@ -60,6 +64,7 @@ pub use collection::{Collection, CollectionSpec, CollectionType, JOURNAL_SIZE_MI
 pub use computed::ComputedValuesEvaluator;
 pub use document::revision_matches;
 pub use edge_index::{EdgeDirection, EdgeHit};
+pub use index::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
 pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,

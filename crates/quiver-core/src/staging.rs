@@ -34,6 +34,8 @@ pub(crate) struct StagedEntry {
     pub removal_rev: Revision,
     /// `_from`/`_to` of the staged version (edge collections only).
     pub edge: Option<EdgeEnds>,
+    /// Values of the staged version in the collection's unique indexes: (index id, value).
+    pub unique: Vec<(u64, String)>,
 }
 
 /// Writes staged over a snapshot.
@@ -45,6 +47,11 @@ pub(crate) struct Staging {
     pub bytes: usize,
     pub max_bytes: usize,
     pub sync: bool,
+    /// The caller holds the writer lock of the (single) collection written, and `snapshot`
+    /// was taken under it.
+    pub locked: bool,
+    /// Unique-index values claimed by staged documents: (collection, index id, value) → key.
+    pub unique_claims: HashMap<(CollectionId, u64, String), String>,
 }
 
 impl Staging {
@@ -56,6 +63,8 @@ impl Staging {
             bytes: 0,
             max_bytes,
             sync: false,
+            locked: false,
+            unique_claims: HashMap::new(),
         }
     }
 
@@ -87,6 +96,9 @@ impl Staging {
     /// through [`Staging::lookup`] / [`Staging::lookup_rev`]; for a document not staged before
     /// that came from the snapshot, so it is recorded as the prior state without a second
     /// index lookup.
+    // Each argument is a distinct piece of the staged version; grouping them would only move
+    // the same list into a struct literal at every call site.
+    #[allow(clippy::too_many_arguments)]
     fn stage(
         &mut self,
         coll: &Arc<Collection>,
@@ -95,6 +107,7 @@ impl Staging {
         removal_rev: Revision,
         seen: Option<Revision>,
         edge: Option<EdgeEnds>,
+        unique: Vec<(u64, String)>,
     ) -> Result<()> {
         let size = key.len() + 32 + current.as_ref().map_or(0, |(_, body)| body.len());
         if self.bytes + size > self.max_bytes {
@@ -109,11 +122,16 @@ impl Staging {
         if coll.wait_for_sync() {
             self.sync = true;
         }
+        for (index_id, value) in &unique {
+            self.unique_claims
+                .insert((cid, *index_id, value.clone()), key.to_string());
+        }
         let map_key = (cid, key.to_string());
         if let Some(entry) = self.entries.get_mut(&map_key) {
             entry.current = current;
             entry.removal_rev = removal_rev;
             entry.edge = edge;
+            entry.unique = unique;
             return Ok(());
         }
         self.entries.insert(
@@ -123,6 +141,7 @@ impl Staging {
                 current,
                 removal_rev,
                 edge,
+                unique,
             },
         );
         Ok(())
@@ -168,9 +187,10 @@ fn edge_ends(coll: &Collection, map: &Map<String, Value>) -> Option<EdgeEnds> {
     Some((Arc::from(from), Arc::from(to)))
 }
 
-/// Tells the edge indexes of the written collections about a committed staging area. Called
-/// with the writer locks of those collections held, after the engine accepted the batch.
-pub(crate) fn record_edges(
+/// Tells the edge and unique indexes of the written collections about a committed staging
+/// area. Called with the writer locks of those collections held, after the engine accepted
+/// the batch.
+pub(crate) fn record_indexes(
     entries: &HashMap<(CollectionId, String), StagedEntry>,
     coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
 ) {
@@ -183,7 +203,73 @@ pub(crate) fn record_edges(
             };
             index.record(key, current, entry.prior.is_some());
         }
+        let rev = entry.current.as_ref().map(|(rev, _)| *rev);
+        for index in coll.unique_indexes().iter() {
+            let values: Vec<String> = entry
+                .unique
+                .iter()
+                .filter(|(id, _)| *id == index.def.id)
+                .map(|(_, v)| v.clone())
+                .collect();
+            index.record(key, rev, &values, entry.prior.is_some());
+        }
     }
+}
+
+/// Checks the unique indexes of `coll` for the new version `doc` of `key` against what the
+/// staging area sees (its snapshot plus staged documents); returns the values to claim.
+/// Error 1210 naming the conflicting key.
+pub(crate) fn check_unique(
+    st: &Staging,
+    coll: &Collection,
+    key: &str,
+    doc: &Map<String, Value>,
+) -> Result<Vec<(u64, String)>> {
+    let indexes = coll.unique_indexes();
+    if indexes.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cid = coll.id();
+    let mut claims = Vec::new();
+    for index in indexes.iter() {
+        if !index.is_built() {
+            if st.locked {
+                index.ensure_built(cid, &st.snapshot)?;
+            } else {
+                let _writers = coll.write_lock.lock();
+                index.ensure_built(cid, &coll.engine().snapshot())?;
+            }
+        }
+        for value in index.values(doc) {
+            if let Some(other) = st.unique_claims.get(&(cid, index.def.id, value.clone())) {
+                let still_claimed = other != key
+                    && st.entries.get(&(cid, other.clone())).is_some_and(|e| {
+                        e.unique
+                            .iter()
+                            .any(|(id, v)| *id == index.def.id && *v == value)
+                    });
+                if still_claimed {
+                    return Err(index_violation(index, other));
+                }
+            }
+            let conflict = index.conflict(&value, key, |other, rev| {
+                if !st.entries.is_empty() && st.entries.contains_key(&(cid, other.to_string())) {
+                    // The staged version decides (checked through the claims above).
+                    return Ok(false);
+                }
+                Ok(st.snapshot.revision(cid, other)? == Some(rev))
+            })?;
+            if let Some(err) = conflict {
+                return Err(err);
+            }
+            claims.push((index.def.id, value));
+        }
+    }
+    Ok(claims)
+}
+
+fn index_violation(index: &crate::unique::UniqueIndex, other: &str) -> Error {
+    index.conflict_error(other)
 }
 
 fn body_object(doc: Value) -> Result<Map<String, Value>> {
@@ -347,6 +433,7 @@ pub(crate) fn insert(
         if let Some(schema) = &schema {
             schema.check_insert(&map)?;
         }
+        let unique = check_unique(st, coll, &key, &map)?;
         let rev = coll.next_revision();
         let body = encode_stored(&key, rev, &map);
         let new = if opts.return_new && !opts.silent {
@@ -355,7 +442,7 @@ pub(crate) fn insert(
             None
         };
         let edge = edge_ends(coll, &map);
-        st.stage(coll, &key, Some((rev, body)), rev, None, edge)?;
+        st.stage(coll, &key, Some((rev, body)), rev, None, edge, unique)?;
         if !generated {
             coll.track_key(&key)?;
         }
@@ -415,6 +502,7 @@ pub(crate) fn insert(
     if let Some(schema) = &schema {
         schema.check_modify(&map, || decode_stored(&old_body))?;
     }
+    let unique = check_unique(st, coll, &key, &map)?;
     let rev = coll.next_revision();
     let body = encode_stored(&key, rev, &map);
     let quiet = opts.silent;
@@ -425,7 +513,15 @@ pub(crate) fn insert(
         None
     };
     let edge = edge_ends(coll, &map);
-    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev), edge)?;
+    st.stage(
+        coll,
+        &key,
+        Some((rev, body)),
+        rev,
+        Some(old_rev),
+        edge,
+        unique,
+    )?;
     Ok(OpResult {
         id,
         key,
@@ -502,6 +598,7 @@ pub(crate) fn modify(
         schema.check_modify(&new_map, || decode_stored(&old_body))?;
     }
     let name = coll.name();
+    let unique = check_unique(st, coll, &key, &new_map)?;
     let rev = coll.next_revision();
     let body = encode_stored(&key, rev, &new_map);
     let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
@@ -511,7 +608,15 @@ pub(crate) fn modify(
         None
     };
     let edge = edge_ends(coll, &new_map);
-    st.stage(coll, &key, Some((rev, body)), rev, Some(old_rev), edge)?;
+    st.stage(
+        coll,
+        &key,
+        Some((rev, body)),
+        rev,
+        Some(old_rev),
+        edge,
+        unique,
+    )?;
     Ok(OpResult {
         id: format!("{name}/{key}"),
         key,
@@ -547,7 +652,15 @@ pub(crate) fn remove(
     )?;
     let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
     let removal_rev = coll.next_revision();
-    st.stage(coll, &key, None, removal_rev, Some(old_rev), None)?;
+    st.stage(
+        coll,
+        &key,
+        None,
+        removal_rev,
+        Some(old_rev),
+        None,
+        Vec::new(),
+    )?;
     Ok(OpResult {
         id: format!("{}/{key}", coll.name()),
         key,

@@ -1842,3 +1842,214 @@ fn illegal_keys_in_urls_are_simply_not_found() {
         ErrorCode::DocumentNotFound
     );
 }
+
+#[test]
+fn index_catalog_and_unique_constraints() {
+    let (dir, core, db) = setup();
+    let coll = create(&db, json!({"name": "indexed"}));
+    let listed = coll.indexes().unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["id"], "indexed/0");
+    assert_eq!(listed[0]["type"], "primary");
+    insert(&coll, json!({"_key": "a", "email": "a@x", "tags": ["t1"]}));
+    insert(&coll, json!({"_key": "b", "email": "a@x"}));
+
+    // Creating a unique index over duplicate data fails and leaves nothing behind.
+    let unique =
+        json!({"type": "persistent", "fields": ["email"], "unique": true, "name": "by_email"});
+    let err = coll.create_index(&unique).unwrap_err();
+    assert_eq!(
+        (err.code, err.http_status()),
+        (ErrorCode::UniqueConstraintViolated, 400)
+    );
+    assert_eq!(coll.indexes().unwrap().len(), 1);
+    coll.update("b", json!({"email": "b@x"}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let (created, newly) = coll.create_index(&unique).unwrap();
+    assert!(newly);
+    assert_eq!(
+        (
+            created["id"].clone(),
+            created["type"].clone(),
+            created["name"].clone()
+        ),
+        (json!("indexed/2"), json!("persistent"), json!("by_email"))
+    );
+    let (again, newly) = coll
+        .create_index(&json!({"type": "hash", "fields": ["email"], "unique": true}))
+        .unwrap();
+    assert!(!newly);
+    assert_eq!(again["id"], "indexed/2");
+    assert_eq!(coll.index("2").unwrap()["name"], "by_email");
+    assert_eq!(coll.index("by_email").unwrap()["id"], "indexed/2");
+    assert_eq!(coll.index("indexed/2").unwrap()["id"], "indexed/2");
+    assert_eq!(code(coll.index("99")), ErrorCode::IndexNotFound);
+    assert_eq!(
+        code(
+            coll.create_index(&json!({"type": "persistent", "fields": ["x"], "name": "by_email"}))
+        ),
+        ErrorCode::DuplicateName
+    );
+
+    // Enforcement on insert, update, replace, overwrite and within one request.
+    let err = coll
+        .insert(json!({"email": "a@x"}), &InsertOptions::new())
+        .unwrap_err();
+    assert_eq!(
+        (err.code, err.http_status()),
+        (ErrorCode::UniqueConstraintViolated, 409)
+    );
+    assert!(
+        err.message.contains("conflicting key: a"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        code(coll.update("b", json!({"email": "a@x"}), &ModifyOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+    assert_eq!(
+        code(coll.replace("b", json!({"email": "a@x"}), &ModifyOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+    coll.update("a", json!({"email": "a@x", "n": 1}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    let results = coll
+        .insert_many(
+            vec![
+                json!({"_key": "c", "email": "c@x"}),
+                json!({"_key": "d", "email": "c@x"}),
+            ],
+            &InsertOptions::new(),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert!(results[0].is_ok());
+    assert_eq!(
+        results[1].as_ref().unwrap_err().code,
+        ErrorCode::UniqueConstraintViolated
+    );
+    // Freed values can be taken again, also within one transaction.
+    coll.remove("c", &RemoveOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    insert(&coll, json!({"_key": "e", "email": "c@x"}));
+    let mut trx = db
+        .begin_transaction(TransactionOptions::writing(&["indexed"]))
+        .unwrap();
+    trx.update(
+        &coll,
+        Some("e"),
+        json!({"email": "e@x"}),
+        &ModifyOptions::new(),
+    )
+    .unwrap();
+    trx.insert(
+        &coll,
+        json!({"_key": "f", "email": "c@x"}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
+    assert_eq!(
+        code(trx.insert(
+            &coll,
+            json!({"_key": "g", "email": "e@x"}),
+            &InsertOptions::new()
+        )),
+        ErrorCode::UniqueConstraintViolated
+    );
+    // A concurrent commit takes a value the transaction claimed: the commit fails.
+    insert(&coll, json!({"_key": "h", "email": "z@x"}));
+    let mut t2 = db
+        .begin_transaction(TransactionOptions::writing(&["indexed"]))
+        .unwrap();
+    t2.insert(
+        &coll,
+        json!({"_key": "i", "email": "new@x"}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
+    trx.insert(
+        &coll,
+        json!({"_key": "j", "email": "new@x"}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
+    t2.commit().unwrap().wait().unwrap();
+    assert_eq!(code(trx.commit()), ErrorCode::UniqueConstraintViolated);
+    assert_eq!(code(coll.get("f", None)), ErrorCode::DocumentNotFound);
+
+    // Sparse unique indexes skip missing values; non-sparse ones treat them as null.
+    let sparse = create(&db, json!({"name": "sparse"}));
+    sparse
+        .create_index(
+            &json!({"type": "persistent", "fields": ["s"], "unique": true, "sparse": true}),
+        )
+        .unwrap();
+    insert(&sparse, json!({}));
+    insert(&sparse, json!({}));
+    let dense = create(&db, json!({"name": "dense"}));
+    dense
+        .create_index(&json!({"type": "persistent", "fields": ["s"], "unique": true}))
+        .unwrap();
+    insert(&dense, json!({}));
+    assert_eq!(
+        code(dense.insert(json!({"s": null}), &InsertOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+
+    // Other index types are catalog entries with ArangoDB's validation.
+    let (geo, _) = coll
+        .create_index(&json!({"type": "geo", "fields": ["loc"], "geoJson": true}))
+        .unwrap();
+    assert_eq!(geo["sparse"], true);
+    assert_eq!(
+        code(coll.create_index(&json!({"type": "geo", "fields": ["a", "b", "c"]}))),
+        ErrorCode::BadParameter
+    );
+    coll.create_index(&json!({"type": "ttl", "fields": ["at"], "expireAfter": 10}))
+        .unwrap();
+    assert_eq!(
+        code(coll.create_index(&json!({"type": "ttl", "fields": ["other"], "expireAfter": 5}))),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(code(coll.drop_index("0")), ErrorCode::Forbidden);
+    let before_restart: Vec<Value> = coll.indexes().unwrap();
+    assert_eq!(before_restart.last().unwrap()["type"], "ttl");
+    drop(coll);
+    core.shutdown().unwrap();
+    drop(core);
+
+    // Definitions and enforcement survive a restart.
+    let core = open(&dir);
+    let db = core.database("_system").unwrap();
+    let coll = db.collection("indexed").unwrap();
+    assert_eq!(coll.indexes().unwrap(), before_restart);
+    assert_eq!(
+        code(coll.insert(json!({"email": "a@x"}), &InsertOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+    assert_eq!(coll.drop_index("by_email").unwrap(), "indexed/2");
+    assert_eq!(code(coll.drop_index("by_email")), ErrorCode::IndexNotFound);
+    insert(&coll, json!({"email": "a@x"}));
+    let (next, _) = coll
+        .create_index(&json!({"type": "persistent", "fields": ["n"]}))
+        .unwrap();
+    assert!(
+        next["id"].as_str().unwrap() > "indexed/4",
+        "ids are never reused: {next}"
+    );
+    let edges = create(&db, json!({"name": "idx_edges", "type": 3}));
+    let listed = edges.indexes().unwrap();
+    assert_eq!(
+        (listed[1]["type"].clone(), listed[1]["id"].clone()),
+        (json!("edge"), json!("idx_edges/1"))
+    );
+    assert_eq!(code(edges.drop_index("edge")), ErrorCode::Forbidden);
+}

@@ -430,11 +430,35 @@ impl Transaction {
                 ));
             }
         }
+        // Unique values claimed at operation time may have been taken by commits since the
+        // snapshot: check them again against the current state.
+        for ((cid, key), entry) in &staging.entries {
+            if entry.unique.is_empty() {
+                continue;
+            }
+            let Some(coll) = colls.iter().find(|c| c.id() == *cid) else {
+                continue;
+            };
+            for index in coll.unique_indexes().iter() {
+                index.ensure_built(*cid, &fresh)?;
+                for (_, value) in entry.unique.iter().filter(|(id, _)| *id == index.def.id) {
+                    let conflict = index.conflict(value, key, |other, rev| {
+                        if staging.entries.contains_key(&(*cid, other.to_string())) {
+                            return Ok(false);
+                        }
+                        Ok(fresh.revision(*cid, other)? == Some(rev))
+                    })?;
+                    if let Some(err) = conflict {
+                        return Err(err);
+                    }
+                }
+            }
+        }
         let sync = staging.sync || colls.iter().any(|c| c.wait_for_sync());
         let mut batch = staging.to_batch();
         batch.set_sync(sync);
         let ticket = self.db.engine().commit(batch)?;
-        staging::record_edges(&staging.entries, |cid| {
+        staging::record_indexes(&staging.entries, |cid| {
             colls.iter().find(|c| c.id() == cid).cloned()
         });
         let mut max_rev: HashMap<CollectionId, Revision> = HashMap::new();
