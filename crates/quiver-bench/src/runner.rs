@@ -63,6 +63,18 @@ fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 /// Runs every run of the configured test; prints and writes the reports. Returns whether all
 /// runs succeeded.
 pub fn run_all(config: &Config) -> Result<bool, Error> {
+    // Found out before the run, not after hours of it.
+    if let Some(path) = &config.json_report_file {
+        if path.exists() {
+            return Err(Error::with_message(
+                ErrorCode::FileExists,
+                format!(
+                    "JSON report file '{}' exists; it is never overwritten",
+                    path.display()
+                ),
+            ));
+        }
+    }
     let settings = ClientSettings::from_config(config)?;
     let control_rt = runtime()?;
     let mut control = HttpClient::new(settings.clone(), &config.database);

@@ -751,6 +751,20 @@ fn unreachable_server_and_bad_options() {
         quiver_bench::run_cli(vec!["--test-case".into(), "bogus".into()]),
         2
     );
+    // An existing JSON report is refused before anything is sent.
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("r.json");
+    std::fs::write(&existing, "{}").unwrap();
+    let (fake_addr, fake) = start_fake();
+    let code = quiver_bench::run_cli(vec![
+        "--server.endpoint".into(),
+        format!("tcp://{fake_addr}"),
+        "--json-report-file".into(),
+        existing.display().to_string(),
+    ]);
+    assert_eq!(code, 1);
+    assert_eq!(fake.requests.load(Ordering::Relaxed), 0);
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "{}");
     assert_eq!(
         quiver_bench::run_cli(vec!["--concurrency".into(), "zero".into()]),
         2
