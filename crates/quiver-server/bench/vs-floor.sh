@@ -54,6 +54,7 @@ run() { # name url threads conns [script]
     | awk '/Requests\/sec/ {print $2} /Non-2xx/ {print "NON2XX " $0 > "/dev/stderr"}'
 }
 
+{
 echo "op,server,concurrency,round,requests_per_second"
 for c in $CONCURRENCY; do
   t=2; [ "$c" = 1 ] && t=1
@@ -63,7 +64,8 @@ for c in $CONCURRENCY; do
     echo "read,floor,$c,$r,$(run floor "$F/_api/document/profiles/12345" $t $c)"
     echo "read,quiver,$c,$r,$(run quiver "$Q/_api/document/profiles/12345" $t $c)"
   done
-done | tee "$WORK/results.csv"
+done
+} | tee "$WORK/results.csv"
 
 python3 - "$WORK/results.csv" <<'PY'
 import csv, statistics, sys
