@@ -21,10 +21,11 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("BIT_XOR", 1, 2, bit_xor),
 ];
 
-/// A number in `0..=max` with no fractional part.
+/// A non-negative number not above `max`; fractions are cut off as in ArangoDB.
 fn uint(v: &Value, max: u64) -> Option<u64> {
-    let f = v.as_f64()?;
-    (f >= 0.0 && f <= max as f64 && f == f.trunc()).then_some(f as u64)
+    let raw = v.as_f64()?;
+    let f = raw.trunc();
+    (raw >= 0.0 && f <= max as f64).then_some(f as u64)
 }
 
 const U32: u64 = u32::MAX as u64;
@@ -184,7 +185,8 @@ mod tests {
         assert_eq!(ok("BIT_OR", vec![json!([])]), json!(null));
         invalid("BIT_OR", vec![json!([-1])]);
         invalid("BIT_OR", vec![json!([4294967296u64])]);
-        invalid("BIT_OR", vec![json!([1.5])]);
+        assert_eq!(ok("BIT_OR", vec![json!([1.5, 2])]), json!(3));
+        invalid("BIT_OR", vec![json!(["1"])]);
     }
 
     #[test]

@@ -93,6 +93,7 @@ fn char_length(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     // ArangoDB counts the bytes of the JSON text for arrays and objects, characters otherwise.
     let n = match v {
         Value::Array(_) | Value::Object(_) => value::to_json_string(v).len(),
+        Value::Number(n) => value::format_f64(n.as_f64().unwrap_or(0.0)).len(),
         other => to_str(other).chars().count(),
     };
     s(Value::from(n))
