@@ -114,10 +114,16 @@ fn weights(c: char) -> Weights {
             (0x40_0000 + u32::from(b.to_ascii_lowercase()), 0)
         } else if b.is_ascii_digit() {
             (0x30_0000 + u32::from(b), 0)
-        } else if b.is_ascii_whitespace() || b < 0x20 {
+        } else if matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ') {
             (0x10_0000 + u32::from(b), 0)
+        } else if b < 0x20 || b == 0x7f {
+            // Other control characters are completely ignorable in ICU.
+            (0, 0)
         } else {
-            (0x20_0000 + u32::from(b), 0)
+            // ASCII punctuation and symbols in the root collation's order.
+            const ORDER: &[u8] = b"_-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$";
+            let rank = ORDER.iter().position(|&p| p == b).unwrap_or(ORDER.len());
+            (0x20_0000 + rank as u32, 0)
         };
         return Weights {
             primary,
@@ -184,17 +190,34 @@ pub fn compare_strings(a: &str, b: &str) -> Ordering {
     if primary != Ordering::Equal {
         return primary;
     }
+    // Completely ignorable characters (control characters) take part only in the final
+    // binary comparison.
+    let significant = |w: &Weights| w.primary != 0 || w.secondary != 0;
     let secondary = a
         .chars()
-        .map(|c| weights(c).secondary)
-        .cmp(b.chars().map(|c| weights(c).secondary));
+        .map(weights)
+        .filter(significant)
+        .map(|w| w.secondary)
+        .cmp(
+            b.chars()
+                .map(weights)
+                .filter(significant)
+                .map(|w| w.secondary),
+        );
     if secondary != Ordering::Equal {
         return secondary;
     }
     let tertiary = a
         .chars()
-        .map(|c| weights(c).tertiary)
-        .cmp(b.chars().map(|c| weights(c).tertiary));
+        .map(weights)
+        .filter(significant)
+        .map(|w| w.tertiary)
+        .cmp(
+            b.chars()
+                .map(weights)
+                .filter(significant)
+                .map(|w| w.tertiary),
+        );
     if tertiary != Ordering::Equal {
         return tertiary;
     }
@@ -280,6 +303,13 @@ mod tests {
         lt(json!("ä"), json!("b"));
         lt(json!(" "), json!("!"));
         lt(json!("_"), json!("0"));
+        lt(json!("_"), json!("-"));
+        lt(json!("-"), json!(","));
+        lt(json!("."), json!("'"));
+        lt(json!("@"), json!("&"));
+        lt(json!("~"), json!("$"));
+        lt(json!("$"), json!("0"));
+        assert_eq!(compare_strings("a\u{1}b", "ab"), Ordering::Less);
         lt(json!("9"), json!("a"));
         lt(json!("z"), json!("α"));
         assert!(equals(&json!("é"), &json!("é")));
