@@ -378,7 +378,9 @@ impl Inner {
             wal.spare = Some((spare, size));
         }
         let size = self.segment_size(need);
-        let seg = self.create_segment(size)?;
+        // Inline (under the WAL mutex): only reserve the space; zero-filling 32 MiB here would
+        // stall every writer. Spares prepared in the background are zero-filled.
+        let seg = self.create_segment(size, false)?;
         wal.segment = Some(seg);
         wal.offset = header_len;
         wal.size = size;
@@ -393,7 +395,7 @@ impl Inner {
             .max(MIN_JOURNAL_SIZE)
     }
 
-    fn create_segment(&self, size: u64) -> Result<Arc<DataFile>> {
+    fn create_segment(&self, size: u64, zero_fill: bool) -> Result<Arc<DataFile>> {
         let fid = next_tick(self);
         let path = wal_dir(&self.dir).join(format!("{fid:020}.wal"));
         let header = files::header(FileKind::Wal, fid, 0, size);
@@ -403,7 +405,7 @@ impl Inner {
             fid,
             &self.options.io_hooks,
             FailPoint::WalCreate,
-            true,
+            zero_fill,
         )
         .map_err(|e| files::io_error(e, "creating WAL segment"))?;
         self.files.write().insert(fid, seg.clone());
@@ -415,13 +417,13 @@ impl Inner {
     fn prepare_spare_segment(&self) -> Result<()> {
         {
             let wal = self.wal.lock();
-            let half_full = wal.segment.is_none() || wal.offset * 2 >= wal.size;
+            let half_full = wal.segment.is_some() && wal.offset * 2 >= wal.size;
             if wal.spare.is_some() || !half_full {
                 return Ok(());
             }
         }
         let size = self.segment_size(0);
-        let seg = self.create_segment(size)?;
+        let seg = self.create_segment(size, true)?;
         let mut wal = self.wal.lock();
         if wal.spare.is_none() {
             wal.spare = Some((seg, size));
