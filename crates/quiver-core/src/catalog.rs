@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::collection::{Collection, CollectionMeta, CollectionSpec, CollectionType};
 use crate::keygen::KeyGenState;
+use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::{ComputedValuesEvaluator, Settings};
 
@@ -45,6 +46,8 @@ pub struct CoreOptions {
     /// Upper bound on the bytes one transaction (or multi-document request) may stage;
     /// exceeding it fails with 32 "resource limit exceeded".
     pub max_transaction_size: usize,
+    /// How often documents of ttl indexes are expired (`--ttl.frequency`, default 30 s).
+    pub ttl_frequency: std::time::Duration,
 }
 
 impl Default for CoreOptions {
@@ -53,6 +56,7 @@ impl Default for CoreOptions {
             engine: EngineOptions::default(),
             naming: NamingConvention::Extended,
             max_transaction_size: 512 * 1024 * 1024,
+            ttl_frequency: std::time::Duration::from_secs(30),
         }
     }
 }
@@ -64,8 +68,15 @@ pub struct Core {
     directory: std::path::PathBuf,
     engine: Engine,
     settings: Arc<Settings>,
-    databases: RwLock<BTreeMap<String, Arc<Database>>>,
+    databases: Arc<RwLock<BTreeMap<String, Arc<Database>>>>,
     ddl: Mutex<()>,
+    ttl: TtlWorker,
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.ttl.signal();
+    }
 }
 
 impl std::fmt::Debug for Core {
@@ -134,12 +145,15 @@ impl Core {
             }
             databases.insert(name.to_string(), Arc::new(db));
         }
+        let databases = Arc::new(RwLock::new(databases));
+        let ttl = TtlWorker::spawn(Arc::downgrade(&databases), options.ttl_frequency);
         let core = Core {
             directory: dir.to_path_buf(),
             engine,
             settings,
-            databases: RwLock::new(databases),
+            databases,
             ddl: Mutex::new(()),
+            ttl,
         };
         if core.database(SYSTEM_DATABASE).is_err() {
             core.create_database_unchecked(SYSTEM_DATABASE, json!({}))?;
@@ -173,7 +187,14 @@ impl Core {
 
     /// Syncs and closes the engine. The core must not be used afterwards.
     pub fn shutdown(&self) -> Result<()> {
+        self.ttl.stop();
         self.engine.shutdown()
+    }
+
+    /// Runs one ttl expiry round now (the background thread does this every
+    /// `CoreOptions::ttl_frequency`); returns the number of documents removed.
+    pub fn expire_ttl_now(&self) -> usize {
+        crate::ttl::run_round(&self.databases)
     }
 
     /// Creates a database with its system collections. `options` (sharding, replicationFactor,

@@ -691,6 +691,54 @@ impl Collection {
         Ok(id_text)
     }
 
+    /// Removes the documents whose ttl timestamp plus `expireAfter` is not after `now`
+    /// (seconds), at most `limit`; returns how many were removed. Nothing without a ttl index.
+    pub(crate) fn expire_ttl(self: &Arc<Self>, now: f64, limit: usize) -> Result<usize> {
+        let (field, expire_after) = {
+            let meta = self.meta.read();
+            let Some(def) = meta.indexes.iter().find(|d| d.kind == "ttl") else {
+                return Ok(0);
+            };
+            let expire_after = def
+                .extra
+                .get("expireAfter")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0);
+            (def.fields[0].clone(), expire_after)
+        };
+        self.check_usable()?;
+        let path: Vec<&str> = field.split('.').collect();
+        let mut victims = Vec::new();
+        for item in self.engine.snapshot().scan(self.id)? {
+            let (key, doc) = item?;
+            let Ok(map) = serde_json::from_slice::<Map<String, Value>>(&doc.body) else {
+                continue;
+            };
+            let mut value = map.get(path[0]);
+            for part in &path[1..] {
+                value = value.and_then(|v| v.get(*part));
+            }
+            let expired = value
+                .and_then(crate::ttl::timestamp_seconds)
+                .is_some_and(|ts| ts + expire_after <= now);
+            if expired {
+                victims.push(json!({"_key": key, "_rev": doc.rev.encode()}));
+                if victims.len() >= limit {
+                    break;
+                }
+            }
+        }
+        if victims.is_empty() {
+            return Ok(0);
+        }
+        let opts = RemoveOptions {
+            ignore_revs: false,
+            ..RemoveOptions::new()
+        };
+        let results = self.remove_many(&victims, &opts)?.wait()?;
+        Ok(results.iter().filter(|r| r.is_ok()).count())
+    }
+
     pub(crate) fn compiled_schema(&self) -> Option<Arc<Schema>> {
         self.meta.read().compiled_schema.clone()
     }

@@ -54,6 +54,7 @@ mod keygen;
 mod options;
 mod schema;
 mod staging;
+mod ttl;
 mod txn;
 mod unique;
 

@@ -2053,3 +2053,38 @@ fn index_catalog_and_unique_constraints() {
     );
     assert_eq!(code(edges.drop_index("edge")), ErrorCode::Forbidden);
 }
+
+#[test]
+fn ttl_indexes_expire_documents_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut options = options();
+    options.ttl_frequency = Duration::from_millis(50);
+    let core = Core::open(dir.path(), options).unwrap();
+    let db = core.database("_system").unwrap();
+    let coll = create(&db, json!({"name": "sessions"}));
+    coll.create_index(&json!({"type": "ttl", "fields": ["meta.at"], "expireAfter": 60}))
+        .unwrap();
+    let now = crate::ttl::now_seconds();
+    insert(&coll, json!({"_key": "old", "meta": {"at": now - 120.0}}));
+    insert(
+        &coll,
+        json!({"_key": "iso", "meta": {"at": "2001-01-01T00:00:00Z"}}),
+    );
+    insert(&coll, json!({"_key": "fresh", "meta": {"at": now}}));
+    insert(&coll, json!({"_key": "none"}));
+    insert(&coll, json!({"_key": "text", "meta": {"at": "whenever"}}));
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while coll.count().unwrap() > 3 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut keys: Vec<String> = db
+        .read_view()
+        .scan(&coll)
+        .unwrap()
+        .map(|d| d.unwrap()["_key"].as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    assert_eq!(keys, ["fresh", "none", "text"]);
+    assert_eq!(core.expire_ttl_now(), 0);
+    core.shutdown().unwrap();
+}
