@@ -1572,6 +1572,7 @@ fn recover_collection(
         };
         if let Some(loaded) = preloaded.remove(&fid) {
             observe(rec, loaded.max_tick, loaded.max_rev);
+            col.last_tick.fetch_max(loaded.max_tick, Ordering::AcqRel);
             inner.files.write().insert(fid, file.clone());
             cf.stats.insert(fid, loaded.stats);
             cf.datafiles.push(file);
@@ -1584,8 +1585,10 @@ fn recover_collection(
             size: file.len(),
             kind: StatKind::Datafile,
         };
+        let last_tick = &col.last_tick;
         let mut apply = |kind: MarkerType, key: &str, tick: u64, rev: u64, off: u32, len: u32| {
             observe(rec, tick, rev);
+            last_tick.fetch_max(tick, Ordering::Relaxed);
             let loc = if kind == MarkerType::Document {
                 stats.docs += 1;
                 stats.doc_bytes += len as u64;
@@ -1776,70 +1779,104 @@ fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<
         })
         .collect();
     segs.sort();
+    // Segments are independent (a batch never spans two) and "highest tick wins" makes the
+    // order irrelevant, so they are replayed in parallel.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<Result<Replayed>>>> =
+        Mutex::new((0..segs.len()).map(|_| None).collect());
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(segs.len())
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some((fid, path)) = segs.get(i) else {
+                    break;
+                };
+                let r = replay_segment(inner, cat, *fid, path);
+                results.lock()[i] = Some(r);
+            });
+        }
+    });
     let mut out = Vec::new();
-    for (fid, path) in segs {
-        rec.max_tick = rec.max_tick.max(fid);
-        let file = DataFile::open(fid, &path).map_err(|e| files::io_error(e, "opening WAL"))?;
-        let image = file
-            .read_all()
-            .map_err(|e| files::io_error(e, "reading WAL"))?;
-        let scan = format::scan(&image);
-        if scan.end == ScanEnd::Corrupt && !inner.options.ignore_datafile_errors {
-            return Err(Error::with_message(
-                ErrorCode::CorruptedDatafile,
-                format!(
-                    "WAL segment {} is corrupt at offset {} (start with \
-                     --database.ignore-datafile-errors to keep the intact prefix)",
-                    path.display(),
-                    scan.bad_offset.unwrap_or(0)
-                ),
-            ));
-        }
-        let mut pending: Vec<format::Found> = Vec::new();
-        for m in &scan.markers {
-            pending.push(*m);
-            if m.flags & FLAG_COMMIT == 0 {
-                continue;
-            }
-            for p in pending.drain(..) {
-                let Ok(marker) = format::decode(&image[p.offset..]) else {
-                    continue;
-                };
-                let Ok(body) = format::data_body(&marker) else {
-                    continue;
-                };
-                observe(rec, p.tick, body.rev);
-                let Some(col) = cat.collections.get(&body.cid) else {
-                    continue;
-                };
-                if col.status.is_err() {
-                    continue;
-                }
-                let loc = if p.kind == MarkerType::Document {
-                    Loc {
-                        fid,
-                        offset: p.offset as u32,
-                        len: p.len as u32,
-                    }
-                } else {
-                    Loc::REMOVED
-                };
-                col.index.recover(
-                    body.key,
-                    Version {
-                        tick: p.tick,
-                        rev: body.rev,
-                        loc,
-                    },
-                );
-                col.uncollected.fetch_add(1, Ordering::Relaxed);
-                col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
-            }
-        }
-        inner.files.write().insert(fid, file.clone());
+    for (i, r) in results.into_inner().into_iter().enumerate() {
+        let (file, max_tick, max_rev) =
+            r.unwrap_or_else(|| Err(Error::new(ErrorCode::Internal)))?;
+        observe(rec, max_tick.max(segs[i].0), max_rev);
+        inner.files.write().insert(file.fid, file.clone());
         out.push(file);
     }
     Ok(out)
+}
+
+/// A replayed WAL segment with the highest tick and revision found in it.
+type Replayed = (Arc<DataFile>, u64, u64);
+
+/// Replays one WAL segment into the index.
+fn replay_segment(inner: &Inner, cat: &Catalog, fid: u64, path: &Path) -> Result<Replayed> {
+    let file = DataFile::open(fid, path).map_err(|e| files::io_error(e, "opening WAL"))?;
+    let image = file
+        .read_all()
+        .map_err(|e| files::io_error(e, "reading WAL"))?;
+    let scan = format::scan(&image);
+    if scan.end == ScanEnd::Corrupt && !inner.options.ignore_datafile_errors {
+        return Err(Error::with_message(
+            ErrorCode::CorruptedDatafile,
+            format!(
+                "WAL segment {} is corrupt at offset {} (start with \
+                 --database.ignore-datafile-errors to keep the intact prefix)",
+                path.display(),
+                scan.bad_offset.unwrap_or(0)
+            ),
+        ));
+    }
+    let (mut max_tick, mut max_rev) = (0u64, 0u64);
+    let mut pending: Vec<format::Found> = Vec::new();
+    for m in &scan.markers {
+        pending.push(*m);
+        if m.flags & FLAG_COMMIT == 0 {
+            continue;
+        }
+        for p in pending.drain(..) {
+            let Ok(marker) = format::decode(&image[p.offset..]) else {
+                continue;
+            };
+            let Ok(body) = format::data_body(&marker) else {
+                continue;
+            };
+            max_tick = max_tick.max(p.tick);
+            max_rev = max_rev.max(body.rev);
+            let Some(col) = cat.collections.get(&body.cid) else {
+                continue;
+            };
+            if col.status.is_err() {
+                continue;
+            }
+            let loc = if p.kind == MarkerType::Document {
+                Loc {
+                    fid,
+                    offset: p.offset as u32,
+                    len: p.len as u32,
+                }
+            } else {
+                Loc::REMOVED
+            };
+            col.index.recover(
+                body.key,
+                Version {
+                    tick: p.tick,
+                    rev: body.rev,
+                    loc,
+                },
+            );
+            col.uncollected.fetch_add(1, Ordering::Relaxed);
+            col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
+        }
+    }
+    Ok((file, max_tick, max_rev))
 }
 
 pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
