@@ -232,7 +232,7 @@ pub(crate) fn check_unique(
     let cid = coll.id();
     let mut claims = Vec::new();
     for index in indexes.iter() {
-        if !index.is_built() {
+        if index.needs_build() {
             if st.locked {
                 index.ensure_built(cid, &st.snapshot)?;
             } else {

@@ -2088,3 +2088,36 @@ fn ttl_indexes_expire_documents_in_the_background() {
     assert_eq!(core.expire_ttl_now(), 0);
     core.shutdown().unwrap();
 }
+
+#[test]
+fn unique_values_are_free_again_after_truncate_and_churn() {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, json!({"name": "churn"}));
+    coll.create_index(&json!({"type": "persistent", "fields": ["v"], "unique": true}))
+        .unwrap();
+    for i in 0..20 {
+        insert(&coll, json!({"_key": format!("k{i}"), "v": i}));
+    }
+    coll.truncate(false).unwrap().wait().unwrap();
+    for i in 0..20 {
+        insert(&coll, json!({"_key": format!("k{i}"), "v": i}));
+    }
+    // Many re-assignments create garbage; the index rebuilds and still enforces.
+    for round in 0..3 {
+        for i in 0..20 {
+            coll.update(
+                &format!("k{i}"),
+                json!({"v": 100 * (round + 1) + i}),
+                &ModifyOptions::new(),
+            )
+            .unwrap()
+            .wait()
+            .unwrap();
+        }
+    }
+    assert_eq!(
+        code(coll.insert(json!({"v": 305}), &InsertOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+    insert(&coll, json!({"v": 5}));
+}

@@ -177,8 +177,7 @@ impl UniqueIndex {
     /// holds the collection's writer lock. Error 1210 if the data already violates the index.
     pub fn ensure_built(&self, cid: CollectionId, snapshot: &Snapshot) -> Result<()> {
         let mut state = self.state.lock();
-        let due = state.superseded > REBUILD_MIN_GARBAGE && state.superseded * 2 > state.entries;
-        if state.built && !due {
+        if state.built && !Self::rebuild_due(&state) {
             return Ok(());
         }
         let mut fresh = State {
@@ -204,9 +203,15 @@ impl UniqueIndex {
         Ok(())
     }
 
-    /// Whether the map is built (checks before building need the writer lock).
-    pub fn is_built(&self) -> bool {
-        self.state.lock().built
+    /// Whether the map must be built or rebuilt before it can be used (building needs the
+    /// writer lock).
+    pub fn needs_build(&self) -> bool {
+        let state = self.state.lock();
+        !state.built || Self::rebuild_due(&state)
+    }
+
+    fn rebuild_due(state: &State) -> bool {
+        state.superseded > REBUILD_MIN_GARBAGE && state.superseded * 2 > state.entries
     }
 
     /// Finds a document other than `key` that holds `value` as `visible` sees it
