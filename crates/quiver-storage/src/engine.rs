@@ -2568,6 +2568,60 @@ impl Inner {
         self.compact_collection(&col, true)
     }
 
+    /// Reads every datafile and the journal of a collection and checks every marker (CRC,
+    /// layout) and every footer (marker count, CRC of CRCs).
+    pub(crate) fn verify(&self, cid: u64) -> Result<crate::VerifyReport> {
+        let col = self.collection(cid)?;
+        col.usable()?;
+        let (datafiles, journal) = {
+            let cf = col.files.lock();
+            (
+                cf.datafiles.clone(),
+                cf.journal.as_ref().map(|j| j.file.clone()),
+            )
+        };
+        let mut report = crate::VerifyReport::default();
+        let bad = |fid: u64, what: String| corrupt(format!("collection {cid}: file {fid}: {what}"));
+        for (file, sealed) in datafiles
+            .iter()
+            .map(|f| (f, true))
+            .chain(journal.iter().map(|f| (f, false)))
+        {
+            let image = file
+                .read_all()
+                .map_err(|e| files::io_error(e, "reading a datafile"))?;
+            let scan = format::scan(&image);
+            match (scan.end, sealed) {
+                (ScanEnd::Corrupt, _) | (ScanEnd::TornTail, _) => {
+                    return Err(bad(
+                        file.fid,
+                        format!("damaged marker at offset {}", scan.bad_offset.unwrap_or(0)),
+                    ))
+                }
+                (ScanEnd::Clean, true) => {
+                    return Err(bad(file.fid, "sealed datafile without footer".into()))
+                }
+                _ => {}
+            }
+            if let Some(footer) = scan.footer {
+                let crcs: Vec<u8> = scan
+                    .markers
+                    .iter()
+                    .flat_map(|m| m.crc.to_le_bytes())
+                    .collect();
+                if footer.count != scan.markers.len() as u64
+                    || footer.crc_of_crcs != crc32c::crc32c(&crcs)
+                {
+                    return Err(bad(file.fid, "footer does not match the markers".into()));
+                }
+            }
+            report.files += 1;
+            report.markers += scan.markers.len() as u64;
+            report.bytes += scan.valid_end as u64;
+        }
+        Ok(report)
+    }
+
     pub(crate) fn collect_all(&self) -> Result<()> {
         self.check_open()?;
         self.collect(true)

@@ -320,6 +320,8 @@ fn compaction_reclaims_dead_space_and_keeps_live_data() {
     assert_eq!(after.alive_count, 30);
     assert!(after.datafiles.file_size < before.datafiles.file_size);
     assert_eq!(contents(&engine, cid), model);
+    let report = engine.verify(cid).unwrap();
+    assert!(report.markers >= 30, "{report:?}");
     engine.shutdown().unwrap();
     drop(engine);
     let engine = open(dir.path());

@@ -57,6 +57,7 @@ fn check(engine: &Engine, cids: &[u64], model: &[BTreeMap<String, String>]) {
         assert_eq!(contents(engine, *cid), model[i], "collection {i}");
         let f = engine.figures(*cid).unwrap();
         assert_eq!(f.alive_count, model[i].len() as u64, "figures alive of {i}");
+        engine.verify(*cid).unwrap();
     }
 }
 
@@ -113,6 +114,7 @@ fn run(ops: Vec<Op>) {
                 engine.compact(cids[col]).unwrap();
                 let f = engine.figures(cids[col]).unwrap();
                 assert_eq!(f.dead_count, 0, "after explicit compaction: {f:?}");
+                engine.verify(cids[col]).unwrap();
             }
             Op::SetJournalSize(col, size) => {
                 let opts = CollectionOptions {

@@ -235,10 +235,19 @@ fn corruption_in_a_datafile_is_reported_for_that_collection_only_and_salvageable
     };
 
     // With the hint file, startup stays fast and the damage shows on the read of that
-    // document: reported, never silently skipped.
+    // document and in an explicit verification: reported, never silently skipped.
     let engine = open(dir.path());
     let err = engine.snapshot().get(bad, &hit_key).unwrap_err();
     assert_eq!(err.code, ErrorCode::CorruptedDatafile, "{err:?}");
+    let err = engine.verify(bad).unwrap_err();
+    assert_eq!(err.code, ErrorCode::CorruptedDatafile, "{err:?}");
+    assert!(
+        err.message.contains(&format!("offset {}", hit.offset)),
+        "{}",
+        err.message
+    );
+    let report = engine.verify(good).unwrap();
+    assert!(report.files > 0 && report.markers >= 50, "{report:?}");
     assert_eq!(contents(&engine, good), good_model);
     engine.shutdown().unwrap();
     drop(engine);
