@@ -1,6 +1,6 @@
 //! Array functions. A non-array where an array is required gives `null` plus warning 1542;
 //! `null` is accepted as an empty array by the functions that build arrays (PUSH, APPEND,
-//! UNSHIFT). Set operations use AQL equality (see [`crate::value::ValueKey`]) and keep the
+//! UNSHIFT). Set operations use AQL equality (see [`crate::value::ValueRef`]) and keep the
 //! order of first occurrence.
 
 use std::collections::{HashMap, HashSet};
@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::string::int_arg;
 use super::{arg, def, FunctionContext, FunctionDef, VARIADIC};
-use crate::value::{self, compare, equals, ValueKey};
+use crate::value::{self, compare, equals, ValueRef};
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("APPEND", 2, 3, append),
@@ -48,7 +48,7 @@ pub(crate) fn dedup<'a>(items: impl IntoIterator<Item = &'a Value>) -> Vec<Value
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     for v in items {
-        if seen.insert(ValueKey(v.clone())) {
+        if seen.insert(ValueRef(v)) {
             out.push(v.clone());
         }
     }
@@ -124,7 +124,7 @@ fn append(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 
 fn count_distinct(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let items = array_or_warn!(ctx, arg(args, 0), expected);
-    let distinct: HashSet<ValueKey> = items.iter().cloned().map(ValueKey).collect();
+    let distinct: HashSet<ValueRef<'_>> = items.iter().map(ValueRef).collect();
     Ok(Value::from(distinct.len()))
 }
 
@@ -187,8 +187,8 @@ fn intersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
     };
     let mut result = dedup(arrays[0].iter());
     for other in &arrays[1..] {
-        let set: HashSet<ValueKey> = other.iter().cloned().map(ValueKey).collect();
-        result.retain(|v| set.contains(&ValueKey(v.clone())));
+        let set: HashSet<ValueRef<'_>> = other.iter().map(ValueRef).collect();
+        result.retain(|v| set.contains(&ValueRef(v)));
     }
     Ok(Value::Array(result))
 }
@@ -197,8 +197,8 @@ fn jaccard(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
-    let a: HashSet<ValueKey> = arrays[0].iter().cloned().map(ValueKey).collect();
-    let b: HashSet<ValueKey> = arrays[1].iter().cloned().map(ValueKey).collect();
+    let a: HashSet<ValueRef<'_>> = arrays[0].iter().map(ValueRef).collect();
+    let b: HashSet<ValueRef<'_>> = arrays[1].iter().map(ValueRef).collect();
     let union = a.union(&b).count();
     if union == 0 {
         return Ok(Value::from(1));
@@ -211,12 +211,12 @@ fn minus(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some(arrays) = all_arrays(ctx, args, false) else {
         return Ok(Value::Null);
     };
-    let remove: HashSet<ValueKey> = arrays[1..]
+    let remove: HashSet<ValueRef<'_>> = arrays[1..]
         .iter()
-        .flat_map(|a| a.iter().cloned().map(ValueKey))
+        .flat_map(|a| a.iter().map(ValueRef))
         .collect();
     let mut result = dedup(arrays[0].iter());
-    result.retain(|v| !remove.contains(&ValueKey(v.clone())));
+    result.retain(|v| !remove.contains(&ValueRef(v)));
     Ok(Value::Array(result))
 }
 
@@ -224,10 +224,10 @@ fn outersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
     let Some(arrays) = all_arrays(ctx, args, true) else {
         return Ok(Value::Null);
     };
-    let mut counts: HashMap<ValueKey, usize> = HashMap::new();
+    let mut counts: HashMap<ValueRef<'_>, usize> = HashMap::new();
     let mut order = Vec::new();
     for v in arrays.iter().flat_map(|a| a.iter()) {
-        let key = ValueKey(v.clone());
+        let key = ValueRef(v);
         let c = counts.entry(key).or_insert(0);
         if *c == 0 {
             order.push(v);
@@ -237,7 +237,7 @@ fn outersection(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
     Ok(Value::Array(
         order
             .into_iter()
-            .filter(|v| counts.get(&ValueKey((*v).clone())) == Some(&1))
+            .filter(|v| counts.get(&ValueRef(v)) == Some(&1))
             .cloned()
             .collect(),
     ))
@@ -413,11 +413,11 @@ fn remove_values(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
     let (Value::Array(items), Value::Array(remove)) = (list, values) else {
         return Ok(ctx.invalid_argument());
     };
-    let remove: HashSet<ValueKey> = remove.iter().cloned().map(ValueKey).collect();
+    let remove: HashSet<ValueRef<'_>> = remove.iter().map(ValueRef).collect();
     Ok(Value::Array(
         items
             .iter()
-            .filter(|v| !remove.contains(&ValueKey((*v).clone())))
+            .filter(|v| !remove.contains(&ValueRef(v)))
             .cloned()
             .collect(),
     ))

@@ -632,27 +632,31 @@ fn random_token(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
     string(token)
 }
 
-/// Compiled regexes by (pattern, case-insensitive). Queries call REGEX_* per row with the same
-/// pattern, so compiling once matters; the cache is per thread and bounded.
+/// Compiled regexes by pattern, one map per case sensitivity. Queries call REGEX_* per row
+/// with the same pattern, so compiling once matters; lookups borrow the pattern (no allocation
+/// on a hit) and the cache is per thread and bounded.
 fn with_regex<T>(pattern: &str, case_insensitive: bool, f: impl FnOnce(&Regex) -> T) -> Option<T> {
     thread_local! {
-        static CACHE: RefCell<HashMap<(String, bool), Regex>> = RefCell::new(HashMap::new());
+        static CACHE: RefCell<[HashMap<String, Regex>; 2]> =
+            RefCell::new([HashMap::new(), HashMap::new()]);
     }
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
-        let key = (pattern.to_string(), case_insensitive);
-        if !cache.contains_key(&key) {
-            let re = regex::RegexBuilder::new(pattern)
-                .case_insensitive(case_insensitive)
-                .size_limit(1 << 20)
-                .build()
-                .ok()?;
-            if cache.len() >= 64 {
-                cache.clear();
-            }
-            cache.insert(key.clone(), re);
+        let map = &mut cache[usize::from(case_insensitive)];
+        if let Some(re) = map.get(pattern) {
+            return Some(f(re));
         }
-        cache.get(&key).map(f)
+        let re = regex::RegexBuilder::new(pattern)
+            .case_insensitive(case_insensitive)
+            .size_limit(1 << 20)
+            .build()
+            .ok()?;
+        if map.len() >= 64 {
+            map.clear();
+        }
+        let out = f(&re);
+        map.insert(pattern.to_string(), re);
+        Some(out)
     })
 }
 

@@ -81,6 +81,25 @@ impl Hash for ValueKey {
     }
 }
 
+/// A borrowed value usable as a `HashMap`/`HashSet` key with AQL equality, so that set
+/// operations over arrays need not clone their elements.
+#[derive(Clone, Copy, Debug)]
+pub struct ValueRef<'a>(pub &'a Value);
+
+impl PartialEq for ValueRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        equals(self.0, other.0)
+    }
+}
+
+impl Eq for ValueRef<'_> {}
+
+impl Hash for ValueRef<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        hash_value(self.0, state);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +134,19 @@ mod tests {
         assert_ne!(h(&json!(null)), h(&json!(false)));
         assert_ne!(h(&json!([1, 2])), h(&json!([2, 1])));
         assert_ne!(h(&json!({"a": 1})), h(&json!({"a": 2})));
+    }
+
+    #[test]
+    fn borrowed_keys_agree_with_owned_ones() {
+        let values = [
+            json!(1),
+            json!(1.0),
+            json!({"a": [1]}),
+            json!({"a": [1.0, null]}),
+        ];
+        let set: HashSet<ValueRef<'_>> = values.iter().map(ValueRef).collect();
+        assert_eq!(set.len(), 2);
+        assert!(set.contains(&ValueRef(&json!(1))));
     }
 
     #[test]

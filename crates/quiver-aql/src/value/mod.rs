@@ -15,7 +15,7 @@ mod like;
 pub use arith::{arithmetic, negate, ArithOp};
 pub use compare::{compare, compare_strings, equals, type_weight};
 pub use format::{format_f64, format_number, to_json_string, write_json};
-pub use hash::{hash_value, ValueKey};
+pub use hash::{hash_value, ValueKey, ValueRef};
 pub use like::like;
 
 use quiver_errors::ErrorCode;
