@@ -48,8 +48,8 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     volatile("SLEEP", 1, 1, sleep),
     def("VERSION", 0, 0, version),
     // Deferred to later issues; see docs/aql-functions.md.
-    reading("SCHEMA_GET", 1, 1, not_implemented),
-    def("SCHEMA_VALIDATE", 2, 2, not_implemented),
+    reading("SCHEMA_GET", 1, 1, schema_get),
+    reading("SCHEMA_VALIDATE", 2, 2, schema_validate),
     def("TOKENS", 1, 2, not_implemented),
     def("ANALYZER", 2, 2, not_implemented),
     def("BOOST", 2, 2, not_implemented),
@@ -249,6 +249,33 @@ fn document(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             Ok(Value::Array(out))
         }
         _ => Ok(Value::Null),
+    }
+}
+
+fn schema_get(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let data = ctx.data()?;
+    let Some(name) = collection_name(ctx, arg(args, 0)) else {
+        return Ok(Value::Null);
+    };
+    data.collection_schema(&name)
+}
+
+fn schema_validate(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+    let doc = arg(args, 0);
+    if !doc.is_object() {
+        return Ok(ctx.invalid_argument());
+    }
+    let schema = arg(args, 1);
+    // A null or empty schema accepts every object, as in ArangoDB.
+    if schema.is_null() || schema.as_object().is_some_and(serde_json::Map::is_empty) {
+        return Ok(json!({"valid": true}));
+    }
+    if !schema.is_object() {
+        return Ok(ctx.invalid_argument());
+    }
+    match ctx.data()?.validate_schema(schema, doc)? {
+        None => Ok(json!({"valid": true})),
+        Some(message) => Ok(json!({"valid": false, "errorMessage": message})),
     }
 }
 
@@ -728,6 +755,34 @@ mod tests {
         assert_eq!(err.number(), 1500);
         assert!(start.elapsed() < std::time::Duration::from_secs(1));
         killed.store(false, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn schema_functions_go_through_data_access() {
+        assert_eq!(
+            ok("SCHEMA_VALIDATE", vec![json!({"a": 1}), json!(null)]),
+            json!({"valid": true})
+        );
+        assert_eq!(
+            ok("SCHEMA_VALIDATE", vec![json!({"a": 1}), json!({})]),
+            json!({"valid": true})
+        );
+        invalid("SCHEMA_VALIDATE", vec![json!(1), json!({})]);
+        assert_eq!(
+            with_store(
+                "SCHEMA_VALIDATE",
+                vec![json!({"a": 1}), json!({"rule": {}})]
+            )
+            .unwrap_err()
+            .number(),
+            9
+        );
+        assert_eq!(
+            with_store("SCHEMA_GET", vec![json!("persons")])
+                .unwrap_err()
+                .number(),
+            9
+        );
     }
 
     #[test]

@@ -120,6 +120,23 @@ pub trait DataAccess {
     fn current_user(&self) -> Option<String> {
         None
     }
+    /// The `schema` property of `collection` (`SCHEMA_GET()`), null when it has none.
+    fn collection_schema(&self, collection: &str) -> Result<Value> {
+        let _ = collection;
+        Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            "SCHEMA_GET() is not available in this context",
+        ))
+    }
+    /// Validates `doc` against a schema object (`{rule, level, message}`) the way collection
+    /// writes are validated (`SCHEMA_VALIDATE()`): None when valid, else the failure message.
+    fn validate_schema(&self, schema: &Value, doc: &Value) -> Result<Option<String>> {
+        let _ = (schema, doc);
+        Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            "SCHEMA_VALIDATE() is not available in this context",
+        ))
+    }
 }
 
 /// Per-query state handed to every function call.
