@@ -673,15 +673,22 @@ impl QueryService {
         if let Some(c) = cursor.count {
             body.insert("count".into(), json!(c));
         }
-        if let Some(extra) = &cursor.extra {
-            body.insert("extra".into(), extra.clone());
+        if has_more || cursor.allow_retry {
+            if let Some(extra) = &cursor.extra {
+                body.insert("extra".into(), extra.clone());
+            }
+        } else if let Some(extra) = cursor.extra.take() {
+            // Last batch: the cursor is about to go away, no need to copy.
+            body.insert("extra".into(), extra);
         } else if !matches!(cursor.data, CursorData::Streaming(_)) {
             body.insert("extra".into(), json!({"warnings": [], "stats": {}}));
         }
         body.insert("cached".into(), json!(false));
         body.insert("error".into(), json!(false));
         let body = Value::Object(body);
-        cursor.last_batch = Some(body.clone());
+        if cursor.allow_retry {
+            cursor.last_batch = Some(body.clone());
+        }
         cursor.expires = Instant::now() + cursor.ttl;
         Ok(body)
     }
