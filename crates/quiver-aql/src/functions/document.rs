@@ -250,7 +250,8 @@ fn merge_recursive(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Valu
     Ok(Value::Object(out))
 }
 
-/// `collection/key` from an id string or a document's `_id`.
+/// `collection/key` from an id string or a document's `_id`: exactly one `/` (either side may
+/// be empty), as ArangoDB checks it.
 fn split_identifier(v: &Value) -> Option<(&str, &str)> {
     let id = match v {
         Value::String(s) => s.as_str(),
@@ -258,7 +259,7 @@ fn split_identifier(v: &Value) -> Option<(&str, &str)> {
         _ => return None,
     };
     let (collection, key) = id.split_once('/')?;
-    (!collection.is_empty() && !key.is_empty()).then_some((collection, key))
+    (!key.contains('/')).then_some((collection, key))
 }
 
 fn parse_identifier(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -566,6 +567,8 @@ mod tests {
         );
         assert_eq!(ok("PARSE_KEY", vec![json!({"_id": "c/k"})]), json!("k"));
         invalid("PARSE_IDENTIFIER", vec![json!("nokey")]);
+        invalid("PARSE_IDENTIFIER", vec![json!("a/b/c")]);
+        assert_eq!(ok("PARSE_KEY", vec![json!("c/")]), json!(""));
         invalid("PARSE_KEY", vec![json!({"x": 1})]);
         invalid("PARSE_COLLECTION", vec![json!(1)]);
         assert_eq!(

@@ -341,7 +341,14 @@ fn minhash_error(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value>
 /// Dynamic invocation shared by CALL and APPLY.
 fn dynamic_call(ctx: &mut FunctionContext<'_>, name: &Value, args: &[Value]) -> Result<Value> {
     let Value::String(name) = name else {
-        return Ok(ctx.invalid_argument());
+        // A non-string function name is an error (not a warning) in ArangoDB.
+        return Err(Error::with_message(
+            ErrorCode::QueryFunctionArgumentTypeMismatch,
+            format!(
+                "invalid argument type in call to function '{}()'",
+                ctx.function_name()
+            ),
+        ));
     };
     let upper = name.to_ascii_uppercase();
     if upper.contains("::") {
@@ -641,7 +648,7 @@ mod tests {
         assert_eq!(error("CALL", vec![json!("CALL"), json!("X")]), 1578);
         assert_eq!(error("APPLY", vec![json!("my::fn"), json!([])]), 1582);
         assert_eq!(error("CALL", vec![json!("UPPER")]), 1541);
-        invalid("CALL", vec![json!(1)]);
+        assert_eq!(error("CALL", vec![json!(1)]), 1542);
         invalid("APPLY", vec![json!("UPPER"), json!("a")]);
     }
 
