@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 
 use crate::collection::{Collection, CollectionMeta, CollectionSpec, CollectionType};
 use crate::keygen::KeyGenState;
+use crate::streams::StreamTransactions;
 use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::{ComputedValuesEvaluator, Settings};
@@ -71,6 +72,7 @@ pub struct Core {
     databases: Arc<RwLock<BTreeMap<String, Arc<Database>>>>,
     ddl: Mutex<()>,
     ttl: TtlWorker,
+    streams: StreamTransactions,
 }
 
 impl Drop for Core {
@@ -154,6 +156,7 @@ impl Core {
             databases,
             ddl: Mutex::new(()),
             ttl,
+            streams: StreamTransactions::default(),
         };
         if core.database(SYSTEM_DATABASE).is_err() {
             core.create_database_unchecked(SYSTEM_DATABASE, json!({}))?;
@@ -189,6 +192,11 @@ impl Core {
     pub fn shutdown(&self) -> Result<()> {
         self.ttl.stop();
         self.engine.shutdown()
+    }
+
+    /// The registry of stream transactions (`/_api/transaction/begin`, `x-arango-trx-id`).
+    pub fn stream_transactions(&self) -> &StreamTransactions {
+        &self.streams
     }
 
     /// Runs one ttl expiry round now (the background thread does this every

@@ -54,6 +54,7 @@ mod keygen;
 mod options;
 mod schema;
 mod staging;
+mod streams;
 mod ttl;
 mod txn;
 mod unique;
@@ -70,6 +71,7 @@ pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
 };
+pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 
 pub use quiver_storage::{CollectionId, CompactionReport, DatabaseId, EngineOptions};

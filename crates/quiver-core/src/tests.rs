@@ -2121,3 +2121,116 @@ fn unique_values_are_free_again_after_truncate_and_churn() {
     );
     insert(&coll, json!({"v": 5}));
 }
+
+#[test]
+fn stream_transactions_follow_arangodb_status_rules() {
+    let (_dir, core, db) = setup();
+    let coll = create(&db, json!({"name": "streamed"}));
+    let streams = core.stream_transactions();
+    let id = streams
+        .begin(
+            &db,
+            TransactionOptions::writing(&["streamed"]),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    assert!(id.bytes().all(|b| b.is_ascii_digit()));
+    assert_eq!(streams.running("_system"), vec![id.clone()]);
+    assert!(streams.running("other").is_empty());
+    streams
+        .with(&id, "_system", |trx| {
+            trx.insert(&coll, json!({"_key": "s1"}), &InsertOptions::new())
+        })
+        .unwrap();
+    let seen = streams
+        .with(&id, "_system", |trx| trx.count(&coll))
+        .unwrap();
+    assert_eq!(seen, 1);
+    assert_eq!(coll.count().unwrap(), 0, "invisible before commit");
+    assert_eq!(
+        streams.status(&id, "_system").unwrap(),
+        StreamStatus::Running
+    );
+    streams.commit(&id, "_system").unwrap().wait().unwrap();
+    assert_eq!(coll.count().unwrap(), 1);
+    assert_eq!(
+        streams.status(&id, "_system").unwrap().as_str(),
+        "committed"
+    );
+    streams.commit(&id, "_system").unwrap().wait().unwrap();
+    assert_eq!(
+        code(streams.abort(&id, "_system")),
+        ErrorCode::TransactionDisallowedOperation
+    );
+    assert_eq!(
+        code(streams.with(&id, "_system", |_| Ok(()))),
+        ErrorCode::TransactionDisallowedOperation
+    );
+    assert!(streams.running("_system").is_empty());
+
+    let second = streams
+        .begin(
+            &db,
+            TransactionOptions::writing(&["streamed"]),
+            Duration::from_secs(60),
+        )
+        .unwrap();
+    streams
+        .with(&second, "_system", |trx| {
+            trx.insert(&coll, json!({"_key": "s2"}), &InsertOptions::new())
+        })
+        .unwrap();
+    streams.abort(&second, "_system").unwrap();
+    streams.abort(&second, "_system").unwrap();
+    assert_eq!(
+        streams.status(&second, "_system").unwrap(),
+        StreamStatus::Aborted
+    );
+    assert_eq!(
+        code(streams.commit(&second, "_system")),
+        ErrorCode::TransactionDisallowedOperation
+    );
+    assert_eq!(
+        code(streams.with(&second, "_system", |_| Ok(()))),
+        ErrorCode::TransactionAborted
+    );
+    assert_eq!(code(coll.get("s2", None)), ErrorCode::DocumentNotFound);
+
+    let idle = streams
+        .begin(
+            &db,
+            TransactionOptions::writing(&["streamed"]),
+            Duration::from_millis(1),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(
+        code(streams.with(&idle, "_system", |_| Ok(()))),
+        ErrorCode::TransactionAborted
+    );
+    assert_eq!(
+        streams.status(&idle, "_system").unwrap(),
+        StreamStatus::Aborted
+    );
+
+    assert_eq!(
+        code(streams.status("12345", "_system")),
+        ErrorCode::TransactionNotFound
+    );
+    assert_eq!(
+        code(streams.status("illegal", "_system")),
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        code(streams.status(&id, "other")),
+        ErrorCode::TransactionNotFound
+    );
+    assert_eq!(
+        code(streams.begin(
+            &db,
+            TransactionOptions::writing(&["missing"]),
+            Duration::from_secs(1)
+        )),
+        ErrorCode::DataSourceNotFound
+    );
+}
