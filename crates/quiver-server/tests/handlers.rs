@@ -666,7 +666,7 @@ fn multipart(boundary: &str, parts: &[&str]) -> String {
 fn batch() {
     let f = fixture();
     f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
-    let body = multipart(
+    let first = multipart(
         "BB",
         &[
             "POST /_api/document/c HTTP/1.1\r\n\r\n{\"_key\":\"k\"}",
@@ -678,7 +678,7 @@ fn batch() {
     let r = f.raw(
         Request::build(Method::POST, "/_api/batch")
             .with_header("content-type", "multipart/form-data; boundary=BB")
-            .with_body(body),
+            .with_body(first),
     );
     assert_eq!(r.status.as_u16(), 200);
     assert_eq!(r.header("x-arango-errors"), Some("2"));
@@ -687,6 +687,34 @@ fn batch() {
     assert!(text.contains("HTTP/1.1 200 OK"));
     assert!(text.contains("HTTP/1.1 409 Conflict"));
     assert!(text.ends_with("--BB--\r\n"));
+
+    // Consecutive inserts are committed together but answered one by one, as if sent alone.
+    let parts = multipart(
+        "BB",
+        &[
+            "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":\"r1\"}",
+            "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":\"r1\"}",
+            "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":",
+            "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":\"bad key\"}",
+            "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":\"r2\",\"v\":2}",
+            "POST /_api/document/nope HTTP/1.1\r\n\r\n{}",
+            "POST /_api/document/nope HTTP/1.1\r\n\r\n{}",
+        ],
+    );
+    let r = f.raw(
+        Request::build(Method::POST, "/_api/batch")
+            .with_header("content-type", "multipart/form-data; boundary=BB")
+            .with_body(parts),
+    );
+    assert_eq!(r.header("x-arango-errors"), Some("5"));
+    let text = String::from_utf8(r.body.to_vec()).unwrap();
+    let statuses: Vec<&str> = text.split("HTTP/1.1 ").skip(1).map(|s| &s[..3]).collect();
+    assert_eq!(statuses, ["202", "409", "400", "400", "202", "404", "404"]);
+    assert!(text.contains("location: /_db/_system/_api/document/c/r2"));
+    assert!(text.contains("\"new\":{\"_key\":\"r2\""));
+    let doc = body(&f.call(Method::GET, "/_api/document/c/r2", None));
+    assert_eq!(doc["v"], 2);
+
     let r = f.raw(
         Request::build(Method::POST, "/_api/batch")
             .with_body(multipart("BB", &["GET / HTTP/1.1\r\n\r\n"])),

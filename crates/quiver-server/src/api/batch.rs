@@ -266,45 +266,82 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
     }
 }
 
+/// Most parts one grouped commit may take: bounds the size of one engine batch.
+const MAX_GROUP: usize = 1024;
+
 fn run(state: &ServerState, req: &Request) -> Result<Response> {
     let boundary = boundary(req.header("content-type"))?;
     let parts = split_parts(&req.body, &boundary)?;
-    let mut out = Vec::with_capacity(parts.len() * 256);
+    let parsed: Vec<(Option<String>, Result<Request>)> = parts
+        .into_iter()
+        .map(|p| (p.content_id, parse_embedded(p.message, &req.database)))
+        .collect();
+    let mut out = Vec::with_capacity(parsed.len() * 256);
     let mut errors = 0usize;
     let mut durability = Vec::new();
-    for part in parts {
-        let (response, is_head) = match parse_embedded(part.message, &req.database) {
-            Ok(inner) => {
-                let is_head = inner.method == Method::HEAD;
-                let nested = inner.segments.first().map(String::as_str) == Some("_api")
-                    && inner.segments.get(1).map(String::as_str) == Some("batch");
-                if nested {
-                    (
-                        Response::from(bad("nested batch requests are not supported")),
-                        is_head,
-                    )
-                } else {
-                    (crate::handle(state, inner), is_head)
-                }
-            }
-            Err(e) => (Response::from(e), false),
+    let mut i = 0;
+    while i < parsed.len() {
+        // Runs of plain inserts into one collection share one commit (see insert_run).
+        let run_len = match &parsed[i].1 {
+            Ok(first) if super::document::is_groupable_insert(first) => parsed[i..]
+                .iter()
+                .take(MAX_GROUP)
+                .take_while(|(_, r)| {
+                    r.as_ref().is_ok_and(|r| {
+                        super::document::is_groupable_insert(r)
+                            && r.segments[2] == first.segments[2]
+                            && r.query == first.query
+                    })
+                })
+                .count(),
+            _ => 0,
         };
-        let mut response = response;
-        durability.append(&mut response.durability);
-        if response.status.as_u16() >= 400 {
-            errors += 1;
-        }
-        out.extend_from_slice(b"--");
-        out.extend_from_slice(boundary.as_bytes());
-        out.extend_from_slice(b"\r\nContent-Type: application/x-arango-batchpart\r\n");
-        if let Some(id) = &part.content_id {
-            out.extend_from_slice(b"Content-Id: ");
-            out.extend_from_slice(id.as_bytes());
+        let responses: Vec<(Response, bool)> = if run_len > 1 {
+            let reqs: Vec<Request> = parsed[i..i + run_len]
+                .iter()
+                .filter_map(|(_, r)| r.as_ref().ok().cloned())
+                .collect();
+            let (responses, pending) = super::document::insert_run(state, &reqs);
+            durability.extend(pending);
+            responses.into_iter().map(|r| (r, false)).collect()
+        } else {
+            let response = match &parsed[i].1 {
+                Ok(inner) => {
+                    let is_head = inner.method == Method::HEAD;
+                    let nested = inner.segments.first().map(String::as_str) == Some("_api")
+                        && inner.segments.get(1).map(String::as_str) == Some("batch");
+                    if nested {
+                        (
+                            Response::from(bad("nested batch requests are not supported")),
+                            is_head,
+                        )
+                    } else {
+                        (crate::handle(state, inner.clone()), is_head)
+                    }
+                }
+                Err(e) => (Response::from(e.clone()), false),
+            };
+            vec![response]
+        };
+        for (mut response, is_head) in responses {
+            let content_id = &parsed[i].0;
+            i += 1;
+            durability.append(&mut response.durability);
+            if response.status.as_u16() >= 400 {
+                errors += 1;
+            }
+            out.extend_from_slice(b"--");
+            out.extend_from_slice(boundary.as_bytes());
+            out.extend_from_slice(b"\r\nContent-Type: application/x-arango-batchpart\r\n");
+            if let Some(id) = content_id {
+                out.extend_from_slice(b"Content-Id: ");
+                out.extend_from_slice(id.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+            out.extend_from_slice(b"\r\n");
+            write_part_response(&mut out, &response, is_head);
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"\r\n");
-        write_part_response(&mut out, &response, is_head);
-        out.extend_from_slice(b"\r\n");
     }
     out.extend_from_slice(b"--");
     out.extend_from_slice(boundary.as_bytes());

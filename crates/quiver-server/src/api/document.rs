@@ -132,8 +132,21 @@ fn single_write(
     silent: bool,
     remove: bool,
 ) -> Response {
-    let status = single_status(committed.synced(), remove);
-    let result = committed.value();
+    let mut response =
+        single_write_response(req, committed.value(), committed.synced(), silent, remove);
+    response.wait_for(Box::new(committed) as Box<dyn Durability>);
+    response
+}
+
+/// The response of one single-document write, without its durability.
+fn single_write_response(
+    req: &Request,
+    result: &OpResult,
+    synced: bool,
+    silent: bool,
+    remove: bool,
+) -> Response {
+    let status = single_status(synced, remove);
     let rev = result.rev.encode();
     let mut body = Vec::with_capacity(128);
     if silent {
@@ -145,8 +158,79 @@ fn single_write(
     if !remove {
         response = response.with_header(LOCATION, &location(req, &result.id));
     }
-    response.wait_for(Box::new(committed) as Box<dyn Durability>);
     response
+}
+
+/// Whether a request is a plain single-document insert that [`insert_run`] may group with
+/// its neighbours: `POST /_api/document/{collection}` with an object body and no options
+/// that only the single path understands.
+pub(crate) fn is_groupable_insert(req: &Request) -> bool {
+    req.method == Method::POST
+        && req.segments.len() == 3
+        && req.segments[0] == "_api"
+        && req.segments[1] == "document"
+        && req.param("from").is_none()
+        && req.header("x-arango-async").is_none()
+        && req.body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}
+
+/// Executes consecutive single-document inserts of one batch request (same database,
+/// collection and query string, checked by the caller) as one engine commit, answering each
+/// exactly as [`route`] would have answered it alone. Items stay independent (a failing one
+/// gets its own error response); only the commit, and so the durability wait, is shared.
+/// Inserting one by one would cost one commit per part, which dominates small documents.
+pub(crate) fn insert_run(
+    state: &ServerState,
+    reqs: &[Request],
+) -> (Vec<Response>, Option<Box<dyn Durability>>) {
+    let first = &reqs[0];
+    let prepared = insert_options(first)
+        .and_then(|opts| collection(state, first, &first.segments[2]).map(|coll| (coll, opts)));
+    let (coll, opts) = match prepared {
+        Ok(p) => p,
+        Err(e) => {
+            return (
+                reqs.iter().map(|_| Response::from(e.clone())).collect(),
+                None,
+            )
+        }
+    };
+    let mut responses: Vec<Option<Response>> = Vec::with_capacity(reqs.len());
+    let mut docs = Vec::with_capacity(reqs.len());
+    for req in reqs {
+        match required_body(req) {
+            Ok(doc @ Value::Object(_)) => {
+                docs.push(doc);
+                responses.push(None);
+            }
+            Ok(_) => responses.push(Some(Error::new(ErrorCode::DocumentTypeInvalid).into())),
+            Err(e) => responses.push(Some(e.into())),
+        }
+    }
+    let committed = match coll.insert_many(docs, &opts) {
+        Ok(c) => c,
+        Err(e) => {
+            return (
+                reqs.iter().map(|_| Response::from(e.clone())).collect(),
+                None,
+            )
+        }
+    };
+    let synced = committed.synced();
+    let mut results = committed.value().iter();
+    let out = responses
+        .into_iter()
+        .zip(reqs)
+        .map(|(done, req)| match done {
+            Some(r) => r,
+            None => match results.next() {
+                Some(Ok(op)) => single_write_response(req, op, synced, opts.silent, false),
+                Some(Err(e)) => e.clone().into(),
+                None => Error::new(ErrorCode::Internal).into(),
+            },
+        })
+        .collect();
+    (out, Some(Box::new(committed) as Box<dyn Durability>))
 }
 
 /// Builds a multi-document response: an array of results and error objects (or `{}` /
