@@ -1399,7 +1399,7 @@ mod model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 12, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 8, .. ProptestConfig::default() })]
         #[test]
         fn operations_match_the_model_across_restarts(ops in proptest::collection::vec(op(), 1..30)) {
             run(ops)?;
