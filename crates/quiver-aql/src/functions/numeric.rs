@@ -291,60 +291,80 @@ fn range(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     Ok(Value::Array(out))
 }
 
-/// A numeric vector, or None when any element is not a number.
-fn vector(v: &Value) -> Option<Vec<f64>> {
-    v.as_array()?.iter().map(Value::as_f64).collect()
-}
-
-/// Applies a vector metric to (vector, vector) or, row by row, to (matrix, vector).
+/// Applies a vector metric to (vector, vector), or row by row when either argument is a
+/// matrix (its first element is an array), as ArangoDB does. Wrong shapes or non-numeric
+/// elements give `null` with warning 1542; the metric itself may also reject its input.
 fn vector_metric(
     ctx: &mut FunctionContext<'_>,
     args: &[Value],
-    metric: fn(&[f64], &[f64]) -> f64,
+    metric: fn(&[f64], &[f64]) -> Option<f64>,
 ) -> Value {
-    let (a, b) = (arg(args, 0), arg(args, 1));
-    let Some(y) = vector(b) else {
+    let (Value::Array(a), Value::Array(b)) = (arg(args, 0), arg(args, 1)) else {
         return ctx.invalid_argument();
     };
-    if y.is_empty() {
+    if a.is_empty() || b.is_empty() {
         return ctx.invalid_argument();
     }
-    let rows = match a.as_array() {
-        Some(items) if items.first().is_some_and(Value::is_array) => items,
-        _ => {
-            return match vector(a) {
-                Some(x) if x.len() == y.len() => number(metric(&x, &y)),
-                _ => ctx.invalid_argument(),
+    fn vector(items: &[Value]) -> Option<Vec<f64>> {
+        items.iter().map(Value::as_f64).collect()
+    }
+    let one = |ctx: &mut FunctionContext<'_>, x: &[Value], y: &[Value]| -> Option<Value> {
+        let (Some(x), Some(y)) = (vector(x), vector(y)) else {
+            ctx.invalid_argument();
+            return None;
+        };
+        if x.len() != y.len() {
+            ctx.invalid_argument();
+            return None;
+        }
+        match metric(&x, &y) {
+            Some(d) => Some(number(d)),
+            None => {
+                ctx.warn_null(ErrorCode::QueryInvalidArithmeticValue, "");
+                None
             }
         }
     };
-    let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        match vector(row) {
-            Some(x) if x.len() == y.len() => out.push(number(metric(&x, &y))),
-            _ => return ctx.invalid_argument(),
+    let (matrix, vector_arg) = if a[0].is_array() {
+        (a, b)
+    } else if b[0].is_array() {
+        (b, a)
+    } else {
+        return one(ctx, a, b).unwrap_or(Value::Null);
+    };
+    let mut out = Vec::with_capacity(matrix.len());
+    for row in matrix {
+        let Value::Array(row) = row else {
+            return ctx.invalid_argument();
+        };
+        match one(ctx, row, vector_arg) {
+            Some(v) => out.push(v),
+            None => return Value::Null,
         }
     }
     Value::Array(out)
 }
 
-fn cosine(x: &[f64], y: &[f64]) -> f64 {
+fn cosine(x: &[f64], y: &[f64]) -> Option<f64> {
     let dot: f64 = x.iter().zip(y).map(|(a, b)| a * b).sum();
     let nx: f64 = x.iter().map(|a| a * a).sum::<f64>().sqrt();
     let ny: f64 = y.iter().map(|b| b * b).sum::<f64>().sqrt();
-    dot / (nx * ny)
+    let denominator = nx * ny;
+    (denominator != 0.0).then(|| (dot / denominator).clamp(-1.0, 1.0))
 }
 
-fn l1(x: &[f64], y: &[f64]) -> f64 {
-    x.iter().zip(y).map(|(a, b)| (a - b).abs()).sum()
+fn l1(x: &[f64], y: &[f64]) -> Option<f64> {
+    Some(x.iter().zip(y).map(|(a, b)| (a - b).abs()).sum())
 }
 
-fn l2(x: &[f64], y: &[f64]) -> f64 {
-    x.iter()
-        .zip(y)
-        .map(|(a, b)| (a - b) * (a - b))
-        .sum::<f64>()
-        .sqrt()
+fn l2(x: &[f64], y: &[f64]) -> Option<f64> {
+    Some(
+        x.iter()
+            .zip(y)
+            .map(|(a, b)| (a - b) * (a - b))
+            .sum::<f64>()
+            .sqrt(),
+    )
 }
 
 fn cosine_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
@@ -629,6 +649,19 @@ mod tests {
         invalid("L2_DISTANCE", vec![json!([0, 1]), json!([1])]);
         invalid("L2_DISTANCE", vec![json!([0, "1"]), json!([1, 2])]);
         invalid("COSINE_SIMILARITY", vec![json!([]), json!([])]);
+        warns(
+            "COSINE_SIMILARITY",
+            vec![json!([0, 0]), json!([1, 0])],
+            1561,
+        );
+        // The matrix may also be the second argument.
+        assert_eq!(
+            ok(
+                "L1_DISTANCE",
+                vec![json!([1, 1, 1]), json!([[1, 2, 3], [-1, -2, -3]])]
+            ),
+            json!([3, 9])
+        );
     }
 
     #[test]
