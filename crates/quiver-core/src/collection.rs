@@ -969,6 +969,10 @@ impl Collection {
     pub fn figures(&self) -> Result<Value> {
         self.check_usable()?;
         let f = self.engine.figures(self.id)?;
+        let index_count = {
+            let meta = self.meta.read();
+            1 + usize::from(meta.collection_type == CollectionType::Edge) + meta.indexes.len()
+        };
         Ok(json!({
             "alive": {"count": f.alive_count, "size": f.alive_size},
             "dead": {"count": f.dead_count, "size": f.dead_size, "deletion": f.dead_deletion},
@@ -976,7 +980,7 @@ impl Collection {
             "journals": {"count": f.journals.count, "fileSize": f.journals.file_size},
             "compactors": {"count": f.compactors.count, "fileSize": f.compactors.file_size},
             "revisions": {"count": f.alive_count, "size": f.alive_size},
-            "indexes": {"count": 1, "size": f.index_memory},
+            "indexes": {"count": index_count, "size": f.index_memory},
             "documentReferences": 0,
             "waitingFor": "-",
             "compactionStatus": {"message": f.compaction_status, "time": chrono_free_now()},

@@ -934,7 +934,10 @@ fn figures_have_arangodb_shape() {
     ] {
         assert!(figures.get(field).is_some(), "{field}");
     }
-    assert!(figures["indexes"]["count"].is_u64());
+    assert_eq!(figures["indexes"]["count"], 1);
+    coll.create_index(&json!({"type": "persistent", "fields": ["a"]}))
+        .unwrap();
+    assert_eq!(coll.figures().unwrap()["indexes"]["count"], 2);
     assert!(figures["alive"]["count"].is_u64());
 }
 
