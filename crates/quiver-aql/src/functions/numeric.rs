@@ -388,7 +388,7 @@ fn decay(ctx: &mut FunctionContext<'_>, args: &[Value], score: fn(f64, f64, f64)
     };
     let (origin, scale, offset, decay) = (params[0], params[1], params[2], params[3]);
     if scale <= 0.0 || offset < 0.0 || decay <= 0.0 || decay >= 1.0 {
-        return ctx.invalid_argument();
+        return ctx.warn_null(ErrorCode::QueryNumberOutOfRange, "");
     }
     let one = |x: f64| number(score(((x - origin).abs() - offset).max(0.0), scale, decay));
     match arg(args, 0) {
@@ -702,13 +702,19 @@ mod tests {
             vec![json!([5, 6, 7]), json!(0), json!(10), json!(0), json!(0.2)],
         );
         assert_eq!(r.as_array().map(Vec::len), Some(3));
-        invalid(
+        warns(
             "DECAY_LINEAR",
             vec![json!(1), json!(0), json!(0), json!(0), json!(0.2)],
+            1504,
+        );
+        warns(
+            "DECAY_EXP",
+            vec![json!(1), json!(0), json!(1), json!(0), json!(1.5)],
+            1504,
         );
         invalid(
             "DECAY_EXP",
-            vec![json!(1), json!(0), json!(1), json!(0), json!(1.5)],
+            vec![json!("1"), json!(0), json!(1), json!(0), json!(0.5)],
         );
     }
 }
