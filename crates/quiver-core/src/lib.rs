@@ -16,13 +16,14 @@
 //!   layer picks 201 vs 202).
 //! - [`Transaction`] groups many writes on several collections into one atomic engine batch
 //!   with read-your-own-writes; [`ReadView`] is a consistent snapshot for queries. Both
-//!   implement [`DocumentReader`].
-//!
+//!   implement [`DocumentReader`]. [`Core::stream_transactions`] keeps stream transactions
+//!   (ids, idle timeout, status) for `/_api/transaction`.
 //! - Edge collections keep an in-memory edge index (`_from`/`_to` → edges), reachable through
 //!   [`DocumentReader::edges`] (key, revision and other vertex, snapshot-correct) and
 //!   [`Collection::edges`] (documents, for `/_api/edges`).
 //! - Index definitions (`Collection::indexes`, `index`, `create_index`, `drop_index`) with
-//!   enforcement of unique persistent indexes on every write path.
+//!   enforcement of unique persistent indexes on every write path; ttl indexes expire
+//!   documents in a background thread ([`CoreOptions::ttl_frequency`]).
 //!
 //! # Errors
 //! Everything returns `quiver_errors::Result`; error numbers are ArangoDB's (see each
