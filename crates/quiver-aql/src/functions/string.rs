@@ -620,9 +620,16 @@ fn ngram_positional_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) ->
 
 fn random_token(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     use rand::Rng as _;
-    let n = value::to_number(arg(args, 0));
+    let n = value::to_number(arg(args, 0)).trunc();
     if !(0.0..=65536.0).contains(&n) {
-        return s(ctx.invalid_argument());
+        // An error, not a warning, in ArangoDB.
+        return Err(quiver_errors::Error::with_message(
+            ErrorCode::QueryFunctionArgumentTypeMismatch,
+            format!(
+                "invalid argument type in call to function '{}()'",
+                ctx.function_name()
+            ),
+        ));
     }
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
     let mut rng = rand::thread_rng();
@@ -1281,8 +1288,14 @@ mod tests {
         let t = ok("RANDOM_TOKEN", vec![json!(8)]);
         assert_eq!(t.as_str().map(str::len), Some(8));
         assert_eq!(ok("RANDOM_TOKEN", vec![json!(0)]), json!(""));
-        invalid("RANDOM_TOKEN", vec![json!(-1)]);
-        invalid("RANDOM_TOKEN", vec![json!(65537)]);
+        assert_eq!(
+            super::super::testutil::error("RANDOM_TOKEN", vec![json!(-1)]),
+            1542
+        );
+        assert_eq!(
+            super::super::testutil::error("RANDOM_TOKEN", vec![json!(65537)]),
+            1542
+        );
     }
 
     #[test]
