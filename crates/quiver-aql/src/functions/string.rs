@@ -280,7 +280,7 @@ fn parse_ipv4(text: &str) -> Option<u32> {
 fn ipv4_from_number(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let v = arg(args, 0);
     let n = match v.as_f64() {
-        Some(f) if f >= 0.0 && f <= f64::from(u32::MAX) && f == f.trunc() => f as u32,
+        Some(f) if f.trunc() >= 0.0 && f.trunc() <= f64::from(u32::MAX) => f.trunc() as u32,
         _ => return s(ctx.invalid_argument()),
     };
     let o = n.to_be_bytes();
@@ -1312,6 +1312,7 @@ mod tests {
         invalid("IPV4_FROM_NUMBER", vec![json!(-23)]);
         invalid("IPV4_FROM_NUMBER", vec![json!(4294967296u64)]);
         invalid("IPV4_FROM_NUMBER", vec![json!("1")]);
+        assert_eq!(ok("IPV4_FROM_NUMBER", vec![json!(1.9)]), json!("0.0.0.1"));
         assert_eq!(
             ok("IPV4_TO_NUMBER", vec![json!("127.0.0.1")]),
             json!(2130706433)
