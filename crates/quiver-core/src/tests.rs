@@ -2237,3 +2237,51 @@ fn stream_transactions_follow_arangodb_status_rules() {
         ErrorCode::DataSourceNotFound
     );
 }
+
+#[test]
+fn parallel_writers_never_break_a_unique_index() {
+    let (_dir, core, db) = setup();
+    let coll = create(&db, json!({"name": "uniq_par"}));
+    coll.create_index(&json!({"type": "persistent", "fields": ["v"], "unique": true}))
+        .unwrap();
+    let core = Arc::new(core);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let core = Arc::clone(&core);
+            std::thread::spawn(move || {
+                let db = core.database("_system").unwrap();
+                let coll = db.collection("uniq_par").unwrap();
+                for i in 0..30 {
+                    let value = (i * 7 + t) % 25;
+                    if t % 2 == 0 {
+                        let _ = coll
+                            .insert(json!({"v": value}), &InsertOptions::new())
+                            .map(|c| c.wait().unwrap());
+                    } else {
+                        let mut trx = db
+                            .begin_transaction(TransactionOptions::writing(&["uniq_par"]))
+                            .unwrap();
+                        if trx
+                            .insert(&coll, json!({"v": value}), &InsertOptions::new())
+                            .is_ok()
+                        {
+                            let _ = trx.commit().map(|c| c.wait().unwrap());
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let values: Vec<i64> = db
+        .read_view()
+        .scan(&coll)
+        .unwrap()
+        .map(|d| d.unwrap()["v"].as_i64().unwrap())
+        .collect();
+    let distinct: HashSet<i64> = values.iter().copied().collect();
+    assert_eq!(values.len(), distinct.len(), "duplicates: {values:?}");
+    assert!(!values.is_empty());
+}
