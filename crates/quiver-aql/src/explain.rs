@@ -173,11 +173,16 @@ fn nodes_json(
                 out,
                 collection,
                 random,
+                projections,
             } => {
                 m.insert("database".into(), json!(database));
                 m.insert("collection".into(), json!(collection));
                 m.insert("outVariable".into(), var(vars, *out));
                 m.insert("random".into(), json!(random));
+                m.insert(
+                    "projections".into(),
+                    json!(projections.clone().unwrap_or_default()),
+                );
                 m.insert("producesResult".into(), json!(true));
             }
             NodeKind::Index {

@@ -27,6 +27,7 @@ pub const RULES: &[&str] = &[
     "remove-redundant-sorts",
     "remove-collect-variables",
     "sort-limit",
+    "reduce-extraction-to-projection",
 ];
 
 /// Which rules are enabled by an `optimizer.rules` list.
@@ -175,6 +176,12 @@ fn optimize_pipeline(
         fired,
     );
     run("sort-limit", &mut plan, sort_limit, fired);
+    run(
+        "reduce-extraction-to-projection",
+        &mut plan,
+        reduce_extraction_to_projection,
+        fired,
+    );
     plan
 }
 
@@ -625,4 +632,123 @@ pub fn node_types(plan: &Plan) -> Vec<&'static str> {
         .iter()
         .map(|n: &Node| n.kind.type_name())
         .collect()
+}
+
+/// ArangoDB's default `maxProjections`.
+const MAX_PROJECTIONS: usize = 5;
+
+/// Collects the top-level attributes read from `slot` in `e`; false when the whole value is
+/// used (anything but `slot.attr` / `slot["attr"]`).
+fn attribute_uses(e: &CExpr, slot: Slot, names: &mut std::collections::BTreeSet<String>) -> bool {
+    match e {
+        CExpr::Attribute(base, name) if matches!(**base, CExpr::Var(s) if s == slot) => {
+            names.insert(name.clone());
+            true
+        }
+        CExpr::Index(base, key) if matches!(**base, CExpr::Var(s) if s == slot) => match &**key {
+            CExpr::Const(Value::String(name)) => {
+                names.insert(name.clone());
+                true
+            }
+            _ => false,
+        },
+        CExpr::Var(s) => *s != slot,
+        CExpr::Const(_) | CExpr::Current => true,
+        CExpr::Array(items) | CExpr::Call(_, items) => {
+            items.iter().all(|i| attribute_uses(i, slot, names))
+        }
+        CExpr::Object(members) => members.iter().all(|(k, v)| {
+            let key_ok = match k {
+                crate::plan::CKey::Computed(k) => attribute_uses(k, slot, names),
+                crate::plan::CKey::Static(_) => true,
+            };
+            key_ok && attribute_uses(v, slot, names)
+        }),
+        CExpr::Attribute(b, _) | CExpr::Unary(_, b) => attribute_uses(b, slot, names),
+        CExpr::Index(a, b)
+        | CExpr::Binary(_, a, b)
+        | CExpr::ArrayCompare(_, _, a, b)
+        | CExpr::Range(a, b) => attribute_uses(a, slot, names) && attribute_uses(b, slot, names),
+        CExpr::Expansion {
+            input,
+            filter,
+            limit,
+            project,
+            ..
+        } => {
+            attribute_uses(input, slot, names)
+                && [filter, project]
+                    .into_iter()
+                    .flatten()
+                    .all(|x| attribute_uses(x, slot, names))
+                && limit.as_ref().is_none_or(|(a, b)| {
+                    attribute_uses(a, slot, names) && attribute_uses(b, slot, names)
+                })
+        }
+        CExpr::Ternary(c, t, f) => {
+            attribute_uses(c, slot, names)
+                && t.as_ref().is_none_or(|t| attribute_uses(t, slot, names))
+                && attribute_uses(f, slot, names)
+        }
+    }
+}
+
+/// Whether every use of `slot` in `nodes` (and their subqueries) is a top-level attribute
+/// access; collects the attributes.
+fn nodes_use_only_attributes(
+    nodes: &[Node],
+    slot: Slot,
+    names: &mut std::collections::BTreeSet<String>,
+) -> bool {
+    for n in nodes {
+        let ok = match &n.kind {
+            NodeKind::Calculation { expr, .. } => attribute_uses(expr, slot, names),
+            NodeKind::Index { lookup, .. } => attribute_uses(lookup, slot, names),
+            NodeKind::Subquery { plan, .. } => nodes_use_only_attributes(&plan.nodes, slot, names),
+            NodeKind::EnumerateList {
+                input: ListSource::Range(a, b),
+                ..
+            } => attribute_uses(a, slot, names) && attribute_uses(b, slot, names),
+            NodeKind::Modify(m) => {
+                m.first != slot
+                    && m.second != Some(slot)
+                    && m.upsert_update
+                        .as_ref()
+                        .is_none_or(|e| attribute_uses(e, slot, names))
+            }
+            other => !other.reads().contains(&slot),
+        };
+        if !ok {
+            return false;
+        }
+    }
+    true
+}
+
+/// A collection loop whose documents are only read through a few top-level attributes
+/// materializes just those attributes.
+fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    let mut changed = false;
+    for i in 1..plan.nodes.len() {
+        let NodeKind::EnumerateCollection {
+            out,
+            projections: None,
+            ..
+        } = &plan.nodes[i].kind
+        else {
+            continue;
+        };
+        let slot = *out;
+        let mut names = std::collections::BTreeSet::new();
+        if nodes_use_only_attributes(&plan.nodes[i + 1..], slot, &mut names)
+            && !names.is_empty()
+            && names.len() <= MAX_PROJECTIONS
+        {
+            if let NodeKind::EnumerateCollection { projections, .. } = &mut plan.nodes[i].kind {
+                *projections = Some(names.into_iter().collect());
+                changed = true;
+            }
+        }
+    }
+    changed
 }

@@ -225,6 +225,9 @@ pub enum NodeKind {
         out: Slot,
         collection: String,
         random: bool,
+        /// Top-level attributes the query reads from the documents, when that is all it
+        /// reads (rule `reduce-extraction-to-projection`): only these are materialized.
+        projections: Option<Vec<String>>,
     },
     /// Primary-index lookup: `lookup` yields a key / `_id` / document (or an array of them
     /// when `multi`).
@@ -784,7 +787,7 @@ impl<'a> Planner<'a> {
                     }
                     self.collections.entry(name.clone()).or_insert("read");
                     let out = self.declare(var)?;
-                    self.node(plan, NodeKind::EnumerateCollection { out, collection: name, random: false });
+                    self.node(plan, NodeKind::EnumerateCollection { out, collection: name, random: false, projections: None });
                 } else {
                     let input = match self.compile(source, plan)? {
                         CExpr::Range(a, b) => ListSource::Range(*a, *b),

@@ -190,11 +190,15 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
         let next: Op = match &node.kind {
             NodeKind::Singleton => continue,
             NodeKind::EnumerateCollection {
-                out, collection, ..
+                out,
+                collection,
+                projections,
+                ..
             } => Box::new(ScanOp {
                 input: op,
                 out: *out,
                 collection: collection.clone(),
+                projections: projections.clone(),
                 row: None,
                 iter: None,
             }),
@@ -364,6 +368,7 @@ struct ScanOp {
     input: Op,
     out: Slot,
     collection: String,
+    projections: Option<Vec<String>>,
     row: Option<Row>,
     iter: Option<DocIter>,
 }
@@ -383,7 +388,10 @@ impl Operator for ScanOp {
             }
             match self.input.next(ctx)? {
                 Some(row) => {
-                    self.iter = Some(ctx.txn.scan(&self.collection)?);
+                    self.iter = Some(match &self.projections {
+                        Some(attrs) => ctx.txn.scan_projected(&self.collection, attrs)?,
+                        None => ctx.txn.scan(&self.collection)?,
+                    });
                     self.row = Some(row);
                 }
                 None => return Ok(None),

@@ -11,7 +11,7 @@ use quiver_core::{
     OverwriteMode, ReadView, RemoveOptions, TransactionOptions, WriteKind,
 };
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{CollectionInfo, DataSource, DocIter, Transaction, WriteOptions, WriteOutcome};
 
@@ -153,6 +153,23 @@ impl Transaction for CoreTransaction {
         Ok(Box::new(self.reader().scan(&c)?))
     }
 
+    fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
+        // Inside a write transaction staged documents must be merged in; the plain scan
+        // does that. Read views go straight to the snapshot and decode only `attrs`.
+        let Reader::View(view) = &self.reader else {
+            return self.scan(collection);
+        };
+        let c = self.coll(collection)?;
+        c.check_usable()?;
+        let name: Arc<str> = c.name();
+        let attrs: Arc<[String]> = attrs.into();
+        let iter = view.snapshot().scan(c.id())?;
+        Ok(Box::new(iter.map(move |item| {
+            let (key, doc) = item?;
+            project(&doc.body, &key, &name, &attrs)
+        })))
+    }
+
     fn insert(
         &mut self,
         collection: &str,
@@ -219,4 +236,66 @@ impl Transaction for CoreTransaction {
             Reader::Txn(t) => t.commit()?.wait(),
         }
     }
+}
+
+/// Decodes only the top-level attributes `attrs` of a stored document body (the other
+/// values are skipped without building them); `_id` is derived from the key.
+fn project(body: &[u8], key: &str, collection: &str, attrs: &[String]) -> Result<Value> {
+    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+
+    struct Select<'a> {
+        attrs: &'a [String],
+    }
+
+    impl<'de> Visitor<'de> for Select<'_> {
+        type Value = Map<String, Value>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a document object")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> std::result::Result<Self::Value, A::Error> {
+            let mut out = Map::with_capacity(self.attrs.len());
+            while let Some(k) = map.next_key::<String>()? {
+                if self.attrs.contains(&k) {
+                    let v: Value = map.next_value()?;
+                    out.insert(k, v);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Select<'_> {
+        type Value = Map<String, Value>;
+
+        fn deserialize<D: serde::Deserializer<'de>>(
+            self,
+            d: D,
+        ) -> std::result::Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    let only_key = attrs.iter().all(|a| a == "_key" || a == "_id");
+    let mut out = if only_key {
+        Map::new()
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(body);
+        Select { attrs }
+            .deserialize(&mut de)
+            .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.to_string()))?
+    };
+    if attrs.iter().any(|a| a == "_key") {
+        out.insert("_key".into(), Value::String(key.to_string()));
+    }
+    if attrs.iter().any(|a| a == "_id") {
+        out.insert("_id".into(), Value::String(format!("{collection}/{key}")));
+    }
+    Ok(Value::Object(out))
 }

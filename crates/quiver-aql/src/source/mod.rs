@@ -65,6 +65,12 @@ pub trait Transaction: Send {
     fn count(&self, collection: &str) -> Result<u64>;
     fn get(&self, collection: &str, key: &str) -> Result<Option<Value>>;
     fn scan(&self, collection: &str) -> Result<DocIter>;
+    /// Like `scan`, but the documents need only carry the top-level attributes `attrs` (the
+    /// query reads nothing else), so a backend may skip decoding the rest.
+    fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
+        let _ = attrs;
+        self.scan(collection)
+    }
     fn insert(
         &mut self,
         collection: &str,
