@@ -1170,6 +1170,36 @@ mod tests {
         );
     }
 
+    /// The executor picks sources and checks at run time: a `&dyn EdgeSource` and a boxed
+    /// closure must work.
+    #[test]
+    fn dynamic_source_and_boxed_check() {
+        let g = circles();
+        let source = g.source(Direction::Outbound, 1.0);
+        let dyn_source: &dyn EdgeSource = &source;
+        type BoxedCheck = Box<dyn FnMut(&StepView<'_>) -> Result<Verdict>>;
+        let check: BoxedCheck = Box::new(|step: &StepView<'_>| {
+            Ok(if step.vertex == "circles/B" {
+                Verdict::FILTER_AND_PRUNE
+            } else {
+                Verdict::TAKE
+            })
+        });
+        let mut t = Traversal::new(
+            dyn_source,
+            "circles/A",
+            TraversalOptions {
+                min_depth: 1,
+                max_depth: 3,
+                order: Order::Bfs,
+                ..Default::default()
+            },
+            check,
+        )
+        .unwrap();
+        assert_eq!(keys(&mut t), ["G", "H", "J", "I", "K"]);
+    }
+
     #[test]
     fn option_values_parse() {
         assert_eq!(Order::parse("weighted"), Some(Order::Weighted));
