@@ -699,6 +699,8 @@ fn batch() {
             "POST /_api/document/c?returnNew=true HTTP/1.1\r\n\r\n{\"_key\":\"r2\",\"v\":2}",
             "POST /_api/document/nope HTTP/1.1\r\n\r\n{}",
             "POST /_api/document/nope HTTP/1.1\r\n\r\n{}",
+            "POST /_api/document?collection=c HTTP/1.1\r\n\r\n{\"_key\":\"r3\"}",
+            "POST /_api/document?collection=c HTTP/1.1\r\n\r\n{\"_key\":\"r3\"}",
         ],
     );
     let r = f.raw(
@@ -706,10 +708,13 @@ fn batch() {
             .with_header("content-type", "multipart/form-data; boundary=BB")
             .with_body(parts),
     );
-    assert_eq!(r.header("x-arango-errors"), Some("5"));
+    assert_eq!(r.header("x-arango-errors"), Some("6"));
     let text = String::from_utf8(r.body.to_vec()).unwrap();
     let statuses: Vec<&str> = text.split("HTTP/1.1 ").skip(1).map(|s| &s[..3]).collect();
-    assert_eq!(statuses, ["202", "409", "400", "400", "202", "404", "404"]);
+    assert_eq!(
+        statuses,
+        ["202", "409", "400", "400", "202", "404", "404", "202", "409"]
+    );
     assert!(text.contains("location: /_db/_system/_api/document/c/r2"));
     assert!(text.contains("\"new\":{\"_key\":\"r2\""));
     let doc = body(&f.call(Method::GET, "/_api/document/c/r2", None));

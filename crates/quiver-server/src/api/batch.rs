@@ -49,13 +49,21 @@ fn boundary(content_type: Option<&str>) -> Result<String> {
 }
 
 fn find(haystack: &[u8], needle: &[u8], from: usize) -> Option<usize> {
-    if needle.is_empty() || from > haystack.len() {
-        return None;
+    let (&first, rest) = needle.split_first()?;
+    let mut pos = from;
+    // Scan for the first byte, then compare the rest: a comparison per position would cost
+    // a memcmp call for every byte of a large batch body.
+    while pos + needle.len() <= haystack.len() {
+        let offset = haystack[pos..=haystack.len() - needle.len()]
+            .iter()
+            .position(|&b| b == first)?;
+        let start = pos + offset;
+        if &haystack[start + 1..start + needle.len()] == rest {
+            return Some(start);
+        }
+        pos = start + 1;
     }
-    haystack[from..]
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map(|p| p + from)
+    None
 }
 
 /// A part of the batch: its Content-Id and the embedded request bytes.
@@ -283,18 +291,20 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
     while i < parsed.len() {
         // Runs of plain inserts into one collection share one commit (see insert_run).
         let run_len = match &parsed[i].1 {
-            Ok(first) if super::document::is_groupable_insert(first) => parsed[i..]
-                .iter()
-                .take(MAX_GROUP)
-                .take_while(|(_, r)| {
-                    r.as_ref().is_ok_and(|r| {
-                        super::document::is_groupable_insert(r)
-                            && r.segments[2] == first.segments[2]
-                            && r.query == first.query
+            Ok(first) => match super::document::groupable_insert_target(first) {
+                Some(target) => parsed[i..]
+                    .iter()
+                    .take(MAX_GROUP)
+                    .take_while(|(_, r)| {
+                        r.as_ref().is_ok_and(|r| {
+                            super::document::groupable_insert_target(r) == Some(target)
+                                && r.query == first.query
+                        })
                     })
-                })
-                .count(),
-            _ => 0,
+                    .count(),
+                None => 0,
+            },
+            Err(_) => 0,
         };
         let responses: Vec<(Response, bool)> = if run_len > 1 {
             let reqs: Vec<Request> = parsed[i..i + run_len]
@@ -386,6 +396,25 @@ mod tests {
             body.truncate(at);
             let _ = split_parts(&body, "XX");
         }
+    }
+
+    #[test]
+    fn find_matches_naive_search() {
+        let hay = b"aab--SEP--SE--SEP\r\nx";
+        for needle in [
+            &b"--SEP"[..],
+            b"a",
+            b"x",
+            b"\r\nx",
+            b"zz",
+            b"aab--SEP--SE--SEP\r\nxx",
+        ] {
+            for from in 0..=hay.len() + 1 {
+                let naive = (from..hay.len()).find(|&i| hay[i..].starts_with(needle));
+                assert_eq!(find(hay, needle, from), naive, "{needle:?} from {from}");
+            }
+        }
+        assert_eq!(find(hay, b"", 0), None);
     }
 
     #[test]

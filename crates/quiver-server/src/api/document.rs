@@ -161,17 +161,24 @@ fn single_write_response(
     response
 }
 
-/// Whether a request is a plain single-document insert that [`insert_run`] may group with
-/// its neighbours: `POST /_api/document/{collection}` with an object body and no options
-/// that only the single path understands.
-pub(crate) fn is_groupable_insert(req: &Request) -> bool {
-    req.method == Method::POST
-        && req.segments.len() == 3
-        && req.segments[0] == "_api"
-        && req.segments[1] == "document"
-        && req.param("from").is_none()
-        && req.header("x-arango-async").is_none()
-        && req.body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+/// The collection of a plain single-document insert that [`insert_run`] may group with its
+/// neighbours: `POST /_api/document/{collection}` or `POST /_api/document?collection=…` with
+/// an object body and no options that only the single path understands.
+pub(crate) fn groupable_insert_target(req: &Request) -> Option<&str> {
+    if req.method != Method::POST
+        || req.segments.first().map(String::as_str) != Some("_api")
+        || req.segments.get(1).map(String::as_str) != Some("document")
+        || req.param("from").is_some()
+        || req.header("x-arango-async").is_some()
+        || req.body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{')
+    {
+        return None;
+    }
+    match req.segments.len() {
+        3 => Some(req.segments[2].as_str()),
+        2 => req.param("collection").filter(|c| !c.is_empty()),
+        _ => None,
+    }
 }
 
 /// Executes consecutive single-document inserts of one batch request (same database,
@@ -184,8 +191,9 @@ pub(crate) fn insert_run(
     reqs: &[Request],
 ) -> (Vec<Response>, Option<Box<dyn Durability>>) {
     let first = &reqs[0];
+    let name = groupable_insert_target(first).unwrap_or("");
     let prepared = insert_options(first)
-        .and_then(|opts| collection(state, first, &first.segments[2]).map(|coll| (coll, opts)));
+        .and_then(|opts| collection(state, first, name).map(|coll| (coll, opts)));
     let (coll, opts) = match prepared {
         Ok(p) => p,
         Err(e) => {
