@@ -244,6 +244,20 @@ fn sync_scaling(args: &Args) {
     println!();
 }
 
+/// CPU seconds (user + system) this process used so far, from /proc/self/stat.
+fn cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -273,16 +287,16 @@ fn reopen(args: &Args) {
     let load = t.elapsed();
     engine.shutdown().unwrap();
     drop(engine);
-    println!("| phase | time | RSS delta | bytes/doc |");
-    println!("|---|---|---|---|");
+    println!("| phase | wall time | CPU time | RSS delta | bytes/doc |");
+    println!("|---|---|---|---|---|");
     println!(
-        "| load (batches of 1000) | {:.2} s | | |",
+        "| load (batches of 1000) | {:.2} s | | | |",
         load.as_secs_f64()
     );
-    let (secs, rss, count) = reopen_in_child(&dir);
+    let (secs, rss, count, cpu) = reopen_in_child(&dir);
     assert_eq!(count, n);
     println!(
-        "| reopen from WAL (nothing collected yet), fresh process | {secs:.2} s | {} MiB | {:.0} |",
+        "| reopen from WAL (nothing collected yet), fresh process | {secs:.2} s | {cpu:.2} s | {} MiB | {:.0} |",
         rss / 1024,
         rss as f64 * 1024.0 / n as f64
     );
@@ -291,15 +305,15 @@ fn reopen(args: &Args) {
     engine.collect().unwrap();
     let collect = t.elapsed();
     println!(
-        "| collect into journals | {:.2} s | | |",
+        "| collect into journals | {:.2} s | | | |",
         collect.as_secs_f64()
     );
     engine.shutdown().unwrap();
     drop(engine);
-    let (secs, rss, count) = reopen_in_child(&dir);
+    let (secs, rss, count, cpu) = reopen_in_child(&dir);
     assert_eq!(count, n);
     println!(
-        "| reopen from datafiles + hint files, fresh process | {secs:.2} s | {} MiB | {:.0} |",
+        "| reopen from datafiles + hint files, fresh process | {secs:.2} s | {cpu:.2} s | {} MiB | {:.0} |",
         rss / 1024,
         rss as f64 * 1024.0 / n as f64
     );
@@ -322,18 +336,20 @@ fn reopen(args: &Args) {
 /// the engine's and not leftovers of the load phase; prints "seconds rss_kib_delta count".
 fn open_only(dir: &Path) {
     let rss0 = rss_kib();
+    let cpu0 = cpu_seconds();
     let t = Instant::now();
     let engine = Engine::open(dir, EngineOptions::default()).unwrap();
     let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
     let rss1 = rss_kib();
     let cat = engine.catalog();
     let cid = cat[0].collections[0].id;
     let count = engine.snapshot().count(cid).unwrap();
-    println!("{secs} {} {count}", rss1.saturating_sub(rss0));
+    println!("{secs} {} {count} {cpu}", rss1.saturating_sub(rss0));
     engine.shutdown().unwrap();
 }
 
-fn reopen_in_child(dir: &Path) -> (f64, u64, u64) {
+fn reopen_in_child(dir: &Path) -> (f64, u64, u64, f64) {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .arg("--open-only")
         .arg(dir)
@@ -343,7 +359,7 @@ fn reopen_in_child(dir: &Path) -> (f64, u64, u64) {
     let parts: Vec<&str> = text.split_whitespace().collect();
     assert_eq!(
         parts.len(),
-        3,
+        4,
         "child said: {text} {}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -351,6 +367,7 @@ fn reopen_in_child(dir: &Path) -> (f64, u64, u64) {
         parts[0].parse().unwrap(),
         parts[1].parse().unwrap(),
         parts[2].parse().unwrap(),
+        parts[3].parse().unwrap(),
     )
 }
 

@@ -24,6 +24,8 @@ use crate::{
 
 /// Smallest journal the engine creates (ArangoDB's minimum is 1 MiB; tests go lower).
 const MIN_JOURNAL_SIZE: u64 = 4096;
+/// Largest configured WAL segment or journal size (larger settings are clamped), 1 GiB.
+const MAX_FILE_SIZE: u64 = 1 << 30;
 /// Largest encoded write batch (all its markers), 1 GiB.
 const MAX_BATCH_BYTES: usize = 1 << 30;
 
@@ -128,7 +130,7 @@ impl Collection {
             .read()
             .journal_size
             .unwrap_or(default)
-            .max(MIN_JOURNAL_SIZE)
+            .clamp(MIN_JOURNAL_SIZE, MAX_FILE_SIZE)
     }
 }
 
@@ -389,8 +391,10 @@ impl Inner {
     }
 
     fn segment_size(&self, need: u64) -> u64 {
+        // Locations are 32-bit offsets: no file may reach 4 GiB (batches are capped at 1 GiB).
         self.options
             .wal_logfile_size
+            .min(MAX_FILE_SIZE)
             .max(format::FILE_HEADER_LEN as u64 + need + 4096)
             .max(MIN_JOURNAL_SIZE)
     }
@@ -449,10 +453,8 @@ impl Inner {
         let mut sync = batch.sync;
         let mut db = None;
         for op in &batch.ops {
-            let (cid, key, rev) = match op {
-                BatchOp::Put { cid, key, rev, .. } | BatchOp::Remove { cid, key, rev } => {
-                    (*cid, key, rev)
-                }
+            let (cid, key) = match op {
+                BatchOp::Put { cid, key, .. } | BatchOp::Remove { cid, key, .. } => (*cid, key),
             };
             if key.is_empty() || key.len() > format::MAX_KEY_LEN {
                 return Err(Error::with_message(
@@ -460,7 +462,6 @@ impl Inner {
                     "illegal document key: keys are 1 to 254 bytes",
                 ));
             }
-            let _ = rev;
             let col = match cols.last() {
                 Some(c) if c.id == cid => c.clone(),
                 _ => cat
@@ -1420,9 +1421,11 @@ pub fn plan(
     journal_size: u64,
     force: bool,
 ) -> Vec<Vec<u64>> {
+    // Never above 2 GiB: a result must stay addressable with 32-bit offsets.
     let cap = options
         .max_result_file_size
-        .min(journal_size.saturating_mul(options.max_file_size_factor.max(1)));
+        .min(journal_size.saturating_mul(options.max_file_size_factor.max(1)))
+        .min(1 << 31);
     let is_candidate = |f: &FileStat| {
         let dead_share = if f.alive_bytes + f.dead_bytes == 0 {
             0.0
@@ -2055,7 +2058,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     if fresh {
         inner.persist_catalog(&inner.catalog())?;
     }
-    start_threads(&inner);
+    start_threads(&inner)?;
     Ok(inner)
 }
 
@@ -2087,7 +2090,13 @@ fn new_collection(
     }
 }
 
-fn start_threads(inner: &Arc<Inner>) {
+fn start_threads(inner: &Arc<Inner>) -> Result<()> {
+    let spawn_error = |e: std::io::Error| {
+        Error::with_message(
+            ErrorCode::ResourceLimit,
+            format!("cannot start a storage engine thread: {e}"),
+        )
+    };
     let mut threads = inner.threads.lock();
     let weak = Arc::downgrade(inner);
     let bg = inner.bg.clone();
@@ -2096,7 +2105,7 @@ fn start_threads(inner: &Arc<Inner>) {
         std::thread::Builder::new()
             .name("quiver-wal-sync".into())
             .spawn(move || syncer_loop(weak, bg, interval))
-            .expect("spawning the WAL syncer thread"),
+            .map_err(spawn_error)?,
     );
     if inner.options.background_collector || inner.options.compaction.background {
         let weak = Arc::downgrade(inner);
@@ -2105,9 +2114,10 @@ fn start_threads(inner: &Arc<Inner>) {
             std::thread::Builder::new()
                 .name("quiver-collector".into())
                 .spawn(move || maintenance_loop(weak, bg))
-                .expect("spawning the collector thread"),
+                .map_err(spawn_error)?,
         );
     }
+    Ok(())
 }
 
 fn syncer_loop(weak: Weak<Inner>, bg: Arc<Background>, interval: Duration) {
