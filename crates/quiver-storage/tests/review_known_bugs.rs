@@ -1,0 +1,333 @@
+//! Adversarial review: scenarios in which the engine currently loses or resurrects data, or
+//! silently accepts a damaged file. Each test FAILS against the current engine; they run only
+//! with `QUIVER_REVIEW_FAILING=1` so that CI stays green until the bug is fixed. When a fix
+//! lands, the test should pass with the variable set; then drop the gate.
+
+mod review_util;
+
+use std::fs;
+
+use bytes::Bytes;
+use quiver_storage::format::{self, MarkerType, FLAG_COMMIT};
+use quiver_storage::{Engine, FailPoint, WriteBatch};
+use review_util::*;
+
+fn gated() -> bool {
+    std::env::var("QUIVER_REVIEW_FAILING").is_err()
+}
+
+/// BUG (high): compaction drops a removal marker while keeping an older version of the
+/// same key that a live snapshot still needs.
+///
+/// engine.rs `compact_group`: `keep_tombstones` is false for a group that starts at the
+/// oldest datafile, but `referenced` still contains the superseded document version a live
+/// snapshot pins (chain versions of every entry). The result file then holds the old
+/// document and no tombstone; after the next restart ("highest tick wins") the removed
+/// document is alive again. A long AQL query running while the background compactor works
+/// is enough. Fix: keep a removal marker whenever the result keeps any older version of its
+/// key (or drop tombstones only for keys whose index entry is gone entirely).
+#[test]
+fn review_known_bug_compaction_with_live_snapshot_resurrects_removed_document() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let e = open(dir.path());
+        let db = new_db(&e);
+        let a = new_col(&e, db);
+        put(&e, a, "keep", "kept");
+        put(&e, a, "gone", "removed later");
+        let reader = e.snapshot(); // a long-running query
+        remove(&e, a, "gone");
+        e.compact(a).unwrap();
+        // The old reader still sees its version; new readers do not.
+        assert!(reader.get(a, "gone").unwrap().is_some());
+        assert_eq!(get(&e, a, "gone"), None);
+        drop(reader);
+        e.shutdown().unwrap();
+    }
+    let e = open(dir.path());
+    let a = e.catalog()[0].collections[0].id;
+    assert_eq!(
+        get(&e, a, "gone"),
+        None,
+        "a document removed (and acknowledged) before the restart is alive again"
+    );
+    assert_eq!(get(&e, a, "keep").as_deref(), Some("kept"));
+}
+
+/// BUG (high): a WAL segment kept because another collection failed to open is replayed at
+/// every restart, while compaction of a healthy collection drops tombstones on the
+/// assumption that no older copy of the key exists anywhere.
+///
+/// engine.rs `collect` keeps such segments in `wal.retained` (and on disk); `recover_wal`
+/// replays every marker in them; `compact_group` drops removals of a group starting at the
+/// oldest datafile. So: document of A in a retained segment, removed later, compacted, and
+/// the next restart brings it back. Fix: persist per collection the highest collected tick
+/// (e.g. in the MANIFEST) and skip WAL markers at or below it during recovery; or never
+/// drop tombstones while any WAL segment older than them exists.
+#[test]
+fn review_known_bug_retained_wal_segment_resurrects_after_compaction() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a, b);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        b = new_col(&e, db);
+        put(&e, a, "k", "doc of A");
+        put(&e, b, "x", "doc of B");
+        e.shutdown().unwrap();
+    }
+    // Collection B's MANIFEST is damaged: B fails to open, the rest opens.
+    fs::write(col_dir(dir.path(), db, b).join("MANIFEST"), b"{ damaged").unwrap();
+    {
+        let e = open(dir.path());
+        assert!(col_status(&e, b).is_err());
+        assert_eq!(get(&e, a, "k").as_deref(), Some("doc of A"));
+        e.collect().unwrap(); // the segment is retained for B
+        remove(&e, a, "k");
+        e.compact(a).unwrap();
+        assert_eq!(get(&e, a, "k"), None);
+        e.shutdown().unwrap();
+    }
+    let e = open(dir.path());
+    assert_eq!(
+        get(&e, a, "k"),
+        None,
+        "removed document of a healthy collection resurrected from a retained WAL segment"
+    );
+}
+
+/// BUG (medium): a sealed datafile that lost its tail (footer and last markers) is accepted
+/// silently when its hint file is missing.
+///
+/// engine.rs `recover_collection`: for a file listed under `datafiles` the scan result is
+/// used whatever `scan.end` says (Clean / TornTail without a footer); only `Corrupt` is an
+/// error, and the footer's count / CRC-of-CRCs are never compared with the markers. A
+/// datafile was fdatasynced before it was sealed, so a missing footer means damage, and the
+/// documents behind the cut are silently gone. Fix: a listed datafile must end in a valid
+/// footer whose count and crc_of_crcs match the scanned markers; otherwise report error 1000
+/// for the collection (salvage with ignore_datafile_errors).
+#[test]
+fn review_known_bug_truncated_sealed_datafile_is_silently_accepted() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a, model);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        model = fill(&e, a, 24, 900);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    let cdir = col_dir(dir.path(), db, a);
+    let datafiles = files_with(&cdir, &|n| n.starts_with("datafile-") && n.ends_with(".db"));
+    assert!(!datafiles.is_empty(), "no sealed datafile");
+    let victim = &datafiles[0];
+    let _ = fs::remove_file(victim.with_extension("hint"));
+    let image = fs::read(victim).unwrap();
+    let scan = format::scan(&image);
+    let last = *scan.markers.last().unwrap();
+    // Cut inside the last marker: the footer and the end of that document are gone.
+    let f = fs::OpenOptions::new().write(true).open(victim).unwrap();
+    f.set_len((last.offset + last.len / 2) as u64).unwrap();
+    drop(f);
+
+    let e = open(dir.path());
+    let status = col_status(&e, a);
+    if status.is_ok() {
+        let now = contents(&e, a);
+        assert_eq!(
+            now.len(),
+            model.len(),
+            "a truncated datafile was accepted silently: documents are missing and the \
+             collection reports no error"
+        );
+    }
+}
+
+/// BUG (medium): opening with `ignore_datafile_errors` (salvage) rewrites the hint file of a
+/// corrupt datafile from a plain `scan`, which stops at the corruption. The next normal
+/// start trusts that hint: the collection opens without any error and the documents behind
+/// the damaged marker — which salvage had recovered — are silently gone.
+///
+/// engine.rs `recover_collection` (else branch: `inner.write_hint(col, &file)`) and
+/// `write_hint` (uses `format::scan`, not the salvaged marker list). Fix: write the hint
+/// from the markers actually loaded (salvage list), or do not write a hint for a corrupt
+/// file at all (better: rewrite the salvaged markers into a fresh datafile).
+#[test]
+fn review_known_bug_salvage_writes_truncated_hint_and_later_start_loses_documents() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        fill(&e, a, 24, 900);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    let cdir = col_dir(dir.path(), db, a);
+    let datafiles = files_with(&cdir, &|n| n.starts_with("datafile-") && n.ends_with(".db"));
+    let victim = datafiles[0].clone();
+    fs::remove_file(victim.with_extension("hint")).unwrap();
+    let mut image = fs::read(&victim).unwrap();
+    let scan = format::scan(&image);
+    assert!(
+        scan.markers.len() >= 3,
+        "need three markers in the datafile"
+    );
+    let damaged = scan.markers[1];
+    image[damaged.offset + damaged.len - 1] ^= 0x55;
+    fs::write(&victim, &image).unwrap();
+
+    // Normal start: reported (correct).
+    {
+        let e = open(dir.path());
+        assert!(col_status(&e, a).is_err());
+        e.shutdown().unwrap();
+    }
+    // Salvage start: everything but the damaged document.
+    let salvaged = {
+        let e = Engine::open(dir.path(), salvage_opts()).unwrap();
+        assert!(col_status(&e, a).is_ok());
+        let c = contents(&e, a);
+        e.shutdown().unwrap();
+        c
+    };
+    assert!(salvaged.len() >= scan.markers.len() - 1);
+    // Next normal start: either the corruption is still reported, or the salvaged
+    // documents are all there. Silently opening with fewer documents is data loss.
+    let e = open(dir.path());
+    if col_status(&e, a).is_ok() {
+        assert_eq!(
+            contents(&e, a).len(),
+            salvaged.len(),
+            "documents recovered by salvage vanished on the next normal start"
+        );
+    }
+}
+
+/// BUG (medium, needs a real fdatasync error + power loss): after a failed journal
+/// fdatasync the collector has already advanced the journal offset past the markers it
+/// wrote (`flush_journal` updates `j.offset` before the sync), so the retry appends a second
+/// copy behind the first and that sync succeeds. Linux may have dropped the first copy's
+/// dirty pages after the failed fdatasync (the "fsyncgate" case the design doc itself cites
+/// for the WAL); the disk then holds zeros, then the second copy. The WAL segment is deleted
+/// after the successful retry, and the next start sees "corruption in the middle" of the
+/// journal: the collection refuses to open although every write was acknowledged and synced.
+///
+/// This test simulates the dropped pages by zeroing the first copy after the failed sync.
+/// Fix: on a JournalWrite/JournalSync error, rewrite at the old offset (do not advance until
+/// synced) or abandon the journal (seal it before the failed range / start a new one).
+#[test]
+fn review_known_bug_journal_fsync_failure_retry_leaves_hole() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let faults = std::sync::Arc::new(Faults::default());
+    let e = Engine::open(dir.path(), faulty(&faults)).unwrap();
+    let db = new_db(&e);
+    let a = new_col(&e, db);
+    put(&e, a, "k1", "first");
+    put(&e, a, "k2", "second");
+    faults.arm(FailPoint::JournalSync, 1);
+    assert!(
+        e.collect().is_err(),
+        "journal fdatasync failure must fail the collection"
+    );
+    let cdir = col_dir(dir.path(), db, a);
+    let journals = files_with(&cdir, &|n| n.starts_with("journal-"));
+    assert_eq!(journals.len(), 1);
+    // The kernel dropped the unsynced pages: the first copy never reaches the disk.
+    let mut image = fs::read(&journals[0]).unwrap();
+    let scan = format::scan(&image);
+    let first = scan.markers.first().unwrap().offset;
+    let end = scan.valid_end;
+    image[first..end].fill(0);
+    fs::write(&journals[0], &image).unwrap();
+    e.collect().unwrap(); // retry succeeds, WAL segment deleted
+    let crashed = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), crashed.path());
+    drop(e);
+    let e2 = open(crashed.path());
+    assert!(
+        col_status(&e2, a).is_ok(),
+        "collection refuses to open after a retried journal sync: {:?}",
+        col_status(&e2, a)
+    );
+    assert_eq!(get(&e2, a, "k1").as_deref(), Some("first"));
+    assert_eq!(get(&e2, a, "k2").as_deref(), Some("second"));
+}
+
+/// BUG (low for JSON bodies, real for the engine's opaque-bytes contract): the torn-tail
+/// test `any_valid_marker_after` (format.rs) probes every 8-byte offset after the first
+/// invalid marker, *including the inside of the torn marker itself*. A document whose bytes
+/// contain a well-formed marker turns an ordinary torn tail of the WAL (power loss during
+/// a non-sync write) into "corruption in the middle", and the whole engine refuses to start
+/// (recover_wal returns error 1000). With ignore_datafile_errors the embedded marker would
+/// be salvaged as a real document. JSON text cannot contain NUL bytes, so the core's bodies
+/// cannot trigger it today. Fix: start probing after the torn marker's announced length when
+/// that length is plausible, and treat a WAL segment's tail after the last complete batch
+/// as torn unless a later *batch* (COMMIT) follows.
+#[test]
+fn review_known_bug_torn_tail_with_marker_shaped_body_refuses_startup() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let a;
+    {
+        let e = open(dir.path());
+        let db = new_db(&e);
+        a = new_col(&e, db);
+        put(&e, a, "before", "acknowledged and synced");
+        e.sync().unwrap();
+        // Key "e": the document bytes start 42 bytes into the marker; 6 filler bytes align
+        // the embedded marker to 8.
+        let embedded = format::data_marker(MarkerType::Document, FLAG_COMMIT, 1, a, 1, "z", b"zz");
+        let mut body = vec![b'-'; 6];
+        body.extend_from_slice(&embedded);
+        body.extend_from_slice(&[b'y'; 2000]);
+        let mut batch = WriteBatch::new();
+        batch.put(a, "e", e.hlc().next(), Bytes::from(body));
+        e.commit(batch).unwrap();
+        e.shutdown().unwrap();
+    }
+    // Power loss tore the last write: only its first part reached the disk.
+    let segs = files_with(&dir.path().join("wal"), &|n| n.ends_with(".wal"));
+    let mut torn = false;
+    for seg in segs {
+        let image = fs::read(&seg).unwrap();
+        let scan = format::scan(&image);
+        if let Some(last) = scan.markers.last() {
+            if last.len > 2000 {
+                let cut = last.offset + 48 + 8 + 200;
+                let mut image = image.clone();
+                image[cut..].fill(0);
+                fs::write(&seg, &image).unwrap();
+                torn = true;
+            }
+        }
+    }
+    assert!(torn, "did not find the large marker in the WAL");
+    let e =
+        Engine::open(dir.path(), opts()).expect("a torn tail of the WAL must not refuse startup");
+    assert_eq!(
+        get(&e, a, "before").as_deref(),
+        Some("acknowledged and synced")
+    );
+    assert_eq!(get(&e, a, "e"), None);
+}
