@@ -493,3 +493,52 @@ fn review_known_bug_retained_wal_segment_is_recollected_at_every_start() {
         "dead copies of A's documents pile up with every restart"
     );
 }
+
+/// BUG (low-medium): after `shutdown()` (which releases the directory LOCK) an engine handle
+/// still mutates the directory through the calls that skip `check_open`:
+/// `update_collection` rewrites catalog.json from its stale in-memory catalog, and
+/// `compact` runs the collector and compactor (journals, datafiles, MANIFESTs). If the
+/// directory was reopened meanwhile (in-process restart, a server reload while a request
+/// is still running), the old handle overwrites the new engine's catalog and drops its
+/// collections. Fix: `check_open()` at the top of every mutating entry point (and in the
+/// background threads before touching files).
+#[test]
+fn review_known_bug_handle_mutates_directory_after_shutdown() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let old = open(dir.path());
+    let db = new_db(&old);
+    let a = new_col(&old, db);
+    put(&old, a, "k", "v");
+    old.shutdown().unwrap();
+    let new = open(dir.path());
+    let b = new_col(&new, db);
+    put(&new, b, "kb", "vb");
+    let late_update = old.update_collection(
+        a,
+        quiver_storage::CollectionOptions::default(),
+        serde_json::json!({"late": true}),
+    );
+    let late_compact = old.compact(a);
+    new.shutdown().unwrap();
+    drop(new);
+    let again = open(dir.path());
+    let cols: Vec<u64> = again.catalog()[0]
+        .collections
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert!(
+        cols.contains(&b),
+        "a collection created by the new engine vanished (late update: {:?}, late compact: {:?})",
+        late_update.is_ok(),
+        late_compact.is_ok()
+    );
+    assert!(
+        late_update.is_err(),
+        "update_collection accepted after shutdown"
+    );
+    assert!(late_compact.is_err(), "compact accepted after shutdown");
+}
