@@ -542,3 +542,33 @@ fn review_known_bug_handle_mutates_directory_after_shutdown() {
     );
     assert!(late_compact.is_err(), "compact accepted after shutdown");
 }
+
+/// BUG (low): a collection whose directory disappeared (operator error, a restore that
+/// missed it, file-system damage) opens silently as an empty collection. `recover_collection`
+/// recreates the directory and, finding no MANIFEST and no data files, assumes the
+/// collection was never written — indistinguishable today, because a MANIFEST is only
+/// written with the first journal. Fix: write an empty MANIFEST when the collection is
+/// created (catalog.json then lists only collections whose MANIFEST exists) and report
+/// error 1002 for a missing directory/MANIFEST.
+#[test]
+fn review_known_bug_missing_collection_directory_opens_as_empty() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        fill(&e, a, 20, 500);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    fs::remove_dir_all(col_dir(dir.path(), db, a)).unwrap();
+    let e = open(dir.path());
+    assert!(
+        col_status(&e, a).is_err() || contents(&e, a).len() == 20,
+        "20 documents gone without any error"
+    );
+}
