@@ -52,6 +52,45 @@ struct Journal {
     crc_acc: u32,
 }
 
+/// A journal's counters at the start of a collection pass.
+struct JournalState {
+    fid: u64,
+    offset: u64,
+    count: u64,
+    max_tick: u64,
+    crc_acc: u32,
+    stats: Option<(u64, u64, u64)>,
+}
+
+/// Forgets everything appended to the current journal since `start` (see the caller).
+fn rewind_journal(cf: &mut ColFiles, start: &Option<JournalState>) {
+    let Some(j) = cf.journal.as_mut() else {
+        return;
+    };
+    let fid = j.file.fid;
+    match start {
+        Some(st) if st.fid == fid => {
+            j.offset = st.offset;
+            j.count = st.count;
+            j.max_tick = st.max_tick;
+            j.crc_acc = st.crc_acc;
+            if let Some(s) = cf.stats.get_mut(&fid) {
+                (s.docs, s.doc_bytes, s.removes) = st.stats.unwrap_or_default();
+            }
+        }
+        _ => {
+            // The journal was created during this pass: nothing in it counts.
+            j.offset = format::padded(format::FILE_HEADER_LEN) as u64;
+            j.count = 0;
+            j.max_tick = 0;
+            j.crc_acc = 0;
+            if let Some(s) = cf.stats.get_mut(&fid) {
+                (s.docs, s.doc_bytes, s.removes) = (0, 0, 0);
+            }
+        }
+    }
+}
+
 /// Markers prepared for a journal but not yet written.
 #[derive(Default)]
 struct Pending {
@@ -87,6 +126,9 @@ pub(crate) struct Collection {
     garbage: AtomicU64,
     /// Size of the compaction result being written, 0 if none.
     compacting: AtomicU64,
+    /// Highest tick of this collection's markers that are durable in its journals (persisted
+    /// in the MANIFEST): WAL markers at or below it are skipped at recovery and collection.
+    collected_tick: AtomicU64,
     dropped: AtomicBool,
     dirty: AtomicBool,
     files: Mutex<ColFiles>,
@@ -98,12 +140,9 @@ pub(crate) struct Collection {
 impl Collection {
     fn count_at(&self, tick: u64) -> u64 {
         let counts = self.counts.lock();
-        counts
-            .iter()
-            .rev()
-            .find(|(t, _)| *t <= tick)
-            .map(|(_, c)| *c)
-            .unwrap_or(0)
+        // Sorted by tick: binary search, the history can be long under an old snapshot.
+        let at_or_below = counts.partition_point(|(t, _)| *t <= tick);
+        at_or_below.checked_sub(1).map(|i| counts[i].1).unwrap_or(0)
     }
 
     fn push_count(&self, tick: u64, count: u64, horizon: u64) {
@@ -339,6 +378,8 @@ impl Inner {
             "version": format::FORMAT_VERSION,
             "datafiles": cf.datafiles.iter().map(|f| f.fid).collect::<Vec<_>>(),
             "journal": cf.journal.as_ref().map(|j| j.file.fid),
+            "collectedTick": col.collected_tick.load(Ordering::Acquire),
+            "tick": self.tick.load(Ordering::Acquire),
         });
         let bytes = serde_json::to_vec(&doc)
             .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
@@ -854,6 +895,23 @@ impl Inner {
             // unreferenced (the index would then be repointed into a deleted file).
             let _no_compaction = col.compact_lock.lock();
             let mut cf = col.files.lock();
+            let collected = col.collected_tick.load(Ordering::Acquire);
+            let markers: Vec<format::Found> =
+                markers.into_iter().filter(|m| m.tick > collected).collect();
+            if markers.is_empty() {
+                continue;
+            }
+            let start_state = cf.journal.as_ref().map(|j| JournalState {
+                fid: j.file.fid,
+                offset: j.offset,
+                count: j.count,
+                max_tick: j.max_tick,
+                crc_acc: j.crc_acc,
+                stats: cf
+                    .stats
+                    .get(&j.file.fid)
+                    .map(|st| (st.docs, st.doc_bytes, st.removes)),
+            });
             let mut moved: Vec<(String, Loc, Loc)> = Vec::with_capacity(markers.len());
             // Bytes and counters are applied to the journal only after they were written, so
             // a failed write leaves the journal exactly as it was (no gap, no lost offset).
@@ -903,9 +961,29 @@ impl Inner {
             }
             self.flush_journal(&mut cf, &mut pend)?;
             if let Some(j) = &cf.journal {
-                files::check(&self.options.io_hooks, FailPoint::JournalSync)
-                    .and_then(|_| j.file.file.sync_data())
-                    .map_err(|e| files::io_error(e, "fdatasync of a journal"))?;
+                let synced = files::check(&self.options.io_hooks, FailPoint::JournalSync)
+                    .and_then(|_| j.file.file.sync_data());
+                if let Err(e) = synced {
+                    // After a failed fdatasync the written pages may be gone: forget them, so
+                    // that the retry rewrites the same range instead of appending behind a
+                    // possible hole (the WAL segment stays until a retry succeeds).
+                    rewind_journal(&mut cf, &start_state);
+                    return Err(files::io_error(e, "fdatasync of a journal"));
+                }
+            }
+            let max_tick = markers.iter().map(|m| m.tick).max().unwrap_or(0);
+            let previous = col.collected_tick.load(Ordering::Acquire);
+            if max_tick > previous {
+                col.collected_tick.store(max_tick, Ordering::Release);
+                // Persisted so that a restart does not replay (and collect again) what is
+                // already in the journals: WAL segments retained for another collection are
+                // replayed at every start.
+                if let Err(e) = self.write_manifest(col, &cf) {
+                    // Not recorded: the retry collects these markers again (duplicates are
+                    // dead copies with the same ticks, harmless).
+                    col.collected_tick.store(previous, Ordering::Release);
+                    return Err(e);
+                }
             }
             drop(cf);
             for (key, from, to) in moved {
@@ -1135,13 +1213,19 @@ impl Inner {
                 .filter(|f| group.contains(&f.fid))
                 .cloned()
                 .collect();
-            // A removal must survive while an older file may still hold the removed key.
+            // A removal must survive while an older file may still hold the removed key, and
+            // while a WAL segment that will be replayed at the next start (retained for a
+            // collection that failed to open, or not yet collected) may hold one.
             let first_pos = cf
                 .datafiles
                 .iter()
                 .position(|f| group.contains(&f.fid))
                 .unwrap_or(0);
-            (inputs, first_pos > 0)
+            let wal_has_old_data = {
+                let wal = self.wal.lock();
+                !wal.retained.is_empty() || !wal.sealed.is_empty()
+            };
+            (inputs, first_pos > 0 || wal_has_old_data)
         };
         if inputs.len() != group.len() {
             return Ok(report);
@@ -1192,7 +1276,10 @@ impl Inner {
                 let bytes = &image[m.offset..m.offset + format::padded(m.len)];
                 let keep = match m.kind {
                     MarkerType::Document => referenced.contains(&(input.fid, m.offset as u32)),
-                    _ => keep_tombstones,
+                    // Also while the index still has any version of the key: a snapshot may
+                    // pin an older document version that this result keeps, and without the
+                    // removal that version would win after a restart.
+                    _ => keep_tombstones || tombstone_key_in_index(&image[m.offset..], &col.index),
                 };
                 if !keep {
                     report.markers_dropped += 1;
@@ -1368,6 +1455,27 @@ impl Drop for ResetOnDrop<'_> {
     }
 }
 
+/// Whether a sealed file's footer matches its markers (count and CRC of their CRCs).
+fn footer_ok(scan: &format::Scan) -> bool {
+    let Some(footer) = scan.footer else {
+        return false;
+    };
+    let crcs: Vec<u8> = scan
+        .markers
+        .iter()
+        .flat_map(|m| m.crc.to_le_bytes())
+        .collect();
+    footer.count == scan.markers.len() as u64 && footer.crc_of_crcs == crc32c::crc32c(&crcs)
+}
+
+fn tombstone_key_in_index(marker: &[u8], index: &PrimaryIndex) -> bool {
+    match format::decode(marker).and_then(|m| format::data_body(&m)) {
+        Ok(body) => index.has_entry(body.key),
+        // Undecodable here means it was decoded before; keep it to be safe.
+        Err(_) => true,
+    }
+}
+
 fn hint_entries(image: &[u8], markers: &[format::Found]) -> Vec<HintEntry> {
     markers
         .iter()
@@ -1533,6 +1641,11 @@ fn recover_collection(
         .map(|a| a.iter().filter_map(Value::as_u64).collect())
         .unwrap_or_default();
     let journal_fid = manifest["journal"].as_u64();
+    col.collected_tick.store(
+        manifest["collectedTick"].as_u64().unwrap_or(0),
+        Ordering::Release,
+    );
+    rec.max_tick = rec.max_tick.max(manifest["tick"].as_u64().unwrap_or(0));
     let mut keep: HashSet<u64> = listed.iter().copied().collect();
     keep.extend(journal_fid);
     // Files the MANIFEST does not list are leftovers of an interrupted compaction or journal
@@ -1609,7 +1722,17 @@ fn recover_collection(
         let image = file
             .read_all()
             .map_err(|e| files::io_error(e, "reading a datafile"))?;
-        let scan = format::scan(&image);
+        let mut scan = format::scan(&image);
+        // A sealed datafile was fdatasynced with its footer before it was listed: anything
+        // but a footer that matches its markers means damage (a lost tail included).
+        let sealed_ok = scan.end == ScanEnd::Sealed && footer_ok(&scan);
+        let damaged_datafile = !is_journal && !sealed_ok;
+        let damaged_journal = is_journal && scan.end == ScanEnd::Sealed && !footer_ok(&scan);
+        if (damaged_datafile || damaged_journal) && scan.end != ScanEnd::Corrupt {
+            scan.end = ScanEnd::Corrupt;
+            scan.bad_offset = Some(scan.valid_end);
+        }
+        let salvaged = scan.end == ScanEnd::Corrupt;
         let markers = match scan.end {
             ScanEnd::Corrupt if !inner.options.ignore_datafile_errors => {
                 return Err(Error::with_message(
@@ -1647,7 +1770,7 @@ fn recover_collection(
             }
         }
         inner.files.write().insert(fid, file.clone());
-        let reusable = is_journal && scan.end == ScanEnd::Clean;
+        let reusable = is_journal && scan.end == ScanEnd::Clean && !salvaged;
         if reusable {
             let size = file.len();
             let crc_acc = markers.iter().fold(0u32, |acc, m| {
@@ -1663,7 +1786,7 @@ fn recover_collection(
                 max_tick: markers.iter().map(|m| m.tick).max().unwrap_or(0),
                 crc_acc,
             });
-        } else if is_journal && scan.end != ScanEnd::Sealed {
+        } else if is_journal && scan.end != ScanEnd::Sealed && !salvaged {
             // A torn tail: seal the journal right after its last intact marker, so nothing is
             // ever appended behind garbage.
             let count = markers.len() as u64;
@@ -1691,7 +1814,10 @@ fn recover_collection(
                 file.rename(&datafile_path(&dir, fid))
                     .map_err(|e| files::io_error(e, "renaming a sealed journal"))?;
             }
-            if inner.write_hint(col, &file).is_err() {
+            // No hint for a salvaged file: a hint would make the next normal start trust it
+            // and silently skip the damage; without one the damage is reported again until
+            // compaction (in salvage mode) rewrites the intact markers into a fresh file.
+            if !salvaged && inner.write_hint(col, &file).is_err() {
                 tracing::warn!("collection {}: could not rewrite hint file {fid}", col.id);
             }
             cf.stats.insert(fid, stats);
@@ -1855,7 +1981,7 @@ fn replay_segment(inner: &Inner, cat: &Catalog, fid: u64, path: &Path) -> Result
             let Some(col) = cat.collections.get(&body.cid) else {
                 continue;
             };
-            if col.status.is_err() {
+            if col.status.is_err() || p.tick <= col.collected_tick.load(Ordering::Acquire) {
                 continue;
             }
             let loc = if p.kind == MarkerType::Document {
@@ -2081,6 +2207,7 @@ fn new_collection(
         uncollected: AtomicU64::new(0),
         garbage: AtomicU64::new(0),
         compacting: AtomicU64::new(0),
+        collected_tick: AtomicU64::new(0),
         dropped: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
         files: Mutex::new(ColFiles::default()),

@@ -40,7 +40,9 @@ impl Version {
     }
 }
 
-/// A key's versions, newest first (`head`, then `older`).
+/// A key's versions: the newest in `head`, older ones in `older`, oldest first (sorted by
+/// tick, so that appending and looking up are cheap even for long chains under a long-lived
+/// snapshot).
 #[derive(Clone, Debug)]
 pub(crate) struct Entry {
     pub head: Version,
@@ -55,10 +57,12 @@ impl Entry {
         if self.head.tick <= tick {
             return Some(&self.head);
         }
-        self.older().iter().find(|v| v.tick <= tick)
+        let older = self.older();
+        let visible = older.partition_point(|v| v.tick <= tick);
+        visible.checked_sub(1).map(|i| &older[i])
     }
 
-    /// Versions older than the head, newest first.
+    /// Versions older than the head, oldest first.
     pub fn older(&self) -> &[Version] {
         self.older.as_deref().map(|v| v.as_slice()).unwrap_or(&[])
     }
@@ -69,9 +73,7 @@ impl Entry {
 
     fn push(&mut self, version: Version) {
         let old = std::mem::replace(&mut self.head, version);
-        self.older
-            .get_or_insert_with(Default::default)
-            .insert(0, old);
+        self.older.get_or_insert_with(Default::default).push(old);
     }
 
     /// Drops versions no snapshot at or above `horizon` can see.
@@ -79,8 +81,10 @@ impl Entry {
         if self.head.tick <= horizon {
             self.older = None;
         } else if let Some(older) = self.older.as_mut() {
-            if let Some(i) = older.iter().position(|v| v.tick <= horizon) {
-                older.truncate(i + 1);
+            // Keep the newest version at or below the horizon and everything newer.
+            let at_or_below = older.partition_point(|v| v.tick <= horizon);
+            if at_or_below > 1 {
+                older.drain(..at_or_below - 1);
             }
         }
     }
@@ -123,6 +127,11 @@ impl PrimaryIndex {
 
     pub fn shard_count(&self) -> usize {
         SHARDS
+    }
+
+    /// Whether the index holds any version (or tombstone) of `key`.
+    pub fn has_entry(&self, key: &str) -> bool {
+        self.shards[shard_of(key)].read().contains_key(key)
     }
 
     /// The version of `key` visible at `tick`, if the key exists there.
