@@ -183,7 +183,7 @@ fn parse_part(data: &[u8]) -> Result<Part<'_>> {
 }
 
 /// Parses an embedded HTTP request (`METHOD /path HTTP/1.1`, headers, body).
-fn parse_embedded(message: &[u8], database: &str) -> Result<Request> {
+fn parse_embedded(message: &[u8], database: &str, whole: Option<&Bytes>) -> Result<Request> {
     let (head, body_start) = match split_header_block(message) {
         Some(split) => split,
         None => (message, message.len()),
@@ -226,7 +226,12 @@ fn parse_embedded(message: &[u8], database: &str) -> Result<Request> {
             body = &body[..len];
         }
     }
-    let mut request = Request::new(method, target, headers, Bytes::copy_from_slice(body))?;
+    // The part's body is a slice of the batch body: share it instead of copying.
+    let body = match whole {
+        Some(whole) if !body.is_empty() => whole.slice_ref(body),
+        _ => Bytes::copy_from_slice(body),
+    };
+    let mut request = Request::new(method, target, headers, body)?;
     // Parts always run in the batch's database, whatever prefix they name.
     request.database = database.to_string();
     Ok(request)
@@ -280,9 +285,14 @@ const MAX_GROUP: usize = 1024;
 fn run(state: &ServerState, req: &Request) -> Result<Response> {
     let boundary = boundary(req.header("content-type"))?;
     let parts = split_parts(&req.body, &boundary)?;
-    let parsed: Vec<(Option<String>, Result<Request>)> = parts
+    let mut parsed: Vec<(Option<String>, Result<Request>)> = parts
         .into_iter()
-        .map(|p| (p.content_id, parse_embedded(p.message, &req.database)))
+        .map(|p| {
+            (
+                p.content_id,
+                parse_embedded(p.message, &req.database, Some(&req.body)),
+            )
+        })
         .collect();
     let mut out = Vec::with_capacity(parsed.len() * 256);
     let mut errors = 0usize;
@@ -307,15 +317,20 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
             Err(_) => 0,
         };
         let responses: Vec<(Response, bool)> = if run_len > 1 {
+            // Every request of the run is answered from its response below and never used
+            // again, so it is moved out (a placeholder error stays behind).
             let reqs: Vec<Request> = parsed[i..i + run_len]
-                .iter()
-                .filter_map(|(_, r)| r.as_ref().ok().cloned())
+                .iter_mut()
+                .filter_map(|(_, r)| {
+                    std::mem::replace(r, Err(Error::new(ErrorCode::Internal))).ok()
+                })
                 .collect();
             let (responses, pending) = super::document::insert_run(state, &reqs);
             durability.extend(pending);
             responses.into_iter().map(|r| (r, false)).collect()
         } else {
-            let response = match &parsed[i].1 {
+            let taken = std::mem::replace(&mut parsed[i].1, Err(Error::new(ErrorCode::Internal)));
+            let response = match taken {
                 Ok(inner) => {
                     let is_head = inner.method == Method::HEAD;
                     let nested = inner.segments.first().map(String::as_str) == Some("_api")
@@ -326,10 +341,10 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
                             is_head,
                         )
                     } else {
-                        (crate::handle(state, inner.clone()), is_head)
+                        (crate::handle(state, inner), is_head)
                     }
                 }
-                Err(e) => (Response::from(e.clone()), false),
+                Err(e) => (Response::from(e), false),
             };
             vec![response]
         };
@@ -378,7 +393,7 @@ mod tests {
         fn arbitrary_bodies_never_panic(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..400)) {
             if let Ok(parts) = split_parts(&body, "XX") {
                 for p in parts {
-                    let _ = parse_embedded(p.message, "db");
+                    let _ = parse_embedded(p.message, "db", None);
                 }
             }
         }
@@ -390,7 +405,7 @@ mod tests {
             body[at] = byte;
             if let Ok(parts) = split_parts(&body, "XX") {
                 for p in parts {
-                    let _ = parse_embedded(p.message, "db");
+                    let _ = parse_embedded(p.message, "db", None);
                 }
             }
             body.truncate(at);
@@ -445,7 +460,7 @@ mod tests {
         let parts = split_parts(body.as_bytes(), "SEP").unwrap();
         assert_eq!(parts.len(), 2);
         assert_eq!(parts[0].content_id.as_deref(), Some("1"));
-        let r = parse_embedded(parts[1].message, "db").unwrap();
+        let r = parse_embedded(parts[1].message, "db", None).unwrap();
         assert_eq!(r.method, Method::POST);
         assert_eq!(r.database, "db");
         assert_eq!(&r.body[..], b"{\"a\":1}");
@@ -466,9 +481,9 @@ mod tests {
         ] {
             assert!(split_parts(body.as_bytes(), "SEP").is_err(), "{body:?}");
         }
-        assert!(parse_embedded(b"\r\n\r\n", "x").is_err());
-        assert!(parse_embedded(b"GET\r\n\r\n", "x").is_err());
-        assert!(parse_embedded(b"G@T /x HTTP/1.1\r\n\r\n", "x").is_err());
-        assert!(parse_embedded(b"GET relative HTTP/1.1\r\n\r\n", "x").is_err());
+        assert!(parse_embedded(b"\r\n\r\n", "x", None).is_err());
+        assert!(parse_embedded(b"GET\r\n\r\n", "x", None).is_err());
+        assert!(parse_embedded(b"G@T /x HTTP/1.1\r\n\r\n", "x", None).is_err());
+        assert!(parse_embedded(b"GET relative HTTP/1.1\r\n\r\n", "x", None).is_err());
     }
 }
