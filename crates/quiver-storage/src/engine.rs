@@ -1603,7 +1603,6 @@ fn recover_collection(
     rec: &mut Recovered,
 ) -> std::result::Result<(), Error> {
     let dir = col.dir.clone();
-    std::fs::create_dir_all(&dir).map_err(|e| files::io_error(e, "collection directory"))?;
     let manifest: Value = match std::fs::read(dir.join("MANIFEST")) {
         Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
             Error::with_message(
@@ -1612,27 +1611,16 @@ fn recover_collection(
             )
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            // No MANIFEST means no journal was ever created. Data files without one are not
-            // ours to delete: refuse instead of guessing.
-            let has_data = std::fs::read_dir(&dir)
-                .map(|rd| {
-                    rd.flatten().any(|e| {
-                        let n = e.file_name().to_string_lossy().to_string();
-                        n.starts_with("datafile-") || n.starts_with("journal-")
-                    })
-                })
-                .unwrap_or(false);
-            if has_data {
-                return Err(Error::with_message(
-                    ErrorCode::CorruptedCollection,
-                    format!(
-                        "collection {}: MANIFEST is missing but {} holds data files",
-                        col.id,
-                        dir.display()
-                    ),
-                ));
-            }
-            json!({"datafiles": [], "journal": null})
+            // Every collection gets its MANIFEST before the catalog lists it: a missing one
+            // (or a missing directory) is damage, never "empty". Files are not touched.
+            return Err(Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!(
+                    "collection {}: {} is missing",
+                    col.id,
+                    dir.join("MANIFEST").display()
+                ),
+            ));
         }
         Err(e) => return Err(files::io_error(e, "reading MANIFEST")),
     };
@@ -2607,6 +2595,9 @@ impl Inner {
             col.counts.lock().push_back((0, 0));
             std::fs::create_dir_all(&col.dir)
                 .map_err(|e| files::io_error(e, "creating a collection directory"))?;
+            // The MANIFEST exists before the catalog lists the collection, so that a missing
+            // one always means damage.
+            self.write_manifest(&col, &ColFiles::default())?;
             cat.collections.insert(id, Arc::new(col));
             Ok(())
         })?;
@@ -2633,6 +2624,7 @@ impl Inner {
         options: CollectionOptions,
         meta: Value,
     ) -> Result<()> {
+        self.check_open()?;
         validate_options(&options)?;
         let col = self.collection(cid)?;
         let _g = self.ddl.lock();
@@ -2692,6 +2684,7 @@ impl Inner {
     }
 
     pub(crate) fn compact(&self, cid: u64) -> Result<CompactionReport> {
+        self.check_open()?;
         let col = self.collection(cid)?;
         // Data still in the WAL or the journal is moved into datafiles first, so an explicit
         // compaction sees everything.
