@@ -20,11 +20,13 @@ fn catalog_of(e: &Engine) -> BTreeMap<(u64, u64), (CollectionOptions, serde_json
     out
 }
 
+type Step = Box<dyn Fn(&Engine, &mut Vec<u64>)>;
+
 #[test]
 fn crash_after_every_ddl_step_recovers_exactly_the_acknowledged_catalog() {
     let dir = tempfile::tempdir().unwrap();
     let e = open(dir.path());
-    let mut steps: Vec<Box<dyn Fn(&Engine, &mut Vec<u64>)>> = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
     steps.push(Box::new(|e, ids| ids.push(new_db(e))));
     steps.push(Box::new(|e, ids| {
         let db = ids[0];
