@@ -394,7 +394,7 @@ fn remove_value(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> 
         if limit == Some(0) {
             out.push(v.clone());
         } else if equals(v, needle) {
-            limit = limit.map(|l| l - 1);
+            limit = limit.map(|l| l.saturating_sub(1));
         } else {
             out.push(v.clone());
         }
@@ -438,7 +438,7 @@ fn slice(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         if l < 0 {
             (len + l).max(start)
         } else {
-            (start + l).min(len)
+            start.saturating_add(l).min(len)
         }
     };
     Ok(Value::Array(
@@ -794,6 +794,14 @@ mod tests {
             json!([3, 4])
         );
         assert_eq!(ok("SLICE", vec![a.clone(), json!(10)]), json!([]));
+        assert_eq!(
+            ok("SLICE", vec![a.clone(), json!(1), json!(1e300)]),
+            json!([2, 3, 4, 5])
+        );
+        assert_eq!(
+            ok("REMOVE_VALUE", vec![json!([1, 1]), json!(1), json!(-1e300)]),
+            json!([])
+        );
         assert_eq!(ok("SLICE", vec![a.clone(), json!(4), json!(-3)]), json!([]));
         assert_eq!(
             ok("SORTED", vec![json!([8, 4, 2, 10, 6])]),

@@ -391,7 +391,7 @@ fn timestamp_from_args(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Option<
     for (i, a) in args.iter().enumerate().take(7) {
         let f = value::to_number(a);
         parts[i] = if f.is_finite() {
-            f.trunc().clamp(-1e12, 1e12) as i64
+            f.trunc().clamp(-1e9, 1e9) as i64
         } else {
             0
         };
@@ -606,6 +606,11 @@ fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 /// Adds calendar months (day-of-month overflow rolls into the next month, as ArangoDB's date
 /// library does) and then a fixed number of milliseconds.
 fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
+    // Anything this large leaves the valid date range anyway; bailing out early keeps the
+    // arithmetic below far from overflow.
+    if months.unsigned_abs() > 1_000_000 || millis.unsigned_abs() > 1_000_000_000_000_000 {
+        return None;
+    }
     let dt = datetime(ms)?;
     let ms_of_day = ms.rem_euclid(MS_DAY);
     let days = days_from_civil(
@@ -613,7 +618,7 @@ fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
         i64::from(dt.month()) + months,
         i64::from(dt.day()),
     );
-    in_range(days.checked_mul(MS_DAY)? + ms_of_day + millis)
+    in_range(days.checked_mul(MS_DAY)?.checked_add(ms_of_day + millis)?)
 }
 
 /// An ISO 8601 duration `P[nY][nM][nW][nD][T[nH][nM][n[.fff]S]]` as (months, milliseconds).

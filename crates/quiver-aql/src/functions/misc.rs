@@ -311,6 +311,13 @@ fn minhash(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         Some(n) if (1.0..=1_000_000.0).contains(&n) => n as u64,
         _ => return Ok(ctx.invalid_argument()),
     };
+    // One hash per (element, signature slot): refuse work that would run for minutes.
+    if (items.len() as u64).saturating_mul(n) > 100_000_000 {
+        return Err(Error::with_message(
+            ErrorCode::ResourceLimit,
+            "MINHASH() input too large: elements times signature size exceeds 100000000",
+        ));
+    }
     let signature = (0..n)
         .map(|seed| {
             let min = items

@@ -219,7 +219,7 @@ fn find(args: &[Value], last: bool) -> Value {
     }
     if search.is_empty() {
         return Value::from(if last {
-            max_end + empty_search_bump
+            max_end.saturating_add(empty_search_bump)
         } else {
             start
         });
@@ -1245,6 +1245,20 @@ mod tests {
             json!(3)
         );
         assert_eq!(ok("FIND_LAST", vec![json!("abc"), json!("")]), json!(3));
+        assert_eq!(
+            ok(
+                "FIND_LAST",
+                vec![json!("abc"), json!(""), json!(0), json!(1e300)]
+            ),
+            json!(i64::MAX)
+        );
+        assert_eq!(
+            ok(
+                "SUBSTRING_BYTES",
+                vec![json!("abc"), json!(1), json!(1e300)]
+            ),
+            json!("bc")
+        );
     }
 
     #[test]
