@@ -1,6 +1,6 @@
 //! Adversarial review: bugs found by the review (first committed as gated failing tests in
-//! review_known_bugs.rs) that the engine fixed in 6ec6128. Ordinary tests now: they guard
-//! against regressions.
+//! review_known_bugs.rs) that the engine fixed in 6ec6128 and 7eb249a. Ordinary tests now:
+//! they guard against regressions.
 
 mod review_util;
 
@@ -9,6 +9,7 @@ use std::fs;
 use quiver_storage::format;
 use quiver_storage::{Engine, FailPoint};
 use review_util::*;
+
 /// WAS A BUG (fixed in 6ec6128; high): compaction drops a removal marker while keeping an older version of the
 /// same key that a live snapshot still needs.
 ///
@@ -357,5 +358,78 @@ fn was_bug_retained_wal_segment_is_recollected_at_every_start() {
         dead,
         vec![0, 0, 0],
         "dead copies of A's documents pile up with every restart"
+    );
+}
+
+/// WAS A BUG (low-medium; fixed in 7eb249a): after `shutdown()` (which releases the directory LOCK) an engine handle
+/// still mutates the directory through the calls that skip `check_open`:
+/// `update_collection` rewrites catalog.json from its stale in-memory catalog, and
+/// `compact` runs the collector and compactor (journals, datafiles, MANIFESTs). If the
+/// directory was reopened meanwhile (in-process restart, a server reload while a request
+/// is still running), the old handle overwrites the new engine's catalog and drops its
+/// collections. Fix: `check_open()` at the top of every mutating entry point (and in the
+/// background threads before touching files).
+#[test]
+fn was_bug_handle_mutates_directory_after_shutdown() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = open(dir.path());
+    let db = new_db(&old);
+    let a = new_col(&old, db);
+    put(&old, a, "k", "v");
+    old.shutdown().unwrap();
+    let new = open(dir.path());
+    let b = new_col(&new, db);
+    put(&new, b, "kb", "vb");
+    let late_update = old.update_collection(
+        a,
+        quiver_storage::CollectionOptions::default(),
+        serde_json::json!({"late": true}),
+    );
+    let late_compact = old.compact(a);
+    new.shutdown().unwrap();
+    drop(new);
+    let again = open(dir.path());
+    let cols: Vec<u64> = again.catalog()[0]
+        .collections
+        .iter()
+        .map(|c| c.id)
+        .collect();
+    assert!(
+        cols.contains(&b),
+        "a collection created by the new engine vanished (late update: {:?}, late compact: {:?})",
+        late_update.is_ok(),
+        late_compact.is_ok()
+    );
+    assert!(
+        late_update.is_err(),
+        "update_collection accepted after shutdown"
+    );
+    assert!(late_compact.is_err(), "compact accepted after shutdown");
+}
+
+/// WAS A BUG (low; fixed in 7eb249a): a collection whose directory disappeared (operator error, a restore that
+/// missed it, file-system damage) opens silently as an empty collection. `recover_collection`
+/// recreates the directory and, finding no MANIFEST and no data files, assumes the
+/// collection was never written — indistinguishable today, because a MANIFEST is only
+/// written with the first journal. Fix: write an empty MANIFEST when the collection is
+/// created (catalog.json then lists only collections whose MANIFEST exists) and report
+/// error 1002 for a missing directory/MANIFEST.
+#[test]
+fn was_bug_missing_collection_directory_opens_as_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        fill(&e, a, 20, 500);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    fs::remove_dir_all(col_dir(dir.path(), db, a)).unwrap();
+    let e = open(dir.path());
+    assert!(
+        col_status(&e, a).is_err() || contents(&e, a).len() == 20,
+        "20 documents gone without any error"
     );
 }
