@@ -73,82 +73,93 @@ fn in_range(ms: i64) -> Option<i64> {
     (MIN_MS..=MAX_MS).contains(&ms).then_some(ms)
 }
 
-/// Parses a date string as ArangoDB accepts it: `[+-]Y[-M[-D]]` optionally followed by
-/// `(T| )HH:MM[:SS[.fff]]` and a `Z` or `±HH[:]MM` offset. Days beyond the month's end
-/// overflow into the next month (`2015-02-31` is March 3rd).
+/// Parses a date string exactly as ArangoDB's date parser accepts it: surrounding whitespace
+/// is ignored, an optional leading `+` (never `-`), a year of up to four significant digits,
+/// optional `-M` and `-D` (one or two digits), an optional time `(T| )H:M[:S[.fff…]]` (hours
+/// and minutes one or two digits, only the first three fraction digits count) and an optional
+/// `Z` or `±HH:MM` offset. Days beyond the month's end overflow into the next month
+/// (`2015-02-31` is March 3rd), as ArangoDB's calendar arithmetic does.
 pub(crate) fn parse_date_string(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
+    let t = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
+    let t = match t.as_bytes().first() {
+        Some(b'+') => &t[1..],
+        Some(b'-') => return None,
+        _ => t,
+    };
+    let b = t.as_bytes();
     let mut i = 0;
-    let digits = |i: &mut usize, min: usize, max: usize| -> Option<i64> {
+    // Digits at `i`: (value, count); the value saturates instead of overflowing.
+    let number = |i: &mut usize| -> (i64, usize) {
         let start = *i;
-        while *i < b.len() && b[*i].is_ascii_digit() && *i - start < max {
+        let mut v: i64 = 0;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            v = v.saturating_mul(10).saturating_add(i64::from(b[*i] - b'0'));
             *i += 1;
         }
-        if *i - start < min {
-            return None;
-        }
-        text[start..*i].parse().ok()
+        (v, *i - start)
     };
-    let negative = match b.first() {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let mut year = digits(&mut i, 1, 6)?;
-    if negative {
-        year = -year;
-    }
-    let mut month = 1;
-    let mut day = 1;
-    let mut has_day = false;
-    if i < b.len() && b[i] == b'-' {
-        i += 1;
-        month = digits(&mut i, 1, 2)?;
-        if i < b.len() && b[i] == b'-' {
-            i += 1;
-            day = digits(&mut i, 1, 2)?;
-            has_day = true;
-        }
-    }
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+    let year_start = i;
+    let (year, len) = number(&mut i);
+    if len == 0 || year > 9999 {
         return None;
     }
-    let mut ms_of_day = 0;
-    if has_day && i < b.len() && (b[i] == b'T' || b[i] == b' ' || b[i] == b't') {
+    if len > 4 {
+        // More than four digits only as leading zeroes.
+        let zeros = b[year_start..].iter().take_while(|&&c| c == b'0').count();
+        if len - zeros > 4 {
+            return None;
+        }
+    }
+    let (mut month, mut day) = (1, 1);
+    if i < b.len() && b[i] == b'-' {
         i += 1;
-        let hour = digits(&mut i, 2, 2)?;
+        let (m, len) = number(&mut i);
+        if len == 0 || len > 2 || !(1..=12).contains(&m) {
+            return None;
+        }
+        month = m;
+        if i < b.len() && b[i] == b'-' {
+            i += 1;
+            let (d, len) = number(&mut i);
+            if len == 0 || len > 2 || !(1..=31).contains(&d) {
+                return None;
+            }
+            day = d;
+        }
+    }
+    let mut ms_of_day = 0;
+    if i < b.len() && (b[i] == b' ' || b[i] == b'T') {
+        i += 1;
+        let (hour, len) = number(&mut i);
+        if len == 0 || len > 2 || hour > 23 {
+            return None;
+        }
         if i >= b.len() || b[i] != b':' {
             return None;
         }
         i += 1;
-        let minute = digits(&mut i, 2, 2)?;
-        let mut second = 0;
-        let mut millis = 0;
+        let (minute, len) = number(&mut i);
+        if len == 0 || len > 2 || minute > 59 {
+            return None;
+        }
+        let (mut second, mut millis) = (0, 0);
         if i < b.len() && b[i] == b':' {
             i += 1;
-            second = digits(&mut i, 2, 2)?;
+            let (sec, len) = number(&mut i);
+            if len == 0 || len > 2 || sec > 59 {
+                return None;
+            }
+            second = sec;
             if i < b.len() && b[i] == b'.' {
                 i += 1;
                 let start = i;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-                if i == start {
+                let (_, len) = number(&mut i);
+                if len == 0 {
                     return None;
                 }
-                // Only millisecond precision; further digits are ignored.
-                let frac = &text[start..i.min(start + 3)];
-                millis = frac.parse::<i64>().ok()? * 10i64.pow(3 - frac.len() as u32);
+                let digits = &t[start..start + len.min(3)];
+                millis = digits.parse::<i64>().ok()? * 10i64.pow(3 - digits.len() as u32);
             }
-        }
-        if hour > 24 || minute > 59 || second > 59 {
-            return None;
         }
         ms_of_day = hour * MS_HOUR + minute * MS_MINUTE + second * MS_SECOND + millis;
     }
@@ -156,14 +167,21 @@ pub(crate) fn parse_date_string(text: &str) -> Option<i64> {
     if i < b.len() {
         match b[i] {
             b'Z' | b'z' => i += 1,
-            b'+' | b'-' if has_day => {
+            b'+' | b'-' => {
                 let sign = if b[i] == b'-' { -1 } else { 1 };
                 i += 1;
-                let hours = digits(&mut i, 2, 2)?;
-                if i < b.len() && b[i] == b':' {
-                    i += 1;
+                let (hours, len) = number(&mut i);
+                if len == 0 || len > 2 || hours > 23 {
+                    return None;
                 }
-                let minutes = digits(&mut i, 2, 2)?;
+                if i >= b.len() || b[i] != b':' {
+                    return None;
+                }
+                i += 1;
+                let (minutes, len) = number(&mut i);
+                if len == 0 || len > 2 || minutes > 59 {
+                    return None;
+                }
                 offset = sign * (hours * MS_HOUR + minutes * MS_MINUTE);
             }
             _ => return None,
@@ -1068,9 +1086,20 @@ mod tests {
             Some(1399472349522)
         );
         assert_eq!(
-            parse_date_string("2014-05-07T07:49:09.522-0630"),
+            parse_date_string("2014-05-07T07:49:09.522-06:30"),
             Some(1399472349522)
         );
+        assert_eq!(parse_date_string("2014-05-07T07:49:09.522-0630"), None);
+        assert_eq!(
+            parse_date_string("  +2014-05-07T14:19:09.5221Z "),
+            Some(1399472349522)
+        );
+        assert_eq!(parse_date_string("-2014"), None);
+        assert_eq!(parse_date_string("002014"), parse_date_string("2014"));
+        assert_eq!(parse_date_string("12014"), None);
+        assert_eq!(parse_date_string("2014T5:3"), Some(1388552580000));
+        assert_eq!(parse_date_string("2014-05-07 24:00"), None);
+        assert_eq!(parse_date_string("2014-05-07t10:00"), None);
         assert_eq!(parse_date_string("1970-01-01"), Some(0));
         assert_eq!(parse_date_string("1970-01-01Z"), Some(0));
         assert_eq!(parse_date_string("1970"), Some(0));
@@ -1083,7 +1112,10 @@ mod tests {
         assert_eq!(parse_date_string("9999-12-31T23:59:59.999Z"), Some(MAX_MS));
         assert_eq!(parse_date_string("10000-01-01"), None);
         assert_eq!(parse_date_string("2015-13-01"), None);
-        assert_eq!(parse_date_string("2015-01-01T5:00:00"), None);
+        assert_eq!(
+            parse_date_string("2015-01-01T5:00:00"),
+            parse_date_string("2015-01-01T05:00:00")
+        );
         assert_eq!(parse_date_string("foo"), None);
         assert_eq!(parse_date_string(""), None);
         assert_eq!(parse_date_string("2015-01-01T"), None);
