@@ -240,6 +240,8 @@ pub(crate) struct Inner {
     lock_file: Mutex<Option<File>>,
     pub wal_syncs: AtomicU64,
     pub commits: AtomicU64,
+    /// Mirror of `SyncState::durable` readable without the sync mutex (commit path).
+    durable_tick: AtomicU64,
 }
 
 impl Drop for Inner {
@@ -578,15 +580,17 @@ impl Inner {
             self.new_segment(&mut wal, need)?;
         }
         let n = spans.len() as u64;
+        let durable = self.durable_tick.load(Ordering::Acquire);
         let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
         let commit_tick = first + n - 1;
         for (i, (start, len, kind)) in spans.iter().enumerate() {
             let flags = if i + 1 == spans.len() { FLAG_COMMIT } else { 0 };
-            format::finish_marker(
+            format::finish_wal_marker(
                 &mut buf[*start..*start + *len],
                 *kind,
                 flags,
                 first + i as u64,
+                durable,
             );
         }
         let seg = wal
@@ -753,6 +757,7 @@ impl Inner {
         let mut s = self.sync.lock();
         if target > s.durable {
             s.durable = target;
+            self.durable_tick.store(target, Ordering::Release);
         }
         drop(s);
         self.sync_cv.notify_all();
@@ -1896,32 +1901,73 @@ fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<
         })
         .collect();
     segs.sort();
+    // Point-in-time recovery: a damaged spot inside a segment followed by intact markers is a
+    // power-loss hole in the unsynced tail (pages reach the disk in any order) unless a later
+    // marker claims that the damaged range had been made durable — then it is damage to
+    // synced data and startup refuses (unless salvaging).
+    let infos = par_map(segs.len(), |i| inspect_segment(segs[i].0, &segs[i].1));
+    let mut infos: Vec<SegInfo> = infos.into_iter().collect::<Result<_>>()?;
+    let mut keep = segs.len();
+    if let Some(k) = infos.iter().position(|s| s.hole.is_some()) {
+        let (bad_offset, before) = infos[k].hole.unwrap_or_default();
+        let evidence =
+            infos[k].tail_claim > before || infos[k + 1..].iter().any(|s| s.max_claim > before);
+        if evidence && !inner.options.ignore_datafile_errors {
+            return Err(Error::with_message(
+                ErrorCode::CorruptedDatafile,
+                format!(
+                    "WAL segment {} is damaged at offset {bad_offset} in data that was already \
+                     synced (start with --database.ignore-datafile-errors to keep the intact \
+                     prefix)",
+                    segs[k].1.display()
+                ),
+            ));
+        }
+        if !evidence {
+            tracing::warn!(
+                "WAL segment {} has a hole at offset {bad_offset} in its unsynced tail (power \
+                 loss): recovering up to tick {before}, dropping {} later segment(s)",
+                segs[k].1.display(),
+                segs.len() - k - 1
+            );
+            keep = k + 1;
+            // Moved aside, not deleted: an operator can still inspect them.
+            for (_, path) in &segs[keep..] {
+                let _ = std::fs::rename(path, path.with_extension("wal.dropped"));
+            }
+            // The damaged segment keeps its intact prefix; its tail is saved next to it and
+            // zeroed, so that the next start does not find the same hole again and judge the
+            // newer segments written after this recovery against it.
+            let path = &segs[k].1;
+            let cut = (|| -> std::io::Result<()> {
+                let image = std::fs::read(path)?;
+                if bad_offset < image.len() {
+                    std::fs::write(
+                        path.with_extension("wal.dropped-tail"),
+                        &image[bad_offset..],
+                    )?;
+                    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+                    std::os::unix::fs::FileExt::write_all_at(
+                        &file,
+                        &vec![0u8; image.len() - bad_offset],
+                        bad_offset as u64,
+                    )?;
+                    file.sync_all()?;
+                }
+                Ok(())
+            })();
+            cut.map_err(|e| files::io_error(e, "cutting a damaged WAL segment"))?;
+            let _ = files::sync_dir(&dir);
+            infos.truncate(keep);
+        }
+    }
+    let segs = &segs[..keep];
     // Segments are independent (a batch never spans two) and "highest tick wins" makes the
     // order irrelevant, so they are replayed in parallel.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Replayed>>>> =
-        Mutex::new((0..segs.len()).map(|_| None).collect());
-    let threads = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .min(segs.len())
-        .max(1);
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some((fid, path)) = segs.get(i) else {
-                    break;
-                };
-                let r = replay_segment(inner, cat, *fid, path);
-                results.lock()[i] = Some(r);
-            });
-        }
-    });
+    let results = par_map(segs.len(), |i| replay_segment(cat, segs[i].0, &segs[i].1));
     let mut out = Vec::new();
-    for (i, r) in results.into_inner().into_iter().enumerate() {
-        let (file, max_tick, max_rev) =
-            r.unwrap_or_else(|| Err(Error::new(ErrorCode::Internal)))?;
+    for (i, r) in results.into_iter().enumerate() {
+        let (file, max_tick, max_rev) = r?;
         observe(rec, max_tick.max(segs[i].0), max_rev);
         inner.files.write().insert(file.fid, file.clone());
         out.push(file);
@@ -1929,27 +1975,79 @@ fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<
     Ok(out)
 }
 
+/// What recovery needs to know about a WAL segment before replaying it.
+struct SegInfo {
+    /// A damaged spot followed by intact markers: (offset, tick of the last marker before).
+    hole: Option<(usize, u64)>,
+    /// Highest durability claim of the intact markers before the hole (or of all).
+    max_claim: u64,
+    /// Highest durability claim of intact markers after the hole.
+    tail_claim: u64,
+}
+
+fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
+    let image = std::fs::read(path).map_err(|e| files::io_error(e, "reading WAL"))?;
+    let scan = format::scan(&image);
+    let claims = |ms: &[format::Found]| {
+        ms.iter()
+            .filter_map(|m| format::durable_claim(&image[m.offset..]))
+            .max()
+            .unwrap_or(0)
+    };
+    let mut info = SegInfo {
+        hole: None,
+        max_claim: claims(&scan.markers),
+        tail_claim: 0,
+    };
+    if scan.end == ScanEnd::Corrupt {
+        let bad = scan.bad_offset.unwrap_or(scan.valid_end);
+        let before = scan.markers.last().map(|m| m.tick).unwrap_or(fid);
+        info.hole = Some((bad, before));
+        info.tail_claim = format::max_claim_from(&image, bad + 1);
+    }
+    Ok(info)
+}
+
+/// Runs `f(0..n)` on up to one thread per core and returns the results in order.
+fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(n)
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                results.lock()[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .into_iter()
+        .map(|r| r.expect("every index was processed"))
+        .collect()
+}
+
 /// A replayed WAL segment with the highest tick and revision found in it.
 type Replayed = (Arc<DataFile>, u64, u64);
 
 /// Replays one WAL segment into the index.
-fn replay_segment(inner: &Inner, cat: &Catalog, fid: u64, path: &Path) -> Result<Replayed> {
+fn replay_segment(cat: &Catalog, fid: u64, path: &Path) -> Result<Replayed> {
     let file = DataFile::open(fid, path).map_err(|e| files::io_error(e, "opening WAL"))?;
     let image = file
         .read_all()
         .map_err(|e| files::io_error(e, "reading WAL"))?;
+    // Only the intact prefix: recover_wal decided above that anything behind a damaged spot
+    // is either an unsynced tail or accepted in salvage mode.
     let scan = format::scan(&image);
-    if scan.end == ScanEnd::Corrupt && !inner.options.ignore_datafile_errors {
-        return Err(Error::with_message(
-            ErrorCode::CorruptedDatafile,
-            format!(
-                "WAL segment {} is corrupt at offset {} (start with \
-                 --database.ignore-datafile-errors to keep the intact prefix)",
-                path.display(),
-                scan.bad_offset.unwrap_or(0)
-            ),
-        ));
-    }
     let (mut max_tick, mut max_rev) = (0u64, 0u64);
     let mut pending: Vec<format::Found> = Vec::new();
     for m in &scan.markers {
@@ -2056,6 +2154,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         lock_file: Mutex::new(Some(lock)),
         wal_syncs: AtomicU64::new(0),
         commits: AtomicU64::new(0),
+        durable_tick: AtomicU64::new(0),
     };
     let mut rec = Recovered {
         max_tick: 0,
@@ -2152,6 +2251,13 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         }
     }
     let sealed = recover_wal(&inner, &cat, &mut rec)?;
+    // What was recovered may have come from the page cache after a kill -9: make it durable
+    // before calling it durable (new markers' claims vouch for it).
+    for seg in &sealed {
+        seg.file
+            .sync_data()
+            .map_err(|e| files::io_error(e, "fdatasync of a recovered WAL segment"))?;
+    }
     let tick = rec.max_tick;
     inner.tick.store(tick, Ordering::Release);
     inner.visible.store(tick, Ordering::Release);
@@ -2166,6 +2272,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         wal.written_tick = tick;
     }
     inner.sync.lock().durable = tick;
+    inner.durable_tick.store(tick, Ordering::Release);
     inner.durable_tx.send_modify(|v| v.0 = tick);
     *inner.catalog.write() = Arc::new(cat);
     let inner = Arc::new(inner);

@@ -86,14 +86,55 @@ fn marker_crc(bytes: &[u8]) -> u32 {
 /// Writes a header for a marker of `len` unpadded bytes at the start of `out` (which must
 /// hold the complete marker) and fills in the CRC.
 pub fn finish_marker(out: &mut [u8], kind: MarkerType, flags: u8, tick: u64) {
+    finish_wal_marker(out, kind, flags, tick, 0);
+}
+
+/// Like [`finish_marker`], recording in header bytes 12..16 that every tick up to `durable`
+/// was on stable storage when this marker was written (`0` = no claim). Stored as
+/// `tick - durable + 1` (saturated, which only weakens the claim). Recovery uses these claims
+/// to tell a power-loss hole in the unsynced tail of the WAL (no later marker claims the hole
+/// was durable) from damage to synced data (a later marker does).
+pub fn finish_wal_marker(out: &mut [u8], kind: MarkerType, flags: u8, tick: u64, durable: u64) {
     let len = out.len() as u32;
     out[0..4].copy_from_slice(&len.to_le_bytes());
     out[8] = kind as u8;
     out[9] = flags;
-    out[10..16].fill(0);
+    out[10..12].fill(0);
+    let claim: u32 = if durable == 0 || durable > tick {
+        0
+    } else {
+        (tick - durable).min(u32::MAX as u64 - 1) as u32 + 1
+    };
+    out[12..16].copy_from_slice(&claim.to_le_bytes());
     out[16..24].copy_from_slice(&tick.to_le_bytes());
     let crc = marker_crc(out);
     out[4..8].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// The highest durability claim of any valid marker at an aligned offset in `buf[from..]`.
+pub fn max_claim_from(buf: &[u8], from: usize) -> u64 {
+    let mut best = 0;
+    let mut at = padded(from);
+    while at + HEADER_LEN <= buf.len() {
+        match decode(&buf[at..]) {
+            Ok(m) => {
+                if let Some(c) = durable_claim(&buf[at..]) {
+                    best = best.max(c);
+                }
+                at += padded(m.len);
+            }
+            Err(_) => at += ALIGN,
+        }
+    }
+    best
+}
+
+/// The durability claim of a valid marker at the start of `buf` (see [`finish_wal_marker`]):
+/// every tick up to the returned one was durable when it was written.
+pub fn durable_claim(buf: &[u8]) -> Option<u64> {
+    let m = decode(buf).ok()?;
+    let field = u32::from_le_bytes(buf.get(12..16)?.try_into().ok()?);
+    (field > 0).then(|| m.tick.saturating_sub(field as u64 - 1))
 }
 
 /// Appends a data marker (document or removal) without tick and CRC (see
