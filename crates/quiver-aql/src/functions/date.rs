@@ -639,44 +639,81 @@ fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
     in_range(days.checked_mul(MS_DAY)?.checked_add(ms_of_day + millis)?)
 }
 
-/// An ISO 8601 duration `P[nY][nM][nW][nD][T[nH][nM][n[.fff]S]]` as (months, milliseconds).
+/// An ISO 8601 duration `P[nY][nM][nW][nD][T[nH][nM][n[.fff]S]]` as (months, milliseconds),
+/// with ArangoDB's grammar: whole numbers in this order, a fraction only on seconds (its first
+/// three digits are milliseconds).
 fn parse_duration(text: &str) -> Option<(i64, i64)> {
-    let rest = text.strip_prefix('P').or_else(|| text.strip_prefix('p'))?;
-    if rest.is_empty() {
+    let b = text.as_bytes();
+    if b.len() <= 1 || b[0] != b'P' {
         return None;
     }
-    let (mut months, mut millis) = (0i64, 0f64);
-    let mut in_time = false;
-    let mut number = String::new();
-    let mut seen_any = false;
-    for c in rest.chars() {
-        match c {
-            '0'..='9' | '.' => number.push(c),
-            'T' | 't' if number.is_empty() && !in_time => in_time = true,
-            _ => {
-                if number.is_empty() {
+    let mut i = 1;
+    let number = |i: &mut usize| -> Option<i64> {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        if *i == start || *i - start > 9 {
+            return None;
+        }
+        text[start..*i].parse().ok()
+    };
+    let (mut months, mut millis) = (0i64, 0i64);
+    // Date part: each designator at most once, in order.
+    for (designator, factor_months, factor_ms) in [
+        (b'Y', 12, 0),
+        (b'M', 1, 0),
+        (b'W', 0, 7 * MS_DAY),
+        (b'D', 0, MS_DAY),
+    ] {
+        let save = i;
+        if let Some(n) = number(&mut i) {
+            if i < b.len() && b[i] == designator {
+                i += 1;
+                months += n * factor_months;
+                millis += n * factor_ms;
+                continue;
+            }
+        }
+        i = save;
+    }
+    if i < b.len() && b[i] == b'T' {
+        i += 1;
+        for (designator, factor_ms) in [(b'H', MS_HOUR), (b'M', MS_MINUTE)] {
+            let save = i;
+            if let Some(n) = number(&mut i) {
+                if i < b.len() && b[i] == designator {
+                    i += 1;
+                    millis += n * factor_ms;
+                    continue;
+                }
+            }
+            i = save;
+        }
+        let save = i;
+        if let Some(n) = number(&mut i) {
+            let mut fraction = 0;
+            if i < b.len() && b[i] == b'.' {
+                i += 1;
+                let start = i;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+                if i == start {
                     return None;
                 }
-                let n: f64 = number.parse().ok()?;
-                if n > 1e9 {
-                    return None;
-                }
-                number.clear();
-                seen_any = true;
-                match (c.to_ascii_uppercase(), in_time) {
-                    ('Y', false) => months += (n as i64) * 12,
-                    ('M', false) => months += n as i64,
-                    ('W', false) => millis += n * (7 * MS_DAY) as f64,
-                    ('D', false) => millis += n * MS_DAY as f64,
-                    ('H', true) => millis += n * MS_HOUR as f64,
-                    ('M', true) => millis += n * MS_MINUTE as f64,
-                    ('S', true) => millis += (n * 1000.0).round(),
-                    _ => return None,
-                }
+                let digits = &text[start..i.min(start + 3)];
+                fraction = digits.parse::<i64>().ok()? * 10i64.pow(3 - digits.len() as u32);
+            }
+            if i < b.len() && b[i] == b'S' {
+                i += 1;
+                millis += n * MS_SECOND + fraction;
+            } else {
+                i = save;
             }
         }
     }
-    (number.is_empty() && seen_any).then_some((months, millis as i64))
+    (i == b.len()).then_some((months, millis))
 }
 
 fn shift(ctx: &mut FunctionContext<'_>, args: &[Value], sign: i64) -> Result<Value> {
@@ -1385,6 +1422,12 @@ mod tests {
             json!("2016-02-29T00:00:00.000Z")
         );
         warns_invalid_date("DATE_ADD", vec![json!("2000-01-01"), json!("P")]);
+        warns_invalid_date("DATE_ADD", vec![json!("2000-01-01"), json!("P1.5D")]);
+        warns_invalid_date("DATE_ADD", vec![json!("2000-01-01"), json!("P1D2Y")]);
+        assert_eq!(
+            ok("DATE_ADD", vec![json!("2000-01-01"), json!("PT")]),
+            json!("2000-01-01T00:00:00.000Z")
+        );
         warns_invalid_date(
             "DATE_ADD",
             vec![json!("2000-01-01"), json!(1), json!("fortnight")],
