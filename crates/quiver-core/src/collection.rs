@@ -704,7 +704,10 @@ impl Collection {
                 .get("expireAfter")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0);
-            (def.fields[0].clone(), expire_after)
+            let Some(field) = def.fields.first() else {
+                return Ok(0);
+            };
+            (field.clone(), expire_after)
         };
         self.check_usable()?;
         let path: Vec<&str> = field.split('.').collect();

@@ -248,7 +248,7 @@ impl IndexDef {
 
     /// Whether writes must check this index for duplicates.
     pub fn enforces_uniqueness(&self) -> bool {
-        self.unique && is_persistent_kind(&self.kind)
+        self.unique && is_persistent_kind(&self.kind) && !self.fields.is_empty()
     }
 
     /// The index object of the HTTP API.
