@@ -77,3 +77,66 @@ fn review_known_bug_damage_before_a_synced_write_is_taken_for_a_power_loss_hole(
         ),
     }
 }
+
+/// BUG (medium): the journal twin of the WAL page-hole bug. The collector appends a run of
+/// markers to a journal with one pwrite and then fdatasyncs it; a power loss in between
+/// can leave a hole (a later page reached the disk, an earlier one did not). At the next
+/// start the journal shows "corruption in the middle" and the collection refuses to open
+/// (error 1000, salvage needed), although every marker behind the hole is still in the WAL
+/// (the segment is deleted only after the journal sync; `collectedTick` was not advanced).
+/// Fix: in a journal, an invalid spot followed only by markers with ticks above the
+/// MANIFEST's `collectedTick` is an unsynced tail: cut the journal there (seal it) and let
+/// the WAL replay the rest.
+#[test]
+fn review_known_bug_power_loss_during_collection_leaves_journal_unopenable() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let faults = std::sync::Arc::new(Faults::default());
+    let e = Engine::open(
+        dir.path(),
+        quiver_storage::EngineOptions {
+            journal_size_default: 64 * 1024,
+            wal_logfile_size: 64 * 1024,
+            ..faulty(&faults)
+        },
+    )
+    .unwrap();
+    let db = new_db(&e);
+    let a = new_col(&e, db);
+    put(&e, a, "first", "collected and synced");
+    e.collect().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..16 {
+        let body = format!("{i}:{}", "j".repeat(900));
+        put(&e, a, &format!("n{i:02}"), &body);
+        model.insert(format!("n{i:02}"), body);
+    }
+    // The collector's pwrite reaches the page cache, then the power fails before the
+    // journal's fdatasync completes (simulated: the sync fails, then the machine "crashes").
+    faults.arm(quiver_storage::FailPoint::JournalSync, 1);
+    assert!(e.collect().is_err());
+    let crashed = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), crashed.path());
+    drop(e);
+    let journal = files_with(&crashed.path(), &|n| n.starts_with("journal-"))
+        .pop()
+        .expect("a journal");
+    let mut image = fs::read(&journal).unwrap();
+    let scan = format::scan(&image);
+    assert!(scan.valid_end > 3 * 4096, "the unsynced run spans pages");
+    // One page of the unsynced run never reached the disk.
+    image[4096..8192].fill(0);
+    fs::write(&journal, &image).unwrap();
+    let e = open(crashed.path());
+    assert!(
+        col_status(&e, a).is_ok(),
+        "only an unsynced journal tail was damaged: {:?}",
+        col_status(&e, a)
+    );
+    assert_eq!(get(&e, a, "first").as_deref(), Some("collected and synced"));
+    for (k, v) in &model {
+        assert_eq!(get(&e, a, k).as_ref(), Some(v), "{k}");
+    }
+}
