@@ -120,7 +120,7 @@ fn review_known_bug_power_loss_during_collection_leaves_journal_unopenable() {
     let crashed = tempfile::tempdir().unwrap();
     copy_dir(dir.path(), crashed.path());
     drop(e);
-    let journal = files_with(&crashed.path(), &|n| n.starts_with("journal-"))
+    let journal = files_with(crashed.path(), &|n| n.starts_with("journal-"))
         .pop()
         .expect("a journal");
     let mut image = fs::read(&journal).unwrap();
