@@ -28,6 +28,7 @@ pub const RULES: &[&str] = &[
     "remove-collect-variables",
     "sort-limit",
     "reduce-extraction-to-projection",
+    "optimize-count",
 ];
 
 /// Which rules are enabled by an `optimizer.rules` list.
@@ -176,6 +177,7 @@ fn optimize_pipeline(
         fired,
     );
     run("sort-limit", &mut plan, sort_limit, fired);
+    run("optimize-count", &mut plan, optimize_count, fired);
     run(
         "reduce-extraction-to-projection",
         &mut plan,
@@ -741,7 +743,6 @@ fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool
         let slot = *out;
         let mut names = std::collections::BTreeSet::new();
         if nodes_use_only_attributes(&plan.nodes[i + 1..], slot, &mut names)
-            && !names.is_empty()
             && names.len() <= MAX_PROJECTIONS
         {
             if let NodeKind::EnumerateCollection { projections, .. } = &mut plan.nodes[i].kind {
@@ -751,4 +752,43 @@ fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool
         }
     }
     changed
+}
+
+/// `FOR d IN coll COLLECT WITH COUNT INTO n` as the first loop of a pipeline counts the
+/// collection (in the query's snapshot) instead of reading every document.
+fn optimize_count(plan: &mut Plan, _: &OptimizeOptions) -> bool {
+    for i in 1..plan.nodes.len().saturating_sub(1) {
+        let NodeKind::EnumerateCollection { collection, .. } = &plan.nodes[i].kind else {
+            continue;
+        };
+        let first_loop = plan.nodes[..i].iter().all(|n| {
+            !n.kind.is_loop()
+                && !matches!(
+                    n.kind,
+                    NodeKind::Filter { .. } | NodeKind::Limit { .. } | NodeKind::NoResults
+                )
+        });
+        let NodeKind::Collect {
+            groups,
+            aggregates,
+            into: None,
+            count: Some(out),
+            ..
+        } = &plan.nodes[i + 1].kind
+        else {
+            continue;
+        };
+        if !first_loop || !groups.is_empty() || !aggregates.is_empty() {
+            continue;
+        }
+        let Some(def) = crate::functions::lookup("COLLECTION_COUNT") else {
+            return false;
+        };
+        let expr = CExpr::Call(def, vec![CExpr::Const(Value::String(collection.clone()))]);
+        let out = *out;
+        plan.nodes[i + 1].kind = NodeKind::Calculation { out, expr };
+        plan.nodes.remove(i);
+        return true;
+    }
+    false
 }
