@@ -140,3 +140,62 @@ fn review_known_bug_power_loss_during_collection_leaves_journal_unopenable() {
         assert_eq!(get(&e, a, k).as_ref(), Some(v), "{k}");
     }
 }
+
+/// BUG (high): compaction silently drops live documents that it cannot find in a damaged
+/// input. Restart trusts hint files (documented: damage is found "when the document is read
+/// or compacted"), but `compact_group` only refuses inputs whose scan ends `Corrupt`; a
+/// datafile that lost its tail (`TornTail`/`Clean` without a matching footer) is copied up
+/// to the damage, the index entries of the missing documents are never repointed, the
+/// input is unlisted and deleted — the documents are gone (reads fail, and after a restart
+/// they have vanished without any error). Fix: in compaction, require a sealed input with a
+/// matching footer (as recovery now does) and check that every referenced location was
+/// found in the input before swapping; otherwise fail with error 1000.
+#[test]
+fn review_known_bug_compaction_of_a_truncated_datafile_loses_live_documents() {
+    if gated() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a, model);
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        model = fill(&e, a, 24, 900);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    // The first datafile loses its tail; its hint file is intact, so restart trusts it.
+    let cdir = col_dir(dir.path(), db, a);
+    let datafiles = files_with(&cdir, &|n| n.starts_with("datafile-") && n.ends_with(".db"));
+    let victim = &datafiles[0];
+    let image = fs::read(victim).unwrap();
+    let last = *format::scan(&image).markers.last().unwrap();
+    let f = fs::OpenOptions::new().write(true).open(victim).unwrap();
+    f.set_len((last.offset + last.len / 2) as u64).unwrap();
+    drop(f);
+    {
+        let e = open(dir.path());
+        let _ = e.compact(a); // may fail: that is the point
+        remove(&e, a, "d000"); // something to make the next compaction run
+        let _ = e.compact(a);
+        e.shutdown().unwrap();
+    }
+    let e = open(dir.path());
+    let mut expected = model.clone();
+    expected.remove("d000");
+    let status = col_status(&e, a);
+    if status.is_ok() {
+        let mut missing = Vec::new();
+        for (k, v) in &expected {
+            match e.snapshot().get(a, k) {
+                Ok(Some(d)) if d.body == v.as_bytes() => {}
+                _ => missing.push(k.clone()),
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "documents lost by compacting a damaged datafile, no error anywhere: {missing:?}"
+        );
+    }
+}
