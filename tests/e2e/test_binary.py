@@ -1,0 +1,78 @@
+"""The `quiver` binary itself: grouped --help, configuration file, startup line, clean
+shutdown on SIGINT and SIGTERM."""
+import signal
+import socket
+import subprocess
+
+import requests
+
+from conftest import Server, quiver_bin
+
+
+def test_help_lists_grouped_arangodb_options():
+    out = subprocess.run([quiver_bin(), "--help"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0
+    for option in [
+        "--server.endpoint",
+        "--database.directory",
+        "--database.maximal-journal-size",
+        "--wal.sync-interval",
+        "--log.level",
+        "--configuration",
+        "--server.max-body-size",
+        "--database.ignore-datafile-errors",
+    ]:
+        assert option in out.stdout, option
+    for group in ["Server:", "Database:", "Write-ahead log:", "Logging:"]:
+        assert group in out.stdout, group
+    bad = subprocess.run([quiver_bin(), "--no-such-option"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def test_configuration_file_and_clean_shutdown(tmp_root):
+    data = tmp_root / "configured"
+    port = free_port()
+    conf = tmp_root / "quiver.conf"
+    conf.write_text(
+        "# ArangoDB-style configuration\n"
+        "[server]\n"
+        f"endpoint = tcp://127.0.0.1:{port}\n"
+        "\n[database]\n"
+        f"directory = {data}\n"
+        "maximal-journal-size = 4MiB\n"
+        "\n[wal]\nsync-interval = 50\n"
+    )
+    proc = subprocess.Popen(
+        [quiver_bin(), "--configuration", str(conf), "--log.level", "warning"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()
+        assert f"127.0.0.1:{port}" in line and str(data) in line, line
+        r = requests.post(f"http://127.0.0.1:{port}/_api/collection", json={"name": "c"}, timeout=10)
+        assert r.status_code == 200
+        assert data.is_dir()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=30) == 0
+        rest = proc.stdout.read()
+        assert "shutdown complete" in rest, rest
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    # The same directory opens again with the collection in it (SIGTERM path this time).
+    srv = Server(data).start()
+    try:
+        assert requests.get(f"{srv.url}/_api/collection/c", timeout=10).status_code == 200
+    finally:
+        assert srv.stop() == 0
