@@ -367,10 +367,25 @@ impl QueryService {
 
     fn purge_expired(&self) {
         let now = Instant::now();
-        self.cursors.lock().retain(|_, c| match c.try_lock() {
-            Some(c) => c.expires > now,
-            None => true,
+        let mut expired = Vec::new();
+        self.cursors.lock().retain(|_, c| {
+            let keep = c.try_lock().is_none_or(|c| c.expires > now);
+            if !keep {
+                expired.push(c.clone());
+            }
+            keep
         });
+        // Outside the registry lock: dropping a streaming execution aborts its writes, and
+        // its query leaves the list of running queries.
+        for c in expired {
+            if let Some(mut c) = c.try_lock() {
+                if let CursorData::Streaming(state) = &mut c.data {
+                    let peak = state.exec.as_ref().map_or(0, |e| e.ctx.stats.peak_memory);
+                    state.exec = None;
+                    self.unregister(state.query_id, peak, ErrorCode::CursorNotFound.number());
+                }
+            }
+        }
     }
 
     /// Parses, plans and optimizes a query in a fresh transaction.

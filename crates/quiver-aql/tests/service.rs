@@ -205,6 +205,19 @@ fn cursors_expire_after_ttl() {
 }
 
 #[test]
+fn expired_streaming_cursor_leaves_the_registry() {
+    let (_, s) = service_with_docs(0);
+    post(
+        &s,
+        json!({"query": "FOR i IN 1..100 RETURN i", "batchSize": 1, "ttl": 0.05, "options": {"stream": true}}),
+    );
+    assert_eq!(s.current("_system").unwrap().1.as_array().unwrap().len(), 1);
+    std::thread::sleep(std::time::Duration::from_millis(120));
+    assert_eq!(s.open_cursors(), 0);
+    assert_eq!(s.current("_system").unwrap().1, json!([]));
+}
+
+#[test]
 fn request_validation_errors() {
     let (_, s) = service_with_docs(0);
     let code = |body: Value| s.create_cursor("_system", body).unwrap_err().code;
