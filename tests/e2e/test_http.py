@@ -400,3 +400,33 @@ def test_connection_close_and_http10(server):
         data += chunk
     s.close()
     assert b" 200 OK" in data and b'"server":"arango"' in data
+
+
+def test_garbage_never_kills_the_server(server, http, coll):
+    import random
+
+    rng = random.Random(7)
+    payloads = [
+        b"\x00\x01\x02\r\n\r\n",
+        b"GET\r\n\r\n",
+        b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\n\r\n",
+        b"POST /_api/document/" + coll.encode() + b" HTTP/1.1\r\nContent-Length: 5\r\n\r\n{\"a\"",
+        b"POST /_api/batch HTTP/1.1\r\nContent-Type: multipart/form-data; boundary=XX\r\nContent-Length: 10\r\n\r\n--XX\r\n\r\n\r\n",
+        b"PUT /_api/import?collection=" + coll.encode() + b" HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"GET /_db/%FF%FE/_api/version HTTP/1.1\r\n\r\n",
+        b"GET /_api/document/" + coll.encode() + b"/%00 HTTP/1.1\r\n\r\n",
+    ] + [bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 300))) for _ in range(30)]
+    for p in payloads:
+        try:
+            s = socket.create_connection(("127.0.0.1", server.port), timeout=2)
+            s.sendall(p)
+            s.settimeout(0.5)
+            try:
+                s.recv(65536)
+            except OSError:
+                pass
+            s.close()
+        except OSError:
+            pass
+    assert http.get("/_api/version").status_code == 200
+    assert http.get(f"/_api/collection/{coll}/count").json()["count"] == 0
