@@ -444,6 +444,10 @@ struct Planner<'a> {
     txn: &'a dyn Transaction,
     vars: Vec<VarInfo>,
     scopes: Vec<Vec<(String, Slot)>>,
+    /// Per scope: where the variables of the first FOR loop begin. COLLECT ends the loop
+    /// scopes (as ArangoDB's parser does), hiding everything declared from there on, while
+    /// variables declared before the first loop stay visible.
+    loop_marks: Vec<Option<usize>>,
     collections: BTreeMap<String, &'static str>,
     next_id: usize,
     modified: HashSet<String>,
@@ -461,6 +465,7 @@ pub fn build(
         txn,
         vars: Vec::new(),
         scopes: vec![Vec::new()],
+        loop_marks: vec![None],
         collections: BTreeMap::new(),
         next_id: 1,
         modified: HashSet::new(),
@@ -688,6 +693,13 @@ impl<'a> Planner<'a> {
         Ok(slot)
     }
 
+    fn mark_loop(&mut self) {
+        let len = self.scopes.last().map_or(0, Vec::len);
+        if let Some(mark) = self.loop_marks.last_mut() {
+            mark.get_or_insert(len);
+        }
+    }
+
     fn lookup_var(&self, name: &str) -> Option<Slot> {
         self.scopes
             .iter()
@@ -786,6 +798,7 @@ impl<'a> Planner<'a> {
                         ));
                     }
                     self.collections.entry(name.clone()).or_insert("read");
+                    self.mark_loop();
                     let out = self.declare(var)?;
                     self.node(plan, NodeKind::EnumerateCollection { out, collection: name, random: false, projections: None });
                 } else {
@@ -798,6 +811,7 @@ impl<'a> Planner<'a> {
                             ListSource::Slot(out)
                         }
                     };
+                    self.mark_loop();
                     let out = self.declare(var)?;
                     self.node(plan, NodeKind::EnumerateList { out, input });
                 }
@@ -928,10 +942,8 @@ impl<'a> Planner<'a> {
             Some((name, None)) => {
                 let visible: Vec<(String, Slot)> = if c.keep.is_empty() {
                     let mut seen = HashSet::new();
-                    let mut list: Vec<(String, Slot)> = self
-                        .scopes
-                        .last()
-                        .expect("scope")
+                    let from = self.loop_marks.last().copied().flatten().unwrap_or(0);
+                    let mut list: Vec<(String, Slot)> = self.scopes.last().expect("scope")[from..]
                         .iter()
                         .rev()
                         .filter(|(n, s)| self.vars[*s].user && seen.insert(n.clone()))
@@ -967,7 +979,10 @@ impl<'a> Planner<'a> {
             None => "sorted".to_string(),
         };
         // COLLECT ends the scope of the current loop variables.
-        *self.scopes.last_mut().expect("scope") = Vec::new();
+        let keep_from = self.loop_marks.last().copied().flatten();
+        let scope = self.scopes.last_mut().expect("scope");
+        scope.truncate(keep_from.unwrap_or(scope.len()));
+        *self.loop_marks.last_mut().expect("scope") = None;
         let mut group_slots = Vec::new();
         for (name, input) in groups {
             group_slots.push((self.declare(&name)?, input));
@@ -1039,8 +1054,10 @@ impl<'a> Planner<'a> {
         let old_slot = self.new_var("OLD", true);
         let upsert_update = if m.kind == ModifyKind::Upsert {
             self.scopes.push(vec![("OLD".to_string(), old_slot)]);
+            self.loop_marks.push(None);
             let compiled = m.third.as_ref().map(|e| self.compile(e, plan)).transpose();
             self.scopes.pop();
+            self.loop_marks.pop();
             compiled?
         } else {
             None
@@ -1217,8 +1234,10 @@ impl<'a> Planner<'a> {
             }
             Expr::Subquery(q) => {
                 self.scopes.push(Vec::new());
+                self.loop_marks.push(None);
                 let sub = self.plan_query(q);
                 self.scopes.pop();
+                self.loop_marks.pop();
                 let sub = sub?;
                 let out = self.temp();
                 self.node(

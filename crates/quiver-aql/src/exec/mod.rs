@@ -771,9 +771,16 @@ impl CollectOp {
             .iter()
             .map(|a| !matches!(a.function.as_str(), "LENGTH" | "COUNT"))
             .collect();
+        let mut first_row = true;
         let mut charged = 0u64;
         while let Some(row) = self.input.next(ctx)? {
             ctx.check()?;
+            // Variables declared before the first loop stay visible after COLLECT; they
+            // are the same in every input row, so take them from the first one.
+            if first_row {
+                self.template.clone_from(&row);
+                first_row = false;
+            }
             let key: Vec<Value> = self
                 .groups
                 .iter()
