@@ -1251,6 +1251,7 @@ impl Inner {
         let mut count = 0u64;
         let mut max_tick = 0u64;
         let mut crc_acc = 0u32;
+        let mut found_refs = 0usize;
         let mut stats = FileStats {
             docs: 0,
             doc_bytes: 0,
@@ -1266,12 +1267,15 @@ impl Inner {
                 true => format::salvage(&image),
                 false => {
                     let scan = format::scan(&image);
-                    if scan.end == ScanEnd::Corrupt {
+                    // Hint files were trusted at startup: this is where a damaged datafile
+                    // (a lost tail included) must be caught before it is replaced.
+                    if scan.end != ScanEnd::Sealed || !footer_ok(&scan) {
                         return Err(corrupt(format!(
-                            "collection {}: datafile {} is corrupt at offset {}",
+                            "collection {}: datafile {} is damaged at offset {} (compaction \
+                             refused; start with --database.ignore-datafile-errors to salvage)",
                             col.id,
                             input.fid,
-                            scan.bad_offset.unwrap_or(0)
+                            scan.bad_offset.unwrap_or(scan.valid_end)
                         )));
                     }
                     scan.markers
@@ -1298,6 +1302,7 @@ impl Inner {
                 crc_acc = crc32c::crc32c_append(crc_acc, &m.crc.to_le_bytes());
                 report.markers_kept += 1;
                 if m.kind == MarkerType::Document {
+                    found_refs += 1;
                     stats.docs += 1;
                     stats.doc_bytes += m.len as u64;
                     let marker =
@@ -1321,6 +1326,17 @@ impl Inner {
                     stats.removes += 1;
                 }
             }
+        }
+        if found_refs < referenced.len() {
+            // Some document the index points to is not (intact) in the inputs: replacing them
+            // would lose it. Leave everything as it is and report.
+            return Err(corrupt(format!(
+                "collection {}: {} referenced document(s) not found intact in datafiles {:?}; \
+                 compaction refused",
+                col.id,
+                referenced.len() - found_refs,
+                group
+            )));
         }
         let io = |e| files::io_error(e, "writing a compaction file");
         let mut result: Option<Arc<DataFile>> = None;
@@ -1716,6 +1732,22 @@ fn recover_collection(
             .read_all()
             .map_err(|e| files::io_error(e, "reading a datafile"))?;
         let mut scan = format::scan(&image);
+        if is_journal && scan.end == ScanEnd::Corrupt {
+            // Journal ticks grow along the file. Damage that starts after the last collected
+            // (synced) tick and is followed only by uncollected markers is an unsynced tail
+            // (power loss during a collector pass): everything from there on is still in the
+            // WAL, so the journal is cut at the damage instead of being reported.
+            let collected = col.collected_tick.load(Ordering::Acquire);
+            let bad = scan.bad_offset.unwrap_or(scan.valid_end);
+            let before = scan.markers.last().map(|m| m.tick).unwrap_or(0);
+            let tail_uncollected = format::salvage(&image)
+                .iter()
+                .filter(|m| m.offset > bad)
+                .all(|m| m.tick > collected);
+            if before >= collected && tail_uncollected {
+                scan.end = ScanEnd::TornTail;
+            }
+        }
         // A sealed datafile was fdatasynced with its footer before it was listed: anything
         // but a footer that matches its markers means damage (a lost tail included).
         let sealed_ok = scan.end == ScanEnd::Sealed && footer_ok(&scan);
@@ -1866,6 +1898,16 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                     max_tick: 0,
                     max_rev: 0,
                 };
+                // A hint is only as good as its datafile: one that lost its tail (footer or
+                // markers) must be scanned, which reports the damage.
+                let mut needed = 0u64;
+                let parsed = files::for_each_hint(fid, &buf, |_, _, _, _, offset, len| {
+                    needed = needed.max(offset as u64 + len as u64);
+                });
+                let footer_end = format::padded(needed as usize) + format::FOOTER_LEN;
+                if parsed.is_none() || p.stats.size < footer_end as u64 {
+                    continue;
+                }
                 let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
                     p.max_tick = p.max_tick.max(tick);
                     p.max_rev = p.max_rev.max(rev);
