@@ -430,3 +430,14 @@ def test_garbage_never_kills_the_server(server, http, coll):
             pass
     assert http.get("/_api/version").status_code == 200
     assert http.get(f"/_api/collection/{coll}/count").json()["count"] == 0
+
+
+def test_non_ascii_is_escaped_in_responses(http, coll):
+    r = http.post(f"/_api/document/{coll}?returnNew=true", data='{"_key":"u","t":"Grüß Gott 😀"}'.encode())
+    assert r.status_code == 202
+    assert "\\u00FC\\u00DF" in r.text and "\\uD83D\\uDE00" in r.text
+    r = http.get(f"/_api/document/{coll}/u")
+    assert '"Gr\\u00FC\\u00DF Gott \\uD83D\\uDE00"' in r.text
+    assert r.json()["t"] == "Grüß Gott 😀"
+    head = http.head(f"/_api/document/{coll}/u")
+    assert int(head.headers["Content-Length"]) == len(r.content)

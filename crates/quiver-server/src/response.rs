@@ -180,3 +180,47 @@ impl<T: Send + 'static> Durability for quiver_core::Committed<T> {
         Box::pin(async move { (*self).wait_async().await.map(|_| ()) })
     }
 }
+
+/// Escapes every non-ASCII character of a JSON text as `\uXXXX` (upper-case hex, surrogate
+/// pairs beyond the BMP), as ArangoDB's JSON writer does. Outside string literals JSON is pure
+/// ASCII, so every non-ASCII character is inside a string and can be escaped in place without
+/// parsing. ASCII-only bodies (the common case) are returned untouched.
+pub fn escape_non_ascii(body: Bytes) -> Bytes {
+    if body.is_ascii() {
+        return body;
+    }
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return body;
+    };
+    let mut out = String::with_capacity(body.len() + body.len() / 2);
+    let mut units = [0u16; 2];
+    for c in text.chars() {
+        if c.is_ascii() {
+            out.push(c);
+        } else {
+            for unit in c.encode_utf16(&mut units) {
+                out.push_str(&format!("\\u{unit:04X}"));
+            }
+        }
+    }
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_ascii_is_escaped_like_arangodb() {
+        let body = Bytes::from("{\"a\":\"öä Grüß 😀\"}");
+        let escaped = escape_non_ascii(body);
+        assert_eq!(
+            &escaped[..],
+            br#"{"a":"\u00F6\u00E4 Gr\u00FC\u00DF \uD83D\uDE00"}"#
+        );
+        let back: serde_json::Value = serde_json::from_slice(&escaped).unwrap();
+        assert_eq!(back["a"], "öä Grüß 😀");
+        let ascii = Bytes::from_static(b"{\"a\":1}");
+        assert_eq!(escape_non_ascii(ascii.clone()).as_ptr(), ascii.as_ptr());
+    }
+}

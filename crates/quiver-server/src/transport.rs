@@ -314,7 +314,16 @@ pub fn decompress(encoding: &str, data: &[u8], limit: usize) -> Result<Bytes, Er
 }
 
 fn to_hyper(response: Response, close: bool) -> hyper::Response<Full<Bytes>> {
-    let mut out = hyper::Response::new(Full::new(response.body));
+    let is_json = response
+        .content_type
+        .as_ref()
+        .is_some_and(|ct| ct.as_bytes().starts_with(b"application/json"));
+    let body = if is_json {
+        crate::response::escape_non_ascii(response.body)
+    } else {
+        response.body
+    };
+    let mut out = hyper::Response::new(Full::new(body));
     *out.status_mut() = response.status;
     let headers = out.headers_mut();
     headers.reserve(STATIC_HEADERS.len() + response.headers.len() + 2);

@@ -259,9 +259,18 @@ fn write_part_response(out: &mut Vec<u8>, response: &Response, is_head: bool) {
         out.extend_from_slice(value.as_bytes());
         out.extend_from_slice(b"\r\n");
     }
-    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", response.body.len()).as_bytes());
+    let is_json = response
+        .content_type
+        .as_ref()
+        .is_some_and(|ct| ct.as_bytes().starts_with(b"application/json"));
+    let body = if is_json {
+        crate::response::escape_non_ascii(response.body.clone())
+    } else {
+        response.body.clone()
+    };
+    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
     if !is_head {
-        out.extend_from_slice(&response.body);
+        out.extend_from_slice(&body);
     }
 }
 
