@@ -578,6 +578,9 @@ impl Inner {
                 self.seal_segment(&mut wal);
             }
             self.new_segment(&mut wal, need)?;
+            // Let the maintenance thread prepare the next (zero-filled) segment right away.
+            *self.bg.wake.lock() = true;
+            self.bg.cv.notify_all();
         }
         let n = spans.len() as u64;
         let durable = self.durable_tick.load(Ordering::Acquire);
@@ -842,6 +845,10 @@ impl Inner {
             if self.bg.stop.load(Ordering::Acquire) {
                 // Shutting down: the rest stays in the WAL and is collected after restart.
                 break;
+            }
+            // Long collection passes must not starve the writers of prepared segments.
+            if let Err(e) = self.prepare_spare_segment() {
+                tracing::warn!("preparing the next WAL segment: {}", e);
             }
             let retain = self.collect_segment(&seg)?;
             let mut wal = self.wal.lock();
