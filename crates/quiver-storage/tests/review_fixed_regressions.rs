@@ -1,6 +1,6 @@
 //! Adversarial review: bugs found by the review (first committed as gated failing tests in
-//! review_known_bugs.rs) that the engine fixed in 6ec6128, 7eb249a and 8399e60. Ordinary tests now:
-//! they guard against regressions.
+//! review_known_bugs.rs) that the engine fixed in 6ec6128, 7eb249a, 8399e60 and f2388c4.
+//! Ordinary tests now: they guard against regressions.
 
 mod review_util;
 
@@ -537,4 +537,144 @@ fn was_bug_unsynced_wal_page_hole_after_power_loss_refuses_startup() {
         get(&e, a, "synced").as_deref(),
         Some("durable before the power loss")
     );
+}
+
+/// WAS A BUG (medium; fixed in f2388c4): the journal twin of the WAL page-hole bug. The collector appends a run of
+/// markers to a journal with one pwrite and then fdatasyncs it; a power loss in between
+/// can leave a hole (a later page reached the disk, an earlier one did not). At the next
+/// start the journal shows "corruption in the middle" and the collection refuses to open
+/// (error 1000, salvage needed), although every marker behind the hole is still in the WAL
+/// (the segment is deleted only after the journal sync; `collectedTick` was not advanced).
+/// Fix: in a journal, an invalid spot followed only by markers with ticks above the
+/// MANIFEST's `collectedTick` is an unsynced tail: cut the journal there (seal it) and let
+/// the WAL replay the rest.
+#[test]
+fn was_bug_power_loss_during_collection_leaves_journal_unopenable() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = std::sync::Arc::new(Faults::default());
+    let e = Engine::open(
+        dir.path(),
+        quiver_storage::EngineOptions {
+            journal_size_default: 64 * 1024,
+            wal_logfile_size: 64 * 1024,
+            ..faulty(&faults)
+        },
+    )
+    .unwrap();
+    let db = new_db(&e);
+    let a = new_col(&e, db);
+    put(&e, a, "first", "collected and synced");
+    e.collect().unwrap();
+    let mut model = std::collections::BTreeMap::new();
+    for i in 0..16 {
+        let body = format!("{i}:{}", "j".repeat(900));
+        put(&e, a, &format!("n{i:02}"), &body);
+        model.insert(format!("n{i:02}"), body);
+    }
+    // The collector's pwrite reaches the page cache, then the power fails before the
+    // journal's fdatasync completes (simulated: the sync fails, then the machine "crashes").
+    faults.arm(quiver_storage::FailPoint::JournalSync, 1);
+    assert!(e.collect().is_err());
+    let crashed = tempfile::tempdir().unwrap();
+    copy_dir(dir.path(), crashed.path());
+    drop(e);
+    let journal = files_with(crashed.path(), &|n| n.starts_with("journal-"))
+        .pop()
+        .expect("a journal");
+    let mut image = fs::read(&journal).unwrap();
+    let scan = format::scan(&image);
+    assert!(scan.valid_end > 3 * 4096, "the unsynced run spans pages");
+    // One page of the unsynced run never reached the disk.
+    image[4096..8192].fill(0);
+    fs::write(&journal, &image).unwrap();
+    let e = open(crashed.path());
+    assert!(
+        col_status(&e, a).is_ok(),
+        "only an unsynced journal tail was damaged: {:?}",
+        col_status(&e, a)
+    );
+    assert_eq!(get(&e, a, "first").as_deref(), Some("collected and synced"));
+    for (k, v) in &model {
+        assert_eq!(get(&e, a, k).as_ref(), Some(v), "{k}");
+    }
+}
+
+/// WAS A BUG (high; fixed in f2388c4): compaction silently drops live documents that it cannot find in a damaged
+/// input. Restart trusts hint files (documented: damage is found "when the document is read
+/// or compacted"), but `compact_group` only refuses inputs whose scan ends `Corrupt`; a
+/// datafile that lost its tail (`TornTail`/`Clean` without a matching footer) is copied up
+/// to the damage, the index entries of the missing documents are never repointed, the
+/// input is unlisted and deleted — the documents are gone (reads fail, and after a restart
+/// they have vanished without any error). Fix: in compaction, require a sealed input with a
+/// matching footer (as recovery now does) and check that every referenced location was
+/// found in the input before swapping; otherwise fail with error 1000.
+#[test]
+fn was_bug_compaction_of_a_truncated_datafile_loses_live_documents() {
+    compact_damaged_datafile(false);
+    compact_damaged_datafile(true);
+}
+
+fn compact_damaged_datafile(zero_tail: bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, a, model);
+    let mut expected_d000_removed = true;
+    {
+        let e = open(dir.path());
+        db = new_db(&e);
+        a = new_col(&e, db);
+        model = fill(&e, a, 24, 900);
+        e.compact(a).unwrap();
+        e.shutdown().unwrap();
+    }
+    // The first datafile loses its tail; its hint file is intact, so restart trusts it.
+    let cdir = col_dir(dir.path(), db, a);
+    let datafiles = files_with(&cdir, &|n| n.starts_with("datafile-") && n.ends_with(".db"));
+    let victim = &datafiles[0];
+    let image = fs::read(victim).unwrap();
+    let last = *format::scan(&image).markers.last().unwrap();
+    let cut = last.offset + last.len / 2;
+    if zero_tail {
+        // Same length, so a hint that only checks coverage still trusts the file.
+        let mut damaged = image.clone();
+        damaged[cut..].fill(0);
+        fs::write(victim, &damaged).unwrap();
+    } else {
+        let f = fs::OpenOptions::new().write(true).open(victim).unwrap();
+        f.set_len(cut as u64).unwrap();
+        drop(f);
+    }
+    {
+        let e = open(dir.path());
+        let _ = e.compact(a); // may fail: that is the point
+                              // Something to make the next compaction run (may be refused if the damage is seen).
+        let mut b = WriteBatch::new();
+        b.remove(a, "d000", e.hlc().next());
+        let removed = e.commit(b).and_then(|t| t.wait()).is_ok();
+        let _ = e.compact(a);
+        if !removed {
+            expected_d000_removed = false;
+        }
+        e.shutdown().unwrap();
+    }
+    let e = open(dir.path());
+    let mut expected = model.clone();
+    if expected_d000_removed {
+        expected.remove("d000");
+    }
+    let status = col_status(&e, a);
+    if status.is_ok() {
+        let mut missing = Vec::new();
+        for (k, v) in &expected {
+            match e.snapshot().get(a, k) {
+                Ok(Some(d)) if d.body == v.as_bytes() => {}
+                // Reported damage (error 1000 on read) is acceptable, silence is not.
+                Err(err) if err.code == quiver_errors::ErrorCode::CorruptedDatafile => {}
+                _ => missing.push(k.clone()),
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "documents lost by compacting a damaged datafile (zero_tail={zero_tail}), no error anywhere: {missing:?}"
+        );
+    }
 }
