@@ -368,7 +368,9 @@ fn lex_string(query: &str, pos: &mut usize, quote: u8) -> Option<(String, usize,
                         if (0xD800..0xDC00).contains(&code) {
                             let rest = chars.as_str();
                             if rest.starts_with("\\u") && rest.len() >= 6 {
-                                if let Ok(low) = u32::from_str_radix(&rest[2..6], 16) {
+                                if let Ok(low) =
+                                    u32::from_str_radix(rest.get(2..6).unwrap_or(""), 16)
+                                {
                                     if (0xDC00..0xE000).contains(&low) {
                                         for _ in 0..6 {
                                             chars.next();
@@ -444,6 +446,17 @@ mod tests {
             toks("`FOR`"),
             vec![Tok::QuotedIdent("FOR".into()), Tok::Eof]
         );
+    }
+
+    #[test]
+    fn escapes_next_to_multibyte_characters() {
+        // An invalid escape after a high surrogate is a clean error, not a panic.
+        assert!(tokenize("'\\ud83d\\u1é'").is_err());
+        assert_eq!(
+            toks("'\\ud83d\\ude00'"),
+            vec![Tok::Str("😀".into()), Tok::Eof]
+        );
+        assert!(tokenize("'\\ud83dé'").is_ok());
     }
 
     #[test]
