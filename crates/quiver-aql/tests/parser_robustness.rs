@@ -131,6 +131,14 @@ proptest! {
     }
 
     #[test]
+    fn string_and_name_escapes_never_panic(body in "[\\\\ud83ceé😀`´'\"0-9a-fA-F]{0,40}") {
+        for quote in ["'", "\"", "`", "\u{b4}"] {
+            let _ = quiver_aql::parser::parse(&format!("RETURN {quote}{body}{quote}"));
+            let _ = quiver_aql::parser::parse(&format!("RETURN {quote}{body}"));
+        }
+    }
+
+    #[test]
     fn token_soup_never_panics_the_pipeline(query in token_soup()) {
         let s = service();
         let start = Instant::now();
