@@ -144,6 +144,10 @@ fn runs_blocking(req: &Request) -> bool {
         Some("batch" | "import" | "cursor" | "query" | "explain" | "transaction") => true,
         Some("collection") => req.method != Method::GET,
         Some("database") => req.method != Method::GET,
+        // Creating a unique index scans the collection; an edge lookup may build the edge
+        // index.
+        Some("index") => req.method != Method::GET,
+        Some("edges") => true,
         Some("document") => req.body.first() == Some(&b'['),
         _ => false,
     }

@@ -6,7 +6,9 @@ pub mod collection;
 pub mod cursor;
 pub mod database;
 pub mod document;
+pub mod edges;
 pub mod import;
+pub mod index;
 pub mod job;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -30,6 +32,8 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "collection" => collection::route(state, req),
             "document" => document::route(state, req),
             "import" => import::route(state, req),
+            "index" => index::route(state, req),
+            "edges" => edges::route(state, req),
             "cursor" | "query" | "explain" => cursor::route(state, req),
             _ => return not_found(req),
         },
