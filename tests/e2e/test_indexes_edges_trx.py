@@ -142,3 +142,94 @@ def test_edges_raw_errors(http, db):
     assert r.status_code == 400 and r.json()["errorNum"] == 1205
     r = http.get(f"{base}/nope?vertex=v/a")
     assert r.status_code == 404 and r.json()["errorNum"] == 1203
+
+
+def test_stream_transaction_commit(db):
+    from arango.exceptions import TransactionAbortError
+
+    coll = db.create_collection(unique("trx"))
+    db.create_collection("untouched")
+    txn = db.begin_transaction(write=coll.name, sync=True)
+    assert txn.transaction_id.isdigit()
+    assert txn.transaction_status() == "running"
+    assert {"id": txn.transaction_id, "state": "running"} in db.list_transactions()
+
+    tcoll = txn.collection(coll.name)
+    tcoll.insert({"_key": "a", "n": 1})
+    tcoll.insert_many([{"_key": "b"}, {"_key": "c"}])
+    tcoll.update({"_key": "a", "m": 2})
+    tcoll.delete("c")
+    assert tcoll.get("a")["m"] == 2
+    assert tcoll.count() == 2
+    assert tcoll.get("c") is None
+    assert coll.get("a") is None and coll.count() == 0
+    with pytest.raises(DocumentInsertError) as e:
+        txn.collection("untouched").insert({})
+    assert e.value.error_code == 1652
+
+    assert txn.commit_transaction() is True
+    assert txn.transaction_status() == "committed"
+    assert coll.get("a")["n"] == 1 and coll.get("a")["m"] == 2
+    assert sorted(d["_key"] for d in coll.all()) == ["a", "b"]
+    assert all(t["id"] != txn.transaction_id for t in db.list_transactions())
+    assert txn.commit_transaction() is True
+    with pytest.raises(TransactionAbortError) as e:
+        txn.abort_transaction()
+    assert e.value.error_code == 1653
+
+
+def test_stream_transaction_abort_and_conflict(db):
+    from arango.exceptions import (
+        DocumentGetError,
+        TransactionCommitError,
+        TransactionFetchError,
+        TransactionInitError,
+    )
+
+    coll = db.create_collection(unique("trx"))
+    txn = db.begin_transaction(write=[coll.name])
+    txn.collection(coll.name).insert({"_key": "gone"})
+    assert txn.abort_transaction() is True
+    assert txn.transaction_status() == "aborted"
+    assert coll.get("gone") is None
+    with pytest.raises(DocumentGetError) as e:
+        txn.collection(coll.name).get("gone")
+    assert e.value.error_code == 1654 and e.value.http_code == 410
+    with pytest.raises(TransactionCommitError) as e:
+        txn.commit_transaction()
+    assert e.value.error_code == 1653
+
+    coll.insert({"_key": "d", "n": 0})
+    txn = db.begin_transaction(write=coll.name)
+    txn.collection(coll.name).update({"_key": "d", "n": 1})
+    coll.update({"_key": "d", "n": 2})
+    with pytest.raises(TransactionCommitError) as e:
+        txn.commit_transaction()
+    assert e.value.error_code == 1200
+    assert txn.transaction_status() == "aborted"
+    assert coll.get("d")["n"] == 2
+
+    with pytest.raises(TransactionInitError) as e:
+        db.begin_transaction(write="no_such_collection")
+    assert e.value.error_code == 1203
+    with pytest.raises(TransactionFetchError) as e:
+        db.fetch_transaction("123456789")
+    assert e.value.error_code == 1655
+
+
+def test_stream_transaction_raw_http(http, db):
+    db.create_collection("rc")
+    base = f"/_db/{db.name}/_api"
+    r = http.post(f"{base}/transaction/begin", json={"collections": {"write": "rc"}})
+    assert r.status_code == 201
+    tid = r.json()["result"]["id"]
+    h = {"x-arango-trx-id": tid}
+    r = http.post(f"{base}/document/rc", json={"_key": "k"}, headers=h)
+    assert r.status_code in (201, 202)
+    assert http.get(f"{base}/document/rc/k", headers=h).status_code == 200
+    assert http.get(f"{base}/document/rc/k").status_code == 404
+    r = http.put(f"{base}/transaction/{tid}")
+    assert r.status_code == 200 and r.json()["result"] == {"id": tid, "status": "committed"}
+    assert http.get(f"{base}/document/rc/k").status_code == 200
+    r = http.get(f"{base}/transaction/illegal")
+    assert r.status_code == 400 and r.json()["errorNum"] == 10

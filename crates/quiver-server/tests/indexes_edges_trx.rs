@@ -36,6 +36,28 @@ impl Fixture {
         handle(&self.state, req).settle_blocking()
     }
 
+    fn call_in(&self, trx: &str, method: Method, target: &str, body: Option<Value>) -> Response {
+        let mut req = Request::build(method, target).with_header("x-arango-trx-id", trx);
+        if let Some(b) = body {
+            req = req.with_body(serde_json::to_vec(&b).unwrap());
+        }
+        handle(&self.state, req).settle_blocking()
+    }
+
+    fn raw_in(
+        &self,
+        trx: &str,
+        method: Method,
+        target: &str,
+        headers: &[(&str, &str)],
+    ) -> Response {
+        let mut req = Request::build(method, target).with_header("x-arango-trx-id", trx);
+        for (k, v) in headers {
+            req = req.with_header(k, v);
+        }
+        handle(&self.state, req).settle_blocking()
+    }
+
     fn collection(&self, name: &str, edge: bool) {
         let r = self.call(
             Method::POST,
@@ -314,4 +336,304 @@ fn edges_by_direction() {
     );
     let r = f.call(Method::POST, "/_api/edges/e?vertex=v/a", None);
     assert_eq!(r.status.as_u16(), 405);
+}
+
+fn begin(f: &Fixture, body: Value) -> String {
+    let b = assert_success(
+        &f.call(Method::POST, "/_api/transaction/begin", Some(body)),
+        201,
+    );
+    assert_eq!(b["result"]["status"], "running");
+    b["result"]["id"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn stream_transaction_commit_and_isolation() {
+    let f = fixture();
+    f.collection("c", false);
+    f.collection("other", false);
+    let id = begin(&f, json!({"collections": {"write": "c"}}));
+    assert!(id.bytes().all(|b| b.is_ascii_digit()));
+
+    let list = assert_success(&f.call(Method::GET, "/_api/transaction", None), 200);
+    assert_eq!(
+        list["transactions"],
+        json!([{"id": id, "state": "running"}])
+    );
+
+    let r = f.call_in(
+        &id,
+        Method::POST,
+        "/_api/document/c",
+        Some(json!({"_key": "a", "v": 1})),
+    );
+    assert_success(&r, 202);
+    let r = f.call_in(
+        &id,
+        Method::POST,
+        "/_api/document/c",
+        Some(json!([{"_key": "b"}, {"_key": "a"}])),
+    );
+    let items = assert_success(&r, 202);
+    assert_eq!(items[0]["_key"], "b");
+    assert_eq!(items[1]["errorNum"], 1210);
+    assert_eq!(r.header("x-arango-error-codes"), Some("{\"1210\":1}"));
+    // Own writes are visible inside, not outside.
+    let inside = assert_success(
+        &f.call_in(&id, Method::GET, "/_api/document/c/a", None),
+        200,
+    );
+    assert_eq!(inside["v"], 1);
+    assert_eq!(inside["_id"], "c/a");
+    assert_error(&f.call(Method::GET, "/_api/document/c/a", None), 404, 1202);
+    let count = assert_success(
+        &f.call_in(&id, Method::GET, "/_api/collection/c/count", None),
+        200,
+    );
+    assert_eq!(count["count"], 2);
+    let count = assert_success(&f.call(Method::GET, "/_api/collection/c/count", None), 200);
+    assert_eq!(count["count"], 0);
+
+    let r = f.call_in(
+        &id,
+        Method::PATCH,
+        "/_api/document/c/a",
+        Some(json!({"w": 2})),
+    );
+    assert_success(&r, 202);
+    let r = f.call_in(
+        &id,
+        Method::PUT,
+        "/_api/document/c?onlyget=true",
+        Some(json!(["a", {"_key": "zz"}])),
+    );
+    let got = assert_success(&r, 200);
+    assert_eq!(got[0]["w"], 2);
+    assert_eq!(got[1]["errorNum"], 1202);
+    let r = f.call_in(&id, Method::DELETE, "/_api/document/c/b", None);
+    assert_success(&r, 202);
+    assert_error(
+        &f.call_in(&id, Method::GET, "/_api/document/c/b", None),
+        404,
+        1202,
+    );
+    // An undeclared collection cannot be written; the transaction stays usable.
+    assert_error(
+        &f.call_in(&id, Method::POST, "/_api/document/other", Some(json!({}))),
+        400,
+        1652,
+    );
+
+    let done = assert_success(
+        &f.call(Method::PUT, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_eq!(done["result"], json!({"id": id, "status": "committed"}));
+    let visible = assert_success(&f.call(Method::GET, "/_api/document/c/a", None), 200);
+    assert_eq!(
+        (visible["v"].clone(), visible["w"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_error(&f.call(Method::GET, "/_api/document/c/b", None), 404, 1202);
+    let status = assert_success(
+        &f.call(Method::GET, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_eq!(status["result"]["status"], "committed");
+    // Committing twice is harmless; aborting a committed one is refused; using it is 1653.
+    assert_success(
+        &f.call(Method::PUT, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_error(
+        &f.call(Method::DELETE, &format!("/_api/transaction/{id}"), None),
+        400,
+        1653,
+    );
+    assert_error(
+        &f.call_in(&id, Method::POST, "/_api/document/c", Some(json!({}))),
+        400,
+        1653,
+    );
+    let list = assert_success(&f.call(Method::GET, "/_api/transaction", None), 200);
+    assert_eq!(list["transactions"], json!([]));
+}
+
+#[test]
+fn stream_transaction_abort_and_errors() {
+    let f = fixture();
+    f.collection("c", false);
+    f.collection("e", true);
+    let id = begin(&f, json!({"collections": {"write": ["c", "e"]}}));
+    assert_success(
+        &f.call_in(
+            &id,
+            Method::POST,
+            "/_api/document/e",
+            Some(json!({"_key": "x", "_from": "c/1", "_to": "c/2"})),
+        ),
+        202,
+    );
+    let edges = assert_success(
+        &f.call_in(
+            &id,
+            Method::GET,
+            "/_api/edges/e?vertex=c/1&direction=out",
+            None,
+        ),
+        200,
+    );
+    assert_eq!(edges["edges"][0]["_key"], "x");
+    let edges = assert_success(&f.call(Method::GET, "/_api/edges/e?vertex=c/1", None), 200);
+    assert_eq!(edges["edges"], json!([]));
+    assert_success(
+        &f.call_in(
+            &id,
+            Method::POST,
+            "/_api/document/c",
+            Some(json!({"_key": "k"})),
+        ),
+        202,
+    );
+    assert_success(
+        &f.call_in(&id, Method::PUT, "/_api/collection/c/truncate", None),
+        200,
+    );
+    assert_error(
+        &f.call_in(&id, Method::GET, "/_api/document/c/k", None),
+        404,
+        1202,
+    );
+
+    let aborted = assert_success(
+        &f.call(Method::DELETE, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_eq!(aborted["result"]["status"], "aborted");
+    assert_error(&f.call(Method::GET, "/_api/document/e/x", None), 404, 1202);
+    assert_error(
+        &f.call(Method::PUT, &format!("/_api/transaction/{id}"), None),
+        400,
+        1653,
+    );
+    assert_error(
+        &f.call_in(&id, Method::GET, "/_api/document/c/k", None),
+        410,
+        1654,
+    );
+
+    assert_error(
+        &f.call(Method::GET, "/_api/transaction/99999", None),
+        404,
+        1655,
+    );
+    assert_error(
+        &f.call(Method::GET, "/_api/transaction/illegal", None),
+        400,
+        10,
+    );
+    assert_error(
+        &f.call_in("99999", Method::GET, "/_api/document/c/k", None),
+        404,
+        1655,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/transaction/begin",
+            Some(json!({"collections": {"write": "nope"}})),
+        ),
+        404,
+        1203,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/transaction/begin",
+            Some(json!({"collections": 5})),
+        ),
+        400,
+        10,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/transaction",
+            Some(json!({"action": "x"})),
+        ),
+        501,
+        9,
+    );
+    // A transaction belongs to its database.
+    assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "other"})),
+        ),
+        201,
+    );
+    let id = begin(&f, json!({}));
+    assert_error(
+        &f.call(
+            Method::GET,
+            &format!("/_db/other/_api/transaction/{id}"),
+            None,
+        ),
+        404,
+        1655,
+    );
+}
+
+#[test]
+fn stream_transaction_if_match_and_conflict() {
+    let f = fixture();
+    f.collection("c", false);
+    let r = f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!({"_key": "d", "n": 0})),
+    );
+    let rev = assert_success(&r, 202)["_rev"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let id = begin(&f, json!({"collections": {"write": "c"}}));
+    let r = f.raw_in(
+        &id,
+        Method::GET,
+        "/_api/document/c/d",
+        &[("if-match", "\"nope\"")],
+    );
+    assert_error(&r, 412, 1200);
+    let r = f.raw_in(
+        &id,
+        Method::GET,
+        "/_api/document/c/d",
+        &[("if-none-match", &format!("\"{rev}\""))],
+    );
+    assert_eq!(r.status.as_u16(), 304);
+    assert_success(
+        &f.call_in(
+            &id,
+            Method::PATCH,
+            "/_api/document/c/d",
+            Some(json!({"n": 1})),
+        ),
+        202,
+    );
+    // Someone else changes the document first: the commit fails and aborts the transaction.
+    assert_success(
+        &f.call(Method::PATCH, "/_api/document/c/d", Some(json!({"n": 2}))),
+        202,
+    );
+    let r = f.call(Method::PUT, &format!("/_api/transaction/{id}"), None);
+    assert_eq!(body(&r)["errorNum"], 1200, "{r:?}");
+    let status = assert_success(
+        &f.call(Method::GET, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_eq!(status["result"]["status"], "aborted");
+    let d = assert_success(&f.call(Method::GET, "/_api/document/c/d", None), 200);
+    assert_eq!(d["n"], 2);
 }

@@ -2,7 +2,7 @@
 //! checksum, truncate, rename, compact, load/unload, drop.
 
 use http::Method;
-use quiver_core::CollectionSpec;
+use quiver_core::{CollectionSpec, DocumentReader};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
@@ -66,10 +66,15 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     let body = super::body_object(req, ErrorCode::BadParameter, "properties")?;
                     Ok(Response::ok_envelope(200, coll.set_properties(&body)?))
                 }
-                ("count", true, _) => Ok(described(
-                    coll.properties(),
-                    &[("count", json!(coll.count()?))],
-                )),
+                ("count", true, _) => {
+                    let count = match super::transaction::transaction_id(req) {
+                        Some(trx) => {
+                            super::transaction::within(state, req, trx, |t| t.count(&coll))?
+                        }
+                        None => coll.count()?,
+                    };
+                    Ok(described(coll.properties(), &[("count", json!(count))]))
+                }
                 ("figures", true, _) => Ok(described(
                     coll.properties(),
                     &[
@@ -109,6 +114,11 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     200,
                     json!({"result": true, "count": coll.count()?}),
                 )),
+                ("truncate", _, true) if super::transaction::transaction_id(req).is_some() => {
+                    let trx = super::transaction::transaction_id(req).unwrap_or_default();
+                    super::transaction::within(state, req, trx, |t| t.truncate(&coll))?;
+                    Ok(described(coll.basic_info(), &[]))
+                }
                 ("truncate", _, true) => {
                     let committed = coll.truncate(req.bool_param("waitForSync", false))?;
                     let mut response = described(coll.basic_info(), &[]);

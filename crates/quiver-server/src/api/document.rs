@@ -6,8 +6,8 @@ use http::header::{ETAG, LOCATION};
 use http::{HeaderName, Method};
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
 use quiver_core::{
-    revision_matches, Collection, Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode,
-    RemoveOptions,
+    revision_matches, Collection, Committed, DocumentReader, InsertOptions, ModifyOptions,
+    OpResult, OverwriteMode, RemoveOptions,
 };
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
@@ -31,6 +31,9 @@ const SEGMENT: &AsciiSet = &CONTROLS
 
 /// Routes `/_api/document/...`.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
+    if let Some(trx) = super::transaction::transaction_id(req) {
+        return in_transaction(state, req, trx);
+    }
     let rest = req.suffix(2);
     match rest.len() {
         0 => without_collection(state, req),
@@ -170,6 +173,7 @@ pub(crate) fn groupable_insert_target(req: &Request) -> Option<&str> {
         || req.segments.get(1).map(String::as_str) != Some("document")
         || req.param("from").is_some()
         || req.header("x-arango-async").is_some()
+        || req.header("x-arango-trx-id").is_some()
         || req.body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{')
     {
         return None;
@@ -248,8 +252,19 @@ fn multi_write(
     silent: bool,
     remove: bool,
 ) -> Response {
-    let status = single_status(committed.synced(), remove);
-    let results = committed.value();
+    let mut response = multi_response(committed.value(), committed.synced(), silent, remove);
+    response.wait_for(Box::new(committed) as Box<dyn Durability>);
+    response
+}
+
+/// The response of a multi-document write, without its durability.
+fn multi_response(
+    results: &[Result<OpResult>],
+    synced: bool,
+    silent: bool,
+    remove: bool,
+) -> Response {
+    let status = single_status(synced, remove);
     let mut body = Vec::with_capacity(results.len() * 64 + 2);
     let any_error = results.iter().any(|r| r.is_err());
     if silent && !any_error {
@@ -282,7 +297,6 @@ fn multi_write(
     if let Some(h) = header {
         response = response.with_header(HeaderName::from_static("x-arango-error-codes"), &h);
     }
-    response.wait_for(Box::new(committed) as Box<dyn Durability>);
     response
 }
 
@@ -498,6 +512,249 @@ fn read_one(state: &ServerState, req: &Request, name: &str, key: &str) -> Result
         }
     }
     Ok(Response::json_bytes(200, body).with_header(ETAG, &tag))
+}
+
+/// Every document route inside the stream transaction `trx` (`x-arango-trx-id`): writes are
+/// staged in the transaction (visible to its own reads, to others only after commit), reads
+/// see the transaction's snapshot plus its own writes. Nothing here is durable before the
+/// commit, so responses carry no durability.
+fn in_transaction(state: &ServerState, req: &Request, trx: &str) -> Result<Response> {
+    let rest = req.suffix(2);
+    match (rest.len(), &req.method) {
+        (0, &Method::POST) => match req.param("collection") {
+            Some(name) if !name.is_empty() => trx_insert(state, req, trx, name),
+            _ => Err(Error::new(ErrorCode::CollectionParameterMissing)),
+        },
+        (0, _) => without_collection(state, req),
+        (1, &Method::POST) => trx_insert(state, req, trx, &rest[0]),
+        (1, &Method::PUT) if req.bool_param("onlyget", false) => {
+            trx_read_many(state, req, trx, &rest[0])
+        }
+        (1, &Method::PUT | &Method::PATCH | &Method::DELETE) => {
+            trx_modify_many(state, req, trx, &rest[0])
+        }
+        (1, &Method::GET | &Method::HEAD) => Err(Error::new(ErrorCode::DataSourceNotFound)),
+        (2, &Method::GET | &Method::HEAD) => trx_read_one(state, req, trx, &rest[0], &rest[1]),
+        (2, &Method::PUT | &Method::PATCH) => {
+            let coll = collection(state, req, &rest[0])?;
+            let doc = required_body(req)?;
+            if !doc.is_object() {
+                return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+            }
+            let opts = modify_options(req);
+            let key = rest[1].as_str();
+            let result = super::transaction::within(state, req, trx, |t| {
+                if req.method == Method::PUT {
+                    t.replace(&coll, Some(key), doc, &opts)
+                } else {
+                    t.update(&coll, Some(key), doc, &opts)
+                }
+            })?;
+            Ok(single_write_response(
+                req,
+                &result,
+                opts.wait_for_sync,
+                opts.silent,
+                false,
+            ))
+        }
+        (2, &Method::DELETE) => {
+            let coll = collection(state, req, &rest[0])?;
+            let opts = remove_options(req);
+            let item = Value::String(rest[1].clone());
+            let result =
+                super::transaction::within(state, req, trx, |t| t.remove(&coll, &item, &opts))?;
+            Ok(single_write_response(
+                req,
+                &result,
+                opts.wait_for_sync,
+                opts.silent,
+                true,
+            ))
+        }
+        (0..=2, _) => Ok(method_not_allowed()),
+        _ => Ok(crate::not_found(req)),
+    }
+}
+
+fn trx_insert(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
+    let coll = collection(state, req, name)?;
+    let opts = insert_options(req)?;
+    match required_body(req)? {
+        Value::Array(docs) => {
+            let results = super::transaction::within(state, req, trx, |t| {
+                Ok(docs
+                    .into_iter()
+                    .map(|doc| t.insert(&coll, doc, &opts))
+                    .collect::<Vec<_>>())
+            })?;
+            Ok(multi_response(
+                &results,
+                opts.wait_for_sync,
+                opts.silent,
+                false,
+            ))
+        }
+        mut doc @ Value::Object(_) => {
+            if let (Some(from), Some(to), Value::Object(map)) =
+                (req.param("from"), req.param("to"), &mut doc)
+            {
+                map.entry("_from").or_insert_with(|| from.into());
+                map.entry("_to").or_insert_with(|| to.into());
+            }
+            let result =
+                super::transaction::within(state, req, trx, |t| t.insert(&coll, doc, &opts))?;
+            Ok(single_write_response(
+                req,
+                &result,
+                opts.wait_for_sync,
+                opts.silent,
+                false,
+            ))
+        }
+        _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
+    }
+}
+
+fn trx_modify_many(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
+    let Value::Array(items) = required_body(req)? else {
+        return Err(Error::with_message(
+            ErrorCode::DocumentTypeInvalid,
+            "expecting an array of documents",
+        ));
+    };
+    let coll = collection(state, req, name)?;
+    let remove = req.method == Method::DELETE;
+    let (results, synced, silent) = if remove {
+        let opts = remove_options(req);
+        let results = super::transaction::within(state, req, trx, |t| {
+            Ok(items
+                .iter()
+                .map(|item| t.remove(&coll, item, &opts))
+                .collect::<Vec<_>>())
+        })?;
+        (results, opts.wait_for_sync, opts.silent)
+    } else {
+        let opts = modify_options(req);
+        let replace = req.method == Method::PUT;
+        let results = super::transaction::within(state, req, trx, |t| {
+            Ok(items
+                .into_iter()
+                .map(|item| {
+                    if replace {
+                        t.replace(&coll, None, item, &opts)
+                    } else {
+                        t.update(&coll, None, item, &opts)
+                    }
+                })
+                .collect::<Vec<_>>())
+        })?;
+        (results, opts.wait_for_sync, opts.silent)
+    };
+    Ok(multi_response(&results, synced, silent, remove))
+}
+
+/// The key of a multi-document read item: a key, a handle `coll/key`, or an object with
+/// `_key` (or `_id`).
+fn item_key(item: &Value) -> Result<String> {
+    let text = match item {
+        Value::String(s) => Some(s.as_str()),
+        Value::Object(map) => map
+            .get("_key")
+            .or_else(|| map.get("_id"))
+            .and_then(Value::as_str),
+        _ => None,
+    };
+    let text = text.ok_or_else(|| Error::new(ErrorCode::DocumentHandleBad))?;
+    Ok(text.rsplit_once('/').map_or(text, |(_, k)| k).to_string())
+}
+
+fn trx_read_many(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
+    let Value::Array(items) = required_body(req)? else {
+        return Err(Error::with_message(
+            ErrorCode::DocumentTypeInvalid,
+            "expecting an array of keys or documents",
+        ));
+    };
+    collection(state, req, name)?;
+    let ignore_revs = req.bool_param("ignoreRevs", true);
+    let results: Vec<Result<bytes::Bytes>> = super::transaction::within(state, req, trx, |t| {
+        let coll = t.collection(name)?;
+        Ok(items
+            .iter()
+            .map(|item| {
+                let key = item_key(item)?;
+                let (rev, raw) = t
+                    .get_raw(&coll, &key)?
+                    .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+                if !ignore_revs {
+                    if let Some(wanted) = item.get("_rev").and_then(Value::as_str) {
+                        if !revision_matches(wanted, rev) {
+                            return Err(conflict(&coll.name(), &key, &rev.encode()));
+                        }
+                    }
+                }
+                Ok(raw)
+            })
+            .collect())
+    })?;
+    let mut body = Vec::with_capacity(results.len() * 128 + 2);
+    body.push(b'[');
+    for (i, r) in results.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        match r {
+            Ok(raw) => body.extend_from_slice(raw),
+            Err(e) => item_error(e, &mut body),
+        }
+    }
+    body.push(b']');
+    let header = error_codes_header(results.iter().filter_map(|r| r.as_ref().err()));
+    let mut response = Response::json_bytes(200, body);
+    if let Some(h) = header {
+        response = response.with_header(HeaderName::from_static("x-arango-error-codes"), &h);
+    }
+    Ok(response)
+}
+
+/// 412/1200 naming the stored revision, as the core reports conflicts.
+fn conflict(collection: &str, key: &str, rev: &str) -> Error {
+    Error::with_message(
+        ErrorCode::ArangoConflict,
+        "conflict, _rev values do not match",
+    )
+    .with_status(412)
+    .with_extra("_id", Value::String(format!("{collection}/{key}")))
+    .with_extra("_key", Value::String(key.to_string()))
+    .with_extra("_rev", Value::String(rev.to_string()))
+}
+
+fn trx_read_one(
+    state: &ServerState,
+    req: &Request,
+    trx: &str,
+    name: &str,
+    key: &str,
+) -> Result<Response> {
+    collection(state, req, name)?;
+    let (rev, raw) = super::transaction::within(state, req, trx, |t| {
+        let coll = t.collection(name)?;
+        t.get_raw(&coll, key)
+    })?
+    .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
+    let tag = etag(&rev.encode());
+    if let Some(wanted) = req.header("if-match") {
+        if !revision_matches(wanted, rev) {
+            return Ok(Response::from(conflict(name, key, &rev.encode())).with_header(ETAG, &tag));
+        }
+    }
+    if let Some(none_match) = req.header("if-none-match") {
+        if revision_matches(none_match, rev) {
+            return Ok(Response::empty(304).with_header(ETAG, &tag));
+        }
+    }
+    Ok(Response::json_bytes(200, raw).with_header(ETAG, &tag))
 }
 
 #[cfg(test)]

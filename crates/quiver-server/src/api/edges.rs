@@ -29,7 +29,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let db = state.database(&req.database)?;
     let coll = db.collection(name)?;
     coll.check_usable()?;
-    let edges = coll.edges(vertex, direction)?;
+    let edges = match super::transaction::transaction_id(req) {
+        Some(trx) => super::transaction::edges_in(state, req, trx, name, vertex, direction)?,
+        None => coll.edges(vertex, direction)?,
+    };
     let scanned = edges.len();
     Ok(Response::ok_envelope(
         200,
