@@ -233,3 +233,32 @@ def test_stream_transaction_raw_http(http, db):
     assert http.get(f"{base}/document/rc/k").status_code == 200
     r = http.get(f"{base}/transaction/illegal")
     assert r.status_code == 400 and r.json()["errorNum"] == 10
+
+
+def test_ttl_expiry_and_idle_timeout_options(tmp_root):
+    """--ttl.frequency drives the ttl index sweeper; --transaction.streaming-idle-timeout
+    aborts idle stream transactions."""
+    import time
+
+    from conftest import Server
+
+    srv = Server(
+        tmp_root / unique("ttl"),
+        extra_args=["--ttl.frequency", "200", "--transaction.streaming-idle-timeout", "1"],
+    ).start()
+    try:
+        db = srv.client().db("_system")
+        coll = db.create_collection("expiring")
+        coll.add_index({"type": "ttl", "fields": ["at"], "expireAfter": 0})
+        coll.insert_many([{"_key": "old", "at": time.time() - 10}, {"_key": "keep"}])
+        deadline = time.time() + 15
+        while coll.has("old") and time.time() < deadline:
+            time.sleep(0.1)
+        assert not coll.has("old")
+        assert coll.has("keep")
+
+        txn = db.begin_transaction(write="expiring")
+        time.sleep(2.5)
+        assert txn.transaction_status() == "aborted"
+    finally:
+        srv.stop()

@@ -23,6 +23,9 @@ pub struct ServerConfig {
     pub async_queue_capacity: usize,
     /// Threads executing async jobs.
     pub async_workers: usize,
+    /// Inactivity after which a stream transaction is aborted
+    /// (`--transaction.streaming-idle-timeout`).
+    pub stream_idle_timeout: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -33,6 +36,7 @@ impl Default for ServerConfig {
             max_body_size: 512 * 1024 * 1024,
             async_queue_capacity: 4096,
             async_workers: 2,
+            stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
         }
     }
 }

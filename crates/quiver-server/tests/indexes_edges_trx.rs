@@ -13,12 +13,17 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(ServerConfig::default().stream_idle_timeout)
+}
+
+fn fixture_with(stream_idle_timeout: std::time::Duration) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
     let config = ServerConfig {
         data_dir: dir.path().to_path_buf(),
         async_queue_capacity: 4,
         async_workers: 1,
+        stream_idle_timeout,
         ..ServerConfig::default()
     };
     Fixture {
@@ -636,4 +641,32 @@ fn stream_transaction_if_match_and_conflict() {
     assert_eq!(status["result"]["status"], "aborted");
     let d = assert_success(&f.call(Method::GET, "/_api/document/c/d", None), 200);
     assert_eq!(d["n"], 2);
+}
+
+#[test]
+fn stream_transaction_idle_timeout_aborts() {
+    let f = fixture_with(std::time::Duration::from_millis(100));
+    f.collection("c", false);
+    let id = begin(&f, json!({"collections": {"write": "c"}}));
+    assert_success(
+        &f.call_in(
+            &id,
+            Method::POST,
+            "/_api/document/c",
+            Some(json!({"_key": "k"})),
+        ),
+        202,
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = assert_success(
+        &f.call(Method::GET, &format!("/_api/transaction/{id}"), None),
+        200,
+    );
+    assert_eq!(status["result"]["status"], "aborted");
+    assert_error(
+        &f.call_in(&id, Method::POST, "/_api/document/c", Some(json!({}))),
+        410,
+        1654,
+    );
+    assert_error(&f.call(Method::GET, "/_api/document/c/k", None), 404, 1202);
 }

@@ -146,6 +146,25 @@ struct ServeOptions {
     )]
     logfile_size: u64,
 
+    /// How often documents expired by ttl indexes are removed, in milliseconds.
+    #[arg(
+        long = "ttl.frequency",
+        value_name = "MS",
+        default_value_t = 30_000,
+        help_heading = "TTL"
+    )]
+    ttl_frequency: u64,
+
+    /// Seconds of inactivity after which a stream transaction is aborted.
+    #[arg(
+        long = "transaction.streaming-idle-timeout",
+        value_name = "SECONDS",
+        default_value_t = 60.0,
+        value_parser = parse_seconds,
+        help_heading = "Transactions"
+    )]
+    stream_idle_timeout: f64,
+
     /// Log level: fatal, error, warning, info, debug, trace (ArangoDB's `topic=level` form is
     /// accepted; the level applies to everything).
     #[arg(
@@ -162,6 +181,16 @@ fn parse_flag(text: &str) -> Result<bool, String> {
         "true" | "yes" | "on" | "y" | "1" => Ok(true),
         "false" | "no" | "off" | "n" | "0" => Ok(false),
         other => Err(format!("expected true or false, got '{other}'")),
+    }
+}
+
+/// A positive, finite number of seconds (fractions allowed), at most a day.
+fn parse_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(v),
+        _ => Err(format!(
+            "expected seconds between 0 and 86400, got '{text}'"
+        )),
     }
 }
 
@@ -288,6 +317,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         &options.directory,
         CoreOptions {
             engine,
+            ttl_frequency: Duration::from_millis(options.ttl_frequency.max(1)),
             ..CoreOptions::default()
         },
     )
@@ -314,6 +344,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         data_dir: options.directory.clone(),
         max_body_size: usize::try_from(options.max_body_size).unwrap_or(usize::MAX),
         async_queue_capacity: options.max_queue_size,
+        stream_idle_timeout: Duration::from_secs_f64(options.stream_idle_timeout),
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
@@ -459,6 +490,15 @@ mod tests {
     }
 
     #[test]
+    fn idle_timeout_must_be_sane() {
+        assert!(parse_seconds("0").is_err());
+        assert!(parse_seconds("-1").is_err());
+        assert!(parse_seconds("inf").is_err());
+        assert!(parse_seconds("1e9").is_err());
+        assert_eq!(parse_seconds(" 2.5 ").unwrap(), 2.5);
+    }
+
+    #[test]
     fn serve_is_the_default_and_flags_parse() {
         let cli = Cli::try_parse_from(["quiver"]).unwrap();
         assert!(cli.command.is_none());
@@ -469,12 +509,18 @@ mod tests {
             "--database.ignore-datafile-errors",
             "--wal.sync-interval",
             "5",
+            "--ttl.frequency",
+            "250",
+            "--transaction.streaming-idle-timeout",
+            "1.5",
         ])
         .unwrap();
         match cli.command {
             Some(Command::Serve(o)) => {
                 assert!(o.ignore_datafile_errors);
                 assert_eq!(o.sync_interval, 5);
+                assert_eq!(o.ttl_frequency, 250);
+                assert_eq!(o.stream_idle_timeout, 1.5);
             }
             _ => panic!("expected serve"),
         }

@@ -16,7 +16,7 @@ use crate::response::Durability;
 use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 
 /// ArangoDB's default idle timeout of stream transactions
-/// (`--transaction.streaming-idle-timeout`).
+/// (`--transaction.streaming-idle-timeout`; see `ServerConfig::stream_idle_timeout`).
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The stream transaction a request runs in (`x-arango-trx-id`), if any.
@@ -61,7 +61,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         (["begin"], &Method::POST) => {
             let body = super::body_object(req, ErrorCode::BadParameter, "transaction options")?;
             let options = begin_options(&body)?;
-            let id = streams.begin(&db, options, IDLE_TIMEOUT)?;
+            let id = streams.begin(&db, options, state.config.stream_idle_timeout)?;
             Ok(Response::ok_result(
                 201,
                 json!({"id": id, "status": "running"}),
