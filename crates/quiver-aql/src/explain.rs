@@ -134,8 +134,8 @@ pub fn plan_json(qp: &QueryPlan, database: &str, counts: &dyn Fn(&str) -> u64) -
         "rules": qp.rules,
         "collections": collections,
         "variables": variables,
-        "estimatedCost": cost,
-        "estimatedNrItems": items,
+        "estimatedCost": crate::value::number(cost),
+        "estimatedNrItems": crate::value::number(items),
         "isModificationQuery": qp.is_modification,
     })
 }
@@ -165,8 +165,9 @@ fn nodes_json(
             json!(prev.into_iter().collect::<Vec<_>>()),
         );
         m.insert("id".into(), json!(node.id));
-        m.insert("estimatedCost".into(), json!(cost));
-        m.insert("estimatedNrItems".into(), json!(items));
+        // ArangoDB prints integral doubles without a fraction; drivers check for ints.
+        m.insert("estimatedCost".into(), crate::value::number(cost));
+        m.insert("estimatedNrItems".into(), crate::value::number(items));
         match &node.kind {
             NodeKind::Singleton | NodeKind::NoResults => {}
             NodeKind::EnumerateCollection {
@@ -365,7 +366,7 @@ pub fn node_stats_json(
     ) {
         for n in &plan.nodes {
             let s = stats.get(&n.id).cloned().unwrap_or_default();
-            out.push(json!({"id": n.id, "calls": s.calls, "items": s.items, "filtered": 0, "runtime": s.runtime.as_secs_f64()}));
+            out.push(json!({"id": n.id, "calls": s.calls, "items": s.items, "filtered": 0, "runtime": crate::value::number(s.runtime.as_secs_f64())}));
             if let NodeKind::Subquery { plan: sub, .. } = &n.kind {
                 walk(sub, stats, out);
             }

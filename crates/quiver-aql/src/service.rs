@@ -478,7 +478,7 @@ impl QueryService {
             let mut entry = Self::query_json(id, &q, peak_memory);
             entry["state"] = json!("finished");
             entry["exitCode"] = json!(exit_code);
-            entry["runTime"] = json!(runtime);
+            entry["runTime"] = seconds_json(runtime);
             list.push_back(entry);
             while list.len() as u64 > props.max_slow_queries {
                 list.pop_front();
@@ -494,7 +494,7 @@ impl QueryService {
             "query": q.query,
             "bindVars": q.bind_vars,
             "started": iso_time(q.started),
-            "runTime": q.started_at.elapsed().as_secs_f64(),
+            "runTime": seconds_json(q.started_at.elapsed().as_secs_f64()),
             "peakMemoryUsage": peak_memory,
             "state": "executing",
             "stream": q.stream,

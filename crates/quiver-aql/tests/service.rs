@@ -412,3 +412,65 @@ fn modification_stats_and_atomicity() {
         "a failing query leaves nothing behind"
     );
 }
+
+/// Every `estimatedCost`/`estimatedNrItems` in `v` (plan and nodes, subqueries included).
+fn collect_estimates<'a>(v: &'a Value, out: &mut Vec<(&'a str, &'a Value)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if k == "estimatedCost" || k == "estimatedNrItems" {
+                    out.push((k.as_str(), x));
+                }
+                collect_estimates(x, out);
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| collect_estimates(x, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn explain_estimates_print_integral_values_as_integers() {
+    let (_, s) = service_with_docs(3);
+    let mut integral_seen = 0;
+    for query in [
+        r#"FOR d IN docs FILTER d._key == "x" RETURN d"#,
+        "FOR d IN docs FILTER d.v > 0 SORT d.v LIMIT 1, 2 RETURN d",
+        "LET n = (FOR d IN docs RETURN d.v) FOR i IN 1..3 RETURN [i, n]",
+    ] {
+        let (code, e) = s.explain("_system", json!({"query": query})).unwrap();
+        assert_eq!(code, 200, "{query}");
+        let mut estimates = Vec::new();
+        collect_estimates(&e["plan"], &mut estimates);
+        assert!(estimates.len() >= 4, "{query}: {estimates:?}");
+        for (key, v) in estimates {
+            let f = v.as_f64().unwrap_or_else(|| panic!("{query}: {key} {v}"));
+            if f.fract() == 0.0 {
+                integral_seen += 1;
+                assert!(v.is_i64() || v.is_u64(), "{query}: {key} printed as {v}");
+            }
+        }
+        // Drivers see the text, so check the text as well as the parsed value.
+        let text = serde_json::to_string(&e).unwrap();
+        for key in ["\"estimatedCost\":", "\"estimatedNrItems\":"] {
+            for (at, _) in text.match_indices(key) {
+                let num: String = text[at + key.len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == 'e' || *c == '-')
+                    .collect();
+                assert!(!num.ends_with(".0"), "{query}: {key}{num}");
+            }
+        }
+    }
+    assert!(integral_seen > 0, "no integral estimate to check");
+    let (_, e) = s
+        .explain(
+            "_system",
+            json!({"query": r#"FOR d IN docs FILTER d._key == "x" RETURN d"#}),
+        )
+        .unwrap();
+    let cost = &e["plan"]["estimatedCost"];
+    if cost.as_f64().is_some_and(|f| f.fract() == 0.0) {
+        assert!(cost.is_u64(), "estimatedCost {cost}");
+    }
+}
