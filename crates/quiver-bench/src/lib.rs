@@ -8,6 +8,7 @@ pub mod batch;
 pub mod cases;
 pub mod http;
 pub mod options;
+pub mod pokec;
 pub mod report;
 pub mod runner;
 
@@ -17,6 +18,10 @@ pub use options::{Config, Options};
 /// (failed or unexpected responses, verification problems) or could not start, 2 on
 /// unusable command-line options.
 pub fn run_cli(args: Vec<String>) -> i32 {
+    // The Pokec benchmark has its own subcommands; everything else is arangobench's CLI.
+    if args.first().map(String::as_str) == Some("pokec") {
+        return pokec::run_cli(args[1..].to_vec());
+    }
     let options = match Options::parse_args(&args) {
         Ok(options) => options,
         Err(e) => {
