@@ -566,7 +566,7 @@ impl Network {
     }
 
     pub fn backward(&self) -> Csr {
-        let mut rev: Vec<u64> = self.edges.iter().map(|&e| (e << 32) | (e >> 32)).collect();
+        let mut rev: Vec<u64> = self.edges.iter().map(|&e| e.rotate_right(32)).collect();
         rev.sort_unstable();
         let n = self.spec.profiles();
         Csr::from_sorted(
@@ -986,7 +986,7 @@ mod tests {
         let mutual = net
             .edges
             .iter()
-            .filter(|&&e| net.edges.binary_search(&((e << 32) | (e >> 32))).is_ok())
+            .filter(|&&e| net.edges.binary_search(&(e.rotate_right(32))).is_ok())
             .count();
         let share = mutual as f64 / net.edges.len() as f64;
         assert!((0.3..0.8).contains(&share), "reciprocity {share}");
@@ -1054,7 +1054,7 @@ mod tests {
             net.edges.iter().map(|&e| ((e >> 32) as u32, e as u32)),
             6,
         );
-        let mut rev: Vec<u64> = net.edges.iter().map(|&e| (e << 32) | (e >> 32)).collect();
+        let mut rev: Vec<u64> = net.edges.iter().map(|&e| e.rotate_right(32)).collect();
         rev.sort_unstable();
         let bwd = Csr::from_sorted(6, rev.iter().map(|&e| ((e >> 32) as u32, e as u32)), 6);
         let mut s = PathSearch::new(6);
