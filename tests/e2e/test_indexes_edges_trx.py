@@ -15,7 +15,7 @@ from conftest import unique
 
 def edge_api(db, name):
     """The driver exposes /_api/edges on EdgeCollection, which is normally reached through a
-    named graph (/_api/gharial is not routed yet); the method itself needs no graph."""
+    named graph; the method itself needs no graph."""
     from arango.collection import EdgeCollection
 
     return EdgeCollection(db._conn, db._executor, "no_graph", name)

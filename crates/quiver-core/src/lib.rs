@@ -24,6 +24,8 @@
 //! - Index definitions (`Collection::indexes`, `index`, `create_index`, `drop_index`) with
 //!   enforcement of unique persistent indexes on every write path; ttl indexes expire
 //!   documents in a background thread ([`CoreOptions::ttl_frequency`]).
+//! - Named graphs ([`graphs`]): definitions in each database's `_graphs` collection in
+//!   ArangoDB's format, their validation, and vertex removal with its edges in one transaction.
 //!
 //! # Errors
 //! Everything returns `quiver_errors::Result`; error numbers are ArangoDB's (see each
@@ -50,6 +52,7 @@ mod collection;
 mod computed;
 mod document;
 mod edge_index;
+pub mod graphs;
 mod index;
 mod keygen;
 mod options;

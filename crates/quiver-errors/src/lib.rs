@@ -200,10 +200,12 @@ error_codes! {
     GraphEdgeColDoesNotExist = 1939, 400, "edge collection does not exist or is not part of the graph";
     GraphEmpty = 1940, 400, "empty graph";
     GraphInternalDataCorrupt = 1941, 500, "internal graph data corrupt";
+    GraphMustNotDropCollection = 1942, 400, "must not drop collection while part of graph";
     GraphCreateMalformedOrphanList = 1943, 400, "malformed orphan list";
     GraphEdgeDefinitionIsDocument = 1944, 400, "edge definition collection is a document collection";
-    GraphReferencedVertexCollectionNotUsed = 1947, 400, "referenced vertex collection is not part of the graph";
-    GraphNegativeEdgeWeight = 1949, 400, "negative edge weight found";
+    GraphReferencedVertexCollectionNotUsed = 1947, 404, "referenced vertex collection is not part of the graph";
+    GraphNegativeEdgeWeight = 1948, 400, "negative edge weight found";
+    GraphCollectionNotPartOfTheGraph = 1949, 404, "the given collection is not part of the graph";
     SimpleClientUnknownError = 2000, 500, "unknown client error";
     SimpleClientCouldNotConnect = 2001, 500, "could not connect to server";
     SimpleClientCouldNotWrite = 2002, 500, "could not write to server";

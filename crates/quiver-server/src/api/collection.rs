@@ -52,6 +52,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 db.collection(name)?.basic_info(),
             )),
             Method::DELETE => {
+                // ArangoDB 3.12: collections of a graph are dropped with the graph (1942).
+                let target = db.collection(name)?;
+                quiver_core::graphs::check_collection_droppable(&db, &target.name())?;
                 let id = db.drop_collection(name, req.bool_param("isSystem", false))?;
                 Ok(Response::ok_envelope(200, json!({"id": id.to_string()})))
             }

@@ -7,6 +7,7 @@ pub mod cursor;
 pub mod database;
 pub mod document;
 pub mod edges;
+pub mod gharial;
 pub mod import;
 pub mod index;
 pub mod job;
@@ -47,6 +48,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "import" => import::route(state, req),
             "index" => index::route(state, req),
             "edges" => edges::route(state, req),
+            "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
             "cursor" | "query" | "explain" => cursor::route(state, req),
             _ => return not_found(req),
