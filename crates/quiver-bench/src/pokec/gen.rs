@@ -699,6 +699,8 @@ pub struct Workload {
     pub neighbors_total: u64,
     pub neighbors2_total: u64,
     pub neighbors2data_total: u64,
+    /// Per neighbor start vertex: (1-hop count, 1..2-hop count).
+    pub neighbor_counts: Vec<(u64, u64)>,
     pub reachable_from_hub: u64,
     pub reaching_hub: u64,
 }
@@ -752,10 +754,12 @@ pub fn workload(net: &Network, fwd: &Csr, bwd: &Csr) -> Result<Workload, Error> 
     let mut neighbors_total = 0;
     let mut neighbors2_total = 0;
     let mut neighbors2data_total = 0;
+    let mut neighbor_counts = Vec::with_capacity(NEIGHBOR_STARTS);
     for (i, &v) in reads.iter().take(NEIGHBOR_STARTS).enumerate() {
         neighbors_total += fwd.neighbors(v).len() as u64;
         let two = search.neighborhood(fwd, v, 2).len() as u64;
         neighbors2_total += two;
+        neighbor_counts.push((fwd.neighbors(v).len() as u64, two));
         if i < NEIGHBOR_DATA_STARTS {
             neighbors2data_total += two;
         }
@@ -769,6 +773,7 @@ pub fn workload(net: &Network, fwd: &Csr, bwd: &Csr) -> Result<Workload, Error> 
         neighbors_total,
         neighbors2_total,
         neighbors2data_total,
+        neighbor_counts,
         reachable_from_hub: targets.len() as u64,
         reaching_hub: sources.len() as u64,
     })
@@ -866,6 +871,13 @@ pub fn write_dataset(spec: &Spec, dir: &Path, progress: bool) -> Result<Value, E
         .map(|(&(a, b), &len)| json!({"from": key_of(a), "to": key_of(b), "length": len}))
         .collect();
     write_json(&dir.join("shortest1000.json"), &Value::from(pairs))?;
+    let counts: Vec<Value> = w
+        .reads
+        .iter()
+        .zip(&w.neighbor_counts)
+        .map(|(&v, &(one, two))| json!({"key": key_of(v), "neighbors": one, "neighbors2": two}))
+        .collect();
+    write_json(&dir.join("neighbors1000.json"), &Value::from(counts))?;
     write_json(
         &dir.join("hardpath.json"),
         &json!({"from": key_of(w.hard.0), "to": key_of(w.hard.1)}),
@@ -1094,6 +1106,15 @@ mod tests {
             SHORTEST_PAIRS
         );
         assert_eq!(read("meta.json"), meta);
+        let counts = read("neighbors1000.json");
+        let sum: u64 = counts
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["neighbors"].as_u64().unwrap())
+            .sum();
+        assert_eq!(Some(sum), meta["expected"]["neighbors"].as_u64());
+        assert_eq!(counts[0]["key"], read("ids100000.json")[0]);
         let first: Value = serde_json::from_str(
             std::fs::read_to_string(dir.path().join("relations.jsonl"))
                 .unwrap()

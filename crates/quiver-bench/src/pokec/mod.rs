@@ -5,11 +5,15 @@
 //! - `load` imports it through `POST /_api/import`;
 //! - `run` runs the workloads and reports times, checksums and server resources.
 
+pub mod client;
 pub mod gen;
+pub mod load;
+pub mod workload;
 
 use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
+use quiver_errors::{Error, ErrorCode};
 
 #[derive(Parser, Debug)]
 #[command(name = "quiver bench pokec", about = "Pokec social-network benchmark")]
@@ -33,6 +37,78 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Import a generated data set into database `pokec` (dropped and recreated).
+    Load {
+        #[arg(long, default_value = "tcp://127.0.0.1:8529")]
+        endpoint: String,
+        /// Directory written by `generate`.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Parallel import connections (arangoimport used 8 threads).
+        #[arg(long, default_value_t = 8)]
+        connections: usize,
+        /// Bytes of JSON lines per import request.
+        #[arg(long, default_value_t = 4 << 20)]
+        batch_bytes: usize,
+        #[command(flatten)]
+        server: ServerArgs,
+        /// Write the import report (JSON) here as well as to stdout.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
+    /// Run the workloads against an imported data set.
+    Run {
+        #[arg(long, default_value = "tcp://127.0.0.1:8529")]
+        endpoint: String,
+        #[arg(long)]
+        dir: PathBuf,
+        /// Concurrent connections (the benchmark's client pool had 25).
+        #[arg(long, default_value_t = 25)]
+        connections: usize,
+        /// Comma-separated subset of the workloads, in the harness order.
+        #[arg(long, value_delimiter = ',', default_values_t = workload::ALL_TESTS.map(String::from))]
+        tests: Vec<String>,
+        /// Use only the first N read ids, write bodies, neighbor starts and path pairs
+        /// (0 = all; benchmark.js `-s`), for quick checks.
+        #[arg(long, default_value_t = 0)]
+        restrict: usize,
+        #[command(flatten)]
+        server: ServerArgs,
+        /// Import report to embed into the run report.
+        #[arg(long)]
+        import_report: Option<PathBuf>,
+        /// Write the JSON report here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Write one CSV row per workload here.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct ServerArgs {
+    /// Server process to watch (peak RSS, CPU time) on this machine.
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// Stop when the server's resident memory passes this many GiB.
+    #[arg(long, default_value_t = 16.0)]
+    max_rss_gib: f64,
+}
+
+impl ServerArgs {
+    fn limit_kib(&self) -> u64 {
+        (self.max_rss_gib * 1024.0 * 1024.0) as u64
+    }
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text)
+        .map_err(|e| Error::with_message(ErrorCode::IoError, format!("{}: {e}", path.display())))
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default() + "\n"
 }
 
 /// Runs `quiver bench pokec ARGS…`; returns the process exit code.
@@ -52,12 +128,76 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             quiet,
         } => gen::Spec::new(scale, seed)
             .and_then(|spec| gen::write_dataset(&spec, &out, !quiet))
-            .map(|meta| {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&meta).unwrap_or_default()
-                )
-            }),
+            .map(|meta| print!("{}", pretty(&meta))),
+        Command::Load {
+            endpoint,
+            dir,
+            connections,
+            batch_bytes,
+            server,
+            report,
+        } => {
+            let opts = load::LoadOptions {
+                endpoint,
+                dir,
+                connections,
+                batch_bytes: batch_bytes.clamp(1 << 10, 256 << 20),
+                server_pid: server.server_pid,
+                max_rss_kib: server.limit_kib(),
+                progress: true,
+            };
+            load::load(&opts).and_then(|r| {
+                print!("{}", pretty(&r));
+                report.map_or(Ok(()), |p| write(&p, &pretty(&r)))
+            })
+        }
+        Command::Run {
+            endpoint,
+            dir,
+            connections,
+            tests,
+            restrict,
+            server,
+            import_report,
+            report,
+            csv,
+        } => {
+            let opts = workload::RunOptions {
+                endpoint,
+                dir,
+                connections,
+                tests,
+                restrict,
+                server_pid: server.server_pid,
+                max_rss_kib: server.limit_kib(),
+                progress: true,
+            };
+            workload::run(&opts).and_then(|mut r| {
+                if let Some(p) = import_report {
+                    r["import"] = load::read_json(&p)?;
+                }
+                if let Some(p) = report {
+                    write(&p, &pretty(&r))?;
+                }
+                if let Some(p) = csv {
+                    write(&p, &workload::csv(&r))?;
+                }
+                let bad = r["workloads"]
+                    .as_array()
+                    .map(Vec::as_slice)
+                    .unwrap_or(&[])
+                    .iter()
+                    .filter(|w| w["status"] != "ok" && w["status"] != "not implemented")
+                    .count();
+                if bad > 0 {
+                    return Err(Error::with_message(
+                        ErrorCode::Internal,
+                        format!("{bad} workload(s) failed or were stopped"),
+                    ));
+                }
+                Ok(())
+            })
+        }
     };
     match result {
         Ok(()) => 0,
