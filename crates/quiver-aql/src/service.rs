@@ -404,12 +404,17 @@ impl QueryService {
         bind_vars: &Map<String, Value>,
         rules: &[String],
         full_count: bool,
+        given: Option<Box<dyn crate::source::Transaction>>,
     ) -> Result<(Box<dyn crate::source::Transaction>, QueryPlan, f64, f64)> {
         let t0 = Instant::now();
         let ast = parser::parse(query)?;
         let parsing = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
-        let mut txn = self.source.begin(db, &[])?;
+        let leased = given.is_some();
+        let mut txn = match given {
+            Some(txn) => txn,
+            None => self.source.begin(db, &[])?,
+        };
         let mut plan = plan::build(&ast, bind_vars, &*txn)?;
         optimizer::optimize(
             &mut plan,
@@ -418,7 +423,7 @@ impl QueryService {
                 full_count,
             },
         );
-        if plan.is_modification {
+        if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
             // validates them); planning above only needed a read view.
             let writes: Vec<String> = plan
@@ -504,10 +509,42 @@ impl QueryService {
 
     /// `POST /_api/cursor`.
     pub fn create_cursor(&self, db: &str, body: Value) -> Result<ServiceReply> {
-        let req = CursorRequest::from_body(&body)?;
+        self.create_cursor_with(db, body, None)
+    }
+
+    /// `POST /_api/cursor` inside a transaction the caller owns (a stream transaction, see
+    /// `source::core::leased`): the query reads and writes through `txn`, whose `commit`
+    /// hands it back to the caller. The result is always computed in full before this
+    /// returns (`stream: true` is treated as false): a streaming cursor would keep using the
+    /// transaction after the request that lent it has ended.
+    pub fn create_cursor_in(
+        &self,
+        db: &str,
+        body: Value,
+        txn: Box<dyn crate::source::Transaction>,
+    ) -> Result<ServiceReply> {
+        self.create_cursor_with(db, body, Some(txn))
+    }
+
+    fn create_cursor_with(
+        &self,
+        db: &str,
+        body: Value,
+        given: Option<Box<dyn crate::source::Transaction>>,
+    ) -> Result<ServiceReply> {
+        let mut req = CursorRequest::from_body(&body)?;
+        if given.is_some() {
+            req.stream = false;
+        }
         self.purge_expired();
-        let (txn, plan, parsing, optimizing) =
-            self.prepare(db, &req.query, &req.bind_vars, &req.rules, req.full_count)?;
+        let (txn, plan, parsing, optimizing) = self.prepare(
+            db,
+            &req.query,
+            &req.bind_vars,
+            &req.rules,
+            req.full_count,
+            given,
+        )?;
         let killed = Arc::new(AtomicBool::new(false));
         let limits = Limits {
             deadline: (req.max_runtime > 0.0)
@@ -826,7 +863,7 @@ impl QueryService {
         let options = body.get("options");
         let rules = rules_of(options);
         let t0 = Instant::now();
-        let (txn, plan, _, _) = self.prepare(db, &query, &bind_vars, &rules, false)?;
+        let (txn, plan, _, _) = self.prepare(db, &query, &bind_vars, &rules, false, None)?;
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
         let rules_executed = plan.rules.len();

@@ -47,6 +47,61 @@ impl DataSource for CoreSource {
 enum Reader {
     View(ReadView),
     Txn(Box<quiver_core::Transaction>),
+    Leased(Lease),
+}
+
+/// Where a leased transaction goes back to (see [`leased`]).
+pub type LeaseReturn = Arc<Mutex<Option<quiver_core::Transaction>>>;
+
+/// A core transaction the query borrows from its owner (a stream transaction).
+struct Lease {
+    /// Always `Some` until the lease ends.
+    trx: Option<Box<quiver_core::Transaction>>,
+    back: LeaseReturn,
+    /// Whether the query staged writes: a query that fails after writing must not hand back
+    /// a transaction holding half of its writes.
+    wrote: bool,
+}
+
+impl Lease {
+    fn trx(&self) -> &quiver_core::Transaction {
+        self.trx
+            .as_deref()
+            .expect("a lease holds its transaction until it ends")
+    }
+
+    fn hand_back(&mut self) {
+        if let Some(trx) = self.trx.take() {
+            *self.back.lock() = Some(*trx);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        // Not committed: the query failed or was abandoned. Reads leave the transaction as
+        // it was; staged writes of a failed query are dropped together with it, and the
+        // owner, finding nothing handed back, must abort the transaction.
+        if !self.wrote {
+            self.hand_back();
+        }
+    }
+}
+
+/// A query transaction over `trx`, a core transaction owned elsewhere (the stream
+/// transaction of `x-arango-trx-id`): reads see its snapshot and staged writes, writes are
+/// staged in it, and `commit` does not commit but puts `trx`, with the query's writes, into
+/// `back`. If the query fails before that, `back` stays empty when it had written anything
+/// (its partial writes must not survive), and gets `trx` unchanged otherwise.
+pub fn leased(trx: quiver_core::Transaction, back: LeaseReturn) -> Box<dyn Transaction> {
+    Box::new(CoreTransaction {
+        reader: Reader::Leased(Lease {
+            trx: Some(Box::new(trx)),
+            back,
+            wrote: false,
+        }),
+        collections: Mutex::new(HashMap::new()),
+    })
 }
 
 struct CoreTransaction {
@@ -60,6 +115,7 @@ impl CoreTransaction {
         match &self.reader {
             Reader::View(v) => v,
             Reader::Txn(t) => &**t,
+            Reader::Leased(l) => l.trx(),
         }
     }
 
@@ -84,9 +140,24 @@ impl CoreTransaction {
         Ok(c)
     }
 
+    /// Records a staged write (a leased transaction must not be handed back after a failed
+    /// query that staged something).
+    fn written(&mut self, result: Result<OpResult>) -> Result<WriteOutcome> {
+        if result.is_ok() {
+            if let Reader::Leased(l) = &mut self.reader {
+                l.wrote = true;
+            }
+        }
+        result.map(outcome)
+    }
+
     fn txn(&mut self) -> Result<&mut quiver_core::Transaction> {
         match &mut self.reader {
             Reader::Txn(t) => Ok(t),
+            Reader::Leased(l) => l
+                .trx
+                .as_deref_mut()
+                .ok_or_else(|| Error::with_message(ErrorCode::Internal, "lease ended")),
             Reader::View(_) => Err(Error::with_message(
                 ErrorCode::Internal,
                 "write in a read-only query transaction",
@@ -187,7 +258,8 @@ impl Transaction for CoreTransaction {
         };
         o.return_new = true;
         o.return_old = true;
-        self.txn()?.insert(&c, doc, &o).map(outcome)
+        let result = self.txn()?.insert(&c, doc, &o);
+        self.written(result)
     }
 
     fn update(
@@ -198,9 +270,10 @@ impl Transaction for CoreTransaction {
     ) -> Result<WriteOutcome> {
         let c = self.coll(collection)?;
         let key = key_of(&doc)?;
-        self.txn()?
-            .update(&c, Some(&key), doc, &modify_options(options))
-            .map(outcome)
+        let result = self
+            .txn()?
+            .update(&c, Some(&key), doc, &modify_options(options));
+        self.written(result)
     }
 
     fn replace(
@@ -211,9 +284,10 @@ impl Transaction for CoreTransaction {
     ) -> Result<WriteOutcome> {
         let c = self.coll(collection)?;
         let key = key_of(&doc)?;
-        self.txn()?
-            .replace(&c, Some(&key), doc, &modify_options(options))
-            .map(outcome)
+        let result = self
+            .txn()?
+            .replace(&c, Some(&key), doc, &modify_options(options));
+        self.written(result)
     }
 
     fn remove(
@@ -227,13 +301,18 @@ impl Transaction for CoreTransaction {
         o.wait_for_sync = options.wait_for_sync;
         o.ignore_revs = options.ignore_revs;
         o.return_old = true;
-        self.txn()?.remove(&c, &doc, &o).map(outcome)
+        let result = self.txn()?.remove(&c, &doc, &o);
+        self.written(result)
     }
 
     fn commit(self: Box<Self>) -> Result<()> {
         match self.reader {
             Reader::View(_) => Ok(()),
             Reader::Txn(t) => t.commit()?.wait(),
+            Reader::Leased(mut l) => {
+                l.hand_back();
+                Ok(())
+            }
         }
     }
 }

@@ -1,7 +1,12 @@
 //! `/_api/cursor`, `/_api/query*`, `/_api/explain`: AQL, answered by quiver-aql's query
 //! service (JSON in, JSON out); this module only maps paths and methods onto it.
 
+use std::sync::Arc;
+
 use http::Method;
+use parking_lot::Mutex;
+use quiver_aql::source::core::{leased, LeaseReturn};
+use quiver_core::TransactionOptions;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
@@ -20,7 +25,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
     let body = || -> Result<Value> { Ok(super::body_json(req)?.unwrap_or(Value::Null)) };
     match (family, &req.method, rest.as_slice()) {
-        ("cursor", &Method::POST, []) => reply(queries.create_cursor(db, body()?)),
+        ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
+            Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
+            None => reply(queries.create_cursor(db, body()?)),
+        },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
             ErrorCode::HttpBadParameter,
             "expecting PUT /_api/cursor/<cursor-id>",
@@ -44,4 +52,41 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         _ => Ok(not_found(req)),
     }
+}
+
+/// Runs a query inside stream transaction `trx` (`x-arango-trx-id`): it reads the
+/// transaction's snapshot and staged writes, and its writes join the transaction (visible to
+/// others only after the commit). The transaction is lent to the query for the duration of
+/// the request: a placeholder takes its place in the registry slot (which stays locked, so
+/// nothing else can use it meanwhile), and the query hands it back on success. A query that
+/// fails after staging writes does not hand it back: those partial writes cannot be undone
+/// inside the transaction, so the stream transaction is aborted (later use answers 1654).
+fn create_in_transaction(
+    state: &ServerState,
+    req: &Request,
+    trx: &str,
+    body: Value,
+) -> Result<(u16, Value)> {
+    let db = state.database(&req.database)?;
+    let back: LeaseReturn = Arc::new(Mutex::new(None));
+    let mut lost = false;
+    let reply = super::transaction::within(state, req, trx, |owned| {
+        let placeholder = db.begin_transaction(TransactionOptions::default())?;
+        let lent = std::mem::replace(owned, placeholder);
+        let reply =
+            state
+                .queries
+                .create_cursor_in(&req.database, body, leased(lent, Arc::clone(&back)));
+        match back.lock().take() {
+            Some(returned) => *owned = returned,
+            None => lost = true,
+        }
+        Ok(reply)
+    })?;
+    if lost {
+        // The abort can only fail if someone finished the transaction meanwhile, which the
+        // locked slot rules out; the query's own error is the one to report.
+        let _ = state.core.stream_transactions().abort(trx, &req.database);
+    }
+    reply
 }

@@ -190,6 +190,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     };
 
     let complete = req.bool_param("complete", false);
+    let trx = super::transaction::transaction_id(req);
     let want_details = req.bool_param("details", false);
     let mut opts = InsertOptions::new();
     opts.wait_for_sync = req.bool_param("waitForSync", false);
@@ -231,7 +232,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
 
     let mut durability: Vec<Box<dyn Durability>> = Vec::new();
     if req.bool_param("overwrite", false) {
-        durability.push(Box::new(coll.truncate(opts.wait_for_sync)?));
+        match trx {
+            Some(id) => super::transaction::within(state, req, id, |t| t.truncate(&coll))?,
+            None => durability.push(Box::new(coll.truncate(opts.wait_for_sync)?)),
+        }
     }
     let (mut created, mut updated, mut ignored) = (0u64, 0u64, 0u64);
     let chunk = if complete { docs.len().max(1) } else { CHUNK };
@@ -248,8 +252,42 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         } else {
             Vec::new()
         };
-        let committed = coll.insert_many(batch, &opts)?;
-        for (i, result) in committed.value().iter().enumerate() {
+        // Inside a stream transaction the documents are staged in it (items stay independent,
+        // durability comes with its commit); otherwise each chunk is one commit.
+        let (results, committed) = match trx {
+            Some(id) => {
+                let staged = super::transaction::within(state, req, id, |t| {
+                    let mut out = Vec::with_capacity(batch.len());
+                    for doc in batch {
+                        match t.insert(&coll, doc, &opts) {
+                            Err(e) if complete => return Ok(Err((e, !out.is_empty()))),
+                            result => out.push(result),
+                        }
+                    }
+                    Ok(Ok(out))
+                })?;
+                match staged {
+                    Ok(results) => (results, None),
+                    Err((e, staged_some)) => {
+                        if staged_some {
+                            // complete=true is all-or-nothing, but the stream transaction has
+                            // no savepoint to undo this request's earlier items: abort it.
+                            let _ = state.core.stream_transactions().abort(id, &req.database);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => {
+                let committed = coll.insert_many(batch, &opts)?;
+                (Vec::new(), Some(committed))
+            }
+        };
+        let results = match &committed {
+            Some(c) => c.value().as_slice(),
+            None => results.as_slice(),
+        };
+        for (i, result) in results.iter().enumerate() {
             let position = position_iter.next().unwrap_or(0);
             match result {
                 Ok(op) => match op.kind {
@@ -267,7 +305,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 }
             }
         }
-        durability.push(Box::new(committed));
+        if let Some(committed) = committed {
+            durability.push(Box::new(committed));
+        }
     }
 
     let mut body = json!({

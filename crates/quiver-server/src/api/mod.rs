@@ -22,18 +22,6 @@ use crate::{not_found, Request, Response, ServerState};
 pub fn route(state: &ServerState, req: &Request) -> Response {
     let first = req.segments.first().map(String::as_str);
     let second = req.segments.get(1).map(String::as_str);
-    if let (Some("_api"), Some("cursor" | "import"), Some(_)) =
-        (first, second, transaction::transaction_id(req))
-    {
-        if req.method == http::Method::POST {
-            // Running them outside the transaction would silently break its isolation.
-            return Error::with_message(
-                ErrorCode::NotImplemented,
-                "x-arango-trx-id is not supported by this API yet (stream transactions cover documents, edges, count and truncate)",
-            )
-            .into();
-        }
-    }
     let result = match (first, second) {
         (Some("_api"), Some(family)) => match family {
             "version" => return admin::version(state, req),
