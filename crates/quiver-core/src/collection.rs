@@ -21,6 +21,7 @@ use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::schema::Schema;
+use crate::secondary::{self, MaintainedIndex};
 use crate::staging::{self, item_key, Staging};
 use crate::unique::UniqueIndex;
 use crate::Settings;
@@ -383,6 +384,29 @@ pub struct Collection {
     pub(crate) settings: Arc<Settings>,
     edge_index: Option<EdgeIndex>,
     unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
+    /// Indexes with an in-memory structure (persistent family), in creation order.
+    maintained: RwLock<Arc<Vec<Arc<MaintainedIndex>>>>,
+}
+
+/// What a query planner needs to know about one index of a collection.
+#[derive(Clone, Debug)]
+pub struct IndexInfo {
+    pub id: u64,
+    pub name: String,
+    /// The type as reported (`persistent`, `hash`, `skiplist`, ...).
+    pub kind: String,
+    pub fields: Vec<String>,
+    pub unique: bool,
+    pub sparse: bool,
+    /// Share of distinct values among the entries (1 = all distinct).
+    pub selectivity: f64,
+    /// Built and usable by queries (an index being built in the background is not).
+    pub ready: bool,
+    /// Entries held (documents, or array elements for expanded fields; superseded versions
+    /// not yet collected included).
+    pub entries: usize,
+    /// The index object of the HTTP API (with the current `selectivityEstimate`).
+    pub description: Value,
 }
 
 impl std::fmt::Debug for Collection {
@@ -412,6 +436,31 @@ impl Collection {
             .filter(|d| d.enforces_uniqueness())
             .map(|d| Arc::new(UniqueIndex::new(d.clone())))
             .collect();
+        let maintained: Vec<Arc<MaintainedIndex>> = meta
+            .indexes
+            .iter()
+            .filter_map(MaintainedIndex::new)
+            .map(Arc::new)
+            .collect();
+        if !maintained.is_empty() && status.is_none() {
+            // Index contents are not persisted: rebuild them in the background from a
+            // snapshot taken now, before any write can reach this collection (it is not
+            // published yet), so every later commit is recorded by the indexes themselves.
+            let snapshot = engine.snapshot();
+            let list = maintained.clone();
+            let spawned = std::thread::Builder::new()
+                .name("quiver-index-build".into())
+                .spawn(move || {
+                    for ix in list {
+                        if let Err(err) = ix.build(id, &snapshot) {
+                            tracing::warn!("building index {} failed: {err}", ix.def.name);
+                        }
+                    }
+                });
+            if let Err(err) = spawned {
+                tracing::warn!("cannot start the index build thread: {err}");
+            }
+        }
         Collection {
             id,
             engine,
@@ -426,6 +475,7 @@ impl Collection {
             settings,
             edge_index,
             unique_indexes: RwLock::new(Arc::new(unique)),
+            maintained: RwLock::new(Arc::new(maintained)),
         }
     }
 
@@ -552,6 +602,65 @@ impl Collection {
         Arc::clone(&self.unique_indexes.read())
     }
 
+    pub(crate) fn maintained_indexes(&self) -> Arc<Vec<Arc<MaintainedIndex>>> {
+        Arc::clone(&self.maintained.read())
+    }
+
+    pub(crate) fn maintained_index(&self, id: u64) -> Result<Arc<MaintainedIndex>> {
+        self.maintained
+            .read()
+            .iter()
+            .find(|ix| ix.def.id == id)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorCode::IndexNotFound))
+    }
+
+    /// A user index's description with its live selectivity estimate.
+    fn describe_index(&self, def: &IndexDef, collection: &str) -> Value {
+        let mut description = def.describe(collection);
+        if let Some(ix) = self.maintained.read().iter().find(|ix| ix.def.id == def.id) {
+            description["selectivityEstimate"] = round_estimate(ix.selectivity()).into();
+        }
+        description
+    }
+
+    /// The collection's indexes as a query planner sees them (primary and edge indexes are
+    /// not listed: the planner knows them).
+    pub fn query_indexes(&self) -> Vec<IndexInfo> {
+        let meta = self.meta.read();
+        let maintained = self.maintained.read();
+        meta.indexes
+            .iter()
+            .map(|def| {
+                let ix = maintained.iter().find(|ix| ix.def.id == def.id);
+                let selectivity = ix.map_or(1.0, |ix| ix.selectivity());
+                let mut description = def.describe(&meta.name);
+                if ix.is_some() {
+                    description["selectivityEstimate"] = round_estimate(selectivity).into();
+                }
+                IndexInfo {
+                    id: def.id,
+                    name: def.name.clone(),
+                    kind: def.kind.clone(),
+                    fields: def.fields.clone(),
+                    unique: def.unique,
+                    sparse: def.sparse,
+                    selectivity,
+                    ready: ix.is_some_and(|ix| ix.is_ready()),
+                    entries: ix.map_or(0, |ix| ix.read(|cur, _| cur.len())),
+                    description,
+                }
+            })
+            .collect()
+    }
+
+    /// Waits (at most `timeout`) until every index finished building; returns whether they
+    /// all did.
+    pub fn wait_for_indexes(&self, timeout: std::time::Duration) -> bool {
+        let list = self.maintained_indexes();
+        list.iter().all(|ix| ix.wait_ready(timeout))
+    }
+
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
     }
@@ -565,7 +674,11 @@ impl Collection {
         if meta.collection_type == CollectionType::Edge {
             out.push(index::edge_description(&meta.name));
         }
-        out.extend(meta.indexes.iter().map(|d| d.describe(&meta.name)));
+        out.extend(
+            meta.indexes
+                .iter()
+                .map(|d| self.describe_index(d, &meta.name)),
+        );
         Ok(out)
     }
 
@@ -588,7 +701,7 @@ impl Collection {
         meta.indexes
             .iter()
             .find(|d| d.name == rest || d.id.to_string() == rest)
-            .map(|d| d.describe(&meta.name))
+            .map(|d| self.describe_index(d, &meta.name))
             .ok_or_else(not_found)
     }
 
@@ -597,11 +710,15 @@ impl Collection {
     /// built from the current data first (400/1210 if the data violates it) and enforced on
     /// every later write. Errors: 10 invalid definitions (see the index types), a second ttl
     /// index, 1207 a name taken by a different index, 1214 an illegal name.
+    ///
+    /// A persistent index is registered first (so every later commit records into it) and then
+    /// filled from a snapshot without holding the writer lock: writers and readers go on while
+    /// a large collection is indexed; only this request waits. Queries use it once it is built.
     pub fn create_index(&self, body: &Value) -> Result<(Value, bool)> {
         self.check_usable()?;
-        // Writers wait while a unique index is built, so that no commit slips in between the
-        // scan and the registration.
-        let _writers = self.write_lock.lock();
+        // Writers wait while a unique constraint is checked, so that no commit slips in
+        // between the scan and the registration.
+        let writers = self.write_lock.lock();
         let next_id = self.meta.read().next_index_id;
         let def = IndexDef::parse(body, next_id)?;
         {
@@ -639,18 +756,48 @@ impl Collection {
             meta.indexes.push(def.clone());
             meta.next_index_id = next_id + 1;
         }
-        if let Err(err) = self.persist() {
-            let mut meta = self.meta.write();
-            meta.indexes.retain(|d| d.id != def.id);
-            return Err(err);
-        }
         if let Some(index) = unique {
             let mut list = self.unique_indexes.write();
             let mut next: Vec<Arc<UniqueIndex>> = list.iter().cloned().collect();
             next.push(index);
             *list = Arc::new(next);
         }
-        Ok((def.describe(&self.name()), true))
+        let maintained = MaintainedIndex::new(&def).map(Arc::new);
+        if let Some(ix) = &maintained {
+            let mut list = self.maintained.write();
+            let mut next: Vec<Arc<MaintainedIndex>> = list.iter().cloned().collect();
+            next.push(Arc::clone(ix));
+            *list = Arc::new(next);
+        }
+        // Taken after the registration, under the writer lock: every commit is either in
+        // this snapshot or recorded by the index (or both, which is harmless).
+        let snapshot = self.engine.snapshot();
+        drop(writers);
+        let built = match &maintained {
+            Some(ix) => ix.build(self.id, &snapshot),
+            None => Ok(()),
+        };
+        drop(snapshot);
+        if let Err(err) = built.and_then(|()| self.persist()) {
+            let _writers = self.write_lock.lock();
+            self.meta.write().indexes.retain(|d| d.id != def.id);
+            self.unregister_index(def.id);
+            return Err(err);
+        }
+        Ok((self.describe_index(&def, &self.name()), true))
+    }
+
+    fn unregister_index(&self, id: u64) {
+        {
+            let mut list = self.unique_indexes.write();
+            let next: Vec<Arc<UniqueIndex>> =
+                list.iter().filter(|u| u.def.id != id).cloned().collect();
+            *list = Arc::new(next);
+        }
+        let mut list = self.maintained.write();
+        let next: Vec<Arc<MaintainedIndex>> =
+            list.iter().filter(|u| u.def.id != id).cloned().collect();
+        *list = Arc::new(next);
     }
 
     /// Drops a user index by handle; returns its id (`collection/123`). Errors: 1212 unknown,
@@ -685,9 +832,7 @@ impl Collection {
             self.meta.write().indexes.push(removed);
             return Err(err);
         }
-        let mut list = self.unique_indexes.write();
-        let next: Vec<Arc<UniqueIndex>> = list.iter().filter(|u| u.def.id != id).cloned().collect();
-        *list = Arc::new(next);
+        self.unregister_index(id);
         Ok(id_text)
     }
 
@@ -1070,6 +1215,9 @@ impl Collection {
         let sync = wait_for_sync || self.wait_for_sync();
         let guard = self.write_lock.lock();
         let ticket = self.engine.truncate(self.id, sync)?;
+        for index in self.maintained_indexes().iter() {
+            index.truncate(ticket.tick);
+        }
         if let Some(index) = &self.edge_index {
             index.truncated();
         }
@@ -1169,7 +1317,17 @@ impl Collection {
                 .values()
                 .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
                 .max();
-            let ticket = self.engine.commit(batch)?;
+            let pending = secondary::before_commit(&staging.entries, &staging.snapshot, |_| {
+                Some(Arc::clone(self))
+            })?;
+            let ticket = match self.engine.commit(batch) {
+                Ok(ticket) => ticket,
+                Err(err) => {
+                    pending.failed();
+                    return Err(err);
+                }
+            };
+            pending.committed(ticket.tick, self.engine.horizon());
             staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
             if let Some(rev) = max_rev {
                 self.note_revision(rev);
@@ -1381,4 +1539,9 @@ fn canonical_hash(value: &Value) -> u64 {
         }
         other => fnv1a(FNV_OFFSET, other.to_string().as_bytes()),
     }
+}
+
+/// Estimates are reported with a few digits, as ArangoDB's are.
+fn round_estimate(value: f64) -> f64 {
+    (value * 10_000.0).round() / 10_000.0
 }

@@ -55,8 +55,11 @@ mod edge_index;
 pub mod graphs;
 mod index;
 mod keygen;
+mod lookup;
 mod options;
 mod schema;
+mod secondary;
+mod sorted;
 mod staging;
 mod streams;
 mod ttl;
@@ -66,7 +69,7 @@ mod unique;
 pub use catalog::{
     Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
 };
-pub use collection::{Collection, CollectionSpec, CollectionType, JOURNAL_SIZE_MIN};
+pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo, JOURNAL_SIZE_MIN};
 pub use computed::ComputedValuesEvaluator;
 pub use document::revision_matches;
 pub use edge_index::{EdgeDirection, EdgeHit};
@@ -75,6 +78,7 @@ pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
 };
+pub use sorted::IndexRange;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 
@@ -98,5 +102,7 @@ impl std::fmt::Debug for Settings {
     }
 }
 
+#[cfg(test)]
+mod index_tests;
 #[cfg(test)]
 mod tests;

@@ -14,7 +14,9 @@ use crate::catalog::Database;
 use crate::collection::Collection;
 use crate::document::decode_with_id;
 use crate::edge_index::{EdgeDirection, EdgeHit};
+use crate::lookup::{staged_lookup, IndexScan};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::sorted::IndexRange;
 use crate::staging::{self, Staging};
 
 /// An iterator over documents (JSON values with `_id`), owning everything it needs (it can be
@@ -83,6 +85,19 @@ pub trait DocumentReader {
         direction: EdgeDirection,
         out: &mut Vec<EdgeHit>,
     ) -> Result<()>;
+
+    /// The documents of `coll` found through its persistent index `index` (an id from
+    /// [`Collection::query_indexes`]) in `ranges`, range after range, each in index order
+    /// (descending when `reverse`), as this reader sees them. A document indexed under several
+    /// values (array expansion) is produced once. Errors: 1212 for an unknown index, 10 for an
+    /// index type without range lookups.
+    fn index_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+    ) -> Result<DocumentIter>;
 }
 
 /// Keeps the index candidates that `snapshot` holds at exactly their revision.
@@ -200,6 +215,25 @@ impl DocumentReader for ReadView {
         let mut candidates = Vec::new();
         coll.edge_candidates(vertex, direction, &mut candidates)?;
         visible_edges(&self.snapshot, coll, candidates, out, |_| false)
+    }
+
+    fn index_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+    ) -> Result<DocumentIter> {
+        coll.check_usable()?;
+        let scan = IndexScan::new(
+            coll,
+            index,
+            self.snapshot.clone(),
+            ranges,
+            reverse,
+            Arc::new(HashSet::new()),
+        )?;
+        Ok(DocumentIter::new(scan))
     }
 }
 
@@ -457,7 +491,18 @@ impl Transaction {
         let sync = staging.sync || colls.iter().any(|c| c.wait_for_sync());
         let mut batch = staging.to_batch();
         batch.set_sync(sync);
-        let ticket = self.db.engine().commit(batch)?;
+        let pending =
+            crate::secondary::before_commit(&staging.entries, &staging.snapshot, |cid| {
+                colls.iter().find(|c| c.id() == cid).cloned()
+            })?;
+        let ticket = match self.db.engine().commit(batch) {
+            Ok(ticket) => ticket,
+            Err(err) => {
+                pending.failed();
+                return Err(err);
+            }
+        };
+        pending.committed(ticket.tick, self.db.engine().horizon());
         staging::record_indexes(&staging.entries, |cid| {
             colls.iter().find(|c| c.id() == cid).cloned()
         });
@@ -561,5 +606,30 @@ impl DocumentReader for Transaction {
             }
         }
         Ok(())
+    }
+
+    fn index_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+    ) -> Result<DocumentIter> {
+        self.check_read(coll)?;
+        let cid = coll.id();
+        let staged_here = self.staging.entries.keys().any(|(c, _)| *c == cid);
+        if !staged_here {
+            let scan = IndexScan::new(
+                coll,
+                index,
+                self.staging.snapshot.clone(),
+                ranges,
+                reverse,
+                Arc::new(HashSet::new()),
+            )?;
+            return Ok(DocumentIter::new(scan));
+        }
+        let items = staged_lookup(coll, index, &self.staging, ranges, reverse)?;
+        Ok(DocumentIter::new(items.into_iter()))
     }
 }

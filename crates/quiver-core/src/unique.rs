@@ -80,7 +80,7 @@ fn lookup<'a>(doc: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value>
 }
 
 /// The values one field contributes: one value, or each array element for `a[*]` / `a[*].b`.
-fn field_values(doc: &Map<String, Value>, field: &str) -> Vec<Value> {
+pub(crate) fn field_values(doc: &Map<String, Value>, field: &str) -> Vec<Value> {
     match field.split_once("[*]") {
         None => {
             let path: Vec<String> = field.split('.').map(str::to_string).collect();

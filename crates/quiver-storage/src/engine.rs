@@ -331,7 +331,7 @@ impl Inner {
         self.files.read().get(&fid).cloned()
     }
 
-    fn horizon(&self) -> u64 {
+    pub(crate) fn horizon(&self) -> u64 {
         let snaps = self.snapshots.lock();
         snaps
             .keys()

@@ -571,6 +571,13 @@ impl Engine {
         }
     }
 
+    /// The oldest tick any live snapshot reads at (the newest visible tick when none is
+    /// held). Versions superseded at or below it are invisible to every present and future
+    /// snapshot, which is what lets secondary indexes drop their entries.
+    pub fn horizon(&self) -> u64 {
+        self.inner.horizon()
+    }
+
     /// The tick of the newest visible commit.
     pub fn last_tick(&self) -> u64 {
         self.inner.visible_tick()

@@ -1,6 +1,8 @@
 //! Identifier types and naming rules shared by every layer: document revisions (ArangoDB's
 //! hybrid-logical-clock `_rev`), document keys, document handles and database/collection names.
 
+pub mod order;
+
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -7,16 +7,17 @@
 //! the reference.
 
 mod arith;
-mod compare;
 mod format;
 mod hash;
 mod like;
 
 pub use arith::{arithmetic, negate, ArithOp};
-pub use compare::{compare, compare_strings, equals, type_weight};
+// AQL's value order lives in quiver-types so that quiver-core's sorted indexes order values
+// exactly as queries compare them.
 pub use format::{format_f64, format_number, to_json_string, write_json};
 pub use hash::{hash_value, ValueKey, ValueRef};
 pub use like::like;
+pub use quiver_types::order::{compare, compare_strings, equals, type_weight};
 
 use quiver_errors::ErrorCode;
 pub use serde_json::Value;

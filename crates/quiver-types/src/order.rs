@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Number, Value};
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
-use super::NULL;
+static NULL: Value = Value::Null;
 
 /// The rank of a value's type in AQL's type order.
 pub fn type_weight(value: &Value) -> u8 {

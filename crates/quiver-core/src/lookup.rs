@@ -1,0 +1,236 @@
+//! Reading documents through a sorted (persistent) index, as one reader sees them.
+//!
+//! Candidates come from the index in bounded chunks (the index lock is held for one chunk at a
+//! time, so writers never wait for a whole scan); each is kept only when the reader's snapshot
+//! holds that key at exactly the recorded revision (see `secondary.rs`). A transaction hides
+//! the index entries of the documents it staged and adds its staged versions that fall into
+//! the ranges, so it reads its own writes in index order.
+
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_storage::{CollectionId, Snapshot};
+use serde_json::{Map, Value};
+
+use crate::collection::Collection;
+use crate::document::decode_with_id;
+use crate::secondary::MaintainedIndex;
+use crate::sorted::{tuples, Candidate, EntryKey, IndexRange, SortedIndex};
+use crate::staging::Staging;
+
+/// Candidates fetched per index lock acquisition.
+const CHUNK: usize = 256;
+
+fn not_sorted() -> Error {
+    Error::with_message(
+        ErrorCode::BadParameter,
+        "this index type does not support range lookups",
+    )
+}
+
+/// A lazy walk over some ranges of one index, keeping what `snapshot` sees.
+pub(crate) struct IndexScan {
+    ix: Arc<MaintainedIndex>,
+    snapshot: Snapshot,
+    cid: CollectionId,
+    name: Arc<str>,
+    ranges: Vec<IndexRange>,
+    range_pos: usize,
+    reverse: bool,
+    resume: Option<EntryKey>,
+    buffer: VecDeque<Candidate>,
+    /// Keys whose index entries are not to be trusted (staged by the reading transaction).
+    skip: Arc<HashSet<String>>,
+    /// Keys already produced, when one document can sit under several entries (array
+    /// expansion).
+    seen: Option<HashSet<Arc<str>>>,
+}
+
+impl IndexScan {
+    pub fn new(
+        coll: &Collection,
+        index: u64,
+        snapshot: Snapshot,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        skip: Arc<HashSet<String>>,
+    ) -> Result<IndexScan> {
+        let ix = coll.maintained_index(index)?;
+        if !ix.read(|cur, _| cur.as_any().is::<SortedIndex>()) {
+            return Err(not_sorted());
+        }
+        let expanded = ix.def.fields.iter().any(|f| f.contains("[*]"));
+        Ok(IndexScan {
+            ix,
+            snapshot,
+            cid: coll.id(),
+            name: coll.name(),
+            ranges,
+            range_pos: 0,
+            reverse,
+            resume: None,
+            buffer: VecDeque::new(),
+            skip,
+            seen: expanded.then(HashSet::new),
+        })
+    }
+
+    /// Refills the buffer from the current range; false when every range is done.
+    fn refill(&mut self) -> bool {
+        while self.buffer.is_empty() {
+            let Some(range) = self.ranges.get(self.range_pos) else {
+                return false;
+            };
+            let tick = self.snapshot.tick();
+            let mut out = Vec::new();
+            let more = self.ix.read(|cur, retired| {
+                let Some(sorted) = cur.as_any().downcast_ref::<SortedIndex>() else {
+                    return false;
+                };
+                // Structures retired by a truncate after this snapshot still hold what it
+                // sees. Rare (a reader racing a truncate), so the range is read at once.
+                let old: Vec<&SortedIndex> = retired
+                    .iter()
+                    .filter(|(t, _)| *t > tick)
+                    .filter_map(|(_, s)| s.as_any().downcast_ref::<SortedIndex>())
+                    .collect();
+                if old.is_empty() {
+                    return sorted.walk(range, self.reverse, self.resume.as_ref(), CHUNK, &mut out);
+                }
+                sorted.walk(range, self.reverse, None, usize::MAX, &mut out);
+                for s in old {
+                    s.walk(range, self.reverse, None, usize::MAX, &mut out);
+                }
+                if self.reverse {
+                    out.sort_by(|a, b| b.0.cmp(&a.0));
+                } else {
+                    out.sort_by(|a, b| a.0.cmp(&b.0));
+                }
+                false
+            });
+            match out.last() {
+                Some(last) if more => self.resume = Some(last.0.clone()),
+                _ => {
+                    self.resume = None;
+                    self.range_pos += 1;
+                }
+            }
+            if !more {
+                self.resume = None;
+            }
+            self.buffer.extend(out);
+        }
+        true
+    }
+
+    /// The next visible document with the entry it was found under.
+    pub fn next_entry(&mut self) -> Option<Result<(EntryKey, Value)>> {
+        loop {
+            if self.buffer.is_empty() && !self.refill() {
+                return None;
+            }
+            let (entry, revs) = self.buffer.pop_front()?;
+            let Some(key) = entry.doc().cloned() else {
+                continue;
+            };
+            if !self.skip.is_empty() && self.skip.contains(&*key) {
+                continue;
+            }
+            if self.seen.as_ref().is_some_and(|s| s.contains(&key)) {
+                continue;
+            }
+            let doc = match self.snapshot.get(self.cid, &key) {
+                Ok(Some(doc)) => doc,
+                Ok(None) => continue,
+                Err(err) => return Some(Err(err)),
+            };
+            if !revs.contains(&doc.rev) {
+                continue;
+            }
+            if let Some(seen) = &mut self.seen {
+                seen.insert(Arc::clone(&key));
+            }
+            return Some(decode_with_id(&doc.body, &self.name, &key).map(|v| (entry, v)));
+        }
+    }
+}
+
+impl Iterator for IndexScan {
+    type Item = Result<Value>;
+    fn next(&mut self) -> Option<Result<Value>> {
+        self.next_entry().map(|r| r.map(|(_, v)| v))
+    }
+}
+
+/// The lookup for a transaction that staged writes in `coll`: per range, the snapshot's
+/// documents minus the staged keys plus the staged versions in the range, in index order.
+pub(crate) fn staged_lookup(
+    coll: &Collection,
+    index: u64,
+    staging: &Staging,
+    ranges: Vec<IndexRange>,
+    reverse: bool,
+) -> Result<Vec<Result<Value>>> {
+    let cid = coll.id();
+    let name = coll.name();
+    let ix = coll.maintained_index(index)?;
+    let mut skip = HashSet::new();
+    let mut staged: Vec<(Arc<str>, Map<String, Value>, &bytes::Bytes)> = Vec::new();
+    for ((c, key), entry) in &staging.entries {
+        if *c != cid {
+            continue;
+        }
+        skip.insert(key.clone());
+        if let Some((_, body)) = &entry.current {
+            if let Ok(map) = serde_json::from_slice::<Map<String, Value>>(body) {
+                staged.push((Arc::from(key.as_str()), map, body));
+            }
+        }
+    }
+    let skip = Arc::new(skip);
+    let expanded = ix.def.fields.iter().any(|f| f.contains("[*]"));
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let mut out = Vec::new();
+    for range in ranges {
+        let mut items: Vec<(EntryKey, Value)> = Vec::new();
+        let mut scan = IndexScan::new(
+            coll,
+            index,
+            staging.snapshot.clone(),
+            vec![range.clone()],
+            reverse,
+            Arc::clone(&skip),
+        )?;
+        scan.seen = None;
+        while let Some(item) = scan.next_entry() {
+            items.push(item?);
+        }
+        for (key, map, body) in &staged {
+            for tuple in tuples(&ix.def.fields, ix.def.sparse, map) {
+                let mut parts: Vec<crate::sorted::KeyPart> =
+                    tuple.into_iter().map(crate::sorted::KeyPart::Val).collect();
+                parts.push(crate::sorted::KeyPart::Doc(Arc::clone(key)));
+                let entry = EntryKey(parts.into_boxed_slice());
+                if range.contains(&entry) {
+                    items.push((entry, decode_with_id(body, &name, key)?));
+                }
+            }
+        }
+        if reverse {
+            items.sort_by(|a, b| b.0.cmp(&a.0));
+        } else {
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        for (entry, doc) in items {
+            if expanded {
+                let Some(key) = entry.doc() else { continue };
+                if !seen.insert(Arc::clone(key)) {
+                    continue;
+                }
+            }
+            out.push(Ok(doc));
+        }
+    }
+    Ok(out)
+}
