@@ -889,6 +889,62 @@ pub fn remove_edge_definition(
     Ok(committed)
 }
 
+/// Follows a collection rename in every graph definition that names `old` (ArangoDB
+/// renames graph collections along with the collection), in one transaction on `_graphs`.
+/// Returns how many graphs changed.
+pub fn rename_collection(db: &Arc<Database>, old: &str, new: &str) -> Result<usize> {
+    if old == new {
+        return Ok(0);
+    }
+    let _ddl = GRAPH_DDL.lock();
+    let Ok(coll) = graphs_collection(db) else {
+        return Ok(0);
+    };
+    let rename = |set: &BTreeSet<String>| -> BTreeSet<String> {
+        set.iter()
+            .map(|n| if n == old { new.to_string() } else { n.clone() })
+            .collect()
+    };
+    let mut trx = db.begin_transaction(TransactionOptions {
+        write: vec![GRAPHS_COLLECTION.to_string()],
+        allow_implicit: true,
+        ..TransactionOptions::default()
+    })?;
+    let (_, modify) = write_options(false);
+    let mut changed = 0;
+    for graph in list(db)? {
+        if !graph.uses_collection(old) {
+            continue;
+        }
+        let mut renamed = Graph {
+            edge_definitions: BTreeMap::new(),
+            orphan_collections: rename(&graph.orphan_collections),
+            ..graph.clone()
+        };
+        for def in graph.edge_definitions.values() {
+            let collection = if def.collection == old {
+                new.to_string()
+            } else {
+                def.collection.clone()
+            };
+            renamed.edge_definitions.insert(
+                collection.clone(),
+                EdgeDefinition {
+                    collection,
+                    from: rename(&def.from),
+                    to: rename(&def.to),
+                },
+            );
+        }
+        trx.replace(&coll, Some(&graph.name), renamed.to_stored(), &modify)?;
+        changed += 1;
+    }
+    if changed > 0 {
+        trx.commit()?.wait()?;
+    }
+    Ok(changed)
+}
+
 /// The edge collections whose edges may point at documents of `collection` and must go
 /// when such a document is removed through `graph`: every edge collection of `graph` plus
 /// the edge collections of any graph whose definitions name `collection` (ArangoDB's rule).

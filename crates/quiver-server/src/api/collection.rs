@@ -133,7 +133,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     let new_name = body.get("name").and_then(Value::as_str).ok_or_else(|| {
                         Error::with_message(ErrorCode::IllegalName, "name must be a string")
                     })?;
+                    let old_name = db.collection(name)?.name();
                     let renamed = db.rename_collection(name, new_name)?;
+                    // Graph definitions follow the rename, as in ArangoDB.
+                    quiver_core::graphs::rename_collection(&db, &old_name, &renamed.name())?;
                     Ok(Response::ok_envelope(200, renamed.properties()))
                 }
                 ("compact", _, true) => {

@@ -7,9 +7,10 @@
 //! creation answer 201/202, modification and removal 200/202. The `ETag` of gharial responses
 //! is the bare `_rev` (no quotes), unlike the document API.
 //!
-//! Vertex and edge writes run in a core transaction (the request's stream transaction when it
-//! carries `x-arango-trx-id`, otherwise one of their own), so that removing a vertex together
-//! with its edges, and an edge write with the check that its vertices exist, are atomic.
+//! Vertex and edge writes run in the request's stream transaction when it carries
+//! `x-arango-trx-id`; otherwise they are plain collection writes (serialized per collection,
+//! like the document API), except removals, which take the document and every edge pointing
+//! at it in one core transaction of their own so that they go in one atomic batch.
 
 use std::sync::Arc;
 
@@ -220,37 +221,30 @@ struct Written {
     durability: Option<Box<dyn Durability>>,
 }
 
-/// Runs `write` in the request's stream transaction, or in a transaction of its own that
-/// declares `collections` for writing and is committed at once.
-fn run_write(
+/// Runs `write` inside stream transaction `id` (`x-arango-trx-id`): visible to the
+/// transaction at once, durable with its commit.
+fn in_stream(
     state: &ServerState,
     req: &Request,
-    db: &Arc<Database>,
-    collections: Vec<String>,
+    id: &str,
     sync: bool,
     write: impl FnOnce(&mut Transaction) -> Result<OpResult>,
 ) -> Result<Written> {
-    if let Some(id) = transaction_id(req) {
-        let op = within(state, req, id, write)?;
-        return Ok(Written {
-            op,
-            synced: sync,
-            durability: None,
-        });
-    }
-    let mut trx = db.begin_transaction(TransactionOptions {
-        write: collections,
-        allow_implicit: true,
-        wait_for_sync: sync,
-        ..TransactionOptions::default()
-    })?;
-    let op = write(&mut trx)?;
-    let committed = trx.commit()?;
+    let op = within(state, req, id, write)?;
     Ok(Written {
         op,
+        synced: sync,
+        durability: None,
+    })
+}
+
+/// A committed write outside stream transactions.
+fn plain(committed: Committed<OpResult>) -> Written {
+    Written {
+        op: committed.value().clone(),
         synced: committed.synced(),
         durability: Some(Box::new(committed)),
-    })
+    }
 }
 
 fn written_response(written: Written, status: u16, vertex: bool, removed: bool) -> Response {
@@ -312,17 +306,18 @@ fn create_document(
     let mut opts = InsertOptions::new();
     opts.wait_for_sync = wait_for_sync(req);
     opts.return_new = req.bool_param("returnNew", false);
-    let written = run_write(
-        state,
-        req,
-        db,
-        vec![name.to_string()],
-        opts.wait_for_sync,
-        |trx| {
+    let written = match transaction_id(req) {
+        Some(id) => in_stream(state, req, id, opts.wait_for_sync, |trx| {
             graphs::check_vertices_exist(trx, &vertices)?;
             trx.insert(&coll, body, &opts)
-        },
-    )?;
+        })?,
+        // Like ArangoDB, the vertices are checked just before the write, not under a lock
+        // on the vertex collections.
+        None => {
+            graphs::check_vertices_exist(&db.read_view(), &vertices)?;
+            plain(coll.insert(body, &opts)?)
+        }
+    };
     let status = if written.synced { 201 } else { 202 };
     Ok(written_response(written, status, vertex, false))
 }
@@ -357,21 +352,24 @@ fn modify_document(
     opts.keep_null = req.bool_param("keepNull", true);
     opts.return_new = req.bool_param("returnNew", false);
     opts.return_old = req.bool_param("returnOld", false);
-    let written = run_write(
-        state,
-        req,
-        db,
-        vec![name.to_string()],
-        opts.wait_for_sync,
-        |trx| {
+    let written = match transaction_id(req) {
+        Some(id) => in_stream(state, req, id, opts.wait_for_sync, |trx| {
             graphs::check_vertices_exist(trx, &vertices)?;
             if replace {
                 trx.replace(&coll, Some(key), body, &opts)
             } else {
                 trx.update(&coll, Some(key), body, &opts)
             }
-        },
-    )?;
+        })?,
+        None => {
+            graphs::check_vertices_exist(&db.read_view(), &vertices)?;
+            plain(if replace {
+                coll.replace(key, body, &opts)?
+            } else {
+                coll.update(key, body, &opts)?
+            })
+        }
+    };
     let status = if written.synced { 200 } else { 202 };
     Ok(written_response(written, status, vertex, false))
 }
@@ -391,10 +389,28 @@ fn remove_document(
     opts.ignore_revs = true;
     opts.if_match = expected_revision(req);
     opts.return_old = req.bool_param("returnOld", false);
-    let write_set = graphs::removal_write_set(db, graph, name)?;
-    let written = run_write(state, req, db, write_set, opts.wait_for_sync, |trx| {
-        graphs::remove_with_edges(trx, db, graph, &coll, key, &opts)
-    })?;
+    let remove =
+        |trx: &mut Transaction| graphs::remove_with_edges(trx, db, graph, &coll, key, &opts);
+    let written = match transaction_id(req) {
+        Some(id) => in_stream(state, req, id, opts.wait_for_sync, remove)?,
+        // The document and its edges go in one transaction of their own, committed at once:
+        // one engine batch (a concurrent writer of one of them makes it fail with 409/1200).
+        None => {
+            let mut trx = db.begin_transaction(TransactionOptions {
+                write: graphs::removal_write_set(db, graph, name)?,
+                allow_implicit: true,
+                wait_for_sync: opts.wait_for_sync,
+                ..TransactionOptions::default()
+            })?;
+            let op = remove(&mut trx)?;
+            let committed = trx.commit()?;
+            Written {
+                op,
+                synced: committed.synced(),
+                durability: Some(Box::new(committed)),
+            }
+        }
+    };
     let status = if written.synced { 200 } else { 202 };
     Ok(written_response(written, status, vertex, true))
 }
