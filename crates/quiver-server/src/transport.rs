@@ -163,6 +163,9 @@ fn placement(req: &Request) -> Placement {
         // index.
         Some("index") if req.method != Method::GET => Placement::BlockingPool,
         Some("edges") => Placement::BlockingPool,
+        // Graph changes create and drop collections (catalog fsyncs); removing a vertex may
+        // build edge indexes.
+        Some("gharial") if req.method != Method::GET => Placement::BlockingPool,
         Some("document") if req.body.first() == Some(&b'[') => Placement::BlockingPool,
         _ => Placement::Inline,
     }
