@@ -32,16 +32,9 @@ pub enum Op {
         source: Expr,
         options: Option<Expr>,
     },
-    /// `FOR v[, e[, p]] IN min..max DIRECTION start GRAPH g | edgeColls` — parsed now,
-    /// executed by issue 6's traversal node.
-    Traversal {
-        vars: Vec<String>,
-        depth: Option<Expr>,
-        direction: Direction,
-        start: Expr,
-        graph: Expr,
-        options: Option<Expr>,
-    },
+    /// Graph traversals and path searches (`FOR v, e, p IN 1..3 OUTBOUND s edges`,
+    /// `… SHORTEST_PATH s TO t …`, …).
+    Traversal(Box<GraphOp>),
     Filter(Expr),
     Let {
         var: String,
@@ -64,6 +57,52 @@ pub enum Op {
         expr: Expr,
     },
     Modify(Modify),
+}
+
+/// Which graph operation a graph `FOR` is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphKind {
+    Traversal,
+    ShortestPath,
+    KShortestPaths,
+    KPaths,
+    AllShortestPaths,
+}
+
+impl GraphKind {
+    /// The keyword as written in AQL (for messages).
+    pub fn keyword(self) -> &'static str {
+        match self {
+            GraphKind::Traversal => "traversal",
+            GraphKind::ShortestPath => "SHORTEST_PATH",
+            GraphKind::KShortestPaths => "K_SHORTEST_PATHS",
+            GraphKind::KPaths => "K_PATHS",
+            GraphKind::AllShortestPaths => "ALL_SHORTEST_PATHS",
+        }
+    }
+}
+
+/// The graph a graph operation walks: a named graph, or edge collections each with an
+/// optional direction of its own (`OUTBOUND s e1, INBOUND e2`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphRef {
+    Named(Expr),
+    Collections(Vec<(Option<Direction>, CollectionRef)>),
+}
+
+/// `FOR vars IN [depth] DIRECTION [KIND] start [TO target] graph [PRUNE [var =] expr] [OPTIONS …]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphOp {
+    pub kind: GraphKind,
+    pub vars: Vec<String>,
+    pub depth: Option<Expr>,
+    pub direction: Direction,
+    pub start: Expr,
+    pub target: Option<Expr>,
+    pub graph: GraphRef,
+    /// `PRUNE [var =] condition`.
+    pub prune: Option<(Option<String>, Expr)>,
+    pub options: Option<Expr>,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -4,6 +4,8 @@
 
 use serde_json::{json, Map, Value};
 
+mod graph;
+
 use crate::ast::{self, Expr, ObjectKey, Op, Quantifier, UnaryOp};
 use crate::exec::NodeStats;
 use crate::optimizer::estimates;
@@ -332,6 +334,7 @@ fn nodes_json(
                     m.insert("distinct".into(), json!(true));
                 }
             }
+            NodeKind::Graph(g) => graph::node_fields(&mut m, g, database, vars),
             NodeKind::Modify(spec) => {
                 m.insert("database".into(), json!(database));
                 m.insert("collection".into(), json!(spec.collection));
@@ -391,7 +394,7 @@ fn query_nodes(q: &ast::Query) -> Vec<Value> {
     for op in &q.ops {
         out.push(match op {
             Op::For { var, source, .. } => json!({"type": "for", "subNodes": [variable(var), ast_expr(source)]}),
-            Op::Traversal { vars, .. } => json!({"type": "traversal", "subNodes": vars.iter().map(|v| variable(v)).collect::<Vec<_>>()}),
+            Op::Traversal(g) => graph::ast_node(g),
             Op::Filter(e) => json!({"type": "filter", "subNodes": [ast_expr(e)]}),
             Op::Let { var, expr } => json!({"type": "let", "subNodes": [variable(var), ast_expr(expr)]}),
             Op::Sort(keys) => json!({"type": "sort", "subNodes": [{"type": "array", "subNodes": keys.iter().map(|(e, asc)| json!({"type": "sort element", "subNodes": [ast_expr(e), {"type": "value", "value": asc}]})).collect::<Vec<_>>()}]}),
@@ -510,6 +513,16 @@ pub fn collection_names(q: &ast::Query) -> Vec<String> {
                 Op::Let { var, expr: e } => {
                     expr(e, out);
                     declared.push(var.clone());
+                }
+                Op::Traversal(g) => {
+                    if let ast::GraphRef::Collections(list) = &g.graph {
+                        for (_, c) in list {
+                            if let ast::CollectionRef::Name(n) = c {
+                                out.push(n.clone());
+                            }
+                        }
+                    }
+                    declared.extend(g.vars.iter().cloned());
                 }
                 Op::Modify(m) => {
                     if let ast::CollectionRef::Name(n) = &m.collection {

@@ -431,21 +431,39 @@ impl<'a> Parser<'a> {
         direction: Direction,
     ) -> Result<Op> {
         self.advance();
-        if matches!(
-            self.peek(),
-            Tok::Kw(Kw::ShortestPath | Kw::KShortestPaths | Kw::KPaths | Kw::AllShortestPaths)
-        ) {
-            return Err(Error::with_message(
-                ErrorCode::NotImplemented,
-                "path searches (SHORTEST_PATH, K_PATHS, ...) arrive with the graph issue",
-            ));
-        }
-        if vars.len() > 3 {
+        let kind = match self.peek() {
+            Tok::Kw(Kw::ShortestPath) => GraphKind::ShortestPath,
+            Tok::Kw(Kw::KShortestPaths) => GraphKind::KShortestPaths,
+            Tok::Kw(Kw::KPaths) => GraphKind::KPaths,
+            Tok::Kw(Kw::AllShortestPaths) => GraphKind::AllShortestPaths,
+            _ => GraphKind::Traversal,
+        };
+        // ArangoDB's grammar: traversals emit up to three variables, SHORTEST_PATH two
+        // (vertex, edge), the path enumerations one (the path); only traversals and K_PATHS
+        // take a depth range.
+        let max_vars = match kind {
+            GraphKind::Traversal => 3,
+            GraphKind::ShortestPath => 2,
+            _ => 1,
+        };
+        let depth_allowed = matches!(kind, GraphKind::Traversal | GraphKind::KPaths);
+        if vars.len() > max_vars || (depth.is_some() && !depth_allowed) {
             return Err(self.unexpected());
         }
+        if kind != GraphKind::Traversal {
+            self.advance();
+        }
         let start = self.expr()?;
+        let target = if kind == GraphKind::Traversal {
+            None
+        } else {
+            if !self.eat_word("TO") {
+                return Err(self.unexpected());
+            }
+            Some(self.expr()?)
+        };
         let graph = if self.eat_kw(Kw::Graph) {
-            Expr::Call("GRAPH".into(), vec![self.primary()?])
+            GraphRef::Named(self.primary()?)
         } else {
             let mut colls = Vec::new();
             loop {
@@ -453,29 +471,39 @@ impl<'a> Parser<'a> {
                 if dir.is_some() {
                     self.advance();
                 }
-                let c = match self.collection_ref()? {
-                    CollectionRef::Name(n) => Expr::lit(Value::String(n)),
-                    CollectionRef::Bind(n) => Expr::Bind(n),
-                };
-                colls.push(c);
+                colls.push((dir, self.collection_ref()?));
                 if !self.eat_sym(",") {
                     break;
                 }
             }
-            Expr::Array(colls)
+            GraphRef::Collections(colls)
         };
-        if self.eat_word("PRUNE") {
-            self.expr()?;
-        }
+        let prune = if kind == GraphKind::Traversal && self.eat_word("PRUNE") {
+            let named = matches!(self.peek(), Tok::Ident(_) | Tok::QuotedIdent(_))
+                && matches!(self.peek_at(1), Tok::Sym("="));
+            let var = if named {
+                let v = self.variable_name()?;
+                self.expect_sym("=")?;
+                Some(v)
+            } else {
+                None
+            };
+            Some((var, self.expr()?))
+        } else {
+            None
+        };
         let options = self.options()?;
-        Ok(Op::Traversal {
+        Ok(Op::Traversal(Box::new(GraphOp {
+            kind,
             vars,
             depth,
             direction,
             start,
+            target,
             graph,
+            prune,
             options,
-        })
+        })))
     }
 
     fn assignments(&mut self) -> Result<Vec<(String, Expr)>> {

@@ -17,6 +17,9 @@ use crate::exec::eval::{eval, EnvState, EvalEnv};
 use crate::functions::{self, FunctionDef};
 use crate::source::{Transaction, WriteOptions};
 
+mod graph;
+pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
+
 /// Index of a variable in a row.
 pub type Slot = usize;
 
@@ -279,6 +282,8 @@ pub enum NodeKind {
         distinct: bool,
     },
     Modify(Box<ModifySpec>),
+    /// Traversals and path searches (`plan::graph`).
+    Graph(Box<GraphNode>),
     NoResults,
 }
 
@@ -298,6 +303,7 @@ impl NodeKind {
             NodeKind::Window { .. } => "WindowNode",
             NodeKind::Return { .. } => "ReturnNode",
             NodeKind::Modify(m) => m.kind.node_name(),
+            NodeKind::Graph(g) => g.type_name(),
             NodeKind::NoResults => "NoResultsNode",
         }
     }
@@ -360,6 +366,7 @@ impl NodeKind {
                     set.extend(e.vars());
                 }
             }
+            NodeKind::Graph(g) => set = g.reads(),
             NodeKind::Singleton
             | NodeKind::EnumerateCollection { .. }
             | NodeKind::Limit { .. }
@@ -391,6 +398,7 @@ impl NodeKind {
             }
             NodeKind::Window { aggregates, .. } => aggregates.iter().map(|a| a.out).collect(),
             NodeKind::Modify(m) => m.out_new.iter().chain(m.out_old.iter()).copied().collect(),
+            NodeKind::Graph(g) => g.writes(),
             _ => Vec::new(),
         }
     }
@@ -402,6 +410,7 @@ impl NodeKind {
             NodeKind::EnumerateCollection { .. }
                 | NodeKind::Index { .. }
                 | NodeKind::EnumerateList { .. }
+                | NodeKind::Graph(_)
         )
     }
 }
@@ -573,19 +582,20 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
                     expr(source, out);
                     options.iter().for_each(|e| expr(e, out));
                 }
-                Op::Traversal {
-                    depth,
-                    start,
-                    graph,
-                    options,
-                    ..
-                } => {
-                    depth
-                        .iter()
-                        .chain(options.iter())
+                Op::Traversal(g) => {
+                    let prune = g.prune.as_ref().map(|p| &p.1);
+                    [&g.depth, &g.options, &g.target]
+                        .into_iter()
+                        .flatten()
+                        .chain(prune)
+                        .chain(std::iter::once(&g.start))
                         .for_each(|e| expr(e, out));
-                    expr(start, out);
-                    expr(graph, out);
+                    match &g.graph {
+                        ast::GraphRef::Named(e) => expr(e, out),
+                        ast::GraphRef::Collections(list) => {
+                            list.iter().for_each(|(_, c)| coll(c, out))
+                        }
+                    }
                 }
                 Op::Filter(e) => expr(e, out),
                 Op::Let { expr: e, .. } => expr(e, out),
@@ -816,12 +826,7 @@ impl<'a> Planner<'a> {
                     self.node(plan, NodeKind::EnumerateList { out, input });
                 }
             }
-            Op::Traversal { .. } => {
-                return Err(Error::with_message(
-                    ErrorCode::NotImplemented,
-                    "graph traversals are parsed but not executed yet (they arrive with the graph issue)",
-                ))
-            }
+            Op::Traversal(g) => self.plan_graph(g, plan)?,
             Op::Filter(e) => {
                 let input = self.expr_slot(e, plan)?;
                 self.node(plan, NodeKind::Filter { input });

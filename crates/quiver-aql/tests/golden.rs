@@ -208,7 +208,11 @@ impl Store {
                     &json!({"name": name, "type": if is_edge { 3 } else { 2 }}),
                 )
                 .map_err(|e| e.to_string())?;
-                let coll = db.create_collection(spec).map_err(|e| e.to_string())?;
+                // System collections such as `_graphs` exist in every core database.
+                let coll = match db.collection(name) {
+                    Ok(existing) => existing,
+                    Err(_) => db.create_collection(spec).map_err(|e| e.to_string())?,
+                };
                 for (i, mut doc) in docs.into_iter().enumerate() {
                     if doc.get("_key").is_none() {
                         doc["_key"] = json!((i + 1).to_string());

@@ -27,11 +27,11 @@ mod traversal;
 
 pub use intern::{Interner, VertexId};
 pub use memory::{MemoryGraph, MemoryGraphSource};
-pub use paths::{KPaths, KShortestPaths};
-pub use shortest::{all_shortest_paths, shortest_path, AllShortestPaths};
+pub use paths::{KPaths, KPathsState, KShortestPaths, KShortestPathsState};
+pub use shortest::{all_shortest_paths, shortest_path, AllShortestPaths, AllShortestPathsState};
 pub use traversal::{
-    AcceptAll, Order, StepCheck, StepView, Traversal, TraversalOptions, TraversalRow, UniqueEdges,
-    UniqueVertices, Verdict,
+    AcceptAll, Order, StepCheck, StepView, Traversal, TraversalOptions, TraversalRow,
+    TraversalState, UniqueEdges, UniqueVertices, Verdict,
 };
 
 use quiver_errors::{Error, ErrorCode, Result};

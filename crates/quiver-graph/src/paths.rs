@@ -49,6 +49,32 @@ fn route_weight(route: &Route) -> f64 {
 /// spur search is a bidirectional Dijkstra.
 pub struct KShortestPaths<S: EdgeSource> {
     source: S,
+    state: KShortestPathsState,
+}
+
+impl<S: EdgeSource> KShortestPaths<S> {
+    /// Prepares the search; nothing is computed before the first [`Self::next_path`].
+    pub fn new(
+        source: S,
+        start: &str,
+        target: &str,
+        weighted: bool,
+        limits: Limits,
+    ) -> KShortestPaths<S> {
+        KShortestPaths {
+            source,
+            state: KShortestPathsState::new(start, target, weighted, limits),
+        }
+    }
+
+    /// The next path, or `None` when there are no more.
+    pub fn next_path(&mut self) -> Result<Option<Path>> {
+        self.state.next_path(&self.source)
+    }
+}
+
+/// [`KShortestPaths`] without its source, which is passed to every call instead.
+pub struct KShortestPathsState {
     weighted: bool,
     interner: Interner,
     budget: Budget,
@@ -65,20 +91,13 @@ pub struct KShortestPaths<S: EdgeSource> {
     dijkstra_workspace: DijkstraWorkspace,
 }
 
-impl<S: EdgeSource> KShortestPaths<S> {
-    /// Prepares the search; nothing is computed before the first [`Self::next_path`].
-    pub fn new(
-        source: S,
-        start: &str,
-        target: &str,
-        weighted: bool,
-        limits: Limits,
-    ) -> KShortestPaths<S> {
+impl KShortestPathsState {
+    /// See [`KShortestPaths::new`].
+    pub fn new(start: &str, target: &str, weighted: bool, limits: Limits) -> KShortestPathsState {
         let mut interner = Interner::new();
         let start = interner.intern(start);
         let target = interner.intern(target);
-        KShortestPaths {
-            source,
+        KShortestPathsState {
             weighted,
             interner,
             budget: Budget::new(limits),
@@ -98,10 +117,15 @@ impl<S: EdgeSource> KShortestPaths<S> {
 
     /// One lightest route from `from` to the target avoiding `restrictions`: breadth-first
     /// when unweighted (cheaper than Dijkstra with unit weights), Dijkstra otherwise.
-    fn search(&mut self, from: VertexId, restrictions: &Restrictions) -> Result<Option<Route>> {
+    fn search<S: EdgeSource + ?Sized>(
+        &mut self,
+        source: &S,
+        from: VertexId,
+        restrictions: &Restrictions,
+    ) -> Result<Option<Route>> {
         if self.weighted {
             dijkstra(
-                &self.source,
+                source,
                 &mut self.interner,
                 &mut self.budget,
                 &mut self.dijkstra_workspace,
@@ -112,7 +136,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
             )
         } else {
             bfs(
-                &self.source,
+                source,
                 &mut self.interner,
                 &mut self.budget,
                 &mut self.bfs_workspace,
@@ -132,13 +156,13 @@ impl<S: EdgeSource> KShortestPaths<S> {
     }
 
     /// The next path, or `None` when there are no more.
-    pub fn next_path(&mut self) -> Result<Option<Path>> {
+    pub fn next_path<S: EdgeSource + ?Sized>(&mut self, source: &S) -> Result<Option<Path>> {
         if self.done {
             return Ok(None);
         }
         if !self.started {
             self.started = true;
-            let first = self.search(self.start, &Restrictions::default())?;
+            let first = self.search(source, self.start, &Restrictions::default())?;
             let Some(route) = first else {
                 self.done = true;
                 return Ok(None);
@@ -148,7 +172,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
             self.found.push(route);
             return Ok(Some(path));
         }
-        self.add_spur_candidates()?;
+        self.add_spur_candidates(source)?;
         let Some(candidate) = self.candidates.pop() else {
             self.done = true;
             return Ok(None);
@@ -159,7 +183,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
     }
 
     /// Yen's step: deviations from the last path found at each of its vertices.
-    fn add_spur_candidates(&mut self) -> Result<()> {
+    fn add_spur_candidates<S: EdgeSource + ?Sized>(&mut self, source: &S) -> Result<()> {
         let Some(last) = self.found.last().cloned() else {
             return Ok(());
         };
@@ -182,7 +206,7 @@ impl<S: EdgeSource> KShortestPaths<S> {
             restrictions
                 .vertices
                 .extend(last_vertices[..i].iter().copied());
-            let spur_route = self.search(spur, &restrictions)?;
+            let spur_route = self.search(source, spur, &restrictions)?;
             if let Some((spur_vertices, spur_steps)) = spur_route {
                 let mut vertices = last_vertices[..i].to_vec();
                 vertices.extend_from_slice(&spur_vertices);
@@ -214,6 +238,33 @@ struct KFrame {
 /// lies in `min..max`, shortest first; within one length in the source's edge order.
 pub struct KPaths<S: EdgeSource> {
     source: S,
+    state: KPathsState,
+}
+
+impl<S: EdgeSource> KPaths<S> {
+    /// Prepares the search. Fails with `ResourceLimit` when `max` exceeds the depth limit.
+    pub fn new(
+        source: S,
+        start: &str,
+        target: &str,
+        min: usize,
+        max: usize,
+        limits: Limits,
+    ) -> Result<KPaths<S>> {
+        Ok(KPaths {
+            source,
+            state: KPathsState::new(start, target, min, max, limits)?,
+        })
+    }
+
+    /// The next path, or `None` when all were produced.
+    pub fn next_path(&mut self) -> Result<Option<Path>> {
+        self.state.next_path(&self.source)
+    }
+}
+
+/// [`KPaths`] without its source, which is passed to every call instead.
+pub struct KPathsState {
     interner: Interner,
     budget: Budget,
     start: VertexId,
@@ -231,23 +282,21 @@ pub struct KPaths<S: EdgeSource> {
     scratch: Vec<(VertexId, EdgeHandle, f64)>,
 }
 
-impl<S: EdgeSource> KPaths<S> {
-    /// Prepares the search. Fails with `ResourceLimit` when `max` exceeds the depth limit.
+impl KPathsState {
+    /// See [`KPaths::new`].
     pub fn new(
-        source: S,
         start: &str,
         target: &str,
         min: usize,
         max: usize,
         limits: Limits,
-    ) -> Result<KPaths<S>> {
+    ) -> Result<KPathsState> {
         let budget = Budget::new(limits);
         budget.depth(max)?;
         let mut interner = Interner::new();
         let start = interner.intern(start);
         let target = interner.intern(target);
-        Ok(KPaths {
-            source,
+        Ok(KPathsState {
             interner,
             budget,
             start,
@@ -266,7 +315,7 @@ impl<S: EdgeSource> KPaths<S> {
     }
 
     /// Breadth-first search backwards from the target, up to `max` steps.
-    fn prepare(&mut self) -> Result<()> {
+    fn prepare<S: EdgeSource + ?Sized>(&mut self, source: &S) -> Result<()> {
         self.to_target = vec![u32::MAX; self.interner.len()];
         self.to_target[self.target.index()] = 0;
         let mut frontier = vec![self.target];
@@ -275,7 +324,7 @@ impl<S: EdgeSource> KPaths<S> {
             let mut next = Vec::new();
             for &v in &frontier {
                 expand(
-                    &self.source,
+                    source,
                     &mut self.interner,
                     &mut self.budget,
                     &mut self.name_buf,
@@ -312,12 +361,17 @@ impl<S: EdgeSource> KPaths<S> {
         }
     }
 
-    fn push_frame(&mut self, vertex: VertexId, edge: Option<EdgeHandle>) -> Result<()> {
+    fn push_frame<S: EdgeSource + ?Sized>(
+        &mut self,
+        source: &S,
+        vertex: VertexId,
+        edge: Option<EdgeHandle>,
+    ) -> Result<()> {
         let depth = self.frames.len();
         let children_start = self.children.len();
         if depth < self.length {
             expand(
-                &self.source,
+                source,
                 &mut self.interner,
                 &mut self.budget,
                 &mut self.name_buf,
@@ -369,14 +423,14 @@ impl<S: EdgeSource> KPaths<S> {
     }
 
     /// The next path, or `None` when all were produced.
-    pub fn next_path(&mut self) -> Result<Option<Path>> {
+    pub fn next_path<S: EdgeSource + ?Sized>(&mut self, source: &S) -> Result<Option<Path>> {
         if !self.prepared {
             self.prepared = true;
             if self.min > self.max {
                 self.length = self.max + 1;
                 return Ok(None);
             }
-            self.prepare()?;
+            self.prepare(source)?;
         }
         loop {
             if self.frames.is_empty() {
@@ -395,7 +449,7 @@ impl<S: EdgeSource> KPaths<S> {
                     }
                     continue;
                 }
-                self.push_frame(self.start, None)?;
+                self.push_frame(source, self.start, None)?;
             }
             let depth = self.frames.len() - 1;
             let end = self.children.len();
@@ -428,7 +482,7 @@ impl<S: EdgeSource> KPaths<S> {
                 }
                 continue;
             }
-            self.push_frame(u, Some(e))?;
+            self.push_frame(source, u, Some(e))?;
         }
     }
 }

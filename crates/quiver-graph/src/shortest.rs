@@ -130,7 +130,7 @@ pub fn all_shortest_paths<S: EdgeSource + ?Sized>(
     let mut bytes = 0usize;
     while let Some(path) = search.next_path()? {
         bytes += path.vertices.iter().map(|v| v.len() + 40).sum::<usize>();
-        search.budget.memory(bytes)?;
+        search.state.budget.memory(bytes)?;
         out.push(path);
     }
     Ok(out)
@@ -143,6 +143,28 @@ pub fn all_shortest_paths<S: EdgeSource + ?Sized>(
 /// and the chains held per meeting vertex count against the memory budget.
 pub struct AllShortestPaths<S: EdgeSource> {
     source: S,
+    state: AllShortestPathsState,
+}
+
+impl<S: EdgeSource> AllShortestPaths<S> {
+    /// Prepares the search; nothing is computed before the first [`Self::next_path`].
+    pub fn new(source: S, start: &str, target: &str, limits: Limits) -> AllShortestPaths<S> {
+        AllShortestPaths {
+            source,
+            state: AllShortestPathsState::new(start, target, limits),
+        }
+    }
+
+    /// The next shortest path, or `None` when all were produced.
+    pub fn next_path(&mut self) -> Result<Option<Path>> {
+        self.state.next_path(&self.source)
+    }
+}
+
+/// [`AllShortestPaths`] without its source, which is passed to every call instead (for
+/// callers whose source borrows something they only hold while pulling, like the AQL
+/// executor's transaction).
+pub struct AllShortestPathsState {
     interner: Interner,
     budget: Budget,
     workspace: BfsWorkspace,
@@ -157,14 +179,13 @@ pub struct AllShortestPaths<S: EdgeSource> {
     j: usize,
 }
 
-impl<S: EdgeSource> AllShortestPaths<S> {
-    /// Prepares the search; nothing is computed before the first [`Self::next_path`].
-    pub fn new(source: S, start: &str, target: &str, limits: Limits) -> AllShortestPaths<S> {
+impl AllShortestPathsState {
+    /// See [`AllShortestPaths::new`].
+    pub fn new(start: &str, target: &str, limits: Limits) -> AllShortestPathsState {
         let mut interner = Interner::new();
         let start = interner.intern(start);
         let target = interner.intern(target);
-        AllShortestPaths {
-            source,
+        AllShortestPathsState {
             interner,
             budget: Budget::new(limits),
             workspace: BfsWorkspace::new(),
@@ -181,7 +202,7 @@ impl<S: EdgeSource> AllShortestPaths<S> {
     }
 
     /// The next shortest path, or `None` when all were produced.
-    pub fn next_path(&mut self) -> Result<Option<Path>> {
+    pub fn next_path<S: EdgeSource + ?Sized>(&mut self, source: &S) -> Result<Option<Path>> {
         if !self.started {
             self.started = true;
             if self.start == self.target {
@@ -189,7 +210,7 @@ impl<S: EdgeSource> AllShortestPaths<S> {
                 return Ok(Some(build_path(&self.interner, &[self.start], &[])));
             }
             self.meetings = bfs_meet(
-                &self.source,
+                source,
                 &mut self.interner,
                 &mut self.budget,
                 &mut self.workspace,

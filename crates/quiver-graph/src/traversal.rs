@@ -373,6 +373,59 @@ enum LastRow {
 pub struct Traversal<S: EdgeSource, C: StepCheck> {
     source: S,
     check: C,
+    state: TraversalState,
+}
+
+impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
+    /// Prepares a traversal from the vertex `start` (an `_id`). Fails with `BadParameter` for
+    /// `uniqueVertices: "global"` with depth-first order (as ArangoDB does) and with
+    /// `ResourceLimit` for a maximum depth beyond the limits.
+    pub fn new(
+        source: S,
+        start: &str,
+        options: TraversalOptions,
+        check: C,
+    ) -> Result<Traversal<S, C>> {
+        Ok(Traversal {
+            source,
+            check,
+            state: TraversalState::new(start, options)?,
+        })
+    }
+
+    /// Starts over from another start vertex with the same source, options and check, keeping
+    /// the allocations of the previous run (the executor runs one traversal per input row).
+    pub fn restart(&mut self, start: &str) {
+        self.state.restart(start)
+    }
+
+    /// The `_id` of a vertex in a row.
+    pub fn vertex_name(&self, vertex: VertexId) -> &str {
+        self.state.vertex_name(vertex)
+    }
+
+    /// The path (`p`) of the row returned last; `None` before the first row and after the
+    /// end.
+    pub fn current_path(&self) -> Option<Path> {
+        self.state.current_path()
+    }
+
+    /// Edges inspected so far (for profiling output).
+    pub fn edges_visited(&self) -> u64 {
+        self.state.edges_visited()
+    }
+
+    /// The next row, or `None` when the traversal is complete.
+    pub fn next_row(&mut self) -> Result<Option<TraversalRow>> {
+        self.state.next_row(&self.source, &mut self.check)
+    }
+}
+
+/// The state of a traversal without its edge source and step check, which are passed to
+/// every [`TraversalState::next_row`] call instead. The AQL executor needs this form: its
+/// source and check borrow the query's transaction, which it only holds while a row is
+/// being pulled, so they cannot live inside a long-lived operator.
+pub struct TraversalState {
     options: TraversalOptions,
     interner: Interner,
     budget: Budget,
@@ -392,16 +445,9 @@ pub struct Traversal<S: EdgeSource, C: StepCheck> {
     last: LastRow,
 }
 
-impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
-    /// Prepares a traversal from the vertex `start` (an `_id`). Fails with `BadParameter` for
-    /// `uniqueVertices: "global"` with depth-first order (as ArangoDB does) and with
-    /// `ResourceLimit` for a maximum depth beyond the limits.
-    pub fn new(
-        source: S,
-        start: &str,
-        options: TraversalOptions,
-        check: C,
-    ) -> Result<Traversal<S, C>> {
+impl TraversalState {
+    /// See [`Traversal::new`].
+    pub fn new(start: &str, options: TraversalOptions) -> Result<TraversalState> {
         if options.unique_vertices == UniqueVertices::Global && options.order == Order::Dfs {
             return Err(Error::with_message(
                 ErrorCode::BadParameter,
@@ -413,9 +459,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
         budget.depth(options.max_depth)?;
         let mut interner = Interner::new();
         let start = interner.intern(start);
-        Ok(Traversal {
-            source,
-            check,
+        Ok(TraversalState {
             options,
             interner,
             budget,
@@ -479,13 +523,17 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
     }
 
     /// The next row, or `None` when the traversal is complete.
-    pub fn next_row(&mut self) -> Result<Option<TraversalRow>> {
+    pub fn next_row<S: EdgeSource + ?Sized, C: StepCheck + ?Sized>(
+        &mut self,
+        source: &S,
+        check: &mut C,
+    ) -> Result<Option<TraversalRow>> {
         if self.options.min_depth > self.options.max_depth {
             return Ok(None);
         }
         let row = match self.options.order {
-            Order::Dfs => self.next_dfs()?,
-            Order::Bfs | Order::Weighted => self.next_queued()?,
+            Order::Dfs => self.next_dfs(source, check)?,
+            Order::Bfs | Order::Weighted => self.next_queued(source, check)?,
         };
         if row.is_none() {
             self.last = LastRow::None;
@@ -516,7 +564,12 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
     }
 
     /// Reads the edges of `vertex` into `self.children`.
-    fn load_children(&mut self, vertex: VertexId, depth: u32) -> Result<()> {
+    fn load_children<S: EdgeSource + ?Sized>(
+        &mut self,
+        source: &S,
+        vertex: VertexId,
+        depth: u32,
+    ) -> Result<()> {
         self.name_buf.clear();
         self.name_buf.push_str(self.interner.name(vertex));
         let weighted = self.options.order == Order::Weighted;
@@ -527,21 +580,20 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
         };
         let (interner, children, budget) =
             (&mut self.interner, &mut self.children, &mut self.budget);
-        self.source
-            .for_each_edge(&self.name_buf, &query, &mut |edge| {
-                budget.edge()?;
-                let weight = if weighted {
-                    checked_weight(edge.weight)?
-                } else {
-                    1.0
-                };
-                children.push(Child {
-                    vertex: interner.intern(edge.other),
-                    edge: edge.edge,
-                    weight,
-                });
-                Ok(())
-            })?;
+        source.for_each_edge(&self.name_buf, &query, &mut |edge| {
+            budget.edge()?;
+            let weight = if weighted {
+                checked_weight(edge.weight)?
+            } else {
+                1.0
+            };
+            children.push(Child {
+                vertex: interner.intern(edge.other),
+                edge: edge.edge,
+                weight,
+            });
+            Ok(())
+        })?;
         self.grow();
         self.budget.memory(self.memory_bytes())
     }
@@ -582,12 +634,16 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
 
     // ---- depth-first ----
 
-    fn next_dfs(&mut self) -> Result<Option<TraversalRow>> {
+    fn next_dfs<S: EdgeSource + ?Sized, C: StepCheck + ?Sized>(
+        &mut self,
+        source: &S,
+        check: &mut C,
+    ) -> Result<Option<TraversalRow>> {
         if !self.started {
             self.started = true;
             self.grow();
             let start = self.start_step();
-            if let Some(row) = self.visit_dfs(start)? {
+            if let Some(row) = self.visit_dfs(source, check, start)? {
                 return Ok(Some(row));
             }
         }
@@ -614,13 +670,18 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
                 depth: top.step.depth + 1,
                 weight: top.step.weight + child.weight,
             };
-            if let Some(row) = self.visit_dfs(step)? {
+            if let Some(row) = self.visit_dfs(source, check, step)? {
                 return Ok(Some(row));
             }
         }
     }
 
-    fn visit_dfs(&mut self, step: Step) -> Result<Option<TraversalRow>> {
+    fn visit_dfs<S: EdgeSource + ?Sized, C: StepCheck + ?Sized>(
+        &mut self,
+        source: &S,
+        check: &mut C,
+        step: Step,
+    ) -> Result<Option<TraversalRow>> {
         if step.depth > 0 {
             if self.options.unique_vertices == UniqueVertices::Path
                 && self.on_path[step.vertex.index()] > 0
@@ -649,7 +710,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
             },
             interner: &self.interner,
         };
-        let verdict = self.check.check(&view)?;
+        let verdict = check.check(&view)?;
         let depth = step.depth as usize;
         let emit = verdict.emit && depth >= self.options.min_depth;
         let expand = verdict.expand && depth < self.options.max_depth;
@@ -658,7 +719,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
         }
         let children_start = self.children.len() as u32;
         if expand {
-            self.load_children(step.vertex, step.depth)?;
+            self.load_children(source, step.vertex, step.depth)?;
         }
         self.on_path[step.vertex.index()] += 1;
         self.frames.push(Frame {
@@ -728,7 +789,11 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
         false
     }
 
-    fn next_queued(&mut self) -> Result<Option<TraversalRow>> {
+    fn next_queued<S: EdgeSource + ?Sized, C: StepCheck + ?Sized>(
+        &mut self,
+        source: &S,
+        check: &mut C,
+    ) -> Result<Option<TraversalRow>> {
         let weighted = self.options.order == Order::Weighted;
         let global = self.options.unique_vertices == UniqueVertices::Global;
         if !self.started {
@@ -756,7 +821,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
                 },
                 interner: &self.interner,
             };
-            let verdict = self.check.check(&view)?;
+            let verdict = check.check(&view)?;
             if !verdict.emit && !verdict.expand {
                 continue;
             }
@@ -768,7 +833,7 @@ impl<S: EdgeSource, C: StepCheck> Traversal<S, C> {
             let expand = verdict.expand && depth < self.options.max_depth;
             if expand {
                 self.children.clear();
-                self.load_children(step.vertex, step.depth)?;
+                self.load_children(source, step.vertex, step.depth)?;
                 for i in 0..self.children.len() {
                     let child = self.children[i];
                     if global && self.visited[child.vertex.index()] {

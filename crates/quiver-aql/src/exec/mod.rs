@@ -5,6 +5,7 @@
 //! with ArangoDB's resource-limit error when it is exceeded.
 
 pub mod eval;
+mod graph;
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -298,6 +299,7 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                 input: op,
                 spec: spec.clone(),
             }),
+            NodeKind::Graph(g) => Box::new(graph::GraphOp::new(op, g)),
             NodeKind::NoResults => Box::new(NoResultsOp),
         };
         op = if profile {

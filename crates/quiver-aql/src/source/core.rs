@@ -7,13 +7,15 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quiver_core::{
-    Collection, CollectionType, Core, DocumentReader, InsertOptions, ModifyOptions, OpResult,
+    Collection, CollectionType, Core, DocumentReader, EdgeDirection, InsertOptions, ModifyOptions, OpResult,
     OverwriteMode, ReadView, RemoveOptions, TransactionOptions, WriteKind,
 };
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
-use super::{CollectionInfo, DataSource, DocIter, Transaction, WriteOptions, WriteOutcome};
+use super::{
+    CollectionInfo, DataSource, DocIter, EdgeEntry, Transaction, WriteOptions, WriteOutcome,
+};
 
 /// The production data source.
 pub struct CoreSource {
@@ -239,6 +241,47 @@ impl Transaction for CoreTransaction {
             let (key, doc) = item?;
             project(&doc.body, &key, &name, &attrs)
         })))
+    }
+
+    fn edges(
+        &self,
+        collection: &str,
+        vertex: &str,
+        outbound: bool,
+        out: &mut Vec<EdgeEntry>,
+    ) -> Result<()> {
+        let c = self.coll(collection)?;
+        let direction = if outbound {
+            EdgeDirection::Outbound
+        } else {
+            EdgeDirection::Inbound
+        };
+        let mut hits = Vec::new();
+        self.reader().edges(&c, vertex, direction, &mut hits)?;
+        // The index keeps a rebuilt collection in storage order; ArangoDB's edge index (and
+        // therefore its traversal order) follows the order edges were written in, which the
+        // ever-increasing revisions give.
+        hits.sort_by_key(|h| h.rev);
+        out.extend(hits.into_iter().map(|h| EdgeEntry {
+            key: h.key,
+            other: h.other,
+        }));
+        Ok(())
+    }
+
+    fn exists(&self, collection: &str, key: &str) -> Result<bool> {
+        let c = self.coll(collection)?;
+        if quiver_types::validate_key(key).is_err() {
+            return Ok(false);
+        }
+        match &self.reader {
+            // A primary-index probe: the document body is neither read nor parsed.
+            Reader::View(view) => {
+                c.check_usable()?;
+                Ok(view.snapshot().revision(c.id(), key)?.is_some())
+            }
+            Reader::Txn(_) => Ok(self.reader().get_raw(&c, key)?.is_some()),
+        }
     }
 
     fn insert(

@@ -10,7 +10,9 @@ use parking_lot::RwLock;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
-use super::{CollectionInfo, DataSource, DocIter, Transaction, WriteOptions, WriteOutcome};
+use super::{
+    CollectionInfo, DataSource, DocIter, EdgeEntry, Transaction, WriteOptions, WriteOutcome,
+};
 
 #[derive(Clone, Debug, Default)]
 struct MemCollection {
@@ -237,6 +239,45 @@ impl Transaction for MemoryTransaction {
     fn scan(&self, collection: &str) -> Result<DocIter> {
         let docs: Vec<Value> = self.coll(collection)?.docs.values().cloned().collect();
         Ok(Box::new(docs.into_iter().map(Ok)))
+    }
+
+    fn edges(
+        &self,
+        collection: &str,
+        vertex: &str,
+        outbound: bool,
+        out: &mut Vec<EdgeEntry>,
+    ) -> Result<()> {
+        let (here, there) = if outbound {
+            ("_from", "_to")
+        } else {
+            ("_to", "_from")
+        };
+        let mut found = Vec::new();
+        for doc in self.coll(collection)?.docs.values() {
+            if doc.get(here).and_then(Value::as_str) != Some(vertex) {
+                continue;
+            }
+            let field = |name: &str| doc.get(name).and_then(Value::as_str);
+            if let (Some(key), Some(other)) = (field("_key"), field(there)) {
+                // Revisions count up ("_1", "_2", ...): ordering by them gives the order in
+                // which the edges were written, which is the order of quiver-core's (and
+                // ArangoDB's) edge index.
+                let rev: u64 = field("_rev")
+                    .and_then(|r| r.trim_start_matches('_').parse().ok())
+                    .unwrap_or(0);
+                found.push((
+                    rev,
+                    EdgeEntry {
+                        key: key.into(),
+                        other: other.into(),
+                    },
+                ));
+            }
+        }
+        found.sort_by_key(|(rev, _)| *rev);
+        out.extend(found.into_iter().map(|(_, e)| e));
+        Ok(())
     }
 
     fn insert(

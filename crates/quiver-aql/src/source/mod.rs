@@ -49,6 +49,15 @@ pub struct WriteOutcome {
 /// it across HTTP requests).
 pub type DocIter = Box<dyn Iterator<Item = Result<Value>> + Send>;
 
+/// One edge found by [`Transaction::edges`]: the edge document's key and the vertex at the
+/// other end. Shared strings, so a backend with an in-memory edge index hands them out
+/// without copying.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EdgeEntry {
+    pub key: std::sync::Arc<str>,
+    pub other: std::sync::Arc<str>,
+}
+
 /// Entry point: one implementation per storage backend.
 pub trait DataSource: Send + Sync {
     /// Starts a query transaction that may write `writes` (empty for read-only queries).
@@ -71,6 +80,46 @@ pub trait Transaction: Send {
         let _ = attrs;
         self.scan(collection)
     }
+    /// Appends the edges of edge collection `collection` whose `_from` (`outbound`) or `_to`
+    /// (inbound) is `vertex` to `out`, in a stable order, as this transaction sees them. The
+    /// default scans the collection (fine for small test data); backends with an edge index
+    /// override it.
+    fn edges(
+        &self,
+        collection: &str,
+        vertex: &str,
+        outbound: bool,
+        out: &mut Vec<EdgeEntry>,
+    ) -> Result<()> {
+        let (here, there) = if outbound {
+            ("_from", "_to")
+        } else {
+            ("_to", "_from")
+        };
+        for doc in self.scan(collection)? {
+            let doc = doc?;
+            if doc.get(here).and_then(Value::as_str) != Some(vertex) {
+                continue;
+            }
+            if let (Some(key), Some(other)) = (
+                doc.get("_key").and_then(Value::as_str),
+                doc.get(there).and_then(Value::as_str),
+            ) {
+                out.push(EdgeEntry {
+                    key: key.into(),
+                    other: other.into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a document exists, without necessarily reading it (graph operations check
+    /// vertices they only need the `_id` of).
+    fn exists(&self, collection: &str, key: &str) -> Result<bool> {
+        Ok(self.get(collection, key)?.is_some())
+    }
+
     fn insert(
         &mut self,
         collection: &str,

@@ -1,0 +1,688 @@
+//! The operator of graph nodes: traversals, `SHORTEST_PATH` and the path enumerations run
+//! the searches of `quiver-graph` over the query's transaction.
+//!
+//! The edge source reads the transaction's edge lookup (quiver-core's edge index at the
+//! query's snapshot, plus a transaction's own writes) and hands out edge *handles*; edge and
+//! vertex documents are fetched only when the query reads `e`, `p`, weights or the vertex
+//! beyond its `_id` (see `plan::Produce`). The searches keep their state between rows
+//! (`TraversalState` and friends) and get the source and step check, which borrow the
+//! transaction, anew for every pull.
+
+use std::cell::{Cell, RefCell};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering as AtomicOrdering;
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_graph::{
+    shortest_path, AllShortestPathsState, Direction as GDirection, EdgeHandle, EdgeQuery,
+    EdgeRef, EdgeSource, KPathsState, KShortestPathsState, Limits as GraphLimits, Path,
+    StepCheck, StepView, TraversalOptions, TraversalState, Verdict,
+};
+use serde_json::{Map, Value};
+
+use super::eval::{eval, EnvState, EvalEnv};
+use super::{ExecCtx, Op, Operator, Row, DEFAULT_MEMORY_CAP};
+use crate::ast::GraphKind;
+use crate::plan::{CExpr, GraphNode, Produce, Slot};
+use crate::source::{EdgeEntry, Transaction};
+use crate::value::{self, Warning};
+
+/// Edges seen by one search, so that a handle (an index here) maps back to the edge's
+/// collection and key. The same edge always gets the same handle (uniqueness checks
+/// compare handles).
+#[derive(Default)]
+struct EdgeTable {
+    edges: Vec<(u32, Arc<str>)>,
+    index: HashMap<(u32, Arc<str>), u64>,
+    scratch: Vec<EdgeEntry>,
+}
+
+impl EdgeTable {
+    fn handle(&mut self, collection: u32, key: &Arc<str>) -> EdgeHandle {
+        let next = self.edges.len() as u64;
+        let h = *self
+            .index
+            .entry((collection, Arc::clone(key)))
+            .or_insert(next);
+        if h == next {
+            self.edges.push((collection, Arc::clone(key)));
+        }
+        EdgeHandle(h)
+    }
+
+    fn clear(&mut self) {
+        self.edges.clear();
+        self.index.clear();
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.edges.capacity() * 24 + self.index.capacity() * 40
+    }
+}
+
+/// The graph as the searches see it: the node's edge collections, each in its direction.
+struct TxnEdges<'a> {
+    txn: &'a dyn Transaction,
+    node: &'a GraphNode,
+    table: &'a RefCell<EdgeTable>,
+    killed: &'a std::sync::atomic::AtomicBool,
+    deadline: Option<Instant>,
+    calls: Cell<u32>,
+    lookups: Cell<u64>,
+    memory_limit: usize,
+}
+
+impl TxnEdges<'_> {
+    fn tick(&self) -> Result<()> {
+        let n = self.calls.get().wrapping_add(1);
+        self.calls.set(n);
+        if n % 64 != 0 {
+            return Ok(());
+        }
+        if self.killed.load(AtomicOrdering::Relaxed) {
+            return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+        }
+        if self.deadline.is_some_and(|d| Instant::now() > d) {
+            return Err(Error::with_message(
+                ErrorCode::QueryKilled,
+                "query killed (maxRuntime exceeded)",
+            ));
+        }
+        if self.table.borrow().memory_bytes() > self.memory_limit {
+            return Err(Error::with_message(
+                ErrorCode::ResourceLimit,
+                "query would use more memory than allowed: graph search remembers too many edges",
+            ));
+        }
+        Ok(())
+    }
+
+    fn weight(&self, collection: &str, key: &str) -> Result<f64> {
+        let attr = self.node.weight_attribute.as_deref().unwrap_or("");
+        self.lookups.set(self.lookups.get() + 1);
+        let doc = self.txn.get(collection, key)?;
+        Ok(doc
+            .as_ref()
+            .and_then(|d| d.get(attr))
+            .and_then(Value::as_f64)
+            .unwrap_or(self.node.default_weight))
+    }
+
+    fn each(
+        &self,
+        vertex: &str,
+        query: &EdgeQuery,
+        entries: &mut Vec<EdgeEntry>,
+        sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        for (ci, (coll, dir)) in self.node.edge_collections.iter().enumerate() {
+            let dir = if query.backward { dir.reversed() } else { *dir };
+            entries.clear();
+            match dir {
+                GDirection::Outbound => self.txn.edges(coll, vertex, true, entries)?,
+                GDirection::Inbound => self.txn.edges(coll, vertex, false, entries)?,
+                GDirection::Any => {
+                    self.txn.edges(coll, vertex, true, entries)?;
+                    let outbound = entries.len();
+                    self.txn.edges(coll, vertex, false, entries)?;
+                    // A self-loop is both outbound and inbound; report it once.
+                    let mut i = outbound;
+                    while i < entries.len() {
+                        if &*entries[i].other == vertex {
+                            entries.remove(i);
+                        } else {
+                            i += 1;
+                        }
+                    }
+                }
+            }
+            for entry in entries.iter() {
+                let edge = self.table.borrow_mut().handle(ci as u32, &entry.key);
+                let weight = if query.need_weight {
+                    self.weight(coll, &entry.key)?
+                } else {
+                    1.0
+                };
+                sink(EdgeRef {
+                    edge,
+                    other: &entry.other,
+                    weight,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl EdgeSource for TxnEdges<'_> {
+    fn for_each_edge(
+        &self,
+        vertex: &str,
+        query: &EdgeQuery,
+        sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
+    ) -> Result<()> {
+        self.tick()?;
+        let mut entries = std::mem::take(&mut self.table.borrow_mut().scratch);
+        let result = self.each(vertex, query, &mut entries, sink);
+        entries.clear();
+        self.table.borrow_mut().scratch = entries;
+        result
+    }
+}
+
+/// Reads vertices and edges as documents (or just ids) for the query's variables.
+struct Fetch<'a> {
+    txn: &'a dyn Transaction,
+    node: &'a GraphNode,
+    table: &'a RefCell<EdgeTable>,
+    lookups: u64,
+}
+
+fn split_id(id: &str) -> Option<(&str, &str)> {
+    id.split_once('/')
+}
+
+impl Fetch<'_> {
+    fn get(&mut self, collection: &str, key: &str) -> Result<Option<Value>> {
+        self.lookups += 1;
+        match self.txn.get(collection, key) {
+            Ok(doc) => Ok(doc),
+            Err(e) if e.code == ErrorCode::DataSourceNotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A vertex as `mode` asks; a vertex that does not exist is null with a warning, as in
+    /// ArangoDB.
+    fn vertex(&mut self, id: &str, mode: Produce, env: &mut EnvState) -> Result<Value> {
+        let found = match (mode, split_id(id)) {
+            (Produce::Skip, _) => return Ok(Value::Null),
+            (_, None) => None,
+            (Produce::Full, Some((c, k))) => self.get(c, k)?,
+            (Produce::IdOnly, Some((c, k))) => {
+                self.lookups += 1;
+                let exists = match self.txn.exists(c, k) {
+                    Ok(b) => b,
+                    Err(e) if e.code == ErrorCode::DataSourceNotFound => false,
+                    Err(e) => return Err(e),
+                };
+                exists.then(|| {
+                    let mut m = Map::new();
+                    m.insert("_key".into(), Value::String(k.to_string()));
+                    m.insert("_id".into(), Value::String(id.to_string()));
+                    Value::Object(m)
+                })
+            }
+        };
+        match found {
+            Some(v) => Ok(v),
+            None => {
+                env.warn(Warning::new(
+                    ErrorCode::DocumentNotFound,
+                    format!("vertex '{id}' not found"),
+                ))?;
+                Ok(Value::Null)
+            }
+        }
+    }
+
+    fn edge(&mut self, handle: EdgeHandle) -> Result<Value> {
+        let (ci, key) = {
+            let table = self.table.borrow();
+            match table.edges.get(handle.0 as usize) {
+                Some((ci, key)) => (*ci as usize, Arc::clone(key)),
+                None => return Ok(Value::Null),
+            }
+        };
+        let Some((coll, _)) = self.node.edge_collections.get(ci) else {
+            return Ok(Value::Null);
+        };
+        Ok(self.get(coll, &key)?.unwrap_or(Value::Null))
+    }
+
+    /// `p`: `{edges, vertices[, weights]}` (traversals) or `{edges, vertices, weight}`
+    /// (path enumerations).
+    fn path(
+        &mut self,
+        path: &Path,
+        weights: bool,
+        weight: Option<f64>,
+        env: &mut EnvState,
+    ) -> Result<Value> {
+        let mut edges = Vec::with_capacity(path.edges.len());
+        for e in &path.edges {
+            edges.push(self.edge(*e)?);
+        }
+        let mut vertices = Vec::with_capacity(path.vertices.len());
+        for v in &path.vertices {
+            vertices.push(self.vertex(v, Produce::Full, env)?);
+        }
+        let mut m = Map::new();
+        m.insert("edges".into(), Value::Array(edges));
+        m.insert("vertices".into(), Value::Array(vertices));
+        if weights {
+            m.insert(
+                "weights".into(),
+                Value::Array(path.weights.iter().map(|w| value::number(*w)).collect()),
+            );
+        }
+        if let Some(w) = weight {
+            m.insert("weight".into(), value::number(w));
+        }
+        Ok(Value::Object(m))
+    }
+}
+
+/// PRUNE and pushed-down filter conditions, evaluated per step.
+struct Checker<'a, 'b> {
+    node: &'a GraphNode,
+    fetch: &'a mut Fetch<'b>,
+    row: &'a mut Row,
+    reads: &'a HashSet<Slot>,
+    txn: &'a dyn Transaction,
+    database: &'a str,
+    env: &'a mut EnvState,
+    prune_value: &'a mut Value,
+    filtered: u64,
+}
+
+impl Checker<'_, '_> {
+    fn eval(&mut self, e: &CExpr) -> Result<Value> {
+        let mut env = EvalEnv {
+            txn: Some(self.txn),
+            database: self.database,
+            state: self.env,
+        };
+        eval(e, self.row, None, &mut env)
+    }
+}
+
+impl StepCheck for Checker<'_, '_> {
+    fn check(&mut self, step: &StepView<'_>) -> Result<Verdict> {
+        let node = self.node;
+        if let Some(s) = node.vertex_out.filter(|s| self.reads.contains(s)) {
+            self.row[s] = self.fetch.vertex(step.vertex, Produce::Full, self.env)?;
+        }
+        if let Some(s) = node.edge_out.filter(|s| self.reads.contains(s)) {
+            self.row[s] = match step.edge {
+                Some(h) => self.fetch.edge(h)?,
+                None => Value::Null,
+            };
+        }
+        if let Some(s) = node.path_out.filter(|s| self.reads.contains(s)) {
+            let weighted = node.weighted();
+            self.row[s] = self
+                .fetch
+                .path(&step.to_path(), weighted, None, self.env)?;
+        }
+        let mut verdict = Verdict::TAKE;
+        if let Some(prune) = &node.prune {
+            let v = self.eval(prune)?;
+            if value::to_bool(&v) {
+                verdict = Verdict::PRUNE;
+            }
+            *self.prune_value = v;
+        }
+        for c in &node.conditions {
+            let v = self.eval(&c.expr)?;
+            if !value::to_bool(&v) {
+                let failed = if step.depth >= c.fixed_from {
+                    Verdict::FILTER_AND_PRUNE
+                } else {
+                    Verdict::FILTER
+                };
+                verdict = verdict.combine(failed);
+            }
+        }
+        if !verdict.emit {
+            self.filtered += 1;
+        }
+        Ok(verdict)
+    }
+}
+
+enum Search {
+    Idle,
+    Traversal(Box<TraversalState>),
+    Rows(VecDeque<(String, Option<EdgeHandle>)>),
+    KShortest(Box<KShortestPathsState>),
+    KPaths(Box<KPathsState>),
+    All(Box<AllShortestPathsState>),
+}
+
+pub(super) struct GraphOp {
+    pub(super) input: Op,
+    pub(super) node: Arc<GraphNode>,
+    pub(super) row: Option<Row>,
+    search: Search,
+    table: RefCell<EdgeTable>,
+    check_reads: HashSet<Slot>,
+}
+
+impl GraphOp {
+    pub(super) fn new(input: Op, node: &GraphNode) -> GraphOp {
+        GraphOp {
+            input,
+            check_reads: node.check_reads(),
+            node: Arc::new(node.clone()),
+            row: None,
+            search: Search::Idle,
+            table: RefCell::new(EdgeTable::default()),
+        }
+    }
+
+    fn limits(ctx: &ExecCtx) -> GraphLimits {
+        let memory = if ctx.limits.memory_limit == 0 {
+            DEFAULT_MEMORY_CAP
+        } else {
+            ctx.limits.memory_limit
+        };
+        GraphLimits {
+            memory_bytes: usize::try_from(memory).unwrap_or(usize::MAX),
+            ..GraphLimits::default()
+        }
+    }
+
+    /// The `_id` of a start or target value: an id string or a document with `_id`.
+    fn vertex_id(&self, v: &Value, ctx: &mut ExecCtx, what: &str) -> Result<Option<String>> {
+        let id = match v {
+            Value::String(s) if s.contains('/') => Some(s.clone()),
+            Value::Object(m) => m
+                .get("_id")
+                .and_then(Value::as_str)
+                .filter(|s| s.contains('/'))
+                .map(str::to_string),
+            _ => None,
+        };
+        if id.is_none() {
+            ctx.warn(Warning::new(
+                ErrorCode::BadParameter,
+                format!("Invalid input for {what}: Only id strings or objects with _id are allowed"),
+            ))?;
+        }
+        Ok(id)
+    }
+
+    fn exists(ctx: &mut ExecCtx, id: &str) -> Result<bool> {
+        let Some((c, k)) = split_id(id) else {
+            return Ok(false);
+        };
+        ctx.stats.document_lookups += 1;
+        match ctx.txn.exists(c, k) {
+            Ok(b) => Ok(b),
+            Err(e) if e.code == ErrorCode::DataSourceNotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Prepares the search for the current input row. `false`: nothing to search (invalid
+    /// or missing start/target; warnings were recorded).
+    fn start(&mut self, ctx: &mut ExecCtx, row: &Row) -> Result<bool> {
+        let node = Arc::clone(&self.node);
+        self.table.borrow_mut().clear();
+        let what = match node.kind {
+            GraphKind::Traversal => "traversal",
+            GraphKind::ShortestPath => "Shortest Path",
+            GraphKind::KShortestPaths => "K Shortest Paths",
+            GraphKind::KPaths => "K Paths",
+            GraphKind::AllShortestPaths => "All Shortest Paths",
+        };
+        let start = ctx.eval(&node.start, row)?;
+        let Some(start) = self.vertex_id(&start, ctx, what)? else {
+            return Ok(false);
+        };
+        let limits = Self::limits(ctx);
+        if node.kind == GraphKind::Traversal {
+            match &mut self.search {
+                Search::Traversal(t) => t.restart(&start),
+                _ => {
+                    let options = TraversalOptions {
+                        min_depth: node.min_depth,
+                        max_depth: node.max_depth,
+                        order: node.order,
+                        unique_vertices: node.unique_vertices,
+                        unique_edges: node.unique_edges,
+                        vertex_collections: node.vertex_collections.clone(),
+                        limits,
+                    };
+                    self.search = Search::Traversal(Box::new(TraversalState::new(&start, options)?));
+                }
+            }
+            return Ok(true);
+        }
+        let target = match &node.target {
+            Some(t) => ctx.eval(t, row)?,
+            None => Value::Null,
+        };
+        let Some(target) = self.vertex_id(&target, ctx, what)? else {
+            return Ok(false);
+        };
+        // ArangoDB answers an empty result when either end does not exist.
+        if !Self::exists(ctx, &start)? || !Self::exists(ctx, &target)? {
+            return Ok(false);
+        }
+        let weighted = node.weighted();
+        self.search = match node.kind {
+            GraphKind::ShortestPath => {
+                let (found, calls, lookups) = {
+                    let source = self.source(ctx);
+                    let found = shortest_path(&source, &start, &target, weighted, limits);
+                    (found, source.calls.get(), source.lookups.get())
+                };
+                ctx.stats.scanned_index += calls as u64;
+                ctx.stats.document_lookups += lookups;
+                let path = found?;
+                let mut rows = VecDeque::new();
+                if let Some(path) = path {
+                    for (i, v) in path.vertices.into_iter().enumerate() {
+                        let edge = if i == 0 { None } else { path.edges.get(i - 1).copied() };
+                        rows.push_back((v, edge));
+                    }
+                }
+                Search::Rows(rows)
+            }
+            GraphKind::KShortestPaths => Search::KShortest(Box::new(KShortestPathsState::new(
+                &start, &target, weighted, limits,
+            ))),
+            GraphKind::KPaths => Search::KPaths(Box::new(KPathsState::new(
+                &start,
+                &target,
+                node.min_depth,
+                node.max_depth,
+                limits,
+            )?)),
+            GraphKind::AllShortestPaths => Search::All(Box::new(AllShortestPathsState::new(
+                &start, &target, limits,
+            ))),
+            GraphKind::Traversal => Search::Idle,
+        };
+        Ok(true)
+    }
+
+    fn source<'a>(&'a self, ctx: &'a ExecCtx) -> TxnEdges<'a> {
+        TxnEdges {
+            txn: &*ctx.txn,
+            node: &self.node,
+            table: &self.table,
+            killed: &ctx.limits.killed,
+            deadline: ctx.limits.deadline,
+            calls: Cell::new(0),
+            lookups: Cell::new(0),
+            memory_limit: Self::limits(ctx).memory_bytes,
+        }
+    }
+
+    /// The next output row of the current search, or None when it is exhausted.
+    fn advance(&mut self, ctx: &mut ExecCtx, input: &Row) -> Result<Option<Row>> {
+        let node = Arc::clone(&self.node);
+        let mut out = input.clone();
+        let ExecCtx {
+            txn,
+            database,
+            env,
+            stats,
+            limits,
+            ..
+        } = ctx;
+        let txn: &dyn Transaction = &**txn;
+        let memory_limit = if limits.memory_limit == 0 {
+            DEFAULT_MEMORY_CAP
+        } else {
+            limits.memory_limit
+        };
+        let source = TxnEdges {
+            txn,
+            node: &node,
+            table: &self.table,
+            killed: &limits.killed,
+            deadline: limits.deadline,
+            calls: Cell::new(0),
+            lookups: Cell::new(0),
+            memory_limit: usize::try_from(memory_limit).unwrap_or(usize::MAX),
+        };
+        let mut fetch = Fetch {
+            txn,
+            node: &node,
+            table: &self.table,
+            lookups: 0,
+        };
+        let result = match &mut self.search {
+            Search::Idle => Ok(None),
+            Search::Traversal(t) => {
+                let mut prune_value = Value::Null;
+                let row = if node.prune.is_none() && node.conditions.is_empty() {
+                    t.next_row(&source, &mut quiver_graph::AcceptAll)
+                } else {
+                    let mut scratch = input.clone();
+                    let mut checker = Checker {
+                        node: &node,
+                        fetch: &mut fetch,
+                        row: &mut scratch,
+                        reads: &self.check_reads,
+                        txn,
+                        database,
+                        env,
+                        prune_value: &mut prune_value,
+                        filtered: 0,
+                    };
+                    let r = t.next_row(&source, &mut checker);
+                    stats.filtered += checker.filtered;
+                    r
+                };
+                match row {
+                    Err(e) => Err(e),
+                    Ok(None) => Ok(None),
+                    Ok(Some(r)) => (|| {
+                        if let Some(s) = node.vertex_out {
+                            out[s] = fetch.vertex(t.vertex_name(r.vertex), node.vertex_mode, env)?;
+                        }
+                        if let Some(s) = node.edge_out {
+                            out[s] = match (node.edge_mode, r.edge) {
+                                (Produce::Skip, _) | (_, None) => Value::Null,
+                                (_, Some(h)) => fetch.edge(h)?,
+                            };
+                        }
+                        if let Some(s) = node.path_out {
+                            if node.path_mode != Produce::Skip {
+                                if let Some(p) = t.current_path() {
+                                    out[s] = fetch.path(&p, node.weighted(), None, env)?;
+                                }
+                            }
+                        }
+                        if let Some(s) = node.prune_out {
+                            out[s] = prune_value;
+                        }
+                        Ok(Some(out))
+                    })(),
+                }
+            }
+            Search::Rows(rows) => match rows.pop_front() {
+                None => Ok(None),
+                Some((v, e)) => (|| {
+                    if let Some(s) = node.vertex_out {
+                        out[s] = fetch.vertex(&v, node.vertex_mode, env)?;
+                    }
+                    if let Some(s) = node.edge_out {
+                        out[s] = match (node.edge_mode, e) {
+                            (Produce::Skip, _) | (_, None) => Value::Null,
+                            (_, Some(h)) => fetch.edge(h)?,
+                        };
+                    }
+                    Ok(Some(out))
+                })(),
+            },
+            Search::KShortest(k) => {
+                let weighted = node.weighted();
+                Self::path_row(k.next_path(&source), &node, &mut fetch, env, out, weighted)
+            }
+            Search::KPaths(k) => {
+                Self::path_row(k.next_path(&source), &node, &mut fetch, env, out, false)
+            }
+            Search::All(k) => {
+                Self::path_row(k.next_path(&source), &node, &mut fetch, env, out, false)
+            }
+        };
+        stats.document_lookups += source.lookups.get() + fetch.lookups;
+        stats.scanned_index += source.calls.get() as u64;
+        result
+    }
+
+    fn path_row(
+        found: Result<Option<Path>>,
+        node: &GraphNode,
+        fetch: &mut Fetch<'_>,
+        env: &mut EnvState,
+        mut out: Row,
+        weighted: bool,
+    ) -> Result<Option<Row>> {
+        let Some(path) = found? else {
+            return Ok(None);
+        };
+        if let Some(s) = node.path_out {
+            if node.path_mode != Produce::Skip {
+                let weight = if weighted {
+                    path.weight()
+                } else {
+                    path.len() as f64
+                };
+                out[s] = fetch.path(&path, false, Some(weight), env)?;
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+impl Operator for GraphOp {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        loop {
+            ctx.check()?;
+            let row = match self.row.take() {
+                Some(r) => r,
+                None => {
+                    let Some(r) = self.input.next(ctx)? else {
+                        return Ok(None);
+                    };
+                    if !self.start(ctx, &r)? {
+                        continue;
+                    }
+                    r
+                }
+            };
+            match self.advance(ctx, &row)? {
+                Some(out) => {
+                    self.row = Some(row);
+                    return Ok(Some(out));
+                }
+                None => {
+                    self.search = match std::mem::replace(&mut self.search, Search::Idle) {
+                        // Keep the traversal's allocations for the next start vertex.
+                        t @ Search::Traversal(_) => t,
+                        _ => Search::Idle,
+                    };
+                }
+            }
+        }
+    }
+}
