@@ -793,9 +793,15 @@ impl<'a> Planner<'a> {
 
     fn plan_op(&mut self, op: &Op, plan: &mut Plan) -> Result<()> {
         match op {
-            Op::For { var, source, options: _ } => {
+            Op::For {
+                var,
+                source,
+                options: _,
+            } => {
                 let collection = match source {
-                    Expr::Name(n) if self.lookup_var(n).is_none() => Some(CollectionRef::Name(n.clone())),
+                    Expr::Name(n) if self.lookup_var(n).is_none() => {
+                        Some(CollectionRef::Name(n.clone()))
+                    }
                     Expr::BindCollection(n) => Some(CollectionRef::Bind(n.clone())),
                     _ => None,
                 };
@@ -810,7 +816,15 @@ impl<'a> Planner<'a> {
                     self.collections.entry(name.clone()).or_insert("read");
                     self.mark_loop();
                     let out = self.declare(var)?;
-                    self.node(plan, NodeKind::EnumerateCollection { out, collection: name, random: false, projections: None });
+                    self.node(
+                        plan,
+                        NodeKind::EnumerateCollection {
+                            out,
+                            collection: name,
+                            random: false,
+                            projections: None,
+                        },
+                    );
                 } else {
                     let input = match self.compile(source, plan)? {
                         CExpr::Range(a, b) => ListSource::Range(*a, *b),
@@ -841,27 +855,54 @@ impl<'a> Planner<'a> {
                 for (e, asc) in keys {
                     slots.push((self.expr_slot(e, plan)?, *asc));
                 }
-                self.node(plan, NodeKind::Sort { keys: slots, limit: None });
+                self.node(
+                    plan,
+                    NodeKind::Sort {
+                        keys: slots,
+                        limit: None,
+                    },
+                );
             }
             Op::Limit { offset, count } => {
                 let offset_v = self.constant(offset, plan, "LIMIT offset")?;
                 let count_v = self.constant(count, plan, "LIMIT count")?;
                 let number = |v: &Value| -> Result<u64> {
                     match v {
-                        Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0) => Ok(n.as_f64().unwrap_or(0.0) as u64),
+                        Value::Number(n) if n.as_f64().is_some_and(|f| f >= 0.0) => {
+                            Ok(n.as_f64().unwrap_or(0.0) as u64)
+                        }
                         _ => Err(Error::with_message(
                             ErrorCode::QueryNumberOutOfRange,
                             "AQL: LIMIT value is not a number or out of range (while parsing)",
                         )),
                     }
                 };
-                let offset = if offset_v.is_null() { 0 } else { number(&offset_v)? };
+                let offset = if offset_v.is_null() {
+                    0
+                } else {
+                    number(&offset_v)?
+                };
                 // python-arango sends `LIMIT skip, null` to mean "no limit".
-                let count = if count_v.is_null() { u64::MAX } else { number(&count_v)? };
-                self.node(plan, NodeKind::Limit { offset, count, full_count: false });
+                let count = if count_v.is_null() {
+                    u64::MAX
+                } else {
+                    number(&count_v)?
+                };
+                self.node(
+                    plan,
+                    NodeKind::Limit {
+                        offset,
+                        count,
+                        full_count: false,
+                    },
+                );
             }
             Op::Collect(c) => self.plan_collect(c, plan)?,
-            Op::Window { range_value, spec, aggregates } => {
+            Op::Window {
+                range_value,
+                spec,
+                aggregates,
+            } => {
                 let range_input = match range_value {
                     Some(e) => Some(self.expr_slot(e, plan)?),
                     None => None,
@@ -885,11 +926,25 @@ impl<'a> Planner<'a> {
                     let name = self.vars[a.out].name.clone();
                     self.scopes.last_mut().expect("scope").push((name, a.out));
                 }
-                self.node(plan, NodeKind::Window { range_input, preceding, following, aggregates });
+                self.node(
+                    plan,
+                    NodeKind::Window {
+                        range_input,
+                        preceding,
+                        following,
+                        aggregates,
+                    },
+                );
             }
             Op::Return { distinct, expr } => {
                 let input = self.expr_slot(expr, plan)?;
-                self.node(plan, NodeKind::Return { input, distinct: *distinct });
+                self.node(
+                    plan,
+                    NodeKind::Return {
+                        input,
+                        distinct: *distinct,
+                    },
+                );
             }
             Op::Modify(m) => self.plan_modify(m, plan)?,
         }

@@ -247,10 +247,41 @@ impl Store {
     }
 }
 
+/// Whether a case only reads its data, so that cases with the same data can share one core
+/// database (creating a database gets slower the more exist; the graph cases have lots of
+/// data).
+fn read_only(case: &Case) -> bool {
+    let query = case.get("query").unwrap_or("").to_ascii_uppercase();
+    case.get("data after").is_none()
+        && !query
+            .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .any(|w| matches!(w, "INSERT" | "UPDATE" | "REPLACE" | "REMOVE" | "UPSERT"))
+}
+
 fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
-    let store = Store::new(backend)?;
+    static SHARED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
+    let shareable = matches!(backend, Backend::Core) && read_only(case);
+    let data_text = case.get("data").unwrap_or("").to_string();
+    let shared = if shareable && !data_text.is_empty() {
+        let cache = SHARED.lock().map_err(|e| e.to_string())?;
+        cache
+            .iter()
+            .find(|(d, _)| *d == data_text)
+            .map(|(_, db)| db.clone())
+    } else {
+        None
+    };
+    let store = match &shared {
+        Some(db) => Store::Core(shared_core()?, db.clone()),
+        None => Store::new(backend)?,
+    };
+    if shared.is_none() && shareable && !data_text.is_empty() {
+        if let Ok(mut cache) = SHARED.lock() {
+            cache.push((data_text.clone(), store.db().to_string()));
+        }
+    }
     let mut collections = Vec::new();
-    if let Some(data) = case.get("data") {
+    if let (Some(data), None) = (case.get("data"), &shared) {
         let data: Value = serde_json::from_str(data).map_err(|e| format!("bad data JSON: {e}"))?;
         let obj = data.as_object().ok_or("data must be an object")?;
         for (name, spec) in obj {

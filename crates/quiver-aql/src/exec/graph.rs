@@ -16,9 +16,9 @@ use std::time::Instant;
 
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_graph::{
-    shortest_path, AllShortestPathsState, Direction as GDirection, EdgeHandle, EdgeQuery,
-    EdgeRef, EdgeSource, KPathsState, KShortestPathsState, Limits as GraphLimits, Path,
-    StepCheck, StepView, TraversalOptions, TraversalState, Verdict,
+    shortest_path, AllShortestPathsState, Direction as GDirection, EdgeHandle, EdgeQuery, EdgeRef,
+    EdgeSource, KPathsState, KShortestPathsState, Limits as GraphLimits, Path, StepCheck, StepView,
+    TraversalOptions, TraversalState, Verdict,
 };
 use serde_json::{Map, Value};
 
@@ -313,9 +313,7 @@ impl StepCheck for Checker<'_, '_> {
         }
         if let Some(s) = node.path_out.filter(|s| self.reads.contains(s)) {
             let weighted = node.weighted();
-            self.row[s] = self
-                .fetch
-                .path(&step.to_path(), weighted, None, self.env)?;
+            self.row[s] = self.fetch.path(&step.to_path(), weighted, None, self.env)?;
         }
         let mut verdict = Verdict::TAKE;
         if let Some(prune) = &node.prune {
@@ -399,7 +397,9 @@ impl GraphOp {
         if id.is_none() {
             ctx.warn(Warning::new(
                 ErrorCode::BadParameter,
-                format!("Invalid input for {what}: Only id strings or objects with _id are allowed"),
+                format!(
+                    "Invalid input for {what}: Only id strings or objects with _id are allowed"
+                ),
             ))?;
         }
         Ok(id)
@@ -447,7 +447,8 @@ impl GraphOp {
                         vertex_collections: node.vertex_collections.clone(),
                         limits,
                     };
-                    self.search = Search::Traversal(Box::new(TraversalState::new(&start, options)?));
+                    self.search =
+                        Search::Traversal(Box::new(TraversalState::new(&start, options)?));
                 }
             }
             return Ok(true);
@@ -477,7 +478,11 @@ impl GraphOp {
                 let mut rows = VecDeque::new();
                 if let Some(path) = path {
                     for (i, v) in path.vertices.into_iter().enumerate() {
-                        let edge = if i == 0 { None } else { path.edges.get(i - 1).copied() };
+                        let edge = if i == 0 {
+                            None
+                        } else {
+                            path.edges.get(i - 1).copied()
+                        };
                         rows.push_back((v, edge));
                     }
                 }
@@ -576,7 +581,8 @@ impl GraphOp {
                     Ok(None) => Ok(None),
                     Ok(Some(r)) => (|| {
                         if let Some(s) = node.vertex_out {
-                            out[s] = fetch.vertex(t.vertex_name(r.vertex), node.vertex_mode, env)?;
+                            out[s] =
+                                fetch.vertex(t.vertex_name(r.vertex), node.vertex_mode, env)?;
                         }
                         if let Some(s) = node.edge_out {
                             out[s] = match (node.edge_mode, r.edge) {

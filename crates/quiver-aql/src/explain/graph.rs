@@ -36,7 +36,12 @@ fn vertex_field(m: &mut Map<String, Value>, e: &CExpr, prefix: &str, vars: &[Var
 }
 
 /// Adds the graph node's fields to its explain object.
-pub(super) fn node_fields(m: &mut Map<String, Value>, n: &GraphNode, database: &str, vars: &[VarInfo]) {
+pub(super) fn node_fields(
+    m: &mut Map<String, Value>,
+    n: &GraphNode,
+    database: &str,
+    vars: &[VarInfo],
+) {
     m.insert("database".into(), json!(database));
     let edge_names: Vec<&String> = n.edge_collections.iter().map(|e| &e.0).collect();
     m.insert(
@@ -138,10 +143,12 @@ pub(super) fn ast_node(g: &GraphOp) -> Value {
     }
     subs.push(match &g.graph {
         GraphRef::Named(e) => ast_expr(e),
-        GraphRef::Collections(list) => json!({"type": "collection list", "subNodes": list.iter().map(|(_, c)| match c {
+        GraphRef::Collections(list) => {
+            json!({"type": "collection list", "subNodes": list.iter().map(|(_, c)| match c {
             CollectionRef::Name(n) => json!({"type": "collection", "name": n}),
             CollectionRef::Bind(n) => json!({"type": "parameter", "name": format!("@{n}")}),
-        }).collect::<Vec<_>>()}),
+        }).collect::<Vec<_>>()})
+        }
     });
     if let Some((_, p)) = &g.prune {
         subs.push(ast_expr(p));

@@ -86,9 +86,7 @@ impl GraphNode {
     pub fn weighted(&self) -> bool {
         match self.kind {
             GraphKind::Traversal => self.order == Order::Weighted,
-            GraphKind::ShortestPath | GraphKind::KShortestPaths => {
-                self.weight_attribute.is_some()
-            }
+            GraphKind::ShortestPath | GraphKind::KShortestPaths => self.weight_attribute.is_some(),
             _ => false,
         }
     }
@@ -160,9 +158,9 @@ fn string_list(v: &Value, what: &str) -> Result<Vec<String>> {
         Value::Array(items) => items
             .iter()
             .map(|i| {
-                i.as_str().map(str::to_string).ok_or_else(|| {
-                    bad(format!("{what} must be a string or an array of strings"))
-                })
+                i.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(format!("{what} must be a string or an array of strings")))
             })
             .collect(),
         _ => Err(bad(format!(
@@ -275,7 +273,11 @@ impl Planner<'_> {
                     "invalid uniqueVertices value '{s}': expecting 'none', 'path' or 'global'"
                 ))
             })?,
-            _ => return Err(bad("the traversal option 'uniqueVertices' must be a string")),
+            _ => {
+                return Err(bad(
+                    "the traversal option 'uniqueVertices' must be a string",
+                ))
+            }
         };
         let unique_edges = match option("uniqueEdges") {
             Value::Null => UniqueEdges::Path,

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quiver_core::{
-    Collection, CollectionType, Core, DocumentReader, EdgeDirection, InsertOptions, ModifyOptions, OpResult,
-    OverwriteMode, ReadView, RemoveOptions, TransactionOptions, WriteKind,
+    Collection, CollectionType, Core, DocumentReader, EdgeDirection, InsertOptions, ModifyOptions,
+    OpResult, OverwriteMode, ReadView, RemoveOptions, TransactionOptions, WriteKind,
 };
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
