@@ -80,3 +80,29 @@ def test_graph_explain_and_errors(db):
     with pytest.raises(AQLQueryExecuteError) as err:
         db.aql.execute("FOR v IN 1..2 OUTBOUND 'x/y' GRAPH 'no_such_graph' RETURN v")
     assert err.value.error_code == 1924
+
+
+def test_named_graph_from_gharial(db):
+    name = unique("g")
+    vertices = unique("v")
+    edges = unique("e")
+    graph = db.create_graph(
+        name,
+        edge_definitions=[{"edge_collection": edges, "from_vertex_collections": [vertices], "to_vertex_collections": [vertices]}],
+    )
+    vcoll = graph.vertex_collection(vertices)
+    ecoll = graph.edge_collection(edges)
+    for key in ["x", "y", "z"]:
+        vcoll.insert({"_key": key})
+    ecoll.insert({"_from": f"{vertices}/x", "_to": f"{vertices}/y"})
+    ecoll.insert({"_from": f"{vertices}/y", "_to": f"{vertices}/z"})
+    cursor = db.aql.execute(
+        "FOR v IN 1..2 OUTBOUND @start GRAPH @g RETURN v._key",
+        bind_vars={"start": f"{vertices}/x", "g": name},
+    )
+    assert list(cursor) == ["y", "z"]
+    cursor = db.aql.execute(
+        "FOR v IN ANY SHORTEST_PATH @a TO @b GRAPH @g RETURN v._key",
+        bind_vars={"a": f"{vertices}/z", "b": f"{vertices}/x", "g": name},
+    )
+    assert list(cursor) == ["z", "y", "x"]
