@@ -280,7 +280,7 @@ impl Transaction for CoreTransaction {
                 c.check_usable()?;
                 Ok(view.snapshot().revision(c.id(), key)?.is_some())
             }
-            Reader::Txn(_) => Ok(self.reader().get_raw(&c, key)?.is_some()),
+            Reader::Txn(_) | Reader::Leased(_) => Ok(self.reader().get_raw(&c, key)?.is_some()),
         }
     }
 
