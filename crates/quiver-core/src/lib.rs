@@ -52,6 +52,8 @@ mod collection;
 mod computed;
 mod document;
 mod edge_index;
+pub mod fulltext;
+pub mod geo;
 pub mod graphs;
 mod index;
 mod keygen;

@@ -97,6 +97,14 @@ impl DataAccess for TxnData<'_> {
     fn database_name(&self) -> String {
         self.database.to_string()
     }
+
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        self.txn.indexes(collection)
+    }
+
+    fn scan(&self, collection: &str) -> Result<crate::source::DocIter> {
+        self.txn.scan(collection)
+    }
 }
 
 /// Evaluates `e` over `row`; `current` is the element inside an array expansion.

@@ -63,24 +63,6 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("APPROX_NEAR_COSINE", 2, 3, not_implemented),
     def("APPROX_NEAR_L2", 2, 3, not_implemented),
     def("APPROX_NEAR_INNER_PRODUCT", 2, 3, not_implemented),
-    def("DISTANCE", 4, 4, not_implemented),
-    def("GEO_AREA", 1, 2, not_implemented),
-    def("GEO_CONTAINS", 2, 2, not_implemented),
-    def("GEO_DISTANCE", 2, 3, not_implemented),
-    def("GEO_EQUALS", 2, 2, not_implemented),
-    def("GEO_INTERSECTS", 2, 2, not_implemented),
-    def("GEO_IN_RANGE", 4, 6, not_implemented),
-    def("GEO_LINESTRING", 1, 1, not_implemented),
-    def("GEO_MULTILINESTRING", 1, 1, not_implemented),
-    def("GEO_MULTIPOINT", 1, 1, not_implemented),
-    def("GEO_MULTIPOLYGON", 1, 1, not_implemented),
-    def("GEO_POINT", 2, 2, not_implemented),
-    def("GEO_POLYGON", 1, 1, not_implemented),
-    def("IS_IN_POLYGON", 2, 3, not_implemented),
-    reading("NEAR", 3, 5, not_implemented),
-    reading("WITHIN", 4, 5, not_implemented),
-    reading("WITHIN_RECTANGLE", 5, 5, not_implemented),
-    reading("FULLTEXT", 3, 4, not_implemented),
 ];
 
 fn not_implemented(ctx: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
@@ -801,7 +783,6 @@ mod tests {
 
     #[test]
     fn deferred_functions_say_so() {
-        assert_eq!(error("GEO_POINT", vec![json!(1), json!(2)]), 9);
         assert_eq!(error("TOKENS", vec![json!("a"), json!("text_en")]), 9);
     }
 }

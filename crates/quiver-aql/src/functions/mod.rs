@@ -25,6 +25,7 @@ mod array;
 mod bits;
 mod date;
 mod document;
+mod geo;
 mod misc;
 mod numeric;
 mod string;
@@ -108,6 +109,22 @@ pub trait DataAccess {
     /// Name of the database the query runs in (`CURRENT_DATABASE()`).
     fn database_name(&self) -> String {
         "_system".to_string()
+    }
+    /// The index descriptions of `collection` (`NEAR`, `WITHIN`, `FULLTEXT` need theirs).
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        let _ = collection;
+        Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            "index access is not available in this context",
+        ))
+    }
+    /// Every document of `collection` in the query's snapshot.
+    fn scan(&self, collection: &str) -> Result<crate::source::DocIter> {
+        let _ = collection;
+        Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            "collection scans are not available in this context",
+        ))
     }
     /// `[{"_id": ..., "name": ...}]` for `COLLECTIONS()`.
     fn collections(&self) -> Result<Vec<(String, String)>> {
@@ -332,6 +349,7 @@ const TABLES: &[&[FunctionDef]] = &[
     date::FUNCTIONS,
     bits::FUNCTIONS,
     misc::FUNCTIONS,
+    geo::FUNCTIONS,
 ];
 
 /// The function named `name_upper` (already upper-cased by the parser), if AQL has it.

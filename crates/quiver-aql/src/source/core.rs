@@ -226,6 +226,10 @@ impl Transaction for CoreTransaction {
         Ok(Box::new(self.reader().scan(&c)?))
     }
 
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        self.coll(collection)?.indexes()
+    }
+
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
         // Inside a write transaction staged documents must be merged in; the plain scan
         // does that. Read views go straight to the snapshot and decode only `attrs`.

@@ -120,6 +120,13 @@ pub trait Transaction: Send {
         Ok(self.get(collection, key)?.is_some())
     }
 
+    /// The index descriptions of `collection` as `/_api/index` lists them (the geo and
+    /// fulltext functions need to know which indexes exist). A source without secondary
+    /// indexes has none to report.
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        self.collection(collection)?;
+        Ok(Vec::new())
+    }
     fn insert(
         &mut self,
         collection: &str,
