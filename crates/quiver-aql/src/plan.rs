@@ -1287,6 +1287,11 @@ impl<'a> Planner<'a> {
                                 self.resolve_collection_name(&CollectionRef::Name(n.clone()))?;
                             compiled.push(CExpr::Const(Value::String(name)));
                         }
+                        Expr::BindCollection(n) if def.reads_data => {
+                            let name =
+                                self.resolve_collection_name(&CollectionRef::Bind(n.clone()))?;
+                            compiled.push(CExpr::Const(Value::String(name)));
+                        }
                         _ => compiled.push(self.compile(a, plan)?),
                     }
                 }
