@@ -611,3 +611,78 @@ pub fn csv(report: &Value) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report() -> Value {
+        json!({
+            "dataset": {"scale": 0.1},
+            "server": {"peakRssKiB": 2048},
+            "workloads": [
+                {"name": "singleRead", "status": "ok", "queries": 10, "succeeded": 10,
+                 "totalMs": 5.0, "avgMs": 0.5, "latencyP50Ms": 0.4, "latencyP99Ms": 0.9,
+                 "result": 10, "expected": 10, "message": ""},
+                {"name": "shortest", "status": "not implemented", "queries": 3, "succeeded": 0,
+                 "totalMs": 1.0, "avgMs": 0.3333, "latencyP50Ms": 0.0, "latencyP99Ms": 0.0,
+                 "result": {"pathLengthSum": 0}, "expected": {"pathLengthSum": 7},
+                 "message": "HTTP 501 error 9: path searches"},
+            ],
+        })
+    }
+
+    #[test]
+    fn csv_has_one_row_per_workload_with_quoted_checksums() {
+        let text = csv(&report());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("scale,workload,status,queries"));
+        assert_eq!(
+            lines[1],
+            "0.1,singleRead,ok,10,10,5.000,0.5000,0.4000,0.9000,\"10\",\"10\",2048"
+        );
+        assert!(lines[2].contains("not implemented"));
+        assert!(lines[2].contains("\"{'pathLengthSum':0}\",\"{'pathLengthSum':7}\""));
+        // Every row has the header's number of fields (the checksums hold no commas here).
+        assert!(lines.iter().all(|l| l.split(',').count() == 12));
+    }
+
+    #[test]
+    fn summary_names_status_and_message() {
+        let r = report();
+        let line = summary_line(&r["workloads"][1]);
+        assert!(line.starts_with("shortest"));
+        assert!(line.contains("not implemented") && line.contains("(HTTP 501 error 9"));
+        assert!(!summary_line(&r["workloads"][0]).contains('('));
+    }
+
+    #[test]
+    fn unknown_tests_and_bad_connection_counts_are_rejected() {
+        let opts = RunOptions {
+            endpoint: "tcp://127.0.0.1:1".into(),
+            dir: std::path::PathBuf::from("/nonexistent"),
+            connections: 25,
+            tests: vec!["neighbours".into()],
+            restrict: 0,
+            server_pid: None,
+            max_rss_kib: 1,
+            progress: false,
+        };
+        let e = run(&opts).unwrap_err();
+        assert_eq!(e.number(), 10);
+        assert!(e.message.contains("unknown test 'neighbours'"));
+        let e = run(&RunOptions {
+            connections: 0,
+            ..opts.clone()
+        })
+        .unwrap_err();
+        assert_eq!(e.number(), 10);
+        let e = run(&RunOptions {
+            tests: vec!["singleRead".into()],
+            ..opts
+        })
+        .unwrap_err();
+        assert_eq!(e.number(), 25, "missing data directory: {}", e.message);
+    }
+}
