@@ -74,12 +74,18 @@ impl<'de> Visitor<'de> for StrictValue {
             let value = map.next_value_seed(StrictValue {
                 depth: self.depth + 1,
             })?;
-            if out.contains_key(&key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate attribute name '{key}'"
-                )));
+            // One hash and probe per attribute instead of a lookup followed by an insert.
+            match out.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Occupied(slot) => {
+                    return Err(de::Error::custom(format!(
+                        "duplicate attribute name '{}'",
+                        slot.key()
+                    )));
+                }
             }
-            out.insert(key, value);
         }
         Ok(Value::Object(out))
     }

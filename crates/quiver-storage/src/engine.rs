@@ -423,8 +423,8 @@ impl Inner {
             wal.spare = Some((spare, size));
         }
         let size = self.segment_size(need);
-        // Inline (under the WAL mutex): only reserve the space; zero-filling 32 MiB here would
-        // stall every writer. Spares prepared in the background are zero-filled.
+        // Inline (under the WAL mutex), like the spares prepared in the background: only
+        // reserve the space (see prepare_spare_segment).
         let seg = self.create_segment(size, false)?;
         wal.segment = Some(seg);
         wal.offset = header_len;
@@ -470,7 +470,12 @@ impl Inner {
             }
         }
         let size = self.segment_size(0);
-        let seg = self.create_segment(size, true)?;
+        // Reserved (fallocate), not zero-filled: measured side by side (docs/benchmarks/http.md),
+        // appends into unwritten extents cost the committer about half the kernel time of
+        // appends into zero-written blocks (whose pages, once evicted under memory pressure,
+        // must even be read back from disk inside the WAL mutex), the 32 MiB of zeros cost the
+        // maintenance thread ~4 % of an insert load, and waitForSync writers were not slower.
+        let seg = self.create_segment(size, false)?;
         let mut wal = self.wal.lock();
         if wal.spare.is_none() {
             wal.spare = Some((seg, size));
@@ -578,7 +583,7 @@ impl Inner {
                 self.seal_segment(&mut wal);
             }
             self.new_segment(&mut wal, need)?;
-            // Let the maintenance thread prepare the next (zero-filled) segment right away.
+            // Let the maintenance thread prepare the next segment right away.
             *self.bg.wake.lock() = true;
             self.bg.cv.notify_all();
         }

@@ -239,14 +239,11 @@ fn parse_embedded(message: &[u8], database: &str, whole: Option<&Bytes>) -> Resu
 
 fn write_part_response(out: &mut Vec<u8>, response: &Response, is_head: bool) {
     let status = response.status;
-    out.extend_from_slice(
-        format!(
-            "HTTP/1.1 {} {}\r\n",
-            status.as_u16(),
-            status.canonical_reason().unwrap_or("")
-        )
-        .as_bytes(),
-    );
+    out.extend_from_slice(b"HTTP/1.1 ");
+    out.extend_from_slice(status.as_str().as_bytes());
+    out.push(b' ');
+    out.extend_from_slice(status.canonical_reason().unwrap_or("").as_bytes());
+    out.extend_from_slice(b"\r\n");
     out.extend_from_slice(b"Server: ArangoDB\r\n");
     if let Some(ct) = &response.content_type {
         out.extend_from_slice(b"Content-Type: ");
@@ -268,7 +265,9 @@ fn write_part_response(out: &mut Vec<u8>, response: &Response, is_head: bool) {
     } else {
         response.body.clone()
     };
-    out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    out.extend_from_slice(b"Content-Length: ");
+    out.extend_from_slice(body.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n\r\n");
     if !is_head {
         out.extend_from_slice(&body);
     }

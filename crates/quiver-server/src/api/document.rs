@@ -84,12 +84,16 @@ fn etag(rev: &str) -> String {
 
 fn location(req: &Request, id: &str) -> String {
     let (coll, key) = id.split_once('/').unwrap_or((id, ""));
-    format!(
-        "/_db/{}/_api/document/{}/{}",
-        utf8_percent_encode(&req.database, SEGMENT),
-        utf8_percent_encode(coll, SEGMENT),
-        utf8_percent_encode(key, SEGMENT)
-    )
+    // Pushed piece by piece: `format!` with three `Display` adapters cost more than the rest
+    // of the response on the batch path, where every inserted part gets a Location.
+    let mut out = String::with_capacity(24 + req.database.len() + id.len());
+    out.push_str("/_db/");
+    out.extend(utf8_percent_encode(&req.database, SEGMENT));
+    out.push_str("/_api/document/");
+    out.extend(utf8_percent_encode(coll, SEGMENT));
+    out.push('/');
+    out.extend(utf8_percent_encode(key, SEGMENT));
+    out
 }
 
 /// A per-item error object of multi-document responses: the envelope without `code`.
