@@ -14,6 +14,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ast::BinOp;
+
+mod graph;
 use crate::plan::{CExpr, ListSource, Node, NodeKind, Plan, QueryPlan, Slot};
 
 /// Every rule this optimizer knows, in the order they run.
@@ -23,6 +25,7 @@ pub const RULES: &[&str] = &[
     "remove-unnecessary-filters",
     "use-indexes",
     "remove-filter-covered-by-index",
+    "optimize-traversals",
     "remove-unnecessary-calculations",
     "remove-redundant-sorts",
     "remove-collect-variables",
@@ -158,6 +161,12 @@ fn optimize_pipeline(
             remove_unnecessary_filters(&mut plan, options);
         }
     }
+    run(
+        "optimize-traversals",
+        &mut plan,
+        graph::optimize_traversals,
+        fired,
+    );
     run(
         "remove-unnecessary-calculations",
         &mut plan,
