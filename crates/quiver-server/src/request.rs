@@ -249,6 +249,16 @@ mod tests {
     }
 
     #[test]
+    fn plain_components_take_the_copy_path_and_plus_stays_in_paths() {
+        let r = Request::build(Method::GET, "/_api/document/a+b/plain_key?collection=c1");
+        assert_eq!(r.segments, ["_api", "document", "a+b", "plain_key"]);
+        assert_eq!(r.param("collection"), Some("c1"));
+        assert_eq!(decode_component("x%41y", false).unwrap(), "xAy");
+        assert_eq!(decode_component("x+y", true).unwrap(), "x y");
+        assert_eq!(decode_component("x+y", false).unwrap(), "x+y");
+    }
+
+    #[test]
     fn query_decoding() {
         let q = parse_query("a=x+y&b=%2F&c=&&d").unwrap();
         assert_eq!(
