@@ -813,11 +813,16 @@ impl<'a> Parser<'a> {
 
     fn postfix(&mut self) -> Result<Expr> {
         let mut e = self.primary()?;
+        // Access chains (`x.a.a.a…`, `x[0][0]…`) build a deep tree without recursing here;
+        // every later tree walk recurses over it, so each link counts against the weight budget
+        // (an unbounded chain overflowed the stack of the HTTP thread).
+        let mut links = 0;
         loop {
             if self.eat_sym(".") {
                 if let Tok::Bind(name) = self.peek().clone() {
                     self.advance();
                     e = Expr::Index(Box::new(e), Box::new(Expr::Bind(name)));
+                    self.link(&mut links)?;
                     continue;
                 }
                 let name = self.attribute_name()?;
@@ -825,6 +830,7 @@ impl<'a> Parser<'a> {
             } else if self.is_sym("[") {
                 if matches!(self.peek_at(1), Tok::Sym("*")) {
                     e = self.expansion(e)?;
+                    self.weight -= links;
                     // Everything following the expansion is applied per element already.
                     return Ok(e);
                 }
@@ -835,7 +841,9 @@ impl<'a> Parser<'a> {
             } else {
                 break;
             }
+            self.link(&mut links)?;
         }
+        self.weight -= links;
         Ok(e)
     }
 
@@ -861,6 +869,8 @@ impl<'a> Parser<'a> {
         let tail = closed.and_then(|_| {
             let mut current = project.take().unwrap_or(Expr::Current);
             let mut touched = !matches!(current, Expr::Current);
+            // Same weight accounting as `postfix`: the chain is deep for every later walk.
+            let mut links = 0;
             loop {
                 if self.is_sym(".") {
                     self.advance();
@@ -881,7 +891,9 @@ impl<'a> Parser<'a> {
                 } else {
                     break;
                 }
+                self.link(&mut links)?;
             }
+            self.weight -= links;
             Ok(if touched { Some(current) } else { None })
         });
         self.expansion -= 1;
@@ -1241,5 +1253,21 @@ mod tests {
         assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
         let q = format!("RETURN {}1", "-".repeat(5000));
         assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
+    }
+
+    #[test]
+    fn long_access_chains_are_rejected_not_overflowing() {
+        // Found by the hostile e2e test: these crashed the server in later tree walks.
+        for q in [
+            format!("RETURN x{}", ".a".repeat(20000)),
+            format!("RETURN [1][0]{}", "[0]".repeat(20000)),
+            format!("RETURN [1][*]{}", ".a".repeat(20000)),
+        ] {
+            assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting, "{}", &q[..20]);
+        }
+        // Moderate chains, also many in a row, stay fine: the budget is per chain.
+        let chain = format!("x{}", ".a".repeat(100));
+        let q = format!("LET x = {{}} RETURN [{}]", vec![chain; 20].join(", "));
+        parse(&q).unwrap();
     }
 }
