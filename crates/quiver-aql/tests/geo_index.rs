@@ -79,24 +79,9 @@ fn keys(rows: &[Value]) -> Vec<String> {
         .collect()
 }
 
-#[test]
-fn near_within_and_rectangle_match_brute_force() {
-    let f = fixture();
-    let mut rng = StdRng::seed_from_u64(11);
-    let points = random_points(&mut rng, 400);
-    let docs: Vec<Value> = points
-        .iter()
-        .map(|(k, lat, lng)| json!({"_key": k, "lat": lat, "lng": lng, "loc": [lat, lng]}))
-        .chain([
-            json!({"_key": "nolocation"}),
-            json!({"_key": "bad", "lat": "x", "lng": 1}),
-        ])
-        .collect();
-    let coll = f.collection("places", &docs);
-    assert_eq!(f.query("RETURN NEAR(places, 0, 0)", json!({})), Err(1570));
-    coll.create_index(&json!({"type": "geo", "fields": ["lat", "lng"]}))
-        .unwrap();
-
+/// Runs NEAR, WITHIN and WITHIN_RECTANGLE around random centres and compares each answer
+/// with the brute-force one over `points`.
+fn check_against_brute_force(f: &Fixture, rng: &mut StdRng, points: &[(String, f64, f64)]) {
     for _ in 0..10 {
         let (lat, lng) = (rng.gen_range(-80.0..80.0), rng.gen_range(-180.0..180.0));
         let mut expected: Vec<(f64, String)> = points
@@ -152,6 +137,66 @@ fn near_within_and_rectangle_match_brute_force() {
         want.sort();
         assert_eq!(keys(&rect), want);
     }
+}
+
+#[test]
+fn near_within_and_rectangle_match_brute_force() {
+    let f = fixture();
+    let mut rng = StdRng::seed_from_u64(11);
+    let mut points = random_points(&mut rng, 400);
+    let doc = |(k, lat, lng): &(String, f64, f64)| json!({"_key": k, "lat": lat, "lng": lng});
+    let docs: Vec<Value> = points
+        .iter()
+        .take(300)
+        .map(doc)
+        .chain([
+            json!({"_key": "nolocation"}),
+            json!({"_key": "bad", "lat": "x", "lng": 1}),
+        ])
+        .collect();
+    let coll = f.collection("places", &docs);
+    assert_eq!(f.query("RETURN NEAR(places, 0, 0)", json!({})), Err(1570));
+    // Built from existing documents...
+    coll.create_index(&json!({"type": "geo", "fields": ["lat", "lng"]}))
+        .unwrap();
+    // ...and maintained on later inserts, moves and removals.
+    for p in &points[300..] {
+        coll.insert(doc(p), &quiver_core::InsertOptions::new())
+            .and_then(|c| c.wait())
+            .unwrap();
+    }
+    check_against_brute_force(&f, &mut rng, &points);
+    for i in 0..40 {
+        let p = &mut points[i * 7];
+        p.1 = rng.gen_range(-90.0..90.0);
+        p.2 = rng.gen_range(-180.0..180.0);
+        f.query(
+            "UPDATE @k WITH {lat: @lat, lng: @lng} IN places",
+            json!({"k": p.0, "lat": p.1, "lng": p.2}),
+        )
+        .unwrap();
+    }
+    let removed: Vec<String> = points
+        .iter()
+        .skip(3)
+        .step_by(9)
+        .map(|p| p.0.clone())
+        .collect();
+    f.query(
+        "FOR k IN @keys REMOVE k IN places",
+        json!({"keys": removed}),
+    )
+    .unwrap();
+    points.retain(|p| !removed.contains(&p.0));
+    check_against_brute_force(&f, &mut rng, &points);
+    // A query that writes sees its own staged documents through the index.
+    let r = f
+        .query(
+            "INSERT {_key: 'fresh', lat: 1.5, lng: 1.5} INTO places LET n = NEAR(places, 1.5, 1.5, 1) RETURN n[0]._key",
+            json!({}),
+        )
+        .unwrap();
+    assert_eq!(r, vec![json!("fresh")]);
 }
 
 #[test]

@@ -54,6 +54,7 @@ mod document;
 mod edge_index;
 pub mod fulltext;
 pub mod geo;
+mod geo_index;
 pub mod graphs;
 mod index;
 mod keygen;

@@ -234,3 +234,64 @@ pub(crate) fn staged_lookup(
     }
     Ok(out)
 }
+
+/// The documents of `coll` whose geo index `index` entries meet `rect`, as `snapshot` sees
+/// them, plus (for a transaction) every document it staged in `coll`: a superset of the
+/// documents whose shape meets `rect`, which the caller re-checks exactly. Errors: 1212 for
+/// an unknown index, 10 when `index` is not a geo index.
+pub(crate) fn geo_candidates(
+    coll: &Collection,
+    index: u64,
+    snapshot: &Snapshot,
+    rect: &crate::geo::Rect,
+    staging: Option<&Staging>,
+) -> Result<Vec<Value>> {
+    use crate::geo_index::GeoIndex;
+    let ix = coll.maintained_index(index)?;
+    let cid = coll.id();
+    let name = coll.name();
+    let tick = snapshot.tick();
+    let candidates = ix.read(|cur, retired| {
+        let geo = cur.as_any().downcast_ref::<GeoIndex>()?;
+        let mut found = geo.candidates(rect);
+        for (t, old) in retired {
+            if *t > tick {
+                if let Some(old) = old.as_any().downcast_ref::<GeoIndex>() {
+                    found.extend(old.candidates(rect));
+                }
+            }
+        }
+        Some(found)
+    });
+    let Some(candidates) = candidates else {
+        return Err(Error::with_message(
+            ErrorCode::BadParameter,
+            "this index is not a geo index",
+        ));
+    };
+    let mut out = Vec::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let staged =
+        |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
+    for (key, rev) in candidates {
+        if seen.contains(&key) || staged(&key) {
+            continue;
+        }
+        if let Some(doc) = snapshot.get(cid, &key)? {
+            if doc.rev == rev {
+                out.push(decode_with_id(&doc.body, &name, &key)?);
+                seen.insert(key);
+            }
+        }
+    }
+    if let Some(st) = staging {
+        for ((c, key), entry) in &st.entries {
+            if *c == cid {
+                if let Some((_, body)) = &entry.current {
+                    out.push(decode_with_id(body, &name, key)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

@@ -67,6 +67,7 @@ pub(crate) trait IndexStructure: Send + Sync + Any {
 pub(crate) fn structure_for(def: &IndexDef) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
+        "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
         _ => None,
     }
 }

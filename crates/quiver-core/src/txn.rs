@@ -98,6 +98,16 @@ pub trait DocumentReader {
         ranges: Vec<IndexRange>,
         reverse: bool,
     ) -> Result<DocumentIter>;
+
+    /// The documents of `coll` that its geo index `index` files under cells meeting `rect`,
+    /// as this reader sees them (a superset of the documents whose shape meets `rect`: the
+    /// caller re-checks each exactly). Errors: 1212 for an unknown index, 10 for another type.
+    fn geo_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        rect: &crate::geo::Rect,
+    ) -> Result<Vec<Value>>;
 }
 
 /// Keeps the index candidates that `snapshot` holds at exactly their revision.
@@ -234,6 +244,16 @@ impl DocumentReader for ReadView {
             Arc::new(HashSet::new()),
         )?;
         Ok(DocumentIter::new(scan))
+    }
+
+    fn geo_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        rect: &crate::geo::Rect,
+    ) -> Result<Vec<Value>> {
+        coll.check_usable()?;
+        crate::lookup::geo_candidates(coll, index, &self.snapshot, rect, None)
     }
 }
 
@@ -631,5 +651,21 @@ impl DocumentReader for Transaction {
         }
         let items = staged_lookup(coll, index, &self.staging, ranges, reverse)?;
         Ok(DocumentIter::new(items.into_iter()))
+    }
+
+    fn geo_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        rect: &crate::geo::Rect,
+    ) -> Result<Vec<Value>> {
+        self.check_read(coll)?;
+        crate::lookup::geo_candidates(
+            coll,
+            index,
+            &self.staging.snapshot,
+            rect,
+            Some(&self.staging),
+        )
     }
 }

@@ -105,6 +105,15 @@ impl DataAccess for TxnData<'_> {
     fn scan(&self, collection: &str) -> Result<crate::source::DocIter> {
         self.txn.scan(collection)
     }
+
+    fn geo_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        rect: &quiver_core::geo::Rect,
+    ) -> Result<Option<Vec<Value>>> {
+        self.txn.geo_lookup(collection, index, rect)
+    }
 }
 
 /// Evaluates `e` over `row`; `current` is the element inside an array expansion.

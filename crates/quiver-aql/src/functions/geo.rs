@@ -14,6 +14,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
 use super::{arg, def, reading, FunctionContext, FunctionDef};
+use crate::source::DocIter;
 
 pub(crate) const FUNCTIONS: &[FunctionDef] = &[
     def("DISTANCE", 4, 4, distance),
@@ -295,8 +296,8 @@ fn collection_arg(ctx: &mut FunctionContext<'_>, value: &Value) -> Result<String
     }
 }
 
-/// The first geo index of `collection`, or 1570.
-fn geo_index(ctx: &FunctionContext<'_>, collection: &str) -> Result<GeoFields> {
+/// The first geo index of `collection` (its numeric id and how it reads documents), or 1570.
+fn geo_index(ctx: &FunctionContext<'_>, collection: &str) -> Result<(Option<u64>, GeoFields)> {
     let data = ctx.data()?;
     data.indexes(collection)?
         .iter()
@@ -306,13 +307,37 @@ fn geo_index(ctx: &FunctionContext<'_>, collection: &str) -> Result<GeoFields> {
                 Some("geo" | "geo1" | "geo2")
             )
         })
-        .find_map(GeoFields::from_definition)
+        .find_map(|i| {
+            let id = i
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|h| h.rsplit('/').next())
+                .and_then(|n| n.parse().ok());
+            GeoFields::from_definition(i).map(|f| (id, f))
+        })
         .ok_or_else(|| {
             Error::with_message(
                 ErrorCode::QueryGeoIndexMissing,
                 format!("no suitable geo index found for geo restriction on '{collection}'"),
             )
         })
+}
+
+/// Candidates for `rect` through the geo index when the source can use it, else every
+/// document of the collection.
+fn geo_candidates(
+    ctx: &FunctionContext<'_>,
+    collection: &str,
+    index: Option<u64>,
+    rect: &Rect,
+) -> Result<DocIter> {
+    let data = ctx.data()?;
+    if let Some(id) = index {
+        if let Some(docs) = data.geo_lookup(collection, id, rect)? {
+            return Ok(Box::new(docs.into_iter().map(Ok)));
+        }
+    }
+    data.scan(collection)
 }
 
 /// A document with its distance, ordered by distance (then key) for the top-k heap.
@@ -337,21 +362,20 @@ impl Ord for ByDistance {
     }
 }
 
-/// The documents of `collection` with an indexed point, their distance to (lat, lng), kept
-/// when `keep(distance)`, closest first, at most `limit`.
+/// The documents with an indexed point, their distance to (lat, lng), kept when
+/// `keep(distance)`, closest first, at most `limit`.
 fn by_distance(
     ctx: &FunctionContext<'_>,
-    collection: &str,
+    docs: DocIter,
     fields: &GeoFields,
     lat: f64,
     lng: f64,
     limit: usize,
     keep: impl Fn(f64) -> bool,
 ) -> Result<Vec<ByDistance>> {
-    let data = ctx.data()?;
     // A max-heap of the best `limit` so far: memory stays bounded by the limit.
     let mut heap: BinaryHeap<ByDistance> = BinaryHeap::new();
-    for doc in data.scan(collection)? {
+    for doc in docs {
         if ctx.is_killed() {
             return Err(Error::new(ErrorCode::QueryKilled));
         }
@@ -379,6 +403,48 @@ fn by_distance(
     Ok(heap.into_sorted_vec())
 }
 
+/// The `limit` documents closest to (lat, lng). Through the index: caps of growing radius
+/// until one holds `limit` documents — every document within the cap's radius is among the
+/// candidates, so once `limit` of them lie within it, nothing outside can be closer.
+fn nearest(
+    ctx: &FunctionContext<'_>,
+    collection: &str,
+    index: Option<u64>,
+    fields: &GeoFields,
+    (lat, lng): (f64, f64),
+    limit: usize,
+) -> Result<Vec<ByDistance>> {
+    let data = ctx.data()?;
+    if let Some(id) = index {
+        let mut radius = 1_000.0 / geo::EARTH_RADIUS_M;
+        // At most ~12 rounds: the radius quadruples up to half the globe.
+        loop {
+            let rect = Rect::around_cap(lat, lng, radius);
+            let Some(docs) = data.geo_lookup(collection, id, &rect)? else {
+                break;
+            };
+            let bound = radius * geo::EARTH_RADIUS_M;
+            let whole = radius >= std::f64::consts::PI;
+            let found = by_distance(
+                ctx,
+                Box::new(docs.into_iter().map(Ok)),
+                fields,
+                lat,
+                lng,
+                limit,
+                |d| whole || d <= bound,
+            )?;
+            if found.len() >= limit || whole {
+                return Ok(found);
+            }
+            radius = (radius * 4.0).min(std::f64::consts::PI);
+        }
+    }
+    by_distance(ctx, data.scan(collection)?, fields, lat, lng, limit, |_| {
+        true
+    })
+}
+
 fn with_distance(found: Vec<ByDistance>, name: &Value) -> Value {
     Value::Array(
         found
@@ -395,7 +461,7 @@ fn with_distance(found: Vec<ByDistance>, name: &Value) -> Value {
 
 fn near(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let collection = collection_arg(ctx, arg(args, 0))?;
-    let fields = geo_index(ctx, &collection)?;
+    let (index, fields) = geo_index(ctx, &collection)?;
     let (Some(lat), Some(lng)) = (arg(args, 1).as_f64(), arg(args, 2).as_f64()) else {
         return Ok(ctx.invalid_argument());
     };
@@ -406,13 +472,13 @@ fn near(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             _ => return Ok(ctx.invalid_argument()),
         },
     };
-    let found = by_distance(ctx, &collection, &fields, lat, lng, limit, |_| true)?;
+    let found = nearest(ctx, &collection, index, &fields, (lat, lng), limit)?;
     Ok(with_distance(found, arg(args, 4)))
 }
 
 fn within(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let collection = collection_arg(ctx, arg(args, 0))?;
-    let fields = geo_index(ctx, &collection)?;
+    let (index, fields) = geo_index(ctx, &collection)?;
     let (Some(lat), Some(lng), Some(radius)) = (
         arg(args, 1).as_f64(),
         arg(args, 2).as_f64(),
@@ -420,15 +486,15 @@ fn within(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     ) else {
         return Ok(ctx.invalid_argument());
     };
-    let found = by_distance(ctx, &collection, &fields, lat, lng, usize::MAX, |d| {
-        d <= radius
-    })?;
+    let rect = Rect::around_cap(lat, lng, (radius.max(0.0) / geo::EARTH_RADIUS_M).min(4.0));
+    let docs = geo_candidates(ctx, &collection, index, &rect)?;
+    let found = by_distance(ctx, docs, &fields, lat, lng, usize::MAX, |d| d <= radius)?;
     Ok(with_distance(found, arg(args, 4)))
 }
 
 fn within_rectangle(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let collection = collection_arg(ctx, arg(args, 0))?;
-    let fields = geo_index(ctx, &collection)?;
+    let (index, fields) = geo_index(ctx, &collection)?;
     let mut n = [0.0; 4];
     for (i, slot) in n.iter_mut().enumerate() {
         match arg(args, i + 1).as_f64() {
@@ -442,9 +508,8 @@ fn within_rectangle(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Val
         lng_lo: n[1],
         lng_hi: n[3],
     };
-    let data = ctx.data()?;
     let mut out = Vec::new();
-    for doc in data.scan(&collection)? {
+    for doc in geo_candidates(ctx, &collection, index, &rect)? {
         if ctx.is_killed() {
             return Err(Error::new(ErrorCode::QueryKilled));
         }

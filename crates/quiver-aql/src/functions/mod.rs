@@ -126,6 +126,16 @@ pub trait DataAccess {
             "collection scans are not available in this context",
         ))
     }
+    /// Candidates from a geo index (see `Transaction::geo_lookup`); None means "scan".
+    fn geo_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        rect: &quiver_core::geo::Rect,
+    ) -> Result<Option<Vec<Value>>> {
+        let _ = (collection, index, rect);
+        Ok(None)
+    }
     /// `[{"_id": ..., "name": ...}]` for `COLLECTIONS()`.
     fn collections(&self) -> Result<Vec<(String, String)>> {
         Err(Error::with_message(

@@ -230,6 +230,20 @@ impl Transaction for CoreTransaction {
         self.coll(collection)?.indexes()
     }
 
+    fn geo_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        rect: &quiver_core::geo::Rect,
+    ) -> Result<Option<Vec<Value>>> {
+        let c = self.coll(collection)?;
+        // An index still being built cannot answer yet; the caller scans instead.
+        if !c.query_indexes().iter().any(|i| i.id == index && i.ready) {
+            return Ok(None);
+        }
+        self.reader().geo_lookup(&c, index, rect).map(Some)
+    }
+
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
         // Inside a write transaction staged documents must be merged in; the plain scan
         // does that. Read views go straight to the snapshot and decode only `attrs`.

@@ -127,6 +127,19 @@ pub trait Transaction: Send {
         self.collection(collection)?;
         Ok(Vec::new())
     }
+    /// The documents that geo index `index` (numeric id) of `collection` files under cells
+    /// meeting `rect`, a superset of those whose shape meets it (callers re-check). None when
+    /// the source cannot answer through that index (not built yet, no such structure): the
+    /// caller scans the collection instead.
+    fn geo_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        rect: &quiver_core::geo::Rect,
+    ) -> Result<Option<Vec<Value>>> {
+        let _ = (collection, index, rect);
+        Ok(None)
+    }
     fn insert(
         &mut self,
         collection: &str,
