@@ -579,3 +579,14 @@ def test_08_restart_keeps_control(hostile):
     hostile.server.restart()
     hostile.session = requests.Session()
     hostile.settle("restart")
+
+
+def test_09_integral_doubles_render_like_arangodb(hostile):
+    # ArangoDB prints the double 1.0 as `1` in document reads and AQL results.
+    url = hostile.server.url
+    r = requests.post(url + "/_db/hx/_api/document/v", data=b'{"_key":"dbl","x":1.0,"y":2.5}', timeout=TIMEOUT)
+    assert r.status_code in (201, 202), r.text
+    r = requests.get(url + "/_db/hx/_api/document/v/dbl", timeout=TIMEOUT)
+    assert b'"x":1,' in r.content and b'"y":2.5' in r.content, r.content
+    r = requests.post(url + "/_db/hx/_api/cursor", data=b'{"query":"RETURN [1.0, @v]","bindVars":{"v":4.0}}', timeout=TIMEOUT)
+    assert b'"result":[[1,4]]' in r.content, r.content

@@ -945,9 +945,8 @@ impl<'a> Parser<'a> {
             }
             Tok::Float(f) => {
                 self.advance();
-                Ok(Expr::lit(
-                    serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
-                ))
+                // Through `number` so that `1.0` is the integer 1, printed as ArangoDB does.
+                Ok(Expr::lit(crate::value::number(f)))
             }
             Tok::Str(s) => {
                 self.advance();
@@ -1253,6 +1252,20 @@ mod tests {
         assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
         let q = format!("RETURN {}1", "-".repeat(5000));
         assert_eq!(err(&q).code, ErrorCode::QueryTooMuchNesting);
+    }
+
+    #[test]
+    fn integral_float_literals_are_integers() {
+        // ArangoDB prints `RETURN 1.0` as `1`; the literal must not keep its fraction.
+        let dbg = format!("{:?}", parse("RETURN [1.0, 2.5, 3e0]").unwrap());
+        assert!(
+            dbg.contains("Number(1)") && dbg.contains("Number(3)"),
+            "{dbg}"
+        );
+        assert!(
+            dbg.contains("Number(2.5)") && !dbg.contains("Number(1.0)"),
+            "{dbg}"
+        );
     }
 
     #[test]

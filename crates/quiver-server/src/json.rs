@@ -37,6 +37,15 @@ impl<'de> Visitor<'de> for StrictValue {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Value, E> {
+        // ArangoDB prints integral doubles without a fraction (`1.0` is read back as `1`);
+        // storing them as integers gives the same output everywhere a document is rendered.
+        // Only where the integer is exact (|v| < 2^53), and -0.0 keeps its sign.
+        if v == v.trunc()
+            && v.abs() < 9_007_199_254_740_992.0
+            && !(v == 0.0 && v.is_sign_negative())
+        {
+            return Ok(Value::Number((v as i64).into()));
+        }
         Number::from_f64(v)
             .map(Value::Number)
             .ok_or_else(|| E::custom("number out of range"))
@@ -136,6 +145,15 @@ mod tests {
     fn order_preserved_and_numbers_kept() {
         let v = parse(br#"{"z":1,"a":2.5,"m":-3}"#).unwrap();
         assert_eq!(to_bytes(&v), br#"{"z":1,"a":2.5,"m":-3}"#);
+    }
+
+    #[test]
+    fn integral_doubles_read_back_as_integers() {
+        let v = parse(br#"{"a":1.0,"b":-2.0,"c":2.5,"d":1e2,"e":-0.0,"f":1e300}"#).unwrap();
+        assert_eq!(
+            to_bytes(&v),
+            br#"{"a":1,"b":-2,"c":2.5,"d":100,"e":-0.0,"f":1e+300}"#
+        );
     }
 
     #[test]
