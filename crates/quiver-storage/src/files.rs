@@ -5,7 +5,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode};
@@ -22,6 +22,9 @@ pub(crate) struct DataFile {
     path: Mutex<PathBuf>,
     delete_on_drop: AtomicBool,
     extra_paths: Mutex<Vec<PathBuf>>,
+    /// Read-only map of the whole file, made on the first read (`None` when mapping failed:
+    /// reads then fall back to `pread`).
+    map: OnceLock<Option<Arc<memmap2::Mmap>>>,
 }
 
 impl std::fmt::Debug for DataFile {
@@ -39,6 +42,7 @@ impl DataFile {
             path: Mutex::new(path.to_path_buf()),
             delete_on_drop: AtomicBool::new(false),
             extra_paths: Mutex::new(Vec::new()),
+            map: OnceLock::new(),
         }))
     }
 
@@ -98,6 +102,7 @@ impl DataFile {
             path: Mutex::new(path.to_path_buf()),
             delete_on_drop: AtomicBool::new(false),
             extra_paths: Mutex::new(Vec::new()),
+            map: OnceLock::new(),
         }))
     }
 
@@ -122,11 +127,58 @@ impl DataFile {
         self.file.metadata().map(|m| m.len()).unwrap_or(0)
     }
 
+    /// `len` bytes at `offset` as a slice of the file's read-only memory map, kept alive by
+    /// the returned `Bytes` (so a file the collector or compactor unlinks meanwhile stays
+    /// readable), or `None` when the range is not mapped (the caller then uses `pread`).
+    ///
+    /// Why a map is sound here: the engine never shrinks its files (they are preallocated to
+    /// their final size before anything is written), and a byte range is only read once an
+    /// index entry points at it, which happens after it was written and is never rewritten
+    /// while referenced. Mapping the whole preallocated file once also covers the WAL and
+    /// journal regions written later through `pwrite`: a shared mapping and the page cache
+    /// are coherent on Linux. Maps are read-only (storage design §9: no writable maps).
+    pub fn mapped_range(&self, offset: u64, len: usize) -> Option<bytes::Bytes> {
+        let map = self
+            .map
+            .get_or_init(|| map_read_only(&self.file))
+            .as_ref()?;
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(len)?;
+        if end > map.len() {
+            return None;
+        }
+        Some(bytes::Bytes::from_owner(MapOwner(map.clone())).slice(start..end))
+    }
+
     pub fn read_all(&self) -> io::Result<Vec<u8>> {
         let len = self.len() as usize;
         let mut buf = vec![0u8; len];
         self.file.read_exact_at(&mut buf, 0)?;
         Ok(buf)
+    }
+}
+
+/// Maps the whole file read-only; `None` if it is empty or cannot be mapped.
+#[allow(unsafe_code)]
+fn map_read_only(file: &File) -> Option<Arc<memmap2::Mmap>> {
+    let size = usize::try_from(file.metadata().ok()?.len()).ok()?;
+    if size == 0 {
+        return None;
+    }
+    // SAFETY: a map is only unsound if the file shrinks or referenced bytes change while
+    // mapped; the engine never truncates its files and never rewrites a range an index entry
+    // points at (see `DataFile::mapped_range`).
+    unsafe { memmap2::MmapOptions::new().len(size).map(file) }
+        .ok()
+        .map(Arc::new)
+}
+
+/// Lets a `Bytes` own a reference to a file map.
+struct MapOwner(Arc<memmap2::Mmap>);
+
+impl AsRef<[u8]> for MapOwner {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
     }
 }
 

@@ -13,6 +13,7 @@ use quiver_core::{
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
+use super::skim;
 use super::{
     CollectionInfo, DataSource, DocIter, EdgeEntry, Transaction, WriteOptions, WriteOutcome,
 };
@@ -253,11 +254,11 @@ impl Transaction for CoreTransaction {
         let c = self.coll(collection)?;
         c.check_usable()?;
         let name: Arc<str> = c.name();
-        let attrs: Arc<[String]> = attrs.into();
+        let projection = Projection::new(attrs);
         let iter = view.snapshot().scan(c.id())?;
         Ok(Box::new(iter.map(move |item| {
             let (key, doc) = item?;
-            project(&doc.body, &key, &name, &attrs)
+            projection.apply(&doc.body, &key, &name)
         })))
     }
 
@@ -378,64 +379,43 @@ impl Transaction for CoreTransaction {
     }
 }
 
-/// Decodes only the top-level attributes `attrs` of a stored document body (the other
-/// values are skipped without building them); `_id` is derived from the key.
-fn project(body: &[u8], key: &str, collection: &str, attrs: &[String]) -> Result<Value> {
-    use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+/// The attributes a projected scan materializes. `_key`/`_id` come from the index key, the
+/// others from the stored body through the skimmer.
+struct Projection {
+    body_attrs: Vec<String>,
+    key: bool,
+    id: bool,
+}
 
-    struct Select<'a> {
-        attrs: &'a [String],
-    }
-
-    impl<'de> Visitor<'de> for Select<'_> {
-        type Value = Map<String, Value>;
-
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a document object")
-        }
-
-        fn visit_map<A: MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> std::result::Result<Self::Value, A::Error> {
-            let mut out = Map::with_capacity(self.attrs.len());
-            while let Some(k) = map.next_key::<String>()? {
-                if self.attrs.contains(&k) {
-                    let v: Value = map.next_value()?;
-                    out.insert(k, v);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(out)
+impl Projection {
+    fn new(attrs: &[String]) -> Projection {
+        Projection {
+            body_attrs: attrs
+                .iter()
+                .filter(|a| *a != "_key" && *a != "_id")
+                .cloned()
+                .collect(),
+            key: attrs.iter().any(|a| a == "_key"),
+            id: attrs.iter().any(|a| a == "_id"),
         }
     }
 
-    impl<'de> DeserializeSeed<'de> for Select<'_> {
-        type Value = Map<String, Value>;
-
-        fn deserialize<D: serde::Deserializer<'de>>(
-            self,
-            d: D,
-        ) -> std::result::Result<Self::Value, D::Error> {
-            d.deserialize_map(self)
+    /// Other values of the body are skipped without being built, and the skim stops once all
+    /// wanted ones were found (stored bodies never repeat a key: the core serializes them
+    /// from a map).
+    fn apply(&self, body: &[u8], key: &str, collection: &str) -> Result<Value> {
+        let mut out = if self.body_attrs.is_empty() {
+            Map::new()
+        } else {
+            skim::skim(body, &self.body_attrs, skim::Duplicates::Impossible)
+                .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.0))?
+        };
+        if self.key {
+            out.insert("_key".into(), Value::String(key.to_string()));
         }
+        if self.id {
+            out.insert("_id".into(), Value::String(format!("{collection}/{key}")));
+        }
+        Ok(Value::Object(out))
     }
-
-    let only_key = attrs.iter().all(|a| a == "_key" || a == "_id");
-    let mut out = if only_key {
-        Map::new()
-    } else {
-        let mut de = serde_json::Deserializer::from_slice(body);
-        Select { attrs }
-            .deserialize(&mut de)
-            .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.to_string()))?
-    };
-    if attrs.iter().any(|a| a == "_key") {
-        out.insert("_key".into(), Value::String(key.to_string()));
-    }
-    if attrs.iter().any(|a| a == "_id") {
-        out.insert("_id".into(), Value::String(format!("{collection}/{key}")));
-    }
-    Ok(Value::Object(out))
 }

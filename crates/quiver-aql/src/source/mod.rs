@@ -7,6 +7,7 @@ use serde_json::Value;
 
 pub mod core;
 pub mod memory;
+pub mod skim;
 
 /// What the planner needs to know about a collection.
 #[derive(Clone, Debug, PartialEq)]
