@@ -273,16 +273,17 @@ impl PrimaryIndex {
             None => Bound::Unbounded,
         };
         let mut out = Vec::with_capacity(limit.min(guard.len()));
+        // The resume key is cloned once per chunk, not once per entry (scans are hot).
         let mut last = None;
         for (k, e) in guard.range::<str, _>((lower, Bound::Unbounded)).take(limit) {
-            last = Some(k.clone());
+            last = Some(k);
             if let Some(v) = e.visible(tick) {
                 if !v.is_removed() {
                     out.push((k.clone(), *v));
                 }
             }
         }
-        (out, last)
+        (out, last.cloned())
     }
 
     /// Number of entries (including tombstones awaiting GC) and key bytes.

@@ -783,15 +783,17 @@ impl CollectOp {
                 self.template.clone_from(&row);
                 first_row = false;
             }
-            let key: Vec<Value> = self
+            // One clone of the group values per row; the group's own copy is made only
+            // when a new group starts (most rows hit an existing group).
+            let hkey: Vec<ValueKey> = self
                 .groups
                 .iter()
-                .map(|(_, input)| row[*input].clone())
+                .map(|(_, input)| ValueKey(row[*input].clone()))
                 .collect();
-            let hkey: Vec<ValueKey> = key.iter().cloned().map(ValueKey).collect();
             let gi = match index.get(&hkey) {
                 Some(i) => *i,
                 None => {
+                    let key: Vec<Value> = hkey.iter().map(|k| k.0.clone()).collect();
                     let size: u64 = key.iter().map(estimate_size).sum::<u64>() * 2 + 64;
                     charged += size;
                     ctx.charge(size)?;
