@@ -210,6 +210,28 @@ fn nodes_json(
                 );
                 m.insert("producesResult".into(), json!(true));
             }
+            NodeKind::IndexScan(scan) => {
+                m.insert("database".into(), json!(database));
+                m.insert("collection".into(), json!(scan.collection));
+                m.insert("outVariable".into(), var(vars, scan.out));
+                m.insert("indexes".into(), json!([scan.index.description]));
+                let parts: Vec<Value> = scan.condition.iter().map(|c| expr_json(c, vars)).collect();
+                m.insert(
+                    "condition".into(),
+                    if parts.is_empty() {
+                        json!({})
+                    } else {
+                        json!({"type": "n-ary or", "subNodes": [{"type": "n-ary and", "subNodes": parts}]})
+                    },
+                );
+                m.insert("reverse".into(), json!(scan.reverse));
+                m.insert("ascending".into(), json!(!scan.reverse));
+                m.insert("sorted".into(), json!(scan.sorted));
+                m.insert("evalFCalls".into(), json!(true));
+                m.insert("waitForSync".into(), json!(false));
+                m.insert("projections".into(), json!([]));
+                m.insert("producesResult".into(), json!(true));
+            }
             NodeKind::EnumerateList { out, input } => {
                 match input {
                     ListSource::Slot(s) => {

@@ -25,6 +25,7 @@ pub const RULES: &[&str] = &[
     "remove-unnecessary-filters",
     "use-indexes",
     "remove-filter-covered-by-index",
+    "use-index-for-sort",
     "optimize-traversals",
     "remove-unnecessary-calculations",
     "remove-redundant-sorts",
@@ -83,6 +84,8 @@ impl RuleSelection {
 pub struct OptimizeOptions {
     pub rules: RuleSelection,
     pub full_count: bool,
+    /// The secondary indexes of the collections read (empty: only the primary index).
+    pub indexes: crate::index_select::IndexCatalog,
 }
 
 /// Runs all enabled rules and records which ones fired in `plan.rules`.
@@ -152,7 +155,14 @@ fn optimize_pipeline(
         fired,
     );
     if options.rules.is_enabled("use-indexes") {
-        let (changed, covered) = use_indexes(&mut plan);
+        let (mut changed, mut covered) = use_indexes(&mut plan);
+        let (secondary, secondary_covered, sort_removed) =
+            crate::index_select::use_secondary_indexes(&mut plan, &options.indexes);
+        changed |= secondary;
+        covered |= secondary_covered;
+        if sort_removed {
+            fired.push("use-index-for-sort".into());
+        }
         if changed {
             fired.push("use-indexes".into());
         }
@@ -407,7 +417,8 @@ fn use_indexes(plan: &mut Plan) -> (bool, bool) {
                 NodeKind::Calculation { .. }
                 | NodeKind::EnumerateList { .. }
                 | NodeKind::EnumerateCollection { .. }
-                | NodeKind::Index { .. } => continue,
+                | NodeKind::Index { .. }
+                | NodeKind::IndexScan(_) => continue,
                 NodeKind::Filter { input } => {
                     let input = *input;
                     let Some(ci) = plan.nodes[..j].iter().position(
@@ -589,6 +600,12 @@ pub fn estimates(plan: &Plan, counts: &dyn Fn(&str) -> u64) -> Vec<(f64, f64)> {
                 let c = counts(collection) as f64;
                 items *= c;
                 cost += items + 1.0;
+            }
+            NodeKind::IndexScan(scan) => {
+                items *= scan
+                    .estimated_items
+                    .max(if scan.eq.is_empty() { 0.0 } else { 1.0 });
+                cost += items * 1.5 + (counts(&scan.collection).max(2) as f64).log2();
             }
             NodeKind::Index { lookup, multi, .. } => {
                 let k = if *multi {

@@ -4,7 +4,7 @@
 //! nodes only reference slots. Names are resolved to slots here, bind parameters substituted,
 //! functions looked up (1540/1541) and constant expressions folded.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -240,6 +240,8 @@ pub enum NodeKind {
         lookup: CExpr,
         multi: bool,
     },
+    /// Lookup through a secondary (persistent) index: see [`crate::index_select`].
+    IndexScan(Box<crate::index_select::IndexScan>),
     EnumerateList {
         out: Slot,
         input: ListSource,
@@ -292,7 +294,7 @@ impl NodeKind {
         match self {
             NodeKind::Singleton => "SingletonNode",
             NodeKind::EnumerateCollection { .. } => "EnumerateCollectionNode",
-            NodeKind::Index { .. } => "IndexNode",
+            NodeKind::Index { .. } | NodeKind::IndexScan(_) => "IndexNode",
             NodeKind::EnumerateList { .. } => "EnumerateListNode",
             NodeKind::Calculation { .. } => "CalculationNode",
             NodeKind::Subquery { .. } => "SubqueryNode",
@@ -313,6 +315,16 @@ impl NodeKind {
         let mut set = HashSet::new();
         match self {
             NodeKind::Index { lookup, .. } => set = lookup.vars(),
+            NodeKind::IndexScan(scan) => {
+                for c in &scan.eq {
+                    let (crate::index_select::EqCond::Eq(e) | crate::index_select::EqCond::In(e)) =
+                        c;
+                    set.extend(e.vars());
+                }
+                for (e, _) in scan.lower.iter().chain(scan.upper.iter()) {
+                    set.extend(e.vars());
+                }
+            }
             NodeKind::EnumerateList {
                 input: ListSource::Slot(input),
                 ..
@@ -383,6 +395,7 @@ impl NodeKind {
             | NodeKind::EnumerateList { out, .. }
             | NodeKind::Calculation { out, .. }
             | NodeKind::Subquery { out, .. } => vec![*out],
+            NodeKind::IndexScan(scan) => vec![scan.out],
             NodeKind::Collect {
                 groups,
                 aggregates,
@@ -409,6 +422,7 @@ impl NodeKind {
             self,
             NodeKind::EnumerateCollection { .. }
                 | NodeKind::Index { .. }
+                | NodeKind::IndexScan(_)
                 | NodeKind::EnumerateList { .. }
                 | NodeKind::Graph(_)
         )
@@ -445,6 +459,8 @@ pub struct QueryPlan {
     pub rules: Vec<String>,
     pub is_modification: bool,
     pub bind_names: Vec<String>,
+    /// `indexHint` / `forceIndexHint` of collection loops, by loop variable slot.
+    pub index_hints: HashMap<Slot, crate::index_select::IndexHint>,
 }
 
 struct Planner<'a> {
@@ -460,6 +476,7 @@ struct Planner<'a> {
     collections: BTreeMap<String, &'static str>,
     next_id: usize,
     modified: HashSet<String>,
+    index_hints: HashMap<Slot, crate::index_select::IndexHint>,
 }
 
 /// Plans `query`; `txn` is used only to check collections exist.
@@ -478,6 +495,7 @@ pub fn build(
         collections: BTreeMap::new(),
         next_id: 1,
         modified: HashSet::new(),
+        index_hints: HashMap::new(),
     };
     for name in &query.with {
         let name = planner.resolve_collection_name(&collection_ref_of_with(name))?;
@@ -505,6 +523,7 @@ pub fn build(
         rules: Vec::new(),
         is_modification,
         bind_names,
+        index_hints: planner.index_hints,
     })
 }
 
@@ -796,7 +815,7 @@ impl<'a> Planner<'a> {
             Op::For {
                 var,
                 source,
-                options: _,
+                options,
             } => {
                 let collection = match source {
                     Expr::Name(n) if self.lookup_var(n).is_none() => {
@@ -816,6 +835,12 @@ impl<'a> Planner<'a> {
                     self.collections.entry(name.clone()).or_insert("read");
                     self.mark_loop();
                     let out = self.declare(var)?;
+                    if let Some(options) = options {
+                        let options = self.constant(options, plan, "OPTIONS")?;
+                        if let Some(hint) = crate::index_select::IndexHint::from_options(&options) {
+                            self.index_hints.insert(out, hint);
+                        }
+                    }
                     self.node(
                         plan,
                         NodeKind::EnumerateCollection {

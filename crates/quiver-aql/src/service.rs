@@ -416,13 +416,26 @@ impl QueryService {
             None => self.source.begin(db, &[])?,
         };
         let mut plan = plan::build(&ast, bind_vars, &*txn)?;
+        let mut indexes = crate::index_select::IndexCatalog {
+            hints: plan.index_hints.clone(),
+            ..Default::default()
+        };
+        for name in plan.collections.keys() {
+            let list = txn.indexes(name)?;
+            if !list.is_empty() {
+                let count = txn.count(name)?;
+                indexes.collections.insert(name.clone(), (count, list));
+            }
+        }
         optimizer::optimize(
             &mut plan,
             &OptimizeOptions {
                 rules: RuleSelection::from_options(rules),
                 full_count,
+                indexes,
             },
         );
+        crate::index_select::check_forced_hints(&plan)?;
         if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
             // validates them); planning above only needed a read view.

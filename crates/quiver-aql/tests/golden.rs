@@ -127,6 +127,8 @@ struct Outcome {
     error: Option<(u32, String)>,
     warnings: Vec<u64>,
     plan: Option<String>,
+    /// Names of the indexes IndexNodes use, in plan order (section `indexes used`).
+    indexes_used: Option<String>,
     rules: Vec<String>,
     data_after: Option<Value>,
 }
@@ -226,6 +228,22 @@ impl Store {
         }
     }
 
+    fn create_index(&self, name: &str, def: Value) -> Result<(), String> {
+        match self {
+            Store::Memory(m) => m
+                .create_index("_system", name, def)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Store::Core(core, db) => {
+                let db = core.database(db).map_err(|e| e.to_string())?;
+                let coll = db.collection(name).map_err(|e| e.to_string())?;
+                coll.create_index(&def)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        }
+    }
+
     fn documents(&self, name: &str) -> Result<Vec<Value>, String> {
         match self {
             Store::Memory(m) => m.documents("_system", name).map_err(|e| e.to_string()),
@@ -300,6 +318,16 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
             collections.push(name.clone());
         }
     }
+    if let Some(indexes) = case.get("indexes") {
+        let indexes: Value =
+            serde_json::from_str(indexes).map_err(|e| format!("bad indexes JSON: {e}"))?;
+        let obj = indexes.as_object().ok_or("indexes must be an object")?;
+        for (name, defs) in obj {
+            for def in defs.as_array().ok_or("indexes: arrays of definitions")? {
+                store.create_index(name, def.clone())?;
+            }
+        }
+    }
     let service = store.service();
     let query = case.get("query").ok_or("case has no query")?;
     let bind: Value = match case.get("bind") {
@@ -317,6 +345,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         error: None,
         warnings: Vec::new(),
         plan: None,
+        indexes_used: None,
         rules: Vec::new(),
         data_after: None,
     };
@@ -330,7 +359,10 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         }
         Err(e) => outcome.error = Some((e.number(), e.message.clone())),
     }
-    if case.get("plan").is_some() || case.get("rules").is_some() {
+    if case.get("plan").is_some()
+        || case.get("rules").is_some()
+        || case.get("indexes used").is_some()
+    {
         if let Ok((_, explain)) = service.explain(
             store.db(),
             json!({"query": query, "bindVars": bind, "options": options}),
@@ -340,6 +372,16 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
                 .map(|n| n.iter().filter_map(|n| n["type"].as_str()).collect())
                 .unwrap_or_default();
             outcome.plan = Some(types.join(" "));
+            let used: Vec<&str> = explain["plan"]["nodes"]
+                .as_array()
+                .map(|n| {
+                    n.iter()
+                        .filter(|n| n["type"] == "IndexNode")
+                        .filter_map(|n| n["indexes"][0]["name"].as_str())
+                        .collect()
+                })
+                .unwrap_or_default();
+            outcome.indexes_used = Some(used.join(" "));
             outcome.rules = explain["plan"]["rules"]
                 .as_array()
                 .map(|r| {
@@ -421,6 +463,15 @@ fn check(case: &Case, o: &Outcome) -> Vec<String> {
             problems.push(format!(
                 "plan differs:\n  expected {plan}\n  actual   {:?}",
                 o.plan
+            ));
+        }
+    }
+    if let Some(used) = case.get("indexes used") {
+        let used = used.split_whitespace().collect::<Vec<_>>().join(" ");
+        if o.indexes_used.as_deref() != Some(used.as_str()) {
+            problems.push(format!(
+                "indexes used differ:\n  expected {used}\n  actual   {:?}",
+                o.indexes_used
             ));
         }
     }
@@ -525,6 +576,11 @@ fn update(case: &mut Case, o: &Outcome) {
     if case.get("plan").is_some() {
         if let Some(p) = &o.plan {
             case.set("plan", p.clone());
+        }
+    }
+    if case.get("indexes used").is_some() {
+        if let Some(p) = &o.indexes_used {
+            case.set("indexes used", p.clone());
         }
     }
 }

@@ -474,3 +474,64 @@ fn explain_estimates_print_integral_values_as_integers() {
         assert!(cost.is_u64(), "estimatedCost {cost}");
     }
 }
+
+#[test]
+fn explain_shows_the_secondary_index_node() {
+    let (m, s) = service_with_docs(20);
+    m.create_index(
+        "_system",
+        "docs",
+        json!({"type": "persistent", "fields": ["v"], "name": "by_v"}),
+    )
+    .unwrap();
+    let (_, e) = s
+        .explain(
+            "_system",
+            json!({"query": "FOR d IN docs FILTER d.v >= 3 && d.v < 7 SORT d.v DESC RETURN d"}),
+        )
+        .unwrap();
+    let nodes = e["plan"]["nodes"].as_array().unwrap();
+    let node = nodes.iter().find(|n| n["type"] == "IndexNode").unwrap();
+    let index = &node["indexes"][0];
+    assert_eq!(
+        (
+            index["id"].clone(),
+            index["type"].clone(),
+            index["fields"].clone(),
+            index["unique"].clone(),
+            index["sparse"].clone(),
+            index["name"].clone()
+        ),
+        (
+            json!("docs/2"),
+            json!("persistent"),
+            json!(["v"]),
+            json!(false),
+            json!(false),
+            json!("by_v")
+        )
+    );
+    assert!(index["selectivityEstimate"].as_f64().unwrap() > 0.0);
+    assert_eq!(node["reverse"], true);
+    assert_eq!(node["collection"], "docs");
+    let condition = &node["condition"]["subNodes"][0]["subNodes"];
+    assert_eq!(condition.as_array().unwrap().len(), 2);
+    assert!(node["estimatedCost"].as_f64().unwrap() > 0.0);
+    assert!(node["estimatedNrItems"].as_f64().unwrap() < 20.0);
+    assert!(!nodes.iter().any(|n| n["type"] == "SortNode"));
+    let rules = e["plan"]["rules"].as_array().unwrap();
+    for r in [
+        "use-indexes",
+        "remove-filter-covered-by-index",
+        "use-index-for-sort",
+    ] {
+        assert!(rules.contains(&json!(r)), "{r}");
+    }
+    let r = post(
+        &s,
+        json!({"query": "FOR d IN docs FILTER d.v >= 3 && d.v < 7 SORT d.v DESC RETURN d.v"}),
+    );
+    assert_eq!(r["result"], json!([6, 5, 4, 3]));
+    assert_eq!(r["extra"]["stats"]["scannedIndex"], 4);
+    assert_eq!(r["extra"]["stats"]["scannedFull"], 0);
+}

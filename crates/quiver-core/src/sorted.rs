@@ -340,6 +340,68 @@ impl IndexStructure for SortedIndex {
     }
 }
 
+/// What an index over `fields` would answer for `ranges`, computed from plain documents
+/// (key, document) — for data sources without index structures (the in-memory test source),
+/// so that they produce the same documents in the same order as a real index.
+pub fn lookup_documents(
+    fields: &[String],
+    sparse: bool,
+    docs: impl Iterator<Item = (String, Value)>,
+    ranges: &[IndexRange],
+    reverse: bool,
+) -> Vec<Value> {
+    let expanded = fields.iter().any(|f| f.contains("[*]"));
+    let mut index = SortedIndex {
+        fields: fields.to_vec(),
+        sparse,
+        map: BTreeMap::new(),
+        distinct: 0,
+    };
+    let mut bodies = std::collections::HashMap::new();
+    for (key, doc) in docs {
+        if let Value::Object(map) = &doc {
+            index.insert(&Arc::from(key.as_str()), Revision(0), map);
+        }
+        bodies.insert(key, doc);
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for range in ranges {
+        let mut found = Vec::new();
+        index.walk(range, reverse, None, usize::MAX, &mut found);
+        for (entry, _) in found {
+            let Some(key) = entry.doc() else { continue };
+            if (expanded || ranges.len() > 1) && !seen.insert(Arc::clone(key)) {
+                continue;
+            }
+            if let Some(doc) = bodies.get(&**key) {
+                out.push(doc.clone());
+            }
+        }
+    }
+    out
+}
+
+/// The selectivity estimate an index over `fields` would report for these documents.
+pub fn selectivity_of<'a>(
+    fields: &[String],
+    sparse: bool,
+    docs: impl Iterator<Item = (&'a str, &'a Value)>,
+) -> f64 {
+    let mut index = SortedIndex {
+        fields: fields.to_vec(),
+        sparse,
+        map: BTreeMap::new(),
+        distinct: 0,
+    };
+    for (key, doc) in docs {
+        if let Value::Object(map) = doc {
+            index.insert(&Arc::from(key), Revision(0), map);
+        }
+    }
+    index.selectivity().unwrap_or(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

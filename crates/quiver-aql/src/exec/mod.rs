@@ -6,6 +6,7 @@
 
 pub mod eval;
 mod graph;
+mod index;
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -203,6 +204,7 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                 row: None,
                 iter: None,
             }),
+            NodeKind::IndexScan(scan) => Box::new(index::IndexScanOp::new(op, (**scan).clone())),
             NodeKind::Index {
                 out,
                 collection,

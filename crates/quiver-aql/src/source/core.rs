@@ -201,6 +201,38 @@ fn key_of(doc: &Value) -> Result<String> {
 }
 
 impl Transaction for CoreTransaction {
+    fn indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
+        let coll = self.coll(collection)?;
+        Ok(coll
+            .query_indexes()
+            .into_iter()
+            .filter(|ix| ix.ready)
+            .map(|ix| super::IndexMeta {
+                id: ix.id,
+                name: ix.name,
+                kind: ix.kind,
+                fields: ix.fields,
+                unique: ix.unique,
+                sparse: ix.sparse,
+                selectivity: ix.selectivity,
+                description: ix.description,
+            })
+            .collect())
+    }
+
+    fn index_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<super::IndexRange>,
+        reverse: bool,
+    ) -> Result<DocIter> {
+        let coll = self.coll(collection)?;
+        Ok(Box::new(
+            self.reader().index_lookup(&coll, index, ranges, reverse)?,
+        ))
+    }
+
     fn collection(&self, name: &str) -> Result<CollectionInfo> {
         let c = self.coll(name)?;
         Ok(CollectionInfo {

@@ -18,6 +18,8 @@ use super::{
 struct MemCollection {
     is_edge: bool,
     docs: Arc<BTreeMap<String, Value>>,
+    /// Persistent index definitions: (id, parsed definition as given).
+    indexes: Vec<(u64, Value)>,
 }
 
 type Collections = BTreeMap<String, MemCollection>;
@@ -55,6 +57,7 @@ impl MemorySource {
         let mut collection = MemCollection {
             is_edge,
             docs: Arc::default(),
+            indexes: Vec::new(),
         };
         let mut next = 0u64;
         let map = Arc::make_mut(&mut collection.docs);
@@ -82,6 +85,25 @@ impl MemorySource {
         }
         db.write().insert(name.to_string(), collection);
         Ok(())
+    }
+
+    /// Adds a persistent index definition (`type` persistent/hash/skiplist, `fields`,
+    /// optional `unique`, `sparse`, `name`); lookups answer as a real index would (computed
+    /// from the documents). Returns its id.
+    pub fn create_index(&self, database: &str, name: &str, definition: Value) -> Result<u64> {
+        let db = self.database(database)?;
+        let mut guard = db.write();
+        let collection = guard.get_mut(name).ok_or_else(|| not_found(name))?;
+        let kind = definition.get("type").and_then(Value::as_str).unwrap_or("");
+        if !matches!(kind, "persistent" | "hash" | "skiplist") {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("the in-memory source has no '{kind}' indexes"),
+            ));
+        }
+        let id = collection.indexes.len() as u64 + 2;
+        collection.indexes.push((id, definition));
+        Ok(id)
     }
 
     /// All documents of a collection ordered by key (for test assertions).
@@ -280,6 +302,70 @@ impl Transaction for MemoryTransaction {
         Ok(())
     }
 
+    fn indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
+        let coll = self.coll(collection)?;
+        Ok(coll
+            .indexes
+            .iter()
+            .map(|(id, def)| {
+                let (fields, unique, sparse) = index_shape(def);
+                let selectivity = if unique {
+                    1.0
+                } else {
+                    quiver_core::selectivity_of(
+                        &fields,
+                        sparse,
+                        coll.docs.iter().map(|(k, d)| (k.as_str(), d)),
+                    )
+                };
+                let kind = def["type"].as_str().unwrap_or("persistent").to_string();
+                let name = def
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| format!("idx_{id}"), str::to_string);
+                let estimate = (selectivity * 10_000.0).round() / 10_000.0;
+                super::IndexMeta {
+                    id: *id,
+                    description: serde_json::json!({
+                        "id": format!("{collection}/{id}"), "name": name, "type": kind,
+                        "fields": fields, "unique": unique, "sparse": sparse,
+                        "selectivityEstimate": estimate,
+                    }),
+                    name,
+                    kind,
+                    fields,
+                    unique,
+                    sparse,
+                    selectivity,
+                }
+            })
+            .collect())
+    }
+
+    fn index_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<super::IndexRange>,
+        reverse: bool,
+    ) -> Result<DocIter> {
+        let coll = self.coll(collection)?;
+        let (_, def) = coll
+            .indexes
+            .iter()
+            .find(|(id, _)| *id == index)
+            .ok_or_else(|| Error::new(ErrorCode::IndexNotFound))?;
+        let (fields, _, sparse) = index_shape(def);
+        let docs = quiver_core::lookup_documents(
+            &fields,
+            sparse,
+            coll.docs.iter().map(|(k, d)| (k.clone(), d.clone())),
+            &ranges,
+            reverse,
+        );
+        Ok(Box::new(docs.into_iter().map(Ok)))
+    }
+
     fn insert(
         &mut self,
         collection: &str,
@@ -394,4 +480,18 @@ impl Transaction for MemoryTransaction {
         }
         Ok(())
     }
+}
+
+fn index_shape(def: &Value) -> (Vec<String>, bool, bool) {
+    let fields = def["fields"]
+        .as_array()
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let flag = |k: &str| def.get(k).and_then(Value::as_bool).unwrap_or(false);
+    (fields, flag("unique"), flag("sparse"))
 }

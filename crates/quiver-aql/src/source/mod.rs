@@ -16,6 +16,25 @@ pub struct CollectionInfo {
     pub is_edge: bool,
 }
 
+/// A secondary (persistent-family) index as the planner sees it; only indexes that are
+/// built and usable are listed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexMeta {
+    pub id: u64,
+    pub name: String,
+    /// The type as reported (`persistent`, `hash`, `skiplist`).
+    pub kind: String,
+    pub fields: Vec<String>,
+    pub unique: bool,
+    pub sparse: bool,
+    /// Share of distinct values among the entries (1 = all distinct).
+    pub selectivity: f64,
+    /// The index object shown in explain output.
+    pub description: Value,
+}
+
+pub use quiver_core::IndexRange;
+
 /// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteOptions {
@@ -75,6 +94,26 @@ pub trait Transaction: Send {
     fn count(&self, collection: &str) -> Result<u64>;
     fn get(&self, collection: &str, key: &str) -> Result<Option<Value>>;
     fn scan(&self, collection: &str) -> Result<DocIter>;
+    /// The usable secondary indexes of a collection (none for a backend without them).
+    fn indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
+        let _ = collection;
+        Ok(Vec::new())
+    }
+    /// Documents found through index `index` in `ranges` (range after range, each in index
+    /// order, descending when `reverse`; a document at most once).
+    fn index_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+    ) -> Result<DocIter> {
+        let _ = (collection, index, ranges, reverse);
+        Err(quiver_errors::Error::with_message(
+            quiver_errors::ErrorCode::NotImplemented,
+            "this data source has no secondary indexes",
+        ))
+    }
     /// Like `scan`, but the documents need only carry the top-level attributes `attrs` (the
     /// query reads nothing else), so a backend may skip decoding the rest.
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
