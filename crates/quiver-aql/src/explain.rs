@@ -214,7 +214,10 @@ fn nodes_json(
                 m.insert("database".into(), json!(database));
                 m.insert("collection".into(), json!(scan.collection));
                 m.insert("outVariable".into(), var(vars, scan.out));
-                m.insert("indexes".into(), json!([scan.index.description]));
+                // Explain names indexes by their number alone, as ArangoDB does.
+                let mut index = scan.index.description.clone();
+                index["id"] = json!(scan.index.id.to_string());
+                m.insert("indexes".into(), json!([index]));
                 let parts: Vec<Value> = scan.condition.iter().map(|c| expr_json(c, vars)).collect();
                 m.insert(
                     "condition".into(),

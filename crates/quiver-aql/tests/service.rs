@@ -503,7 +503,7 @@ fn explain_shows_the_secondary_index_node() {
             index["name"].clone()
         ),
         (
-            json!("docs/2"),
+            json!("2"),
             json!("persistent"),
             json!(["v"]),
             json!(false),
