@@ -279,7 +279,11 @@ fn read_only(case: &Case) -> bool {
 fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
     static SHARED: std::sync::Mutex<Vec<(String, String)>> = std::sync::Mutex::new(Vec::new());
     let shareable = matches!(backend, Backend::Core) && read_only(case);
-    let data_text = case.get("data").unwrap_or("").to_string();
+    // Indexes are part of what a shared database holds.
+    let data_text = match case.get("indexes") {
+        Some(indexes) => format!("{}\n{indexes}", case.get("data").unwrap_or("")),
+        None => case.get("data").unwrap_or("").to_string(),
+    };
     let shared = if shareable && !data_text.is_empty() {
         let cache = SHARED.lock().map_err(|e| e.to_string())?;
         cache
@@ -318,7 +322,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
             collections.push(name.clone());
         }
     }
-    if let Some(indexes) = case.get("indexes") {
+    if let (Some(indexes), None) = (case.get("indexes"), &shared) {
         let indexes: Value =
             serde_json::from_str(indexes).map_err(|e| format!("bad indexes JSON: {e}"))?;
         let obj = indexes.as_object().ok_or("indexes must be an object")?;
