@@ -421,7 +421,7 @@ impl QueryService {
             ..Default::default()
         };
         for name in plan.collections.keys() {
-            let list = txn.indexes(name)?;
+            let list = txn.secondary_indexes(name)?;
             if !list.is_empty() {
                 let count = txn.count(name)?;
                 indexes.collections.insert(name.clone(), (count, list));

@@ -201,7 +201,7 @@ fn key_of(doc: &Value) -> Result<String> {
 }
 
 impl Transaction for CoreTransaction {
-    fn indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
+    fn secondary_indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
         let coll = self.coll(collection)?;
         Ok(coll
             .query_indexes()

@@ -302,7 +302,7 @@ impl Transaction for MemoryTransaction {
         Ok(())
     }
 
-    fn indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
+    fn secondary_indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
         let coll = self.coll(collection)?;
         Ok(coll
             .indexes

@@ -95,7 +95,7 @@ pub trait Transaction: Send {
     fn get(&self, collection: &str, key: &str) -> Result<Option<Value>>;
     fn scan(&self, collection: &str) -> Result<DocIter>;
     /// The usable secondary indexes of a collection (none for a backend without them).
-    fn indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
+    fn secondary_indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
         let _ = collection;
         Ok(Vec::new())
     }
