@@ -15,7 +15,7 @@ use quiver_types::{Hlc, Revision};
 use serde_json::{json, Value};
 
 use crate::files::{self, DataFile, HintEntry};
-use crate::format::{self, FileKind, Footer, MarkerType, ScanEnd, FLAG_COMMIT};
+use crate::format::{self, FileKind, Footer, MarkerType, ScanEnd, FLAG_COMMIT, FLAG_SYNC};
 use crate::index::{Loc, PrimaryIndex, Version, SCAN_CHUNK};
 use crate::{
     BatchOp, CollectionEntry, CollectionOptions, CompactionOptions, CompactionReport,
@@ -592,7 +592,11 @@ impl Inner {
         let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
         let commit_tick = first + n - 1;
         for (i, (start, len, kind)) in spans.iter().enumerate() {
-            let flags = if i + 1 == spans.len() { FLAG_COMMIT } else { 0 };
+            let flags = match (i + 1 == spans.len(), sync) {
+                (false, _) => 0,
+                (true, false) => FLAG_COMMIT,
+                (true, true) => FLAG_COMMIT | FLAG_SYNC,
+            };
             format::finish_wal_marker(
                 &mut buf[*start..*start + *len],
                 *kind,
@@ -882,24 +886,27 @@ impl Inner {
         let image = seg
             .read_all()
             .map_err(|e| files::io_error(e, "reading a WAL segment"))?;
-        let scan = format::scan(&image);
+        // A segment with damage followed by intact markers got this far only because
+        // recovery salvaged it (or it was damaged since): copy every intact batch, as the
+        // replay did, so that nothing the index holds is lost when the segment is unlinked.
+        let salvage = format::scan(&image).end == ScanEnd::Corrupt;
+        if salvage {
+            tracing::error!(
+                "WAL segment {} is damaged: collecting every intact batch",
+                seg.fid
+            );
+        }
         let cat = self.catalog();
         // Committed markers grouped by collection, in log order.
         let mut per_col: BTreeMap<u64, Vec<format::Found>> = BTreeMap::new();
-        let mut pending: Vec<format::Found> = Vec::new();
-        for m in &scan.markers {
-            pending.push(*m);
-            if m.flags & FLAG_COMMIT != 0 {
-                for p in pending.drain(..) {
-                    let Ok(marker) = format::decode(&image[p.offset..]) else {
-                        continue;
-                    };
-                    let Ok(body) = format::data_body(&marker) else {
-                        continue;
-                    };
-                    per_col.entry(body.cid).or_default().push(p);
-                }
-            }
+        for p in committed_markers(&image, salvage) {
+            let Ok(marker) = format::decode(&image[p.offset..]) else {
+                continue;
+            };
+            let Ok(body) = format::data_body(&marker) else {
+                continue;
+            };
+            per_col.entry(body.cid).or_default().push(p);
         }
         for (cid, markers) in per_col {
             let Some(col) = cat.collections.get(&cid) else {
@@ -1967,22 +1974,42 @@ fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<
     let infos = par_map(segs.len(), |i| inspect_segment(segs[i].0, &segs[i].1));
     let mut infos: Vec<SegInfo> = infos.into_iter().collect::<Result<_>>()?;
     let mut keep = segs.len();
+    let mut salvaging = None;
     if let Some(k) = infos.iter().position(|s| s.hole.is_some()) {
         let (bad_offset, before) = infos[k].hole.unwrap_or_default();
         let evidence =
             infos[k].tail_claim > before || infos[k + 1..].iter().any(|s| s.max_claim > before);
-        if evidence && !inner.options.ignore_datafile_errors {
-            return Err(Error::with_message(
-                ErrorCode::CorruptedDatafile,
-                format!(
-                    "WAL segment {} is damaged at offset {bad_offset} in data that was already \
-                     synced (start with --database.ignore-datafile-errors to keep the intact \
-                     prefix)",
-                    segs[k].1.display()
-                ),
-            ));
-        }
-        if !evidence {
+        // An intact sync batch behind the damage and no claim: if that batch was
+        // acknowledged, the fdatasync that acknowledged it flushed the damaged range too (media
+        // damage to synced data); if the power failed during that fdatasync, it is a hole.
+        // Nothing on disk tells the two apart, and guessing "hole" could drop an acknowledged
+        // write, so recovery refuses and lets the operator salvage.
+        let sync_behind = infos[k].tail_sync || infos[k + 1..].iter().any(|s| s.has_sync);
+        if evidence || sync_behind {
+            if !inner.options.ignore_datafile_errors {
+                let why = if evidence {
+                    "in data that was already synced"
+                } else {
+                    "followed by a waitForSync batch that may have been acknowledged (media \
+                     damage, or a power loss during its fdatasync: the files cannot tell)"
+                };
+                return Err(Error::with_message(
+                    ErrorCode::CorruptedDatafile,
+                    format!(
+                        "WAL segment {} is damaged at offset {bad_offset} {why}; start with \
+                         --database.ignore-datafile-errors to keep every intact batch (what \
+                         the damaged bytes held is lost)",
+                        segs[k].1.display()
+                    ),
+                ));
+            }
+            tracing::error!(
+                "WAL segment {} is damaged at offset {bad_offset}: salvaging every intact \
+                 batch; the damaged range is lost",
+                segs[k].1.display()
+            );
+            salvaging = Some(k);
+        } else {
             tracing::warn!(
                 "WAL segment {} has a hole at offset {bad_offset} in its unsynced tail (power \
                  loss): recovering up to tick {before}, dropping {} later segment(s)",
@@ -2023,7 +2050,9 @@ fn recover_wal(inner: &Inner, cat: &Catalog, rec: &mut Recovered) -> Result<Vec<
     let segs = &segs[..keep];
     // Segments are independent (a batch never spans two) and "highest tick wins" makes the
     // order irrelevant, so they are replayed in parallel.
-    let results = par_map(segs.len(), |i| replay_segment(cat, segs[i].0, &segs[i].1));
+    let results = par_map(segs.len(), |i| {
+        replay_segment(cat, segs[i].0, &segs[i].1, salvaging == Some(i))
+    });
     let mut out = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         let (file, max_tick, max_rev) = r?;
@@ -2042,6 +2071,10 @@ struct SegInfo {
     max_claim: u64,
     /// Highest durability claim of intact markers after the hole.
     tail_claim: u64,
+    /// Some intact marker of the segment's intact prefix ends a sync batch.
+    has_sync: bool,
+    /// Some intact marker after the hole ends a sync batch.
+    tail_sync: bool,
 }
 
 fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
@@ -2057,12 +2090,18 @@ fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
         hole: None,
         max_claim: claims(&scan.markers),
         tail_claim: 0,
+        has_sync: scan
+            .markers
+            .iter()
+            .any(|m| m.flags & FLAG_COMMIT != 0 && m.flags & FLAG_SYNC != 0),
+        tail_sync: false,
     };
     if scan.end == ScanEnd::Corrupt {
         let bad = scan.bad_offset.unwrap_or(scan.valid_end);
         let before = scan.markers.last().map(|m| m.tick).unwrap_or(fid);
         info.hole = Some((bad, before));
         info.tail_claim = format::max_claim_from(&image, bad + 1);
+        info.tail_sync = format::sync_commit_from(&image, bad + 1);
     }
     Ok(info)
 }
@@ -2098,59 +2137,85 @@ fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
 /// A replayed WAL segment with the highest tick and revision found in it.
 type Replayed = (Arc<DataFile>, u64, u64);
 
-/// Replays one WAL segment into the index.
-fn replay_segment(cat: &Catalog, fid: u64, path: &Path) -> Result<Replayed> {
+/// Replays one WAL segment into the index: its intact prefix, or with `salvage` every intact
+/// complete batch anywhere in it.
+fn replay_segment(cat: &Catalog, fid: u64, path: &Path, salvage: bool) -> Result<Replayed> {
     let file = DataFile::open(fid, path).map_err(|e| files::io_error(e, "opening WAL"))?;
     let image = file
         .read_all()
         .map_err(|e| files::io_error(e, "reading WAL"))?;
-    // Only the intact prefix: recover_wal decided above that anything behind a damaged spot
-    // is either an unsynced tail or accepted in salvage mode.
-    let scan = format::scan(&image);
+    // recover_wal decided above that anything behind a damaged spot is either an unsynced
+    // tail (prefix only) or to be salvaged.
     let (mut max_tick, mut max_rev) = (0u64, 0u64);
+    for p in committed_markers(&image, salvage) {
+        let Ok(marker) = format::decode(&image[p.offset..]) else {
+            continue;
+        };
+        let Ok(body) = format::data_body(&marker) else {
+            continue;
+        };
+        max_tick = max_tick.max(p.tick);
+        max_rev = max_rev.max(body.rev);
+        let Some(col) = cat.collections.get(&body.cid) else {
+            continue;
+        };
+        if col.status.is_err() || p.tick <= col.collected_tick.load(Ordering::Acquire) {
+            continue;
+        }
+        let loc = if p.kind == MarkerType::Document {
+            Loc {
+                fid,
+                offset: p.offset as u32,
+                len: p.len as u32,
+            }
+        } else {
+            Loc::REMOVED
+        };
+        col.index.recover(
+            body.key,
+            Version {
+                tick: p.tick,
+                rev: body.rev,
+                loc,
+            },
+        );
+        col.uncollected.fetch_add(1, Ordering::Relaxed);
+        col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
+    }
+    Ok((file, max_tick, max_rev))
+}
+
+/// The markers of complete batches in a WAL segment image, in log order: those of its
+/// intact prefix, or with `salvage` those of every intact batch anywhere in it.
+fn committed_markers(image: &[u8], salvage: bool) -> Vec<format::Found> {
+    let markers = if salvage {
+        format::salvage(image)
+    } else {
+        format::scan(image).markers
+    };
+    let mut out = Vec::with_capacity(markers.len());
     let mut pending: Vec<format::Found> = Vec::new();
-    for m in &scan.markers {
-        pending.push(*m);
+    // After a gap (damaged bytes) the markers up to the next COMMIT belong to a batch whose
+    // head is lost: applying them would apply part of a batch.
+    let mut expect = format::padded(format::FILE_HEADER_LEN);
+    let mut headless = false;
+    for m in markers {
+        if salvage && m.offset != expect {
+            pending.clear();
+            headless = true;
+        }
+        expect = m.offset + format::padded(m.len);
+        pending.push(m);
         if m.flags & FLAG_COMMIT == 0 {
             continue;
         }
-        for p in pending.drain(..) {
-            let Ok(marker) = format::decode(&image[p.offset..]) else {
-                continue;
-            };
-            let Ok(body) = format::data_body(&marker) else {
-                continue;
-            };
-            max_tick = max_tick.max(p.tick);
-            max_rev = max_rev.max(body.rev);
-            let Some(col) = cat.collections.get(&body.cid) else {
-                continue;
-            };
-            if col.status.is_err() || p.tick <= col.collected_tick.load(Ordering::Acquire) {
-                continue;
-            }
-            let loc = if p.kind == MarkerType::Document {
-                Loc {
-                    fid,
-                    offset: p.offset as u32,
-                    len: p.len as u32,
-                }
-            } else {
-                Loc::REMOVED
-            };
-            col.index.recover(
-                body.key,
-                Version {
-                    tick: p.tick,
-                    rev: body.rev,
-                    loc,
-                },
-            );
-            col.uncollected.fetch_add(1, Ordering::Relaxed);
-            col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
+        if std::mem::take(&mut headless) {
+            pending.clear();
+        } else {
+            out.append(&mut pending);
         }
     }
-    Ok((file, max_tick, max_rev))
+    out
 }
 
 pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {

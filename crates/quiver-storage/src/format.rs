@@ -7,9 +7,9 @@
 //! 0  len u32      unpadded marker length including the header
 //! 4  crc u32      CRC32C over bytes 0..4 and 8..len
 //! 8  type u8
-//! 9  flags u8     bit 0 = COMMIT (last marker of an atomic batch)
+//! 9  flags u8     bit 0 = COMMIT (last marker of an atomic batch), bit 1 = SYNC (WAL)
 //! 10 reserved u16 (0)
-//! 12 reserved u32 (0)
+//! 12 claim u32    WAL durability claim (see finish_wal_marker)
 //! 16 tick u64
 //! 24 body
 //! ```
@@ -33,6 +33,12 @@ pub const MAX_KEY_LEN: usize = 254;
 
 /// Flag: this marker ends an atomic batch.
 pub const FLAG_COMMIT: u8 = 1;
+/// Flag (WAL, on the `COMMIT` marker only): the batch's writer waits for an fdatasync covering
+/// it before the write is acknowledged. Recovery uses it to recognise that damage *before* an
+/// intact sync batch may be damage to synced data (the fdatasync that acknowledged the batch
+/// flushed everything before it), which the durability claims alone cannot show for the newest
+/// sync batches: nothing written after them vouches for them.
+pub const FLAG_SYNC: u8 = 2;
 
 /// Marker types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,6 +133,24 @@ pub fn max_claim_from(buf: &[u8], from: usize) -> u64 {
         }
     }
     best
+}
+
+/// Whether any valid `COMMIT` marker at an aligned offset in `buf[from..]` carries
+/// [`FLAG_SYNC`] (an intact sync batch behind a damaged spot).
+pub fn sync_commit_from(buf: &[u8], from: usize) -> bool {
+    let mut at = padded(from);
+    while at + HEADER_LEN <= buf.len() {
+        match decode(&buf[at..]) {
+            Ok(m) => {
+                if m.flags & FLAG_COMMIT != 0 && m.flags & FLAG_SYNC != 0 {
+                    return true;
+                }
+                at += padded(m.len);
+            }
+            Err(_) => at += ALIGN,
+        }
+    }
+    false
 }
 
 /// The durability claim of a valid marker at the start of `buf` (see [`finish_wal_marker`]):
@@ -656,6 +680,33 @@ mod tests {
         let d = data_marker(MarkerType::Document, 0, 1, 1, 1, "k", b"xyz");
         assert_eq!(decode(&d[..10]), Err(DecodeError::Truncated));
         assert_eq!(decode(&d[..30]), Err(DecodeError::Truncated));
+    }
+
+    #[test]
+    fn sync_commit_is_found_only_behind_the_offset_and_only_with_commit() {
+        let a = data_marker(
+            MarkerType::Document,
+            FLAG_COMMIT | FLAG_SYNC,
+            2,
+            1,
+            1,
+            "a",
+            b"1",
+        );
+        let b = data_marker(MarkerType::Document, FLAG_SYNC, 3, 1, 1, "b", b"2");
+        let c = data_marker(MarkerType::Document, FLAG_COMMIT, 4, 1, 1, "c", b"3");
+        let image = file_with(&[a.clone(), b.clone(), c], false);
+        let after_a = FILE_HEADER_LEN + padded(a.len());
+        assert!(sync_commit_from(&image, 0));
+        assert!(sync_commit_from(&image, FILE_HEADER_LEN));
+        // b carries SYNC without COMMIT (never written by the engine): no sync batch.
+        assert!(!sync_commit_from(&image, after_a));
+        // Found behind garbage too (probing every aligned offset).
+        let mut damaged = image.clone();
+        damaged[after_a + padded(b.len()) + 4] ^= 1;
+        damaged[after_a + 2] ^= 1;
+        assert!(!sync_commit_from(&damaged, after_a));
+        assert!(sync_commit_from(&damaged, 1));
     }
 
     fn file_with(markers: &[Vec<u8>], sealed: bool) -> Vec<u8> {

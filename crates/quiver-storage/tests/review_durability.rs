@@ -1,5 +1,5 @@
 //! Adversarial review: durability properties the engine gets right (these pass; the ones it
-//! gets wrong are in review_known_bugs.rs).
+//! got wrong are in review_fixed_regressions.rs).
 
 mod review_util;
 
@@ -35,7 +35,7 @@ fn churn(e: &Engine, cid: u64, model: &mut Model, round: usize) {
 /// A failure at any named I/O point of collection, sealing or compaction, followed by a
 /// kill -9 (directory copy) — or by a retry without the fault and then a kill -9 — never loses
 /// an acknowledged write and never brings a removed document back (no snapshot is held here;
-/// see review_known_bugs.rs for the snapshot case).
+/// see review_fixed_regressions.rs for the snapshot case).
 #[test]
 fn failure_at_every_maintenance_point_then_crash_keeps_exactly_the_model() {
     let points = [

@@ -1,6 +1,6 @@
 //! Adversarial review: bugs found by the review (first committed as gated failing tests in
-//! review_known_bugs.rs) that the engine fixed in 6ec6128, 7eb249a, 8399e60 and f2388c4.
-//! Ordinary tests now: they guard against regressions.
+//! review_known_bugs.rs) that the engine fixed in 6ec6128, 7eb249a, 8399e60, f2388c4 and
+//! session 2 (the FLAG_SYNC recovery rule). Ordinary tests now: they guard against regressions.
 
 mod review_util;
 
@@ -677,4 +677,160 @@ fn compact_damaged_datafile(zero_tail: bool) {
             "documents lost by compacting a damaged datafile (zero_tail={zero_tail}), no error anywhere: {missing:?}"
         );
     }
+}
+
+/// WAS A BUG (medium; fixed in session 2 by `FLAG_SYNC`): a damaged spot in a WAL segment
+/// was judged a power-loss hole unless a *later* marker claimed the damaged range durable.
+/// The newest sync batches are vouched for by nothing written after them, so media damage
+/// before a sync-acknowledged write (whose fdatasync flushed the damaged page too) was taken
+/// for an unsynced hole and the segment holding the acknowledged write was moved aside
+/// (`*.wal.dropped`) with only a log warning. Now the sync batch's COMMIT marker carries
+/// `FLAG_SYNC`: an intact sync batch behind damage makes startup refuse (error 1000) and
+/// salvage keeps it.
+#[test]
+fn was_bug_damage_before_a_synced_write_is_taken_for_a_power_loss_hole() {
+    let dir = tempfile::tempdir().unwrap();
+    let a;
+    {
+        let e = Engine::open(
+            dir.path(),
+            quiver_storage::EngineOptions {
+                sync_interval: std::time::Duration::from_secs(3600),
+                ..opts()
+            },
+        )
+        .unwrap();
+        let db = new_db(&e);
+        a = new_col(&e, db);
+        for i in 0..12 {
+            put(&e, a, &format!("n{i:02}"), &"z".repeat(900));
+        }
+        // Does not fit into the rest of the 16 KiB segment: goes to the next one.
+        let mut b = WriteBatch::new();
+        b.put(a, "synced", e.hlc().next(), Bytes::from(vec![b's'; 6000]));
+        b.set_sync(true);
+        e.commit(b).unwrap().wait().unwrap(); // fdatasync of both segments, acknowledged
+        e.shutdown().unwrap();
+    }
+    let segs = files_with(&dir.path().join("wal"), &|n| n.ends_with(".wal"));
+    let with_data: Vec<_> = segs
+        .iter()
+        .filter(|s| !format::scan(&fs::read(s).unwrap()).markers.is_empty())
+        .cloned()
+        .collect();
+    assert_eq!(
+        with_data.len(),
+        2,
+        "expected the sync write in a second segment"
+    );
+    // Media damage inside the first segment (its pages were flushed by the fdatasync).
+    let mut image = fs::read(&with_data[0]).unwrap();
+    image[4096..8192].fill(0);
+    fs::write(&with_data[0], &image).unwrap();
+    let Err(err) = Engine::open(dir.path(), opts()) else {
+        panic!("damage before a sync-acknowledged write must be reported");
+    };
+    assert_eq!(err.code, quiver_errors::ErrorCode::CorruptedDatafile);
+    assert!(
+        err.to_string().contains("waitForSync"),
+        "the error says why: {err}"
+    );
+    // Nothing was moved aside by the refused start.
+    assert!(files_with(&dir.path().join("wal"), &|n| n.contains("dropped")).is_empty());
+    let e = Engine::open(
+        dir.path(),
+        quiver_storage::EngineOptions {
+            ignore_datafile_errors: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(get(&e, a, "synced").map(|s| s.len()), Some(6000));
+    // Markers before the damage survive, and so do intact ones after it in the same segment.
+    assert!(get(&e, a, "n00").is_some());
+    assert!(get(&e, a, "n11").is_some());
+}
+
+/// The same-segment variant: non-sync batches, a hole, then an intact sync batch in the
+/// same segment. Salvage keeps every intact complete batch; a batch whose head lies in the
+/// damaged range is not applied in part.
+#[test]
+fn damage_before_a_sync_batch_in_the_same_segment_refuses_and_salvage_keeps_whole_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let a;
+    {
+        let e = Engine::open(
+            dir.path(),
+            quiver_storage::EngineOptions {
+                sync_interval: std::time::Duration::from_secs(3600),
+                wal_logfile_size: 256 * 1024,
+                ..opts()
+            },
+        )
+        .unwrap();
+        let db = new_db(&e);
+        a = new_col(&e, db);
+        for i in 0..8 {
+            // Two-marker batches of ~1 KiB each.
+            let mut b = WriteBatch::new();
+            b.put(
+                a,
+                &format!("p{i}"),
+                e.hlc().next(),
+                Bytes::from("x".repeat(500)),
+            );
+            b.put(
+                a,
+                &format!("q{i}"),
+                e.hlc().next(),
+                Bytes::from("y".repeat(500)),
+            );
+            e.commit(b).unwrap().wait().unwrap();
+        }
+        let mut b = WriteBatch::new();
+        b.put(a, "synced", e.hlc().next(), Bytes::from("s"));
+        b.set_sync(true);
+        e.commit(b).unwrap().wait().unwrap();
+        e.shutdown().unwrap();
+    }
+    let seg = files_with(&dir.path().join("wal"), &|n| n.ends_with(".wal"))
+        .into_iter()
+        .find(|s| !format::scan(&fs::read(s).unwrap()).markers.is_empty())
+        .unwrap();
+    let mut image = fs::read(&seg).unwrap();
+    let markers = format::scan(&image).markers;
+    assert_eq!(markers.len(), 17);
+    // Damage the first marker of batch 3 (p2): its second marker q2 stays intact.
+    let p2 = markers[4];
+    assert_eq!(p2.flags & FLAG_COMMIT, 0);
+    image[p2.offset + 30] ^= 1;
+    fs::write(&seg, &image).unwrap();
+    let Err(err) = Engine::open(dir.path(), opts()) else {
+        panic!("damage before an intact sync batch must be reported");
+    };
+    assert_eq!(err.code, quiver_errors::ErrorCode::CorruptedDatafile);
+    let e = Engine::open(
+        dir.path(),
+        quiver_storage::EngineOptions {
+            ignore_datafile_errors: true,
+            ..opts()
+        },
+    )
+    .unwrap();
+    assert_eq!(get(&e, a, "synced").as_deref(), Some("s"));
+    for i in [0, 1, 3, 4, 5, 6, 7] {
+        assert!(get(&e, a, &format!("p{i}")).is_some(), "p{i}");
+        assert!(get(&e, a, &format!("q{i}")).is_some(), "q{i}");
+    }
+    assert_eq!(get(&e, a, "p2"), None);
+    assert_eq!(get(&e, a, "q2"), None, "half of a batch was applied");
+    // The collector copies what the salvaging replay indexed; after it the damaged segment
+    // is gone and a normal start sees the same state.
+    e.collect().unwrap();
+    e.shutdown().unwrap();
+    drop(e);
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    assert_eq!(get(&e, a, "synced").as_deref(), Some("s"));
+    assert!(get(&e, a, "q7").is_some());
+    assert_eq!(get(&e, a, "q2"), None);
 }
