@@ -1283,6 +1283,7 @@ impl Inner {
             size: 0,
             kind: StatKind::Datafile,
         };
+        let mut images: Vec<(Vec<u8>, Vec<format::Found>)> = Vec::with_capacity(inputs.len());
         for input in &inputs {
             let image = input
                 .read_all()
@@ -1305,16 +1306,32 @@ impl Inner {
                     scan.markers
                 }
             };
-            for m in found {
+            images.push((image, found));
+        }
+        // Which removals to keep is decided from the same `referenced` set that decides which
+        // documents are kept, never from the live index: a snapshot released and a GC pass
+        // during this copy would otherwise drop the removal of a document version copied
+        // while the snapshot still pinned it, and that version would come back at restart.
+        let referenced_ref = &referenced;
+        let keep = select_markers(
+            inputs
+                .iter()
+                .zip(&images)
+                .flat_map(|(input, (image, found))| {
+                    found.iter().map(move |m| MarkerInfo {
+                        kind: m.kind,
+                        tick: m.tick,
+                        key: marker_key(&image[m.offset..]),
+                        referenced: referenced_ref.contains(&(input.fid, m.offset as u32)),
+                    })
+                }),
+            keep_tombstones,
+        );
+        let mut keep = keep.into_iter();
+        for (input, (image, found)) in inputs.iter().zip(&images) {
+            for m in found.iter().copied() {
                 let bytes = &image[m.offset..m.offset + format::padded(m.len)];
-                let keep = match m.kind {
-                    MarkerType::Document => referenced.contains(&(input.fid, m.offset as u32)),
-                    // Also while the index still has any version of the key: a snapshot may
-                    // pin an older document version that this result keeps, and without the
-                    // removal that version would win after a restart.
-                    _ => keep_tombstones || tombstone_key_in_index(&image[m.offset..], &col.index),
-                };
-                if !keep {
+                if !keep.next().unwrap_or(true) {
                     report.markers_dropped += 1;
                     report.bytes_reclaimed += bytes.len() as u64;
                     continue;
@@ -1513,12 +1530,47 @@ fn footer_ok(scan: &format::Scan) -> bool {
     footer.count == scan.markers.len() as u64 && footer.crc_of_crcs == crc32c::crc32c(&crcs)
 }
 
-fn tombstone_key_in_index(marker: &[u8], index: &PrimaryIndex) -> bool {
-    match format::decode(marker).and_then(|m| format::data_body(&m)) {
-        Ok(body) => index.has_entry(body.key),
-        // Undecodable here means it was decoded before; keep it to be safe.
-        Err(_) => true,
+/// The key of a data marker at the start of `marker` (`None` if it does not decode).
+fn marker_key(marker: &[u8]) -> Option<String> {
+    let m = format::decode(marker).ok()?;
+    Some(format::data_body(&m).ok()?.key.to_string())
+}
+
+/// What compaction needs to know about one marker of its inputs (in file order).
+struct MarkerInfo {
+    kind: MarkerType,
+    tick: u64,
+    key: Option<String>,
+    /// Some version in the index (any snapshot's) points at this document marker.
+    referenced: bool,
+}
+
+/// Decides which markers of a compaction group survive: referenced documents, and removals
+/// that `keep_all_removals` protects (an older file or a WAL segment may hold the key) or
+/// that delete an older document version this result keeps.
+fn select_markers(markers: impl Iterator<Item = MarkerInfo>, keep_all_removals: bool) -> Vec<bool> {
+    let markers: Vec<MarkerInfo> = markers.collect();
+    let mut oldest_kept: HashMap<&str, u64> = HashMap::new();
+    for m in &markers {
+        if let (MarkerType::Document, true, Some(key)) = (m.kind, m.referenced, &m.key) {
+            let t = oldest_kept.entry(key.as_str()).or_insert(m.tick);
+            *t = (*t).min(m.tick);
+        }
     }
+    markers
+        .iter()
+        .map(|m| match m.kind {
+            MarkerType::Document => m.referenced,
+            _ => {
+                keep_all_removals
+                    || match &m.key {
+                        Some(key) => oldest_kept.get(key.as_str()).is_some_and(|t| *t < m.tick),
+                        // Undecodable here means it was decoded before; keep it to be safe.
+                        None => true,
+                    }
+            }
+        })
+        .collect()
 }
 
 fn hint_entries(image: &[u8], markers: &[format::Found]) -> Vec<HintEntry> {
@@ -2934,11 +2986,15 @@ impl Inner {
     pub(crate) fn verify(&self, cid: u64) -> Result<crate::VerifyReport> {
         let col = self.collection(cid)?;
         col.usable()?;
-        let (datafiles, journal) = {
+        // The journal is read only up to the end of what the collector has finished writing
+        // (taken under the files lock): bytes behind it may be a pwrite in progress, which a
+        // scan would take for a torn marker and report as damage that is not there.
+        let (datafiles, journal, journal_end) = {
             let cf = col.files.lock();
             (
                 cf.datafiles.clone(),
                 cf.journal.as_ref().map(|j| j.file.clone()),
+                cf.journal.as_ref().map(|j| j.offset).unwrap_or(0),
             )
         };
         let mut report = crate::VerifyReport::default();
@@ -2948,9 +3004,12 @@ impl Inner {
             .map(|f| (f, true))
             .chain(journal.iter().map(|f| (f, false)))
         {
-            let image = file
+            let mut image = file
                 .read_all()
                 .map_err(|e| files::io_error(e, "reading a datafile"))?;
+            if !sealed {
+                image.truncate(journal_end as usize);
+            }
             let scan = format::scan(&image);
             match (scan.end, sealed) {
                 (ScanEnd::Corrupt, _) | (ScanEnd::TornTail, _) => {
@@ -3061,6 +3120,53 @@ mod tests {
             min_small_data_file_size: 0,
             ..CompactionOptions::default()
         }
+    }
+
+    fn info(kind: MarkerType, tick: u64, key: &str, referenced: bool) -> MarkerInfo {
+        MarkerInfo {
+            kind,
+            tick,
+            key: Some(key.to_string()),
+            referenced,
+        }
+    }
+
+    /// The tombstone-vs-GC race of an explicit `compact()`: a snapshot pinned the old
+    /// version of `k` when the referenced set was taken, then it was released and a GC pass
+    /// dropped `k` from the index before the removal marker was reached. The decision must
+    /// follow what is copied, not the index at that later moment.
+    #[test]
+    fn removal_survives_when_an_older_version_of_its_key_is_kept() {
+        let keep = select_markers(
+            [
+                info(MarkerType::Document, 5, "k", true),
+                info(MarkerType::Document, 6, "other", false),
+                info(MarkerType::Remove, 7, "k", false),
+                info(MarkerType::Remove, 8, "other", false),
+            ]
+            .into_iter(),
+            false,
+        );
+        assert_eq!(keep, [true, false, true, false]);
+    }
+
+    #[test]
+    fn removal_is_dropped_when_only_newer_versions_are_kept_and_kept_when_protected() {
+        let markers = || {
+            [
+                info(MarkerType::Document, 3, "k", false),
+                info(MarkerType::Remove, 4, "k", false),
+                info(MarkerType::Document, 9, "k", true),
+            ]
+            .into_iter()
+        };
+        assert_eq!(select_markers(markers(), false), [false, false, true]);
+        assert_eq!(select_markers(markers(), true), [false, true, true]);
+        let undecodable = MarkerInfo {
+            key: None,
+            ..info(MarkerType::Remove, 4, "", false)
+        };
+        assert_eq!(select_markers([undecodable].into_iter(), false), [true]);
     }
 
     #[test]

@@ -129,11 +129,6 @@ impl PrimaryIndex {
         SHARDS
     }
 
-    /// Whether the index holds any version (or tombstone) of `key`.
-    pub fn has_entry(&self, key: &str) -> bool {
-        self.shards[shard_of(key)].read().contains_key(key)
-    }
-
     /// The version of `key` visible at `tick`, if the key exists there.
     pub fn get(&self, key: &str, tick: u64) -> Option<Version> {
         let shard = self.shards[shard_of(key)].read();
