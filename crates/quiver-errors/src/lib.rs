@@ -57,6 +57,7 @@ error_codes! {
     IllegalParameterFile = 1001, 500, "illegal or unreadable parameter file";
     CorruptedCollection = 1002, 500, "corrupted collection";
     FileSystemFull = 1104, 500, "filesystem full";
+    WriteThrottleTimeout = 1236, 500, "write-throttling timeout";
     TypeError = 17, 400, "type error";
     LockTimeout = 18, 500, "lock timeout";
     CannotCreateDirectory = 19, 500, "cannot create directory";

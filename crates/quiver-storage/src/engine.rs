@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -242,6 +242,11 @@ pub(crate) struct Inner {
     pub commits: AtomicU64,
     /// Mirror of `SyncState::durable` readable without the sync mutex (commit path).
     durable_tick: AtomicU64,
+    /// Mirror of `WalState::sealed.len()` for the throttle check before the WAL mutex.
+    pending_segments: AtomicUsize,
+    /// Throttled writers wait on this; the collector notifies it per collected segment.
+    throttle: Mutex<()>,
+    throttle_cv: Condvar,
 }
 
 impl Drop for Inner {
@@ -400,6 +405,8 @@ impl Inner {
     fn seal_segment(&self, wal: &mut WalState) {
         if let Some(seg) = wal.segment.take() {
             wal.sealed.push(seg.clone());
+            self.pending_segments
+                .store(wal.sealed.len(), Ordering::Release);
             wal.unsynced.push(seg);
             *self.bg.wake.lock() = true;
             self.bg.cv.notify_all();
@@ -575,6 +582,7 @@ impl Inner {
                 ),
             ));
         }
+        self.throttle_writers()?;
         let mut wal = self.wal.lock();
         self.check_open()?;
         let need = buf.len() as u64;
@@ -677,6 +685,44 @@ impl Inner {
             sync,
             inner: Some(self.clone()),
         })
+    }
+
+    /// Back-pressure: while the collector lags by `wal_throttle_when_pending` sealed segments,
+    /// a writer waits (outside every engine lock) for it to catch up, at most
+    /// `wal_throttle_wait`, then fails with error 1236. Without it the WAL would grow without
+    /// bound whenever writers outpace the collector (or the collector keeps failing).
+    fn throttle_writers(&self) -> Result<()> {
+        let limit = self.options.wal_throttle_when_pending;
+        if limit == 0 || !self.options.background_collector {
+            return Ok(());
+        }
+        if self.pending_segments.load(Ordering::Acquire) < limit {
+            return Ok(());
+        }
+        let deadline = Instant::now() + self.options.wal_throttle_wait;
+        let mut guard = self.throttle.lock();
+        loop {
+            self.check_open()?;
+            if self.pending_segments.load(Ordering::Acquire) < limit {
+                return Ok(());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Error::with_message(
+                    ErrorCode::WriteThrottleTimeout,
+                    format!(
+                        "write-throttling timeout: {} WAL segments wait for the collector \
+                         (--wal.throttle-when-pending {limit})",
+                        self.pending_segments.load(Ordering::Acquire)
+                    ),
+                ));
+            }
+            *self.bg.wake.lock() = true;
+            self.bg.cv.notify_all();
+            // Bounded slices: a notification lost to a race costs at most one slice.
+            let slice = (deadline - now).min(Duration::from_millis(50));
+            self.throttle_cv.wait_for(&mut guard, slice);
+        }
     }
 
     /// Blocks until `tick` is on stable storage.
@@ -867,6 +913,10 @@ impl Inner {
             let retain = self.collect_segment(&seg)?;
             let mut wal = self.wal.lock();
             wal.sealed.retain(|s| s.fid != seg.fid);
+            self.pending_segments
+                .store(wal.sealed.len(), Ordering::Release);
+            drop(self.throttle.lock());
+            self.throttle_cv.notify_all();
             if retain {
                 // It holds data of a collection that failed to open: keep the segment for
                 // the next start (possibly in salvage mode) instead of losing that data.
@@ -954,7 +1004,9 @@ impl Inner {
                 if !fits {
                     self.flush_journal(&mut cf, &mut pend)?;
                     if cf.journal.is_some() {
-                        self.seal_journal(col, &mut cf)?;
+                        // The MANIFEST rewrite of create_journal lists the sealed file too:
+                        // one rewrite (two fsyncs) per journal switch instead of two.
+                        self.seal_journal_unlisted(col, &mut cf)?;
                     }
                     self.create_journal(col, &mut cf, need)?;
                 }
@@ -1105,8 +1157,41 @@ impl Inner {
 
     /// Footer, fdatasync, rename to datafile, hint file, MANIFEST. Idempotent on retry.
     fn seal_journal(&self, col: &Collection, cf: &mut ColFiles) -> Result<()> {
-        let Some(j) = cf.journal.as_ref() else {
+        let Some(journal) = self.seal_journal_unlisted(col, cf)? else {
             return Ok(());
+        };
+        let file = cf.datafiles.last().cloned();
+        if let Err(e) = self.write_manifest(col, cf) {
+            // Undo in memory so that a retry repeats the whole (idempotent) seal.
+            cf.datafiles.pop();
+            if let (Some(file), Some(st)) = (&file, cf.stats.get_mut(&journal.file.fid)) {
+                st.kind = StatKind::Journal;
+                st.size = file.len();
+            }
+            cf.journal = Some(journal);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The seal without the MANIFEST rewrite: the caller rewrites it next. Until then the
+    /// MANIFEST still names the file as the journal; a crash in between is the case recovery
+    /// already handles ("a sealed journal whose MANIFEST edit was lost": it finds the file
+    /// under either name, sees the footer and lists it as a datafile). Returns the journal
+    /// state it replaced, for an undo.
+    ///
+    /// Ordering argument for the fsyncs left out: the footer and data are fdatasynced before
+    /// anything can name the file a datafile; the rename needs no directory fsync of its own
+    /// because the MANIFEST rewrite that follows fsyncs the same directory, and recovery
+    /// opens a listed fid under either name; the hint file is a validated cache (CRC, length)
+    /// that recovery replaces by a scan when a power loss tore or lost it.
+    fn seal_journal_unlisted(
+        &self,
+        col: &Collection,
+        cf: &mut ColFiles,
+    ) -> Result<Option<Journal>> {
+        let Some(j) = cf.journal.as_ref() else {
+            return Ok(None);
         };
         let footer = format::footer(
             &Footer {
@@ -1122,22 +1207,16 @@ impl Inner {
         files::check(&self.options.io_hooks, FailPoint::Seal).map_err(io)?;
         std::os::unix::fs::FileExt::write_all_at(&file.file, &footer, offset).map_err(io)?;
         file.file.sync_data().map_err(io)?;
-        file.rename(&datafile_path(&col.dir, file.fid))
+        file.rename_unsynced(&datafile_path(&col.dir, file.fid))
             .map_err(io)?;
         self.write_hint(col, &file)?;
         let journal = cf.journal.take();
         cf.datafiles.push(file.clone());
-        if let Err(e) = self.write_manifest(col, cf) {
-            // Undo in memory so that a retry repeats the whole (idempotent) seal.
-            cf.datafiles.pop();
-            cf.journal = journal;
-            return Err(e);
-        }
         if let Some(st) = cf.stats.get_mut(&file.fid) {
             st.kind = StatKind::Datafile;
             st.size = file.len();
         }
-        Ok(())
+        Ok(journal)
     }
 
     fn write_hint(&self, col: &Collection, file: &DataFile) -> Result<()> {
@@ -1148,7 +1227,7 @@ impl Inner {
         let hints = hint_entries(&image, &scan.markers);
         let bytes = files::encode_hints(file.fid, &hints);
         let path = hint_path(&col.dir, file.fid);
-        files::atomic_write(&path, &bytes, &self.options.io_hooks, FailPoint::Seal)
+        files::replace_unsynced(&path, &bytes, &self.options.io_hooks, FailPoint::Seal)
             .map_err(|e| files::io_error(e, "writing a hint file"))
     }
 
@@ -1469,7 +1548,11 @@ impl Inner {
         let visible = self.visible.load(Ordering::Acquire);
         let mut f = Figures::default();
         let mut alive_in_files: HashMap<u64, (u64, u64)> = HashMap::new();
-        col.index.for_each_chunked(|_, e| {
+        let mut index_memory = 0u64;
+        // One chunked pass for counts and memory: no shard is read-locked for longer than a
+        // chunk (writers of that shard wait at most that long).
+        col.index.for_each_chunked(|k, e| {
+            index_memory += crate::index::entry_memory(k, e);
             if e.head.tick <= visible && !e.head.is_removed() {
                 f.alive_count += 1;
                 f.alive_size += e.head.loc.len as u64;
@@ -1500,7 +1583,7 @@ impl Inner {
             };
         }
         f.uncollected_logfile_entries = col.uncollected.load(Ordering::Acquire);
-        f.index_memory = col.index.memory_estimate();
+        f.index_memory = index_memory;
         f.last_tick = col.last_tick.load(Ordering::Acquire);
         f.journal_size = col.journal_size(self.options.journal_size_default);
         f.compaction_status = col.compaction_status.lock().clone();
@@ -2331,6 +2414,9 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         wal_syncs: AtomicU64::new(0),
         commits: AtomicU64::new(0),
         durable_tick: AtomicU64::new(0),
+        pending_segments: AtomicUsize::new(0),
+        throttle: Mutex::new(()),
+        throttle_cv: Condvar::new(),
     };
     let mut rec = Recovered {
         max_tick: 0,
@@ -2445,6 +2531,9 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     {
         let mut wal = inner.wal.lock();
         wal.sealed = sealed;
+        inner
+            .pending_segments
+            .store(wal.sealed.len(), Ordering::Release);
         wal.written_tick = tick;
     }
     inner.sync.lock().durable = tick;

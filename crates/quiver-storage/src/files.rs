@@ -117,6 +117,18 @@ impl DataFile {
         Ok(())
     }
 
+    /// Renames the file (idempotent) without syncing the directory: for a caller that
+    /// fsyncs the same directory right after (the MANIFEST rewrite), and whose recovery finds
+    /// the file under either name.
+    pub fn rename_unsynced(&self, to: &Path) -> io::Result<()> {
+        let mut path = self.path.lock();
+        if *path != to {
+            std::fs::rename(&*path, to)?;
+            *path = to.to_path_buf();
+        }
+        Ok(())
+    }
+
     /// Unlink this file (and `extra` companions such as its hint) once nobody reads it.
     pub fn delete_when_unused(&self, extra: Vec<PathBuf>) {
         self.extra_paths.lock().extend(extra);
@@ -251,6 +263,24 @@ pub(crate) fn atomic_write(
     }
     std::fs::rename(&tmp, path)?;
     sync_dir(path.parent().unwrap_or(Path::new(".")))
+}
+
+/// Replaces `path` with `bytes` (temp file, rename) without any fsync: for caches whose
+/// reader validates them (hint files carry a CRC and their length) and falls back to the
+/// source of truth, so a copy lost or torn by a power failure costs time, never data.
+pub(crate) fn replace_unsynced(
+    path: &Path,
+    bytes: &[u8],
+    hooks: &Option<Arc<dyn IoHooks>>,
+    point: FailPoint,
+) -> io::Result<()> {
+    check(hooks, point)?;
+    let tmp = path.with_extension("tmp");
+    {
+        let file = File::create(&tmp)?;
+        file.write_all_at(bytes, 0)?;
+    }
+    std::fs::rename(&tmp, path)
 }
 
 /// Maps an I/O error to the engine's error (ENOSPC → 1104 "filesystem full").

@@ -280,26 +280,40 @@ impl PrimaryIndex {
         }
         (out, last.cloned())
     }
+}
 
-    /// Number of entries (including tombstones awaiting GC) and key bytes.
-    pub fn memory_estimate(&self) -> u64 {
-        let mut total = 0u64;
-        for shard in &self.shards {
-            let g = shard.read();
-            for (k, e) in g.iter() {
-                total += (k.len() + std::mem::size_of::<Entry>() + 48) as u64;
-                if let Some(older) = &e.older {
-                    total += (24 + older.capacity() * std::mem::size_of::<Version>()) as u64;
-                }
-            }
-        }
-        total
+/// Estimated bytes of one entry: key, map slot and node share, version chain.
+pub(crate) fn entry_memory(key: &str, e: &Entry) -> u64 {
+    let mut total = (key.len() + std::mem::size_of::<Entry>() + 48) as u64;
+    if let Some(older) = &e.older {
+        total += (24 + older.capacity() * std::mem::size_of::<Version>()) as u64;
     }
+    total
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_estimate_counts_every_entry_and_chain_across_chunks() {
+        let idx = PrimaryIndex::new();
+        let estimate = |idx: &PrimaryIndex| {
+            let mut total = 0u64;
+            idx.for_each_chunked(|k, e| total += entry_memory(k, e));
+            total
+        };
+        // More entries than one chunk per shard.
+        let n = SHARDS * SCAN_CHUNK * 4 * 2;
+        for i in 0..n {
+            idx.install(&format!("key{i:06}"), v(1, 1), 0);
+        }
+        let base = (n * (9 + std::mem::size_of::<Entry>() + 48)) as u64;
+        assert_eq!(estimate(&idx), base);
+        // A second version kept for a snapshot (horizon 1) adds a chain.
+        idx.install("key000000", v(2, 1), 1);
+        assert!(estimate(&idx) > base + std::mem::size_of::<Version>() as u64);
+    }
 
     fn v(tick: u64, fid: u64) -> Version {
         Version {

@@ -120,6 +120,16 @@ pub struct EngineOptions {
     pub background_collector: bool,
     /// Fault injection (tests only); `None` in production.
     pub io_hooks: Option<Arc<dyn IoHooks>>,
+    /// `--wal.throttle-when-pending`: back-pressure when the collector lags. A write that
+    /// would start a new WAL segment while this many sealed segments still wait for the
+    /// collector waits until the collector catches up (`0` = never throttle). Counted in
+    /// segments, not in operations as in ArangoDB: the WAL's disk use is what it bounds
+    /// (at most about this many segments plus one per concurrent writer). Applies only
+    /// with `background_collector` (otherwise nothing would drain the WAL).
+    pub wal_throttle_when_pending: usize,
+    /// `--wal.throttle-wait`: how long a throttled write waits before it fails with error
+    /// 1236 "write-throttling timeout" (15 s).
+    pub wal_throttle_wait: Duration,
 }
 
 impl Default for EngineOptions {
@@ -132,6 +142,8 @@ impl Default for EngineOptions {
             compaction: CompactionOptions::default(),
             background_collector: true,
             io_hooks: None,
+            wal_throttle_when_pending: 8,
+            wal_throttle_wait: Duration::from_secs(15),
         }
     }
 }
@@ -146,6 +158,8 @@ impl fmt::Debug for EngineOptions {
             .field("compaction", &self.compaction)
             .field("background_collector", &self.background_collector)
             .field("io_hooks", &self.io_hooks.is_some())
+            .field("wal_throttle_when_pending", &self.wal_throttle_when_pending)
+            .field("wal_throttle_wait", &self.wal_throttle_wait)
             .finish()
     }
 }

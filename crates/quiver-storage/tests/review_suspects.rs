@@ -4,9 +4,11 @@
 mod review_util;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use quiver_storage::{CompactionOptions, Engine, EngineOptions};
+use bytes::Bytes;
+use quiver_storage::{CompactionOptions, Engine, EngineOptions, FailPoint, WriteBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use review_util::*;
@@ -141,4 +143,74 @@ fn verify_never_reports_a_journal_append_in_progress_as_damage() {
     assert!(checks > 10, "verify ran against a non-empty journal");
     e.collect().unwrap();
     assert!(e.verify(cid).unwrap().markers > 0);
+}
+
+/// Suspect (c), real: nothing slowed writers down when the collector lagged, so the WAL
+/// grew without bound (e.g. while every journal write failed). Now a write that would start
+/// a new segment while `wal_throttle_when_pending` sealed segments wait for the collector
+/// waits for it, at most `wal_throttle_wait`, then fails with error 1236; once the collector
+/// can work again, writes go through and nothing acknowledged is lost.
+#[test]
+fn writers_are_throttled_while_the_collector_lags_and_resume_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = Arc::new(Faults::default());
+    let options = || EngineOptions {
+        background_collector: true,
+        wal_throttle_when_pending: 3,
+        wal_throttle_wait: Duration::from_millis(300),
+        io_hooks: Some(faults.clone() as Arc<dyn quiver_storage::IoHooks>),
+        ..opts()
+    };
+    let e = Engine::open(dir.path(), options()).unwrap();
+    let db = new_db(&e);
+    let cid = new_col(&e, db);
+    // The collector cannot write any journal: it lags forever.
+    faults.arm(FailPoint::JournalCreate, usize::MAX);
+    faults.arm(FailPoint::JournalWrite, usize::MAX);
+    let mut model = BTreeMap::new();
+    let mut throttled = None;
+    for i in 0..2000 {
+        let mut b = WriteBatch::new();
+        let body = format!("{i}:{}", "x".repeat(1000));
+        b.put(
+            cid,
+            &format!("k{i}"),
+            e.hlc().next(),
+            Bytes::from(body.clone()),
+        );
+        match e.commit(b) {
+            Ok(t) => {
+                t.wait().unwrap();
+                model.insert(format!("k{i}"), body);
+            }
+            Err(err) => {
+                throttled = Some(err);
+                break;
+            }
+        }
+    }
+    let err = throttled.expect("writes were never throttled");
+    assert_eq!(err.code, quiver_errors::ErrorCode::WriteThrottleTimeout);
+    let segments = files_with(&dir.path().join("wal"), &|n| n.ends_with(".wal")).len();
+    // 3 sealed + the current one + one spare, and the WAL stopped growing.
+    assert!(segments <= 5, "{segments} WAL segments");
+    assert!(
+        model.len() < 100,
+        "{} writes before throttling",
+        model.len()
+    );
+    assert_eq!(contents(&e, cid), model);
+    // The collector recovers: throttled writers get through again.
+    faults.disarm_all();
+    for i in 0..100 {
+        let key = format!("after{i}");
+        put(&e, cid, &key, "v");
+        model.insert(key, "v".to_string());
+    }
+    e.collect().unwrap();
+    assert_eq!(contents(&e, cid), model);
+    e.shutdown().unwrap();
+    drop(e);
+    let e = Engine::open(dir.path(), opts()).unwrap();
+    assert_eq!(contents(&e, cid), model);
 }

@@ -25,6 +25,7 @@ pub fn small_options() -> EngineOptions {
         },
         background_collector: false,
         io_hooks: None,
+        ..EngineOptions::default()
     }
 }
 

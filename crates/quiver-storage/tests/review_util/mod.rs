@@ -27,6 +27,7 @@ pub fn opts() -> EngineOptions {
         },
         background_collector: false,
         io_hooks: None,
+        ..EngineOptions::default()
     }
 }
 
