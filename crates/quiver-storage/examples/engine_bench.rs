@@ -2,6 +2,8 @@
 //! fdatasync rate of the same disk, reopen time and memory per document.
 //!
 //! Usage: engine_bench [--dir PATH] [--quick] [--docs N] [--only journal|sync|reopen]
+//!        engine_bench [--dir PATH] --journal-one MIB OPS   (one journal run, one CSV line:
+//!        insert/s,replace/s,get/s,remove/s,collect ms — for side-by-side A/B scripts)
 //! (bench/storage/run.sh builds it in release mode and passes its arguments through.)
 
 use std::fs::OpenOptions;
@@ -20,6 +22,7 @@ struct Args {
     quick: bool,
     docs: u64,
     only: Option<String>,
+    journal_one: Option<(u64, u64)>,
 }
 
 fn parse_args() -> Args {
@@ -29,6 +32,7 @@ fn parse_args() -> Args {
         quick: false,
         docs: 1_000_000,
         only: None,
+        journal_one: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -37,6 +41,13 @@ fn parse_args() -> Args {
             "--quick" => args.quick = true,
             "--docs" => args.docs = it.next().and_then(|v| v.parse().ok()).expect("--docs N"),
             "--only" => args.only = it.next(),
+            "--journal-one" => {
+                let mut num = || it.next().and_then(|v| v.parse().ok());
+                args.journal_one = Some((
+                    num().expect("--journal-one MIB OPS"),
+                    num().expect("--journal-one MIB OPS"),
+                ));
+            }
             "--open-only" => args.open_only = it.next().map(PathBuf::from),
             other => {
                 eprintln!("unknown argument {other}");
@@ -378,6 +389,15 @@ fn main() {
         return;
     }
     std::fs::create_dir_all(&args.dir).unwrap();
+    if let Some((mib, n)) = args.journal_one {
+        let r = journal_run(&args, mib, n);
+        println!(
+            "{:.0},{:.0},{:.0},{:.0},{:.1}",
+            r[0], r[1], r[2], r[3], r[4]
+        );
+        let _ = std::fs::remove_dir_all(&args.dir);
+        return;
+    }
     println!(
         "quiver-storage engine_bench: {} cores, dir {}\n",
         std::thread::available_parallelism()
