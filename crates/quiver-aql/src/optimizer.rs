@@ -681,43 +681,7 @@ fn attribute_uses(e: &CExpr, slot: Slot, names: &mut std::collections::BTreeSet<
             _ => false,
         },
         CExpr::Var(s) => *s != slot,
-        CExpr::Const(_) | CExpr::Current => true,
-        CExpr::Array(items) | CExpr::Call(_, items) => {
-            items.iter().all(|i| attribute_uses(i, slot, names))
-        }
-        CExpr::Object(members) => members.iter().all(|(k, v)| {
-            let key_ok = match k {
-                crate::plan::CKey::Computed(k) => attribute_uses(k, slot, names),
-                crate::plan::CKey::Static(_) => true,
-            };
-            key_ok && attribute_uses(v, slot, names)
-        }),
-        CExpr::Attribute(b, _) | CExpr::Unary(_, b) => attribute_uses(b, slot, names),
-        CExpr::Index(a, b)
-        | CExpr::Binary(_, a, b)
-        | CExpr::ArrayCompare(_, _, a, b)
-        | CExpr::Range(a, b) => attribute_uses(a, slot, names) && attribute_uses(b, slot, names),
-        CExpr::Expansion {
-            input,
-            filter,
-            limit,
-            project,
-            ..
-        } => {
-            attribute_uses(input, slot, names)
-                && [filter, project]
-                    .into_iter()
-                    .flatten()
-                    .all(|x| attribute_uses(x, slot, names))
-                && limit.as_ref().is_none_or(|(a, b)| {
-                    attribute_uses(a, slot, names) && attribute_uses(b, slot, names)
-                })
-        }
-        CExpr::Ternary(c, t, f) => {
-            attribute_uses(c, slot, names)
-                && t.as_ref().is_none_or(|t| attribute_uses(t, slot, names))
-                && attribute_uses(f, slot, names)
-        }
+        _ => e.all_children(|c| attribute_uses(c, slot, names)),
     }
 }
 

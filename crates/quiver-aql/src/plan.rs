@@ -129,22 +129,27 @@ impl CExpr {
 
     fn walk(&self, f: &mut dyn FnMut(&CExpr)) {
         f(self);
+        self.for_each_child(&mut |c| c.walk(f));
+    }
+
+    /// Calls `f` on each direct sub-expression, in evaluation order.
+    pub fn for_each_child(&self, f: &mut dyn FnMut(&CExpr)) {
         match self {
             CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
-            CExpr::Array(items) | CExpr::Call(_, items) => items.iter().for_each(|e| e.walk(f)),
+            CExpr::Array(items) | CExpr::Call(_, items) => items.iter().for_each(&mut *f),
             CExpr::Object(members) => members.iter().for_each(|(k, v)| {
                 if let CKey::Computed(k) = k {
-                    k.walk(f);
+                    f(k);
                 }
-                v.walk(f);
+                f(v);
             }),
-            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => e.walk(f),
+            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => f(e),
             CExpr::Index(a, b)
             | CExpr::Binary(_, a, b)
             | CExpr::ArrayCompare(_, _, a, b)
             | CExpr::Range(a, b) => {
-                a.walk(f);
-                b.walk(f);
+                f(a);
+                f(b);
             }
             CExpr::Expansion {
                 input,
@@ -153,23 +158,30 @@ impl CExpr {
                 project,
                 ..
             } => {
-                input.walk(f);
+                f(input);
                 for e in [filter, project].into_iter().flatten() {
-                    e.walk(f);
+                    f(e);
                 }
                 if let Some((a, b)) = limit {
-                    a.walk(f);
-                    b.walk(f);
+                    f(a);
+                    f(b);
                 }
             }
             CExpr::Ternary(c, t, e) => {
-                c.walk(f);
+                f(c);
                 if let Some(t) = t {
-                    t.walk(f);
+                    f(t);
                 }
-                e.walk(f);
+                f(e);
             }
         }
+    }
+
+    /// Whether `pred` holds for every direct sub-expression; stops at the first that fails.
+    pub fn all_children(&self, mut pred: impl FnMut(&CExpr) -> bool) -> bool {
+        let mut ok = true;
+        self.for_each_child(&mut |c| ok = ok && pred(c));
+        ok
     }
 }
 

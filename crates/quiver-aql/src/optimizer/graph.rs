@@ -65,41 +65,7 @@ fn prefix_only(e: &CExpr, p: Slot, max: &mut usize) -> bool {
     }
     match e {
         CExpr::Var(s) => *s != p,
-        CExpr::Const(_) | CExpr::Current => true,
-        CExpr::Array(items) | CExpr::Call(_, items) => items.iter().all(|i| prefix_only(i, p, max)),
-        CExpr::Object(members) => members.iter().all(|(k, v)| {
-            let key_ok = match k {
-                crate::plan::CKey::Computed(k) => prefix_only(k, p, max),
-                crate::plan::CKey::Static(_) => true,
-            };
-            key_ok && prefix_only(v, p, max)
-        }),
-        CExpr::Attribute(b, _) | CExpr::Unary(_, b) => prefix_only(b, p, max),
-        CExpr::Index(a, b)
-        | CExpr::Binary(_, a, b)
-        | CExpr::ArrayCompare(_, _, a, b)
-        | CExpr::Range(a, b) => prefix_only(a, p, max) && prefix_only(b, p, max),
-        CExpr::Expansion {
-            input,
-            filter,
-            limit,
-            project,
-            ..
-        } => {
-            prefix_only(input, p, max)
-                && [filter, project]
-                    .into_iter()
-                    .flatten()
-                    .all(|x| prefix_only(x, p, max))
-                && limit
-                    .as_ref()
-                    .is_none_or(|(a, b)| prefix_only(a, p, max) && prefix_only(b, p, max))
-        }
-        CExpr::Ternary(c, t, f) => {
-            prefix_only(c, p, max)
-                && t.as_ref().is_none_or(|t| prefix_only(t, p, max))
-                && prefix_only(f, p, max)
-        }
+        _ => e.all_children(|c| prefix_only(c, p, max)),
     }
 }
 
