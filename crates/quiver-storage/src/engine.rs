@@ -35,6 +35,9 @@ pub(crate) struct FileStats {
     pub removes: u64,
     pub size: u64,
     pub kind: StatKind,
+    /// Highest tick of any data marker in the file: a file wholly below a durable truncate
+    /// is dropped by compaction without being read.
+    pub max_tick: u64,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -129,6 +132,10 @@ pub(crate) struct Collection {
     /// Highest tick of this collection's markers that are durable in its journals (persisted
     /// in the MANIFEST): WAL markers at or below it are skipped at recovery and collection.
     collected_tick: AtomicU64,
+    /// Tick of the newest truncate of this collection that is durable in its listed files
+    /// (journal or datafiles): compaction drops what it covers, and drops files that lie
+    /// wholly below it without reading them.
+    truncate_durable: AtomicU64,
     dropped: AtomicBool,
     dirty: AtomicBool,
     files: Mutex<ColFiles>,
@@ -509,7 +516,16 @@ impl Inner {
         let mut db = None;
         for op in &batch.ops {
             let (cid, key) = match op {
-                BatchOp::Put { cid, key, .. } | BatchOp::Remove { cid, key, .. } => (*cid, key),
+                BatchOp::Put { cid, key, .. } | BatchOp::Remove { cid, key, .. } => {
+                    (*cid, key.as_str())
+                }
+                BatchOp::Truncate { cid, .. } if batch.ops.len() == 1 => (*cid, "-"),
+                BatchOp::Truncate { .. } => {
+                    return Err(Error::with_message(
+                        ErrorCode::Internal,
+                        "a truncate must be alone in its write batch",
+                    ))
+                }
             };
             if key.is_empty() || key.len() > format::MAX_KEY_LEN {
                 return Err(Error::with_message(
@@ -543,6 +559,7 @@ impl Inner {
                 .map(|op| match op {
                     BatchOp::Put { key, body, .. } => 48 + key.len() + body.len(),
                     BatchOp::Remove { key, .. } => 48 + key.len(),
+                    BatchOp::Truncate { .. } => format::padded(format::TRUNCATE_LEN),
                 })
                 .sum(),
         );
@@ -567,6 +584,10 @@ impl Inner {
                 BatchOp::Remove { cid, key, rev } => (
                     MarkerType::Remove,
                     format::encode_data(&mut buf, MarkerType::Remove, *cid, rev.0, key, &[]),
+                ),
+                BatchOp::Truncate { cid, rev } => (
+                    MarkerType::Truncate,
+                    format::encode_truncate(&mut buf, *cid, rev.0),
                 ),
             };
             spans.push((start, len, kind));
@@ -634,6 +655,20 @@ impl Inner {
             let col = &cols[i];
             let (start, len, _) = spans[i];
             let (key, version) = match op {
+                BatchOp::Truncate { .. } => {
+                    // Everything installed so far has a lower tick: one floor in the index
+                    // instead of a removal per document. The dropped versions are garbage
+                    // for the GC pass.
+                    let alive = col.latest_count();
+                    col.index.truncate(commit_tick, horizon);
+                    col.garbage.fetch_add(alive, Ordering::Relaxed);
+                    col.uncollected.fetch_add(1, Ordering::Relaxed);
+                    match touched.iter_mut().find(|(c, _)| c.id == col.id) {
+                        Some((_, d)) => *d -= alive as i64,
+                        None => touched.push((col.clone(), -(alive as i64))),
+                    }
+                    continue;
+                }
                 BatchOp::Put { key, rev, .. } => (
                     key,
                     Version {
@@ -953,10 +988,10 @@ impl Inner {
             let Ok(marker) = format::decode(&image[p.offset..]) else {
                 continue;
             };
-            let Ok(body) = format::data_body(&marker) else {
+            let Some((cid, _)) = format::marker_owner(&marker) else {
                 continue;
             };
-            per_col.entry(body.cid).or_default().push(p);
+            per_col.entry(cid).or_default().push(p);
         }
         for (cid, markers) in per_col {
             let Some(col) = cat.collections.get(&cid) else {
@@ -995,6 +1030,7 @@ impl Inner {
             // Bytes and counters are applied to the journal only after they were written, so
             // a failed write leaves the journal exactly as it was (no gap, no lost offset).
             let mut pend = Pending::default();
+            let mut truncate_tick = 0u64;
             for m in &markers {
                 let bytes = &image[m.offset..m.offset + format::padded(m.len)];
                 let need = bytes.len() as u64;
@@ -1018,13 +1054,16 @@ impl Inner {
                     offset: (j.offset + pend.buf.len() as u64) as u32,
                     len: m.len as u32,
                 };
-                let marker = format::decode(bytes).map_err(|_| corrupt("WAL marker".into()))?;
-                let body = format::data_body(&marker).map_err(|_| corrupt("WAL marker".into()))?;
                 pend.buf.extend_from_slice(bytes);
                 pend.count += 1;
                 pend.max_tick = pend.max_tick.max(m.tick);
                 pend.crcs.extend_from_slice(&m.crc.to_le_bytes());
-                if m.kind == MarkerType::Document {
+                if m.kind == MarkerType::Truncate {
+                    truncate_tick = truncate_tick.max(m.tick);
+                } else if m.kind == MarkerType::Document {
+                    let marker = format::decode(bytes).map_err(|_| corrupt("WAL marker".into()))?;
+                    let body =
+                        format::data_body(&marker).map_err(|_| corrupt("WAL marker".into()))?;
                     pend.docs += 1;
                     pend.doc_bytes += m.len as u64;
                     moved.push((
@@ -1066,6 +1105,9 @@ impl Inner {
                     return Err(e);
                 }
             }
+            // Durable in the journal and listed: compaction may now drop what it covers.
+            col.truncate_durable
+                .fetch_max(truncate_tick, Ordering::AcqRel);
             drop(cf);
             for (key, from, to) in moved {
                 col.index.repoint(&key, from, to);
@@ -1103,7 +1145,9 @@ impl Inner {
             removes: 0,
             size: 0,
             kind: StatKind::Journal,
+            max_tick: 0,
         });
+        st.max_tick = st.max_tick.max(pend.max_tick);
         st.docs += pend.docs;
         st.doc_bytes += pend.doc_bytes;
         st.removes += pend.removes;
@@ -1149,6 +1193,7 @@ impl Inner {
                 removes: 0,
                 size,
                 kind: StatKind::Journal,
+                max_tick: 0,
             },
         );
         self.files.write().insert(fid, file);
@@ -1248,8 +1293,9 @@ impl Inner {
         drop(cf);
         let mut alive: HashMap<u64, (u64, u64)> = HashMap::new();
         let visible = self.visible.load(Ordering::Acquire);
+        let floor = col.index.floor(visible);
         col.index.for_each_chunked(|_, e| {
-            if e.head.tick <= visible && !e.head.is_removed() {
+            if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
                 let a = alive.entry(e.head.loc.fid).or_default();
                 a.0 += 1;
                 a.1 += e.head.loc.len as u64;
@@ -1283,6 +1329,25 @@ impl Inner {
         if rounds == 0 {
             *col.compaction_status.lock() = "no datafiles to compact".to_string();
             return Ok(report);
+        }
+        // Datafiles wholly below a durable truncate go first, all at once and unread.
+        col.index.gc(self.horizon());
+        let truncated: Vec<u64> = {
+            let floor = col.truncate_durable.load(Ordering::Acquire);
+            let cf = col.files.lock();
+            cf.datafiles
+                .iter()
+                .filter(|f| cf.stats.get(&f.fid).is_some_and(|st| st.max_tick < floor))
+                .map(|f| f.fid)
+                .collect()
+        };
+        if !truncated.is_empty() {
+            let r = self.compact_group(col, &truncated)?;
+            report.files_compacted += r.files_compacted;
+            report.files_written += r.files_written;
+            report.bytes_reclaimed += r.bytes_reclaimed;
+            report.markers_kept += r.markers_kept;
+            report.markers_dropped += r.markers_dropped;
         }
         for _ in 0..rounds {
             // Versions no snapshot can see any more must not keep their markers alive.
@@ -1347,6 +1412,15 @@ impl Inner {
                 }
             }
         });
+        let truncate_floor = col.truncate_durable.load(Ordering::Acquire);
+        let wholly_truncated = referenced.is_empty() && {
+            let cf = col.files.lock();
+            group.iter().all(|fid| {
+                cf.stats
+                    .get(fid)
+                    .is_some_and(|st| st.max_tick < truncate_floor)
+            })
+        };
         let fid = next_tick(self);
         let mut out = Vec::new();
         let mut moved: Vec<(String, Loc, Loc)> = Vec::new();
@@ -1361,9 +1435,24 @@ impl Inner {
             removes: 0,
             size: 0,
             kind: StatKind::Datafile,
+            max_tick: 0,
         };
         let mut images: Vec<(Vec<u8>, Vec<format::Found>)> = Vec::with_capacity(inputs.len());
         for input in &inputs {
+            if wholly_truncated {
+                // Nothing in it can be needed: no snapshot references it, and every marker
+                // is below a truncate that is durable in a later file. Dropped unread.
+                report.markers_dropped += col
+                    .files
+                    .lock()
+                    .stats
+                    .get(&input.fid)
+                    .map(|st| st.docs + st.removes)
+                    .unwrap_or(0);
+                report.bytes_reclaimed += input.len();
+                images.push((Vec::new(), Vec::new()));
+                continue;
+            }
             let image = input
                 .read_all()
                 .map_err(|e| files::io_error(e, "reading a datafile for compaction"))?;
@@ -1405,6 +1494,7 @@ impl Inner {
                     })
                 }),
             keep_tombstones,
+            truncate_floor,
         );
         let mut keep = keep.into_iter();
         for (input, (image, found)) in inputs.iter().zip(&images) {
@@ -1421,7 +1511,9 @@ impl Inner {
                 max_tick = max_tick.max(m.tick);
                 crc_acc = crc32c::crc32c_append(crc_acc, &m.crc.to_le_bytes());
                 report.markers_kept += 1;
-                if m.kind == MarkerType::Document {
+                if m.kind == MarkerType::Truncate {
+                    // Counted neither as a document nor as a removal.
+                } else if m.kind == MarkerType::Document {
                     found_refs += 1;
                     stats.docs += 1;
                     stats.doc_bytes += m.len as u64;
@@ -1497,6 +1589,7 @@ impl Inner {
                 return Err(e);
             }
             stats.size = file.len();
+            stats.max_tick = max_tick;
             result = Some(file);
         }
         // The swap: one MANIFEST rewrite makes the result live and the inputs garbage.
@@ -1546,6 +1639,7 @@ impl Inner {
 
     fn figures(&self, col: &Collection) -> Figures {
         let visible = self.visible.load(Ordering::Acquire);
+        let floor = col.index.floor(visible);
         let mut f = Figures::default();
         let mut alive_in_files: HashMap<u64, (u64, u64)> = HashMap::new();
         let mut index_memory = 0u64;
@@ -1553,7 +1647,7 @@ impl Inner {
         // chunk (writers of that shard wait at most that long).
         col.index.for_each_chunked(|k, e| {
             index_memory += crate::index::entry_memory(k, e);
-            if e.head.tick <= visible && !e.head.is_removed() {
+            if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
                 f.alive_count += 1;
                 f.alive_size += e.head.loc.len as u64;
                 let a = alive_in_files.entry(e.head.loc.fid).or_default();
@@ -1628,10 +1722,17 @@ struct MarkerInfo {
     referenced: bool,
 }
 
-/// Decides which markers of a compaction group survive: referenced documents, and removals
+/// Decides which markers of a compaction group survive: referenced documents, removals
 /// that `keep_all_removals` protects (an older file or a WAL segment may hold the key) or
-/// that delete an older document version this result keeps.
-fn select_markers(markers: impl Iterator<Item = MarkerInfo>, keep_all_removals: bool) -> Vec<bool> {
+/// that delete an older document version this result keeps, and the truncate marker at
+/// `truncate_floor`, the newest durable truncate. Removals and truncates below that floor
+/// are dropped: the truncate, which stays in a listed file, already covers what they
+/// delete.
+fn select_markers(
+    markers: impl Iterator<Item = MarkerInfo>,
+    keep_all_removals: bool,
+    truncate_floor: u64,
+) -> Vec<bool> {
     let markers: Vec<MarkerInfo> = markers.collect();
     let mut oldest_kept: HashMap<&str, u64> = HashMap::new();
     for m in &markers {
@@ -1644,6 +1745,9 @@ fn select_markers(markers: impl Iterator<Item = MarkerInfo>, keep_all_removals: 
         .iter()
         .map(|m| match m.kind {
             MarkerType::Document => m.referenced,
+            // Not yet known to be durable elsewhere (or the newest): kept.
+            MarkerType::Truncate => m.tick >= truncate_floor,
+            _ if m.tick < truncate_floor => false,
             _ => {
                 keep_all_removals
                     || match &m.key {
@@ -1661,6 +1765,17 @@ fn hint_entries(image: &[u8], markers: &[format::Found]) -> Vec<HintEntry> {
         .iter()
         .filter_map(|m| {
             let marker = format::decode(&image[m.offset..]).ok()?;
+            if let Ok(t) = format::truncate_body(&marker) {
+                // Without a key: the truncate applies to the whole collection.
+                return Some(HintEntry {
+                    kind: m.kind,
+                    key: String::new(),
+                    tick: m.tick,
+                    rev: t.rev,
+                    offset: m.offset as u32,
+                    len: m.len as u32,
+                });
+            }
             let body = format::data_body(&marker).ok()?;
             Some(HintEntry {
                 kind: m.kind,
@@ -1857,6 +1972,8 @@ fn recover_collection(
         if let Some(loaded) = preloaded.remove(&fid) {
             observe(rec, loaded.max_tick, loaded.max_rev);
             col.last_tick.fetch_max(loaded.max_tick, Ordering::AcqRel);
+            col.truncate_durable
+                .fetch_max(loaded.truncate_tick, Ordering::AcqRel);
             inner.files.write().insert(fid, file.clone());
             cf.stats.insert(fid, loaded.stats);
             cf.datafiles.push(file);
@@ -1868,11 +1985,19 @@ fn recover_collection(
             removes: 0,
             size: file.len(),
             kind: StatKind::Datafile,
+            max_tick: 0,
         };
         let last_tick = &col.last_tick;
+        let truncate_durable = &col.truncate_durable;
         let mut apply = |kind: MarkerType, key: &str, tick: u64, rev: u64, off: u32, len: u32| {
             observe(rec, tick, rev);
             last_tick.fetch_max(tick, Ordering::Relaxed);
+            stats.max_tick = stats.max_tick.max(tick);
+            if kind == MarkerType::Truncate {
+                col.index.note_truncate(tick);
+                truncate_durable.fetch_max(tick, Ordering::AcqRel);
+                return;
+            }
             let loc = if kind == MarkerType::Document {
                 stats.docs += 1;
                 stats.doc_bytes += len as u64;
@@ -1940,17 +2065,20 @@ fn recover_collection(
             _ => scan.markers.clone(),
         };
         for m in &markers {
-            if let Ok(marker) = format::decode(&image[m.offset..]) {
-                if let Ok(body) = format::data_body(&marker) {
-                    apply(
-                        m.kind,
-                        body.key,
-                        m.tick,
-                        body.rev,
-                        m.offset as u32,
-                        m.len as u32,
-                    );
-                }
+            let Ok(marker) = format::decode(&image[m.offset..]) else {
+                continue;
+            };
+            if let Ok(body) = format::data_body(&marker) {
+                apply(
+                    m.kind,
+                    body.key,
+                    m.tick,
+                    body.rev,
+                    m.offset as u32,
+                    m.len as u32,
+                );
+            } else if let Ok(t) = format::truncate_body(&marker) {
+                apply(m.kind, "", m.tick, t.rev, m.offset as u32, m.len as u32);
             }
         }
         inner.files.write().insert(fid, file.clone());
@@ -2021,6 +2149,8 @@ struct Preloaded {
     stats: FileStats,
     max_tick: u64,
     max_rev: u64,
+    /// Tick of the newest truncate marker in the file (0 if none).
+    truncate_tick: u64,
 }
 
 /// Loads the hint files of sealed datafiles into the index, several files in parallel (the
@@ -2053,9 +2183,11 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                             .map(|m| m.len())
                             .unwrap_or(0),
                         kind: StatKind::Datafile,
+                        max_tick: 0,
                     },
                     max_tick: 0,
                     max_rev: 0,
+                    truncate_tick: 0,
                 };
                 // A hint is only as good as its datafile: one that lost its tail (footer or
                 // markers) must be scanned, which reports the damage.
@@ -2070,6 +2202,11 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                 let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
                     p.max_tick = p.max_tick.max(tick);
                     p.max_rev = p.max_rev.max(rev);
+                    if kind == MarkerType::Truncate {
+                        p.truncate_tick = p.truncate_tick.max(tick);
+                        index.note_truncate(tick);
+                        return;
+                    }
                     let loc = if kind == MarkerType::Document {
                         p.stats.docs += 1;
                         p.stats.doc_bytes += len as u64;
@@ -2081,6 +2218,7 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                     index.recover(key, Version { tick, rev, loc });
                 });
                 if ok.is_some() {
+                    p.stats.max_tick = p.max_tick;
                     results.lock().insert(fid, p);
                 }
             });
@@ -2286,17 +2424,25 @@ fn replay_segment(cat: &Catalog, fid: u64, path: &Path, salvage: bool) -> Result
         let Ok(marker) = format::decode(&image[p.offset..]) else {
             continue;
         };
-        let Ok(body) = format::data_body(&marker) else {
+        let Some((cid, rev)) = format::marker_owner(&marker) else {
             continue;
         };
         max_tick = max_tick.max(p.tick);
-        max_rev = max_rev.max(body.rev);
-        let Some(col) = cat.collections.get(&body.cid) else {
+        max_rev = max_rev.max(rev);
+        let Some(col) = cat.collections.get(&cid) else {
             continue;
         };
         if col.status.is_err() || p.tick <= col.collected_tick.load(Ordering::Acquire) {
             continue;
         }
+        col.uncollected.fetch_add(1, Ordering::Relaxed);
+        col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
+        let Ok(body) = format::data_body(&marker) else {
+            // A truncate (marker_owner accepted it): not durable in the journals yet, so
+            // compaction must not rely on it until the collector copied it.
+            col.index.note_truncate(p.tick);
+            continue;
+        };
         let loc = if p.kind == MarkerType::Document {
             Loc {
                 fid,
@@ -2314,8 +2460,6 @@ fn replay_segment(cat: &Catalog, fid: u64, path: &Path, salvage: bool) -> Result
                 loc,
             },
         );
-        col.uncollected.fetch_add(1, Ordering::Relaxed);
-        col.last_tick.fetch_max(p.tick, Ordering::AcqRel);
     }
     Ok((file, max_tick, max_rev))
 }
@@ -2568,6 +2712,7 @@ fn new_collection(
         garbage: AtomicU64::new(0),
         compacting: AtomicU64::new(0),
         collected_tick: AtomicU64::new(0),
+        truncate_durable: AtomicU64::new(0),
         dropped: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
         files: Mutex::new(ColFiles::default()),
@@ -3027,17 +3172,10 @@ impl Inner {
     }
 
     pub(crate) fn truncate(self: &Arc<Self>, cid: u64, sync: bool) -> Result<crate::CommitTicket> {
-        let snap = Arc::new(snapshot(self));
-        let mut batch = WriteBatch::new();
-        batch.set_sync(sync);
-        let rev = self.hlc.next();
-        for item in snap.scan(cid)? {
-            let (key, _) = item?;
-            batch.remove(cid, &key, rev);
-        }
-        if batch.is_empty() {
-            let col = self.collection(cid)?;
-            col.usable()?;
+        let col = self.collection(cid)?;
+        col.usable()?;
+        if col.latest_count() == 0 {
+            // Nothing alive: no marker needed (readers of older snapshots keep their view).
             let tick = self.visible.load(Ordering::Acquire);
             let need = sync || col.options.read().wait_for_sync;
             return Ok(crate::CommitTicket {
@@ -3046,6 +3184,14 @@ impl Inner {
                 inner: Some(self.clone()),
             });
         }
+        // One marker, whatever the collection's size: the WAL mutex is held for one small
+        // write, and the index applies it in O(1) (see PrimaryIndex::truncate).
+        let mut batch = WriteBatch::new();
+        batch.set_sync(sync);
+        batch.ops.push(BatchOp::Truncate {
+            cid,
+            rev: self.hlc.next(),
+        });
         self.commit(batch)
     }
 
@@ -3235,8 +3381,29 @@ mod tests {
             ]
             .into_iter(),
             false,
+            0,
         );
         assert_eq!(keep, [true, false, true, false]);
+    }
+
+    #[test]
+    fn a_durable_truncate_drops_older_removals_and_truncates_but_keeps_itself() {
+        let keep = select_markers(
+            [
+                info(MarkerType::Document, 3, "k", true),
+                info(MarkerType::Remove, 4, "k", false),
+                info(MarkerType::Truncate, 5, "", false),
+                info(MarkerType::Truncate, 8, "", false),
+                info(MarkerType::Remove, 9, "k", false),
+                info(MarkerType::Truncate, 10, "", false),
+            ]
+            .into_iter(),
+            true,
+            8,
+        );
+        // The document is referenced (an old snapshot); the removal at 4 and the truncate
+        // at 5 are covered by the durable truncate at 8; what is at or above 8 stays.
+        assert_eq!(keep, [true, false, false, true, true, true]);
     }
 
     #[test]
@@ -3249,13 +3416,13 @@ mod tests {
             ]
             .into_iter()
         };
-        assert_eq!(select_markers(markers(), false), [false, false, true]);
-        assert_eq!(select_markers(markers(), true), [false, true, true]);
+        assert_eq!(select_markers(markers(), false, 0), [false, false, true]);
+        assert_eq!(select_markers(markers(), true, 0), [false, true, true]);
         let undecodable = MarkerInfo {
             key: None,
             ..info(MarkerType::Remove, 4, "", false)
         };
-        assert_eq!(select_markers([undecodable].into_iter(), false), [true]);
+        assert_eq!(select_markers([undecodable].into_iter(), false, 0), [true]);
     }
 
     #[test]

@@ -52,6 +52,9 @@ pub enum MarkerType {
     Document = 10,
     /// A document removal (tombstone).
     Remove = 11,
+    /// A collection truncate: every document version of the collection with a lower tick
+    /// is gone (one marker instead of a removal per document).
+    Truncate = 12,
 }
 
 impl MarkerType {
@@ -62,6 +65,7 @@ impl MarkerType {
             2 => Some(MarkerType::Footer),
             10 => Some(MarkerType::Document),
             11 => Some(MarkerType::Remove),
+            12 => Some(MarkerType::Truncate),
             _ => None,
         }
     }
@@ -196,6 +200,29 @@ pub fn data_marker(
     let mut out = Vec::new();
     let len = encode_data(&mut out, kind, cid, rev, key, body);
     finish_marker(&mut out[..len], kind, flags, tick);
+    out
+}
+
+/// Length of a truncate marker (header, collection id, revision).
+pub const TRUNCATE_LEN: usize = HEADER_LEN + 16;
+
+/// Appends a truncate marker without tick and CRC (see [`finish_marker`]); returns its
+/// unpadded length.
+pub fn encode_truncate(out: &mut Vec<u8>, cid: u64, rev: u64) -> usize {
+    let start = out.len();
+    out.resize(start + HEADER_LEN, 0);
+    out.extend_from_slice(&cid.to_le_bytes());
+    out.extend_from_slice(&rev.to_le_bytes());
+    let len = out.len() - start;
+    out.resize(start + padded(len), 0);
+    len
+}
+
+/// Encodes a complete truncate marker (tests).
+pub fn truncate_marker(flags: u8, tick: u64, cid: u64, rev: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let len = encode_truncate(&mut out, cid, rev);
+    finish_marker(&mut out[..len], MarkerType::Truncate, flags, tick);
     out
 }
 
@@ -364,6 +391,37 @@ pub fn data_body<'a>(marker: &Marker<'a>) -> Result<DataBody<'a>, DecodeError> {
     })
 }
 
+/// A decoded truncate body.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TruncateBody {
+    /// Collection id.
+    pub cid: u64,
+    /// Revision of the truncate (observed by the clock at recovery).
+    pub rev: u64,
+}
+
+/// Parses the body of a truncate marker.
+pub fn truncate_body(marker: &Marker<'_>) -> Result<TruncateBody, DecodeError> {
+    let b = marker.body;
+    if marker.kind != MarkerType::Truncate || b.len() != 16 {
+        return Err(DecodeError::Invalid);
+    }
+    Ok(TruncateBody {
+        cid: u64::from_le_bytes(b[0..8].try_into().unwrap_or_default()),
+        rev: u64::from_le_bytes(b[8..16].try_into().unwrap_or_default()),
+    })
+}
+
+/// The collection and revision of a data marker (document, removal or truncate) whose body
+/// parses; `None` for file headers, footers and malformed bodies.
+pub fn marker_owner(marker: &Marker<'_>) -> Option<(u64, u64)> {
+    match marker.kind {
+        MarkerType::Document | MarkerType::Remove => data_body(marker).ok().map(|b| (b.cid, b.rev)),
+        MarkerType::Truncate => truncate_body(marker).ok().map(|b| (b.cid, b.rev)),
+        MarkerType::FileHeader | MarkerType::Footer => None,
+    }
+}
+
 /// Parses a file header body.
 pub fn parse_file_header(marker: &Marker<'_>) -> Result<FileHeader, DecodeError> {
     let b = marker.body;
@@ -465,6 +523,14 @@ fn any_valid_marker_after(buf: &[u8], from: usize) -> bool {
     false
 }
 
+/// Whether markers of this type are data (counted in footers, copied by the collector).
+pub fn is_data(kind: MarkerType) -> bool {
+    matches!(
+        kind,
+        MarkerType::Document | MarkerType::Remove | MarkerType::Truncate
+    )
+}
+
 /// Scans a complete file image marker by marker.
 pub fn scan(buf: &[u8]) -> Scan {
     let mut result = Scan {
@@ -523,8 +589,8 @@ pub fn scan(buf: &[u8]) -> Scan {
                 }
                 return result;
             }
-            Ok(m) if m.kind == MarkerType::Document || m.kind == MarkerType::Remove => {
-                let body_ok = data_body(&m).is_ok();
+            Ok(m) if is_data(m.kind) => {
+                let body_ok = marker_owner(&m).is_some();
                 if !body_ok {
                     result.bad_offset = Some(at);
                     result.end = ScanEnd::Corrupt;
@@ -575,8 +641,8 @@ pub fn salvage(buf: &[u8]) -> Vec<Found> {
     let mut at = 0;
     while at + HEADER_LEN <= buf.len() {
         match decode(&buf[at..]) {
-            Ok(m) if m.kind == MarkerType::Document || m.kind == MarkerType::Remove => {
-                if data_body(&m).is_ok() {
+            Ok(m) if is_data(m.kind) => {
+                if marker_owner(&m).is_some() {
                     out.push(Found {
                         offset: at,
                         len: m.len,
@@ -659,6 +725,49 @@ mod tests {
         assert_eq!(m.kind, MarkerType::Remove);
         let body = data_body(&m).unwrap();
         assert_eq!((body.rev, body.key, body.doc), (100, "key1", &b""[..]));
+
+        let t = truncate_marker(FLAG_COMMIT, 44, 7, 101);
+        assert_eq!(t.len(), padded(TRUNCATE_LEN));
+        let m = decode(&t).unwrap();
+        assert_eq!(
+            (m.kind, m.tick, m.len),
+            (MarkerType::Truncate, 44, TRUNCATE_LEN)
+        );
+        assert_eq!(
+            truncate_body(&m).unwrap(),
+            TruncateBody { cid: 7, rev: 101 }
+        );
+        assert_eq!(marker_owner(&m), Some((7, 101)));
+        // A truncate is not a document or removal and vice versa.
+        assert!(data_body(&m).is_err());
+        assert!(truncate_body(&decode(&r).unwrap()).is_err());
+    }
+
+    #[test]
+    fn truncate_markers_are_data_for_scan_salvage_and_footers() {
+        let a = data_marker(MarkerType::Document, FLAG_COMMIT, 2, 1, 1, "a", b"1");
+        let t = truncate_marker(FLAG_COMMIT, 3, 1, 2);
+        let image = file_with(&[a.clone(), t.clone()], true);
+        let scan = scan(&image);
+        assert_eq!(scan.end, ScanEnd::Sealed);
+        let kinds: Vec<MarkerType> = scan.markers.iter().map(|m| m.kind).collect();
+        assert_eq!(kinds, vec![MarkerType::Document, MarkerType::Truncate]);
+        let salvaged: Vec<MarkerType> = salvage(&image).iter().map(|m| m.kind).collect();
+        assert_eq!(salvaged, kinds);
+        // A truncate body of the wrong length is damage, not data.
+        let mut bad = t.clone();
+        bad.extend_from_slice(&[0u8; 8]);
+        let len = (TRUNCATE_LEN + 8) as u32;
+        bad[0..4].copy_from_slice(&len.to_le_bytes());
+        finish_marker(&mut bad[..TRUNCATE_LEN + 8], MarkerType::Truncate, 0, 3);
+        let m = decode(&bad).unwrap();
+        assert_eq!(marker_owner(&m), None);
+        let image = file_with(&[a, bad], false);
+        assert_ne!(scan_end_of(&image), ScanEnd::Clean);
+    }
+
+    fn scan_end_of(image: &[u8]) -> ScanEnd {
+        scan(image).end
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -76,6 +77,24 @@ impl Entry {
         self.older.get_or_insert_with(Default::default).push(old);
     }
 
+    /// Drops versions no snapshot at or above `horizon` can see: those superseded at or
+    /// below it, and those at or below `floor`, the truncate in effect at the horizon.
+    /// Returns whether nothing is left.
+    fn prune_below(&mut self, horizon: u64, floor: u64) -> bool {
+        self.prune(horizon);
+        if self.head.tick <= floor {
+            return true;
+        }
+        if let Some(older) = self.older.as_mut() {
+            let dead = older.partition_point(|v| v.tick <= floor);
+            older.drain(..dead);
+            if older.is_empty() {
+                self.older = None;
+            }
+        }
+        false
+    }
+
     /// Drops versions no snapshot at or above `horizon` can see.
     fn prune(&mut self, horizon: u64) {
         if self.head.tick <= horizon {
@@ -106,6 +125,13 @@ pub(crate) type VisibleChunk = (Vec<(Box<str>, Version)>, Option<Box<str>>);
 /// The primary index of one collection.
 pub(crate) struct PrimaryIndex {
     shards: Vec<RwLock<Shard>>,
+    /// Ticks of truncates some snapshot may still read across, ascending: a snapshot at
+    /// tick S sees no version at or below the newest of them that is not above S. Pruned to
+    /// the newest at or below the horizon plus everything above it.
+    truncates: RwLock<Vec<u64>>,
+    /// The newest truncate tick (0 = never truncated): the lock-free fast path, since a
+    /// snapshot at or above it needs nothing else.
+    last_truncate: AtomicU64,
 }
 
 fn shard_of(key: &str) -> usize {
@@ -122,7 +148,53 @@ impl PrimaryIndex {
     pub fn new() -> PrimaryIndex {
         PrimaryIndex {
             shards: (0..SHARDS).map(|_| RwLock::new(BTreeMap::new())).collect(),
+            truncates: RwLock::new(Vec::new()),
+            last_truncate: AtomicU64::new(0),
         }
+    }
+
+    /// The truncate tick in effect for a snapshot at `tick`: versions at or below it are
+    /// gone for that snapshot.
+    pub fn floor(&self, tick: u64) -> u64 {
+        let last = self.last_truncate.load(Ordering::Acquire);
+        if last <= tick {
+            return last;
+        }
+        let list = self.truncates.read();
+        let at_or_below = list.partition_point(|t| *t <= tick);
+        at_or_below.checked_sub(1).map(|i| list[i]).unwrap_or(0)
+    }
+
+    /// The newest truncate tick (0 if none).
+    pub fn last_truncate(&self) -> u64 {
+        self.last_truncate.load(Ordering::Acquire)
+    }
+
+    /// Records a truncate at `tick` (above every version installed so far): from a snapshot
+    /// at `tick` on, every existing version is gone. O(1) in the collection size; the dead
+    /// entries are dropped by later GC passes.
+    pub fn truncate(&self, tick: u64, horizon: u64) {
+        let mut list = self.truncates.write();
+        if list.last().is_none_or(|t| *t < tick) {
+            list.push(tick);
+        }
+        // Only the newest truncate at or below the horizon matters to any snapshot left.
+        let at_or_below = list.partition_point(|t| *t <= horizon);
+        if at_or_below > 1 {
+            list.drain(..at_or_below - 1);
+        }
+        // Published after the list, so that a reader that sees the new tick finds it there.
+        self.last_truncate.fetch_max(tick, Ordering::AcqRel);
+    }
+
+    /// Recovery: a truncate marker at `tick` was found (in any order; no snapshot exists
+    /// yet, so only the newest counts).
+    pub fn note_truncate(&self, tick: u64) {
+        let mut list = self.truncates.write();
+        if list.last().is_none_or(|t| *t < tick) {
+            *list = vec![tick];
+        }
+        self.last_truncate.fetch_max(tick, Ordering::AcqRel);
     }
 
     pub fn shard_count(&self) -> usize {
@@ -131,19 +203,23 @@ impl PrimaryIndex {
 
     /// The version of `key` visible at `tick`, if the key exists there.
     pub fn get(&self, key: &str, tick: u64) -> Option<Version> {
+        let floor = self.floor(tick);
         let shard = self.shards[shard_of(key)].read();
         let v = shard.get(key)?.visible(tick)?;
-        (!v.is_removed()).then_some(*v)
+        (!v.is_removed() && v.tick > floor).then_some(*v)
     }
 
     /// Installs a new newest version; returns whether the key was alive before.
     pub fn install(&self, key: &str, version: Version, horizon: u64) -> bool {
+        // Installs run under the WAL mutex, after every truncate below their tick.
+        let last_truncate = self.last_truncate();
+        let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
         match shard.get_mut(key) {
             Some(entry) => {
-                let was_alive = !entry.head.is_removed();
+                let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
                 entry.push(version);
-                entry.prune(horizon);
+                entry.prune_below(horizon, floor);
                 if entry.head.is_removed() && entry.older().is_empty() {
                     shard.remove(key);
                 }
@@ -160,6 +236,10 @@ impl PrimaryIndex {
 
     /// Recovery: keeps the version with the highest tick for each key.
     pub fn recover(&self, key: &str, version: Version) {
+        if version.tick <= self.last_truncate() {
+            // Dead already: a truncate found earlier covers it (any later find is newer).
+            return;
+        }
         let mut shard = self.shards[shard_of(key)].write();
         match shard.get_mut(key) {
             Some(entry) => {
@@ -193,6 +273,7 @@ impl PrimaryIndex {
     /// keys (newest versions). Holds each shard's lock for one chunk at a time.
     pub fn gc(&self, horizon: u64) -> u64 {
         let mut alive = 0;
+        let floor = self.floor(horizon);
         for shard in &self.shards {
             let mut from: Option<Box<str>> = None;
             loop {
@@ -207,8 +288,8 @@ impl PrimaryIndex {
                     .range_mut::<Box<str>, _>((lower, Bound::Unbounded))
                     .take(SCAN_CHUNK * 4)
                 {
-                    e.prune(horizon);
-                    if e.head.is_removed() && e.head.tick <= horizon {
+                    let gone = e.prune_below(horizon, floor);
+                    if gone || (e.head.is_removed() && e.head.tick <= horizon) {
                         dead.push(k.clone());
                     } else if !e.head.is_removed() {
                         alive += 1;
@@ -262,6 +343,7 @@ impl PrimaryIndex {
         tick: u64,
         limit: usize,
     ) -> VisibleChunk {
+        let floor = self.floor(tick);
         let guard = self.shards[shard].read();
         let lower = match after {
             Some(k) => Bound::Excluded(k),
@@ -273,7 +355,7 @@ impl PrimaryIndex {
         for (k, e) in guard.range::<str, _>((lower, Bound::Unbounded)).take(limit) {
             last = Some(k);
             if let Some(v) = e.visible(tick) {
-                if !v.is_removed() {
+                if !v.is_removed() && v.tick > floor {
                     out.push((k.clone(), *v));
                 }
             }
@@ -369,6 +451,103 @@ mod tests {
         idx.recover("k", v(6, 0));
         assert_eq!(idx.get("k", u64::MAX), None);
         assert_eq!(idx.gc(u64::MAX), 0);
+    }
+
+    #[test]
+    fn truncate_hides_older_versions_from_later_snapshots_only() {
+        let idx = PrimaryIndex::new();
+        idx.install("a", v(10, 1), 9);
+        idx.install("b", v(11, 1), 10);
+        // Truncate at 12 while a snapshot at 11 is alive (horizon 11).
+        idx.truncate(12, 11);
+        assert_eq!(idx.floor(11), 0);
+        assert_eq!(idx.floor(12), 12);
+        assert_eq!(idx.get("a", 11).unwrap().tick, 10);
+        assert_eq!(idx.get("a", 12), None);
+        // A write after the truncate: the key was not alive before it.
+        assert!(!idx.install("a", v(13, 1), 11));
+        assert_eq!(idx.get("a", 13).unwrap().tick, 13);
+        assert_eq!(idx.get("a", 12), None);
+        assert_eq!(idx.get("a", 11).unwrap().tick, 10);
+        let visible = |tick| {
+            let mut n = 0;
+            for shard in 0..idx.shard_count() {
+                n += idx.visible_chunk(shard, None, tick, 100).0.len();
+            }
+            n
+        };
+        assert_eq!(visible(11), 2);
+        assert_eq!(visible(12), 0);
+        assert_eq!(visible(13), 1);
+        // The old snapshot stays intact through a GC at its horizon...
+        assert_eq!(idx.gc(11), 2);
+        assert_eq!(idx.get("b", 11).unwrap().tick, 11);
+        // ...and once it is gone, GC drops every truncated version and entry.
+        assert_eq!(idx.gc(13), 1);
+        assert_eq!(idx.get("b", 11), None);
+        let mut entries = 0;
+        idx.for_each_chunked(|_, e| {
+            entries += 1;
+            assert!(e.older().is_empty());
+        });
+        assert_eq!(entries, 1);
+    }
+
+    #[test]
+    fn truncate_list_keeps_only_what_snapshots_can_need() {
+        let idx = PrimaryIndex::new();
+        idx.truncate(5, 4);
+        idx.truncate(8, 6);
+        idx.truncate(12, 7);
+        // Horizon 7: the truncate at 5 matters to the snapshot at 7, 8 and 12 above it.
+        assert_eq!(idx.floor(7), 5);
+        assert_eq!(idx.floor(9), 8);
+        assert_eq!(idx.floor(100), 12);
+        idx.truncate(20, 15);
+        assert_eq!(*idx.truncates.read(), vec![12, 20]);
+        assert_eq!(idx.floor(15), 12);
+    }
+
+    #[test]
+    fn recovery_drops_what_a_truncate_covers_whatever_the_order() {
+        let idx = PrimaryIndex::new();
+        idx.recover("old", v(3, 1));
+        idx.note_truncate(5);
+        idx.recover("older", v(2, 1));
+        idx.recover("new", v(7, 1));
+        idx.note_truncate(4);
+        assert_eq!(idx.last_truncate(), 5);
+        assert_eq!(idx.gc(u64::MAX), 1);
+        assert_eq!(idx.get("old", u64::MAX), None);
+        assert_eq!(idx.get("older", u64::MAX), None);
+        assert_eq!(idx.get("new", u64::MAX).unwrap().tick, 7);
+    }
+
+    #[test]
+    fn long_chains_stay_oldest_first_and_resolve_every_tick() {
+        // Under a pinned snapshot every update keeps the previous version. The chain must
+        // grow at its end (the previous head appended, never inserted at the front, which
+        // made hot-key updates quadratic) and stay sorted, which `visible` binary-searches.
+        let idx = PrimaryIndex::new();
+        let n = 20_000u64;
+        for tick in 1..=n {
+            idx.install("hot", v(tick, 1), 0);
+            if tick > 1 {
+                let shard = idx.shards[shard_of("hot")].read();
+                let e = &shard["hot"];
+                assert_eq!(e.head.tick, tick);
+                assert_eq!(e.older().last().map(|v| v.tick), Some(tick - 1));
+            }
+        }
+        let shard = idx.shards[shard_of("hot")].read();
+        let e = &shard["hot"];
+        assert_eq!(e.older().len() as u64, n - 1);
+        assert!(e.older().windows(2).all(|w| w[0].tick < w[1].tick));
+        drop(shard);
+        for tick in (1..=n).step_by(997) {
+            assert_eq!(idx.get("hot", tick).unwrap().tick, tick);
+        }
+        assert_eq!(idx.get("hot", 0), None);
     }
 
     #[test]

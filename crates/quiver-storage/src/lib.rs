@@ -306,6 +306,9 @@ enum BatchOp {
         key: String,
         rev: Revision,
     },
+    /// Only ever alone in a batch (built by `Engine::truncate`): its marker's tick is then
+    /// the batch's commit tick, which the index uses as the truncate's floor.
+    Truncate { cid: CollectionId, rev: Revision },
 }
 
 /// A set of document writes committed atomically (all or nothing, visible at once).
@@ -521,7 +524,8 @@ impl Engine {
         self.inner.drop_collection(cid)
     }
 
-    /// Removes every document of a collection atomically (one batch of removals).
+    /// Removes every document of a collection atomically: one truncate marker in the WAL,
+    /// applied to the index in O(1) (snapshots taken before still see the old documents).
     pub fn truncate(&self, cid: CollectionId, sync: bool) -> Result<CommitTicket> {
         self.inner.truncate(cid, sync)
     }

@@ -191,6 +191,75 @@ fn journal_recovery_at_every_byte_keeps_exactly_a_prefix() {
     check_every_offset(dir.path(), &journal[0], &states, cid, 2);
 }
 
+/// `write_batches`, then a truncate, then two more batches: the last three commits (the
+/// truncate marker among them) are cut at every byte.
+fn write_batches_around_a_truncate(engine: &Engine, cid: u64) -> Vec<Model> {
+    let mut states = write_batches(engine, cid, 8);
+    engine.truncate(cid, false).unwrap().wait().unwrap();
+    states.push(Model::new());
+    let mut model = Model::new();
+    for (key, body) in [("k1", "after-1"), ("k9", "after-2")] {
+        put(engine, cid, key, body);
+        model.insert(key.to_string(), body.to_string());
+        states.push(model.clone());
+    }
+    states
+}
+
+#[test]
+fn wal_recovery_at_every_byte_around_a_truncate_keeps_exactly_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(
+        dir.path(),
+        EngineOptions {
+            wal_logfile_size: 64 * 1024,
+            ..small_options()
+        },
+    )
+    .unwrap();
+    let (_, cid) = setup(&engine);
+    let states = write_batches_around_a_truncate(&engine, cid);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let wal = files_named(dir.path(), &|n| n.ends_with(".wal"));
+    assert_eq!(wal.len(), 1);
+    check_every_offset(dir.path(), &wal[0], &states, cid, 3);
+}
+
+#[test]
+fn journal_recovery_at_every_byte_around_a_truncate_keeps_exactly_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(
+        dir.path(),
+        EngineOptions {
+            journal_size_default: 64 * 1024,
+            ..small_options()
+        },
+    )
+    .unwrap();
+    let (_, cid) = setup(&engine);
+    // Single-operation batches (the journal holds markers; batches were atomic in the WAL).
+    let mut states = vec![Model::new()];
+    let mut model = Model::new();
+    for i in 0..6 {
+        let key = format!("k{}", i % 4);
+        put(&engine, cid, &key, &format!("v{i}"));
+        model.insert(key, format!("v{i}"));
+        states.push(model.clone());
+    }
+    engine.truncate(cid, false).unwrap().wait().unwrap();
+    states.push(Model::new());
+    put(&engine, cid, "k2", "after");
+    states.push(Model::from([("k2".to_string(), "after".to_string())]));
+    engine.collect().unwrap();
+    engine.shutdown().unwrap();
+    drop(engine);
+    assert!(files_named(dir.path(), &|n| n.ends_with(".wal")).is_empty());
+    let journal = files_named(dir.path(), &|n| n.starts_with("journal-"));
+    assert_eq!(journal.len(), 1);
+    check_every_offset(dir.path(), &journal[0], &states, cid, 2);
+}
+
 fn fill_sealed(engine: &Engine, cid: u64, n: usize) -> Model {
     let mut model = Model::new();
     for i in 0..n {

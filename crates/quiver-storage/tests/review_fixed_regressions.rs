@@ -262,6 +262,12 @@ fn was_bug_journal_fsync_failure_retry_leaves_hole() {
 /// linearly under the mutex that `commit` takes inside the WAL mutex (~2 ms per count() of
 /// an old snapshot after 35k commits). Fix: keep `older` oldest-first (push at the end,
 /// binary search by tick) or a VecDeque; binary-search `counts` (sorted by tick).
+///
+/// The fix's speed is a benchmark matter, not a timed test (a loaded machine made the old
+/// timing assertion flaky): the chain layout that makes writes O(1) and lookups O(log n) is
+/// checked deterministically by the unit test
+/// `index::tests::long_chains_stay_oldest_first_and_resolve_every_tick`; here every snapshot
+/// along a 20,000-version chain must still read its own version and count.
 #[test]
 fn was_bug_updates_of_a_hot_key_get_slower_while_a_snapshot_is_open() {
     let dir = tempfile::tempdir().unwrap();
@@ -270,29 +276,23 @@ fn was_bug_updates_of_a_hot_key_get_slower_while_a_snapshot_is_open() {
     let a = new_col(&e, db);
     put(&e, a, "hot", "0");
     let long_query = e.snapshot(); // a long-running query pins every version from here on
-    let mut next = 0usize;
-    let mut chunk = || {
-        let t = std::time::Instant::now();
-        for _ in 0..1000 {
-            next += 1;
-            put(&e, a, "hot", &next.to_string());
+    let mut pinned = Vec::new();
+    for next in 1..=20_000usize {
+        put(&e, a, "hot", &next.to_string());
+        if next % 2_500 == 0 {
+            pinned.push((next, e.snapshot()));
         }
-        t.elapsed()
-    };
-    // Minimum of three chunks: noise on a shared machine only ever adds time.
-    let early = (0..3).map(|_| chunk()).min().unwrap();
-    for _ in 0..17 {
-        chunk();
     }
-    let late = (0..3).map(|_| chunk()).min().unwrap();
-    assert!(
-        late < early * 5,
-        "1000 updates took {early:?} with a short version chain, {late:?} with ~20000 versions"
-    );
     assert_eq!(
         long_query.get(a, "hot").unwrap().map(|d| d.body),
         Some(bytes::Bytes::from_static(b"0"))
     );
+    for (version, snap) in &pinned {
+        let body = snap.get(a, "hot").unwrap().unwrap().body;
+        assert_eq!(&body[..], version.to_string().as_bytes());
+        assert_eq!(snap.count(a).unwrap(), 1);
+    }
+    assert_eq!(long_query.count(a).unwrap(), 1);
 }
 
 /// WAS A BUG (fixed in 6ec6128; low): the tick counter can go backwards across a restart. Recovery raises it to the
