@@ -79,12 +79,12 @@ def bench_port():
     shutil.rmtree(data, ignore_errors=True)
 
 
-def bench(port, *args, timeout=120):
+def bench(port, *args, timeout=120, quiet=True):
     report = Path(tempfile.mkdtemp(prefix="quiver-e2e-report-")) / "report.json"
     cmd = _client_cmd() + [
         "--server.endpoint", f"tcp://127.0.0.1:{port}",
         "--json-report-file", str(report),
-        "--quiet", "true",
+        "--quiet", "true" if quiet else "false",
         *args,
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -103,23 +103,6 @@ def _status(port, method, path, body):
             return r.status, r.read()
     except urllib.error.HTTPError as e:
         return e.code, e.read()
-
-
-def require_route(port, case):
-    """Skips (with the reason shown) a test case whose server route is not built yet: the
-    server answers 501 Not Implemented or 404 "unknown path". Any other answer runs the test,
-    so these tests start checking as soon as the route exists."""
-    probes = {
-        "aqlinsert": ("POST", "/_api/cursor", {"query": "RETURN 1"}),
-        "custom-query": ("POST", "/_api/cursor", {"query": "RETURN 1"}),
-        "persistent-index": ("GET", "/_api/index?collection=_probe_missing", None),
-    }
-    if case not in probes:
-        return
-    method, path, body = probes[case]
-    status, text = _status(port, method, path, body)
-    if status == 501 or (status == 404 and b"unknown path" in text):
-        pytest.skip(f"server does not implement {method} {path.split('?')[0]} yet ({status})")
 
 
 def count(port, collection):
@@ -150,7 +133,6 @@ CASES = [
 
 @pytest.mark.parametrize("case,requests,left", CASES, ids=[c[0] for c in CASES])
 def test_case_runs_and_verifies(bench_port, case, requests, left):
-    require_route(bench_port, case)
     collection = "e2e_" + case.replace("-", "_")
     proc, report = bench(
         bench_port,
@@ -172,12 +154,18 @@ def test_case_runs_and_verifies(bench_port, case, requests, left):
     assert results["operationsPerSecondRate"] > 0
     for key in ("histogram", "keepAlive", "async", "batchSize", "waitForSync", "complexity", "min", "avg", "max"):
         assert key in report
+    # arangobench's percentile keys (C++ std::to_string) and default percentiles.
+    for conn in ("0", "1", "all"):
+        assert set(report["histogram"][conn]) == {
+            "IntervalSize", "50.000000", "80.000000", "85.000000", "90.000000", "95.000000",
+            "99.000000", "99.990000",
+        }
+    assert "fastestResults" not in report
     if left is not None:
         assert count(bench_port, collection) == left
 
 
 def test_custom_query(bench_port):
-    require_route(bench_port, "custom-query")
     proc, report = bench(
         bench_port,
         "--test-case", "custom-query",
@@ -237,3 +225,176 @@ def test_failed_operations_make_the_exit_code_non_zero(bench_port):
     assert report["results"]["failures"] == 20
     assert report["success"] is False
     assert "unexpected status 404" in proc.stdout
+
+
+def test_report_text_runs_and_quiet(bench_port):
+    proc, report = bench(
+        bench_port,
+        "--test-case", "document", "--requests", "60", "--runs", "3", "--threads", "2",
+        "--histogram.percentiles", "50", "--histogram.percentiles", "99.9",
+        "--collection", "e2e_runs", quiet=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    # Status lines without --quiet, then arangobench's report in its order.
+    expected = [
+        "executing tests...",
+        "Total number of operations: 60, runs: 3, keep alive: yes, async: no, batch size: 0",
+        "concurrency level (threads): 2",
+        "Test case: document, complexity: 1, database: '_system', collection: 'e2e_runs'",
+        "Printing fastest result", "Printing slowest result", "Printing median result",
+        "Total request/response duration (sum of all threads):",
+        "Operations per second rate:",
+        "Min request time:", "Avg request time:", "Max request time:",
+        "Interval/Percentile:", "50.00%", "99.90%", "run 3 thread 1:",
+    ]
+    at = 0
+    for text in expected:
+        found = out.find(text, at)
+        assert found >= 0, f"{text!r} missing (after byte {at}):\n{out}"
+        at = found
+    # Not a terminal: no progress bar (no carriage returns or escape sequences).
+    assert "\r" not in out + proc.stderr and "\x1b[" not in out + proc.stderr
+    assert report["concurrencyLevel"] == 2
+    fastest, slowest = report["fastestResults"], report["slowestResults"]
+    assert fastest["timeSinceStart"] <= report["results"]["timeSinceStart"] <= slowest["timeSinceStart"]
+    assert set(report["histogram"]["0"]) == {"IntervalSize", "50.000000", "99.900000"}
+    assert count(bench_port, "e2e_runs") == 60
+
+    # --quiet drops the status lines, never the report.
+    proc, report = bench(bench_port, "--test-case", "version", "--requests", "10")
+    assert proc.returncode == 0
+    assert "executing tests..." not in proc.stdout
+    assert "Operations per second rate:" in proc.stdout
+
+
+def test_junit_report(bench_port):
+    import xml.etree.ElementTree as ET
+
+    junit = Path(tempfile.mkdtemp(prefix="quiver-e2e-junit-")) / "junit.xml"
+    try:
+        proc, _ = bench(
+            bench_port, "--test-case", "crud", "--requests", "50", "--collection", "e2e_junit",
+            "--junit-report-file", str(junit),
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        suite = ET.parse(junit).getroot()
+        assert suite.tag == "testsuite" and suite.get("name") == "arangobench"
+        assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("1", "0", "0")
+        assert suite.get("timestamp") and suite.get("hostname")
+        case = suite.find("testcase")
+        assert case.get("name") == "crud" and case.get("classname") == "BenchTest"
+        assert float(case.get("time")) > 0
+        assert case.find("failure") is None
+    finally:
+        shutil.rmtree(junit.parent, ignore_errors=True)
+
+
+def test_keep_alive_false_opens_a_connection_per_request(bench_port):
+    proc, report = bench(
+        bench_port, "--test-case", "version", "--requests", "20", "--concurrency", "2",
+        "--keep-alive", "false",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["keepAlive"] is False
+    # The connection check of each connection plus one connection per request.
+    assert report["results"]["connectionsOpened"] == 22
+    proc, report = bench(bench_port, "--test-case", "version", "--requests", "20", "--concurrency", "2")
+    assert report["results"]["connectionsOpened"] == 2
+
+
+def test_create_database(bench_port):
+    args = ("--server.database", "e2e_benchdb", "--create-database", "true",
+            "--test-case", "document", "--requests", "20", "--collection", "e2e_in_db")
+    proc, report = bench(bench_port, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["database"] == "e2e_benchdb"
+    with urllib.request.urlopen(
+        f"http://127.0.0.1:{bench_port}/_db/e2e_benchdb/_api/collection/e2e_in_db/count", timeout=10
+    ) as r:
+        assert json.loads(r.read())["count"] == 20
+    # As in arangobench, an existing database makes --create-database fail.
+    proc, report = bench(bench_port, *args)
+    assert proc.returncode == 1
+    assert report is None
+    assert "exists already" in proc.stderr
+
+
+def test_custom_query_file_and_priority(bench_port):
+    folder = Path(tempfile.mkdtemp(prefix="quiver-e2e-query-"))
+    try:
+        good = folder / "good.aql"
+        good.write_text("FOR i IN 1..@n RETURN i")
+        proc, report = bench(
+            bench_port, "--test-case", "custom-query", "--custom-query-file", str(good),
+            "--custom-query-bindvars", '{"n": 2}', "--requests", "20",
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert report["results"]["failures"] == 0
+        # --custom-query wins over --custom-query-file (here: a file with a syntax error).
+        bad = folder / "bad.aql"
+        bad.write_text("THIS IS NOT AQL")
+        proc, report = bench(
+            bench_port, "--test-case", "custom-query", "--custom-query-file", str(bad),
+            "--custom-query", "RETURN 1", "--requests", "20",
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        proc, report = bench(
+            bench_port, "--test-case", "custom-query", "--custom-query-file", str(bad),
+            "--requests", "5",
+        )
+        assert proc.returncode == 1
+        assert report["results"]["failures"] == 5
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_duration(bench_port):
+    proc, report = bench(
+        bench_port, "--test-case", "crud", "--duration", "1", "--concurrency", "2",
+        "--collection", "e2e_duration",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert report["duration"] == 1
+    assert report["totalNumberOfOperations"] > 10
+    assert report["totalNumberOfOperations"] == report["results"]["operations"]
+    assert 0.9 < report["results"]["timeSinceStart"] < 10
+
+
+def test_progress_bar_only_on_a_terminal(bench_port):
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    try:
+        cmd = _client_cmd() + [
+            "--server.endpoint", f"tcp://127.0.0.1:{bench_port}",
+            "--test-case", "version", "--duration", "2", "--concurrency", "1",
+        ]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=slave, text=True)
+        os.close(slave)
+        slave = None
+        drawn = b""
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                drawn += chunk
+            elif proc.poll() is not None:
+                break
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0, out
+        # The bar (drawn on the terminal) shows the operation count; the report stays on stdout.
+        assert b"operations" in drawn, drawn
+        assert "Operations per second rate:" in out
+        assert "operations [" not in out
+    finally:
+        if slave is not None:
+            os.close(slave)
+        os.close(master)

@@ -70,9 +70,10 @@ pub struct Options {
     /// Run for this many seconds instead of --requests (0 = use --requests).
     #[arg(long = "duration", default_value_t = 0)]
     pub duration: u64,
-    /// Number of parallel connections (arangobench: threads).
-    #[arg(long = "concurrency", visible_alias = "threads", default_value_t = 1)]
-    pub concurrency: u64,
+    /// Number of parallel connections (arangobench 3.10+ calls it --threads; both spellings
+    /// work). Default: the number of CPU cores, as in arangobench 3.10+.
+    #[arg(long = "concurrency", visible_alias = "threads")]
+    pub concurrency: Option<u64>,
     /// Operations per /_api/batch request; 0 sends each operation on its own.
     #[arg(long = "batch-size", default_value_t = 0)]
     pub batch_size: u64,
@@ -124,10 +125,18 @@ pub struct Options {
     /// Bind parameters of the custom query, as a JSON object.
     #[arg(long = "custom-query-bindvars", default_value = "")]
     pub custom_query_bindvars: String,
-    /// Percentiles to print (repeat the option or separate with commas).
+    /// Percentiles to print (repeat the option or separate with commas); the first one given
+    /// replaces the default list 50, 80, 85, 90, 95, 99, 99.99.
     #[arg(long = "histogram.percentiles", value_delimiter = ',', action = ArgAction::Append,
           value_parser = parse_percentile)]
     pub percentiles: Vec<f64>,
+    /// arangobench's bucket count; accepted so its command lines run unchanged, without
+    /// effect: latencies go into an HDR histogram, which needs no bucket setup.
+    #[arg(long = "histogram.num-intervals", default_value_t = 1000)]
+    pub histogram_num_intervals: u64,
+    /// arangobench's bucket width in seconds; accepted without effect (see num-intervals).
+    #[arg(long = "histogram.interval-size", default_value_t = 0.0)]
+    pub histogram_interval_size: f64,
     /// Print the latency histogram buckets.
     #[arg(long = "histogram.generate", default_value = "false", num_args = 0..=1,
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
@@ -258,6 +267,9 @@ pub struct Config {
     pub io_threads: usize,
 }
 
+/// arangobench 3.10+'s default of --histogram.percentiles.
+pub const DEFAULT_PERCENTILES: [f64; 7] = [50.0, 80.0, 85.0, 90.0, 95.0, 99.0, 99.99];
+
 /// Upper bound on connections: each one is a socket and a task; far beyond what a load test
 /// on one machine can use, low enough that a typo cannot exhaust file descriptors.
 pub const MAX_CONCURRENCY: u64 = 4096;
@@ -303,7 +315,11 @@ impl Options {
                     .join(", ")
             ))
         })?;
-        if self.concurrency == 0 || self.concurrency > MAX_CONCURRENCY {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as u64)
+            .unwrap_or(1);
+        let concurrency = self.concurrency.unwrap_or(cores);
+        if concurrency == 0 || concurrency > MAX_CONCURRENCY {
             return Err(bad(format!(
                 "--concurrency must be between 1 and {MAX_CONCURRENCY}"
             )));
@@ -351,27 +367,20 @@ impl Options {
         let request_timeout = timeout(self.request_timeout, "--server.request-timeout")?;
 
         let custom_query = if case == CaseKind::CustomQuery {
-            let query = match (
-                self.custom_query.is_empty(),
-                self.custom_query_file.is_empty(),
-            ) {
-                (false, true) => self.custom_query.clone(),
-                (true, false) => std::fs::read_to_string(&self.custom_query_file).map_err(|e| {
+            // As in arangobench, --custom-query wins when both are given.
+            let query = if !self.custom_query.is_empty() {
+                self.custom_query.clone()
+            } else if !self.custom_query_file.is_empty() {
+                std::fs::read_to_string(&self.custom_query_file).map_err(|e| {
                     bad(format!(
                         "cannot read --custom-query-file '{}': {e}",
                         self.custom_query_file
                     ))
-                })?,
-                (false, false) => {
-                    return Err(bad(
-                        "give either --custom-query or --custom-query-file, not both",
-                    ))
-                }
-                (true, true) => {
-                    return Err(bad(
-                        "test case custom-query needs --custom-query or --custom-query-file",
-                    ))
-                }
+                })?
+            } else {
+                return Err(bad(
+                    "test case custom-query needs --custom-query or --custom-query-file",
+                ));
             };
             if query.trim().is_empty() {
                 return Err(bad("the custom query is empty"));
@@ -395,7 +404,7 @@ impl Options {
         };
 
         let mut percentiles = if self.percentiles.is_empty() {
-            vec![50.0, 80.0, 85.0, 90.0, 95.0, 99.0]
+            DEFAULT_PERCENTILES.to_vec()
         } else {
             self.percentiles.clone()
         };
@@ -404,13 +413,10 @@ impl Options {
 
         let path = |s: &str| (!s.is_empty()).then(|| PathBuf::from(s));
         let io_threads = if self.io_threads > 0 {
-            self.io_threads.min(self.concurrency) as usize
+            self.io_threads.min(concurrency)
         } else {
-            let cores = std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1);
-            cores.min(self.concurrency as usize)
-        };
+            cores.min(concurrency)
+        } as usize;
         Ok(Config {
             endpoint,
             username: self.username,
@@ -422,7 +428,7 @@ impl Options {
             case,
             requests: self.requests,
             duration: (self.duration > 0).then(|| Duration::from_secs(self.duration)),
-            concurrency: self.concurrency as usize,
+            concurrency: concurrency as usize,
             batch_size: self.batch_size,
             complexity: self.complexity,
             keep_alive: self.keep_alive,
@@ -473,7 +479,8 @@ mod tests {
         );
         assert_eq!(c.case, CaseKind::Version);
         assert_eq!(c.requests, 1000);
-        assert_eq!(c.concurrency, 1);
+        let cores = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(c.concurrency, cores);
         assert_eq!(c.batch_size, 0);
         assert_eq!(c.complexity, 1);
         assert!(c.keep_alive);
@@ -482,7 +489,10 @@ mod tests {
         assert_eq!(c.database, "_system");
         assert_eq!(c.username, "root");
         assert_eq!(c.runs, 1);
-        assert_eq!(c.percentiles, vec![50.0, 80.0, 85.0, 90.0, 95.0, 99.0]);
+        assert_eq!(
+            c.percentiles,
+            vec![50.0, 80.0, 85.0, 90.0, 95.0, 99.0, 99.99]
+        );
         assert!(c.duration.is_none());
         assert!(c.json_report_file.is_none());
     }
@@ -576,6 +586,44 @@ mod tests {
         let (q, b) = c.custom_query.unwrap();
         assert_eq!(q, "RETURN @x");
         assert_eq!(b["x"], 3);
+    }
+
+    #[test]
+    fn custom_query_beats_custom_query_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("q.aql");
+        std::fs::write(&file, "RETURN 'from file'").unwrap();
+        let file = file.to_str().unwrap();
+        let with = |extra: &[&str]| {
+            let mut args = vec!["--test-case", "custom-query", "--custom-query-file", file];
+            args.extend_from_slice(extra);
+            parse(&args).map(|c| c.custom_query.unwrap().0)
+        };
+        assert_eq!(with(&[]).unwrap(), "RETURN 'from file'");
+        assert_eq!(with(&["--custom-query", "RETURN 1"]).unwrap(), "RETURN 1");
+        assert!(parse(&[
+            "--test-case",
+            "custom-query",
+            "--custom-query-file",
+            "/nonexistent/q.aql"
+        ])
+        .unwrap_err()
+        .contains("cannot read"));
+    }
+
+    #[test]
+    fn arangobench_histogram_options_are_accepted() {
+        let c = parse(&[
+            "--histogram.num-intervals",
+            "500",
+            "--histogram.interval-size",
+            "0.001",
+            "--histogram.generate",
+            "true",
+        ])
+        .unwrap();
+        assert!(c.histogram_generate);
+        assert!(parse(&["--histogram.num-intervals", "x"]).is_err());
     }
 
     #[test]

@@ -211,15 +211,79 @@ impl RunResult {
     }
 }
 
-/// Indices of the fastest, slowest and median run (by elapsed time); the median of an even
-/// number of runs is the upper middle one, as arangobench picks it.
-pub fn pick_runs(results: &[RunResult]) -> Option<(usize, usize, usize)> {
-    if results.is_empty() {
-        return None;
-    }
+/// Run indices from the fastest to the slowest run (by elapsed time).
+pub fn by_time(results: &[RunResult]) -> Vec<usize> {
     let mut order: Vec<usize> = (0..results.len()).collect();
     order.sort_by(|&a, &b| results[a].elapsed.total_cmp(&results[b].elapsed));
-    Some((order[0], order[order.len() - 1], order[order.len() / 2]))
+    order
+}
+
+/// The run the report calls "the" result, as arangobench computes it: the only run, the middle
+/// run of an odd number of runs, or for an even number the mean of the two middle runs
+/// (elapsed time, request time, operation and failure counts; counts rounded down, as
+/// arangobench's integer arithmetic does). Percentiles and samples come from the upper one.
+pub fn median_run(results: &[RunResult]) -> Option<RunResult> {
+    let order = by_time(results);
+    let mid = order.len() / 2;
+    let upper = results.get(*order.get(mid)?)?;
+    if order.len() % 2 == 1 {
+        return Some(upper.clone());
+    }
+    let lower = &results[order[mid - 1]];
+    let mut m = upper.clone();
+    m.elapsed = (lower.elapsed + upper.elapsed) / 2.0;
+    m.request_time = (lower.request_time + upper.request_time) / 2.0;
+    m.operations = (lower.operations + upper.operations) / 2;
+    m.requests = (lower.requests + upper.requests) / 2;
+    m.failures = (lower.failures + upper.failures) / 2;
+    m.incomplete = (lower.incomplete + upper.incomplete) / 2;
+    Some(m)
+}
+
+/// Request-time statistics over every request of every run (arangobench aggregates its min,
+/// avg and max over all runs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Totals {
+    pub min: f64,
+    pub avg: f64,
+    pub max: f64,
+}
+
+pub fn totals(results: &[RunResult]) -> Totals {
+    let measured = results.iter().filter(|r| r.requests > 0);
+    let requests: u64 = measured.clone().map(|r| r.requests).sum();
+    if requests == 0 {
+        return Totals {
+            min: 0.0,
+            avg: 0.0,
+            max: 0.0,
+        };
+    }
+    Totals {
+        min: measured
+            .clone()
+            .map(|r| r.min)
+            .fold(f64::INFINITY, f64::min),
+        avg: measured.clone().map(|r| r.request_time).sum::<f64>() / requests as f64,
+        max: measured.map(|r| r.max).fold(0.0, f64::max),
+    }
+}
+
+/// All runs' latencies in one histogram.
+fn merged_histogram(results: &[RunResult]) -> Histogram<u64> {
+    let mut all = new_histogram();
+    for r in results {
+        let _ = all.add(&r.histogram);
+    }
+    all
+}
+
+/// The operation count arangobench reports: --requests, or with --duration what was done.
+fn total_operations(config: &Config, median: &RunResult) -> u64 {
+    match config.duration {
+        Some(_) => median.operations,
+        None => config.requests,
+    }
 }
 
 fn yes_no(b: bool) -> &'static str {
@@ -230,16 +294,12 @@ fn yes_no(b: bool) -> &'static str {
     }
 }
 
-/// The header arangobench prints once.
-pub fn header_text(config: &Config) -> String {
+/// The two header lines of arangobench's report.
+pub fn header_text(config: &Config, total_operations: u64) -> String {
     let mut s = String::new();
-    let ops = match config.duration {
-        Some(d) => format!("{} s duration", d.as_secs()),
-        None => config.requests.to_string(),
-    };
     let _ = writeln!(
         s,
-        "Total number of operations: {ops}, runs: {}, keep alive: {}, async: {}, batch size: {}, \
+        "Total number of operations: {total_operations}, runs: {}, keep alive: {}, async: {}, batch size: {}, \
          replication factor: {}, number of shards: {}, wait for sync: {}, concurrency level (threads): {}",
         config.runs,
         yes_no(config.keep_alive),
@@ -265,7 +325,7 @@ fn ms(seconds: f64) -> String {
     format!("{:.4}ms", seconds * 1000.0)
 }
 
-/// The result block of one run.
+/// The result block of one run (or of the median), with arangobench's lines and precision.
 pub fn result_text(config: &Config, r: &RunResult) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -284,7 +344,7 @@ pub fn result_text(config: &Config, r: &RunResult) -> String {
         "Time needed per operation per thread: {:.6} s",
         r.time_per_op_per_thread()
     );
-    let _ = writeln!(s, "Operations per second rate: {:.3}", r.ops_per_second());
+    let _ = writeln!(s, "Operations per second rate: {:.6}", r.ops_per_second());
     let _ = writeln!(s, "Elapsed time since start: {:.6} s", r.elapsed);
     let _ = writeln!(
         s,
@@ -292,52 +352,13 @@ pub fn result_text(config: &Config, r: &RunResult) -> String {
         r.operations, r.requests
     );
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "Min Request time: {} / Avg Request time: {} / Max Request time: {}",
-        ms(r.min),
-        ms(r.avg),
-        ms(r.max)
-    );
-    let _ = write!(s, "{:<22}", "Interval/Percentile:");
-    for p in &config.percentiles {
-        let _ = write!(s, "{:>12}", format!("{p:.2}%"));
-    }
-    let _ = writeln!(s);
-    let mut row = |label: String, values: &[(f64, f64)]| {
-        let _ = write!(s, "{label:<22}");
-        for (_, v) in values {
-            let _ = write!(s, "{:>12}", ms(*v));
-        }
-        let _ = writeln!(s);
-    };
-    for (i, values) in r.per_connection.iter().enumerate() {
-        row(format!("  thread {i}:"), values);
-    }
-    if r.per_connection.len() > 1 {
-        row("  all:".to_string(), &r.overall);
-    }
-    if config.histogram_generate && !r.histogram.is_empty() {
-        let _ = writeln!(s, "Histogram (request time, count):");
-        // Doubling buckets from 1 µs: request times span several orders of magnitude.
-        for v in r.histogram.iter_log(1_000, 2.0).take(64) {
-            if v.count_since_last_iteration() > 0 {
-                let _ = writeln!(
-                    s,
-                    "  <= {:>12}: {}",
-                    ms(v.value_iterated_to() as f64 / 1e9),
-                    v.count_since_last_iteration()
-                );
-            }
-        }
-    }
     if r.failures > 0 {
         let _ = writeln!(s, "WARNING: {} quiver bench request(s) failed!", r.failures);
     }
     if r.incomplete > 0 {
         let _ = writeln!(
             s,
-            "WARNING: {} quiver bench request(s) returned an incomplete result!",
+            "WARNING: {} quiver bench requests with incomplete results!",
             r.incomplete
         );
     }
@@ -348,6 +369,82 @@ pub fn result_text(config: &Config, r: &RunResult) -> String {
     }
     for p in &r.problems {
         let _ = writeln!(s, "VERIFICATION FAILED: {p}");
+    }
+    s
+}
+
+/// The whole report printed after the runs, in arangobench's order: header, the fastest and
+/// slowest run (with --runs > 1), the median, min/avg/max request time over all runs, then the
+/// percentile table with one row per connection of every run.
+pub fn report_text(config: &Config, results: &[RunResult]) -> String {
+    let Some(median) = median_run(results) else {
+        return String::new();
+    };
+    let mut s = String::from("\n");
+    s.push_str(&header_text(config, total_operations(config, &median)));
+    if results.len() > 1 {
+        let order = by_time(results);
+        let underline = "=======================";
+        let _ = writeln!(s, "\nPrinting fastest result\n{underline}");
+        s.push_str(&result_text(config, &results[order[0]]));
+        let _ = writeln!(s, "Printing slowest result\n{underline}");
+        s.push_str(&result_text(config, &results[order[order.len() - 1]]));
+        let _ = writeln!(s, "Printing median result\n{underline}");
+    }
+    s.push_str(&result_text(config, &median));
+    let t = totals(results);
+    let _ = writeln!(s, "Min request time: {:.6}ms", t.min * 1000.0);
+    let _ = writeln!(s, "Avg request time: {:.6}ms", t.avg * 1000.0);
+    let _ = writeln!(s, "Max request time: {:.6}ms", t.max * 1000.0);
+    let _ = writeln!(s);
+
+    let _ = write!(s, "{:<26}", "Interval/Percentile:");
+    for p in &config.percentiles {
+        let _ = write!(s, "{:>12}", format!("{p:.2}%"));
+    }
+    let _ = writeln!(s);
+    let mut row = |label: String, values: &[(f64, f64)]| {
+        let _ = write!(s, "{label:<26}");
+        for (_, v) in values {
+            let _ = write!(s, "{:>12}", ms(*v));
+        }
+        let _ = writeln!(s);
+    };
+    let mut rows = 0;
+    for (run, r) in results.iter().enumerate() {
+        for (i, values) in r.per_connection.iter().enumerate() {
+            let label = if results.len() > 1 {
+                format!("  run {} thread {i}:", run + 1)
+            } else {
+                format!("  thread {i}:")
+            };
+            row(label, values);
+            rows += 1;
+        }
+    }
+    let all = merged_histogram(results);
+    if rows > 1 {
+        row(
+            "  all:".to_string(),
+            &percentiles(&all, &config.percentiles),
+        );
+    }
+    if config.histogram_generate && !all.is_empty() {
+        let _ = writeln!(s, "Histogram (request time, count):");
+        // Doubling buckets from 1 µs: request times span several orders of magnitude.
+        for v in all.iter_log(1_000, 2.0).take(64) {
+            if v.count_since_last_iteration() > 0 {
+                let _ = writeln!(
+                    s,
+                    "  <= {:>12}: {}",
+                    ms(v.value_iterated_to() as f64 / 1e9),
+                    v.count_since_last_iteration()
+                );
+            }
+        }
+    }
+    if results.iter().any(RunResult::failed) {
+        let _ = writeln!(s, "At least one of the runs produced failures!");
     }
     s
 }
@@ -372,68 +469,79 @@ fn results_json(r: &RunResult) -> Value {
     })
 }
 
-fn pct_key(p: f64) -> String {
-    // "50", "99.9": integral percentiles without a fraction, as arangobench's keys read.
-    if p.fract() == 0.0 {
-        format!("{p:.0}")
-    } else {
-        format!("{p}")
-    }
+/// arangobench names percentile keys with C++'s `std::to_string(double)`: "50.000000".
+pub fn pct_key(p: f64) -> String {
+    format!("{p:.6}")
 }
 
-fn histogram_json(r: &RunResult) -> Value {
-    let mut map = Map::new();
-    let mut entry = |name: String, values: &[(f64, f64)]| {
-        let mut m = Map::new();
-        // HDR histograms have no fixed interval; this is their resolution (1 ns).
-        m.insert("IntervalSize".into(), json!(1e-9));
-        for (p, v) in values {
-            m.insert(pct_key(*p), json!(v));
-        }
-        map.insert(name, Value::Object(m));
-    };
-    for (i, values) in r.per_connection.iter().enumerate() {
-        entry(i.to_string(), values);
+fn histogram_entry(values: &[(f64, f64)]) -> Value {
+    let mut m = Map::new();
+    // arangobench's bucket width; an HDR histogram has none, this is its recording unit (1 ns).
+    m.insert("IntervalSize".into(), json!(1e-9));
+    for (p, v) in values {
+        m.insert(pct_key(*p), json!(v));
     }
-    entry("all".into(), &r.overall);
-    Value::Object(map)
+    Value::Object(m)
 }
 
-/// The JSON report, with arangobench's keys. `results` is the median run (the only one if
-/// --runs 1); every run is listed under `allRuns`.
+/// The JSON report: arangobench's keys (`results` is the median, `fastestResults` and
+/// `slowestResults` appear with --runs > 1), plus QuiverDB's extras (`requests`, `duration`,
+/// `seed`, `allRuns`, `success`, and per-run counts inside each results object).
+/// `histogram` holds one entry per connection of the run `results` is taken from and `all`
+/// (every request of every run).
 pub fn json_report(config: &Config, runs: &[RunResult]) -> Value {
-    let Some((fastest, slowest, median)) = pick_runs(runs) else {
+    let Some(median) = median_run(runs) else {
         return json!({});
     };
-    let m = &runs[median];
-    json!({
-        "histogram": histogram_json(m),
-        "totalNumberOfOperations": m.operations,
-        "requests": config.requests,
-        "duration": config.duration.map(|d| d.as_secs()).unwrap_or(0),
-        "runs": config.runs,
-        "keepAlive": config.keep_alive,
-        "async": config.async_requests,
-        "batchSize": config.batch_size,
-        "replicationFactor": config.replication_factor,
-        "numberOfShards": config.number_of_shards,
-        "waitForSync": config.wait_for_sync,
-        "concurrencyLevel": config.concurrency,
-        "testCase": config.case.name(),
-        "complexity": config.complexity,
-        "database": config.database,
-        "collection": config.collection,
-        "seed": config.seed,
-        "results": results_json(m),
-        "min": m.min,
-        "avg": m.avg,
-        "max": m.max,
-        "fastest": results_json(&runs[fastest]),
-        "slowest": results_json(&runs[slowest]),
-        "median": results_json(m),
-        "allRuns": runs.iter().map(results_json).collect::<Vec<_>>(),
-        "success": !runs.iter().any(RunResult::failed),
-    })
+    let mut histogram = Map::new();
+    for (i, values) in median.per_connection.iter().enumerate() {
+        histogram.insert(i.to_string(), histogram_entry(values));
+    }
+    let all = percentiles(&merged_histogram(runs), &config.percentiles);
+    histogram.insert("all".into(), histogram_entry(&all));
+    let t = totals(runs);
+    let mut v = Map::new();
+    v.insert("histogram".into(), Value::Object(histogram));
+    v.insert(
+        "totalNumberOfOperations".into(),
+        json!(total_operations(config, &median)),
+    );
+    v.insert("runs".into(), json!(config.runs));
+    v.insert("keepAlive".into(), json!(config.keep_alive));
+    v.insert("async".into(), json!(config.async_requests));
+    v.insert("batchSize".into(), json!(config.batch_size));
+    v.insert("replicationFactor".into(), json!(config.replication_factor));
+    v.insert("numberOfShards".into(), json!(config.number_of_shards));
+    v.insert("waitForSync".into(), json!(config.wait_for_sync));
+    v.insert("concurrencyLevel".into(), json!(config.concurrency));
+    v.insert("testCase".into(), json!(config.case.name()));
+    v.insert("complexity".into(), json!(config.complexity));
+    v.insert("database".into(), json!(config.database));
+    v.insert("collection".into(), json!(config.collection));
+    if runs.len() > 1 {
+        let order = by_time(runs);
+        v.insert("fastestResults".into(), results_json(&runs[order[0]]));
+        v.insert(
+            "slowestResults".into(),
+            results_json(&runs[order[order.len() - 1]]),
+        );
+    }
+    v.insert("results".into(), results_json(&median));
+    v.insert("min".into(), json!(t.min));
+    v.insert("avg".into(), json!(t.avg));
+    v.insert("max".into(), json!(t.max));
+    v.insert("requests".into(), json!(config.requests));
+    v.insert(
+        "duration".into(),
+        json!(config.duration.map(|d| d.as_secs()).unwrap_or(0)),
+    );
+    v.insert("seed".into(), json!(config.seed));
+    v.insert(
+        "allRuns".into(),
+        Value::Array(runs.iter().map(results_json).collect()),
+    );
+    v.insert("success".into(), json!(!runs.iter().any(RunResult::failed)));
+    Value::Object(v)
 }
 
 fn xml_escape(s: &str) -> String {
@@ -443,42 +551,65 @@ fn xml_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// JUnit XML: one testsuite "arangobench" with one testcase per run.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+/// JUnit XML as arangobench writes it: one testsuite "arangobench" with one testcase named
+/// after the test case, classname "BenchTest", time = the median run's elapsed time. Unlike
+/// arangobench (which always writes failures="0"), failed runs are reported as a failure.
 pub fn junit_report(config: &Config, runs: &[RunResult]) -> String {
-    let failures = runs.iter().filter(|r| r.failed()).count();
-    let total: f64 = runs.iter().map(|r| r.elapsed).sum();
+    let time = median_run(runs).map(|m| m.elapsed).unwrap_or(0.0);
+    let failed: Vec<(usize, &RunResult)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.failed())
+        .collect();
+    let timestamp = chrono::Local::now().format("%FT%T%z");
     let mut s = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         s,
-        "<testsuite name=\"arangobench\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{total:.6}\">",
-        runs.len()
+        "<testsuite name=\"arangobench\" tests=\"1\" skipped=\"0\" failures=\"{}\" errors=\"0\" \
+         timestamp=\"{timestamp}\" hostname=\"{}\" time=\"{time:.6}\">",
+        usize::from(!failed.is_empty()),
+        xml_escape(&hostname())
     );
-    for (i, r) in runs.iter().enumerate() {
-        let _ = write!(
-            s,
-            "  <testcase classname=\"arangobench\" name=\"{}{}\" time=\"{:.6}\"",
-            xml_escape(config.case.name()),
-            if runs.len() > 1 {
-                format!(" run {}", i + 1)
-            } else {
-                String::new()
-            },
-            r.elapsed
-        );
-        if r.failed() {
-            let mut message = format!("{} failed, {} incomplete", r.failures, r.incomplete);
+    s.push_str("<properties/>\n");
+    let _ = write!(
+        s,
+        "<testcase name=\"{}\" classname=\"BenchTest\" time=\"{time:.6}\"",
+        xml_escape(config.case.name())
+    );
+    if failed.is_empty() {
+        s.push_str("/>\n");
+    } else {
+        let mut message = String::new();
+        for (i, r) in failed {
+            if !message.is_empty() {
+                message.push_str("; ");
+            }
+            let _ = write!(
+                message,
+                "run {}: {} failed, {} incomplete",
+                i + 1,
+                r.failures,
+                r.incomplete
+            );
             for p in &r.problems {
                 message.push_str("; ");
                 message.push_str(p);
             }
-            let _ = writeln!(
-                s,
-                ">\n    <failure message=\"{}\"/>\n  </testcase>",
-                xml_escape(&message)
-            );
-        } else {
-            let _ = writeln!(s, "/>");
         }
+        let _ = writeln!(
+            s,
+            ">\n  <failure message=\"{}\"/>\n</testcase>",
+            xml_escape(&message)
+        );
     }
     s.push_str("</testsuite>\n");
     s
@@ -581,10 +712,38 @@ mod tests {
             .iter()
             .map(|&e| run_with(e))
             .collect();
-        assert_eq!(pick_runs(&runs), Some((1, 3, 0)));
-        let runs: Vec<RunResult> = [2.0, 1.0].iter().map(|&e| run_with(e)).collect();
-        assert_eq!(pick_runs(&runs), Some((1, 0, 0)));
-        assert_eq!(pick_runs(&[]), None);
+        assert_eq!(by_time(&runs), vec![1, 2, 0, 4, 3]);
+        assert_eq!(median_run(&runs).unwrap().elapsed, 3.0);
+        assert!(median_run(&[]).is_none());
+        assert_eq!(median_run(&runs[..1]).unwrap().elapsed, 3.0);
+    }
+
+    #[test]
+    fn median_of_an_even_number_of_runs_is_the_mean_of_the_middle_two() {
+        let mut runs: Vec<RunResult> = [4.0, 1.0, 2.0, 8.0].iter().map(|&e| run_with(e)).collect();
+        runs[0].failures = 3; // 4.0 s: upper middle
+        runs[2].failures = 0; // 2.0 s: lower middle
+        runs[0].request_time = 0.5;
+        runs[2].request_time = 0.25;
+        let m = median_run(&runs).unwrap();
+        assert_eq!(m.elapsed, 3.0);
+        assert_eq!(m.request_time, 0.375);
+        // Integer mean, rounded down, as arangobench's size_t arithmetic does.
+        assert_eq!(m.failures, 1);
+        assert!((m.ops_per_second() - 1.0 / 3.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn min_avg_max_span_all_runs() {
+        let t0 = Instant::now();
+        let a = RunResult::from_connections(&[conn(&[100, 300], 2, t0, 1.0)], &[50.0], vec![]);
+        let b = RunResult::from_connections(&[conn(&[50, 1000], 2, t0, 1.0)], &[50.0], vec![]);
+        let idle = RunResult::from_connections(&[conn(&[], 0, t0, 1.0)], &[50.0], vec![]);
+        let t = totals(&[a, idle, b]);
+        assert!((t.min - 50e-6).abs() < 1e-12, "{t:?}");
+        assert!((t.max - 1000e-6).abs() < 1e-12, "{t:?}");
+        assert!((t.avg - 362.5e-6).abs() < 1e-12, "{t:?}");
+        assert_eq!(totals(&[]).max, 0.0);
     }
 
     #[test]
@@ -593,37 +752,47 @@ mod tests {
             "--test-case",
             "document",
             "--runs",
-            "2",
+            "3",
             "--histogram.percentiles",
             "50,99.9",
         ]);
         let mut failed = run_with(2.0);
         failed.failures = 3;
         failed.problems.push("count <mismatch>".into());
-        let runs = vec![run_with(1.0), failed];
+        let runs = vec![run_with(1.0), failed, run_with(3.0)];
         let v = json_report(&c, &runs);
-        for key in [
-            "histogram",
-            "totalNumberOfOperations",
-            "runs",
-            "keepAlive",
-            "async",
-            "batchSize",
-            "replicationFactor",
-            "numberOfShards",
-            "waitForSync",
-            "concurrencyLevel",
-            "testCase",
-            "complexity",
-            "database",
-            "collection",
-            "results",
-            "min",
-            "avg",
-            "max",
-        ] {
-            assert!(v.get(key).is_some(), "missing {key}");
-        }
+        let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        // arangobench's keys, in its order, then QuiverDB's extras.
+        assert_eq!(
+            keys,
+            vec![
+                "histogram",
+                "totalNumberOfOperations",
+                "runs",
+                "keepAlive",
+                "async",
+                "batchSize",
+                "replicationFactor",
+                "numberOfShards",
+                "waitForSync",
+                "concurrencyLevel",
+                "testCase",
+                "complexity",
+                "database",
+                "collection",
+                "fastestResults",
+                "slowestResults",
+                "results",
+                "min",
+                "avg",
+                "max",
+                "requests",
+                "duration",
+                "seed",
+                "allRuns",
+                "success",
+            ]
+        );
         for key in [
             "requestTime",
             "requestResponseDurationPerThread",
@@ -634,23 +803,72 @@ mod tests {
             "failures",
             "incompleteResults",
         ] {
-            assert!(v["results"].get(key).is_some(), "missing results.{key}");
+            for r in ["results", "fastestResults", "slowestResults"] {
+                assert!(v[r].get(key).is_some(), "missing {r}.{key}");
+            }
         }
-        assert!(v["histogram"]["0"].get("99.9").is_some());
-        assert!(v["histogram"]["0"].get("50").is_some());
+        assert!(v["histogram"]["0"].get("99.900000").is_some());
+        assert!(v["histogram"]["0"].get("50.000000").is_some());
+        assert!(v["histogram"]["0"].get("IntervalSize").is_some());
+        assert!(v["histogram"]["all"].get("50.000000").is_some());
         assert_eq!(v["testCase"], "document");
+        assert_eq!(v["totalNumberOfOperations"], 1000);
         assert_eq!(v["success"], false);
-        // median of two runs is the slower (upper) one
+        assert_eq!(v["fastestResults"]["timeSinceStart"], 1.0);
+        assert_eq!(v["slowestResults"]["timeSinceStart"], 3.0);
+        // The median of three runs is the middle one, the failed run.
         assert_eq!(v["results"]["failures"], 3);
+        assert_eq!(v["allRuns"].as_array().unwrap().len(), 3);
+        // One run: no fastest/slowest keys.
+        let one = json_report(&config(&["--test-case", "document"]), &runs[..1]);
+        assert!(one.get("fastestResults").is_none());
+        assert!(one.get("results").is_some());
 
         let x = junit_report(&c, &runs);
-        assert!(x.contains("<testsuite name=\"arangobench\" tests=\"2\" failures=\"1\""));
-        assert!(x.contains("count &lt;mismatch&gt;"));
-        let text = result_text(&c, &runs[1]);
-        assert!(text.contains("Operations per second rate: 0.500"));
-        assert!(text.contains("WARNING: 3 quiver bench request(s) failed!"));
-        assert!(text.contains("VERIFICATION FAILED"));
-        assert!(header_text(&c).starts_with("Total number of operations: 1000, runs: 2"));
+        assert!(x.contains(
+            "<testsuite name=\"arangobench\" tests=\"1\" skipped=\"0\" failures=\"1\" errors=\"0\""
+        ));
+        assert!(x.contains("<properties/>"));
+        assert!(
+            x.contains("<testcase name=\"document\" classname=\"BenchTest\" time=\"2.000000\">")
+        );
+        assert!(x.contains("run 2: 3 failed, 0 incomplete; count &lt;mismatch&gt;"));
+        let ok = junit_report(&c, &runs[..1]);
+        assert!(ok.contains("failures=\"0\""));
+        assert!(ok.contains("classname=\"BenchTest\" time=\"1.000000\"/>"));
+
+        let text = report_text(&c, &runs);
+        let order = [
+            "Total number of operations: 1000, runs: 3, keep alive: yes, async: no, batch size: 0",
+            "Test case: document, complexity: 1, database: '_system', collection: 'ArangoBenchmark'",
+            "Printing fastest result",
+            "Elapsed time since start: 1.000000 s",
+            "Printing slowest result",
+            "Elapsed time since start: 3.000000 s",
+            "Printing median result",
+            "Operations per second rate: 0.500000",
+            "WARNING: 3 quiver bench request(s) failed!",
+            "VERIFICATION FAILED: count <mismatch>",
+            "Min request time: 0.010000ms",
+            "Avg request time: 0.010000ms",
+            "Max request time: 0.010000ms",
+            "Interval/Percentile:",
+            "  run 3 thread 0:",
+            "  all:",
+            "At least one of the runs produced failures!",
+        ];
+        let mut at = 0;
+        for line in order {
+            let found = text[at..].find(line);
+            assert!(
+                found.is_some(),
+                "{line:?} missing after byte {at} in\n{text}"
+            );
+            at += found.unwrap();
+        }
+        let single = report_text(&config(&["--test-case", "document"]), &runs[..1]);
+        assert!(!single.contains("Printing"));
+        assert!(!single.contains("At least one"));
     }
 
     #[test]

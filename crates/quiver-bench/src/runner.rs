@@ -44,6 +44,13 @@ fn duration_ranges(concurrency: usize) -> Vec<Range<u64>> {
         .collect()
 }
 
+/// The random value each run's test case draws from (random-shapes), derived from --seed so
+/// that the same seed sends the same requests.
+pub fn run_random_values(seed: u64, runs: usize) -> Vec<u32> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    (0..runs).map(|_| rng.gen()).collect()
+}
+
 /// Writes to stdout, ignoring errors: a closed pipe (`quiver bench | head`) must neither
 /// panic, as `print!` would, nor change the outcome of the benchmark.
 fn say(text: &str) {
@@ -82,18 +89,26 @@ pub fn run_all(config: &Config) -> Result<bool, Error> {
     if config.create_database {
         control_rt.block_on(create_database(&mut control, &config.database))?;
     }
-    if !config.quiet {
-        say(&report::header_text(config));
-    }
-    if config.delay {
-        std::thread::sleep(Duration::from_secs(10));
-    }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(config.seed);
+    // Status lines are what --quiet suppresses; the report itself is always printed.
+    let status = |text: &str| {
+        if !config.quiet {
+            say(&format!("{text}\n"));
+        }
+    };
     let config_arc = Arc::new(config.clone());
     let mut results = Vec::with_capacity(config.runs);
-    for run in 0..config.runs {
-        let case = Arc::new(TestCase::new(config, rng.gen()));
+    for (run, random_value) in run_random_values(config.seed, config.runs)
+        .into_iter()
+        .enumerate()
+    {
+        let case = Arc::new(TestCase::new(config, random_value));
+        status("setting up...");
         let initial = control_rt.block_on(case.setup(&mut control, config))?;
+        if config.delay {
+            status("sleeping (startup delay)...");
+            std::thread::sleep(Duration::from_secs(10));
+        }
+        status("executing tests...");
         let conns = execute(&config_arc, &settings, &case)?;
         let mut acks = Acks::default();
         for c in &conns {
@@ -102,9 +117,9 @@ pub fn run_all(config: &Config) -> Result<bool, Error> {
         let problems =
             control_rt.block_on(case.verify(&mut control, &acks, initial, config.async_requests));
         let result = RunResult::from_connections(&conns, &config.percentiles, problems);
-        if !config.quiet && config.runs > 1 {
-            say(&format!(
-                "run {}: {:.6} s, {:.3} operations/s{}\n",
+        if config.runs > 1 {
+            status(&format!(
+                "run {}: {:.6} s, {:.3} operations/s{}",
                 run + 1,
                 result.elapsed,
                 result.ops_per_second(),
@@ -113,37 +128,14 @@ pub fn run_all(config: &Config) -> Result<bool, Error> {
         }
         results.push(result);
     }
-    if let Some((fastest, slowest, median)) = report::pick_runs(&results) {
-        if config.runs == 1 {
-            say(&report::result_text(config, &results[0]));
-        } else {
-            for (label, i) in [
-                ("fastest", fastest),
-                ("slowest", slowest),
-                ("median", median),
-            ] {
-                say(&format!("\nPrinting {label} result\n"));
-                say(&report::result_text(config, &results[i]));
-            }
-        }
-        // Failures are always shown, even with --quiet.
-        if config.quiet {
-            for r in results.iter().filter(|r| r.failed()) {
-                eprintln!(
-                    "quiver bench: {} failed, {} incomplete operations; {}",
-                    r.failures,
-                    r.incomplete,
-                    r.problems.join("; ")
-                );
-            }
-        }
-    }
+    say(&report::report_text(config, &results));
     if let Some(path) = &config.json_report_file {
         let value = report::json_report(config, &results);
         let text = serde_json::to_vec_pretty(&value).unwrap_or_default();
         report::write_new_file(path, &text)?;
     }
     if let Some(path) = &config.junit_report_file {
+        // arangobench overwrites an existing JUnit file (only the JSON report is protected).
         let _ = std::fs::remove_file(path);
         report::write_new_file(path, report::junit_report(config, &results).as_bytes())?;
     }
@@ -158,11 +150,20 @@ async fn create_database(client: &mut HttpClient, name: &str) -> Result<(), Erro
     client.set_database(name);
     let response = response?;
     match response.status {
-        200 | 201 | 409 => Ok(()),
+        200 | 201 => Ok(()),
+        // Like arangobench, an existing database is an error: --create-database promises a
+        // database the run starts in, not one left over from earlier runs.
+        409 => Err(Error::with_message(
+            ErrorCode::DuplicateName,
+            format!(
+                "failed to create the specified database '{name}': it exists already \
+                 (leave out --create-database to use it)"
+            ),
+        )),
         status => Err(Error::with_message(
             ErrorCode::SimpleClientUnknownError,
             format!(
-                "creating database '{name}' failed: HTTP {status} {}",
+                "failed to create the specified database '{name}': HTTP {status} {}",
                 response.body_text()
             ),
         )),
@@ -502,6 +503,41 @@ mod tests {
         assert_eq!(plan_ranges(1000, 3, 5), vec![0..330, 330..665, 665..1000]);
         let huge = plan_ranges(u64::MAX, 4096, 5);
         assert_eq!(huge.last().unwrap().end, u64::MAX);
+    }
+
+    #[test]
+    fn the_seed_fixes_the_requests() {
+        let bodies = |seed: &str| -> Vec<Vec<u8>> {
+            let args: Vec<String> = [
+                "--test-case",
+                "random-shapes",
+                "--runs",
+                "3",
+                "--seed",
+                seed,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let config = crate::Options::parse_args(&args)
+                .unwrap()
+                .into_config()
+                .unwrap();
+            run_random_values(config.seed, config.runs)
+                .into_iter()
+                .flat_map(|value| {
+                    let case = TestCase::new(&config, value);
+                    (0..30).step_by(3).map(move |counter| {
+                        let mut op = Op::default();
+                        case.build(counter, 0, counter, &mut op);
+                        op.body
+                    })
+                })
+                .collect()
+        };
+        assert_eq!(bodies("7"), bodies("7"));
+        assert_ne!(bodies("7"), bodies("8"));
+        assert_eq!(run_random_values(1, 4).len(), 4);
     }
 
     #[test]

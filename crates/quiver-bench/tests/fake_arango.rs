@@ -528,9 +528,13 @@ fn custom_query_and_runs() {
     );
     assert_eq!(out.code, 0);
     assert_eq!(out.report["allRuns"].as_array().unwrap().len(), 3);
-    let fastest = out.report["fastest"]["timeSinceStart"].as_f64().unwrap();
-    let slowest = out.report["slowest"]["timeSinceStart"].as_f64().unwrap();
-    let median = out.report["median"]["timeSinceStart"].as_f64().unwrap();
+    let fastest = out.report["fastestResults"]["timeSinceStart"]
+        .as_f64()
+        .unwrap();
+    let slowest = out.report["slowestResults"]["timeSinceStart"]
+        .as_f64()
+        .unwrap();
+    let median = out.report["results"]["timeSinceStart"].as_f64().unwrap();
     assert!(fastest <= median && median <= slowest);
 }
 
@@ -546,6 +550,8 @@ fn batches_pack_operations_into_one_request() {
             "100",
             "--batch-size",
             "16",
+            "--concurrency",
+            "1",
             "--collection",
             "b",
         ],
@@ -792,6 +798,33 @@ fn create_database_and_junit() {
     assert_eq!(code, 0);
     assert_eq!(*fake.databases.lock().unwrap(), vec!["benchdb".to_string()]);
     let xml = std::fs::read_to_string(&junit).unwrap();
-    assert!(xml.contains("<testsuite name=\"arangobench\" tests=\"1\" failures=\"0\""));
-    assert!(xml.contains("name=\"version\""));
+    assert!(
+        xml.contains("<testsuite name=\"arangobench\" tests=\"1\" skipped=\"0\" failures=\"0\"")
+    );
+    assert!(xml.contains("<testcase name=\"version\" classname=\"BenchTest\""));
+    // As in arangobench, --create-database fails when the database exists already.
+    let again = quiver_bench::run_cli(vec![
+        "--server.endpoint".into(),
+        format!("tcp://{addr}"),
+        "--server.database".into(),
+        "benchdb".into(),
+        "--create-database".into(),
+        "--requests".into(),
+        "10".into(),
+    ]);
+    assert_eq!(again, 1);
+    assert_eq!(fake.databases.lock().unwrap().len(), 1);
+}
+
+#[test]
+fn delay_waits_ten_seconds_outside_the_measured_time() {
+    let (addr, fake) = start_fake();
+    let started = std::time::Instant::now();
+    let out = run(addr, &["--requests", "10", "--delay", "true"]);
+    let wall = started.elapsed().as_secs_f64();
+    assert_eq!(out.code, 0, "{}", out.report);
+    assert!(wall >= 10.0, "{wall}");
+    let measured = out.report["results"]["timeSinceStart"].as_f64().unwrap();
+    assert!(measured < 5.0, "{measured}");
+    assert!(fake.requests.load(Ordering::Relaxed) >= 10);
 }
