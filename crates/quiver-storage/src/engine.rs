@@ -94,10 +94,15 @@ fn rewind_journal(cf: &mut ColFiles, start: &Option<JournalState>) {
     }
 }
 
-/// Markers prepared for a journal but not yet written.
+/// Markers prepared for a journal but not yet written: byte ranges of the WAL segment's
+/// image, written by [`Inner::flush_journal`] straight from the image (no staging copy; with
+/// one collection written, a whole segment is one range and one `pwrite`).
 #[derive(Default)]
 struct Pending {
-    buf: Vec<u8>,
+    /// Ranges of the image, in journal order; adjacent ranges are merged.
+    runs: Vec<std::ops::Range<usize>>,
+    /// Total bytes in `runs`.
+    len: u64,
     count: u64,
     max_tick: u64,
     crcs: Vec<u8>,
@@ -142,6 +147,16 @@ pub(crate) struct Collection {
     compact_lock: Mutex<Option<Instant>>,
     compaction_status: Mutex<String>,
     dir: PathBuf,
+}
+
+impl Pending {
+    fn push(&mut self, range: std::ops::Range<usize>) {
+        self.len += range.len() as u64;
+        match self.runs.last_mut() {
+            Some(last) if last.end == range.start => last.end = range.end,
+            _ => self.runs.push(range),
+        }
+    }
 }
 
 impl Collection {
@@ -969,22 +984,27 @@ impl Inner {
     fn collect_segment(&self, seg: &Arc<DataFile>) -> Result<bool> {
         let mut retain = false;
         let image = seg
-            .read_all()
+            .image()
             .map_err(|e| files::io_error(e, "reading a WAL segment"))?;
         // A segment with damage followed by intact markers got this far only because
         // recovery salvaged it (or it was damaged since): copy every intact batch, as the
         // replay did, so that nothing the index holds is lost when the segment is unlinked.
-        let salvage = format::scan(&image).end == ScanEnd::Corrupt;
-        if salvage {
+        let scan = format::scan(&image);
+        let salvage = scan.end == ScanEnd::Corrupt;
+        let found = if salvage {
             tracing::error!(
                 "WAL segment {} is damaged: collecting every intact batch",
                 seg.fid
             );
-        }
+            format::salvage(&image)
+        } else {
+            // The clean scan's markers are what `committed_markers` would scan again.
+            scan.markers
+        };
         let cat = self.catalog();
         // Committed markers grouped by collection, in log order.
         let mut per_col: BTreeMap<u64, Vec<format::Found>> = BTreeMap::new();
-        for p in committed_markers(&image, salvage) {
+        for p in committed_of(found, salvage) {
             let Ok(marker) = format::decode(&image[p.offset..]) else {
                 continue;
             };
@@ -1035,10 +1055,10 @@ impl Inner {
                 let bytes = &image[m.offset..m.offset + format::padded(m.len)];
                 let need = bytes.len() as u64;
                 let fits = cf.journal.as_ref().is_some_and(|j| {
-                    j.offset + pend.buf.len() as u64 + need + format::FOOTER_LEN as u64 <= j.size
+                    j.offset + pend.len + need + format::FOOTER_LEN as u64 <= j.size
                 });
                 if !fits {
-                    self.flush_journal(&mut cf, &mut pend)?;
+                    self.flush_journal(&mut cf, &mut pend, &image)?;
                     if cf.journal.is_some() {
                         // The MANIFEST rewrite of create_journal lists the sealed file too:
                         // one rewrite (two fsyncs) per journal switch instead of two.
@@ -1051,10 +1071,10 @@ impl Inner {
                 };
                 let new_loc = Loc {
                     fid: j.file.fid,
-                    offset: (j.offset + pend.buf.len() as u64) as u32,
+                    offset: (j.offset + pend.len) as u32,
                     len: m.len as u32,
                 };
-                pend.buf.extend_from_slice(bytes);
+                pend.push(m.offset..m.offset + bytes.len());
                 pend.count += 1;
                 pend.max_tick = pend.max_tick.max(m.tick);
                 pend.crcs.extend_from_slice(&m.crc.to_le_bytes());
@@ -1079,7 +1099,7 @@ impl Inner {
                     pend.removes += 1;
                 }
             }
-            self.flush_journal(&mut cf, &mut pend)?;
+            self.flush_journal(&mut cf, &mut pend, &image)?;
             if let Some(j) = &cf.journal {
                 let synced = files::check(&self.options.io_hooks, FailPoint::JournalSync)
                     .and_then(|_| j.file.file.sync_data());
@@ -1122,19 +1142,32 @@ impl Inner {
         Ok(retain)
     }
 
-    fn flush_journal(&self, cf: &mut ColFiles, pend: &mut Pending) -> Result<()> {
-        if pend.buf.is_empty() {
+    /// Writes the pending markers (ranges of `image`) at the journal's end and applies their
+    /// counters. A single range is written straight from the image; several (collections
+    /// interleaved in the WAL) are gathered first, so that a journal run is still one `pwrite`.
+    fn flush_journal(&self, cf: &mut ColFiles, pend: &mut Pending, image: &[u8]) -> Result<()> {
+        if pend.runs.is_empty() {
             return Ok(());
         }
         let Some(j) = cf.journal.as_mut() else {
             return Err(Error::new(ErrorCode::Internal));
         };
+        let gathered;
+        let bytes: &[u8] = match pend.runs.as_slice() {
+            [one] => &image[one.clone()],
+            runs => {
+                let mut buf = Vec::with_capacity(pend.len as usize);
+                for run in runs {
+                    buf.extend_from_slice(&image[run.clone()]);
+                }
+                gathered = buf;
+                &gathered
+            }
+        };
         files::check(&self.options.io_hooks, FailPoint::JournalWrite)
-            .and_then(|_| {
-                std::os::unix::fs::FileExt::write_all_at(&j.file.file, &pend.buf, j.offset)
-            })
+            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&j.file.file, bytes, j.offset))
             .map_err(|e| files::io_error(e, "writing a journal"))?;
-        j.offset += pend.buf.len() as u64;
+        j.offset += pend.len;
         j.count += pend.count;
         j.max_tick = j.max_tick.max(pend.max_tick);
         j.crc_acc = crc32c::crc32c_append(j.crc_acc, &pend.crcs);
@@ -1266,7 +1299,7 @@ impl Inner {
 
     fn write_hint(&self, col: &Collection, file: &DataFile) -> Result<()> {
         let image = file
-            .read_all()
+            .image()
             .map_err(|e| files::io_error(e, "reading a datafile for its hint file"))?;
         let scan = format::scan(&image);
         let hints = hint_entries(&image, &scan.markers);
@@ -2472,6 +2505,12 @@ fn committed_markers(image: &[u8], salvage: bool) -> Vec<format::Found> {
     } else {
         format::scan(image).markers
     };
+    committed_of(markers, salvage)
+}
+
+/// The markers of complete (committed) batches among `markers`, a segment's scan (`salvage`:
+/// found by [`format::salvage`], possibly with gaps).
+fn committed_of(markers: Vec<format::Found>, salvage: bool) -> Vec<format::Found> {
     let mut out = Vec::with_capacity(markers.len());
     let mut pending: Vec<format::Found> = Vec::new();
     // After a gap (damaged bytes) the markers up to the next COMMIT belong to a batch whose
@@ -3370,6 +3409,17 @@ mod tests {
     /// version of `k` when the referenced set was taken, then it was released and a GC pass
     /// dropped `k` from the index before the removal marker was reached. The decision must
     /// follow what is copied, not the index at that later moment.
+    #[test]
+    fn pending_merges_adjacent_ranges_only() {
+        let mut p = Pending::default();
+        p.push(64..128);
+        p.push(128..200);
+        p.push(256..300);
+        p.push(300..310);
+        assert_eq!(p.runs, vec![64..200, 256..310]);
+        assert_eq!(p.len, 136 + 54);
+    }
+
     #[test]
     fn removal_survives_when_an_older_version_of_its_key_is_kept() {
         let keep = select_markers(
