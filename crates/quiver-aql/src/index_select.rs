@@ -81,6 +81,9 @@ pub struct IndexScan {
     pub condition: Vec<CExpr>,
     /// Estimated documents per input row.
     pub estimated_items: f64,
+    /// Set when the index is a geo index (rule `geo-index-optimizer`); the persistent-index
+    /// fields above are then unused.
+    pub geo: Option<Box<crate::geo_select::GeoSearch>>,
 }
 
 #[derive(Clone, Debug)]
@@ -430,6 +433,10 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
         };
         let mut best: Option<(f64, &IndexMeta, Option<Match>, Option<bool>)> = None;
         for ix in indexes {
+            // Geo, fulltext and ttl indexes have no value order to look up in.
+            if !matches!(ix.kind.as_str(), "persistent" | "hash" | "skiplist") {
+                continue;
+            }
             if let Some(h) = hint {
                 if h.force && !h.names.contains(&ix.name) {
                     continue;
@@ -490,6 +497,7 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             sorted: order.is_some(),
             condition: used.iter().map(|&u| conds[u].expr.clone()).collect(),
             estimated_items: 0.0,
+            geo: None,
         };
         if let Some(m) = &m {
             scan.estimated_items = estimate(ix, m, *count);

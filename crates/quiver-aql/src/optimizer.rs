@@ -26,6 +26,7 @@ pub const RULES: &[&str] = &[
     "use-indexes",
     "remove-filter-covered-by-index",
     "use-index-for-sort",
+    "geo-index-optimizer",
     "optimize-traversals",
     "remove-unnecessary-calculations",
     "remove-redundant-sorts",
@@ -170,6 +171,13 @@ fn optimize_pipeline(
             fired.push("remove-filter-covered-by-index".into());
             remove_unnecessary_filters(&mut plan, options);
         }
+    }
+    if options.rules.is_enabled("geo-index-optimizer")
+        && crate::geo_select::use_geo_indexes(&mut plan, &options.indexes)
+    {
+        fired.push("geo-index-optimizer".into());
+        // Served conjuncts left `true` behind.
+        remove_unnecessary_filters(&mut plan, options);
     }
     run(
         "optimize-traversals",

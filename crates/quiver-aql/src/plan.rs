@@ -336,6 +336,13 @@ impl NodeKind {
                 for (e, _) in scan.lower.iter().chain(scan.upper.iter()) {
                     set.extend(e.vars());
                 }
+                if let Some(geo) = &scan.geo {
+                    for e in geo.expressions() {
+                        set.extend(e.vars());
+                    }
+                    // Its own output is not an input.
+                    set.remove(&scan.out);
+                }
             }
             NodeKind::EnumerateList {
                 input: ListSource::Slot(input),

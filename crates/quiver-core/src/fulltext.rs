@@ -1,15 +1,21 @@
 //! Fulltext semantics of ArangoDB's (deprecated but still used) fulltext index: how a
 //! document's attribute becomes a set of words, how a `FULLTEXT()` query string is parsed, and
-//! an in-memory word index answering such queries.
+//! the maintained word index that answers such queries (kept per `secondary.rs`).
 //!
 //! Words are maximal runs of letters and digits, lower-cased, NFC-normalized, at least
 //! `minLength` characters and cut to 40 characters. A string attribute is indexed; for an array
 //! or object the string values directly inside it are indexed (ArangoDB goes one level deep).
 
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::sync::Arc;
 
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::Value;
+use quiver_types::Revision;
+use serde_json::{Map, Value};
+
+use crate::index::IndexDef;
+use crate::secondary::IndexStructure;
 use unicode_normalization::UnicodeNormalization;
 
 /// ArangoDB cuts longer words to this many characters.
@@ -173,99 +179,145 @@ impl Query {
     }
 }
 
-/// A word → documents index (documents named by key). Keys are re-checked by the caller
-/// against its snapshot, so the index only needs to be a superset of the current matches.
-#[derive(Debug, Default)]
-pub struct FulltextIndex {
-    pub min_length: usize,
-    words: BTreeMap<String, HashSet<String>>,
-    documents: std::collections::HashMap<String, BTreeSet<String>>,
+/// A document version named in the index: its key and the revision whose words are filed.
+type Entry = (Arc<str>, Revision);
+
+/// The maintained fulltext index (see `secondary.rs` for the snapshot protocol): an ordered
+/// word map (so a `prefix:` term is one range walk) from each word to the document versions
+/// containing it, plus the set of indexed versions (the universe an exclusion-first query
+/// starts from). Only documents whose attribute yields at least one word are indexed, as in
+/// ArangoDB.
+pub(crate) struct FulltextIndex {
+    attribute: String,
+    min_length: usize,
+    words: BTreeMap<String, HashSet<Entry>>,
+    documents: HashSet<Entry>,
+}
+
+/// The words `doc` files under `attribute` (a dotted path) in an index of `min_length`.
+pub fn document_words(
+    doc: &Map<String, Value>,
+    attribute: &str,
+    min_length: usize,
+) -> BTreeSet<String> {
+    let (top, rest) = match attribute.split_once('.') {
+        Some((top, rest)) => (top, Some(rest)),
+        None => (attribute, None),
+    };
+    let Some(value) = doc.get(top) else {
+        return BTreeSet::new();
+    };
+    let value = match rest {
+        Some(path) => match crate::geo::attribute(value, path) {
+            Some(v) => v,
+            None => return BTreeSet::new(),
+        },
+        None => value,
+    };
+    words(value, min_length)
 }
 
 impl FulltextIndex {
-    pub fn new(min_length: usize) -> FulltextIndex {
+    pub fn new(def: &IndexDef) -> FulltextIndex {
+        let min_length = def
+            .extra
+            .get("minLength")
+            .and_then(Value::as_u64)
+            .unwrap_or(2);
         FulltextIndex {
-            min_length: min_length.max(1),
-            ..FulltextIndex::default()
+            attribute: def.fields.first().cloned().unwrap_or_default(),
+            min_length: (min_length as usize).max(1),
+            words: BTreeMap::new(),
+            documents: HashSet::new(),
         }
     }
 
-    /// Indexes (or re-indexes) a document's attribute value.
-    pub fn insert(&mut self, key: &str, value: &Value) {
-        self.remove(key);
-        let words = words(value, self.min_length);
-        if words.is_empty() {
-            return;
-        }
-        for w in &words {
-            self.words
-                .entry(w.clone())
-                .or_default()
-                .insert(key.to_string());
-        }
-        self.documents.insert(key.to_string(), words);
-    }
-
-    pub fn remove(&mut self, key: &str) {
-        if let Some(words) = self.documents.remove(key) {
-            for w in words {
-                if let Some(keys) = self.words.get_mut(&w) {
-                    keys.remove(key);
-                    if keys.is_empty() {
-                        self.words.remove(&w);
-                    }
-                }
-            }
-        }
-    }
-
-    fn term_keys(&self, term: &Term) -> HashSet<String> {
+    fn term_keys(&self, term: &Term, out: &mut HashSet<Arc<str>>) {
         if term.prefix {
-            let mut out = HashSet::new();
-            for (w, keys) in self.words.range(term.word.clone()..) {
+            for (w, entries) in self.words.range(term.word.clone()..) {
                 if !w.starts_with(&term.word) {
                     break;
                 }
-                out.extend(keys.iter().cloned());
+                out.extend(entries.iter().map(|(k, _)| Arc::clone(k)));
             }
-            out
-        } else {
-            self.words.get(&term.word).cloned().unwrap_or_default()
+        } else if let Some(entries) = self.words.get(&term.word) {
+            out.extend(entries.iter().map(|(k, _)| Arc::clone(k)));
         }
     }
 
-    /// Keys of the documents matching `query`, in key order, at most `limit` (0 = all).
-    pub fn query(&self, query: &Query, limit: usize) -> Vec<String> {
-        let mut result: HashSet<String> = HashSet::new();
+    /// Keys of a superset of the documents (of any version filed here) that can match
+    /// `query`: conjunctions intersect, disjunctions unite, and exclusions are left to the
+    /// caller's exact re-check (subtracting a superset could drop a real match). An
+    /// exclusion-first query starts from every indexed document.
+    pub fn candidates(&self, query: &Query) -> HashSet<Arc<str>> {
+        let mut result: HashSet<Arc<str>> = HashSet::new();
         for (i, term) in query.terms.iter().enumerate() {
-            let keys = self.term_keys(term);
-            result = match (i, term.op) {
-                (0, Op::Not) => self
-                    .documents
-                    .keys()
-                    .filter(|k| !keys.contains(*k))
-                    .cloned()
-                    .collect(),
-                (0, _) => keys,
-                (_, Op::And) => result.intersection(&keys).cloned().collect(),
-                (_, Op::Or) => result.union(&keys).cloned().collect(),
-                (_, Op::Not) => result.difference(&keys).cloned().collect(),
-            };
+            match (i, term.op) {
+                (0, Op::Not) => {
+                    result = self.documents.iter().map(|(k, _)| Arc::clone(k)).collect();
+                }
+                (_, Op::Not) => {}
+                (0, _) | (_, Op::Or) => self.term_keys(term, &mut result),
+                (_, Op::And) => {
+                    let mut keys = HashSet::new();
+                    self.term_keys(term, &mut keys);
+                    result.retain(|k| keys.contains(k));
+                }
+            }
         }
-        let mut out: Vec<String> = result.into_iter().collect();
-        out.sort();
-        if limit > 0 {
-            out.truncate(limit);
+        result
+    }
+}
+
+impl IndexStructure for FulltextIndex {
+    fn insert(&mut self, key: &Arc<str>, rev: Revision, doc: &Map<String, Value>) {
+        let words = document_words(doc, &self.attribute, self.min_length);
+        if words.is_empty() {
+            return;
         }
-        out
+        for w in words {
+            self.words
+                .entry(w)
+                .or_default()
+                .insert((Arc::clone(key), rev));
+        }
+        self.documents.insert((Arc::clone(key), rev));
     }
 
-    pub fn len(&self) -> usize {
+    fn remove(&mut self, key: &str, rev: Revision, doc: &Map<String, Value>) {
+        let entry: Entry = (Arc::from(key), rev);
+        if !self.documents.remove(&entry) {
+            return;
+        }
+        for w in document_words(doc, &self.attribute, self.min_length) {
+            if let Some(entries) = self.words.get_mut(&w) {
+                entries.remove(&entry);
+                if entries.is_empty() {
+                    self.words.remove(&w);
+                }
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
         self.documents.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.documents.is_empty()
+    fn selectivity(&self) -> Option<f64> {
+        None
+    }
+
+    fn fresh(&self) -> Box<dyn IndexStructure> {
+        Box::new(FulltextIndex {
+            attribute: self.attribute.clone(),
+            min_length: self.min_length,
+            words: BTreeMap::new(),
+            documents: HashSet::new(),
+        })
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -290,18 +342,37 @@ mod tests {
         assert_eq!(words(&json!(long), 2).iter().next().unwrap().len(), 40);
     }
 
+    fn index(min_length: u64) -> FulltextIndex {
+        let def = IndexDef::parse(
+            &json!({"type": "fulltext", "fields": ["body.text"], "minLength": min_length}),
+            7,
+        )
+        .unwrap();
+        FulltextIndex::new(&def)
+    }
+
+    fn doc(text: Value) -> Map<String, Value> {
+        json!({"body": {"text": text}})
+            .as_object()
+            .cloned()
+            .unwrap()
+    }
+
     #[test]
-    fn queries_match_like_the_index() {
+    fn candidates_cover_every_match_and_the_scan_agrees() {
         let docs = [
             ("1", json!("apple banana cherry")),
             ("2", json!("banana bread")),
             ("3", json!("cherry pie with apples")),
             ("4", json!("nothing here")),
+            ("5", json!(17)),
         ];
-        let mut index = FulltextIndex::new(2);
+        let mut ix = index(2);
         for (k, v) in &docs {
-            index.insert(k, v);
+            ix.insert(&Arc::from(*k), Revision(1), &doc(v.clone()));
         }
+        // Document 5 has no words: not indexed, so not in any exclusion-first result.
+        assert_eq!(ix.len(), 4);
         for (q, expected) in [
             ("banana", vec!["1", "2"]),
             ("banana,cherry", vec!["1"]),
@@ -311,22 +382,48 @@ mod tests {
             ("complete:apple", vec!["1"]),
             ("PREFIX:CHE,-pie", vec!["1"]),
             ("-banana", vec!["3", "4"]),
+            ("-banana,|bread", vec!["2", "3", "4"]),
         ] {
             let query = Query::parse(q).unwrap();
-            assert_eq!(index.query(&query, 0), expected, "{q}");
-            let scanned: Vec<&str> = docs
+            let candidates = ix.candidates(&query);
+            let mut exact: Vec<&str> = docs
                 .iter()
-                .filter(|(_, v)| query.matches(&words(v, 2)))
+                .filter(|(k, v)| {
+                    let words = document_words(&doc(v.clone()), "body.text", 2);
+                    let hit = !words.is_empty() && query.matches(&words);
+                    assert!(!hit || candidates.contains(*k), "{q}: {k} not a candidate");
+                    hit
+                })
                 .map(|(k, _)| *k)
                 .collect();
-            assert_eq!(scanned, expected, "{q} by scan");
+            exact.sort();
+            assert_eq!(exact, expected, "{q}");
         }
-        assert_eq!(index.query(&Query::parse("banana").unwrap(), 1), vec!["1"]);
-        index.insert("2", &json!("rye"));
-        assert_eq!(index.query(&Query::parse("banana").unwrap(), 0), vec!["1"]);
-        index.remove("1");
-        assert!(index.query(&Query::parse("banana").unwrap(), 0).is_empty());
-        assert_eq!(index.len(), 3);
-        assert!(Query::parse(" , ,").is_err());
+        // Conjunctions narrow the candidates, they are not the whole collection.
+        assert_eq!(
+            ix.candidates(&Query::parse("banana,cherry").unwrap()).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn versions_are_filed_and_removed_separately() {
+        let mut ix = index(3);
+        let key: Arc<str> = Arc::from("k");
+        ix.insert(&key, Revision(1), &doc(json!("old words")));
+        ix.insert(&key, Revision(2), &doc(json!("new text")));
+        let q = |ix: &FulltextIndex, s: &str| ix.candidates(&Query::parse(s).unwrap()).len();
+        assert_eq!((q(&ix, "old"), q(&ix, "new")), (1, 1));
+        ix.remove("k", Revision(1), &doc(json!("old words")));
+        assert_eq!((q(&ix, "old"), q(&ix, "new")), (0, 1));
+        // Removing a version that was never filed changes nothing.
+        ix.remove("k", Revision(9), &doc(json!("new text")));
+        assert_eq!(q(&ix, "new"), 1);
+        ix.remove("k", Revision(2), &doc(json!("new text")));
+        assert_eq!(ix.len(), 0);
+        assert!(ix.words.is_empty());
+        // minLength 3: "ab" is not a word of this index.
+        ix.insert(&key, Revision(3), &doc(json!("ab abc")));
+        assert_eq!((q(&ix, "ab"), q(&ix, "abc")), (0, 1));
     }
 }

@@ -148,6 +148,17 @@ impl GeoIndex {
                 }
             }
         }
+        // Distance queries (`GEO_DISTANCE`, sorted-by-distance scans) measure to a shape's
+        // centroid, which can lie outside its bounding rectangle (points on one parallel
+        // average to a point nearer the pole): filing the centroid's cell too keeps every
+        // distance cap's candidates a superset.
+        let (lat, lng) = crate::geo::to_lat_lng(shape.centroid());
+        if lat.is_finite() && lng.is_finite() {
+            let id = cell_id(MAX_LEVEL, row_of(MAX_LEVEL, lat), col_of(MAX_LEVEL, lng));
+            if !out.contains(&id) {
+                out.push(id);
+            }
+        }
         out
     }
 
@@ -340,6 +351,18 @@ mod tests {
         assert_eq!(keys(&index, Rect::WORLD), vec!["line", "point"]);
         index.remove("point", rev(2), &map(point));
         index.remove("line", rev(1), &map(dateline));
+        assert_eq!(index.len(), 0);
+        assert!(index.cells.is_empty());
+        // Points on one parallel: their centroid lies poleward of every vertex, and a small
+        // cap around it still finds the shape.
+        let ring =
+            json!({"geo": {"type": "MultiPoint", "coordinates": [[0, 60], [60, 60], [120, 60]]}});
+        index.insert(&"ring".into(), rev(3), &map(ring.clone()));
+        let shape = crate::geo::Shape::parse(&ring["geo"]).unwrap();
+        let (clat, clng) = crate::geo::to_lat_lng(shape.centroid());
+        assert!(clat > 61.0, "{clat}");
+        assert_eq!(keys(&index, small(clat, clng)), vec!["ring"]);
+        index.remove("ring", rev(3), &map(ring));
         assert_eq!(index.len(), 0);
         assert!(index.cells.is_empty());
     }

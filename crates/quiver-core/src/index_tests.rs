@@ -412,3 +412,96 @@ mod model {
         }
     }
 }
+
+/// Keys of the documents the fulltext lookup names that really match `query` (the lookup
+/// returns candidates; the AQL function re-checks them the same way).
+fn fulltext_matches(
+    r: &dyn DocumentReader,
+    coll: &Collection,
+    id: u64,
+    query: &str,
+) -> Vec<String> {
+    let query = crate::fulltext::Query::parse(query).unwrap();
+    let mut out: Vec<String> = r
+        .fulltext_lookup(coll, id, &query)
+        .unwrap()
+        .into_iter()
+        .filter(|d| {
+            let words = crate::fulltext::words(&d["text"], 3);
+            !words.is_empty() && query.matches(&words)
+        })
+        .map(|d| d["_key"].as_str().unwrap().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn fulltext_index_follows_snapshots_transactions_truncate_and_restart() {
+    let (dir, core, db) = setup();
+    let coll = create(&db, "texts");
+    insert(&coll, json!({"_key": "a", "text": "Quick brown fox"}));
+    let id = index_id(
+        &coll,
+        json!({"type": "fulltext", "fields": ["text"], "minLength": 3, "name": "ft"}),
+    );
+    assert!(coll.wait_for_indexes(Duration::from_secs(30)));
+    insert(&coll, json!({"_key": "b", "text": "brown bread"}));
+    insert(&coll, json!({"_key": "c", "text": 42}));
+    let view = db.read_view();
+    assert_eq!(fulltext_matches(&view, &coll, id, "brown"), ["a", "b"]);
+    assert_eq!(fulltext_matches(&view, &coll, id, "prefix:bro,-fox"), ["b"]);
+    // "c" has no words: an exclusion-first query does not return it.
+    assert_eq!(fulltext_matches(&view, &coll, id, "-fox"), ["b"]);
+    let before = db.read_view();
+    coll.update(
+        "a",
+        json!({"text": "slow green turtle"}),
+        &ModifyOptions::new(),
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    coll.remove("b", &RemoveOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(fulltext_matches(&before, &coll, id, "brown"), ["a", "b"]);
+    let now = db.read_view();
+    assert!(fulltext_matches(&now, &coll, id, "brown").is_empty());
+    assert_eq!(fulltext_matches(&now, &coll, id, "turtle"), ["a"]);
+    // A transaction sees its own staged writes through the index.
+    let mut trx = db
+        .begin_transaction(TransactionOptions::writing(&["texts"]))
+        .unwrap();
+    trx.insert(
+        &coll,
+        json!({"_key": "d", "text": "green tea"}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
+    assert_eq!(fulltext_matches(&trx, &coll, id, "green"), ["a", "d"]);
+    trx.abort();
+    assert_eq!(fulltext_matches(&db.read_view(), &coll, id, "green"), ["a"]);
+    drop((before, now, view));
+    // Entries of superseded versions are collected once no snapshot needs them.
+    insert(&coll, json!({"_key": "e", "text": "brown owl"}));
+    assert_eq!(coll.query_indexes()[0].entries, 2);
+    let old = db.read_view();
+    coll.truncate(false).unwrap().wait().unwrap();
+    assert_eq!(fulltext_matches(&old, &coll, id, "brown"), ["e"]);
+    assert!(fulltext_matches(&db.read_view(), &coll, id, "brown").is_empty());
+    drop(old);
+    insert(&coll, json!({"_key": "f", "text": "Brown Sugar"}));
+    drop(coll);
+    drop(db);
+    core.shutdown().unwrap();
+    drop(core);
+    let core = Core::open(dir.path(), options()).unwrap();
+    let db = core.database(SYSTEM_DATABASE).unwrap();
+    let coll = db.collection("texts").unwrap();
+    assert!(coll.wait_for_indexes(Duration::from_secs(30)));
+    assert_eq!(fulltext_matches(&db.read_view(), &coll, id, "sugar"), ["f"]);
+    assert_eq!(coll.query_indexes()[0].entries, 1);
+    assert_eq!(coll.index("ft").unwrap()["minLength"], 3);
+}

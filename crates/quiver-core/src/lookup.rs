@@ -295,3 +295,61 @@ pub(crate) fn geo_candidates(
     }
     Ok(out)
 }
+
+/// The documents of `coll` that its fulltext index `index` names as candidates for `query`,
+/// as `snapshot` sees them, plus (for a transaction) every document it staged in `coll`: a
+/// superset of the matches, which the caller re-checks exactly (exclusions are applied only
+/// there). Errors: 1212 for an unknown index, 10 when `index` is not a fulltext index.
+pub(crate) fn fulltext_candidates(
+    coll: &Collection,
+    index: u64,
+    snapshot: &Snapshot,
+    query: &crate::fulltext::Query,
+    staging: Option<&Staging>,
+) -> Result<Vec<Value>> {
+    use crate::fulltext::FulltextIndex;
+    let ix = coll.maintained_index(index)?;
+    let cid = coll.id();
+    let name = coll.name();
+    let tick = snapshot.tick();
+    let candidates = ix.read(|cur, retired| {
+        let ft = cur.as_any().downcast_ref::<FulltextIndex>()?;
+        let mut found = ft.candidates(query);
+        // Structures a truncate retired after this snapshot still hold what it sees.
+        for (t, old) in retired {
+            if *t > tick {
+                if let Some(old) = old.as_any().downcast_ref::<FulltextIndex>() {
+                    found.extend(old.candidates(query));
+                }
+            }
+        }
+        Some(found)
+    });
+    let Some(candidates) = candidates else {
+        return Err(Error::with_message(
+            ErrorCode::BadParameter,
+            "this index is not a fulltext index",
+        ));
+    };
+    let staged =
+        |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
+    let mut keys: Vec<Arc<str>> = candidates.into_iter().filter(|k| !staged(k)).collect();
+    // Key order: deterministic results (and LIMIT) whatever the hash order.
+    keys.sort();
+    let mut out = Vec::with_capacity(keys.len());
+    for key in keys {
+        if let Some(doc) = snapshot.get(cid, &key)? {
+            out.push(decode_with_id(&doc.body, &name, &key)?);
+        }
+    }
+    if let Some(st) = staging {
+        for ((c, key), entry) in &st.entries {
+            if *c == cid {
+                if let Some((_, body)) = &entry.current {
+                    out.push(decode_with_id(body, &name, key)?);
+                }
+            }
+        }
+    }
+    Ok(out)
+}

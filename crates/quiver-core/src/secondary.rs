@@ -68,6 +68,7 @@ pub(crate) fn structure_for(def: &IndexDef) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
         "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
+        "fulltext" => Some(Box::new(crate::fulltext::FulltextIndex::new(def))),
         _ => None,
     }
 }
@@ -332,6 +333,8 @@ mod tests {
             ("skiplist", true),
             ("ttl", false),
             ("mdi", false),
+            ("fulltext", true),
+            ("geo", true),
         ] {
             let mut body = json!({"type": kind, "fields": ["a"], "expireAfter": 1, "fieldValueTypes": "double"});
             if kind == "mdi" {

@@ -108,6 +108,16 @@ pub trait DocumentReader {
         index: u64,
         rect: &crate::geo::Rect,
     ) -> Result<Vec<Value>>;
+
+    /// The documents of `coll` that its fulltext index `index` names for `query`, as this
+    /// reader sees them (a superset of the matches: the caller re-checks each exactly).
+    /// Errors: 1212 for an unknown index, 10 for another type.
+    fn fulltext_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &crate::fulltext::Query,
+    ) -> Result<Vec<Value>>;
 }
 
 /// Keeps the index candidates that `snapshot` holds at exactly their revision.
@@ -254,6 +264,16 @@ impl DocumentReader for ReadView {
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::geo_candidates(coll, index, &self.snapshot, rect, None)
+    }
+
+    fn fulltext_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &crate::fulltext::Query,
+    ) -> Result<Vec<Value>> {
+        coll.check_usable()?;
+        crate::lookup::fulltext_candidates(coll, index, &self.snapshot, query, None)
     }
 }
 
@@ -665,6 +685,22 @@ impl DocumentReader for Transaction {
             index,
             &self.staging.snapshot,
             rect,
+            Some(&self.staging),
+        )
+    }
+
+    fn fulltext_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &crate::fulltext::Query,
+    ) -> Result<Vec<Value>> {
+        self.check_read(coll)?;
+        crate::lookup::fulltext_candidates(
+            coll,
+            index,
+            &self.staging.snapshot,
+            query,
             Some(&self.staging),
         )
     }

@@ -114,6 +114,15 @@ impl DataAccess for TxnData<'_> {
     ) -> Result<Option<Vec<Value>>> {
         self.txn.geo_lookup(collection, index, rect)
     }
+
+    fn fulltext_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &quiver_core::fulltext::Query,
+    ) -> Result<Option<Vec<Value>>> {
+        self.txn.fulltext_lookup(collection, index, query)
+    }
 }
 
 /// Evaluates `e` over `row`; `current` is the element inside an array expansion.

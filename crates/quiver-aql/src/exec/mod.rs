@@ -5,6 +5,7 @@
 //! with ArangoDB's resource-limit error when it is exceeded.
 
 pub mod eval;
+mod geo;
 mod graph;
 mod index;
 
@@ -204,6 +205,9 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                 row: None,
                 iter: None,
             }),
+            NodeKind::IndexScan(scan) if scan.geo.is_some() => {
+                Box::new(geo::GeoScanOp::new(op, (**scan).clone()))
+            }
             NodeKind::IndexScan(scan) => Box::new(index::IndexScanOp::new(op, (**scan).clone())),
             NodeKind::Index {
                 out,

@@ -536,14 +536,22 @@ fn fulltext_fn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         },
     };
     let data = ctx.data()?;
-    let min_length = data
+    let (index, min_length) = data
         .indexes(&collection)?
         .iter()
         .find(|i| {
             i.get("type").and_then(Value::as_str) == Some("fulltext")
                 && i.get("fields") == Some(&json!([attribute]))
         })
-        .map(|i| i.get("minLength").and_then(Value::as_u64).unwrap_or(2) as usize)
+        .map(|i| {
+            let id: Option<u64> = i
+                .get("id")
+                .and_then(Value::as_str)
+                .and_then(|h| h.rsplit('/').next())
+                .and_then(|n| n.parse().ok());
+            let min_length = i.get("minLength").and_then(Value::as_u64).unwrap_or(2);
+            (id, (min_length as usize).max(1))
+        })
         .ok_or_else(|| {
             Error::with_message(
                 ErrorCode::QueryFulltextIndexMissing,
@@ -551,8 +559,18 @@ fn fulltext_fn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             )
         })?;
     let query = fulltext::Query::parse(query)?;
+    // The index narrows the documents to candidates; a source that cannot use it yet (still
+    // building, or no index structures at all) hands out the whole collection. Either way
+    // each document is re-checked here, so both paths give the same answer.
+    let docs: DocIter = match index {
+        Some(id) => match data.fulltext_lookup(&collection, id, &query)? {
+            Some(docs) => Box::new(docs.into_iter().map(Ok)),
+            None => data.scan(&collection)?,
+        },
+        None => data.scan(&collection)?,
+    };
     let mut out = Vec::new();
-    for doc in data.scan(&collection)? {
+    for doc in docs {
         if ctx.is_killed() {
             return Err(Error::new(ErrorCode::QueryKilled));
         }
@@ -560,7 +578,10 @@ fn fulltext_fn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         let Some(value) = geo::attribute(&doc, attribute) else {
             continue;
         };
-        if query.matches(&fulltext::words(value, min_length)) {
+        // A document whose attribute yields no word is not in the index (ArangoDB indexes
+        // only textual values), so even an exclusion-first query does not return it.
+        let words = fulltext::words(value, min_length);
+        if !words.is_empty() && query.matches(&words) {
             out.push(doc);
             if limit > 0 && out.len() >= limit {
                 break;

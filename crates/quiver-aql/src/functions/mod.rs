@@ -136,6 +136,17 @@ pub trait DataAccess {
         let _ = (collection, index, rect);
         Ok(None)
     }
+    /// Candidates from a fulltext index (see `Transaction::fulltext_lookup`); None means
+    /// "scan".
+    fn fulltext_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &quiver_core::fulltext::Query,
+    ) -> Result<Option<Vec<Value>>> {
+        let _ = (collection, index, query);
+        Ok(None)
+    }
     /// `[{"_id": ..., "name": ...}]` for `COLLECTIONS()`.
     fn collections(&self) -> Result<Vec<(String, String)>> {
         Err(Error::with_message(

@@ -277,6 +277,20 @@ impl Transaction for CoreTransaction {
         self.reader().geo_lookup(&c, index, rect).map(Some)
     }
 
+    fn fulltext_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &quiver_core::fulltext::Query,
+    ) -> Result<Option<Vec<Value>>> {
+        let c = self.coll(collection)?;
+        // While the index is still being built the caller scans instead.
+        if !c.query_indexes().iter().any(|i| i.id == index && i.ready) {
+            return Ok(None);
+        }
+        self.reader().fulltext_lookup(&c, index, query).map(Some)
+    }
+
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
         // Inside a write transaction staged documents must be merged in; the plain scan
         // does that. Read views go straight to the snapshot and decode only `attrs`.

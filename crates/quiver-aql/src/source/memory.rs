@@ -324,13 +324,20 @@ impl Transaction for MemoryTransaction {
                     .and_then(Value::as_str)
                     .map_or_else(|| format!("idx_{id}"), str::to_string);
                 let estimate = (selectivity * 10_000.0).round() / 10_000.0;
+                let mut description = serde_json::json!({
+                    "id": format!("{collection}/{id}"), "name": name, "type": kind,
+                    "fields": fields, "unique": unique, "sparse": sparse,
+                    "selectivityEstimate": estimate,
+                });
+                // Type-specific options the planner reads (how a geo index reads documents).
+                for option in ["geoJson", "legacyPolygons", "minLength"] {
+                    if let Some(v) = def.get(option) {
+                        description[option] = v.clone();
+                    }
+                }
                 super::IndexMeta {
                     id: *id,
-                    description: serde_json::json!({
-                        "id": format!("{collection}/{id}"), "name": name, "type": kind,
-                        "fields": fields, "unique": unique, "sparse": sparse,
-                        "selectivityEstimate": estimate,
-                    }),
+                    description,
                     name,
                     kind,
                     fields,

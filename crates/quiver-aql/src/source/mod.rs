@@ -180,6 +180,19 @@ pub trait Transaction: Send {
         let _ = (collection, index, rect);
         Ok(None)
     }
+    /// The documents that fulltext index `index` (numeric id) of `collection` names as
+    /// candidates for `query`, a superset of the matches (callers re-check). None when the
+    /// source cannot answer through that index (not built yet, no such structure): the caller
+    /// scans the collection instead.
+    fn fulltext_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &quiver_core::fulltext::Query,
+    ) -> Result<Option<Vec<Value>>> {
+        let _ = (collection, index, query);
+        Ok(None)
+    }
     fn insert(
         &mut self,
         collection: &str,
