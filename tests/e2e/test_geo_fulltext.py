@@ -95,3 +95,74 @@ def test_fulltext_index_and_query(db):
         **{"@c": coll.name},
     )
     assert found == ["1", "2"]
+
+
+def index_nodes(db, query, bind_vars=None):
+    plan = db.aql.explain(query, bind_vars=bind_vars or {})
+    return [n for n in plan["nodes"] if n["type"] == "IndexNode"], plan
+
+
+def test_geo_queries_use_the_index_in_explain(db):
+    coll = db.create_collection(unique("geoplan"))
+    coll.insert_many(
+        [{"_key": str(i), "lat": -60 + i * 0.6, "lng": -170 + i * 1.7, "loc": [-170 + i * 1.7, -60 + i * 0.6]}
+         for i in range(200)]
+    )
+    coll.add_index({"type": "geo", "fields": ["lat", "lng"], "name": "pair"})
+    coll.add_index({"type": "geo", "fields": ["loc"], "geoJson": True, "name": "gj"})
+    bind = {"@c": coll.name}
+    cases = [
+        ("FOR d IN @@c SORT DISTANCE(d.lat, d.lng, 10, 20) LIMIT 5 RETURN d._key", "pair"),
+        ("FOR d IN @@c SORT GEO_DISTANCE([20, 10], d.loc) LIMIT 5 RETURN d._key", "gj"),
+        ("FOR d IN @@c FILTER GEO_DISTANCE([20, 10], d.loc) <= 2000000 RETURN d._key", "gj"),
+        ("FOR d IN @@c FILTER GEO_CONTAINS(GEO_POLYGON([[0, 0], [40, 0], [40, 30], [0, 30], [0, 0]]), d.loc) RETURN d._key", "gj"),
+    ]
+    for query, name in cases:
+        nodes, plan = index_nodes(db, query, bind)
+        assert [n["indexes"][0]["name"] for n in nodes] == [name], query
+        assert "geo-index-optimizer" in plan["rules"], query
+        with_index = list(db.aql.execute(query, bind_vars=bind))
+        without = list(
+            db.aql.execute(query, bind_vars=bind, rules=["-geo-index-optimizer"])
+        )
+        assert sorted(with_index) == sorted(without), query
+        if "SORT" in query:
+            assert with_index == without, query
+    # Without a LIMIT the sort is not served.
+    nodes, _ = index_nodes(db, "FOR d IN @@c SORT DISTANCE(d.lat, d.lng, 10, 20) RETURN d._key", bind)
+    assert nodes == []
+
+
+def test_fulltext_index_follows_writes_and_survives_restart(tmp_root):
+    from conftest import Server
+
+    srv = Server(tmp_root / unique("ftrestart")).start()
+    try:
+        db = srv.client().db("_system")
+        coll = db.create_collection("texts")
+        coll.insert_many([{"_key": str(i), "text": "word%d common" % (i % 50)} for i in range(500)])
+        coll.add_index({"type": "fulltext", "fields": ["text"], "minLength": 3, "name": "ft"})
+
+        def find(q):
+            return sorted(db.aql.execute("FOR d IN FULLTEXT(texts, 'text', @q) RETURN d._key", bind_vars={"q": q}))
+
+        assert find("word7") == ["107", "157", "207", "257", "307", "357", "407", "457", "57", "7"]
+        coll.insert({"_key": "new", "text": "Brand new words"})
+        coll.update({"_key": "7", "text": "changed"})
+        coll.delete({"_key": "57"})
+        assert find("brand") == ["new"]
+        assert find("word7") == ["107", "157", "207", "257", "307", "357", "407", "457"]
+        assert find("changed") == ["7"]
+        assert len(find("prefix:word4")) == 110
+        srv.restart()
+        db = srv.client().db("_system")
+        # The index is rebuilt in the background; FULLTEXT answers the same meanwhile (it
+        # scans until the index is ready).
+        assert find("brand") == ["new"]
+        assert find("word7,-word17") == ["107", "157", "207", "257", "307", "357", "407", "457"]
+        assert find("word7,-prefix:chan") == find("word7")
+        assert find("changed,|brand") == ["7", "new"]
+        listed = db.collection("texts").get_index("ft")
+        assert listed.get("min_length", listed.get("minLength")) == 3
+    finally:
+        srv.stop()

@@ -95,7 +95,13 @@ impl MemorySource {
         let mut guard = db.write();
         let collection = guard.get_mut(name).ok_or_else(|| not_found(name))?;
         let kind = definition.get("type").and_then(Value::as_str).unwrap_or("");
-        if !matches!(kind, "persistent" | "hash" | "skiplist") {
+        // Geo, fulltext and ttl definitions are kept so that plans and index functions see
+        // them; lookups through them fall back to scans (the in-memory source keeps no
+        // structures for them).
+        if !matches!(
+            kind,
+            "persistent" | "hash" | "skiplist" | "geo" | "fulltext" | "ttl"
+        ) {
             return Err(Error::with_message(
                 ErrorCode::BadParameter,
                 format!("the in-memory source has no '{kind}' indexes"),
@@ -347,6 +353,19 @@ impl Transaction for MemoryTransaction {
                 }
             })
             .collect())
+    }
+
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        let mut out = vec![serde_json::json!({
+            "id": format!("{collection}/0"), "name": "primary", "type": "primary",
+            "fields": ["_key"], "unique": true, "sparse": false,
+        })];
+        out.extend(
+            self.secondary_indexes(collection)?
+                .into_iter()
+                .map(|ix| ix.description),
+        );
+        Ok(out)
     }
 
     fn index_lookup(
