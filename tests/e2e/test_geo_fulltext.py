@@ -123,7 +123,7 @@ def test_geo_queries_use_the_index_in_explain(db):
         assert "geo-index-optimizer" in plan["rules"], query
         with_index = list(db.aql.execute(query, bind_vars=bind))
         without = list(
-            db.aql.execute(query, bind_vars=bind, rules=["-geo-index-optimizer"])
+            db.aql.execute(query, bind_vars=bind, optimizer_rules=["-geo-index-optimizer"])
         )
         assert sorted(with_index) == sorted(without), query
         if "SORT" in query:
