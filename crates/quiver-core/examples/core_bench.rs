@@ -6,7 +6,8 @@
 use std::time::Instant;
 
 use quiver_core::{
-    CollectionSpec, CollectionType, Core, CoreOptions, DocumentReader, EdgeDirection, InsertOptions,
+    CollectionSpec, CollectionType, Core, CoreOptions, DocumentReader, EdgeDirection, EdgeHits,
+    InsertOptions,
 };
 use serde_json::json;
 
@@ -68,9 +69,7 @@ fn main() {
             .expect("durable");
     }
     let view = db.read_view();
-    let mut hits = Vec::new();
-    view.edges(&edges, "v/0", EdgeDirection::Outbound, &mut hits)
-        .expect("build index");
+    let mut hits = EdgeHits::new();
     let start = Instant::now();
     let mut found = 0usize;
     for v in 0..vertices {
@@ -88,6 +87,16 @@ fn main() {
     println!(
         "edge lookups: {:.2} us per vertex (10 edges each, {found} edges found)",
         lookup.as_secs_f64() * 1e6 / vertices as f64
+    );
+    let stats = edges
+        .edge_index_stats()
+        .expect("index")
+        .expect("edge collection");
+    println!(
+        "edge index: {} entries, {} vertices, {:.1} bytes per edge",
+        stats.entries,
+        stats.vertices,
+        stats.memory_bytes as f64 / stats.entries.max(1) as f64
     );
     core.shutdown().expect("shutdown");
 }

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_storage::{CollectionEntry, CollectionId, CollectionOptions, CompactionReport, Engine};
+use quiver_storage::{
+    CollectionEntry, CollectionId, CollectionOptions, CompactionReport, Engine, Snapshot,
+};
 use quiver_types::Revision;
 use serde_json::{json, Map, Value};
 
@@ -16,7 +18,7 @@ use crate::document::{
     decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
     splice_id,
 };
-use crate::edge_index::{EdgeDirection, EdgeHit, EdgeIndex};
+use crate::edge_index::{self, EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
 use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
@@ -382,7 +384,7 @@ pub struct Collection {
     /// The highest revision written through this handle (0 = not known yet).
     last_revision: AtomicU64,
     pub(crate) settings: Arc<Settings>,
-    edge_index: Option<EdgeIndex>,
+    edge_index: Option<Arc<EdgeIndex>>,
     unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
     /// Indexes with an in-memory structure (persistent family), in creation order.
     maintained: RwLock<Arc<Vec<Arc<MaintainedIndex>>>>,
@@ -429,7 +431,8 @@ impl Collection {
         settings: Arc<Settings>,
     ) -> Collection {
         let keygen = KeyGenState::new(meta.key_options.clone(), key_last, key_reserved);
-        let edge_index = (meta.collection_type == CollectionType::Edge).then(EdgeIndex::new);
+        let edge_index = (meta.collection_type == CollectionType::Edge)
+            .then(|| Self::start_edge_index(id, &engine, status.is_none()));
         let unique: Vec<Arc<UniqueIndex>> = meta
             .indexes
             .iter()
@@ -529,17 +532,54 @@ impl Collection {
         self.meta.read().schema.clone()
     }
 
-    pub(crate) fn edge_index(&self) -> Option<&EdgeIndex> {
+    /// The edge index of an edge collection, registered before the collection is published
+    /// (so every commit reaches it) and filled from a snapshot in the background when the
+    /// collection already holds documents (startup).
+    fn start_edge_index(id: CollectionId, engine: &Engine, usable: bool) -> Arc<EdgeIndex> {
+        let snapshot = engine.snapshot();
+        let empty = !usable || snapshot.count(id).map_or(true, |n| n == 0);
+        let index = Arc::new(EdgeIndex::new(!empty));
+        if empty {
+            return index;
+        }
+        let building = Arc::clone(&index);
+        let spawned = std::thread::Builder::new()
+            .name("quiver-edge-index".into())
+            .spawn(move || {
+                // Failures are logged and reported to every reader by the index itself.
+                let _ = building.build(id, &snapshot);
+            });
+        if let Err(err) = spawned {
+            tracing::warn!("cannot start the edge index build thread: {err}");
+            let _ = index.build(id, &engine.snapshot());
+        }
+        index
+    }
+
+    pub(crate) fn edge_index(&self) -> Option<&Arc<EdgeIndex>> {
         self.edge_index.as_ref()
     }
 
-    /// Candidate edges of `vertex` from the edge index (to be filtered by the reader's
-    /// snapshot). Error 1218 for a document collection.
-    pub(crate) fn edge_candidates(
+    /// Figures of the edge index (None for a document collection). Waits for a startup
+    /// build to finish.
+    pub fn edge_index_stats(&self) -> Result<Option<EdgeIndexStats>> {
+        match &self.edge_index {
+            Some(index) => {
+                index.wait_ready()?;
+                Ok(Some(index.stats()))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Appends the edges of `vertex` that `snapshot` holds to `out` (see
+    /// [`EdgeIndex::lookup`]). Error 1218 for a document collection.
+    pub(crate) fn lookup_edges(
         &self,
+        snapshot: &Snapshot,
         vertex: &str,
         direction: EdgeDirection,
-        out: &mut Vec<EdgeHit>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
         self.check_usable()?;
         let index = self.edge_index.as_ref().ok_or_else(|| {
@@ -548,10 +588,8 @@ impl Collection {
                 format!("collection '{}' is not an edge collection", self.name()),
             )
         })?;
-        index.lookup(self.id, vertex, direction, out, |switch_on| {
-            let _writers = self.write_lock.lock();
-            switch_on();
-            self.engine.snapshot()
+        index.lookup(vertex, direction, snapshot.tick(), out, &mut |key, rev| {
+            Ok(snapshot.revision(self.id, key)? == Some(rev))
         })
     }
 
@@ -560,27 +598,25 @@ impl Collection {
     /// is listed once). Documents with `_id`, read from one snapshot. Error 1218 for a
     /// document collection.
     pub fn edges(&self, vertex: &str, direction: Option<EdgeDirection>) -> Result<Vec<Value>> {
-        let mut hits = Vec::new();
+        let mut hits = EdgeHits::new();
         let directions: &[EdgeDirection] = match direction {
             Some(EdgeDirection::Outbound) => &[EdgeDirection::Outbound],
             Some(EdgeDirection::Inbound) => &[EdgeDirection::Inbound],
             None => &[EdgeDirection::Outbound, EdgeDirection::Inbound],
         };
-        for d in directions {
-            self.edge_candidates(vertex, *d, &mut hits)?;
-        }
         let snapshot = self.engine.snapshot();
+        for d in directions {
+            self.lookup_edges(&snapshot, vertex, *d, &mut hits)?;
+        }
         let name = self.name();
         let mut seen = std::collections::HashSet::new();
         let mut out = Vec::new();
-        for hit in hits {
-            if !seen.insert(Arc::clone(&hit.key)) {
+        for hit in hits.iter() {
+            if !seen.insert(hit.key) {
                 continue;
             }
-            if let Some(doc) = snapshot.get(self.id, &hit.key)? {
-                if doc.rev == hit.rev {
-                    out.push(decode_with_id(&doc.body, &name, &hit.key)?);
-                }
+            if let Some(doc) = snapshot.get(self.id, hit.key)? {
+                out.push(decode_with_id(&doc.body, &name, hit.key)?);
             }
         }
         Ok(out)
@@ -1214,12 +1250,24 @@ impl Collection {
         self.check_usable()?;
         let sync = wait_for_sync || self.wait_for_sync();
         let guard = self.write_lock.lock();
-        let ticket = self.engine.truncate(self.id, sync)?;
+        if let Some(index) = &self.edge_index {
+            index.wait_ready()?;
+            index.begin_truncate();
+        }
+        let ticket = match self.engine.truncate(self.id, sync) {
+            Ok(ticket) => ticket,
+            Err(err) => {
+                if let Some(index) = &self.edge_index {
+                    index.end_truncate(None, self.engine.horizon());
+                }
+                return Err(err);
+            }
+        };
         for index in self.maintained_indexes().iter() {
             index.truncate(ticket.tick);
         }
         if let Some(index) = &self.edge_index {
-            index.truncated();
+            index.end_truncate(Some(ticket.tick), self.engine.horizon());
         }
         for index in self.unique_indexes().iter() {
             index.truncated();
@@ -1320,14 +1368,26 @@ impl Collection {
             let pending = secondary::before_commit(&staging.entries, &staging.snapshot, |_| {
                 Some(Arc::clone(self))
             })?;
-            let ticket = match self.engine.commit(batch) {
-                Ok(ticket) => ticket,
+            let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, |_| {
+                Some(Arc::clone(self))
+            }) {
+                Ok(edges) => edges,
                 Err(err) => {
                     pending.failed();
                     return Err(err);
                 }
             };
-            pending.committed(ticket.tick, self.engine.horizon());
+            let ticket = match self.engine.commit(batch) {
+                Ok(ticket) => ticket,
+                Err(err) => {
+                    pending.failed();
+                    edges.failed();
+                    return Err(err);
+                }
+            };
+            let horizon = self.engine.horizon();
+            pending.committed(ticket.tick, horizon);
+            edges.committed(ticket.tick, horizon);
             staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
             if let Some(rev) = max_rev {
                 self.note_revision(rev);

@@ -1,34 +1,68 @@
-//! The edge index of an edge collection: `_from` → edges and `_to` → edges, in memory.
+//! The edge index of an edge collection: `_from` → edges and `_to` → edges, in memory, kept
+//! current on every commit from the collection's creation on (as ArangoDB's edge index is)
+//! and rebuilt in the background at startup (contents are not persisted).
 //!
-//! Entries are `(edge key, revision, other vertex)` and are only ever added: a document version
-//! is indexed when it is committed, and an entry is valid for a reader exactly when the
-//! reader's snapshot holds that key at that revision (one primary-index lookup, no body read).
-//! That makes the index correct for every snapshot at once (old readers still find the versions
-//! they see, new readers the new ones) without version chains of its own. Superseded entries
-//! are garbage; when they outnumber the live ones the index is dropped and rebuilt lazily from
-//! a fresh snapshot (a reader older than that rebuild may then miss edges that were removed or
-//! re-pointed since it started — the one documented imprecision).
+//! # Layout (why it is small)
+//! One [`Table`] per collection: vertex ids are interned once per distinct vertex (a `u32`
+//! each), every edge version is one fixed 32-byte [`Slot`] (endpoints as vertex numbers, the
+//! key as a range of one shared key arena, revision, commit tick), and each vertex keeps two
+//! `Vec<u32>` of slot numbers, in revision order. No allocation per edge; about 50 bytes per
+//! edge for both directions with Pokec's keys (`docs/benchmarks/pokec.md`).
 //!
-//! The index is built lazily on first use by scanning a snapshot. The snapshot is taken while
-//! the collection's writer lock is held and recording is switched on at the same moment, so
-//! every commit is either in the scanned snapshot or recorded afterwards, never both.
+//! # Visibility without primary-index probes
+//! A slot records the tick of the commit that created it, and (in a side map, since few slots
+//! ever get one) the tick of the commit that superseded it. A reader at snapshot tick `t` sees
+//! a slot iff `created <= t < superseded`; no per-edge lookup in the primary index. Only slots
+//! whose commit is in flight (inserted before the engine publishes the batch, so a reader can
+//! never miss an edge, but with the tick not known yet) and the short window of a truncate are
+//! decided by the caller's exact check (the snapshot holds that key at that revision).
+//!
+//! Superseded slots are garbage; they are unlinked once the engine's horizon (its oldest live
+//! snapshot) has passed the tick that superseded them, and the key arena is compacted when
+//! dead bytes dominate. A truncate retires the whole table (kept, tagged with its tick, for
+//! older snapshots) and starts an empty one.
+//!
+//! # Startup build
+//! The collection registers its index before it is published, takes a snapshot, and a
+//! background thread fills the table from that snapshot in chunks (skimming `_from`/`_to`
+//! only). Commits meanwhile go into the same table; a commit that supersedes a version the
+//! scan has not reached yet leaves a note that the build applies when it is done. Readers
+//! wait until the build is done instead of building their own copy.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use parking_lot::RwLock;
-use quiver_errors::Result;
+use hashbrown::HashTable;
+use parking_lot::{Condvar, Mutex, RwLock};
+use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde::Deserialize;
 
-const SHARDS: usize = 16;
+use crate::collection::Collection;
+use crate::staging::StagedEntry;
 
-/// Garbage entries tolerated before a rebuild is considered (small in tests so that the
-/// rebuild path runs).
-const REBUILD_MIN_GARBAGE: usize = if cfg!(test) { 8 } else { 10_000 };
+/// Edge documents scanned per write-lock acquisition while building.
+const BUILD_CHUNK: usize = 4096;
+/// Vertices whose lists are put in revision order per write-lock acquisition after a build.
+const SORT_CHUNK: usize = 8192;
+/// How long a reader waits for a startup build before giving up (a build of 30 million edges
+/// takes well under a minute; this only bounds a wait that can otherwise not end).
+const BUILD_WAIT: Duration = Duration::from_secs(1800);
+/// Dead key bytes tolerated before the key arena is compacted (small in tests so that the
+/// compaction runs).
+const COMPACT_MIN_DEAD: usize = if cfg!(test) { 16 } else { 1 << 20 };
+
+/// `created` of a slot whose commit is in flight; also the superseding tick of a slot whose
+/// superseding commit is in flight.
+const PENDING: u64 = u64::MAX;
+const FLAG_SUPERSEDED: u64 = 1;
+const FLAG_FREE: u64 = 2;
+const MAX_KEY_OFFSET: usize = 1 << 48;
 
 /// Which end of an edge a lookup starts from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -39,188 +73,965 @@ pub enum EdgeDirection {
     Inbound,
 }
 
-/// One edge found for a vertex.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EdgeHit {
+/// One edge found for a vertex, borrowed from an [`EdgeHits`] buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EdgeHit<'a> {
     /// The edge document's key.
-    pub key: Arc<str>,
+    pub key: &'a str,
     /// The edge document's revision (as seen by the reader).
     pub rev: Revision,
     /// The vertex at the other end (`_to` for outbound, `_from` for inbound).
-    pub other: Arc<str>,
+    pub other: &'a str,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct HitSpan {
+    start: usize,
+    key_len: usize,
+    other_len: usize,
+    rev: Revision,
+}
+
+/// Edges found by lookups, in one reusable text buffer: once it has grown, a lookup
+/// allocates nothing per edge.
+#[derive(Clone, Debug, Default)]
+pub struct EdgeHits {
+    text: String,
+    spans: Vec<HitSpan>,
+}
+
+impl EdgeHits {
+    /// An empty buffer.
+    pub fn new() -> EdgeHits {
+        EdgeHits::default()
+    }
+
+    /// Number of edges held.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether no edge is held.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Forgets every edge, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.spans.clear();
+    }
+
+    /// Appends an edge.
+    pub fn push(&mut self, key: &str, rev: Revision, other: &str) {
+        let start = self.text.len();
+        self.text.push_str(key);
+        self.text.push_str(other);
+        self.spans.push(HitSpan {
+            start,
+            key_len: key.len(),
+            other_len: other.len(),
+            rev,
+        });
+    }
+
+    fn view(&self, span: &HitSpan) -> EdgeHit<'_> {
+        let key_end = span.start + span.key_len;
+        EdgeHit {
+            key: &self.text[span.start..key_end],
+            rev: span.rev,
+            other: &self.text[key_end..key_end + span.other_len],
+        }
+    }
+
+    /// The edge at `index`.
+    pub fn get(&self, index: usize) -> Option<EdgeHit<'_>> {
+        self.spans.get(index).map(|s| self.view(s))
+    }
+
+    /// The edges in order.
+    pub fn iter(&self) -> impl Iterator<Item = EdgeHit<'_>> + '_ {
+        self.spans.iter().map(|s| self.view(s))
+    }
+
+    /// Keeps, among the edges from position `from` on, those `keep` accepts (order kept; the
+    /// text of dropped edges stays until the next `clear`).
+    pub fn retain_from(&mut self, from: usize, mut keep: impl FnMut(EdgeHit<'_>) -> bool) {
+        let text = &self.text;
+        let mut index = 0;
+        self.spans.retain(|span| {
+            let i = index;
+            index += 1;
+            if i < from {
+                return true;
+            }
+            let key_end = span.start + span.key_len;
+            keep(EdgeHit {
+                key: &text[span.start..key_end],
+                rev: span.rev,
+                other: &text[key_end..key_end + span.other_len],
+            })
+        });
+    }
+
+    /// Puts the edges from position `from` on in revision order (the order they were written
+    /// in, which is ArangoDB's edge index order); stable, and linear when already sorted.
+    pub fn sort_by_rev_from(&mut self, from: usize) {
+        if let Some(tail) = self.spans.get_mut(from..) {
+            if !tail.is_sorted_by_key(|s| s.rev) {
+                tail.sort_by_key(|s| s.rev);
+            }
+        }
+    }
 }
 
 /// The endpoints of an edge document.
 pub(crate) type EdgeEnds = (Arc<str>, Arc<str>);
 
-type Shard = RwLock<HashMap<Arc<str>, Vec<EdgeHit>>>;
+/// A string borrowed from the input unless it had to be unescaped (serde's own `Cow` inside
+/// an `Option` always copies, which would be an allocation per edge in a build).
+struct SkimmedStr<'a>(Cow<'a, str>);
 
-pub(crate) struct EdgeIndex {
-    from: Vec<Shard>,
-    to: Vec<Shard>,
-    hasher: std::collections::hash_map::RandomState,
-    /// Commits are recorded (set under the collection's writer lock when a build starts).
-    recording: AtomicBool,
-    /// The initial scan has finished.
-    ready: AtomicBool,
-    /// Lookups hold it shared; a build or rebuild holds it exclusively, so no lookup ever sees
-    /// a half-built index.
-    generation: RwLock<()>,
-    entries: AtomicUsize,
-    superseded: AtomicUsize,
-}
-
-impl std::fmt::Debug for EdgeIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EdgeIndex")
-            .field("ready", &self.ready.load(Ordering::Relaxed))
-            .field("entries", &self.entries.load(Ordering::Relaxed))
-            .finish()
+impl<'de: 'a, 'a> Deserialize<'de> for SkimmedStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct Visit<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> serde::de::Visitor<'de> for Visit<'a> {
+            type Value = SkimmedStr<'a>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Self::Value, E> {
+                Ok(SkimmedStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Self::Value, E> {
+                Ok(SkimmedStr(Cow::Owned(v.to_string())))
+            }
+        }
+        d.deserialize_str(Visit(std::marker::PhantomData))
     }
 }
 
 #[derive(Deserialize)]
 struct Ends<'a> {
     #[serde(rename = "_from", borrow)]
-    from: Option<std::borrow::Cow<'a, str>>,
+    from: Option<SkimmedStr<'a>>,
     #[serde(rename = "_to", borrow)]
-    to: Option<std::borrow::Cow<'a, str>>,
+    to: Option<SkimmedStr<'a>>,
 }
 
-/// `_from` and `_to` of a stored edge body, without building a full JSON value.
-pub(crate) fn ends_of(body: &[u8]) -> Option<EdgeEnds> {
+/// `_from` and `_to` of a stored edge body, borrowed from it unless escaped; every other
+/// attribute is skipped without being built.
+pub(crate) fn skim_ends(body: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
     let ends: Ends = serde_json::from_slice(body).ok()?;
-    Some((Arc::from(&*ends.from?), Arc::from(&*ends.to?)))
+    Some((ends.from?.0, ends.to?.0))
 }
 
-impl EdgeIndex {
-    pub fn new() -> EdgeIndex {
-        let shards = || (0..SHARDS).map(|_| RwLock::new(HashMap::new())).collect();
-        EdgeIndex {
-            from: shards(),
-            to: shards(),
-            hasher: std::collections::hash_map::RandomState::new(),
-            recording: AtomicBool::new(false),
-            ready: AtomicBool::new(false),
-            generation: RwLock::new(()),
-            entries: AtomicUsize::new(0),
-            superseded: AtomicUsize::new(0),
+/// One version of one edge.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    from: u32,
+    to: u32,
+    /// Key arena offset (bits 16..64), key length (bits 8..16), flags (bits 0..8).
+    key: u64,
+    rev: u64,
+    /// Tick of the commit that created this version ([`PENDING`] while it is in flight).
+    created: u64,
+}
+
+impl Slot {
+    fn key_range(&self) -> std::ops::Range<usize> {
+        let start = (self.key >> 16) as usize;
+        start..start + ((self.key >> 8) & 0xff) as usize
+    }
+
+    fn flags(&self) -> u64 {
+        self.key & 0xff
+    }
+}
+
+#[derive(Debug, Default)]
+struct Vertex {
+    name: Box<str>,
+    out: Vec<u32>,
+    inbound: Vec<u32>,
+}
+
+/// Whether a reader sees a slot.
+enum Seen {
+    Yes,
+    No,
+    /// Ask the reader's snapshot (a commit or truncate is in flight).
+    Check,
+}
+
+/// The entries of one collection (between two truncates).
+struct Table {
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    /// Edge keys, back to back (legal keys are at most 254 bytes of ASCII).
+    keys: String,
+    dead_key_bytes: usize,
+    vertices: Vec<Vertex>,
+    free_vertices: Vec<u32>,
+    by_name: HashTable<u32>,
+    hasher: RandomState,
+    /// Tick of the commit that superseded a slot ([`PENDING`] while in flight).
+    superseded: HashMap<u32, u64>,
+    /// Superseded slots in commit order, to unlink once the horizon passes their tick.
+    garbage: VecDeque<(u64, u32)>,
+    live_slots: usize,
+}
+
+impl Table {
+    fn new() -> Table {
+        Table {
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            keys: String::new(),
+            dead_key_bytes: 0,
+            vertices: Vec::new(),
+            free_vertices: Vec::new(),
+            by_name: HashTable::new(),
+            hasher: RandomState::new(),
+            superseded: HashMap::new(),
+            garbage: VecDeque::new(),
+            live_slots: 0,
         }
     }
 
-    fn shard<'a>(&self, shards: &'a [Shard], vertex: &str) -> &'a Shard {
-        &shards[(self.hasher.hash_one(vertex) as usize) % SHARDS]
+    fn vertex_id(&self, name: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(name);
+        self.by_name
+            .find(hash, |&id| &*self.vertices[id as usize].name == name)
+            .copied()
     }
 
-    fn add(&self, key: &Arc<str>, rev: Revision, ends: &EdgeEnds) {
-        let (from, to) = ends;
-        self.shard(&self.from, from)
-            .write()
-            .entry(Arc::clone(from))
-            .or_default()
-            .push(EdgeHit {
-                key: Arc::clone(key),
-                rev,
-                other: Arc::clone(to),
-            });
-        self.shard(&self.to, to)
-            .write()
-            .entry(Arc::clone(to))
-            .or_default()
-            .push(EdgeHit {
-                key: Arc::clone(key),
-                rev,
-                other: Arc::clone(from),
-            });
-        self.entries.fetch_add(1, Ordering::Relaxed);
+    fn intern(&mut self, name: &str) -> Result<u32> {
+        if let Some(id) = self.vertex_id(name) {
+            return Ok(id);
+        }
+        let id = match self.free_vertices.pop() {
+            Some(id) => {
+                self.vertices[id as usize].name = name.into();
+                id
+            }
+            None => {
+                let id = u32::try_from(self.vertices.len()).map_err(|_| full("vertices"))?;
+                self.vertices.push(Vertex {
+                    name: name.into(),
+                    ..Vertex::default()
+                });
+                id
+            }
+        };
+        let Table {
+            by_name,
+            vertices,
+            hasher,
+            ..
+        } = self;
+        by_name.insert_unique(hasher.hash_one(name), id, |&v| {
+            hasher.hash_one(&*vertices[v as usize].name)
+        });
+        Ok(id)
     }
 
-    /// Records a committed document version. Must be called with the collection's writer lock
-    /// held, after the engine accepted the batch. `replaced` tells whether an older version (or
-    /// a removal) made an indexed entry garbage.
-    pub fn record(&self, key: &str, current: Option<(Revision, &EdgeEnds)>, replaced: bool) {
-        if !self.recording.load(Ordering::Acquire) {
+    fn key(&self, slot: &Slot) -> &str {
+        self.keys.get(slot.key_range()).unwrap_or("")
+    }
+
+    fn add(&mut self, key: &str, rev: Revision, from: &str, to: &str, created: u64) -> Result<u32> {
+        if key.len() > 0xff {
+            return Err(Error::with_message(
+                ErrorCode::DocumentKeyBad,
+                "illegal document key: keys are 1 to 254 bytes",
+            ));
+        }
+        let offset = self.keys.len();
+        if offset + key.len() >= MAX_KEY_OFFSET {
+            return Err(full("edge keys"));
+        }
+        if self.free_slots.is_empty() && self.slots.len() >= u32::MAX as usize {
+            return Err(full("edges"));
+        }
+        let f = self.intern(from)?;
+        let t = self.intern(to)?;
+        self.keys.push_str(key);
+        let slot = Slot {
+            from: f,
+            to: t,
+            key: (offset as u64) << 16 | (key.len() as u64) << 8,
+            rev: rev.0,
+            created,
+        };
+        let id = match self.free_slots.pop() {
+            Some(id) => {
+                self.slots[id as usize] = slot;
+                id
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        self.vertices[f as usize].out.push(id);
+        self.vertices[t as usize].inbound.push(id);
+        self.live_slots += 1;
+        Ok(id)
+    }
+
+    /// The slot of version `rev` of edge `key` whose `_from` is `from`.
+    fn find(&self, from: &str, key: &str, rev: Revision) -> Option<u32> {
+        let v = self.vertex_id(from)?;
+        self.vertices[v as usize]
+            .out
+            .iter()
+            .rev()
+            .copied()
+            .find(|&id| {
+                let slot = &self.slots[id as usize];
+                slot.rev == rev.0 && self.key(slot) == key
+            })
+    }
+
+    fn mark_superseded(&mut self, id: u32, tick: u64) {
+        self.slots[id as usize].key |= FLAG_SUPERSEDED;
+        self.superseded.insert(id, tick);
+        if tick != PENDING {
+            self.garbage.push_back((tick, id));
+        }
+    }
+
+    fn unmark_superseded(&mut self, id: u32) {
+        self.slots[id as usize].key &= !FLAG_SUPERSEDED;
+        self.superseded.remove(&id);
+    }
+
+    /// Removes a slot from everything (garbage past the horizon, or a failed commit's).
+    fn unlink(&mut self, id: u32) {
+        let slot = self.slots[id as usize];
+        if slot.flags() & FLAG_FREE != 0 {
             return;
         }
-        if replaced {
-            self.superseded.fetch_add(1, Ordering::Relaxed);
+        for (v, outbound) in [(slot.from, true), (slot.to, false)] {
+            let vertex = &mut self.vertices[v as usize];
+            let list = if outbound {
+                &mut vertex.out
+            } else {
+                &mut vertex.inbound
+            };
+            if let Some(pos) = list.iter().rposition(|&s| s == id) {
+                list.remove(pos);
+            }
         }
-        if let Some((rev, ends)) = current {
-            self.add(&Arc::from(key), rev, ends);
+        self.reclaim_vertex(slot.from);
+        if slot.to != slot.from {
+            self.reclaim_vertex(slot.to);
+        }
+        self.dead_key_bytes += slot.key_range().len();
+        self.slots[id as usize].key = FLAG_FREE;
+        self.superseded.remove(&id);
+        self.free_slots.push(id);
+        self.live_slots -= 1;
+    }
+
+    fn reclaim_vertex(&mut self, v: u32) {
+        let vertex = &mut self.vertices[v as usize];
+        if !vertex.out.is_empty() || !vertex.inbound.is_empty() || vertex.name.is_empty() {
+            return;
+        }
+        let name = std::mem::take(&mut vertex.name);
+        vertex.out = Vec::new();
+        vertex.inbound = Vec::new();
+        let hash = self.hasher.hash_one(&*name);
+        if let Ok(entry) = self.by_name.find_entry(hash, |&id| id == v) {
+            entry.remove();
+        }
+        self.free_vertices.push(v);
+    }
+
+    /// Unlinks garbage no snapshot at or after `horizon` can see.
+    fn collect(&mut self, horizon: u64) {
+        while let Some(&(tick, id)) = self.garbage.front() {
+            if tick > horizon {
+                break;
+            }
+            self.garbage.pop_front();
+            if self.superseded.get(&id) == Some(&tick) {
+                self.unlink(id);
+            }
+        }
+        if self.dead_key_bytes > COMPACT_MIN_DEAD && self.dead_key_bytes * 2 > self.keys.len() {
+            self.compact_keys();
+        }
+        if self.free_slots.len() > 1024 && self.free_slots.len() * 2 > self.slots.len() {
+            self.free_slots.shrink_to_fit();
         }
     }
 
-    /// Notes that every entry became garbage (truncate).
-    pub fn truncated(&self) {
-        self.superseded
-            .store(self.entries.load(Ordering::Relaxed), Ordering::Relaxed);
+    fn compact_keys(&mut self) {
+        let mut keys = String::with_capacity(self.keys.len() - self.dead_key_bytes);
+        for slot in &mut self.slots {
+            if slot.flags() & FLAG_FREE != 0 {
+                continue;
+            }
+            let range = slot.key_range();
+            let offset = keys.len() as u64;
+            keys.push_str(self.keys.get(range.clone()).unwrap_or(""));
+            slot.key = offset << 16 | (range.len() as u64) << 8 | slot.flags();
+        }
+        self.keys = keys;
+        self.dead_key_bytes = 0;
     }
 
-    /// Whether garbage dominates so much that a rebuild pays off.
-    fn needs_rebuild(&self) -> bool {
-        let superseded = self.superseded.load(Ordering::Relaxed);
-        let entries = self.entries.load(Ordering::Relaxed);
-        superseded > REBUILD_MIN_GARBAGE && superseded * 2 > entries
+    fn seen(&self, id: u32, slot: &Slot, tick: u64) -> Seen {
+        if slot.created == PENDING {
+            return Seen::Check;
+        }
+        if slot.created > tick {
+            return Seen::No;
+        }
+        if slot.flags() & FLAG_SUPERSEDED != 0 {
+            return match self.superseded.get(&id) {
+                Some(&PENDING) | None => Seen::Check,
+                Some(&gone) if tick < gone => Seen::Yes,
+                Some(_) => Seen::No,
+            };
+        }
+        Seen::Yes
     }
 
-    fn usable(&self) -> bool {
-        self.ready.load(Ordering::Acquire) && !self.needs_rebuild()
-    }
-
-    /// Appends the candidate entries for `vertex` to `out` (the valid ones are those whose
-    /// revision the reader's snapshot holds). Builds the index from a snapshot on first use and
-    /// after garbage came to dominate. `lock_writers` must take the collection's writer lock,
-    /// run the given closure and take a fresh snapshot while still holding it.
-    pub fn lookup(
+    fn lookup(
         &self,
-        cid: CollectionId,
         vertex: &str,
         direction: EdgeDirection,
-        out: &mut Vec<EdgeHit>,
-        lock_writers: impl FnOnce(&dyn Fn()) -> Snapshot,
+        tick: u64,
+        exact: bool,
+        out: &mut EdgeHits,
+        check: &mut dyn FnMut(&str, Revision) -> Result<bool>,
     ) -> Result<()> {
-        {
-            let _shared = self.generation.read();
-            if self.usable() {
-                self.candidates(vertex, direction, out);
-                return Ok(());
+        let Some(v) = self.vertex_id(vertex) else {
+            return Ok(());
+        };
+        let vertex = &self.vertices[v as usize];
+        let list = match direction {
+            EdgeDirection::Outbound => &vertex.out,
+            EdgeDirection::Inbound => &vertex.inbound,
+        };
+        for &id in list {
+            let slot = &self.slots[id as usize];
+            let key = self.key(slot);
+            let rev = Revision(slot.rev);
+            let seen = if exact {
+                Seen::Check
+            } else {
+                self.seen(id, slot, tick)
+            };
+            let visible = match seen {
+                Seen::Yes => true,
+                Seen::No => false,
+                Seen::Check => check(key, rev)?,
+            };
+            if visible {
+                let other = match direction {
+                    EdgeDirection::Outbound => slot.to,
+                    EdgeDirection::Inbound => slot.from,
+                };
+                out.push(key, rev, &self.vertices[other as usize].name);
             }
         }
-        {
-            let _exclusive = self.generation.write();
-            if !self.usable() {
-                let snapshot = lock_writers(&|| {
-                    // Under the writer lock: commits from here on are recorded, and the
-                    // snapshot taken right after holds everything committed before.
-                    for shard in self.from.iter().chain(&self.to) {
-                        shard.write().clear();
-                    }
-                    self.entries.store(0, Ordering::Relaxed);
-                    self.superseded.store(0, Ordering::Relaxed);
-                    self.ready.store(false, Ordering::Release);
-                    self.recording.store(true, Ordering::Release);
-                });
-                for item in snapshot.scan(cid)? {
-                    let (key, doc) = item?;
-                    if let Some(ends) = ends_of(&doc.body) {
-                        self.add(&Arc::from(key.as_str()), doc.rev, &ends);
-                    }
-                }
-                self.ready.store(true, Ordering::Release);
-            }
-        }
-        let _shared = self.generation.read();
-        self.candidates(vertex, direction, out);
         Ok(())
     }
 
-    fn candidates(&self, vertex: &str, direction: EdgeDirection, out: &mut Vec<EdgeHit>) {
-        let shards = match direction {
-            EdgeDirection::Outbound => &self.from,
-            EdgeDirection::Inbound => &self.to,
+    fn memory_bytes(&self) -> usize {
+        let lists: usize = self
+            .vertices
+            .iter()
+            .map(|v| v.name.len() + (v.out.capacity() + v.inbound.capacity()) * 4)
+            .sum();
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+            + self.free_slots.capacity() * 4
+            + self.keys.capacity()
+            + self.vertices.capacity() * std::mem::size_of::<Vertex>()
+            + self.free_vertices.capacity() * 4
+            + self.by_name.capacity() * 5
+            + self.superseded.capacity() * 13
+            + self.garbage.capacity() * 16
+            + lists
+    }
+}
+
+fn full(what: &str) -> Error {
+    Error::with_message(
+        ErrorCode::ResourceLimit,
+        format!("the edge index cannot hold more {what}"),
+    )
+}
+
+/// A supersession the startup build could not apply yet (the scan had not reached the
+/// version): applied when the scan is done.
+struct Missed {
+    from: Box<str>,
+    key: Box<str>,
+    rev: Revision,
+    tick: u64,
+}
+
+struct State {
+    current: Table,
+    /// Tables replaced by truncates, with the truncate's tick, oldest first: a snapshot older
+    /// than that tick reads the first of them newer than itself.
+    retired: Vec<(u64, Table)>,
+    /// A truncate is in flight: the current table's entries are decided by the exact check.
+    truncating: bool,
+    building: bool,
+    missed: Vec<Missed>,
+}
+
+impl State {
+    /// The table a snapshot at `tick` reads, and whether it must check every entry.
+    fn table_for(&self, tick: u64) -> (&Table, bool) {
+        match self.retired.iter().find(|(gone, _)| tick < *gone) {
+            Some((_, table)) => (table, false),
+            None => (&self.current, self.truncating),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Readiness {
+    Building,
+    Ready,
+    Failed(Error),
+}
+
+/// Figures of an edge index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EdgeIndexStats {
+    /// Edge versions held (live and superseded-but-not-yet-collected).
+    pub entries: usize,
+    /// Distinct vertices referenced.
+    pub vertices: usize,
+    /// Bytes held by the structure (capacities, not counting allocator overhead).
+    pub memory_bytes: usize,
+}
+
+/// What a commit changed in one edge collection's index before the engine saw it.
+#[derive(Default)]
+pub(crate) struct Prepared {
+    added: Vec<u32>,
+    superseded: Vec<u32>,
+    missed: Vec<(Box<str>, Box<str>, Revision)>,
+}
+
+/// One staged change of an edge collection, as the index needs it.
+pub(crate) struct EdgeChange<'a> {
+    pub key: &'a str,
+    /// The new version: revision, `_from`, `_to`.
+    pub new: Option<(Revision, &'a str, &'a str)>,
+    /// The superseded version: revision and `_from`.
+    pub prior: Option<(Revision, Cow<'a, str>)>,
+}
+
+pub(crate) struct EdgeIndex {
+    state: RwLock<State>,
+    readiness: Mutex<Readiness>,
+    ready_cv: Condvar,
+}
+
+impl std::fmt::Debug for EdgeIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EdgeIndex")
+            .field("readiness", &*self.readiness.lock())
+            .finish_non_exhaustive()
+    }
+}
+
+impl EdgeIndex {
+    /// An empty index; `building` when a startup build will fill it.
+    pub fn new(building: bool) -> EdgeIndex {
+        EdgeIndex {
+            state: RwLock::new(State {
+                current: Table::new(),
+                retired: Vec::new(),
+                truncating: false,
+                building,
+                missed: Vec::new(),
+            }),
+            readiness: Mutex::new(if building {
+                Readiness::Building
+            } else {
+                Readiness::Ready
+            }),
+            ready_cv: Condvar::new(),
+        }
+    }
+
+    /// Waits (bounded) until the startup build is done.
+    pub fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + BUILD_WAIT;
+        let mut readiness = self.readiness.lock();
+        loop {
+            match &*readiness {
+                Readiness::Ready => return Ok(()),
+                Readiness::Failed(err) => return Err(err.clone()),
+                Readiness::Building => {
+                    if self
+                        .ready_cv
+                        .wait_until(&mut readiness, deadline)
+                        .timed_out()
+                    {
+                        return Err(Error::with_message(
+                            ErrorCode::LockTimeout,
+                            "the edge index is still being built",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    fn set_readiness(&self, readiness: Readiness) {
+        *self.readiness.lock() = readiness;
+        self.ready_cv.notify_all();
+    }
+
+    /// Fills the index from `snapshot` (taken after the index was registered for commits),
+    /// then marks it ready. Never holds the collection's writer lock.
+    pub fn build(&self, cid: CollectionId, snapshot: &Snapshot) -> Result<()> {
+        let result = self.scan_into(cid, snapshot);
+        match &result {
+            Ok(()) => {
+                self.finish_build();
+                self.set_readiness(Readiness::Ready);
+            }
+            Err(err) => {
+                tracing::warn!("building the edge index of collection {cid} failed: {err}");
+                self.set_readiness(Readiness::Failed(err.clone()));
+            }
+        }
+        result
+    }
+
+    fn scan_into(&self, cid: CollectionId, snapshot: &Snapshot) -> Result<()> {
+        let created = snapshot.tick();
+        let mut chunk = BuildChunk::default();
+        for item in snapshot.scan(cid)? {
+            let (key, doc) = item?;
+            if let Some((from, to)) = skim_ends(&doc.body) {
+                chunk.push(&key, doc.rev, &from, &to);
+            }
+            if chunk.len() >= BUILD_CHUNK {
+                self.insert_chunk(&mut chunk, created)?;
+            }
+        }
+        self.insert_chunk(&mut chunk, created)
+    }
+
+    fn insert_chunk(&self, chunk: &mut BuildChunk, created: u64) -> Result<()> {
+        let mut state = self.state.write();
+        for (key, rev, from, to) in chunk.iter() {
+            state.current.add(key, rev, from, to, created)?;
+        }
+        drop(state);
+        chunk.clear();
+        Ok(())
+    }
+
+    /// After the scan: every list into revision order (the scan went in key order), then
+    /// the supersessions that arrived before the scan reached their version.
+    fn finish_build(&self) {
+        let mut start = 0;
+        loop {
+            let mut state = self.state.write();
+            let table = &mut state.current;
+            let end = (start + SORT_CHUNK).min(table.vertices.len());
+            let slots = &table.slots;
+            for vertex in &mut table.vertices[start..end] {
+                for list in [&mut vertex.out, &mut vertex.inbound] {
+                    if !list.is_sorted_by_key(|&id| slots[id as usize].rev) {
+                        list.sort_by_key(|&id| slots[id as usize].rev);
+                    }
+                }
+            }
+            if end >= table.vertices.len() {
+                break;
+            }
+            start = end;
+        }
+        let mut state = self.state.write();
+        let missed = std::mem::take(&mut state.missed);
+        for m in missed {
+            if let Some(id) = state.current.find(&m.from, &m.key, m.rev) {
+                state.current.mark_superseded(id, m.tick);
+            }
+        }
+        state.building = false;
+    }
+
+    /// Appends the edges of `vertex` a reader at snapshot `tick` sees to `out`. `check` must
+    /// tell whether the reader's snapshot holds key at revision (asked only for entries whose
+    /// commit is in flight).
+    pub fn lookup(
+        &self,
+        vertex: &str,
+        direction: EdgeDirection,
+        tick: u64,
+        out: &mut EdgeHits,
+        check: &mut dyn FnMut(&str, Revision) -> Result<bool>,
+    ) -> Result<()> {
+        self.wait_ready()?;
+        let state = self.state.read();
+        let (table, exact) = state.table_for(tick);
+        table.lookup(vertex, direction, tick, exact, out, check)
+    }
+
+    /// Enters a batch's changes before the engine commit (the collection's writer lock held):
+    /// new versions as in flight, superseded ones as superseded-in-flight.
+    pub fn prepare(&self, changes: &[EdgeChange<'_>]) -> Result<Prepared> {
+        let mut prepared = Prepared::default();
+        let mut state = self.state.write();
+        for change in changes {
+            if let Some((rev, from)) = &change.prior {
+                match state.current.find(from, change.key, *rev) {
+                    Some(id) => {
+                        state.current.mark_superseded(id, PENDING);
+                        prepared.superseded.push(id);
+                    }
+                    None if state.building => {
+                        state.missed.push(Missed {
+                            from: (**from).into(),
+                            key: change.key.into(),
+                            rev: *rev,
+                            tick: PENDING,
+                        });
+                        prepared
+                            .missed
+                            .push(((**from).into(), change.key.into(), *rev));
+                    }
+                    None => {}
+                }
+            }
+            if let Some((rev, from, to)) = change.new {
+                match state.current.add(change.key, rev, from, to, PENDING) {
+                    Ok(id) => prepared.added.push(id),
+                    Err(err) => {
+                        drop(state);
+                        self.failed(prepared);
+                        return Err(err);
+                    }
+                }
+            }
+        }
+        Ok(prepared)
+    }
+
+    /// The batch was committed at `tick`: stamps its entries, then collects garbage up to
+    /// the engine's `horizon`.
+    pub fn committed(&self, prepared: Prepared, tick: u64, horizon: u64) {
+        let mut state = self.state.write();
+        for id in prepared.added {
+            state.current.slots[id as usize].created = tick;
+        }
+        for id in prepared.superseded {
+            state.current.mark_superseded(id, tick);
+        }
+        for (from, key, rev) in prepared.missed {
+            if state.building {
+                if let Some(m) = state
+                    .missed
+                    .iter_mut()
+                    .find(|m| m.rev == rev && m.key == key)
+                {
+                    m.tick = tick;
+                }
+            } else if let Some(id) = state.current.find(&from, &key, rev) {
+                // The build finished in between and marked it in flight.
+                state.current.mark_superseded(id, tick);
+            }
+        }
+        Self::collect_locked(&mut state, horizon);
+    }
+
+    /// The engine refused the batch: no snapshot ever saw it.
+    pub fn failed(&self, prepared: Prepared) {
+        let mut state = self.state.write();
+        for id in prepared.added.into_iter().rev() {
+            state.current.unlink(id);
+        }
+        for id in prepared.superseded {
+            state.current.unmark_superseded(id);
+        }
+        for (from, key, rev) in prepared.missed {
+            if state.building {
+                state.missed.retain(|m| !(m.rev == rev && m.key == key));
+            } else if let Some(id) = state.current.find(&from, &key, rev) {
+                state.current.unmark_superseded(id);
+            }
+        }
+    }
+
+    fn collect_locked(state: &mut State, horizon: u64) {
+        if state.building {
+            // A late scan chunk could still add a slot a queued supersession refers to.
+            return;
+        }
+        state.retired.retain(|(tick, _)| *tick > horizon);
+        state.current.collect(horizon);
+    }
+
+    /// Drops garbage no snapshot at or after `horizon` can see (commits do this as they go).
+    #[cfg(test)]
+    pub fn collect(&self, horizon: u64) {
+        Self::collect_locked(&mut self.state.write(), horizon);
+    }
+
+    /// A truncate is about to be committed (writer lock held, build done): until
+    /// [`EdgeIndex::end_truncate`] readers check every entry.
+    pub fn begin_truncate(&self) {
+        self.state.write().truncating = true;
+    }
+
+    /// The truncate was committed at `tick` (Some) or failed (None).
+    pub fn end_truncate(&self, tick: Option<u64>, horizon: u64) {
+        let mut state = self.state.write();
+        state.truncating = false;
+        if let Some(tick) = tick {
+            let old = std::mem::replace(&mut state.current, Table::new());
+            state.retired.push((tick, old));
+        }
+        Self::collect_locked(&mut state, horizon);
+    }
+
+    /// Entries, vertices and bytes held.
+    pub fn stats(&self) -> EdgeIndexStats {
+        let state = self.state.read();
+        let tables = std::iter::once(&state.current).chain(state.retired.iter().map(|(_, t)| t));
+        let mut stats = EdgeIndexStats::default();
+        for table in tables {
+            stats.entries += table.live_slots;
+            stats.vertices += table.by_name.len();
+            stats.memory_bytes += table.memory_bytes();
+        }
+        stats
+    }
+}
+
+/// Edge ends of one build chunk in one text buffer (no allocation per edge).
+#[derive(Default)]
+struct BuildChunk {
+    text: String,
+    items: Vec<(usize, usize, usize, usize, Revision)>,
+}
+
+impl BuildChunk {
+    fn push(&mut self, key: &str, rev: Revision, from: &str, to: &str) {
+        let start = self.text.len();
+        self.text.push_str(key);
+        self.text.push_str(from);
+        self.text.push_str(to);
+        self.items
+            .push((start, key.len(), from.len(), to.len(), rev));
+    }
+
+    fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.items.clear();
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&str, Revision, &str, &str)> + '_ {
+        self.items.iter().map(|&(start, k, f, t, rev)| {
+            let text = &self.text[start..start + k + f + t];
+            (&text[..k], rev, &text[k..k + f], &text[k + f..])
+        })
+    }
+}
+
+/// The edge index changes of a commit, across the written edge collections.
+#[derive(Default)]
+pub(crate) struct PendingEdges {
+    parts: Vec<(Arc<Collection>, Prepared)>,
+}
+
+/// Enters every staged edge version into the written collections' edge indexes (writer
+/// locks held, before the engine commit). `snapshot` holds the prior versions.
+pub(crate) fn before_commit(
+    entries: &HashMap<(CollectionId, String), StagedEntry>,
+    snapshot: &Snapshot,
+    coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
+) -> Result<PendingEdges> {
+    let mut by_collection: HashMap<CollectionId, Vec<(&str, &StagedEntry)>> = HashMap::new();
+    for ((cid, key), entry) in entries {
+        by_collection
+            .entry(*cid)
+            .or_default()
+            .push((key.as_str(), entry));
+    }
+    let mut pending = PendingEdges::default();
+    for (cid, staged) in by_collection {
+        let Some(coll) = coll_of(cid) else { continue };
+        let Some(index) = coll.edge_index() else {
+            continue;
         };
-        if let Some(hits) = self.shard(shards, vertex).read().get(vertex) {
-            out.extend(hits.iter().cloned());
+        let index = Arc::clone(index);
+        let mut bodies = Vec::new();
+        for (key, entry) in &staged {
+            if let Some(prior) = entry.prior {
+                if let Some(old) = snapshot.get(cid, key)? {
+                    if old.rev == prior {
+                        bodies.push((*key, prior, old.body));
+                    }
+                }
+            }
+        }
+        let mut priors: HashMap<&str, (Revision, Cow<'_, str>)> = HashMap::new();
+        for (key, rev, body) in &bodies {
+            if let Some((from, _)) = skim_ends(body) {
+                priors.insert(key, (*rev, from));
+            }
+        }
+        let changes: Vec<EdgeChange<'_>> = staged
+            .iter()
+            .map(|(key, entry)| EdgeChange {
+                key,
+                new: match (&entry.current, &entry.edge) {
+                    (Some((rev, _)), Some((from, to))) => Some((*rev, &**from, &**to)),
+                    _ => None,
+                },
+                prior: priors.remove(key),
+            })
+            .collect();
+        match index.prepare(&changes) {
+            Ok(prepared) => pending.parts.push((coll, prepared)),
+            Err(err) => {
+                pending.failed();
+                return Err(err);
+            }
+        }
+    }
+    Ok(pending)
+}
+
+impl PendingEdges {
+    /// The batch was committed at `tick`.
+    pub fn committed(self, tick: u64, horizon: u64) {
+        for (coll, prepared) in self.parts {
+            if let Some(index) = coll.edge_index() {
+                index.committed(prepared, tick, horizon);
+            }
+        }
+    }
+
+    /// The commit failed.
+    pub fn failed(self) {
+        for (coll, prepared) in self.parts {
+            if let Some(index) = coll.edge_index() {
+                index.failed(prepared);
+            }
         }
     }
 }
@@ -233,9 +1044,179 @@ mod tests {
     fn ends_are_extracted_without_full_parse() {
         let body =
             br#"{"_key":"e","_rev":"x","_from":"a/1","big":{"nested":[1,2,3]},"_to":"b\/2"}"#;
-        let (from, to) = ends_of(body).unwrap();
+        let (from, to) = skim_ends(body).unwrap();
         assert_eq!((&*from, &*to), ("a/1", "b/2"));
-        assert!(ends_of(br#"{"_key":"e"}"#).is_none());
-        assert!(ends_of(b"not json").is_none());
+        assert!(matches!(from, Cow::Borrowed(_)));
+        assert!(skim_ends(br#"{"_key":"e"}"#).is_none());
+        assert!(skim_ends(b"not json").is_none());
+    }
+
+    fn keys(ix: &EdgeIndex, vertex: &str, dir: EdgeDirection, tick: u64) -> Vec<String> {
+        let mut out = EdgeHits::new();
+        ix.lookup(vertex, dir, tick, &mut out, &mut |_, _| {
+            panic!("no entry is in flight")
+        })
+        .unwrap();
+        out.iter()
+            .map(|h| format!("{}>{}", h.key, h.other))
+            .collect()
+    }
+
+    fn change<'a>(
+        key: &'a str,
+        new: Option<(u64, &'a str, &'a str)>,
+        prior: Option<(u64, &'a str)>,
+    ) -> EdgeChange<'a> {
+        EdgeChange {
+            key,
+            new: new.map(|(r, f, t)| (Revision(r), f, t)),
+            prior: prior.map(|(r, f)| (Revision(r), Cow::Borrowed(f))),
+        }
+    }
+
+    #[test]
+    fn ticks_decide_visibility_and_garbage_waits_for_the_horizon() {
+        let ix = EdgeIndex::new(false);
+        let p = ix
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)])
+            .unwrap();
+        // In flight: the reader's snapshot decides.
+        let mut out = EdgeHits::new();
+        let mut asked = 0;
+        ix.lookup("v/a", EdgeDirection::Outbound, 5, &mut out, &mut |k, r| {
+            asked += 1;
+            Ok(k == "e1" && r == Revision(1))
+        })
+        .unwrap();
+        assert_eq!((asked, out.len()), (1, 1));
+        ix.committed(p, 10, 0);
+        assert!(keys(&ix, "v/a", EdgeDirection::Outbound, 9).is_empty());
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 10), ["e1>v/b"]);
+        assert_eq!(keys(&ix, "v/b", EdgeDirection::Inbound, 10), ["e1>v/a"]);
+        // Re-point e1 at tick 20.
+        let p = ix
+            .prepare(&[change("e1", Some((2, "v/a", "v/c")), Some((1, "v/a")))])
+            .unwrap();
+        ix.committed(p, 20, 10);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 15), ["e1>v/b"]);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 20), ["e1>v/c"]);
+        assert_eq!(ix.stats().entries, 2);
+        ix.collect(19);
+        assert_eq!(ix.stats().entries, 2);
+        ix.collect(20);
+        assert_eq!(ix.stats().entries, 1);
+        // v/b has no edges left: its name is reclaimed.
+        assert_eq!(ix.stats().vertices, 2);
+        assert!(keys(&ix, "v/b", EdgeDirection::Inbound, 30).is_empty());
+        // A failed commit leaves nothing behind.
+        let p = ix
+            .prepare(&[
+                change("e2", Some((3, "v/a", "v/d")), None),
+                change("e1", None, Some((2, "v/a"))),
+            ])
+            .unwrap();
+        ix.failed(p);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 40), ["e1>v/c"]);
+        assert_eq!(ix.stats().entries, 1);
+    }
+
+    #[test]
+    fn truncate_retires_the_table_for_older_snapshots() {
+        let ix = EdgeIndex::new(false);
+        let p = ix
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)])
+            .unwrap();
+        ix.committed(p, 10, 0);
+        ix.begin_truncate();
+        let mut out = EdgeHits::new();
+        ix.lookup("v/a", EdgeDirection::Outbound, 50, &mut out, &mut |_, _| {
+            Ok(false)
+        })
+        .unwrap();
+        assert!(out.is_empty(), "during the truncate the snapshot decides");
+        ix.end_truncate(Some(20), 10);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 19), ["e1>v/b"]);
+        assert!(keys(&ix, "v/a", EdgeDirection::Outbound, 20).is_empty());
+        ix.collect(20);
+        assert!(keys(&ix, "v/a", EdgeDirection::Outbound, 19).is_empty());
+        assert_eq!(ix.stats().entries, 0);
+    }
+
+    #[test]
+    fn supersessions_that_overtake_the_build_are_applied_after_it() {
+        let ix = EdgeIndex::new(true);
+        // A writer removes e1 (and then re-adds it elsewhere) before the scan reached it.
+        let p = ix
+            .prepare(&[change("e1", Some((5, "v/a", "v/z")), Some((1, "v/a")))])
+            .unwrap();
+        ix.committed(p, 20, 0);
+        let p = ix.prepare(&[change("e2", None, Some((2, "v/a")))]).unwrap();
+        // The scan (snapshot at tick 10) inserts the old versions while e2's commit is in
+        // flight.
+        let mut chunk = BuildChunk::default();
+        chunk.push("e1", Revision(1), "v/a", "v/b");
+        chunk.push("e2", Revision(2), "v/a", "v/c");
+        chunk.push("e3", Revision(3), "v/a", "v/d");
+        ix.insert_chunk(&mut chunk, 10).unwrap();
+        ix.finish_build();
+        ix.set_readiness(Readiness::Ready);
+        ix.committed(p, 30, 0);
+        assert_eq!(
+            keys(&ix, "v/a", EdgeDirection::Outbound, 10),
+            ["e1>v/b", "e2>v/c", "e3>v/d"],
+            "lists are in revision order after the build"
+        );
+        assert_eq!(
+            keys(&ix, "v/a", EdgeDirection::Outbound, 25),
+            ["e2>v/c", "e3>v/d", "e1>v/z"]
+        );
+        assert_eq!(
+            keys(&ix, "v/a", EdgeDirection::Outbound, 30),
+            ["e3>v/d", "e1>v/z"]
+        );
+        ix.collect(30);
+        assert_eq!(ix.stats().entries, 2);
+    }
+
+    #[test]
+    fn key_arena_is_compacted_when_dead_bytes_dominate() {
+        let ix = EdgeIndex::new(false);
+        for i in 0..40u64 {
+            let key = format!("edge-{i}");
+            let prior = (i > 0).then_some((i, "v/a"));
+            let p = ix
+                .prepare(&[change(&key, Some((i + 1, "v/a", "v/b")), None)])
+                .unwrap();
+            ix.committed(p, 10 + i * 2, 0);
+            if let Some((rev, from)) = prior {
+                let old = format!("edge-{}", i - 1);
+                let p = ix
+                    .prepare(&[change(&old, None, Some((rev, from)))])
+                    .unwrap();
+                ix.committed(p, 11 + i * 2, 11 + i * 2);
+            }
+        }
+        assert_eq!(
+            keys(&ix, "v/a", EdgeDirection::Outbound, 1000),
+            ["edge-39>v/b"]
+        );
+        let state = ix.state.read();
+        assert!(state.current.keys.len() < 40, "arena compacted");
+        assert_eq!(state.current.live_slots, 1);
+    }
+
+    #[test]
+    fn hits_buffer_filters_and_sorts() {
+        let mut hits = EdgeHits::new();
+        hits.push("b", Revision(2), "v/1");
+        hits.push("a", Revision(3), "v/2");
+        hits.push("c", Revision(1), "v/3");
+        hits.sort_by_rev_from(1);
+        let keys: Vec<&str> = hits.iter().map(|h| h.key).collect();
+        assert_eq!(keys, ["b", "c", "a"]);
+        hits.retain_from(1, |h| h.other != "v/3");
+        let keys: Vec<&str> = hits.iter().map(|h| h.key).collect();
+        assert_eq!(keys, ["b", "a"]);
+        assert_eq!(hits.get(1).unwrap().other, "v/2");
     }
 }

@@ -29,7 +29,7 @@ use serde_json::{json, Map, Value};
 
 use crate::catalog::Database;
 use crate::collection::{Collection, CollectionSpec, CollectionType};
-use crate::edge_index::{EdgeDirection, EdgeHit};
+use crate::edge_index::{EdgeDirection, EdgeHits};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::txn::{DocumentReader, Transaction, TransactionOptions};
 
@@ -1004,12 +1004,12 @@ pub fn remove_with_edges(
         wait_for_sync: opts.wait_for_sync,
         ..RemoveOptions::new()
     };
-    let mut hits: Vec<EdgeHit> = Vec::new();
+    let mut hits = EdgeHits::new();
     for edges in connected_edge_collections(db, graph, &collection.name())? {
         hits.clear();
         trx.edges(&edges, &handle, EdgeDirection::Outbound, &mut hits)?;
         trx.edges(&edges, &handle, EdgeDirection::Inbound, &mut hits)?;
-        let mut keys: Vec<&str> = hits.iter().map(|h| &*h.key).collect();
+        let mut keys: Vec<&str> = hits.iter().map(|h| h.key).collect();
         keys.sort_unstable();
         keys.dedup();
         for edge_key in keys {

@@ -187,7 +187,7 @@ fn edge_ends(coll: &Collection, map: &Map<String, Value>) -> Option<EdgeEnds> {
     Some((Arc::from(from), Arc::from(to)))
 }
 
-/// Tells the edge and unique indexes of the written collections about a committed staging
+/// Tells the unique indexes of the written collections about a committed staging
 /// area. Called with the writer locks of those collections held, after the engine accepted
 /// the batch.
 pub(crate) fn record_indexes(
@@ -196,13 +196,6 @@ pub(crate) fn record_indexes(
 ) {
     for ((cid, key), entry) in entries {
         let Some(coll) = coll_of(*cid) else { continue };
-        if let Some(index) = coll.edge_index() {
-            let current = match (&entry.current, &entry.edge) {
-                (Some((rev, _)), Some(ends)) => Some((*rev, ends)),
-                _ => None,
-            };
-            index.record(key, current, entry.prior.is_some());
-        }
         let rev = entry.current.as_ref().map(|(rev, _)| *rev);
         for index in coll.unique_indexes().iter() {
             let values: Vec<String> = entry

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::catalog::Database;
 use crate::collection::Collection;
 use crate::document::decode_with_id;
-use crate::edge_index::{EdgeDirection, EdgeHit};
+use crate::edge_index::{EdgeDirection, EdgeHits};
 use crate::lookup::{staged_lookup, IndexScan};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::sorted::IndexRange;
@@ -83,7 +83,7 @@ pub trait DocumentReader {
         coll: &Collection,
         vertex: &str,
         direction: EdgeDirection,
-        out: &mut Vec<EdgeHit>,
+        out: &mut EdgeHits,
     ) -> Result<()>;
 
     /// The documents of `coll` found through its persistent index `index` (an id from
@@ -118,25 +118,6 @@ pub trait DocumentReader {
         index: u64,
         query: &crate::fulltext::Query,
     ) -> Result<Vec<Value>>;
-}
-
-/// Keeps the index candidates that `snapshot` holds at exactly their revision.
-fn visible_edges(
-    snapshot: &Snapshot,
-    coll: &Collection,
-    candidates: Vec<EdgeHit>,
-    out: &mut Vec<EdgeHit>,
-    mut skip: impl FnMut(&str) -> bool,
-) -> Result<()> {
-    for hit in candidates {
-        if skip(&hit.key) {
-            continue;
-        }
-        if snapshot.revision(coll.id(), &hit.key)? == Some(hit.rev) {
-            out.push(hit);
-        }
-    }
-    Ok(())
 }
 
 fn scan_snapshot(
@@ -230,11 +211,9 @@ impl DocumentReader for ReadView {
         coll: &Collection,
         vertex: &str,
         direction: EdgeDirection,
-        out: &mut Vec<EdgeHit>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
-        let mut candidates = Vec::new();
-        coll.edge_candidates(vertex, direction, &mut candidates)?;
-        visible_edges(&self.snapshot, coll, candidates, out, |_| false)
+        coll.lookup_edges(&self.snapshot, vertex, direction, out)
     }
 
     fn index_lookup(
@@ -535,14 +514,27 @@ impl Transaction {
             crate::secondary::before_commit(&staging.entries, &staging.snapshot, |cid| {
                 colls.iter().find(|c| c.id() == cid).cloned()
             })?;
+        let edges =
+            match crate::edge_index::before_commit(&staging.entries, &staging.snapshot, |cid| {
+                colls.iter().find(|c| c.id() == cid).cloned()
+            }) {
+                Ok(edges) => edges,
+                Err(err) => {
+                    pending.failed();
+                    return Err(err);
+                }
+            };
         let ticket = match self.db.engine().commit(batch) {
             Ok(ticket) => ticket,
             Err(err) => {
                 pending.failed();
+                edges.failed();
                 return Err(err);
             }
         };
-        pending.committed(ticket.tick, self.db.engine().horizon());
+        let horizon = self.db.engine().horizon();
+        pending.committed(ticket.tick, horizon);
+        edges.committed(ticket.tick, horizon);
         staging::record_indexes(&staging.entries, |cid| {
             colls.iter().find(|c| c.id() == cid).cloned()
         });
@@ -617,16 +609,20 @@ impl DocumentReader for Transaction {
         coll: &Collection,
         vertex: &str,
         direction: EdgeDirection,
-        out: &mut Vec<EdgeHit>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
         self.check_read(coll)?;
-        let mut candidates = Vec::new();
-        coll.edge_candidates(vertex, direction, &mut candidates)?;
+        let start = out.len();
+        coll.lookup_edges(&self.staging.snapshot, vertex, direction, out)?;
         let cid = coll.id();
         let entries = &self.staging.entries;
-        visible_edges(&self.staging.snapshot, coll, candidates, out, |key| {
-            !entries.is_empty() && entries.contains_key(&(cid, key.to_string()))
-        })?;
+        if entries.is_empty() {
+            return Ok(());
+        }
+        // Staged versions replace what the snapshot holds for their keys.
+        out.retain_from(start, |hit| {
+            !entries.contains_key(&(cid, hit.key.to_string()))
+        });
         for ((c, key), entry) in entries {
             if *c != cid {
                 continue;
@@ -637,11 +633,7 @@ impl DocumentReader for Transaction {
                     EdgeDirection::Inbound => (to, from),
                 };
                 if &**here == vertex {
-                    out.push(EdgeHit {
-                        key: Arc::from(key.as_str()),
-                        rev: *rev,
-                        other: Arc::clone(other),
-                    });
+                    out.push(key, *rev, other);
                 }
             }
         }

@@ -26,39 +26,47 @@ use super::eval::{eval, EnvState, EvalEnv};
 use super::{ExecCtx, Op, Operator, Row, DEFAULT_MEMORY_CAP};
 use crate::ast::GraphKind;
 use crate::plan::{CExpr, GraphNode, Produce, Slot};
-use crate::source::{EdgeEntry, Transaction};
+use crate::source::{EdgeHits, Transaction};
 use crate::value::{self, Warning};
 
 /// Edges seen by one search, so that a handle (an index here) maps back to the edge's
 /// collection and key. The same edge always gets the same handle (uniqueness checks
-/// compare handles).
+/// compare handles). One map per edge collection, so a lookup borrows the key and only a
+/// newly seen edge allocates.
 #[derive(Default)]
 struct EdgeTable {
     edges: Vec<(u32, Arc<str>)>,
-    index: HashMap<(u32, Arc<str>), u64>,
-    scratch: Vec<EdgeEntry>,
+    index: Vec<HashMap<Arc<str>, u64>>,
+    scratch: EdgeHits,
 }
 
 impl EdgeTable {
-    fn handle(&mut self, collection: u32, key: &Arc<str>) -> EdgeHandle {
-        let next = self.edges.len() as u64;
-        let h = *self
-            .index
-            .entry((collection, Arc::clone(key)))
-            .or_insert(next);
-        if h == next {
-            self.edges.push((collection, Arc::clone(key)));
+    fn handle(&mut self, collection: u32, key: &str) -> EdgeHandle {
+        let ci = collection as usize;
+        if self.index.len() <= ci {
+            self.index.resize_with(ci + 1, HashMap::new);
         }
+        let map = &mut self.index[ci];
+        if let Some(&h) = map.get(key) {
+            return EdgeHandle(h);
+        }
+        let h = self.edges.len() as u64;
+        let key: Arc<str> = Arc::from(key);
+        map.insert(Arc::clone(&key), h);
+        self.edges.push((collection, key));
         EdgeHandle(h)
     }
 
     fn clear(&mut self) {
         self.edges.clear();
-        self.index.clear();
+        self.index.iter_mut().for_each(HashMap::clear);
     }
 
     fn memory_bytes(&self) -> usize {
-        self.edges.capacity() * 24 + self.index.capacity() * 40
+        let keys: usize = self.edges.iter().map(|(_, k)| k.len() + 16).sum();
+        self.edges.capacity() * 24
+            + self.index.iter().map(|m| m.capacity() * 32).sum::<usize>()
+            + keys
     }
 }
 
@@ -114,7 +122,7 @@ impl TxnEdges<'_> {
         &self,
         vertex: &str,
         query: &EdgeQuery,
-        entries: &mut Vec<EdgeEntry>,
+        entries: &mut EdgeHits,
         sink: &mut dyn FnMut(EdgeRef<'_>) -> Result<()>,
     ) -> Result<()> {
         for (ci, (coll, dir)) in self.node.edge_collections.iter().enumerate() {
@@ -128,26 +136,19 @@ impl TxnEdges<'_> {
                     let outbound = entries.len();
                     self.txn.edges(coll, vertex, false, entries)?;
                     // A self-loop is both outbound and inbound; report it once.
-                    let mut i = outbound;
-                    while i < entries.len() {
-                        if &*entries[i].other == vertex {
-                            entries.remove(i);
-                        } else {
-                            i += 1;
-                        }
-                    }
+                    entries.retain_from(outbound, |hit| hit.other != vertex);
                 }
             }
             for entry in entries.iter() {
-                let edge = self.table.borrow_mut().handle(ci as u32, &entry.key);
+                let edge = self.table.borrow_mut().handle(ci as u32, entry.key);
                 let weight = if query.need_weight {
-                    self.weight(coll, &entry.key)?
+                    self.weight(coll, entry.key)?
                 } else {
                     1.0
                 };
                 sink(EdgeRef {
                     edge,
-                    other: &entry.other,
+                    other: entry.other,
                     weight,
                 })?;
             }

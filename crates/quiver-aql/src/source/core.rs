@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use super::skim;
 use super::{
-    CollectionInfo, DataSource, DocIter, EdgeEntry, Transaction, WriteOptions, WriteOutcome,
+    CollectionInfo, DataSource, DocIter, EdgeHits, Transaction, WriteOptions, WriteOutcome,
 };
 
 /// The production data source.
@@ -313,7 +313,7 @@ impl Transaction for CoreTransaction {
         collection: &str,
         vertex: &str,
         outbound: bool,
-        out: &mut Vec<EdgeEntry>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
         let c = self.coll(collection)?;
         let direction = if outbound {
@@ -321,16 +321,12 @@ impl Transaction for CoreTransaction {
         } else {
             EdgeDirection::Inbound
         };
-        let mut hits = Vec::new();
-        self.reader().edges(&c, vertex, direction, &mut hits)?;
-        // The index keeps a rebuilt collection in storage order; ArangoDB's edge index (and
-        // therefore its traversal order) follows the order edges were written in, which the
-        // ever-increasing revisions give.
-        hits.sort_by_key(|h| h.rev);
-        out.extend(hits.into_iter().map(|h| EdgeEntry {
-            key: h.key,
-            other: h.other,
-        }));
+        let start = out.len();
+        self.reader().edges(&c, vertex, direction, out)?;
+        // ArangoDB's edge index (and therefore its traversal order) follows the order edges
+        // were written in, which the ever-increasing revisions give. The index keeps its
+        // lists in that order; a transaction's own edges come last.
+        out.sort_by_rev_from(start);
         Ok(())
     }
 

@@ -11,7 +11,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
 use super::{
-    CollectionInfo, DataSource, DocIter, EdgeEntry, Transaction, WriteOptions, WriteOutcome,
+    CollectionInfo, DataSource, DocIter, EdgeHits, Transaction, WriteOptions, WriteOutcome,
 };
 
 #[derive(Clone, Debug, Default)]
@@ -274,7 +274,7 @@ impl Transaction for MemoryTransaction {
         collection: &str,
         vertex: &str,
         outbound: bool,
-        out: &mut Vec<EdgeEntry>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
         let (here, there) = if outbound {
             ("_from", "_to")
@@ -294,17 +294,13 @@ impl Transaction for MemoryTransaction {
                 let rev: u64 = field("_rev")
                     .and_then(|r| r.trim_start_matches('_').parse().ok())
                     .unwrap_or(0);
-                found.push((
-                    rev,
-                    EdgeEntry {
-                        key: key.into(),
-                        other: other.into(),
-                    },
-                ));
+                found.push((rev, key, other));
             }
         }
-        found.sort_by_key(|(rev, _)| *rev);
-        out.extend(found.into_iter().map(|(_, e)| e));
+        found.sort_by_key(|(rev, _, _)| *rev);
+        for (rev, key, other) in found {
+            out.push(key, quiver_types::Revision(rev), other);
+        }
         Ok(())
     }
 

@@ -69,14 +69,9 @@ pub struct WriteOutcome {
 /// it across HTTP requests).
 pub type DocIter = Box<dyn Iterator<Item = Result<Value>> + Send>;
 
-/// One edge found by [`Transaction::edges`]: the edge document's key and the vertex at the
-/// other end. Shared strings, so a backend with an in-memory edge index hands them out
-/// without copying.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EdgeEntry {
-    pub key: std::sync::Arc<str>,
-    pub other: std::sync::Arc<str>,
-}
+/// Edges found by [`Transaction::edges`] (key, revision, vertex at the other end), in
+/// reusable buffers: the core's type, so its edge index writes straight into them.
+pub use quiver_core::EdgeHits;
 
 /// Entry point: one implementation per storage backend.
 pub trait DataSource: Send + Sync {
@@ -121,7 +116,8 @@ pub trait Transaction: Send {
         self.scan(collection)
     }
     /// Appends the edges of edge collection `collection` whose `_from` (`outbound`) or `_to`
-    /// (inbound) is `vertex` to `out`, in a stable order, as this transaction sees them. The
+    /// (inbound) is `vertex` to `out`, in the order they were written (revision order), as
+    /// this transaction sees them. The
     /// default scans the collection (fine for small test data); backends with an edge index
     /// override it.
     fn edges(
@@ -129,7 +125,7 @@ pub trait Transaction: Send {
         collection: &str,
         vertex: &str,
         outbound: bool,
-        out: &mut Vec<EdgeEntry>,
+        out: &mut EdgeHits,
     ) -> Result<()> {
         let (here, there) = if outbound {
             ("_from", "_to")
@@ -145,10 +141,7 @@ pub trait Transaction: Send {
                 doc.get("_key").and_then(Value::as_str),
                 doc.get(there).and_then(Value::as_str),
             ) {
-                out.push(EdgeEntry {
-                    key: key.into(),
-                    other: other.into(),
-                });
+                out.push(key, quiver_types::Revision(0), other);
             }
         }
         Ok(())

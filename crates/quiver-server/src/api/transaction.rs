@@ -4,7 +4,6 @@
 //! `x-arango-trx-id` header.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::Method;
@@ -169,17 +168,17 @@ pub fn edges_in(
             Some(EdgeDirection::Inbound) => &[EdgeDirection::Inbound],
             None => &[EdgeDirection::Outbound, EdgeDirection::Inbound],
         };
-        let mut hits = Vec::new();
+        let mut hits = quiver_core::EdgeHits::new();
         for d in directions {
             trx.edges(&coll, vertex, *d, &mut hits)?;
         }
         let mut seen = HashSet::new();
         let mut out = Vec::new();
-        for hit in hits {
-            if !seen.insert(Arc::clone(&hit.key)) {
+        for hit in hits.iter() {
+            if !seen.insert(hit.key) {
                 continue;
             }
-            if let Some(doc) = trx.get(&coll, &hit.key)? {
+            if let Some(doc) = trx.get(&coll, hit.key)? {
                 out.push(doc);
             }
         }
