@@ -593,6 +593,12 @@ impl Collection {
         })
     }
 
+    /// About how many edges `vertex` has in `direction` (None for a document collection or
+    /// while the edge index is being built). For search planning, never for results.
+    pub fn edge_degree_hint(&self, vertex: &str, direction: EdgeDirection) -> Option<usize> {
+        self.edge_index.as_ref()?.degree_hint(vertex, direction)
+    }
+
     /// The edges touching `vertex` (`/_api/edges/{collection}?vertex=…&direction=…`):
     /// outbound, inbound, or both when `direction` is None (an edge from the vertex to itself
     /// is listed once). Documents with `_id`, read from one snapshot. Error 1218 for a
@@ -1157,6 +1163,11 @@ impl Collection {
             let meta = self.meta.read();
             1 + usize::from(meta.collection_type == CollectionType::Edge) + meta.indexes.len()
         };
+        // The edge index's own bytes (its structure, not allocator overhead).
+        let edge_index_size = self
+            .edge_index
+            .as_ref()
+            .map_or(0, |index| index.stats().memory_bytes as u64);
         Ok(json!({
             "alive": {"count": f.alive_count, "size": f.alive_size},
             "dead": {"count": f.dead_count, "size": f.dead_size, "deletion": f.dead_deletion},
@@ -1164,7 +1175,7 @@ impl Collection {
             "journals": {"count": f.journals.count, "fileSize": f.journals.file_size},
             "compactors": {"count": f.compactors.count, "fileSize": f.compactors.file_size},
             "revisions": {"count": f.alive_count, "size": f.alive_size},
-            "indexes": {"count": index_count, "size": f.index_memory},
+            "indexes": {"count": index_count, "size": f.index_memory + edge_index_size},
             "documentReferences": 0,
             "waitingFor": "-",
             "compactionStatus": {"message": f.compaction_status, "time": chrono_free_now()},

@@ -786,6 +786,22 @@ impl EdgeIndex {
         table.lookup(vertex, direction, tick, exact, out, check)
     }
 
+    /// How many entries `vertex` has in `direction` (superseded and in-flight ones
+    /// included), or None while the startup build runs: a cheap estimate of a lookup's size.
+    pub fn degree_hint(&self, vertex: &str, direction: EdgeDirection) -> Option<usize> {
+        if !matches!(*self.readiness.lock(), Readiness::Ready) {
+            return None;
+        }
+        let state = self.state.read();
+        let table = &state.current;
+        let v = table.vertex_id(vertex)?;
+        let vertex = &table.vertices[v as usize];
+        Some(match direction {
+            EdgeDirection::Outbound => vertex.out.len(),
+            EdgeDirection::Inbound => vertex.inbound.len(),
+        })
+    }
+
     /// Enters a batch's changes before the engine commit (the collection's writer lock held):
     /// new versions as in flight, superseded ones as superseded-in-flight.
     pub fn prepare(&self, changes: &[EdgeChange<'_>]) -> Result<Prepared> {

@@ -171,6 +171,20 @@ impl EdgeSource for TxnEdges<'_> {
         self.table.borrow_mut().scratch = entries;
         result
     }
+
+    fn degree_hint(&self, vertex: &str, query: &EdgeQuery) -> Option<usize> {
+        let mut total = 0;
+        for (coll, dir) in &self.node.edge_collections {
+            let dir = if query.backward { dir.reversed() } else { *dir };
+            if matches!(dir, GDirection::Outbound | GDirection::Any) {
+                total += self.txn.edge_degree_hint(coll, vertex, true)?;
+            }
+            if matches!(dir, GDirection::Inbound | GDirection::Any) {
+                total += self.txn.edge_degree_hint(coll, vertex, false)?;
+            }
+        }
+        Some(total)
+    }
 }
 
 /// Reads vertices and edges as documents (or just ids) for the query's variables.

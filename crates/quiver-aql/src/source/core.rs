@@ -330,6 +330,17 @@ impl Transaction for CoreTransaction {
         Ok(())
     }
 
+    fn edge_degree_hint(&self, collection: &str, vertex: &str, outbound: bool) -> Option<usize> {
+        let direction = if outbound {
+            EdgeDirection::Outbound
+        } else {
+            EdgeDirection::Inbound
+        };
+        self.coll(collection)
+            .ok()?
+            .edge_degree_hint(vertex, direction)
+    }
+
     fn exists(&self, collection: &str, key: &str) -> Result<bool> {
         let c = self.coll(collection)?;
         if quiver_types::validate_key(key).is_err() {

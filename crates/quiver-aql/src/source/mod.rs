@@ -147,6 +147,13 @@ pub trait Transaction: Send {
         Ok(())
     }
 
+    /// About how many edges [`Transaction::edges`] would report (None when unknown). Only
+    /// used to decide which end of a bidirectional search to expand.
+    fn edge_degree_hint(&self, collection: &str, vertex: &str, outbound: bool) -> Option<usize> {
+        let _ = (collection, vertex, outbound);
+        None
+    }
+
     /// Whether a document exists, without necessarily reading it (graph operations check
     /// vertices they only need the `_id` of).
     fn exists(&self, collection: &str, key: &str) -> Result<bool> {
