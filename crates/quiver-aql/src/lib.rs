@@ -18,6 +18,7 @@ pub mod lexer;
 pub mod optimizer;
 pub mod parser;
 pub mod plan;
+pub mod plan_cache;
 pub mod service;
 pub mod source;
 

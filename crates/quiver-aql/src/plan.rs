@@ -127,7 +127,7 @@ impl CExpr {
         ok
     }
 
-    fn walk(&self, f: &mut dyn FnMut(&CExpr)) {
+    pub(crate) fn walk(&self, f: &mut dyn FnMut(&CExpr)) {
         f(self);
         self.for_each_child(&mut |c| c.walk(f));
     }

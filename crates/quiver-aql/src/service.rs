@@ -24,6 +24,7 @@ use crate::explain;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
+use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
 use crate::source::DataSource;
 use crate::value::Warning;
 
@@ -135,6 +136,37 @@ pub struct QueryService {
     slow: Mutex<HashMap<String, VecDeque<Value>>>,
     properties: Mutex<QueryProperties>,
     next_id: AtomicU64,
+    plans: PlanCache,
+    /// The slow-query log would record queries taking about as long as an inline one
+    /// (threshold near zero): inline runs are not registered, so they are off then.
+    log_fast_queries: AtomicBool,
+}
+
+/// A query ready to run: its transaction, plan, phase timings and its plan-cache entry.
+struct Prepared {
+    txn: Box<dyn crate::source::Transaction>,
+    plan: Arc<QueryPlan>,
+    parsing: f64,
+    optimizing: f64,
+    cached: Option<Arc<CachedPlan>>,
+}
+
+/// The bind parameters as part of a plan-cache key.
+fn binds_key(bind_vars: &Map<String, Value>) -> String {
+    if bind_vars.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(bind_vars).unwrap_or_default()
+    }
+}
+
+/// Collections a plan writes (a write transaction must declare them up front).
+fn written_collections(plan: &QueryPlan) -> Vec<String> {
+    plan.collections
+        .iter()
+        .filter(|(_, t)| **t == "write")
+        .map(|(n, _)| n.clone())
+        .collect()
 }
 
 /// Options of `POST /_api/cursor` after validation.
@@ -317,6 +349,55 @@ fn stats_json(
     Value::Object(m)
 }
 
+/// The response body of a finished query whose results fit one batch, written directly: the
+/// same JSON (member order included) that the general path builds as a `Value`, without
+/// building it. The constant members of `extra.stats` are one literal.
+fn single_batch_body(
+    results: &[Value],
+    count: bool,
+    warnings: &[Warning],
+    stats: &Stats,
+    execution_time: f64,
+    full_count: bool,
+) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut out: Vec<u8> = Vec::with_capacity(320 + results.len() * 8);
+    out.extend_from_slice(b"{\"result\":");
+    // Writing JSON values into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut out, results);
+    out.extend_from_slice(b",\"hasMore\":false");
+    if count {
+        let _ = write!(out, ",\"count\":{}", results.len());
+    }
+    out.extend_from_slice(b",\"extra\":{\"warnings\":");
+    if warnings.is_empty() {
+        out.extend_from_slice(b"[]");
+    } else {
+        let _ = serde_json::to_writer(&mut out, &warnings_json(warnings));
+    }
+    let _ = write!(
+        out,
+        ",\"stats\":{{\"writesExecuted\":{},\"writesIgnored\":{},\"documentLookups\":{},\"seeks\":0,\"scannedFull\":{},\"scannedIndex\":{},\"cursorsCreated\":0,\"cursorsRearmed\":0,\"cacheHits\":0,\"cacheMisses\":0,\"filtered\":{},\"httpRequests\":0,\"executionTime\":",
+        stats.writes_executed,
+        stats.writes_ignored,
+        stats.document_lookups,
+        stats.scanned_full,
+        stats.scanned_index,
+        stats.filtered,
+    );
+    let _ = serde_json::to_writer(&mut out, &execution_time.max(1e-6));
+    let _ = write!(
+        out,
+        ",\"peakMemoryUsage\":{},\"intermediateCommits\":0",
+        stats.peak_memory
+    );
+    if full_count {
+        let _ = write!(out, ",\"fullCount\":{}", stats.full_count.unwrap_or(0));
+    }
+    out.extend_from_slice(b"}},\"cached\":false,\"error\":false,\"code\":201}");
+    out
+}
+
 fn iso_time(t: SystemTime) -> String {
     let dt: chrono::DateTime<chrono::Utc> = t.into();
     dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -366,6 +447,8 @@ impl QueryService {
             slow: Mutex::new(HashMap::new()),
             properties: Mutex::new(QueryProperties::default()),
             next_id: AtomicU64::new(seed + 1),
+            plans: PlanCache::default(),
+            log_fast_queries: AtomicBool::new(false),
         }
     }
 
@@ -396,7 +479,8 @@ impl QueryService {
         }
     }
 
-    /// Parses, plans and optimizes a query in a fresh transaction.
+    /// Parses, plans and optimizes a query (or takes its plan from the plan cache) and opens
+    /// its transaction (unless one is `given`).
     fn prepare(
         &self,
         db: &str,
@@ -405,8 +489,31 @@ impl QueryService {
         rules: &[String],
         full_count: bool,
         given: Option<Box<dyn crate::source::Transaction>>,
-    ) -> Result<(Box<dyn crate::source::Transaction>, QueryPlan, f64, f64)> {
+    ) -> Result<Prepared> {
         let t0 = Instant::now();
+        // Read before planning: a catalog change landing meanwhile makes this entry stale.
+        let version = self.source.catalog_version();
+        let binds = binds_key(bind_vars);
+        let key = PlanKey {
+            database: db,
+            query,
+            binds: &binds,
+            rules,
+            full_count,
+        };
+        if let Some(hit) = version.and_then(|v| self.plans.get(&key, v)) {
+            let txn = match given {
+                Some(txn) => txn,
+                None => self.source.begin(db, &written_collections(&hit.plan))?,
+            };
+            return Ok(Prepared {
+                txn,
+                plan: hit.plan.clone(),
+                parsing: 0.0,
+                optimizing: t0.elapsed().as_secs_f64(),
+                cached: Some(hit),
+            });
+        }
         let ast = parser::parse(query)?;
         let parsing = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
@@ -439,15 +546,17 @@ impl QueryService {
         if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
             // validates them); planning above only needed a read view.
-            let writes: Vec<String> = plan
-                .collections
-                .iter()
-                .filter(|(_, t)| **t == "write")
-                .map(|(n, _)| n.clone())
-                .collect();
-            txn = self.source.begin(db, &writes)?;
+            txn = self.source.begin(db, &written_collections(&plan))?;
         }
-        Ok((txn, plan, parsing, t1.elapsed().as_secs_f64()))
+        let plan = Arc::new(plan);
+        let cached = version.and_then(|v| self.plans.insert(&key, v, plan.clone()));
+        Ok(Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing: t1.elapsed().as_secs_f64(),
+            cached,
+        })
     }
 
     fn register(
@@ -550,7 +659,13 @@ impl QueryService {
             req.stream = false;
         }
         self.purge_expired();
-        let (txn, plan, parsing, optimizing) = self.prepare(
+        let Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing,
+            cached,
+        } = self.prepare(
             db,
             &req.query,
             &req.bind_vars,
@@ -573,7 +688,6 @@ impl QueryService {
             req.profile >= 2,
         );
         let query_id = self.register(db, &req, killed, plan.is_modification);
-        let plan = Arc::new(plan);
         let mut exec = Execution::new(&plan, ctx);
         let started = Instant::now();
         if req.stream {
@@ -630,6 +744,9 @@ impl QueryService {
             return Err(e);
         }
         let executing = started.elapsed().as_secs_f64();
+        if let Some(cached) = &cached {
+            cached.ran(started.elapsed());
+        }
         let (stats, warnings) = match exec.finish() {
             Ok(v) => v,
             Err(e) => {
@@ -667,6 +784,108 @@ impl QueryService {
         };
         let body = self.next_body(&mut cursor, None)?;
         self.respond_first(body, cursor, 201)
+    }
+
+    /// `POST /_api/cursor` for a query whose cached plan is trivial (see [`crate::plan_cache`]):
+    /// run on the calling thread without a snapshot, transaction, query registration or
+    /// cursor, the response written straight into bytes. `None` when the query does not
+    /// qualify (not cached yet, not trivial, or options that need the full path: `stream`,
+    /// `profile`, `allowRetry`, a slow-query threshold near zero); the caller then uses
+    /// [`QueryService::create_cursor`], whose answer is the same.
+    pub fn create_cursor_inline(&self, db: &str, body: &Value) -> Option<Result<(u16, Vec<u8>)>> {
+        let req = CursorRequest::from_body(body).ok()?;
+        if req.stream
+            || req.profile > 0
+            || req.allow_retry
+            || self.log_fast_queries.load(Ordering::Relaxed)
+        {
+            return None;
+        }
+        let version = self.source.catalog_version()?;
+        let binds = binds_key(&req.bind_vars);
+        let key = PlanKey {
+            database: db,
+            query: &req.query,
+            binds: &binds,
+            rules: &req.rules,
+            full_count: req.full_count,
+        };
+        let cached = self.plans.get(&key, version)?;
+        if !cached.inline() {
+            return None;
+        }
+        Some(self.run_inline(db, &req, &cached))
+    }
+
+    fn run_inline(
+        &self,
+        db: &str,
+        req: &CursorRequest,
+        cached: &CachedPlan,
+    ) -> Result<(u16, Vec<u8>)> {
+        let started = Instant::now();
+        let limits = Limits {
+            deadline: (req.max_runtime > 0.0)
+                .then(|| started + Duration::from_secs_f64(req.max_runtime.min(1e9))),
+            killed: Arc::new(AtomicBool::new(false)),
+            memory_limit: req.memory_limit,
+        };
+        let ctx = ExecCtx::new(
+            Box::new(NoData),
+            db,
+            EnvState::new(req.max_warning_count, req.fail_on_warning),
+            limits,
+            false,
+        );
+        let mut exec = Execution::new(&cached.plan, ctx);
+        let mut results = Vec::new();
+        let outcome: Result<()> = (|| {
+            while let Some(v) = exec.next_value()? {
+                exec.ctx.charge(estimate_size(&v))?;
+                results.push(v);
+            }
+            Ok(())
+        })();
+        cached.ran(started.elapsed());
+        outcome?;
+        let (stats, warnings) = exec.finish()?;
+        let execution_time = started.elapsed().as_secs_f64();
+        if results.len() > req.batch_size {
+            // More than one batch: a cursor after all, exactly as the full path makes it.
+            let extra = json!({
+                "warnings": warnings_json(&warnings),
+                "stats": stats_json(&stats, execution_time, req.full_count, None, 0),
+            });
+            let mut cursor = Cursor {
+                database: db.to_string(),
+                batch_size: req.batch_size,
+                ttl: Duration::from_secs_f64(req.ttl),
+                expires: Instant::now() + Duration::from_secs_f64(req.ttl),
+                count: req.count.then_some(results.len() as u64),
+                data: CursorData::Materialized(results.into()),
+                extra: Some(extra),
+                batch_id: 0,
+                last_batch: None,
+                allow_retry: false,
+                exhausted: false,
+            };
+            let body = self.next_body(&mut cursor, None)?;
+            let (code, body) = self.respond_first(body, cursor, 201)?;
+            let bytes = serde_json::to_vec(&body)
+                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
+            return Ok((code, bytes));
+        }
+        Ok((
+            201,
+            single_batch_body(
+                &results,
+                req.count,
+                &warnings,
+                &stats,
+                execution_time,
+                req.full_count,
+            ),
+        ))
     }
 
     fn plan_json_for(&self, db: &str, plan: &QueryPlan) -> Value {
@@ -876,7 +1095,8 @@ impl QueryService {
         let options = body.get("options");
         let rules = rules_of(options);
         let t0 = Instant::now();
-        let (txn, plan, _, _) = self.prepare(db, &query, &bind_vars, &rules, false, None)?;
+        let Prepared { txn, plan, .. } =
+            self.prepare(db, &query, &bind_vars, &rules, false, None)?;
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
         let rules_executed = plan.rules.len();
@@ -993,6 +1213,12 @@ impl QueryService {
                     _ => {}
                 }
             }
+            // An inline run takes well under a millisecond; with a threshold that low the
+            // slow log wants every query, which only the registered path records.
+            self.log_fast_queries.store(
+                next.enabled && next.track_slow_queries && next.slow_query_threshold < 0.001,
+                Ordering::Relaxed,
+            );
             *p = next;
         }
         self.properties(db)

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -17,6 +17,29 @@ use crate::streams::StreamTransactions;
 use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::{ComputedValuesEvaluator, Settings};
+
+/// Bumped after every change of what queries plan against (databases, collections, their
+/// names and indexes), so that cached query plans can tell they are stale. One counter for the
+/// process rather than per database: catalog changes are rare, and a spurious re-plan is
+/// cheap while a missed one would be wrong.
+static CATALOG_VERSION: AtomicU64 = AtomicU64::new(1);
+
+/// The current catalog version (bumped after every catalog change). Read it *before* looking at the
+/// catalog: a change that lands meanwhile bumps the counter after it became visible, so a plan
+/// built from the older state is never stored under the newer version.
+pub fn catalog_version() -> u64 {
+    CATALOG_VERSION.load(Ordering::Acquire)
+}
+
+/// Bumps the catalog version when dropped, i.e. after the change (on every exit path: a failed
+/// change may still have changed something, and an extra bump is harmless).
+pub(crate) struct CatalogChange;
+
+impl Drop for CatalogChange {
+    fn drop(&mut self) {
+        CATALOG_VERSION.fetch_add(1, Ordering::AcqRel);
+    }
+}
 
 /// The name of the database that always exists.
 pub const SYSTEM_DATABASE: &str = "_system";
@@ -210,6 +233,7 @@ impl Core {
     /// name (1208 for names that are not NFC-normalized), 1207 existing name. Whether the
     /// caller may create databases (only from `_system`, 1230) is checked by the caller.
     pub fn create_database(&self, name: &str, options: Value) -> Result<Arc<Database>> {
+        let _changed = CatalogChange;
         if let Err(err) = validate_database_name(name, self.settings.naming) {
             if name != SYSTEM_DATABASE
                 && self.settings.naming == NamingConvention::Extended
@@ -268,6 +292,7 @@ impl Core {
 
     /// Drops a database and everything in it. Errors: 1228 unknown; 1230 (403) for `_system`.
     pub fn drop_database(&self, name: &str) -> Result<()> {
+        let _changed = CatalogChange;
         if name == SYSTEM_DATABASE {
             return Err(Error::with_message(
                 ErrorCode::UseSystemDatabase,
@@ -405,6 +430,7 @@ impl Database {
     /// Creates a collection. Errors: 1208 illegal name (a leading `_` needs `is_system`),
     /// 1207 name taken, 1228 database dropped, engine errors.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Arc<Collection>> {
+        let _changed = CatalogChange;
         self.check_usable()?;
         validate_collection_name(&spec.name, spec.is_system, self.settings.naming)?;
         let mut spec = spec;
@@ -481,6 +507,7 @@ impl Database {
     /// Drops a collection. System collections need `is_system_flag` (403/11 otherwise).
     /// Returns the dropped collection's id. Errors: 1203 unknown.
     pub fn drop_collection(&self, name_or_id: &str, is_system_flag: bool) -> Result<CollectionId> {
+        let _changed = CatalogChange;
         self.check_usable()?;
         let _ddl = self.ddl.lock();
         let coll = self.collection(name_or_id)?;
@@ -505,6 +532,7 @@ impl Database {
     /// Renames a collection. Renaming to the current name succeeds. Errors: 1208 illegal new
     /// name, 1207 name taken, 1203 unknown, 403/11 for system collections.
     pub fn rename_collection(&self, name_or_id: &str, new_name: &str) -> Result<Arc<Collection>> {
+        let _changed = CatalogChange;
         self.check_usable()?;
         let _ddl = self.ddl.lock();
         let coll = self.collection(name_or_id)?;

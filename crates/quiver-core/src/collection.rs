@@ -757,6 +757,7 @@ impl Collection {
     /// filled from a snapshot without holding the writer lock: writers and readers go on while
     /// a large collection is indexed; only this request waits. Queries use it once it is built.
     pub fn create_index(&self, body: &Value) -> Result<(Value, bool)> {
+        let _changed = crate::catalog::CatalogChange;
         self.check_usable()?;
         // Writers wait while a unique constraint is checked, so that no commit slips in
         // between the scan and the registration.
@@ -845,6 +846,7 @@ impl Collection {
     /// Drops a user index by handle; returns its id (`collection/123`). Errors: 1212 unknown,
     /// 403/11 for the primary and edge indexes.
     pub fn drop_index(&self, handle: &str) -> Result<String> {
+        let _changed = crate::catalog::CatalogChange;
         self.check_usable()?;
         let description = self.index(handle)?;
         let kind = description["type"].as_str().unwrap_or("");

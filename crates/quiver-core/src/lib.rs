@@ -70,7 +70,8 @@ mod txn;
 mod unique;
 
 pub use catalog::{
-    Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
+    catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
+    SYSTEM_DATABASE_COLLECTIONS,
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo, JOURNAL_SIZE_MIN};
 pub use computed::ComputedValuesEvaluator;

@@ -30,6 +30,10 @@ impl CoreSource {
 }
 
 impl DataSource for CoreSource {
+    fn catalog_version(&self) -> Option<u64> {
+        Some(quiver_core::catalog_version())
+    }
+
     fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>> {
         let db = self.core.database(database)?;
         let reader = if writes.is_empty() {

@@ -30,6 +30,8 @@ pub struct MemorySource {
     databases: RwLock<HashMap<String, Arc<RwLock<Collections>>>>,
     revision: Arc<AtomicU64>,
     key: Arc<AtomicU64>,
+    /// Bumped after every create call (the plan cache's catalog version).
+    catalog: AtomicU64,
 }
 
 impl MemorySource {
@@ -42,6 +44,7 @@ impl MemorySource {
 
     pub fn create_database(&self, name: &str) {
         self.databases.write().entry(name.to_string()).or_default();
+        self.catalog.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Creates (or empties) a collection and fills it; documents without `_key` get
@@ -84,6 +87,7 @@ impl MemorySource {
             map.insert(key, Value::Object(out));
         }
         db.write().insert(name.to_string(), collection);
+        self.catalog.fetch_add(1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -109,6 +113,7 @@ impl MemorySource {
         }
         let id = collection.indexes.len() as u64 + 2;
         collection.indexes.push((id, definition));
+        self.catalog.fetch_add(1, Ordering::AcqRel);
         Ok(id)
     }
 
@@ -137,6 +142,10 @@ fn not_found(name: &str) -> Error {
 }
 
 impl DataSource for MemorySource {
+    fn catalog_version(&self) -> Option<u64> {
+        Some(self.catalog.load(Ordering::Acquire))
+    }
+
     fn begin(&self, database: &str, _writes: &[String]) -> Result<Box<dyn Transaction>> {
         let db = self.database(database)?;
         let snapshot = db.read().clone();

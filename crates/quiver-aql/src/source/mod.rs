@@ -78,6 +78,13 @@ pub trait DataSource: Send + Sync {
     /// Starts a query transaction that may write `writes` (empty for read-only queries).
     /// Fails with 1228 if the database does not exist.
     fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>>;
+
+    /// A number that changes after every change of the catalog (databases, collections,
+    /// indexes): query plans cached under one version are stale under another. `None` when
+    /// the source cannot tell, which turns the plan cache off.
+    fn catalog_version(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// One query's view of a database: every read sees the same consistent state (plus the

@@ -54,6 +54,29 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     }
 }
 
+/// `POST /_api/cursor` of a query the query service knows to be trivial (its cached plan
+/// touches no data and runs in microseconds, see `quiver_aql::plan_cache`), answered on the
+/// calling thread. `None` for everything else, which then takes the normal route through
+/// [`crate::handle`]: the answer is the same either way, this only skips the hand-off a
+/// potentially long query needs.
+pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
+    if req.method != Method::POST
+        || req.segments.len() != 2
+        || req.segments[1] != "cursor"
+        || req.header("x-arango-async").is_some()
+        || super::transaction::transaction_id(req).is_some()
+        || state.check_database(&req.database).is_err()
+    {
+        return None;
+    }
+    let body = super::body_json(req).ok()??;
+    let answer = state.queries.create_cursor_inline(&req.database, &body)?;
+    Some(match answer {
+        Ok((status, bytes)) => Response::json_bytes(status, bytes),
+        Err(e) => e.into(),
+    })
+}
+
 /// Runs a query inside stream transaction `trx` (`x-arango-trx-id`): it reads the
 /// transaction's snapshot and staged writes, and its writes join the transaction (visible to
 /// others only after the commit). The transaction is lent to the query for the duration of

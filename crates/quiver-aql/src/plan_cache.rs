@@ -1,0 +1,399 @@
+//! The plan cache: optimized plans of queries seen before, so that a repeated query skips
+//! lexing, parsing, planning and optimizing.
+//!
+//! A plan is keyed by everything it was built from: database, query text, bind parameter
+//! values (bind values are substituted and folded while planning, so the values are part of
+//! the key, not just the names), the `optimizer.rules` option and `fullCount` (which turns
+//! `sort-limit` off). What the plan read from the catalog (collection existence and type,
+//! index lists) is covered by the source's catalog version: an entry built under another
+//! version is stale and planned again. Plans whose planning read documents (named graphs read
+//! `_graphs`) are never cached. The cache is invisible to clients: a hit returns the same plan
+//! a fresh planning would have produced.
+//!
+//! The cache also decides which plans may run inline on the HTTP worker ([`CachedPlan::inline`]):
+//! plans that touch no collection, iterate only constant lists of bounded size and call no
+//! function that reads data or sleeps, and whose last run stayed within [`INLINE_BUDGET`].
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde_json::Value;
+
+use crate::exec::estimate_size;
+use crate::plan::{CExpr, ListSource, NodeKind, Plan, QueryPlan, Slot};
+
+/// At most this many plans are kept; when full, the cache starts over (simple and bounded:
+/// a workload with more distinct queries than this does not profit from caching anyway).
+const MAX_ENTRIES: usize = 1024;
+
+/// Queries (and serialized bind parameters) longer than this are not cached: their keys and
+/// plans would take much memory for little gain.
+const MAX_KEY_TEXT: usize = 16 * 1024;
+
+/// Plans whose constants (folded expressions, bind values, literal lists) are estimated
+/// above this many bytes are not cached.
+const MAX_PLAN_WEIGHT: u64 = 1 << 20;
+
+/// Rows a plan may produce (over all its loops, nested ones multiplied) and still count as
+/// trivial.
+const TRIVIAL_ROWS: u64 = 10_000;
+
+/// A trivial plan runs inline only while its runs take at most this long; a longer run
+/// demotes it for good.
+pub const INLINE_BUDGET: Duration = Duration::from_micros(500);
+
+/// One cached plan.
+pub struct CachedPlan {
+    pub plan: Arc<QueryPlan>,
+    /// The catalog version the plan was built under.
+    pub version: u64,
+    /// Statically cheap: see the module documentation.
+    pub trivial: bool,
+    /// Trivial, and its runs so far stayed within [`INLINE_BUDGET`].
+    inline_ok: AtomicBool,
+}
+
+impl CachedPlan {
+    /// Whether the plan may run inline on the caller's thread.
+    pub fn inline(&self) -> bool {
+        self.trivial && self.inline_ok.load(Ordering::Relaxed)
+    }
+
+    /// Records how long a run took; a slow run ends inline execution of this plan.
+    pub fn ran(&self, took: Duration) {
+        if self.trivial && took > INLINE_BUDGET {
+            self.inline_ok.store(false, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What a plan was built from.
+pub struct PlanKey<'a> {
+    pub database: &'a str,
+    pub query: &'a str,
+    /// The bind parameters serialized (empty without any).
+    pub binds: &'a str,
+    pub rules: &'a [String],
+    pub full_count: bool,
+}
+
+impl PlanKey<'_> {
+    fn hash(&self, state: &impl BuildHasher) -> u64 {
+        let mut h = state.build_hasher();
+        self.database.hash(&mut h);
+        self.query.hash(&mut h);
+        self.binds.hash(&mut h);
+        self.rules.hash(&mut h);
+        self.full_count.hash(&mut h);
+        h.finish()
+    }
+
+    /// Whether the key is small enough to be cached.
+    pub fn cacheable(&self) -> bool {
+        self.query.len() <= MAX_KEY_TEXT && self.binds.len() <= MAX_KEY_TEXT
+    }
+}
+
+struct Entry {
+    database: Box<str>,
+    query: Box<str>,
+    binds: Box<str>,
+    rules: Box<[String]>,
+    full_count: bool,
+    plan: Arc<CachedPlan>,
+}
+
+impl Entry {
+    fn matches(&self, key: &PlanKey<'_>) -> bool {
+        *self.query == *key.query
+            && *self.database == *key.database
+            && *self.binds == *key.binds
+            && *self.rules == *key.rules
+            && self.full_count == key.full_count
+    }
+}
+
+#[derive(Default)]
+struct Entries {
+    /// By key hash; collisions share the bucket.
+    buckets: HashMap<u64, Vec<Entry>>,
+    len: usize,
+}
+
+/// The cache of one query service.
+#[derive(Default)]
+pub struct PlanCache {
+    hasher: std::collections::hash_map::RandomState,
+    entries: Mutex<Entries>,
+}
+
+impl PlanCache {
+    /// The plan cached for `key`, if it was built under catalog `version`.
+    pub fn get(&self, key: &PlanKey<'_>, version: u64) -> Option<Arc<CachedPlan>> {
+        let hash = key.hash(&self.hasher);
+        let entries = self.entries.lock();
+        entries
+            .buckets
+            .get(&hash)?
+            .iter()
+            .find(|e| e.matches(key))
+            .filter(|e| e.plan.version == version)
+            .map(|e| e.plan.clone())
+    }
+
+    /// Caches `plan` (built under catalog `version`) if it may be cached; returns the entry.
+    /// A trivial plan may run inline until a run (reported through [`CachedPlan::ran`]) took
+    /// longer than the budget.
+    pub fn insert(
+        &self,
+        key: &PlanKey<'_>,
+        version: u64,
+        plan: Arc<QueryPlan>,
+    ) -> Option<Arc<CachedPlan>> {
+        if !key.cacheable() || !cacheable(&plan) {
+            return None;
+        }
+        let trivial = is_trivial(&plan);
+        let cached = Arc::new(CachedPlan {
+            plan,
+            version,
+            trivial,
+            inline_ok: AtomicBool::new(true),
+        });
+        let hash = key.hash(&self.hasher);
+        let mut entries = self.entries.lock();
+        if entries.len >= MAX_ENTRIES {
+            entries.buckets.clear();
+            entries.len = 0;
+        }
+        let bucket = entries.buckets.entry(hash).or_default();
+        let before = bucket.len();
+        bucket.retain(|e| !e.matches(key));
+        let removed = before - bucket.len();
+        bucket.push(Entry {
+            database: key.database.into(),
+            query: key.query.into(),
+            binds: key.binds.into(),
+            rules: key.rules.into(),
+            full_count: key.full_count,
+            plan: cached.clone(),
+        });
+        entries.len = entries.len + 1 - removed;
+        Some(cached)
+    }
+
+    /// Number of cached plans.
+    pub fn len(&self) -> usize {
+        self.entries.lock().len
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Calls `f` for every expression of every node (subqueries included).
+fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&CExpr)) {
+    for node in &plan.nodes {
+        match &node.kind {
+            NodeKind::Calculation { expr, .. } => f(expr),
+            NodeKind::EnumerateList {
+                input: ListSource::Range(a, b),
+                ..
+            } => {
+                f(a);
+                f(b);
+            }
+            NodeKind::Index { lookup, .. } => f(lookup),
+            NodeKind::IndexScan(scan) => {
+                for c in &scan.eq {
+                    let (crate::index_select::EqCond::Eq(e) | crate::index_select::EqCond::In(e)) =
+                        c;
+                    f(e);
+                }
+                for (e, _) in scan.lower.iter().chain(scan.upper.iter()) {
+                    f(e);
+                }
+                scan.condition.iter().for_each(&mut *f);
+            }
+            NodeKind::Modify(m) => {
+                if let Some(e) = &m.upsert_update {
+                    f(e);
+                }
+            }
+            NodeKind::Graph(g) => {
+                f(&g.start);
+                for e in g.target.iter().chain(g.prune.iter()) {
+                    f(e);
+                }
+                for c in &g.conditions {
+                    f(&c.expr);
+                }
+            }
+            NodeKind::Subquery { plan, .. } => for_each_expr(plan, f),
+            _ => {}
+        }
+    }
+}
+
+fn any_node(plan: &Plan, pred: &dyn Fn(&NodeKind) -> bool) -> bool {
+    plan.nodes.iter().any(|n| {
+        pred(&n.kind) || matches!(&n.kind, NodeKind::Subquery { plan, .. } if any_node(plan, pred))
+    })
+}
+
+/// Plans that may be cached: planning read nothing but the catalog, and their constants are
+/// of bounded size.
+fn cacheable(plan: &QueryPlan) -> bool {
+    if any_node(
+        &plan.root,
+        &|k| matches!(k, NodeKind::Graph(g) if g.graph.is_some()),
+    ) {
+        return false;
+    }
+    let mut weight = 0u64;
+    for_each_expr(&plan.root, &mut |e| {
+        e.walk(&mut |e| {
+            if let CExpr::Const(v) = e {
+                weight = weight.saturating_add(estimate_size(v));
+            }
+        })
+    });
+    weight <= MAX_PLAN_WEIGHT
+}
+
+/// Functions a trivial plan must not call: they read data (the inline path has no snapshot),
+/// wait, or call functions by name.
+fn inline_safe_call(name: &str, reads_data: bool) -> bool {
+    !reads_data && !matches!(name, "SLEEP" | "CALL" | "APPLY" | "RANGE")
+}
+
+/// Statically cheap plans: no collection, no writes, only the node kinds below, loops over
+/// constant lists or ranges with at most [`TRIVIAL_ROWS`] rows in total, no call of a
+/// function that reads data or waits, no range built from non-constant bounds.
+fn is_trivial(plan: &QueryPlan) -> bool {
+    if !plan.collections.is_empty() || plan.is_modification {
+        return false;
+    }
+    let mut calls_ok = true;
+    for_each_expr(&plan.root, &mut |e| {
+        e.walk(&mut |e| match e {
+            CExpr::Call(def, _) if !inline_safe_call(def.name, def.reads_data) => calls_ok = false,
+            CExpr::Range(..) => calls_ok = false,
+            _ => {}
+        })
+    });
+    calls_ok && trivial_pipeline(&plan.root, 1, &HashMap::new()).is_some()
+}
+
+/// Checks one pipeline, whose singleton is entered `rows` times; `outer` maps the slots of
+/// constant arrays computed by enclosing pipelines to their lengths. Returns the rows the
+/// pipeline may produce at most, over all its entries.
+fn trivial_pipeline(plan: &Plan, rows: u64, outer: &HashMap<Slot, usize>) -> Option<u64> {
+    let mut rows = rows;
+    let mut consts = outer.clone();
+    for node in &plan.nodes {
+        match &node.kind {
+            NodeKind::Singleton
+            | NodeKind::Filter { .. }
+            | NodeKind::Sort { .. }
+            | NodeKind::Limit { .. }
+            | NodeKind::Return { .. }
+            | NodeKind::NoResults => {}
+            NodeKind::Collect { .. } => {}
+            NodeKind::Calculation { out, expr } => {
+                if let CExpr::Const(Value::Array(items)) = expr {
+                    consts.insert(*out, items.len());
+                }
+            }
+            NodeKind::EnumerateList { input, .. } => {
+                let len = match input {
+                    ListSource::Slot(s) => *consts.get(s)? as u64,
+                    ListSource::Range(CExpr::Const(a), CExpr::Const(b)) => {
+                        let (a, b) = (a.as_f64()?, b.as_f64()?);
+                        (a - b).abs().min(u64::MAX as f64 / 2.0) as u64 + 1
+                    }
+                    ListSource::Range(..) => return None,
+                };
+                rows = rows.saturating_mul(len.max(1));
+            }
+            // Runs once per row: its own loops are bounded inside, relative to `rows`; it
+            // adds no rows to this pipeline.
+            NodeKind::Subquery { plan, .. } => {
+                trivial_pipeline(plan, rows, &consts)?;
+            }
+            _ => return None,
+        }
+        if rows > TRIVIAL_ROWS {
+            return None;
+        }
+    }
+    Some(rows)
+}
+
+/// The "transaction" of a plan run inline: trivial plans never read or write data, so it
+/// holds no snapshot; should one reach for data anyway, it gets an internal error rather
+/// than a wrong answer.
+pub struct NoData;
+
+fn no_data() -> quiver_errors::Error {
+    quiver_errors::Error::with_message(
+        quiver_errors::ErrorCode::Internal,
+        "inline query tried to access data",
+    )
+}
+
+impl crate::source::Transaction for NoData {
+    fn collection(&self, _: &str) -> quiver_errors::Result<crate::source::CollectionInfo> {
+        Err(no_data())
+    }
+    fn count(&self, _: &str) -> quiver_errors::Result<u64> {
+        Err(no_data())
+    }
+    fn get(&self, _: &str, _: &str) -> quiver_errors::Result<Option<Value>> {
+        Err(no_data())
+    }
+    fn scan(&self, _: &str) -> quiver_errors::Result<crate::source::DocIter> {
+        Err(no_data())
+    }
+    fn insert(
+        &mut self,
+        _: &str,
+        _: Value,
+        _: &crate::source::WriteOptions,
+    ) -> quiver_errors::Result<crate::source::WriteOutcome> {
+        Err(no_data())
+    }
+    fn update(
+        &mut self,
+        _: &str,
+        _: Value,
+        _: &crate::source::WriteOptions,
+    ) -> quiver_errors::Result<crate::source::WriteOutcome> {
+        Err(no_data())
+    }
+    fn replace(
+        &mut self,
+        _: &str,
+        _: Value,
+        _: &crate::source::WriteOptions,
+    ) -> quiver_errors::Result<crate::source::WriteOutcome> {
+        Err(no_data())
+    }
+    fn remove(
+        &mut self,
+        _: &str,
+        _: Value,
+        _: &crate::source::WriteOptions,
+    ) -> quiver_errors::Result<crate::source::WriteOutcome> {
+        Err(no_data())
+    }
+    fn commit(self: Box<Self>) -> quiver_errors::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,252 @@
+//! The plan cache and the inline cursor path: cached plans give the same answers, catalog
+//! changes invalidate them, and inline answers are byte-for-byte those of the full path
+//! (apart from the measured execution time).
+
+use std::sync::Arc;
+
+use quiver_aql::source::memory::MemorySource;
+use quiver_aql::QueryService;
+use serde_json::{json, Value};
+
+fn service() -> (Arc<MemorySource>, QueryService) {
+    let source = Arc::new(MemorySource::new());
+    let docs: Vec<Value> = (0..20)
+        .map(|i| json!({"_key": format!("k{i:02}"), "v": i}))
+        .collect();
+    source
+        .create_collection("_system", "docs", false, docs)
+        .unwrap();
+    let service = QueryService::new(source.clone());
+    (source, service)
+}
+
+/// The body with `extra.stats.executionTime` (measured, so it differs between runs) zeroed,
+/// serialized again: member order is compared too.
+fn normalized(mut body: Value) -> String {
+    if let Some(stats) = body.pointer_mut("/extra/stats") {
+        stats["executionTime"] = json!(0);
+    }
+    serde_json::to_string(&body).unwrap()
+}
+
+#[test]
+fn inline_answers_equal_the_full_path() {
+    let (_, s) = service();
+    let cases = [
+        json!({"query": "RETURN 1"}),
+        json!({"query": "RETURN 1", "count": true}),
+        json!({"query": "RETURN { one: 'test', two: 'another-value', three: [ 1, 2, 3 ] }"}),
+        json!({"query": "FOR i IN 1..10 RETURN i"}),
+        json!({"query": "FOR i IN 1..10 FILTER i % 2 == 0 LIMIT 2 RETURN i", "options": {"fullCount": true}}),
+        json!({"query": "FOR x IN [3, 1, 2] SORT x COLLECT y = x % 2 WITH COUNT INTO n RETURN {y, n}"}),
+        json!({"query": "RETURN @a + @b", "bindVars": {"a": 1, "b": 2}}),
+        json!({"query": "FOR i IN 1..3 RETURN 1 / (i - 2)"}),
+        json!({"query": "RETURN LENGTH((FOR i IN 1..5 FOR j IN [1, 2] RETURN i * j))"}),
+        json!({"query": "RETURN 'ünïcödé'"}),
+    ];
+    assert!(
+        s.create_cursor_inline("_system", &cases[0]).is_none(),
+        "not inline before the plan is cached"
+    );
+    for body in cases {
+        let (code, full) = s.create_cursor("_system", body.clone()).unwrap();
+        let (inline_code, bytes) = s
+            .create_cursor_inline("_system", &body)
+            .unwrap_or_else(|| panic!("inline once cached: {body}"))
+            .unwrap();
+        assert_eq!((code, inline_code), (201, 201));
+        let inline: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(normalized(inline), normalized(full), "{body}");
+    }
+}
+
+#[test]
+fn inline_errors_and_warnings_match() {
+    let (_, s) = service();
+    let body = json!({"query": "RETURN FAIL('boom')"});
+    let full = s.create_cursor("_system", body.clone()).unwrap_err();
+    let inline = s
+        .create_cursor_inline("_system", &body)
+        .unwrap()
+        .unwrap_err();
+    assert_eq!((inline.code, inline.message), (full.code, full.message));
+    let body = json!({"query": "FOR i IN [0, 1] RETURN 1 / i", "options": {"failOnWarning": true}});
+    let full = s.create_cursor("_system", body.clone()).unwrap_err();
+    let inline = s
+        .create_cursor_inline("_system", &body)
+        .unwrap()
+        .unwrap_err();
+    assert_eq!((inline.code, inline.message), (full.code, full.message));
+}
+
+#[test]
+fn results_beyond_one_batch_still_get_a_cursor() {
+    let (_, s) = service();
+    let body = json!({"query": "FOR i IN 1..5 RETURN i", "batchSize": 2, "count": true});
+    s.create_cursor("_system", body.clone()).unwrap();
+    let (code, bytes) = s.create_cursor_inline("_system", &body).unwrap().unwrap();
+    assert_eq!(code, 201);
+    let first: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(first["result"], json!([1, 2]));
+    assert_eq!(first["hasMore"], true);
+    assert_eq!(first["count"], 5);
+    let id = first["id"].as_str().unwrap();
+    let (_, next) = s.next_batch("_system", id, Some("2")).unwrap();
+    assert_eq!(next["result"], json!([3, 4]));
+    let (_, last) = s.next_batch("_system", id, None).unwrap();
+    assert_eq!(last["result"], json!([5]));
+    assert_eq!(last["hasMore"], false);
+}
+
+#[test]
+fn only_trivial_plans_run_inline() {
+    let (_, s) = service();
+    let not_inline = [
+        json!({"query": "FOR d IN docs RETURN d.v"}),
+        json!({"query": "RETURN DOCUMENT('docs/k01')"}),
+        json!({"query": "RETURN COLLECTION_COUNT('docs')"}),
+        json!({"query": "RETURN SLEEP(0)"}),
+        json!({"query": "RETURN CALL('UPPER', 'a')"}),
+        json!({"query": "FOR i IN 1..100000 RETURN i"}),
+        json!({"query": "FOR i IN 1..200 FOR j IN 1..200 RETURN i"}),
+        json!({"query": "FOR i IN 1..3 RETURN RANGE(1, i)"}),
+        json!({"query": "FOR i IN 1..3 RETURN 1..i"}),
+        json!({"query": "FOR i IN 1..3 FOR j IN 1..i RETURN j"}),
+        json!({"query": "LET n = RAND() * 10 FOR i IN 1..n RETURN i"}),
+        json!({"query": "INSERT {} INTO docs"}),
+        // Options that need the registered path.
+        json!({"query": "RETURN 1", "options": {"stream": true}}),
+        json!({"query": "RETURN 1", "options": {"profile": true}}),
+        json!({"query": "RETURN 1", "options": {"allowRetry": true}}),
+    ];
+    for body in not_inline {
+        s.create_cursor("_system", body.clone()).unwrap();
+        assert!(s.create_cursor_inline("_system", &body).is_none(), "{body}");
+    }
+    // With a near-zero slow-query threshold every query must be logged, which only the
+    // registered path does.
+    let body = json!({"query": "RETURN 2"});
+    s.create_cursor("_system", body.clone()).unwrap();
+    assert!(s.create_cursor_inline("_system", &body).is_some());
+    s.set_properties("_system", json!({"slowQueryThreshold": 0}))
+        .unwrap();
+    assert!(s.create_cursor_inline("_system", &body).is_none());
+}
+
+#[test]
+fn catalog_changes_invalidate_cached_plans() {
+    let (source, s) = service();
+    let body = json!({"query": "FOR d IN docs FILTER d.v == 3 RETURN d._key"});
+    let explain = |s: &QueryService| {
+        let (_, e) = s.explain("_system", body.clone()).unwrap();
+        e["plan"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(explain(&s).contains(&"EnumerateCollectionNode".to_string()));
+    assert_eq!(
+        s.create_cursor("_system", body.clone()).unwrap().1["result"],
+        json!(["k03"])
+    );
+    // A new index must be used at once, not after the cached plan happens to be evicted.
+    source
+        .create_index(
+            "_system",
+            "docs",
+            json!({"type": "persistent", "fields": ["v"]}),
+        )
+        .unwrap();
+    assert!(explain(&s).contains(&"IndexNode".to_string()));
+    assert_eq!(
+        s.create_cursor("_system", body.clone()).unwrap().1["result"],
+        json!(["k03"])
+    );
+    // Recreated with other contents and as an edge collection: planned again.
+    source
+        .create_collection(
+            "_system",
+            "docs",
+            true,
+            vec![json!({"_key": "x", "v": 3, "_from": "a/1", "_to": "a/2"})],
+        )
+        .unwrap();
+    assert_eq!(
+        s.create_cursor("_system", body).unwrap().1["result"],
+        json!(["x"])
+    );
+}
+
+#[test]
+fn bind_values_are_part_of_the_key() {
+    let (_, s) = service();
+    for n in [1, 2, 3, 1] {
+        let body = json!({"query": "FOR i IN 1..@n RETURN i", "bindVars": {"n": n}});
+        let (_, r) = s.create_cursor("_system", body.clone()).unwrap();
+        assert_eq!(r["result"].as_array().unwrap().len(), n as usize);
+        let (_, bytes) = s.create_cursor_inline("_system", &body).unwrap().unwrap();
+        let r: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(r["result"].as_array().unwrap().len(), n as usize);
+    }
+    // Missing and unused bind parameters are still reported, never served from the cache.
+    let err = s
+        .create_cursor("_system", json!({"query": "FOR i IN 1..@n RETURN i"}))
+        .unwrap_err();
+    assert_eq!(err.number(), 1551);
+}
+
+/// The same over quiver-core, with the catalog changes only it has: dropping an index,
+/// renaming and dropping collections.
+#[test]
+fn core_catalog_changes_invalidate_cached_plans() {
+    use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    let coll = db.create_collection(CollectionSpec::new("c")).unwrap();
+    for i in 0..10 {
+        coll.insert(
+            json!({"_key": format!("k{i}"), "v": i}),
+            &InsertOptions::new(),
+        )
+        .unwrap();
+    }
+    let s = QueryService::over_core(core.clone());
+    let query = json!({"query": "FOR d IN c FILTER d.v == 4 RETURN d._key"});
+    let nodes = |s: &QueryService| {
+        let (_, e) = s.explain("_system", query.clone()).unwrap();
+        e["plan"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["type"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let run = |s: &QueryService| {
+        s.create_cursor("_system", query.clone())
+            .map(|r| r.1["result"].clone())
+    };
+    assert_eq!(run(&s).unwrap(), json!(["k4"]));
+    assert!(!nodes(&s).contains(&"IndexNode".to_string()));
+    let (index, _) = coll
+        .create_index(&json!({"type": "persistent", "fields": ["v"]}))
+        .unwrap();
+    assert!(nodes(&s).contains(&"IndexNode".to_string()));
+    assert_eq!(run(&s).unwrap(), json!(["k4"]));
+    coll.drop_index(index["id"].as_str().unwrap()).unwrap();
+    assert!(!nodes(&s).contains(&"IndexNode".to_string()));
+    assert_eq!(run(&s).unwrap(), json!(["k4"]));
+    // Renamed away: the cached plan must not keep reading the collection under its old name.
+    db.rename_collection("c", "d").unwrap();
+    assert_eq!(run(&s).unwrap_err().number(), 1203);
+    // Another collection under the old name is the one read.
+    let other = db.create_collection(CollectionSpec::new("c")).unwrap();
+    other
+        .insert(json!({"_key": "new", "v": 4}), &InsertOptions::new())
+        .unwrap();
+    assert_eq!(run(&s).unwrap(), json!(["new"]));
+    db.drop_collection("c", false).unwrap();
+    assert_eq!(run(&s).unwrap_err().number(), 1203);
+}
