@@ -207,11 +207,12 @@ fn core_catalog_changes_invalidate_cached_plans() {
     let db = core.database("_system").unwrap();
     let coll = db.create_collection(CollectionSpec::new("c")).unwrap();
     for i in 0..10 {
-        coll.insert(
-            json!({"_key": format!("k{i}"), "v": i}),
-            &InsertOptions::new(),
-        )
-        .unwrap();
+        let _ = coll
+            .insert(
+                json!({"_key": format!("k{i}"), "v": i}),
+                &InsertOptions::new(),
+            )
+            .unwrap();
     }
     let s = QueryService::over_core(core.clone());
     let query = json!({"query": "FOR d IN c FILTER d.v == 4 RETURN d._key"});
@@ -243,7 +244,7 @@ fn core_catalog_changes_invalidate_cached_plans() {
     assert_eq!(run(&s).unwrap_err().number(), 1203);
     // Another collection under the old name is the one read.
     let other = db.create_collection(CollectionSpec::new("c")).unwrap();
-    other
+    let _ = other
         .insert(json!({"_key": "new", "v": 4}), &InsertOptions::new())
         .unwrap();
     assert_eq!(run(&s).unwrap(), json!(["new"]));
