@@ -131,3 +131,19 @@ def test_index_contents_are_rebuilt_after_restart(tmp_root):
         assert listed["selectivity"] == 1
     finally:
         srv.stop()
+
+
+def test_stored_values_cover_projections(db):
+    coll = db.create_collection(unique("covered"))
+    coll.insert_many([{"_key": str(i), "age": i % 10, "city": "c%d" % (i % 3), "bio": "x" * 100} for i in range(100)])
+    coll.add_index({"type": "persistent", "fields": ["age"], "storedValues": ["city"], "name": "age_sv"})
+    query = "FOR p IN @@c FILTER p.age == 4 SORT p._key RETURN [p._key, p.city]"
+    nodes, _ = index_nodes(db, query, {"@c": coll.name})
+    assert nodes[0]["indexes"][0]["name"] == "age_sv"
+    assert nodes[0]["indexCoversProjections"] is True
+    assert sorted(nodes[0]["projections"]) == ["_key", "city"]
+    rows = list(db.aql.execute(query, bind_vars={"@c": coll.name}))
+    assert rows == [[str(i), "c%d" % (i % 3)] for i in sorted(range(4, 100, 10), key=str)]
+    # Reading an attribute outside the index needs the documents.
+    nodes, _ = index_nodes(db, "FOR p IN @@c FILTER p.age == 4 RETURN p.bio", {"@c": coll.name})
+    assert nodes[0]["indexCoversProjections"] is False

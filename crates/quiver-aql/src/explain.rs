@@ -232,7 +232,16 @@ fn nodes_json(
                 m.insert("sorted".into(), json!(scan.sorted));
                 m.insert("evalFCalls".into(), json!(true));
                 m.insert("waitForSync".into(), json!(false));
-                m.insert("projections".into(), json!([]));
+                match &scan.projections {
+                    Some(names) => {
+                        m.insert("projections".into(), json!(names));
+                        m.insert("indexCoversProjections".into(), json!(true));
+                    }
+                    None => {
+                        m.insert("projections".into(), json!([]));
+                        m.insert("indexCoversProjections".into(), json!(false));
+                    }
+                }
                 m.insert("producesResult".into(), json!(true));
             }
             NodeKind::EnumerateList { out, input } => {

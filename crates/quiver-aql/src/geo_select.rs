@@ -483,6 +483,7 @@ pub fn use_geo_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> bool {
             sorted,
             condition: used.iter().map(|&u| parts[u].expr.clone()).collect(),
             estimated_items,
+            projections: None,
             geo: Some(Box::new(search)),
         };
         let mut by_calc: HashMap<usize, HashSet<usize>> = HashMap::new();

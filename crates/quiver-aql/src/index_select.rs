@@ -81,6 +81,10 @@ pub struct IndexScan {
     pub condition: Vec<CExpr>,
     /// Estimated documents per input row.
     pub estimated_items: f64,
+    /// Set by `reduce-extraction-to-projection` when the query reads only these top-level
+    /// attributes of the documents and the index covers them (`_key`, `_id`, indexed fields,
+    /// `storedValues`): the documents are built from the index without being read.
+    pub projections: Option<Vec<String>>,
     /// Set when the index is a geo index (rule `geo-index-optimizer`); the persistent-index
     /// fields above are then unused.
     pub geo: Option<Box<crate::geo_select::GeoSearch>>,
@@ -497,6 +501,7 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             sorted: order.is_some(),
             condition: used.iter().map(|&u| conds[u].expr.clone()).collect(),
             estimated_items: 0.0,
+            projections: None,
             geo: None,
         };
         if let Some(m) = &m {
@@ -538,6 +543,23 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
         i += 1;
     }
     (changed, covered, sorted)
+}
+
+/// Whether a persistent index (by its description: non-expanded `fields`, `storedValues`)
+/// can produce documents holding just the top-level attributes `names`.
+pub fn covers(index: &IndexMeta, names: &std::collections::BTreeSet<String>) -> bool {
+    if index.fields.iter().any(|f| f.contains("[*]")) {
+        return false;
+    }
+    let stored: Vec<&str> = index
+        .description
+        .get("storedValues")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    names.iter().all(|n| {
+        n == "_key" || n == "_id" || index.fields.contains(n) || stored.contains(&n.as_str())
+    })
 }
 
 /// Error 1577 when a loop with `forceIndexHint` did not end up using one of its hinted

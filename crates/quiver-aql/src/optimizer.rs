@@ -730,6 +730,24 @@ fn nodes_use_only_attributes(
 fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool {
     let mut changed = false;
     for i in 1..plan.nodes.len() {
+        // A persistent-index loop whose index covers every attribute read builds its
+        // documents from the index (ArangoDB's `indexCoversProjections`).
+        if let NodeKind::IndexScan(scan) = &plan.nodes[i].kind {
+            if scan.geo.is_some() || scan.projections.is_some() {
+                continue;
+            }
+            let mut names = std::collections::BTreeSet::new();
+            if nodes_use_only_attributes(&plan.nodes[i + 1..], scan.out, &mut names)
+                && names.len() <= MAX_PROJECTIONS
+                && crate::index_select::covers(&scan.index, &names)
+            {
+                if let NodeKind::IndexScan(scan) = &mut plan.nodes[i].kind {
+                    scan.projections = Some(names.into_iter().collect());
+                    changed = true;
+                }
+            }
+            continue;
+        }
         let NodeKind::EnumerateCollection {
             out,
             projections: None,

@@ -505,3 +505,73 @@ fn fulltext_index_follows_snapshots_transactions_truncate_and_restart() {
     assert_eq!(coll.query_indexes()[0].entries, 1);
     assert_eq!(coll.index("ft").unwrap()["minLength"], 3);
 }
+
+#[test]
+fn covering_lookups_build_documents_from_entries_and_stored_values() {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, "cov");
+    for (k, age, city) in [("a", 30, "x"), ("b", 20, "y"), ("c", 30, "z")] {
+        insert(
+            &coll,
+            json!({"_key": k, "age": age, "city": city, "big": "not needed"}),
+        );
+    }
+    let id = index_id(
+        &coll,
+        json!({"type": "persistent", "fields": ["age"], "storedValues": ["city"]}),
+    );
+    let tags = index_id(&coll, json!({"type": "persistent", "fields": ["tags[*]"]}));
+    let attrs = |names: &[&str]| -> Vec<String> { names.iter().map(|s| s.to_string()).collect() };
+    let covered = |r: &dyn DocumentReader, names: &[&str]| -> Option<Vec<Value>> {
+        r.index_lookup_covering(
+            &coll,
+            id,
+            vec![IndexRange::equal(vec![json!(30)])],
+            false,
+            &attrs(names),
+        )
+        .unwrap()
+        .map(|iter| iter.map(|d| d.unwrap()).collect())
+    };
+    let view = db.read_view();
+    assert_eq!(
+        covered(&view, &["_id", "_key", "age", "city"]).unwrap(),
+        vec![
+            json!({"_id": "cov/a", "_key": "a", "age": 30, "city": "x"}),
+            json!({"_id": "cov/c", "_key": "c", "age": 30, "city": "z"}),
+        ]
+    );
+    // Not covered: an attribute outside the index, or an expanded index.
+    assert!(covered(&view, &["big"]).is_none());
+    assert!(view
+        .index_lookup_covering(&coll, tags, vec![IndexRange::all()], false, &attrs(&["_key"]))
+        .unwrap()
+        .is_none());
+    // Snapshots: the old view keeps the old stored value, the new one sees the update.
+    coll.update("a", json!({"city": "w"}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    coll.update("c", json!({"age": 31}), &ModifyOptions::new())
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        covered(&view, &["_key", "city"]).unwrap(),
+        vec![json!({"_key": "a", "city": "x"}), json!({"_key": "c", "city": "z"})]
+    );
+    let now = db.read_view();
+    assert_eq!(
+        covered(&now, &["_key", "city"]).unwrap(),
+        vec![json!({"_key": "a", "city": "w"})]
+    );
+    // A transaction with staged writes in the collection reads documents instead.
+    let mut trx = db
+        .begin_transaction(TransactionOptions::writing(&["cov"]))
+        .unwrap();
+    assert!(covered(&trx, &["_key"]).is_some());
+    trx.insert(&coll, json!({"_key": "d", "age": 30}), &InsertOptions::new())
+        .unwrap();
+    assert!(covered(&trx, &["_key"]).is_none());
+    trx.abort();
+}

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{CollectionId, Snapshot};
+use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::collection::Collection;
@@ -29,6 +30,56 @@ fn not_sorted() -> Error {
     )
 }
 
+/// Where a covered attribute's value comes from.
+#[derive(Clone, Debug)]
+enum Source {
+    Field(usize),
+    Stored(usize),
+    Key,
+    Id,
+}
+
+/// A projection answered from index entries alone (`storedValues` and the indexed fields).
+#[derive(Clone, Debug)]
+struct Cover {
+    attrs: Vec<(String, Source)>,
+    stored: bool,
+}
+
+impl Cover {
+    /// None when an attribute is neither `_key`, `_id`, an indexed field nor a stored value
+    /// (each a top-level attribute; an expanded index covers nothing, its entries hold array
+    /// elements rather than the attribute).
+    fn new(def: &crate::index::IndexDef, attrs: &[String]) -> Option<Cover> {
+        if def.fields.iter().any(|f| f.contains("[*]")) {
+            return None;
+        }
+        let stored: Vec<&str> = def
+            .extra
+            .get("storedValues")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut out = Vec::with_capacity(attrs.len());
+        for attr in attrs {
+            let source = match attr.as_str() {
+                "_key" => Source::Key,
+                "_id" => Source::Id,
+                a => {
+                    if let Some(i) = def.fields.iter().position(|f| f == a) {
+                        Source::Field(i)
+                    } else {
+                        Source::Stored(stored.iter().position(|s| *s == a)?)
+                    }
+                }
+            };
+            out.push((attr.clone(), source));
+        }
+        let stored = out.iter().any(|(_, s)| matches!(s, Source::Stored(_)));
+        Some(Cover { attrs: out, stored })
+    }
+}
+
 /// A lazy walk over some ranges of one index, keeping what `snapshot` sees.
 pub(crate) struct IndexScan {
     ix: Arc<MaintainedIndex>,
@@ -45,6 +96,11 @@ pub(crate) struct IndexScan {
     /// Keys already produced, when one document can sit under several entries (array
     /// expansion).
     seen: Option<HashSet<Arc<str>>>,
+    /// Set when the documents are built from the entries (see [`IndexScan::covering`]).
+    cover: Option<Cover>,
+    /// The stored values of each buffered candidate's revisions (only with a cover that
+    /// needs them), in step with `buffer`.
+    stored_buffer: VecDeque<Vec<(Revision, Box<[Value]>)>>,
 }
 
 impl IndexScan {
@@ -73,7 +129,17 @@ impl IndexScan {
             buffer: VecDeque::new(),
             skip,
             seen: expanded.then(HashSet::new),
+            cover: None,
+            stored_buffer: VecDeque::new(),
         })
+    }
+
+    /// Turns the scan into one that produces documents holding only `attrs`, built from the
+    /// index entries and stored values without reading the documents (a snapshot probe still
+    /// checks each entry's revision). None when the index does not cover `attrs`.
+    pub fn covering(mut self, attrs: &[String]) -> Option<IndexScan> {
+        self.cover = Some(Cover::new(&self.ix.def, attrs)?);
+        Some(self)
     }
 
     /// Refills the buffer from the current range; false when every range is done.
@@ -84,9 +150,30 @@ impl IndexScan {
             };
             let tick = self.snapshot.tick();
             let mut out = Vec::new();
+            let want_stored = self.cover.as_ref().is_some_and(|c| c.stored);
+            let stored_buffer = &mut self.stored_buffer;
             let more = self.ix.read(|cur, retired| {
                 let Some(sorted) = cur.as_any().downcast_ref::<SortedIndex>() else {
                     return false;
+                };
+                // Stored values are copied under the same lock as their entries; a version
+                // only a retired structure still holds has none here, and the scan reads
+                // that document instead.
+                let mut with_stored = |out: &Vec<Candidate>, from: usize| {
+                    if !want_stored {
+                        return;
+                    }
+                    for (entry, revs) in &out[from..] {
+                        let mut values = Vec::new();
+                        if let Some(key) = entry.doc() {
+                            for rev in revs {
+                                if let Some(v) = sorted.stored_values(key, *rev) {
+                                    values.push((*rev, v.to_vec().into_boxed_slice()));
+                                }
+                            }
+                        }
+                        stored_buffer.push_back(values);
+                    }
                 };
                 // Structures retired by a truncate after this snapshot still hold what it
                 // sees. Rare (a reader racing a truncate), so the range is read at once.
@@ -96,7 +183,10 @@ impl IndexScan {
                     .filter_map(|(_, s)| s.as_any().downcast_ref::<SortedIndex>())
                     .collect();
                 if old.is_empty() {
-                    return sorted.walk(range, self.reverse, self.resume.as_ref(), CHUNK, &mut out);
+                    let more =
+                        sorted.walk(range, self.reverse, self.resume.as_ref(), CHUNK, &mut out);
+                    with_stored(&out, 0);
+                    return more;
                 }
                 sorted.walk(range, self.reverse, None, usize::MAX, &mut out);
                 for s in old {
@@ -107,6 +197,7 @@ impl IndexScan {
                 } else {
                     out.sort_by(|a, b| a.0.cmp(&b.0));
                 }
+                with_stored(&out, 0);
                 false
             });
             match out.last() {
@@ -131,6 +222,7 @@ impl IndexScan {
                 return None;
             }
             let (entry, revs) = self.buffer.pop_front()?;
+            let stored = self.stored_buffer.pop_front();
             let Some(key) = entry.doc().cloned() else {
                 continue;
             };
@@ -139,6 +231,38 @@ impl IndexScan {
             }
             if self.seen.as_ref().is_some_and(|s| s.contains(&key)) {
                 continue;
+            }
+            if let Some(cover) = &self.cover {
+                let rev = match self.snapshot.revision(self.cid, &key) {
+                    Ok(Some(rev)) => rev,
+                    Ok(None) => continue,
+                    Err(err) => return Some(Err(err)),
+                };
+                if !revs.contains(&rev) {
+                    continue;
+                }
+                let values = stored
+                    .and_then(|s| s.into_iter().find(|(r, _)| *r == rev))
+                    .map(|(_, v)| v);
+                if !cover.stored || values.is_some() {
+                    let mut doc = Map::with_capacity(cover.attrs.len());
+                    for (name, source) in &cover.attrs {
+                        let value = match source {
+                            Source::Key => Value::String(key.to_string()),
+                            Source::Id => Value::String(format!("{}/{key}", self.name)),
+                            Source::Field(i) => match entry.0.get(*i) {
+                                Some(crate::sorted::KeyPart::Val(v)) => v.clone(),
+                                _ => Value::Null,
+                            },
+                            Source::Stored(i) => values
+                                .as_ref()
+                                .and_then(|v| v.get(*i).cloned())
+                                .unwrap_or(Value::Null),
+                        };
+                        doc.insert(name.clone(), value);
+                    }
+                    return Some(Ok((entry, Value::Object(doc))));
+                }
             }
             let doc = match self.snapshot.get(self.cid, &key) {
                 Ok(Some(doc)) => doc,

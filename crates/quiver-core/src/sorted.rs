@@ -13,7 +13,7 @@
 
 use std::any::Any;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -179,16 +179,42 @@ pub(crate) struct SortedIndex {
     map: BTreeMap<EntryKey, Vec<Revision>>,
     /// Number of distinct value tuples among the entries (for the selectivity estimate).
     distinct: usize,
+    /// The `storedValues` attribute paths.
+    stored_fields: Vec<String>,
+    /// Their values per indexed document version (kept beside the ordered map rather than in
+    /// it: one copy per version, however many entries array expansion gives it), so a query
+    /// reading only indexed and stored attributes needs no document.
+    stored: HashMap<(Arc<str>, Revision), Box<[Value]>>,
 }
 
 impl SortedIndex {
     pub fn new(def: &IndexDef) -> SortedIndex {
+        let stored_fields = def
+            .extra
+            .get("storedValues")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
         SortedIndex {
             fields: def.fields.clone(),
             sparse: def.sparse,
             map: BTreeMap::new(),
             distinct: 0,
+            stored_fields,
+            stored: HashMap::new(),
         }
+    }
+
+    /// The `storedValues` of version `rev` of document `key`, in definition order.
+    pub fn stored_values(&self, key: &Arc<str>, rev: Revision) -> Option<&[Value]> {
+        self.stored
+            .get(&(Arc::clone(key), rev))
+            .map(|values| &**values)
     }
 
     /// The value tuples a document contributes (none when a sparse index skips it).
@@ -280,7 +306,21 @@ pub(crate) fn tuples(fields: &[String], sparse: bool, doc: &Map<String, Value>) 
 
 impl IndexStructure for SortedIndex {
     fn insert(&mut self, key: &Arc<str>, rev: Revision, doc: &Map<String, Value>) {
-        for tuple in self.tuples(doc) {
+        let tuples = self.tuples(doc);
+        if !self.stored_fields.is_empty() && !tuples.is_empty() {
+            let values: Box<[Value]> = self
+                .stored_fields
+                .iter()
+                .map(|f| {
+                    field_values(doc, f)
+                        .into_iter()
+                        .next()
+                        .unwrap_or(Value::Null)
+                })
+                .collect();
+            self.stored.insert((Arc::clone(key), rev), values);
+        }
+        for tuple in tuples {
             let entry = EntryKey::of(&tuple, Some(key), false);
             match self.map.get_mut(&entry) {
                 Some(revs) => {
@@ -300,6 +340,9 @@ impl IndexStructure for SortedIndex {
 
     fn remove(&mut self, key: &str, rev: Revision, doc: &Map<String, Value>) {
         let key: Arc<str> = Arc::from(key);
+        if !self.stored.is_empty() {
+            self.stored.remove(&(Arc::clone(&key), rev));
+        }
         for tuple in self.tuples(doc) {
             let entry = EntryKey::of(&tuple, Some(&key), false);
             let Some(revs) = self.map.get_mut(&entry) else {
@@ -332,6 +375,8 @@ impl IndexStructure for SortedIndex {
             sparse: self.sparse,
             map: BTreeMap::new(),
             distinct: 0,
+            stored_fields: self.stored_fields.clone(),
+            stored: HashMap::new(),
         })
     }
 
@@ -356,6 +401,8 @@ pub fn lookup_documents(
         sparse,
         map: BTreeMap::new(),
         distinct: 0,
+        stored_fields: Vec::new(),
+        stored: HashMap::new(),
     };
     let mut bodies = std::collections::HashMap::new();
     for (key, doc) in docs {
@@ -393,6 +440,8 @@ pub fn selectivity_of<'a>(
         sparse,
         map: BTreeMap::new(),
         distinct: 0,
+        stored_fields: Vec::new(),
+        stored: HashMap::new(),
     };
     for (key, doc) in docs {
         if let Value::Object(map) = doc {

@@ -99,6 +99,19 @@ pub trait DocumentReader {
         reverse: bool,
     ) -> Result<DocumentIter>;
 
+    /// Like [`DocumentReader::index_lookup`], but the documents hold only the top-level
+    /// attributes `attrs`, built from the index entries and the index's `storedValues`
+    /// without reading the documents. None when the index does not cover `attrs` (or, in a
+    /// transaction, when it staged writes in `coll`): the caller uses `index_lookup`.
+    fn index_lookup_covering(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocumentIter>>;
+
     /// The documents of `coll` that its geo index `index` files under cells meeting `rect`,
     /// as this reader sees them (a superset of the documents whose shape meets `rect`: the
     /// caller re-checks each exactly). Errors: 1212 for an unknown index, 10 for another type.
@@ -233,6 +246,26 @@ impl DocumentReader for ReadView {
             Arc::new(HashSet::new()),
         )?;
         Ok(DocumentIter::new(scan))
+    }
+
+    fn index_lookup_covering(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocumentIter>> {
+        coll.check_usable()?;
+        let scan = IndexScan::new(
+            coll,
+            index,
+            self.snapshot.clone(),
+            ranges,
+            reverse,
+            Arc::new(HashSet::new()),
+        )?;
+        Ok(scan.covering(attrs).map(DocumentIter::new))
     }
 
     fn geo_lookup(
@@ -663,6 +696,31 @@ impl DocumentReader for Transaction {
         }
         let items = staged_lookup(coll, index, &self.staging, ranges, reverse)?;
         Ok(DocumentIter::new(items.into_iter()))
+    }
+
+    fn index_lookup_covering(
+        &self,
+        coll: &Collection,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocumentIter>> {
+        self.check_read(coll)?;
+        let cid = coll.id();
+        // Staged versions are merged in from their bodies: the plain lookup does that.
+        if self.staging.entries.keys().any(|(c, _)| *c == cid) {
+            return Ok(None);
+        }
+        let scan = IndexScan::new(
+            coll,
+            index,
+            self.staging.snapshot.clone(),
+            ranges,
+            reverse,
+            Arc::new(HashSet::new()),
+        )?;
+        Ok(scan.covering(attrs).map(DocumentIter::new))
     }
 
     fn geo_lookup(

@@ -104,8 +104,20 @@ impl Operator for IndexScanOp {
             match self.input.next(ctx)? {
                 Some(row) => {
                     let ranges = self.ranges(ctx, &row)?;
+                    let covered = match (&self.scan.projections, ranges.is_empty()) {
+                        (Some(attrs), false) => ctx.txn.index_lookup_covering(
+                            &self.scan.collection,
+                            self.scan.index.id,
+                            ranges.clone(),
+                            self.scan.reverse,
+                            attrs,
+                        )?,
+                        _ => None,
+                    };
                     self.iter = Some(if ranges.is_empty() {
                         Box::new(std::iter::empty())
+                    } else if let Some(iter) = covered {
+                        iter
                     } else {
                         ctx.txn.index_lookup(
                             &self.scan.collection,

@@ -237,6 +237,21 @@ impl Transaction for CoreTransaction {
         ))
     }
 
+    fn index_lookup_covering(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<super::IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocIter>> {
+        let coll = self.coll(collection)?;
+        Ok(self
+            .reader()
+            .index_lookup_covering(&coll, index, ranges, reverse, attrs)?
+            .map(|iter| Box::new(iter) as DocIter))
+    }
+
     fn collection(&self, name: &str) -> Result<CollectionInfo> {
         let c = self.coll(name)?;
         Ok(CollectionInfo {

@@ -116,6 +116,21 @@ pub trait Transaction: Send {
             "this data source has no secondary indexes",
         ))
     }
+    /// Like `index_lookup`, but the documents hold just the top-level attributes `attrs`,
+    /// built from the index alone (`storedValues` and indexed fields). None when the source
+    /// cannot (the index does not cover them, staged writes, no such support): the caller
+    /// uses `index_lookup`.
+    fn index_lookup_covering(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocIter>> {
+        let _ = (collection, index, ranges, reverse, attrs);
+        Ok(None)
+    }
     /// Like `scan`, but the documents need only carry the top-level attributes `attrs` (the
     /// query reads nothing else), so a backend may skip decoding the rest.
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
