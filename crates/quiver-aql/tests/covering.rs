@@ -27,9 +27,7 @@ fn run(service: &QueryService, aql: &str, rules: &[&str]) -> Vec<Value> {
 }
 
 fn index_node(service: &QueryService, aql: &str) -> Value {
-    let (_, reply) = service
-        .explain("_system", json!({"query": aql}))
-        .unwrap();
+    let (_, reply) = service.explain("_system", json!({"query": aql})).unwrap();
     reply["plan"]["nodes"]
         .as_array()
         .unwrap()
@@ -86,5 +84,8 @@ fn stored_values_cover_projections() {
     let q = "FOR p IN people FILTER p.age == 7 SORT p._key RETURN [p._key, p.city]";
     let with = run(&service, q, &[]);
     assert!(with.iter().all(|r| r[1] == "moved"), "{with:?}");
-    assert_eq!(with, run(&service, q, &["-reduce-extraction-to-projection"]));
+    assert_eq!(
+        with,
+        run(&service, q, &["-reduce-extraction-to-projection"])
+    );
 }

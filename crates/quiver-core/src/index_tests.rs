@@ -544,7 +544,13 @@ fn covering_lookups_build_documents_from_entries_and_stored_values() {
     // Not covered: an attribute outside the index, or an expanded index.
     assert!(covered(&view, &["big"]).is_none());
     assert!(view
-        .index_lookup_covering(&coll, tags, vec![IndexRange::all()], false, &attrs(&["_key"]))
+        .index_lookup_covering(
+            &coll,
+            tags,
+            vec![IndexRange::all()],
+            false,
+            &attrs(&["_key"])
+        )
         .unwrap()
         .is_none());
     // Snapshots: the old view keeps the old stored value, the new one sees the update.
@@ -558,7 +564,10 @@ fn covering_lookups_build_documents_from_entries_and_stored_values() {
         .unwrap();
     assert_eq!(
         covered(&view, &["_key", "city"]).unwrap(),
-        vec![json!({"_key": "a", "city": "x"}), json!({"_key": "c", "city": "z"})]
+        vec![
+            json!({"_key": "a", "city": "x"}),
+            json!({"_key": "c", "city": "z"})
+        ]
     );
     let now = db.read_view();
     assert_eq!(
@@ -570,8 +579,12 @@ fn covering_lookups_build_documents_from_entries_and_stored_values() {
         .begin_transaction(TransactionOptions::writing(&["cov"]))
         .unwrap();
     assert!(covered(&trx, &["_key"]).is_some());
-    trx.insert(&coll, json!({"_key": "d", "age": 30}), &InsertOptions::new())
-        .unwrap();
+    trx.insert(
+        &coll,
+        json!({"_key": "d", "age": 30}),
+        &InsertOptions::new(),
+    )
+    .unwrap();
     assert!(covered(&trx, &["_key"]).is_none());
     trx.abort();
 }
