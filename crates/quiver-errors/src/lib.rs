@@ -79,6 +79,8 @@ error_codes! {
     HttpConflict = 409, 409, "conflict";
     HttpPreconditionFailed = 412, 412, "precondition failed";
     HttpRequestTooLarge = 413, 413, "request entity too large";
+    HttpUriTooLong = 414, 414, "request-URI too long";
+    HttpRequestHeaderFieldsTooLarge = 431, 431, "request header fields too large";
     HttpServerError = 500, 500, "internal server error";
     HttpNotImplemented = 501, 501, "not implemented";
     HttpServiceUnavailable = 503, 503, "service unavailable";
