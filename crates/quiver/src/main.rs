@@ -9,6 +9,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use quiver_core::{Core, CoreOptions, EngineOptions};
 use quiver_server::{ServerConfig, ServerState};
+use quiver_storage::CompactionOptions;
 
 // glibc's allocator spends a large share of the batch and import paths consolidating free
 // lists (malloc_consolidate) whenever a request allocates more than a kilobyte after many small
@@ -146,6 +147,115 @@ struct ServeOptions {
     )]
     logfile_size: u64,
 
+    /// Write back-pressure: a write that would start a new write-ahead log file while this
+    /// many sealed files still wait for the collector waits for it (0 = never). Counted in
+    /// log files (bounded disk use), not in operations as in ArangoDB.
+    #[arg(
+        long = "wal.throttle-when-pending",
+        value_name = "FILES",
+        default_value_t = 8,
+        help_heading = "Write-ahead log"
+    )]
+    throttle_when_pending: usize,
+
+    /// How long a throttled write waits before it fails with error 1236, in milliseconds.
+    #[arg(
+        long = "wal.throttle-wait",
+        value_name = "MS",
+        default_value_t = 15_000,
+        help_heading = "Write-ahead log"
+    )]
+    throttle_wait: u64,
+
+    /// Pause of the background compactor between two passes, in seconds.
+    #[arg(
+        long = "compaction.db-sleep-time",
+        value_name = "SECONDS",
+        default_value_t = 1.0,
+        value_parser = parse_seconds,
+        help_heading = "Compaction"
+    )]
+    compaction_sleep: f64,
+
+    /// Minimum time between two compactions of one collection, in seconds.
+    #[arg(
+        long = "compaction.min-interval",
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Compaction"
+    )]
+    compaction_min_interval: f64,
+
+    /// Datafiles smaller than this are merged with their neighbours (bytes).
+    #[arg(
+        long = "compaction.min-small-data-file-size",
+        value_name = "SIZE",
+        default_value = "128KiB",
+        value_parser = parse_size,
+        help_heading = "Compaction"
+    )]
+    compaction_min_small_file: u64,
+
+    /// Dead bytes that make a datafile a compaction candidate.
+    #[arg(
+        long = "compaction.dead-size-threshold",
+        value_name = "SIZE",
+        default_value = "128KiB",
+        value_parser = parse_size,
+        help_heading = "Compaction"
+    )]
+    compaction_dead_size: u64,
+
+    /// Share of dead bytes (0 to 1) that makes a datafile a compaction candidate.
+    #[arg(
+        long = "compaction.dead-size-percent-threshold",
+        value_name = "FRACTION",
+        default_value_t = 0.1,
+        value_parser = parse_fraction,
+        help_heading = "Compaction"
+    )]
+    compaction_dead_share: f64,
+
+    /// Dead documents that make a datafile a compaction candidate.
+    #[arg(
+        long = "compaction.dead-documents-threshold",
+        value_name = "N",
+        default_value_t = 16_384,
+        help_heading = "Compaction"
+    )]
+    compaction_dead_documents: u64,
+
+    /// Most datafiles merged into one compaction result.
+    #[arg(
+        long = "compaction.max-files",
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u64).range(1..=1024),
+        help_heading = "Compaction"
+    )]
+    compaction_max_files: u64,
+
+    /// Largest compaction result file (bytes).
+    #[arg(
+        long = "compaction.max-result-file-size",
+        value_name = "SIZE",
+        default_value = "128MiB",
+        value_parser = parse_size,
+        help_heading = "Compaction"
+    )]
+    compaction_max_result: u64,
+
+    /// Compaction results are also capped at this multiple of the journal size.
+    #[arg(
+        long = "compaction.max-file-size-factor",
+        value_name = "N",
+        default_value_t = 3,
+        value_parser = clap::value_parser!(u64).range(1..=1024),
+        help_heading = "Compaction"
+    )]
+    compaction_size_factor: u64,
+
     /// How often documents expired by ttl indexes are removed, in milliseconds.
     #[arg(
         long = "ttl.frequency",
@@ -191,6 +301,47 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "expected seconds between 0 and 86400, got '{text}'"
         )),
+    }
+}
+
+/// Like [`parse_seconds`], but 0 is allowed ("no minimum").
+fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v == 0.0 => Ok(0.0),
+        _ => parse_seconds(text),
+    }
+}
+
+/// A share between 0 and 1.
+fn parse_fraction(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("expected a fraction between 0 and 1, got '{text}'")),
+    }
+}
+
+/// The engine's options from the startup options.
+fn engine_options(options: &ServeOptions) -> EngineOptions {
+    EngineOptions {
+        journal_size_default: options.journal_size,
+        sync_interval: Duration::from_millis(options.sync_interval.max(1)),
+        wal_logfile_size: options.logfile_size,
+        ignore_datafile_errors: options.ignore_datafile_errors,
+        wal_throttle_when_pending: options.throttle_when_pending,
+        wal_throttle_wait: Duration::from_millis(options.throttle_wait),
+        compaction: CompactionOptions {
+            db_sleep_time: Duration::from_secs_f64(options.compaction_sleep),
+            min_interval: Duration::from_secs_f64(options.compaction_min_interval),
+            min_small_data_file_size: options.compaction_min_small_file,
+            dead_size_threshold: options.compaction_dead_size,
+            dead_size_percent_threshold: options.compaction_dead_share,
+            dead_documents_threshold: options.compaction_dead_documents,
+            max_files: options.compaction_max_files as usize,
+            max_result_file_size: options.compaction_max_result,
+            max_file_size_factor: options.compaction_size_factor,
+            ..CompactionOptions::default()
+        },
+        ..EngineOptions::default()
     }
 }
 
@@ -306,13 +457,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             options.directory.display()
         )
     })?;
-    let engine = EngineOptions {
-        journal_size_default: options.journal_size,
-        sync_interval: Duration::from_millis(options.sync_interval.max(1)),
-        wal_logfile_size: options.logfile_size,
-        ignore_datafile_errors: options.ignore_datafile_errors,
-        ..EngineOptions::default()
-    };
+    let engine = engine_options(&options);
     let core = Core::open(
         &options.directory,
         CoreOptions {
@@ -523,6 +668,60 @@ mod tests {
                 assert_eq!(o.stream_idle_timeout, 1.5);
             }
             _ => panic!("expected serve"),
+        }
+    }
+
+    #[test]
+    fn wal_and_compaction_options_reach_the_engine() {
+        let defaults = engine_options(&Cli::try_parse_from(["quiver"]).unwrap().serve);
+        let engine_defaults = EngineOptions::default();
+        assert_eq!(defaults.compaction, engine_defaults.compaction);
+        assert_eq!(
+            defaults.wal_throttle_when_pending,
+            engine_defaults.wal_throttle_when_pending
+        );
+        assert_eq!(
+            defaults.wal_throttle_wait,
+            engine_defaults.wal_throttle_wait
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("quiver.conf");
+        std::fs::write(
+            &path,
+            "[wal]\nthrottle-when-pending = 3\nthrottle-wait = 2500\n\n[compaction]\n\
+             db-sleep-time = 0.5\nmin-interval = 0\nmin-small-data-file-size = 64KiB\n\
+             dead-size-threshold = 1MiB\ndead-size-percent-threshold = 0.25\n\
+             dead-documents-threshold = 100\nmax-files = 5\nmax-result-file-size = 64MiB\n\
+             max-file-size-factor = 2\n",
+        )
+        .unwrap();
+        let mut all = vec!["quiver".to_string()];
+        all.extend(config_file_args(&path).unwrap());
+        all.push("--compaction.max-files=7".into());
+        let o = engine_options(&Cli::try_parse_from(all).unwrap().serve);
+        assert_eq!(o.wal_throttle_when_pending, 3);
+        assert_eq!(o.wal_throttle_wait, Duration::from_millis(2500));
+        let c = &o.compaction;
+        assert_eq!(c.db_sleep_time, Duration::from_millis(500));
+        assert_eq!(c.min_interval, Duration::ZERO);
+        assert_eq!(c.min_small_data_file_size, 64 << 10);
+        assert_eq!(c.dead_size_threshold, 1 << 20);
+        assert_eq!(c.dead_size_percent_threshold, 0.25);
+        assert_eq!(c.dead_documents_threshold, 100);
+        assert_eq!(c.max_files, 7, "the command line wins over the file");
+        assert_eq!(c.max_result_file_size, 64 << 20);
+        assert_eq!(c.max_file_size_factor, 2);
+        assert!(c.background);
+
+        for bad in [
+            "--compaction.dead-size-percent-threshold=1.5",
+            "--compaction.max-files=0",
+            "--compaction.db-sleep-time=0",
+            "--compaction.min-interval=-1",
+            "--wal.throttle-wait=soon",
+        ] {
+            assert!(Cli::try_parse_from(["quiver", bad]).is_err(), "{bad}");
         }
     }
 }
