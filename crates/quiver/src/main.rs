@@ -37,7 +37,7 @@ struct Cli {
 enum Command {
     /// Start the server (the default when no command is given).
     #[command(args_override_self = true)]
-    Serve(ServeOptions),
+    Serve(Box<ServeOptions>),
     /// Load generator (arangobench-compatible); `quiver bench --help` lists its options.
     #[command(disable_help_flag = true)]
     Bench {
@@ -307,7 +307,7 @@ fn parse_seconds(text: &str) -> Result<f64, String> {
 /// Like [`parse_seconds`], but 0 is allowed ("no minimum").
 fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
-        Ok(v) if v == 0.0 => Ok(0.0),
+        Ok(0.0) => Ok(0.0),
         _ => parse_seconds(text),
     }
 }
@@ -572,7 +572,7 @@ fn main() -> ExitCode {
     args.extend(rest);
     let cli = Cli::parse_from(args);
     let options = match cli.command {
-        Some(Command::Serve(o)) => o,
+        Some(Command::Serve(o)) => *o,
         Some(Command::Bench { args }) => {
             let code = quiver_bench::run_cli(args);
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
