@@ -4,6 +4,12 @@
 //! Usage: engine_bench [--dir PATH] [--quick] [--docs N] [--only journal|sync|reopen]
 //!        engine_bench [--dir PATH] --journal-one MIB OPS   (one journal run, one CSV line:
 //!        insert/s,replace/s,get/s,remove/s,collect ms — for side-by-side A/B scripts)
+//!        engine_bench [--dir PATH] [--gather-us US] [--window-ms MS] --sync-one WRITERS
+//!        (one sync-scaling cell, one CSV line: raw fdatasync/s,sync inserts/s,
+//!        non-sync inserts/s,fdatasyncs — for bench/storage/sync_ab.py)
+//!        engine_bench --dir PATH --load-only N   (N documents into PATH, collected into
+//!        datafiles and hint files, left there for --open-only A/B runs)
+//!        engine_bench --open-only PATH           (one reopen: "seconds rss_kib count cpu")
 //! (bench/storage/run.sh builds it in release mode and passes its arguments through.)
 
 use std::fs::OpenOptions;
@@ -23,6 +29,10 @@ struct Args {
     docs: u64,
     only: Option<String>,
     journal_one: Option<(u64, u64)>,
+    sync_one: Option<u64>,
+    load_only: Option<u64>,
+    gather: Option<Duration>,
+    window: Option<Duration>,
 }
 
 fn parse_args() -> Args {
@@ -33,6 +43,10 @@ fn parse_args() -> Args {
         docs: 1_000_000,
         only: None,
         journal_one: None,
+        sync_one: None,
+        load_only: None,
+        gather: None,
+        window: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
@@ -49,6 +63,34 @@ fn parse_args() -> Args {
                 ));
             }
             "--open-only" => args.open_only = it.next().map(PathBuf::from),
+            "--load-only" => {
+                args.load_only = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--load-only N"),
+                )
+            }
+            "--sync-one" => {
+                args.sync_one = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--sync-one WRITERS"),
+                )
+            }
+            "--gather-us" => {
+                args.gather = Some(Duration::from_micros(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--gather-us US"),
+                ))
+            }
+            "--window-ms" => {
+                args.window = Some(Duration::from_millis(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--window-ms MS"),
+                ))
+            }
             other => {
                 eprintln!("unknown argument {other}");
                 std::process::exit(2);
@@ -224,11 +266,36 @@ fn writers(engine: &Engine, cid: u64, threads: u64, window: Duration, sync: bool
     rate(done.load(Ordering::Relaxed), start.elapsed())
 }
 
+fn engine_options(args: &Args) -> EngineOptions {
+    let mut options = EngineOptions::default();
+    if let Some(gather) = args.gather {
+        options.group_commit_gather = gather;
+    }
+    options
+}
+
+/// One cell of the sync-scaling table: raw fdatasync rate, then `threads` sync writers, then
+/// as many non-sync writers, each for `window`.
+fn sync_one(args: &Args, threads: u64) {
+    let window = args.window.unwrap_or(Duration::from_secs(2));
+    let dir = args.dir.join("sync");
+    let raw = raw_fdatasync_rate(&args.dir, window);
+    let (engine, cid) = fresh(&dir, engine_options(args));
+    let before = engine.stats().wal_syncs;
+    let sync = writers(&engine, cid, threads, window, true);
+    let syncs = engine.stats().wal_syncs - before;
+    let nosync = writers(&engine, cid, threads, window, false);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{raw:.0},{sync:.0},{nosync:.0},{syncs}");
+}
+
 fn sync_scaling(args: &Args) {
     let window = if args.quick {
         Duration::from_millis(700)
     } else {
-        Duration::from_secs(2)
+        args.window.unwrap_or(Duration::from_secs(2))
     };
     let dir = args.dir.join("sync");
     let raw = raw_fdatasync_rate(&args.dir, window);
@@ -239,7 +306,7 @@ fn sync_scaling(args: &Args) {
     println!("| writers | sync inserts/s | non-sync inserts/s | sync / non-sync | sync / raw fdatasync | fdatasyncs |");
     println!("|---|---|---|---|---|---|");
     for threads in [1u64, 4, 16, 64] {
-        let (engine, cid) = fresh(&dir, EngineOptions::default());
+        let (engine, cid) = fresh(&dir, engine_options(args));
         let before = engine.stats().wal_syncs;
         let sync = writers(&engine, cid, threads, window, true);
         let syncs = engine.stats().wal_syncs - before;
@@ -280,12 +347,9 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn reopen(args: &Args) {
-    let n = if args.quick { 100_000 } else { args.docs };
-    let dir = args.dir.join("reopen");
-    println!("## Reopen time and memory ({n} documents)\n");
-    let (engine, cid) = fresh(&dir, EngineOptions::default());
-    let t = Instant::now();
+/// Commits `n` documents in batches of 1000 into a fresh engine in `dir`.
+fn load(dir: &Path, n: u64) -> (Engine, u64) {
+    let (engine, cid) = fresh(dir, EngineOptions::default());
     let mut i = 0;
     while i < n {
         let mut b = WriteBatch::new();
@@ -295,6 +359,15 @@ fn reopen(args: &Args) {
         }
         engine.commit(b).unwrap();
     }
+    (engine, cid)
+}
+
+fn reopen(args: &Args) {
+    let n = if args.quick { 100_000 } else { args.docs };
+    let dir = args.dir.join("reopen");
+    println!("## Reopen time and memory ({n} documents)\n");
+    let t = Instant::now();
+    let (engine, cid) = load(&dir, n);
     let load = t.elapsed();
     engine.shutdown().unwrap();
     drop(engine);
@@ -328,7 +401,11 @@ fn reopen(args: &Args) {
         rss / 1024,
         rss as f64 * 1024.0 / n as f64
     );
-    let engine = Engine::open(&dir, EngineOptions::default()).unwrap();
+    // The background compactor is off for this phase, so that the explicit compaction below
+    // does (and reports) all the work after the truncate.
+    let mut quiet = EngineOptions::default();
+    quiet.compaction.background = false;
+    let engine = Engine::open(&dir, quiet).unwrap();
     let f = engine.figures(cid).unwrap();
     println!(
         "\nfigures: {} datafiles ({} MiB), {} journal(s), index memory estimate {} MiB ({:.0} B/doc)\n",
@@ -347,13 +424,16 @@ fn reopen(args: &Args) {
     let report = engine.compact(cid).unwrap();
     let compact = t.elapsed();
     let compact_cpu = cpu_seconds() - cpu0;
+    let after = engine.figures(cid).unwrap();
     println!(
         "truncate of {n} documents: {:.1} ms; compaction afterwards: {:.2} s ({:.2} s CPU), \
-         {} datafiles dropped, {} written\n",
+         {} files compacted ({} datafiles before, {} after), {} written\n",
         truncate.as_secs_f64() * 1000.0,
         compact.as_secs_f64(),
         compact_cpu,
         report.files_compacted,
+        f.datafiles.count,
+        after.datafiles.count,
         report.files_written
     );
     assert_eq!(engine.snapshot().count(cid).unwrap(), 0);
@@ -407,7 +487,18 @@ fn main() {
         open_only(dir);
         return;
     }
+    if let Some(n) = args.load_only {
+        let (engine, _) = load(&args.dir, n);
+        engine.collect().unwrap();
+        engine.shutdown().unwrap();
+        return;
+    }
     std::fs::create_dir_all(&args.dir).unwrap();
+    if let Some(threads) = args.sync_one {
+        sync_one(&args, threads);
+        let _ = std::fs::remove_dir_all(&args.dir);
+        return;
+    }
     if let Some((mib, n)) = args.journal_one {
         let r = journal_run(&args, mib, n);
         println!(

@@ -228,9 +228,6 @@ struct SyncState {
     last_group: usize,
 }
 
-/// Longest time the syncer waits for a group of sync writers to gather.
-const GROUP_GATHER_MAX: Duration = Duration::from_micros(800);
-
 struct Background {
     stop: AtomicBool,
     wake: Mutex<bool>,
@@ -2814,7 +2811,7 @@ fn syncer_loop(weak: Weak<Inner>, bg: Arc<Background>, interval: Duration) {
             if requested {
                 // Group commit: let the writers released by the previous fdatasync commit
                 // their next batch and join this one (bounded wait; a lone writer never waits).
-                let deadline = Instant::now() + GROUP_GATHER_MAX;
+                let deadline = Instant::now() + inner.options.group_commit_gather;
                 while s.waiters < s.last_group && !bg.stop.load(Ordering::Acquire) {
                     if inner.syncer_cv.wait_until(&mut s, deadline).timed_out() {
                         break;

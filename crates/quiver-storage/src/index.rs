@@ -241,14 +241,17 @@ impl PrimaryIndex {
             return;
         }
         let mut shard = self.shards[shard_of(key)].write();
-        match shard.get_mut(key) {
-            Some(entry) => {
+        // One tree descent for the common case at restart (a key seen for the first time);
+        // a key found again in a newer file pays an allocation it then drops.
+        match shard.entry(key.into()) {
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                let entry = slot.get_mut();
                 if version.tick > entry.head.tick {
                     entry.head = version;
                 }
             }
-            None => {
-                shard.insert(key.into(), Entry::new(version));
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(Entry::new(version));
             }
         }
     }

@@ -130,6 +130,10 @@ pub struct EngineOptions {
     /// `--wal.throttle-wait`: how long a throttled write waits before it fails with error
     /// 1236 "write-throttling timeout" (15 s).
     pub wal_throttle_wait: Duration,
+    /// Group commit: longest time the syncer waits, before an fdatasync, for as many sync
+    /// writers as the previous fdatasync released to come back (0.8 ms; benchmarks vary it,
+    /// see docs/benchmarks/storage.md). A lone writer never waits.
+    pub group_commit_gather: Duration,
 }
 
 impl Default for EngineOptions {
@@ -144,6 +148,7 @@ impl Default for EngineOptions {
             io_hooks: None,
             wal_throttle_when_pending: 8,
             wal_throttle_wait: Duration::from_secs(15),
+            group_commit_gather: Duration::from_micros(800),
         }
     }
 }
@@ -160,6 +165,7 @@ impl fmt::Debug for EngineOptions {
             .field("io_hooks", &self.io_hooks.is_some())
             .field("wal_throttle_when_pending", &self.wal_throttle_when_pending)
             .field("wal_throttle_wait", &self.wal_throttle_wait)
+            .field("group_commit_gather", &self.group_commit_gather)
             .finish()
     }
 }
