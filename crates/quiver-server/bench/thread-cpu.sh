@@ -42,7 +42,7 @@ for r in $(seq "$ROUNDS"); do
     rm -rf "$WORK/data"
     "$bin" --server.endpoint tcp://127.0.0.1:0 --database.directory "$WORK/data" --log.level warning "${WAL_ARGS[@]}" >"$WORK/log" 2>&1 &
     PID=$!
-    for _ in $(seq 100); do grep -q listening "$WORK/log" && break; sleep 0.1; done
+    for _ in $(seq 100); do grep -qs listening "$WORK/log" && break; sleep 0.1; done
     port=$(grep -o '127.0.0.1:[0-9]*' "$WORK/log" | head -1 | cut -d: -f2)
     url=http://127.0.0.1:$port
     curl -sf -X POST "$url/_api/collection" -d '{"name":"profiles"}' >/dev/null
