@@ -160,7 +160,7 @@ impl Pending {
 }
 
 impl Collection {
-    fn count_at(&self, tick: u64) -> u64 {
+    pub(crate) fn count_at(&self, tick: u64) -> u64 {
         let counts = self.counts.lock();
         // Sorted by tick: binary search, the history can be long under an old snapshot.
         let at_or_below = counts.partition_point(|(t, _)| *t <= tick);
@@ -179,7 +179,16 @@ impl Collection {
         self.counts.lock().back().map(|(_, c)| *c).unwrap_or(0)
     }
 
-    fn usable(&self) -> Result<()> {
+    pub(crate) fn primary(&self) -> &PrimaryIndex {
+        &self.index
+    }
+
+    /// Ids of the sealed datafiles (immutable from now on; the journal is not among them).
+    pub(crate) fn sealed_fids(&self) -> HashSet<u64> {
+        self.files.lock().datafiles.iter().map(|f| f.fid).collect()
+    }
+
+    pub(crate) fn usable(&self) -> Result<()> {
         if self.dropped.load(Ordering::Acquire) {
             return Err(Error::new(ErrorCode::DataSourceNotFound));
         }
@@ -351,7 +360,7 @@ impl Inner {
         self.durable_tx.send_modify(|v| v.1 = true);
     }
 
-    fn file(&self, fid: u64) -> Option<Arc<DataFile>> {
+    pub(crate) fn file(&self, fid: u64) -> Option<Arc<DataFile>> {
         self.files.read().get(&fid).cloned()
     }
 
@@ -2952,6 +2961,15 @@ impl SnapshotState {
     pub fn count(&self, cid: u64) -> Result<u64> {
         let col = self.collection(cid)?;
         Ok(col.count_at(self.tick()))
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.guard.inner
+    }
+
+    pub fn ordered_scan(self: &Arc<Self>, cid: u64) -> Result<crate::scan::OrderedScan> {
+        let col = self.collection(cid)?.clone();
+        Ok(crate::scan::OrderedScan::new(self.clone(), col))
     }
 
     pub fn scan(self: &Arc<Self>, cid: u64) -> Result<ScanIter> {

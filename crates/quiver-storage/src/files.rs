@@ -25,6 +25,9 @@ pub(crate) struct DataFile {
     /// Read-only map of the whole file, made on the first read (`None` when mapping failed:
     /// reads then fall back to `pread`).
     map: OnceLock<Option<Arc<memmap2::Mmap>>>,
+    /// Whether every marker of this file passed its CRC check, computed once on request
+    /// (only ever asked of sealed, immutable files; see [`DataFile::verified_sealed`]).
+    verified: OnceLock<bool>,
 }
 
 impl std::fmt::Debug for DataFile {
@@ -43,6 +46,7 @@ impl DataFile {
             delete_on_drop: AtomicBool::new(false),
             extra_paths: Mutex::new(Vec::new()),
             map: OnceLock::new(),
+            verified: OnceLock::new(),
         }))
     }
 
@@ -103,6 +107,7 @@ impl DataFile {
             delete_on_drop: AtomicBool::new(false),
             extra_paths: Mutex::new(Vec::new()),
             map: OnceLock::new(),
+            verified: OnceLock::new(),
         }))
     }
 
@@ -176,6 +181,30 @@ impl DataFile {
             return Ok(image);
         }
         self.read_all().map(bytes::Bytes::from)
+    }
+
+    /// The file's read-only map (made on first use), `None` when it cannot be mapped.
+    pub fn map(&self) -> Option<Arc<memmap2::Mmap>> {
+        self.map.get_or_init(|| map_read_only(&self.file)).clone()
+    }
+
+    /// For a sealed datafile only (never appended to again): whether the whole file is
+    /// intact, i.e. it scans cleanly up to its footer and every marker's CRC matches. The
+    /// sequential pass runs once per process and file; afterwards readers may skip the
+    /// per-marker CRC (`format::decode_trusted`). A file that fails (or cannot be read) stays
+    /// unverified for good, so its readers keep checking every marker and a damaged one
+    /// still fails loudly.
+    pub fn verified_sealed(&self) -> bool {
+        *self.verified.get_or_init(|| {
+            let scan = match self.map() {
+                Some(map) => format::scan(&map),
+                None => match self.read_all() {
+                    Ok(buf) => format::scan(&buf),
+                    Err(_) => return false,
+                },
+            };
+            scan.end == format::ScanEnd::Sealed && scan.bad_offset.is_none()
+        })
     }
 
     pub fn read_all(&self) -> io::Result<Vec<u8>> {

@@ -370,6 +370,37 @@ impl PrimaryIndex {
         }
         (out, last.cloned())
     }
+
+    /// Calls `f` with the location of every live document visible at `tick` among up to
+    /// `limit` keys of `shard` after `after`, under the shard's read lock (so a location seen
+    /// in `f` cannot be repointed by the collector or compactor until `f` returns). Returns the
+    /// last key examined (`None` = shard done); no other key is copied, which is what makes
+    /// this cheaper than [`PrimaryIndex::visible_chunk`] for scans that do not need keys.
+    pub fn visible_locs(
+        &self,
+        shard: usize,
+        after: Option<&str>,
+        tick: u64,
+        limit: usize,
+        mut f: impl FnMut(Loc),
+    ) -> Option<Box<str>> {
+        let floor = self.floor(tick);
+        let guard = self.shards[shard].read();
+        let lower = match after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        };
+        let mut last = None;
+        for (k, e) in guard.range::<str, _>((lower, Bound::Unbounded)).take(limit) {
+            last = Some(k);
+            if let Some(v) = e.visible(tick) {
+                if !v.is_removed() && v.tick > floor {
+                    f(v.loc);
+                }
+            }
+        }
+        last.cloned()
+    }
 }
 
 /// Estimated bytes of one entry: key, map slot and node share, version chain.

@@ -115,34 +115,16 @@ impl ExecCtx {
     }
 
     pub fn check_now(&self) -> Result<()> {
-        if self.limits.killed.load(AtomicOrdering::Relaxed) {
-            return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
-        }
-        if let Some(deadline) = self.limits.deadline {
-            if Instant::now() > deadline {
-                return Err(Error::with_message(
-                    ErrorCode::QueryKilled,
-                    "query killed (maxRuntime exceeded)",
-                ));
-            }
-        }
-        Ok(())
+        check_limits(&self.limits)
     }
 
     /// Accounts `bytes` more buffered memory.
     pub fn charge(&mut self, bytes: u64) -> Result<()> {
         self.memory += bytes;
         self.stats.peak_memory = self.stats.peak_memory.max(self.memory);
-        let limit = if self.limits.memory_limit == 0 {
-            DEFAULT_MEMORY_CAP
-        } else {
-            self.limits.memory_limit
-        };
+        let limit = memory_limit(&self.limits);
         if self.memory > limit {
-            return Err(Error::with_message(
-                ErrorCode::ResourceLimit,
-                format!("AQL: query would use more memory than allowed (limit: {limit} bytes) (while executing)"),
-            ));
+            return Err(memory_error(limit));
         }
         Ok(())
     }
@@ -154,6 +136,37 @@ impl ExecCtx {
     fn warn(&mut self, w: Warning) -> Result<()> {
         self.env.warn(w)
     }
+}
+
+/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans).
+fn check_limits(limits: &Limits) -> Result<()> {
+    if limits.killed.load(AtomicOrdering::Relaxed) {
+        return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+    }
+    if let Some(deadline) = limits.deadline {
+        if Instant::now() > deadline {
+            return Err(Error::with_message(
+                ErrorCode::QueryKilled,
+                "query killed (maxRuntime exceeded)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn memory_limit(limits: &Limits) -> u64 {
+    if limits.memory_limit == 0 {
+        DEFAULT_MEMORY_CAP
+    } else {
+        limits.memory_limit
+    }
+}
+
+fn memory_error(limit: u64) -> Error {
+    Error::with_message(
+        ErrorCode::ResourceLimit,
+        format!("AQL: query would use more memory than allowed (limit: {limit} bytes) (while executing)"),
+    )
 }
 
 /// Rough in-memory size of a value, for memory accounting. Deliberately cheap: strings and
@@ -189,22 +202,48 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
     let mut op: Op = Box::new(SingletonOp {
         row: Some(seed.clone()),
     });
-    for node in &plan.nodes {
+    // Nodes folded into the operator before them.
+    let mut skip = 0;
+    // Whether every node so far was a singleton (the input is the seed row only).
+    let mut at_start = true;
+    for (i, node) in plan.nodes.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        let first = std::mem::replace(&mut at_start, false);
         let next: Op = match &node.kind {
-            NodeKind::Singleton => continue,
+            NodeKind::Singleton => {
+                at_start = first;
+                continue;
+            }
             NodeKind::EnumerateCollection {
                 out,
                 collection,
                 projections,
                 ..
-            } => Box::new(ScanOp {
-                input: op,
-                out: *out,
-                collection: collection.clone(),
-                projections: projections.clone(),
-                row: None,
-                iter: None,
-            }),
+            } => match count_by_attribute_pattern(&plan.nodes[i..]) {
+                // Profiling reports every node's own counts, so it keeps the nodes apart.
+                Some((attribute, group, count)) if first && !profile => {
+                    skip = 2;
+                    Box::new(CountByAttributeOp {
+                        input: op,
+                        collection: collection.clone(),
+                        attribute,
+                        group,
+                        count,
+                        output: None,
+                    })
+                }
+                _ => Box::new(ScanOp {
+                    input: op,
+                    out: *out,
+                    collection: collection.clone(),
+                    projections: projections.clone(),
+                    row: None,
+                    iter: None,
+                }),
+            },
             NodeKind::IndexScan(scan) if scan.geo.is_some() => {
                 Box::new(geo::GeoScanOp::new(op, (**scan).clone()))
             }
@@ -405,6 +444,113 @@ impl Operator for ScanOp {
                 None => return Ok(None),
             }
         }
+    }
+}
+
+/// Recognizes `FOR d IN coll COLLECT g = d.attr WITH COUNT INTO n` at the start of `nodes`
+/// (a collection scan, the calculation of one top-level attribute of its documents, and a
+/// COLLECT grouping by it that only counts): returns the attribute and the group and count
+/// slots. Neither `d` nor the calculation is visible after such a COLLECT, so the three nodes
+/// can run as one.
+fn count_by_attribute_pattern(nodes: &[crate::plan::Node]) -> Option<(String, Slot, Slot)> {
+    let [scan, calc, collect, ..] = nodes else {
+        return None;
+    };
+    let NodeKind::EnumerateCollection { out: doc, .. } = &scan.kind else {
+        return None;
+    };
+    let NodeKind::Calculation {
+        out: value,
+        expr: crate::plan::CExpr::Attribute(base, attribute),
+    } = &calc.kind
+    else {
+        return None;
+    };
+    if !matches!(**base, crate::plan::CExpr::Var(s) if s == *doc) {
+        return None;
+    }
+    let NodeKind::Collect {
+        groups,
+        aggregates,
+        into: None,
+        count: Some(count),
+        ..
+    } = &collect.kind
+    else {
+        return None;
+    };
+    match groups.as_slice() {
+        [(group, input)] if input == value && aggregates.is_empty() => {
+            Some((attribute.clone(), *group, *count))
+        }
+        _ => None,
+    }
+}
+
+/// The count-per-value COLLECT over a whole collection (see [`count_by_attribute_pattern`]),
+/// counted by the data source in one pass without a row per document. Output as
+/// [`CollectOp`] gives it: one row per group, sorted by the group value.
+struct CountByAttributeOp {
+    input: Op,
+    collection: String,
+    attribute: String,
+    group: Slot,
+    count: Slot,
+    output: Option<std::vec::IntoIter<Row>>,
+}
+
+impl CountByAttributeOp {
+    fn run(&mut self, ctx: &mut ExecCtx) -> Result<Vec<Row>> {
+        let mut groups: HashMap<ValueKey, u64> = HashMap::new();
+        let mut template = None;
+        while let Some(row) = self.input.next(ctx)? {
+            ctx.check_now()?;
+            let limits = ctx.limits.clone();
+            let budget = memory_limit(&limits).saturating_sub(ctx.memory);
+            let check = move |held: u64| -> Result<()> {
+                check_limits(&limits)?;
+                if held > budget {
+                    return Err(memory_error(memory_limit(&limits)));
+                }
+                Ok(())
+            };
+            let counts = ctx
+                .txn
+                .count_by_attribute(&self.collection, &self.attribute, &check)?;
+            for (v, n) in counts {
+                ctx.stats.scanned_full += n;
+                *groups.entry(ValueKey(v)).or_insert(0) += n;
+            }
+            template.get_or_insert(row);
+        }
+        let Some(template) = template else {
+            return Ok(Vec::new());
+        };
+        let mut groups: Vec<(Value, u64)> = groups.into_iter().map(|(k, n)| (k.0, n)).collect();
+        let size: u64 = groups.iter().map(|(v, _)| estimate_size(v) * 2 + 64).sum();
+        ctx.charge(size)?;
+        groups.sort_by(|a, b| value::compare(&a.0, &b.0));
+        let rows = groups
+            .into_iter()
+            .map(|(v, n)| {
+                let mut row = template.clone();
+                row[self.group] = v;
+                row[self.count] = Value::from(n);
+                row
+            })
+            .collect();
+        ctx.release(size);
+        Ok(rows)
+    }
+}
+
+impl Operator for CountByAttributeOp {
+    fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
+        if self.output.is_none() {
+            let rows = self.run(ctx)?;
+            self.output = Some(rows.into_iter());
+        }
+        Ok(self.output.as_mut().and_then(Iterator::next))
     }
 }
 
@@ -1236,5 +1382,73 @@ impl Execution {
         } = self.ctx;
         txn.commit()?;
         Ok((stats, env.warnings))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::optimizer::{OptimizeOptions, RuleSelection};
+    use crate::source::DataSource;
+
+    fn planned(query: &str) -> crate::plan::QueryPlan {
+        let source = crate::source::memory::MemorySource::new();
+        source
+            .create_collection("_system", "c", false, Vec::new())
+            .unwrap();
+        let txn = source.begin("_system", &[]).unwrap();
+        let ast = crate::parser::parse(query).unwrap();
+        let mut plan = crate::plan::build(&ast, &Map::new(), &*txn).unwrap();
+        crate::optimizer::optimize(
+            &mut plan,
+            &OptimizeOptions {
+                rules: RuleSelection::from_options(&[]),
+                full_count: false,
+                indexes: Default::default(),
+            },
+        );
+        plan
+    }
+
+    #[test]
+    fn count_by_attribute_pattern_matches_only_the_plain_shape() {
+        let cases = [
+            (
+                "FOR d IN c COLLECT a = d.x WITH COUNT INTO n RETURN {a, n}",
+                Some("x"),
+            ),
+            (
+                "FOR d IN c COLLECT a = d.x.y WITH COUNT INTO n RETURN n",
+                None,
+            ),
+            ("FOR d IN c COLLECT a = d.x INTO g RETURN g", None),
+            (
+                "FOR d IN c COLLECT a = d.x, b = d.y WITH COUNT INTO n RETURN n",
+                None,
+            ),
+            (
+                "FOR d IN c FILTER d.y == 1 COLLECT a = d.x WITH COUNT INTO n RETURN n",
+                None,
+            ),
+            (
+                "FOR d IN c COLLECT a = d.x AGGREGATE m = MAX(d.y) RETURN m",
+                None,
+            ),
+            ("FOR d IN c COLLECT a = d.x RETURN a", None),
+            (
+                "FOR d IN c COLLECT a = LOWER(d.x) WITH COUNT INTO n RETURN n",
+                None,
+            ),
+        ];
+        for (query, want) in cases {
+            let plan = planned(query);
+            let nodes = &plan.root.nodes;
+            let scan = nodes
+                .iter()
+                .position(|n| matches!(n.kind, NodeKind::EnumerateCollection { .. }))
+                .unwrap_or_else(|| panic!("no scan in {query}"));
+            let got = count_by_attribute_pattern(&nodes[scan..]).map(|(a, ..)| a);
+            assert_eq!(got.as_deref(), want, "{query}");
+        }
     }
 }

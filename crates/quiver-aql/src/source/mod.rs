@@ -137,6 +137,24 @@ pub trait Transaction: Send {
         let _ = attrs;
         self.scan(collection)
     }
+    /// For `FOR d IN coll COLLECT g = d.attr WITH COUNT INTO n`: every distinct value of
+    /// top-level attribute `attr` (`null` for documents without it) with the number of
+    /// documents holding it, in no particular order; values equal in AQL (`1` and `1.0`) form
+    /// one group. `check(bytes)` is called every few thousand documents with the bytes the
+    /// calling worker holds for its groups; its error (query killed, memory limit) ends the
+    /// scan. A backend may count on several threads; each calls `check` for its own share.
+    fn count_by_attribute(
+        &self,
+        collection: &str,
+        attr: &str,
+        check: &(dyn Fn(u64) -> Result<()> + Sync),
+    ) -> Result<Vec<(Value, u64)>> {
+        count_by_attribute_generic(
+            self.scan_projected(collection, &[attr.to_string()])?,
+            attr,
+            check,
+        )
+    }
     /// Appends the edges of edge collection `collection` whose `_from` (`outbound`) or `_to`
     /// (inbound) is `vertex` to `out`, in the order they were written (revision order), as
     /// this transaction sees them. The
@@ -241,4 +259,27 @@ pub trait Transaction: Send {
         options: &WriteOptions,
     ) -> Result<WriteOutcome>;
     fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// [`Transaction::count_by_attribute`] over any document stream (documents need only carry
+/// `attr`).
+pub fn count_by_attribute_generic(
+    docs: DocIter,
+    attr: &str,
+    check: &(dyn Fn(u64) -> Result<()> + Sync),
+) -> Result<Vec<(Value, u64)>> {
+    use crate::value::ValueKey;
+    let mut groups: std::collections::HashMap<ValueKey, u64> = std::collections::HashMap::new();
+    let mut held = 0u64;
+    for (i, doc) in docs.enumerate() {
+        if i % 4096 == 4095 {
+            check(held)?;
+        }
+        let v = doc?.get(attr).cloned().unwrap_or(Value::Null);
+        *groups.entry(ValueKey(v)).or_insert_with_key(|k| {
+            held += crate::exec::estimate_size(&k.0) * 2 + 64;
+            0
+        }) += 1;
+    }
+    Ok(groups.into_iter().map(|(k, n)| (k.0, n)).collect())
 }

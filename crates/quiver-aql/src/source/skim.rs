@@ -71,14 +71,48 @@ pub fn skim(
     }
 }
 
+/// The raw JSON text of top-level attribute `name` of the object `body`, `None` if the object
+/// lacks it. Stops at the first occurrence, so it is only for bodies without duplicate keys
+/// (stored bodies). Used by the count-per-value fast path, which groups by the raw text and
+/// decodes each distinct text once instead of building a value per document.
+pub fn raw_attribute<'b>(body: &'b [u8], name: &str) -> Result<Option<&'b [u8]>, SkimError> {
+    let wanted = std::slice::from_ref(&name);
+    let mut p = Parser { b: body, i: 0 };
+    p.ws();
+    p.expect(b'{', "a document must be an object")?;
+    p.ws();
+    if p.peek() == Some(b'}') {
+        return Ok(None);
+    }
+    loop {
+        p.ws();
+        let (ks, ke, escaped) = p.string()?;
+        p.ws();
+        p.expect(b':', "expected ':' after an attribute name")?;
+        p.ws();
+        let vs = p.i;
+        let matched = match_key(&body[ks..ke], escaped, wanted)?.is_some();
+        p.skip_value()?;
+        if matched {
+            return Ok(Some(&body[vs..p.i]));
+        }
+        p.ws();
+        match p.next() {
+            Some(b',') => continue,
+            Some(b'}') => return Ok(None),
+            _ => return Err(SkimError("expected ',' or '}' in the object")),
+        }
+    }
+}
+
 /// The wanted name equal to the raw key bytes (between the quotes), if any.
-fn match_key<'w>(
+fn match_key<'w, W: AsRef<str>>(
     raw: &[u8],
     escaped: bool,
-    wanted: &'w [String],
-) -> Result<Option<&'w String>, SkimError> {
+    wanted: &'w [W],
+) -> Result<Option<&'w W>, SkimError> {
     if !escaped {
-        return Ok(wanted.iter().find(|w| w.as_bytes() == raw));
+        return Ok(wanted.iter().find(|w| w.as_ref().as_bytes() == raw));
     }
     // Rare: an escaped key is decoded (with its quotes) by serde_json to compare.
     let mut quoted = Vec::with_capacity(raw.len() + 2);
@@ -87,7 +121,33 @@ fn match_key<'w>(
     quoted.push(b'"');
     let key: String =
         serde_json::from_slice(&quoted).map_err(|_| SkimError("malformed attribute name"))?;
-    Ok(wanted.iter().find(|w| **w == key))
+    Ok(wanted.iter().find(|w| w.as_ref() == key))
+}
+
+/// Position of the first `"` or `\\` in `s`. Hand-written, eight bytes at a time (SWAR):
+/// document strings are mostly short (attribute names, codes, dates), where the set-up of a
+/// SIMD search (memchr) cost more than the search itself in the scan profile.
+fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // Flags the zero bytes of `v`; the lowest flag is always exact (higher ones may be
+    // spurious after a borrow, which does not matter for the first match).
+    let zeros = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let mut i = 0;
+    while let Some(chunk) = s.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let hits = zeros(w ^ (ONES * b'"' as u64)) | zeros(w ^ (ONES * b'\\' as u64));
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    s[i..]
+        .iter()
+        .position(|&c| c == b'"' || c == b'\\')
+        .map(|k| i + k)
 }
 
 struct Parser<'a> {
@@ -127,9 +187,8 @@ impl Parser<'_> {
         let start = self.i;
         let mut escaped = false;
         loop {
-            // memchr-like search for the next quote or backslash.
             let rest = &self.b[self.i..];
-            let Some(k) = rest.iter().position(|&c| c == b'"' || c == b'\\') else {
+            let Some(k) = quote_or_backslash(rest) else {
                 return Err(SkimError("unterminated string"));
             };
             self.i += k;
@@ -237,6 +296,38 @@ mod tests {
         check(body, &["arr", "f", "t", "z", "_key"]);
         check(body, &["missing"]);
         check(body, &[]);
+    }
+
+    proptest! {
+        #[test]
+        fn quote_search_agrees_with_a_plain_search(s in proptest::collection::vec(
+            prop_oneof![Just(b'"'), Just(b'\\'), Just(b'a'), Just(0u8), Just(0xffu8), any::<u8>()],
+            0..40,
+        )) {
+            let want = s.iter().position(|&c| c == b'"' || c == b'\\');
+            prop_assert_eq!(quote_or_backslash(&s), want);
+        }
+    }
+
+    #[test]
+    fn raw_attribute_gives_the_value_text() {
+        let body = br#"{"a":{"AGE":1},"s":"x\"}","AGE" : 26 ,"z":null,"l":[1,{"b":2}]}"#;
+        let raw = |name| raw_attribute(body, name).unwrap();
+        assert_eq!(raw("AGE"), Some(&b"26"[..]));
+        assert_eq!(raw("a"), Some(&br#"{"AGE":1}"#[..]));
+        assert_eq!(raw("s"), Some(&br#""x\"}""#[..]));
+        assert_eq!(raw("z"), Some(&b"null"[..]));
+        assert_eq!(raw("l"), Some(&br#"[1,{"b":2}]"#[..]));
+        assert_eq!(raw("b"), None);
+        assert_eq!(raw("missing"), None);
+        assert_eq!(
+            raw_attribute(br#"{"A\u0047E":7}"#, "AGE").unwrap(),
+            Some(&b"7"[..])
+        );
+        assert_eq!(raw_attribute(b" { } ", "AGE").unwrap(), None);
+        assert!(raw_attribute(b"[1]", "AGE").is_err());
+        assert!(raw_attribute(br#"{"AGE":"#, "AGE").is_err());
+        assert!(raw_attribute(br#"{"x":1"#, "AGE").is_err());
     }
 
     #[test]
