@@ -38,7 +38,8 @@ start_server() {
     >"$SCRATCH/server.log" 2>&1 &
   SERVER_PID=$!
   for _ in $(seq 300); do
-    PORT=$(sed -n 's/.*listening on tcp:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$SCRATCH/server.log" | head -1)
+    # The log may not exist yet on a loaded machine (the shell has not run the redirect).
+    PORT=$(sed -n 's/.*listening on tcp:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$SCRATCH/server.log" 2>/dev/null | head -1 || true)
     [ -n "$PORT" ] && return 0
     kill -0 "$SERVER_PID" 2>/dev/null || break
     sleep 0.1
