@@ -30,7 +30,6 @@
 //! wait until the build is done instead of building their own copy.
 
 use std::borrow::Cow;
-use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -249,6 +248,104 @@ impl Slot {
     }
 }
 
+/// Slots per chunk of [`Slots`]: 2 MiB chunks.
+const SLOT_CHUNK: usize = 1 << 16;
+/// Bytes per chunk of [`KeyArena`].
+const KEY_CHUNK: usize = 1 << 20;
+
+/// The slot table in fixed-size chunks: growing it never copies the table nor leaves a
+/// doubled allocation half empty (at 30 million edges a doubling `Vec` wastes up to a
+/// third of the slot memory and needs twice it while reallocating).
+#[derive(Default)]
+struct Slots {
+    chunks: Vec<Vec<Slot>>,
+    len: usize,
+}
+
+impl Slots {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, slot: Slot) -> u32 {
+        if self.chunks.last().is_none_or(|c| c.len() == SLOT_CHUNK) {
+            self.chunks.push(Vec::new());
+        }
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.push(slot);
+        }
+        self.len += 1;
+        (self.len - 1) as u32
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+        self.chunks.iter_mut().flatten()
+    }
+
+    fn bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<Slot>()
+    }
+}
+
+impl std::ops::Index<u32> for Slots {
+    type Output = Slot;
+    fn index(&self, id: u32) -> &Slot {
+        let id = id as usize;
+        &self.chunks[id / SLOT_CHUNK][id % SLOT_CHUNK]
+    }
+}
+
+impl std::ops::IndexMut<u32> for Slots {
+    fn index_mut(&mut self, id: u32) -> &mut Slot {
+        let id = id as usize;
+        &mut self.chunks[id / SLOT_CHUNK][id % SLOT_CHUNK]
+    }
+}
+
+/// Edge keys back to back, in chunks of [`KEY_CHUNK`] bytes (a key never straddles two), for
+/// the same reason as [`Slots`]. Offsets are global: chunk × `KEY_CHUNK` + position.
+#[derive(Default)]
+struct KeyArena {
+    chunks: Vec<String>,
+    bytes: usize,
+}
+
+impl KeyArena {
+    fn push(&mut self, key: &str) -> usize {
+        let fits = self
+            .chunks
+            .last()
+            .is_some_and(|c| c.len() + key.len() <= KEY_CHUNK);
+        if !fits {
+            self.chunks.push(String::new());
+        }
+        let index = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[index];
+        let offset = index * KEY_CHUNK + chunk.len();
+        chunk.push_str(key);
+        self.bytes += key.len();
+        offset
+    }
+
+    fn get(&self, range: std::ops::Range<usize>) -> &str {
+        let chunk = range.start / KEY_CHUNK;
+        let start = range.start % KEY_CHUNK;
+        self.chunks
+            .get(chunk)
+            .and_then(|c| c.get(start..start + range.len()))
+            .unwrap_or("")
+    }
+
+    /// Bytes stored (live and dead keys).
+    fn len(&self) -> usize {
+        self.bytes
+    }
+
+    fn capacity(&self) -> usize {
+        self.chunks.iter().map(String::capacity).sum()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Vertex {
     name: Box<str>,
@@ -266,15 +363,15 @@ enum Seen {
 
 /// The entries of one collection (between two truncates).
 struct Table {
-    slots: Vec<Slot>,
+    slots: Slots,
     free_slots: Vec<u32>,
-    /// Edge keys, back to back (legal keys are at most 254 bytes of ASCII).
-    keys: String,
+    /// Edge keys (legal keys are at most 254 bytes of ASCII).
+    keys: KeyArena,
     dead_key_bytes: usize,
     vertices: Vec<Vertex>,
     free_vertices: Vec<u32>,
     by_name: HashTable<u32>,
-    hasher: RandomState,
+    hasher: hashbrown::DefaultHashBuilder,
     /// Tick of the commit that superseded a slot ([`PENDING`] while in flight).
     superseded: HashMap<u32, u64>,
     /// Superseded slots in commit order, to unlink once the horizon passes their tick.
@@ -285,14 +382,14 @@ struct Table {
 impl Table {
     fn new() -> Table {
         Table {
-            slots: Vec::new(),
+            slots: Slots::default(),
             free_slots: Vec::new(),
-            keys: String::new(),
+            keys: KeyArena::default(),
             dead_key_bytes: 0,
             vertices: Vec::new(),
             free_vertices: Vec::new(),
             by_name: HashTable::new(),
-            hasher: RandomState::new(),
+            hasher: hashbrown::DefaultHashBuilder::default(),
             superseded: HashMap::new(),
             garbage: VecDeque::new(),
             live_slots: 0,
@@ -337,7 +434,7 @@ impl Table {
     }
 
     fn key(&self, slot: &Slot) -> &str {
-        self.keys.get(slot.key_range()).unwrap_or("")
+        self.keys.get(slot.key_range())
     }
 
     fn add(&mut self, key: &str, rev: Revision, from: &str, to: &str, created: u64) -> Result<u32> {
@@ -347,8 +444,7 @@ impl Table {
                 "illegal document key: keys are 1 to 254 bytes",
             ));
         }
-        let offset = self.keys.len();
-        if offset + key.len() >= MAX_KEY_OFFSET {
+        if (self.keys.chunks.len() + 1) * KEY_CHUNK >= MAX_KEY_OFFSET {
             return Err(full("edge keys"));
         }
         if self.free_slots.is_empty() && self.slots.len() >= u32::MAX as usize {
@@ -356,7 +452,7 @@ impl Table {
         }
         let f = self.intern(from)?;
         let t = self.intern(to)?;
-        self.keys.push_str(key);
+        let offset = self.keys.push(key);
         let slot = Slot {
             from: f,
             to: t,
@@ -366,13 +462,10 @@ impl Table {
         };
         let id = match self.free_slots.pop() {
             Some(id) => {
-                self.slots[id as usize] = slot;
+                self.slots[id] = slot;
                 id
             }
-            None => {
-                self.slots.push(slot);
-                (self.slots.len() - 1) as u32
-            }
+            None => self.slots.push(slot),
         };
         self.vertices[f as usize].out.push(id);
         self.vertices[t as usize].inbound.push(id);
@@ -389,13 +482,13 @@ impl Table {
             .rev()
             .copied()
             .find(|&id| {
-                let slot = &self.slots[id as usize];
+                let slot = &self.slots[id];
                 slot.rev == rev.0 && self.key(slot) == key
             })
     }
 
     fn mark_superseded(&mut self, id: u32, tick: u64) {
-        self.slots[id as usize].key |= FLAG_SUPERSEDED;
+        self.slots[id].key |= FLAG_SUPERSEDED;
         self.superseded.insert(id, tick);
         if tick != PENDING {
             self.garbage.push_back((tick, id));
@@ -403,13 +496,13 @@ impl Table {
     }
 
     fn unmark_superseded(&mut self, id: u32) {
-        self.slots[id as usize].key &= !FLAG_SUPERSEDED;
+        self.slots[id].key &= !FLAG_SUPERSEDED;
         self.superseded.remove(&id);
     }
 
     /// Removes a slot from everything (garbage past the horizon, or a failed commit's).
     fn unlink(&mut self, id: u32) {
-        let slot = self.slots[id as usize];
+        let slot = self.slots[id];
         if slot.flags() & FLAG_FREE != 0 {
             return;
         }
@@ -429,7 +522,7 @@ impl Table {
             self.reclaim_vertex(slot.to);
         }
         self.dead_key_bytes += slot.key_range().len();
-        self.slots[id as usize].key = FLAG_FREE;
+        self.slots[id].key = FLAG_FREE;
         self.superseded.remove(&id);
         self.free_slots.push(id);
         self.live_slots -= 1;
@@ -470,14 +563,13 @@ impl Table {
     }
 
     fn compact_keys(&mut self) {
-        let mut keys = String::with_capacity(self.keys.len() - self.dead_key_bytes);
-        for slot in &mut self.slots {
+        let mut keys = KeyArena::default();
+        for slot in self.slots.iter_mut() {
             if slot.flags() & FLAG_FREE != 0 {
                 continue;
             }
             let range = slot.key_range();
-            let offset = keys.len() as u64;
-            keys.push_str(self.keys.get(range.clone()).unwrap_or(""));
+            let offset = keys.push(self.keys.get(range.clone())) as u64;
             slot.key = offset << 16 | (range.len() as u64) << 8 | slot.flags();
         }
         self.keys = keys;
@@ -519,7 +611,7 @@ impl Table {
             EdgeDirection::Inbound => &vertex.inbound,
         };
         for &id in list {
-            let slot = &self.slots[id as usize];
+            let slot = &self.slots[id];
             let key = self.key(slot);
             let rev = Revision(slot.rev);
             let seen = if exact {
@@ -549,7 +641,7 @@ impl Table {
             .iter()
             .map(|v| v.name.len() + (v.out.capacity() + v.inbound.capacity()) * 4)
             .sum();
-        self.slots.capacity() * std::mem::size_of::<Slot>()
+        self.slots.bytes()
             + self.free_slots.capacity() * 4
             + self.keys.capacity()
             + self.vertices.capacity() * std::mem::size_of::<Vertex>()
@@ -749,9 +841,10 @@ impl EdgeIndex {
             let slots = &table.slots;
             for vertex in &mut table.vertices[start..end] {
                 for list in [&mut vertex.out, &mut vertex.inbound] {
-                    if !list.is_sorted_by_key(|&id| slots[id as usize].rev) {
-                        list.sort_by_key(|&id| slots[id as usize].rev);
+                    if !list.is_sorted_by_key(|&id| slots[id].rev) {
+                        list.sort_by_key(|&id| slots[id].rev);
                     }
+                    list.shrink_to_fit();
                 }
             }
             if end >= table.vertices.len() {
@@ -847,7 +940,7 @@ impl EdgeIndex {
     pub fn committed(&self, prepared: Prepared, tick: u64, horizon: u64) {
         let mut state = self.state.write();
         for id in prepared.added {
-            state.current.slots[id as usize].created = tick;
+            state.current.slots[id].created = tick;
         }
         for id in prepared.superseded {
             state.current.mark_superseded(id, tick);
@@ -1219,6 +1312,43 @@ mod tests {
         let state = ix.state.read();
         assert!(state.current.keys.len() < 40, "arena compacted");
         assert_eq!(state.current.live_slots, 1);
+    }
+
+    #[test]
+    fn slots_and_keys_cross_chunk_boundaries() {
+        let mut table = Table::new();
+        let n = SLOT_CHUNK + 10;
+        // Keys of 200 bytes: about 5,000 fill a key chunk, so keys spill over many chunks.
+        let key = |i: usize| format!("{i:0>200}");
+        for i in 0..n {
+            let to = format!("v/{}", i % 7);
+            table
+                .add(&key(i), Revision(i as u64 + 1), "v/hub", &to, 0)
+                .unwrap();
+        }
+        assert_eq!(table.slots.len(), n);
+        assert_eq!(table.slots.chunks.len(), 2);
+        assert!(table.keys.chunks.len() > n * 200 / KEY_CHUNK);
+        for i in [0, 5_242, 5_243, SLOT_CHUNK - 1, SLOT_CHUNK, n - 1] {
+            let id = table
+                .find("v/hub", &key(i), Revision(i as u64 + 1))
+                .unwrap();
+            assert_eq!(id as usize, i);
+            assert_eq!(table.key(&table.slots[id]), key(i));
+        }
+        let mut out = EdgeHits::new();
+        table
+            .lookup(
+                "v/3",
+                EdgeDirection::Inbound,
+                1,
+                false,
+                &mut out,
+                &mut |_, _| Ok(false),
+            )
+            .unwrap();
+        assert_eq!(out.len(), (0..n).filter(|i| i % 7 == 3).count());
+        assert_eq!(out.get(0).unwrap().key, key(3));
     }
 
     #[test]
