@@ -6,7 +6,7 @@
 //! One [`Table`] per collection: vertex ids are interned once per distinct vertex (a `u32`
 //! each), every edge version is one fixed 32-byte [`Slot`] (endpoints as vertex numbers, the
 //! key as a range of one shared key arena, revision, commit tick), and each vertex keeps two
-//! `Vec<u32>` of slot numbers, in revision order. No allocation per edge; about 50 bytes per
+//! `Vec<u32>` of slot numbers, in revision order. No allocation per edge; about 57 bytes per
 //! edge for both directions with Pokec's keys (`docs/benchmarks/pokec.md`).
 //!
 //! # Visibility without primary-index probes
