@@ -32,10 +32,10 @@ one_run() {
     --requests "$REQUESTS" --histogram.percentiles 50 "$@" 2>&1)
   after=$(cpu_ticks)
   local avg med
-  avg=$(sed -n 's/.*Avg Request time: \([0-9.]*\)ms.*/\1/p' <<<"$out")
+  avg=$(sed -n 's/.*[Aa]vg [Rr]equest time: \([0-9.]*\)ms.*/\1/p' <<<"$out" | head -1)
   med=$(awk '/thread 0:/ {gsub("ms","",$3); print $3}' <<<"$out")
   awk -v l="$label" -v a="$avg" -v m="$med" -v b="$before" -v e="$after" -v t="$TICKS" \
-    -v n="$REQUESTS" 'BEGIN { printf "%s,%.1f,%.1f,%.2f\n", l, a*1000, m*1000, (e-b)/t*1e6/n }'
+    -v n="$REQUESTS" 'BEGIN { gsub(/"/, "\"\"", l); printf "\"%s\",%.1f,%.1f,%.2f\n", l, a*1000, m*1000, (e-b)/t*1e6/n }'
 }
 
 # Warm-up (connection setup, plan cache, allocator).

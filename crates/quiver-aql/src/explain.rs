@@ -146,6 +146,13 @@ fn bound_json(b: Bound) -> Value {
     match b {
         Bound::Unbounded => json!("unbounded"),
         Bound::Rows(n) => crate::value::number(n),
+        Bound::Duration { months, millis } => {
+            json!(format!(
+                "P{months}MT{}.{:03}S",
+                millis / 1000,
+                millis % 1000
+            ))
+        }
     }
 }
 

@@ -209,11 +209,17 @@ pub struct Aggregate {
     pub input: Option<Slot>,
 }
 
-/// Bound of a WINDOW frame: a count or unbounded.
+/// Bound of a WINDOW frame: a count (of rows, or of the range value), unbounded, or an ISO
+/// 8601 duration applied to a range value read as a timestamp in milliseconds.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Bound {
     Rows(f64),
     Unbounded,
+    /// Calendar months and milliseconds (`P1M` is a month, not 30 days).
+    Duration {
+        months: i64,
+        millis: i64,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -952,10 +958,20 @@ impl<'a> Planner<'a> {
                     None => None,
                 };
                 let spec = self.constant(spec, plan, "WINDOW specification")?;
+                let ranged = range_input.is_some();
                 let bound = |name: &str| -> Result<Bound> {
                     match spec.get(name) {
                         None | Some(Value::Null) => Ok(Bound::Rows(0.0)),
                         Some(Value::String(s)) if s.eq_ignore_ascii_case("unbounded") => Ok(Bound::Unbounded),
+                        Some(Value::String(s)) if ranged && s.starts_with('P') => {
+                            match crate::functions::parse_duration(s) {
+                                Some((months, millis)) => Ok(Bound::Duration { months, millis }),
+                                None => Err(Error::with_message(
+                                    ErrorCode::BadParameter,
+                                    format!("AQL: WINDOW attribute '{name}' is not a valid ISO 8601 duration: '{s}' (while parsing)"),
+                                )),
+                            }
+                        }
                         Some(Value::Number(n)) if n.as_f64().is_some_and(|f| f >= 0.0) => Ok(Bound::Rows(n.as_f64().unwrap_or(0.0))),
                         Some(Value::String(s)) if s.parse::<f64>().is_ok() => Ok(Bound::Rows(s.parse().unwrap_or(0.0))),
                         _ => Err(Error::with_message(
@@ -965,6 +981,17 @@ impl<'a> Planner<'a> {
                     }
                 };
                 let (preceding, following) = (bound("preceding")?, bound("following")?);
+                if let Some(slot) = range_input {
+                    // A range frame is a run of neighbours in the order of the range value: as
+                    // ArangoDB, sort by it first.
+                    self.node(
+                        plan,
+                        NodeKind::Sort {
+                            keys: vec![(slot, true)],
+                            limit: None,
+                        },
+                    );
+                }
                 let aggregates = self.plan_aggregates(aggregates, plan)?;
                 for a in &aggregates {
                     let name = self.vars[a.out].name.clone();
@@ -1376,6 +1403,10 @@ impl<'a> Planner<'a> {
     }
 }
 
+/// Longest a single constant-folding evaluation may take before the expression is left for
+/// run time instead.
+const FOLD_BUDGET: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Constant folding: evaluates an expression whose inputs are all constants and which has
 /// no side effects. Expressions that warn or fail are left for run time so the warning or
 /// error is reported there, as ArangoDB does.
@@ -1405,6 +1436,10 @@ pub fn fold(c: CExpr) -> CExpr {
         return c;
     }
     let mut state = EnvState::new(10, false);
+    // Planning knows no `maxRuntime`: an expensive constant call (LEVENSHTEIN_DISTANCE of two
+    // huge bind parameters) gives up folding after a short budget and runs at execution
+    // time, under the query's limits.
+    state.deadline = Some(std::time::Instant::now() + FOLD_BUDGET);
     let mut env = EvalEnv {
         txn: None,
         database: "_system",

@@ -12,11 +12,12 @@
 //!
 //! The cache also decides which plans may run inline on the HTTP worker ([`CachedPlan::inline`]):
 //! plans that touch no collection, iterate only constant lists of bounded size and call no
-//! function that reads data or sleeps, and whose last run stayed within [`INLINE_BUDGET`].
+//! function that reads data or sleeps, and whose runs stay within [`INLINE_BUDGET`] (three
+//! over-budget runs in a row demote a plan for good).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,9 +43,15 @@ const MAX_PLAN_WEIGHT: u64 = 1 << 20;
 /// trivial.
 const TRIVIAL_ROWS: u64 = 10_000;
 
-/// A trivial plan runs inline only while its runs take at most this long; a longer run
-/// demotes it for good.
+/// A trivial plan runs inline only while its runs take at most this long (wall time);
+/// [`SLOW_STREAK`] longer runs in a row demote it for good.
 pub const INLINE_BUDGET: Duration = Duration::from_micros(500);
+
+/// Consecutive over-budget runs that demote a trivial plan. More than one: on a loaded
+/// machine a run of a few microseconds now and then loses its core for a whole time slice,
+/// which says nothing about the plan, while a plan that really is expensive is slow every
+/// time.
+const SLOW_STREAK: u32 = 3;
 
 /// One cached plan.
 pub struct CachedPlan {
@@ -53,8 +60,10 @@ pub struct CachedPlan {
     pub version: u64,
     /// Statically cheap: see the module documentation.
     pub trivial: bool,
-    /// Trivial, and its runs so far stayed within [`INLINE_BUDGET`].
+    /// Trivial, and not demoted by slow runs.
     inline_ok: AtomicBool,
+    /// Over-budget runs in a row.
+    slow_streak: AtomicU32,
 }
 
 impl CachedPlan {
@@ -63,9 +72,15 @@ impl CachedPlan {
         self.trivial && self.inline_ok.load(Ordering::Relaxed)
     }
 
-    /// Records how long a run took; a slow run ends inline execution of this plan.
+    /// Records how long a run took; [`SLOW_STREAK`] slow runs in a row end inline execution
+    /// of this plan.
     pub fn ran(&self, took: Duration) {
-        if self.trivial && took > INLINE_BUDGET {
+        if !self.trivial {
+            return;
+        }
+        if took <= INLINE_BUDGET {
+            self.slow_streak.store(0, Ordering::Relaxed);
+        } else if self.slow_streak.fetch_add(1, Ordering::Relaxed) + 1 >= SLOW_STREAK {
             self.inline_ok.store(false, Ordering::Relaxed);
         }
     }
@@ -146,8 +161,8 @@ impl PlanCache {
     }
 
     /// Caches `plan` (built under catalog `version`) if it may be cached; returns the entry.
-    /// A trivial plan may run inline until a run (reported through [`CachedPlan::ran`]) took
-    /// longer than the budget.
+    /// A trivial plan may run inline until runs (reported through [`CachedPlan::ran`]) keep
+    /// taking longer than the budget.
     pub fn insert(
         &self,
         key: &PlanKey<'_>,
@@ -163,6 +178,7 @@ impl PlanCache {
             version,
             trivial,
             inline_ok: AtomicBool::new(true),
+            slow_streak: AtomicU32::new(0),
         });
         let hash = key.hash(&self.hasher);
         let mut entries = self.entries.lock();

@@ -251,3 +251,47 @@ fn core_catalog_changes_invalidate_cached_plans() {
     db.drop_collection("c", false).unwrap();
     assert_eq!(run(&s).unwrap_err().number(), 1203);
 }
+
+#[test]
+fn trivial_plans_that_keep_running_long_are_demoted() {
+    let (_, s) = service();
+    // Statically trivial (constant range, no data access) but far over the inline budget.
+    let body = json!({"query": "FOR i IN 1..10000 RETURN LENGTH(SHA512(CONCAT(i, SHA512(TO_STRING(i)))))"});
+    s.create_cursor("_system", body.clone()).unwrap();
+    // Three slow runs in a row (the first was the full path's) demote it.
+    assert!(s.create_cursor_inline("_system", &body).is_some());
+    assert!(s.create_cursor_inline("_system", &body).is_some());
+    assert!(s.create_cursor_inline("_system", &body).is_none());
+    // The full path still answers.
+    let (_, r) = s.create_cursor("_system", body).unwrap();
+    assert_eq!(r["result"].as_array().map(Vec::len), Some(1000));
+}
+
+/// `maxRuntime` also stops a single expensive function call (O(n·m) string distances), at
+/// run time and for constant arguments that planning would otherwise fold without limits.
+#[test]
+fn max_runtime_stops_expensive_function_calls() {
+    let (_, s) = service();
+    let a = "ab".repeat(20_000);
+    let b = "ba".repeat(20_000);
+    for query in [
+        "RETURN LEVENSHTEIN_DISTANCE(@a, @b)",
+        "RETURN LEVENSHTEIN_MATCH(@a, @b, 3, false)",
+        "RETURN NGRAM_POSITIONAL_SIMILARITY(@a, @b, 3)",
+        "FOR x IN [@a] RETURN NGRAM_SIMILARITY(x, @b, 2)",
+    ] {
+        let started = std::time::Instant::now();
+        let err = s
+            .create_cursor(
+                "_system",
+                json!({"query": query, "bindVars": {"a": a, "b": b}, "options": {"maxRuntime": 0.05}}),
+            )
+            .unwrap_err();
+        assert_eq!(err.number(), 1500, "{query}");
+        // Far less than the seconds the full computation takes (debug build, loaded machine).
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{query}"
+        );
+    }
+}

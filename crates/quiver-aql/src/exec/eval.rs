@@ -28,6 +28,10 @@ pub struct EnvState {
     pub max_warnings: usize,
     pub fail_on_warning: bool,
     pub regexes: HashMap<String, Option<regex::Regex>>,
+    /// The query's kill flag and `maxRuntime` deadline, handed to functions that run long
+    /// on a single call (`SLEEP`, the Levenshtein and n-gram functions, geo scans).
+    pub killed: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub deadline: Option<std::time::Instant>,
 }
 
 impl EnvState {
@@ -37,6 +41,8 @@ impl EnvState {
             max_warnings,
             fail_on_warning,
             regexes: HashMap::new(),
+            killed: None,
+            deadline: None,
         }
     }
 
@@ -299,12 +305,16 @@ fn eval_inner(
                     };
                     let mut ctx = FunctionContext::with_data(&data);
                     ctx.max_warnings = env.state.max_warnings;
+                    ctx.killed = env.state.killed.as_deref();
+                    ctx.deadline = env.state.deadline;
                     let r = def.invoke(&mut ctx, &values);
                     let warnings = ctx.take_warnings();
                     (r, warnings)
                 }
                 None => {
                     let mut ctx = FunctionContext::new();
+                    ctx.killed = env.state.killed.as_deref();
+                    ctx.deadline = env.state.deadline;
                     let r = def.invoke(&mut ctx, &values);
                     (r, ctx.take_warnings())
                 }

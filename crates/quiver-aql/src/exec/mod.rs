@@ -84,6 +84,9 @@ impl ExecCtx {
         limits: Limits,
         profile: bool,
     ) -> ExecCtx {
+        let mut env = env;
+        env.killed = Some(limits.killed.clone());
+        env.deadline = limits.deadline;
         ExecCtx {
             txn,
             database: database.to_string(),
@@ -1044,6 +1047,18 @@ impl Operator for CollectOp {
     }
 }
 
+/// A timestamp in milliseconds moved by a duration with calendar months (the end of a
+/// duration-based WINDOW frame); NaN when the result leaves the date range, so that the
+/// frame holds just the rows with the current row's own value.
+fn shift_timestamp(ms: f64, months: i64, millis: i64) -> f64 {
+    if !ms.is_finite() {
+        return f64::NAN;
+    }
+    let whole = ms.trunc();
+    crate::functions::add_calendar(whole as i64, months, millis)
+        .map_or(f64::NAN, |shifted| shifted as f64 + (ms - whole))
+}
+
 struct WindowOp {
     input: Op,
     range_input: Option<Slot>,
@@ -1073,10 +1088,13 @@ impl WindowOp {
                     let lo = match self.preceding {
                         Bound::Unbounded => 0,
                         Bound::Rows(p) => i.saturating_sub(p as usize),
+                        // The planner accepts durations for range frames only.
+                        Bound::Duration { .. } => i,
                     };
                     let hi = match self.following {
                         Bound::Unbounded => n.saturating_sub(1),
                         Bound::Rows(f) => (i + f as usize).min(n.saturating_sub(1)),
+                        Bound::Duration { .. } => i,
                     };
                     (lo, hi)
                 }
@@ -1085,10 +1103,12 @@ impl WindowOp {
                     let lower = match self.preceding {
                         Bound::Unbounded => f64::NEG_INFINITY,
                         Bound::Rows(p) => v - p,
+                        Bound::Duration { months, millis } => shift_timestamp(v, -months, -millis),
                     };
                     let upper = match self.following {
                         Bound::Unbounded => f64::INFINITY,
                         Bound::Rows(f) => v + f,
+                        Bound::Duration { months, millis } => shift_timestamp(v, months, millis),
                     };
                     let in_range = |r: &Row| {
                         let x = value::to_number(&r[slot]);

@@ -623,7 +623,7 @@ fn date_round(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 
 /// Adds calendar months (day-of-month overflow rolls into the next month, as ArangoDB's date
 /// library does) and then a fixed number of milliseconds.
-fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
+pub(crate) fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
     // Anything this large leaves the valid date range anyway; bailing out early keeps the
     // arithmetic below far from overflow.
     if months.unsigned_abs() > 1_000_000 || millis.unsigned_abs() > 1_000_000_000_000_000 {
@@ -642,7 +642,7 @@ fn add_calendar(ms: i64, months: i64, millis: i64) -> Option<i64> {
 /// An ISO 8601 duration `P[nY][nM][nW][nD][T[nH][nM][n[.fff]S]]` as (months, milliseconds),
 /// with ArangoDB's grammar: whole numbers in this order, a fraction only on seconds (its first
 /// three digits are milliseconds).
-fn parse_duration(text: &str) -> Option<(i64, i64)> {
+pub(crate) fn parse_duration(text: &str) -> Option<(i64, i64)> {
     let b = text.as_bytes();
     if b.len() <= 1 || b[0] != b'P' {
         return None;

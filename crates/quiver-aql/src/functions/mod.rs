@@ -24,6 +24,7 @@ use crate::value::Warning;
 mod array;
 mod bits;
 mod date;
+pub(crate) use date::{add_calendar, parse_duration};
 mod document;
 mod geo;
 mod misc;
@@ -191,6 +192,8 @@ pub struct FunctionContext<'a> {
     /// Set by the executor when the query is killed or runs past `maxRuntime`; long-running
     /// functions (`SLEEP`) poll it.
     pub killed: Option<&'a std::sync::atomic::AtomicBool>,
+    /// The query's `maxRuntime` deadline, for the same functions.
+    pub deadline: Option<std::time::Instant>,
     /// Name of the function being executed, for warning texts.
     function: &'static str,
 }
@@ -203,6 +206,7 @@ impl<'a> FunctionContext<'a> {
             warnings: Vec::new(),
             max_warnings: 1000,
             killed: None,
+            deadline: None,
             function: "",
         }
     }
@@ -214,6 +218,7 @@ impl<'a> FunctionContext<'a> {
             warnings: Vec::new(),
             max_warnings: 1000,
             killed: None,
+            deadline: None,
             function: "",
         }
     }
@@ -230,10 +235,21 @@ impl<'a> FunctionContext<'a> {
         std::mem::take(&mut self.warnings)
     }
 
-    /// Whether the query was asked to stop.
+    /// Whether the query was asked to stop (killed, or past its `maxRuntime`).
     pub fn is_killed(&self) -> bool {
         self.killed
             .is_some_and(|k| k.load(std::sync::atomic::Ordering::Relaxed))
+            || self.deadline.is_some_and(|d| std::time::Instant::now() > d)
+    }
+
+    /// `Err(1500 query killed)` once the query should stop: long-running functions call this
+    /// every few ten thousand steps, so that `maxRuntime` and `DELETE /_api/query/{id}` also
+    /// stop a single expensive call.
+    pub fn check_stop(&self) -> Result<()> {
+        if self.is_killed() {
+            return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+        }
+        Ok(())
     }
 
     /// The name of the function currently executing.

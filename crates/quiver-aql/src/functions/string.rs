@@ -331,22 +331,34 @@ fn right(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     string(text.chars().skip(len.saturating_sub(n)).collect::<String>())
 }
 
-/// Damerau-Levenshtein distance (optimal string alignment variant) over characters.
-pub(crate) fn damerau_levenshtein(a: &str, b: &str) -> usize {
+/// Rows of an `m`-column dynamic-programming table between two checks of the query's stop
+/// conditions: about 64 Ki cells, a few hundred microseconds.
+fn rows_per_check(m: usize) -> usize {
+    (1 << 16) / (m + 1) + 1
+}
+
+/// Damerau-Levenshtein distance (optimal string alignment variant) over characters. O(n·m)
+/// time on two strings of any length, so it stops (1500) when the query is killed or passes
+/// its `maxRuntime`.
+pub(crate) fn damerau_levenshtein(a: &str, b: &str, ctx: &FunctionContext<'_>) -> Result<usize> {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let (n, m) = (a.len(), b.len());
     if n == 0 {
-        return m;
+        return Ok(m);
     }
     if m == 0 {
-        return n;
+        return Ok(n);
     }
+    let every = rows_per_check(m);
     // Three rolling rows keep memory at O(m).
     let mut prev2 = vec![0usize; m + 1];
     let mut prev: Vec<usize> = (0..=m).collect();
     let mut cur = vec![0usize; m + 1];
     for i in 1..=n {
+        if i % every == 0 {
+            ctx.check_stop()?;
+        }
         cur[0] = i;
         for j in 1..=m {
             let cost = usize::from(a[i - 1] != b[j - 1]);
@@ -359,20 +371,25 @@ pub(crate) fn damerau_levenshtein(a: &str, b: &str) -> usize {
         std::mem::swap(&mut prev2, &mut prev);
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[m]
+    Ok(prev[m])
 }
 
-fn levenshtein_distance(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
+fn levenshtein_distance(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let a = to_str(arg(args, 0));
     let b = to_str(arg(args, 1));
-    s(Value::from(damerau_levenshtein(&a, &b)))
+    s(Value::from(damerau_levenshtein(&a, &b, ctx)?))
 }
 
-/// Plain Levenshtein distance (no transpositions) over characters.
-fn levenshtein(a: &[char], b: &[char]) -> usize {
+/// Plain Levenshtein distance (no transpositions) over characters; stops like
+/// [`damerau_levenshtein`].
+fn levenshtein(a: &[char], b: &[char], ctx: &FunctionContext<'_>) -> Result<usize> {
     let mut prev: Vec<usize> = (0..=b.len()).collect();
     let mut cur = vec![0usize; b.len() + 1];
+    let every = rows_per_check(b.len());
     for (i, ca) in a.iter().enumerate() {
+        if (i + 1) % every == 0 {
+            ctx.check_stop()?;
+        }
         cur[0] = i + 1;
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
@@ -380,7 +397,7 @@ fn levenshtein(a: &[char], b: &[char]) -> usize {
         }
         std::mem::swap(&mut prev, &mut cur);
     }
-    prev[b.len()]
+    Ok(prev[b.len()])
 }
 
 /// Largest distance ArangoDB accepts without transpositions (its automata stop there; with
@@ -416,11 +433,11 @@ fn levenshtein_match(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Va
         }
     }
     let distance = if transpositions {
-        damerau_levenshtein(&lhs, &rhs)
+        damerau_levenshtein(&lhs, &rhs, ctx)?
     } else {
         let a: Vec<char> = lhs.chars().collect();
         let b: Vec<char> = rhs.chars().collect();
-        levenshtein(&a, &b)
+        levenshtein(&a, &b, ctx)?
     };
     s(Value::Bool(distance as i64 <= max))
 }
@@ -539,27 +556,37 @@ fn to_hex(_: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
 ///
 /// `binary`: NGRAM_SIMILARITY (only whole n-grams match, normalised by the target's n-gram
 /// count); otherwise NGRAM_POSITIONAL_SIMILARITY (partial matches count, normalised by the
-/// longer string's n-gram count).
-fn ngram_similarity(target: &[char], src: &[char], n: usize, binary: bool) -> f32 {
+/// longer string's n-gram count). O(n·m) like the Levenshtein functions, and stops like them.
+fn ngram_similarity(
+    target: &[char],
+    src: &[char],
+    n: usize,
+    binary: bool,
+    ctx: &FunctionContext<'_>,
+) -> Result<f32> {
     let (mut target, mut src) = (target, src);
     if !binary && target.len() > src.len() {
         std::mem::swap(&mut target, &mut src);
     }
     if target.len() < n || src.len() < n {
         if binary {
-            return if target == src { 1.0 } else { 0.0 };
+            return Ok(if target == src { 1.0 } else { 0.0 });
         }
         if target.is_empty() && src.is_empty() {
-            return 1.0;
+            return Ok(1.0);
         }
         let matched = target.iter().zip(src).filter(|(a, b)| a == b).count();
-        return matched as f32 / src.len() as f32;
+        return Ok(matched as f32 / src.len() as f32);
     }
     let t_count = target.len() - n + 1;
     let s_count = src.len() - n + 1;
     let mut cache = vec![0f32; s_count + 1];
     let mut d = 0f32;
-    for t in target.windows(n) {
+    let every = rows_per_check(s_count.saturating_mul(n));
+    for (i, t) in target.windows(n).enumerate() {
+        if (i + 1) % every == 0 {
+            ctx.check_stop()?;
+        }
         for (j, s) in src.windows(n).enumerate() {
             let similarity = if binary {
                 if t == s {
@@ -575,7 +602,7 @@ fn ngram_similarity(target: &[char], src: &[char], n: usize, binary: bool) -> f3
             d = tmp;
         }
     }
-    cache[s_count] / (if binary { t_count } else { s_count }) as f32
+    Ok(cache[s_count] / (if binary { t_count } else { s_count }) as f32)
 }
 
 fn ngram_args(
@@ -604,18 +631,16 @@ fn ngram_similarity_fn(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<
     let Some((input, target, n)) = ngram_args(ctx, args) else {
         return s(Value::Null);
     };
-    s(value::number(f64::from(ngram_similarity(
-        &target, &input, n, true,
-    ))))
+    let similarity = ngram_similarity(&target, &input, n, true, ctx)?;
+    s(value::number(f64::from(similarity)))
 }
 
 fn ngram_positional_similarity(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
     let Some((input, target, n)) = ngram_args(ctx, args) else {
         return s(Value::Null);
     };
-    s(value::number(f64::from(ngram_similarity(
-        &target, &input, n, false,
-    ))))
+    let similarity = ngram_similarity(&target, &input, n, false, ctx)?;
+    s(value::number(f64::from(similarity)))
 }
 
 fn random_token(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
