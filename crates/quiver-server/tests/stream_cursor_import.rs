@@ -236,3 +236,57 @@ fn a_failed_complete_import_aborts_the_transaction() {
     assert_eq!(f.status(&trx), "aborted");
     assert_eq!(f.keys(None), json!([]));
 }
+
+#[test]
+fn trivial_queries_are_answered_inline_like_the_full_route() {
+    let f = fixture();
+    let build = || {
+        Request::build(Method::POST, "/_api/cursor")
+            .with_body(r#"{"query":"FOR i IN 1..3 RETURN i * 2","count":true}"#.to_string())
+    };
+    // Not cached yet: the full route answers (and caches the plan).
+    assert!(quiver_server::api::cursor::try_inline(&f.state, &build()).is_none());
+    let full = handle(&f.state, build()).settle_blocking();
+    let inline = quiver_server::api::cursor::try_inline(&f.state, &build()).expect("inline");
+    assert_eq!((full.status.as_u16(), inline.status.as_u16()), (201, 201));
+    let (mut a, mut b) = (body(&full), body(&inline));
+    for v in [&mut a, &mut b] {
+        v["extra"]["stats"]["executionTime"] = json!(0);
+    }
+    assert_eq!(a, b);
+    assert_eq!(b["result"], json!([2, 4, 6]));
+    assert_eq!(b["count"], 3);
+    // Inside a stream transaction, or for an unknown database, never inline.
+    let trx = build().with_header("x-arango-trx-id", "12345");
+    assert!(quiver_server::api::cursor::try_inline(&f.state, &trx).is_none());
+    let other_db = Request::build(Method::POST, "/_db/nope/_api/cursor")
+        .with_body(r#"{"query":"FOR i IN 1..3 RETURN i * 2","count":true}"#.to_string());
+    assert!(quiver_server::api::cursor::try_inline(&f.state, &other_db).is_none());
+}
+
+#[test]
+fn query_cache_properties_report_the_cache_off() {
+    let f = fixture();
+    let r = f.call(None, Method::GET, "/_api/query-cache/properties", None);
+    assert_eq!(r.status.as_u16(), 200);
+    assert_eq!(body(&r)["mode"], "off");
+    assert_eq!(body(&r)["maxResults"], 128);
+    let r = f.call(
+        None,
+        Method::PUT,
+        "/_api/query-cache/properties",
+        Some(json!({"mode": "off", "maxResults": 10})),
+    );
+    assert_eq!(body(&r)["mode"], "off");
+    let r = f.call(
+        None,
+        Method::PUT,
+        "/_api/query-cache/properties",
+        Some(json!({"mode": "on"})),
+    );
+    assert_error(&r, 501, 9);
+    let r = f.call(None, Method::GET, "/_api/query-cache/entries", None);
+    assert_eq!(body(&r), json!([]));
+    let r = f.call(None, Method::DELETE, "/_api/query-cache", None);
+    assert_eq!(r.status.as_u16(), 200);
+}

@@ -38,7 +38,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
-            "cursor" | "query" | "explain" => cursor::route(state, req),
+            "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),
         },
         (Some("_admin"), Some(_)) => return admin::admin(state, req),
