@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Side-by-side A/B of the Pokec import: two server builds, a fresh server and data directory per
+# run, alternating A and B for ROUNDS rounds; prints import seconds, server CPU and peak RSS.
+#
+#   bench/pokec-import-ab.sh A_BIN B_BIN DATA_DIR      (DATA_DIR written by `quiver bench pokec generate`)
+#
+# Env: ROUNDS (default 2). The load client is B_BIN's `bench pokec load`.
+set -euo pipefail
+A=$1 B=$2 DATA=$3 ROUNDS=${ROUNDS:-2}
+for r in $(seq "$ROUNDS"); do
+  for name in A B; do
+    bin=$A; [ "$name" = B ] && bin=$B
+    dir=$(mktemp -d "${TMPDIR:-/tmp}/pokec-import-ab.XXXXXX")
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    "$bin" serve --server.endpoint "tcp://127.0.0.1:$port" --database.directory "$dir" >/dev/null 2>&1 &
+    pid=$!
+    for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/_api/version" >/dev/null && break; sleep 0.1; done
+    report=$dir.json
+    "$B" bench pokec load --endpoint "tcp://127.0.0.1:$port" --dir "$DATA" --server-pid "$pid" \
+      --report "$report" >/dev/null
+    python3 - "$r" "$name" "$report" <<'PY'
+import json, sys
+r, name, path = sys.argv[1:]
+j = json.load(open(path))
+print(f'round {r} build {name}: profiles {j["profiles"]["seconds"]:.1f} s, relations '
+      f'{j["relations"]["seconds"]:.1f} s, server CPU {j["serverCpuSeconds"]} s, '
+      f'peak RSS {j["peakRssKiB"] // 1024} MiB')
+PY
+    kill "$pid"; wait "$pid" 2>/dev/null || true
+    rm -rf "$dir" "$report"
+  done
+done
