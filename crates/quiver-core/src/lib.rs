@@ -82,6 +82,7 @@ pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
 };
+pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};

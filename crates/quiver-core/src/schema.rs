@@ -393,6 +393,14 @@ impl Node {
 /// The attributes the schema never sees.
 const SYSTEM_ATTRIBUTES: &[&str] = &["_key", "_id", "_rev", "_from", "_to"];
 
+/// `SCHEMA_VALIDATE()`: checks `doc` against a schema object's rule whatever its level (the
+/// function asks "is this valid", not "would this write be refused"); None when valid, else
+/// the schema's message. Error 1621 for an invalid rule.
+pub fn validate_with_schema(schema: &Value, doc: &Map<String, Value>) -> Result<Option<String>> {
+    let schema = Schema::compile(schema)?;
+    Ok((!schema.valid(doc)).then(|| schema.message.clone()))
+}
+
 impl Schema {
     /// Compiles a normalized schema object (`rule`, `level`, `message`); error 1621 for an
     /// invalid rule.

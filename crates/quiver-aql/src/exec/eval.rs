@@ -108,6 +108,14 @@ impl DataAccess for TxnData<'_> {
         self.txn.indexes(collection)
     }
 
+    fn collections(&self) -> Result<Vec<(String, String)>> {
+        self.txn.collections()
+    }
+
+    fn collection_schema(&self, collection: &str) -> Result<Value> {
+        self.txn.collection_schema(collection)
+    }
+
     fn scan(&self, collection: &str) -> Result<crate::source::DocIter> {
         self.txn.scan(collection)
     }

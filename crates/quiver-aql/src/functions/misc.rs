@@ -255,7 +255,10 @@ fn schema_validate(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Valu
     if !schema.is_object() {
         return Ok(ctx.invalid_argument());
     }
-    match ctx.data()?.validate_schema(schema, doc)? {
+    let Value::Object(doc) = doc else {
+        return Ok(ctx.invalid_argument());
+    };
+    match quiver_core::validate_with_schema(schema, doc)? {
         None => Ok(json!({"valid": true})),
         Some(message) => Ok(json!({"valid": false, "errorMessage": message})),
     }

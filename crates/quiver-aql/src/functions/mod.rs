@@ -167,15 +167,6 @@ pub trait DataAccess {
             "SCHEMA_GET() is not available in this context",
         ))
     }
-    /// Validates `doc` against a schema object (`{rule, level, message}`) the way collection
-    /// writes are validated (`SCHEMA_VALIDATE()`): None when valid, else the failure message.
-    fn validate_schema(&self, schema: &Value, doc: &Value) -> Result<Option<String>> {
-        let _ = (schema, doc);
-        Err(Error::with_message(
-            ErrorCode::NotImplemented,
-            "SCHEMA_VALIDATE() is not available in this context",
-        ))
-    }
 }
 
 /// Per-query state handed to every function call.

@@ -282,6 +282,20 @@ impl Transaction for CoreTransaction {
         self.coll(collection)?.indexes()
     }
 
+    fn collections(&self) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .reader()
+            .database()
+            .collections()
+            .iter()
+            .map(|c| (c.id().to_string(), c.name().to_string()))
+            .collect())
+    }
+
+    fn collection_schema(&self, collection: &str) -> Result<Value> {
+        Ok(self.coll(collection)?.schema().unwrap_or(Value::Null))
+    }
+
     fn geo_lookup(
         &self,
         collection: &str,

@@ -2,7 +2,7 @@
 //! executor run over quiver-core in production and over [`memory::MemorySource`] in unit and
 //! golden tests, and lets issue 6 add index access without touching the executor's callers.
 
-use quiver_errors::Result;
+use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
 pub mod core;
@@ -206,6 +206,20 @@ pub trait Transaction: Send {
     fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
         self.collection(collection)?;
         Ok(Vec::new())
+    }
+    /// Every collection of the query's database as `(id, name)`, sorted by name, system
+    /// collections included (`COLLECTIONS()`). A source without a catalog cannot list them.
+    fn collections(&self) -> Result<Vec<(String, String)>> {
+        Err(Error::with_message(
+            ErrorCode::NotImplemented,
+            "COLLECTIONS() is not available for this data source",
+        ))
+    }
+    /// The `schema` property of `collection` (`SCHEMA_GET()`): null when it has none; 1203 when
+    /// the collection does not exist. A source without schemas has none to report.
+    fn collection_schema(&self, collection: &str) -> Result<Value> {
+        self.collection(collection)?;
+        Ok(Value::Null)
     }
     /// The documents that geo index `index` (numeric id) of `collection` files under cells
     /// meeting `rect`, a superset of those whose shape meets it (callers re-check). None when
