@@ -18,13 +18,13 @@
 //! As in ArangoDB, documents the index does not hold (no valid coordinates) are never
 //! produced by an index scan, while a full scan would give them a `null` distance.
 
-use std::collections::{HashMap, HashSet};
-
 use quiver_core::geo::GeoFields;
 use serde_json::Value;
 
 use crate::ast::BinOp;
-use crate::index_select::{attribute_path, IndexCatalog, IndexScan};
+use crate::index_select::{
+    attribute_path, filter_stretch, remove_conjuncts, FilterStretch, IndexCatalog, IndexScan,
+};
 use crate::plan::{CExpr, NodeKind, Plan, Slot};
 use crate::source::IndexMeta;
 
@@ -218,33 +218,6 @@ struct BoundOn {
     inclusive: bool,
 }
 
-struct Part {
-    calc: usize,
-    part: usize,
-    expr: CExpr,
-}
-
-fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
-    match e {
-        CExpr::Binary(BinOp::And, a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
-        }
-        other => out.push(other.clone()),
-    }
-}
-
-fn rebuild_and(parts: Vec<CExpr>) -> CExpr {
-    let mut iter = parts.into_iter();
-    let Some(mut e) = iter.next() else {
-        return CExpr::Const(Value::Bool(true));
-    };
-    for p in iter {
-        e = CExpr::Binary(BinOp::And, Box::new(e), Box::new(p));
-    }
-    e
-}
-
 fn classify(
     view: &GeoView<'_>,
     var: Slot,
@@ -331,52 +304,12 @@ pub fn use_geo_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> bool {
             i += 1;
             continue;
         }
-        let mut later: HashSet<Slot> = HashSet::new();
-        for n in &plan.nodes[i..] {
-            later.extend(n.kind.writes());
-        }
+        let FilterStretch {
+            end,
+            conjuncts: parts,
+            later,
+        } = filter_stretch(plan, i);
         let available = |e: &CExpr| e.is_deterministic() && e.vars().is_disjoint(&later);
-        let mut end = i + 1;
-        while end < plan.nodes.len()
-            && matches!(
-                plan.nodes[end].kind,
-                NodeKind::Calculation { .. } | NodeKind::Filter { .. }
-            )
-        {
-            end += 1;
-        }
-        let mut parts: Vec<Part> = Vec::new();
-        for j in i + 1..end {
-            let NodeKind::Filter { input } = plan.nodes[j].kind else {
-                continue;
-            };
-            let Some(ci) = (i + 1..j).find(
-                |&c| matches!(&plan.nodes[c].kind, NodeKind::Calculation { out, .. } if *out == input),
-            ) else {
-                continue;
-            };
-            // A filter value something else also reads cannot lose its conjuncts.
-            let readers = plan
-                .nodes
-                .iter()
-                .filter(|n| n.kind.reads().contains(&input))
-                .count();
-            if readers > 1 {
-                continue;
-            }
-            let NodeKind::Calculation { expr, .. } = &plan.nodes[ci].kind else {
-                continue;
-            };
-            let mut list = Vec::new();
-            conjuncts(expr, &mut list);
-            for (pi, expr) in list.into_iter().enumerate() {
-                parts.push(Part {
-                    calc: ci,
-                    part: pi,
-                    expr,
-                });
-            }
-        }
         // `SORT <distance> ASC` right after the stretch, followed by a LIMIT.
         let sort_expr = match (plan.nodes.get(end), plan.nodes.get(end + 1)) {
             (Some(sort), Some(limit)) => match (&sort.kind, &limit.kind) {
@@ -486,26 +419,7 @@ pub fn use_geo_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> bool {
             projections: None,
             geo: Some(Box::new(search)),
         };
-        let mut by_calc: HashMap<usize, HashSet<usize>> = HashMap::new();
-        for &u in &used {
-            by_calc
-                .entry(parts[u].calc)
-                .or_default()
-                .insert(parts[u].part);
-        }
-        for (ci, served) in by_calc {
-            if let NodeKind::Calculation { expr, .. } = &mut plan.nodes[ci].kind {
-                let mut list = Vec::new();
-                conjuncts(expr, &mut list);
-                let rest: Vec<CExpr> = list
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(pi, _)| !served.contains(pi))
-                    .map(|(_, p)| p)
-                    .collect();
-                *expr = rebuild_and(rest);
-            }
-        }
+        remove_conjuncts(plan, used.iter().map(|&u| (parts[u].calc, parts[u].part)));
         plan.nodes[i].kind = NodeKind::IndexScan(Box::new(scan));
         if sorted {
             plan.nodes.remove(end);

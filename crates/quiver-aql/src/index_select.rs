@@ -154,7 +154,8 @@ fn classify(e: &CExpr, var: Slot, available: &dyn Fn(&CExpr) -> bool) -> Option<
     Some((path, cmp))
 }
 
-fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
+/// The operands of a chain of `&&` (the expression itself when it is no `&&`).
+pub(crate) fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
     match e {
         CExpr::Binary(BinOp::And, a, b) => {
             conjuncts(a, out);
@@ -164,7 +165,8 @@ fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
     }
 }
 
-fn rebuild_and(parts: Vec<CExpr>) -> CExpr {
+/// `a && b && …` of `parts`; `true` when none is left.
+pub(crate) fn rebuild_and(parts: Vec<CExpr>) -> CExpr {
     let mut iter = parts.into_iter();
     let Some(mut e) = iter.next() else {
         return CExpr::Const(Value::Bool(true));
@@ -173,6 +175,106 @@ fn rebuild_and(parts: Vec<CExpr>) -> CExpr {
         e = CExpr::Binary(BinOp::And, Box::new(e), Box::new(p));
     }
     e
+}
+
+/// One conjunct of a filter condition in the stretch after a collection loop.
+pub(crate) struct Conjunct {
+    /// The calculation node computing the filter's condition.
+    pub calc: usize,
+    /// The conjunct's position in that condition.
+    pub part: usize,
+    pub expr: CExpr,
+}
+
+/// What the index rules look at after the collection loop at node `i`: the stretch of
+/// calculations and filters right after it (ending before node `end`), the conjuncts of those
+/// filters whose condition nothing else reads (so conjuncts may be removed), and the slots
+/// written from the loop on (an expression reading one is not available to an index lookup).
+pub(crate) struct FilterStretch {
+    pub end: usize,
+    pub conjuncts: Vec<Conjunct>,
+    pub later: HashSet<Slot>,
+}
+
+pub(crate) fn filter_stretch(plan: &Plan, i: usize) -> FilterStretch {
+    let mut later: HashSet<Slot> = HashSet::new();
+    for n in &plan.nodes[i..] {
+        later.extend(n.kind.writes());
+    }
+    let mut end = i + 1;
+    while end < plan.nodes.len()
+        && matches!(
+            plan.nodes[end].kind,
+            NodeKind::Calculation { .. } | NodeKind::Filter { .. }
+        )
+    {
+        end += 1;
+    }
+    let mut out = Vec::new();
+    for j in i + 1..end {
+        let NodeKind::Filter { input } = plan.nodes[j].kind else {
+            continue;
+        };
+        let Some(ci) = (i + 1..j).find(
+            |&c| matches!(&plan.nodes[c].kind, NodeKind::Calculation { out, .. } if *out == input),
+        ) else {
+            continue;
+        };
+        // A filter value that something else also reads cannot lose its conjuncts.
+        let other_readers = plan
+            .nodes
+            .iter()
+            .enumerate()
+            .filter(|(k, n)| *k != j && n.kind.reads().contains(&input))
+            .count();
+        if other_readers > 0 {
+            continue;
+        }
+        let NodeKind::Calculation { expr, .. } = &plan.nodes[ci].kind else {
+            continue;
+        };
+        let mut parts = Vec::new();
+        conjuncts(expr, &mut parts);
+        for (part, expr) in parts.into_iter().enumerate() {
+            out.push(Conjunct {
+                calc: ci,
+                part,
+                expr,
+            });
+        }
+    }
+    FilterStretch {
+        end,
+        conjuncts: out,
+        later,
+    }
+}
+
+/// Removes the conjuncts at `(calculation node, position)` from their calculations (an index
+/// answers them). Returns whether any was removed.
+pub(crate) fn remove_conjuncts(
+    plan: &mut Plan,
+    served: impl IntoIterator<Item = (usize, usize)>,
+) -> bool {
+    let mut by_calc: HashMap<usize, HashSet<usize>> = HashMap::new();
+    for (calc, part) in served {
+        by_calc.entry(calc).or_default().insert(part);
+    }
+    let removed = !by_calc.is_empty();
+    for (ci, parts_used) in by_calc {
+        if let NodeKind::Calculation { expr, .. } = &mut plan.nodes[ci].kind {
+            let mut parts = Vec::new();
+            conjuncts(expr, &mut parts);
+            let rest: Vec<CExpr> = parts
+                .into_iter()
+                .enumerate()
+                .filter(|(pi, _)| !parts_used.contains(pi))
+                .map(|(_, p)| p)
+                .collect();
+            *expr = rebuild_and(rest);
+        }
+    }
+    removed
 }
 
 struct Match {
@@ -362,58 +464,25 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             continue;
         };
         let hint = catalog.hints.get(&var);
-        let mut later: HashSet<Slot> = HashSet::new();
-        for n in &plan.nodes[i..] {
-            later.extend(n.kind.writes());
-        }
+        let FilterStretch {
+            end,
+            conjuncts: parts,
+            later,
+        } = filter_stretch(plan, i);
         let available = |e: &CExpr| e.is_deterministic() && e.vars().is_disjoint(&later);
-        // The stretch of calculations and filters right after the loop.
-        let mut end = i + 1;
-        while end < plan.nodes.len()
-            && matches!(
-                plan.nodes[end].kind,
-                NodeKind::Calculation { .. } | NodeKind::Filter { .. }
-            )
-        {
-            end += 1;
-        }
-        let mut conds: Vec<Cond> = Vec::new();
-        for j in i + 1..end {
-            let NodeKind::Filter { input } = plan.nodes[j].kind else {
-                continue;
-            };
-            let Some(ci) = (i + 1..j).find(
-                |&c| matches!(&plan.nodes[c].kind, NodeKind::Calculation { out, .. } if *out == input),
-            ) else {
-                continue;
-            };
-            // A filter value that something else also reads cannot lose its conjuncts.
-            let other_readers = plan
-                .nodes
-                .iter()
-                .enumerate()
-                .filter(|(k, n)| *k != j && n.kind.reads().contains(&input))
-                .count();
-            if other_readers > 0 {
-                continue;
-            }
-            let NodeKind::Calculation { expr, .. } = &plan.nodes[ci].kind else {
-                continue;
-            };
-            let mut parts = Vec::new();
-            conjuncts(expr, &mut parts);
-            for (pi, part) in parts.iter().enumerate() {
-                if let Some((path, cmp)) = classify(part, var, &available) {
-                    conds.push(Cond {
-                        calc: ci,
-                        part: pi,
-                        path,
-                        cmp,
-                        expr: part.clone(),
-                    });
-                }
-            }
-        }
+        let conds: Vec<Cond> = parts
+            .into_iter()
+            .filter_map(|p| {
+                let (path, cmp) = classify(&p.expr, var, &available)?;
+                Some(Cond {
+                    calc: p.calc,
+                    part: p.part,
+                    path,
+                    cmp,
+                    expr: p.expr,
+                })
+            })
+            .collect();
         // A SORT right after the stretch, over attributes of the loop variable.
         let sort_at = (end < plan.nodes.len())
             .then(|| match &plan.nodes[end].kind {
@@ -513,25 +582,7 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             scan.estimated_items = *count as f64;
         }
         // Remove the covered conjuncts from their calculations.
-        let mut by_calc: HashMap<usize, HashSet<usize>> = HashMap::new();
-        for &u in &used {
-            by_calc
-                .entry(conds[u].calc)
-                .or_default()
-                .insert(conds[u].part);
-        }
-        for (ci, parts_used) in by_calc {
-            if let NodeKind::Calculation { expr, .. } = &mut plan.nodes[ci].kind {
-                let mut parts = Vec::new();
-                conjuncts(expr, &mut parts);
-                let rest: Vec<CExpr> = parts
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(pi, _)| !parts_used.contains(pi))
-                    .map(|(_, p)| p)
-                    .collect();
-                *expr = rebuild_and(rest);
-            }
+        if remove_conjuncts(plan, used.iter().map(|&u| (conds[u].calc, conds[u].part))) {
             covered = true;
         }
         plan.nodes[i].kind = NodeKind::IndexScan(Box::new(scan));

@@ -16,6 +16,7 @@ use serde_json::Value;
 use crate::ast::BinOp;
 
 mod graph;
+use crate::index_select::{conjuncts, rebuild_and};
 use crate::plan::{CExpr, ListSource, Node, NodeKind, Plan, QueryPlan, Slot};
 
 /// Every rule this optimizer knows, in the order they run.
@@ -374,27 +375,6 @@ impl IndexCandidate for PrimaryIndex {
             multi: op == BinOp::In,
         })
     }
-}
-
-fn conjuncts(e: &CExpr, out: &mut Vec<CExpr>) {
-    match e {
-        CExpr::Binary(BinOp::And, a, b) => {
-            conjuncts(a, out);
-            conjuncts(b, out);
-        }
-        other => out.push(other.clone()),
-    }
-}
-
-fn rebuild_and(mut parts: Vec<CExpr>) -> CExpr {
-    if parts.is_empty() {
-        return CExpr::Const(Value::Bool(true));
-    }
-    let mut e = parts.remove(0);
-    for p in parts {
-        e = CExpr::Binary(BinOp::And, Box::new(e), Box::new(p));
-    }
-    e
 }
 
 /// Returns (an index replaced a scan, a filter condition became redundant).

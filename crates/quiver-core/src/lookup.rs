@@ -374,25 +374,8 @@ pub(crate) fn geo_candidates(
     let ix = coll.maintained_index(index)?;
     let cid = coll.id();
     let name = coll.name();
-    let tick = snapshot.tick();
-    let candidates = ix.read(|cur, retired| {
-        let geo = cur.as_any().downcast_ref::<GeoIndex>()?;
-        let mut found = geo.candidates(rect);
-        for (t, old) in retired {
-            if *t > tick {
-                if let Some(old) = old.as_any().downcast_ref::<GeoIndex>() {
-                    found.extend(old.candidates(rect));
-                }
-            }
-        }
-        Some(found)
-    });
-    let Some(candidates) = candidates else {
-        return Err(Error::with_message(
-            ErrorCode::BadParameter,
-            "this index is not a geo index",
-        ));
-    };
+    let candidates =
+        structure_candidates(&ix, snapshot, "geo", |geo: &GeoIndex| geo.candidates(rect))?;
     let mut out = Vec::new();
     let mut seen: HashSet<Arc<str>> = HashSet::new();
     let staged =
@@ -408,16 +391,57 @@ pub(crate) fn geo_candidates(
             }
         }
     }
+    push_staged(&mut out, staging, cid, &name)?;
+    Ok(out)
+}
+
+/// What index structure `S` of `ix` names for a lookup (`find`), in the current structure and
+/// in those a truncate retired after `snapshot` (they still hold what it sees). Error 10 when
+/// the index is not of that kind.
+fn structure_candidates<S: 'static, R: IntoIterator + Extend<R::Item>>(
+    ix: &MaintainedIndex,
+    snapshot: &Snapshot,
+    kind: &str,
+    find: impl Fn(&S) -> R,
+) -> Result<R> {
+    let tick = snapshot.tick();
+    ix.read(|cur, retired| {
+        let mut found = find(cur.as_any().downcast_ref::<S>()?);
+        for (t, old) in retired {
+            if *t > tick {
+                if let Some(old) = old.as_any().downcast_ref::<S>() {
+                    found.extend(find(old));
+                }
+            }
+        }
+        Some(found)
+    })
+    .ok_or_else(|| {
+        Error::with_message(
+            ErrorCode::BadParameter,
+            format!("this index is not a {kind} index"),
+        )
+    })
+}
+
+/// Appends every document a transaction staged in collection `cid` (the index lookups above
+/// only know committed versions).
+fn push_staged(
+    out: &mut Vec<Value>,
+    staging: Option<&Staging>,
+    cid: CollectionId,
+    name: &str,
+) -> Result<()> {
     if let Some(st) = staging {
         for ((c, key), entry) in &st.entries {
             if *c == cid {
                 if let Some((_, body)) = &entry.current {
-                    out.push(decode_with_id(body, &name, key)?);
+                    out.push(decode_with_id(body, name, key)?);
                 }
             }
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The documents of `coll` that its fulltext index `index` names as candidates for `query`,
@@ -435,26 +459,9 @@ pub(crate) fn fulltext_candidates(
     let ix = coll.maintained_index(index)?;
     let cid = coll.id();
     let name = coll.name();
-    let tick = snapshot.tick();
-    let candidates = ix.read(|cur, retired| {
-        let ft = cur.as_any().downcast_ref::<FulltextIndex>()?;
-        let mut found = ft.candidates(query);
-        // Structures a truncate retired after this snapshot still hold what it sees.
-        for (t, old) in retired {
-            if *t > tick {
-                if let Some(old) = old.as_any().downcast_ref::<FulltextIndex>() {
-                    found.extend(old.candidates(query));
-                }
-            }
-        }
-        Some(found)
-    });
-    let Some(candidates) = candidates else {
-        return Err(Error::with_message(
-            ErrorCode::BadParameter,
-            "this index is not a fulltext index",
-        ));
-    };
+    let candidates = structure_candidates(&ix, snapshot, "fulltext", |ft: &FulltextIndex| {
+        ft.candidates(query)
+    })?;
     let staged =
         |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
     let mut keys: Vec<Arc<str>> = candidates.into_iter().filter(|k| !staged(k)).collect();
@@ -466,14 +473,6 @@ pub(crate) fn fulltext_candidates(
             out.push(decode_with_id(&doc.body, &name, &key)?);
         }
     }
-    if let Some(st) = staging {
-        for ((c, key), entry) in &st.entries {
-            if *c == cid {
-                if let Some((_, body)) = &entry.current {
-                    out.push(decode_with_id(body, &name, key)?);
-                }
-            }
-        }
-    }
+    push_staged(&mut out, staging, cid, &name)?;
     Ok(out)
 }

@@ -7,8 +7,9 @@ use std::collections::{BTreeSet, HashSet};
 
 use serde_json::Value;
 
-use super::{conjuncts, nodes_use_only_attributes, reads_after, rebuild_and};
+use super::{nodes_use_only_attributes, reads_after};
 use crate::ast::{GraphKind, Quantifier};
+use crate::index_select::{conjuncts, rebuild_and};
 use crate::plan::{CExpr, NodeKind, PathCondition, Plan, Produce, Slot};
 
 /// How a path condition depends on the path: `Some(k)` when its value is fixed once the
