@@ -207,7 +207,9 @@ pub(crate) fn revision_conflict(collection: &str, key: &str, current: Revision) 
     .with_extra("_rev", Value::String(current.encode()))
 }
 
-/// The duplicate-key error (409/1210), worded as ArangoDB does.
+/// The duplicate-key error (409/1210), worded as ArangoDB does. The envelope carries only the
+/// four standard attributes, as ArangoDB's (python-arango compares the body exactly); the key is
+/// named in the message.
 pub(crate) fn unique_violation(key: &str) -> Error {
     Error::with_message(
         ErrorCode::UniqueConstraintViolated,
@@ -215,7 +217,6 @@ pub(crate) fn unique_violation(key: &str) -> Error {
             "unique constraint violated - in index primary of type primary over '_key'; conflicting key: {key}"
         ),
     )
-    .with_extra("_key", Value::String(key.to_string()))
 }
 
 /// A JSON-escaped string without its surrounding quotes.

@@ -170,7 +170,6 @@ impl UniqueIndex {
                 self.def.fields.join(", ")
             ),
         )
-        .with_extra("_key", Value::String(key.to_string()))
     }
 
     /// Builds the map from `snapshot` if it is not built (or is due for a rebuild). The caller

@@ -80,6 +80,27 @@ fn server_endpoints() {
     );
     let e = assert_success(&f.call(Method::GET, "/_api/engine", None), 200);
     assert_eq!(e["name"], "rocksdb");
+    // The engine lists every index type the index API accepts (python-arango reads it).
+    let listed = e["supports"]["indexes"].as_array().unwrap();
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "ix"})),
+    );
+    for kind in ["persistent", "ttl", "geo", "fulltext", "inverted"] {
+        assert!(listed.contains(&json!(kind)), "{kind}");
+        let field = if kind == "inverted" {
+            json!({"name": "a"})
+        } else {
+            json!("a")
+        };
+        let mut def = json!({"type": kind, "fields": [field]});
+        if kind == "ttl" {
+            def["expireAfter"] = json!(10);
+        }
+        let r = f.call(Method::POST, "/_api/index?collection=ix", Some(def));
+        assert!(r.status.is_success(), "{kind}: {r:?}");
+    }
     let role = assert_success(&f.call(Method::GET, "/_admin/server/role", None), 200);
     assert_eq!(
         (role["role"].clone(), role["error"].clone()),
@@ -947,4 +968,212 @@ fn aql_routes() {
     assert_eq!(b["collections"], json!(["c"]));
     assert_success(&f.call(Method::GET, "/_api/query/properties", None), 200);
     assert_error(&f.call(Method::GET, "/_api/query/bogus/x", None), 404, 404);
+}
+
+/// The keys of a JSON object, sorted.
+fn keys(v: &Value) -> Vec<String> {
+    let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+    k.sort();
+    k
+}
+
+/// Issue 3 audit: error bodies carry exactly ArangoDB 3.12's attributes. A duplicate key is
+/// the plain four-attribute envelope (python-arango compares it exactly); a multi-document
+/// item error is `error`/`errorNum`/`errorMessage` only, also for revision conflicts
+/// (python-arango counts an item with `_id` as a success).
+#[test]
+fn error_bodies_carry_exactly_arangodb_attributes() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    f.call(
+        Method::POST,
+        "/_api/index?collection=c",
+        Some(json!({"type": "persistent", "fields": ["u"], "unique": true})),
+    );
+    let created = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/c",
+            Some(json!({"_key": "a", "u": 1})),
+        ),
+        202,
+    );
+    let envelope = ["code", "error", "errorMessage", "errorNum"];
+    for doc in [json!({"_key": "a"}), json!({"_key": "b", "u": 1})] {
+        let r = f.call(Method::POST, "/_api/document/c", Some(doc));
+        assert_error(&r, 409, 1210);
+        assert_eq!(keys(&body(&r)), envelope, "{r:?}");
+        assert!(body(&r)["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("unique constraint violated"));
+    }
+    // A single-document revision conflict keeps `_id`, `_key`, `_rev` (412).
+    let r = f.call(
+        Method::PUT,
+        "/_api/document/c/a?ignoreRevs=false",
+        Some(json!({"_rev": "_xxxxxxxxx-", "u": 2})),
+    );
+    assert_error(&r, 412, 1200);
+    assert_eq!(body(&r)["_rev"], created["_rev"]);
+
+    let item = ["error", "errorMessage", "errorNum"];
+    let multi = [
+        (
+            Method::POST,
+            "/_api/document/c",
+            json!([{"_key": "a"}, {"_key": "n1", "u": 1}]),
+        ),
+        (
+            Method::PUT,
+            "/_api/document/c?ignoreRevs=false",
+            json!([{"_key": "a", "_rev": "_xxxxxxxxx-"}]),
+        ),
+        (
+            Method::PATCH,
+            "/_api/document/c?ignoreRevs=false",
+            json!([{"_key": "a", "_rev": "_xxxxxxxxx-"}]),
+        ),
+        (
+            Method::DELETE,
+            "/_api/document/c?ignoreRevs=false",
+            json!([{"_key": "a", "_rev": "_xxxxxxxxx-"}, "missing"]),
+        ),
+        (
+            Method::PUT,
+            "/_api/document/c?onlyget=true&ignoreRevs=false",
+            json!([{"_key": "a", "_rev": "_xxxxxxxxx-"}, "missing"]),
+        ),
+    ];
+    for (method, target, payload) in multi {
+        let r = f.call(method.clone(), target, Some(payload));
+        assert!(r.status.is_success(), "{method} {target}: {r:?}");
+        assert!(r.header("x-arango-error-codes").is_some(), "{r:?}");
+        for entry in body(&r).as_array().unwrap() {
+            assert_eq!(keys(entry), item, "{method} {target}: {entry}");
+            assert!(entry.get("_id").is_none());
+        }
+    }
+    // Nothing above changed the stored document.
+    let r = f.call(Method::GET, "/_api/document/c/a", None);
+    assert_eq!(assert_success(&r, 200)["_rev"], created["_rev"]);
+}
+
+/// Issue 3 audit: a collection that was never written reports revision "0" (`revision` and
+/// `checksum`), as ArangoDB does; a written one an encoded `_rev`-style revision.
+#[test]
+fn never_written_collection_reports_revision_zero() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let r = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/revision", None),
+        200,
+    );
+    assert_eq!(r["revision"], "0");
+    let r = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/checksum", None),
+        200,
+    );
+    assert_eq!(
+        (r["checksum"].clone(), r["revision"].clone()),
+        (json!("0"), json!("0"))
+    );
+    let doc = assert_success(
+        &f.call(Method::POST, "/_api/document/c", Some(json!({}))),
+        202,
+    );
+    let r = assert_success(
+        &f.call(Method::GET, "/_api/collection/c/revision", None),
+        200,
+    );
+    assert_eq!(r["revision"], doc["_rev"]);
+    let r = assert_success(
+        &f.call(
+            Method::GET,
+            "/_api/collection/c/checksum?withData=true",
+            None,
+        ),
+        200,
+    );
+    assert_eq!(r["revision"], doc["_rev"]);
+    assert_ne!(r["checksum"], "0");
+}
+
+/// Issue 3 audit: import `details` are worded as ArangoDB's import handler words them, in its
+/// order (input errors first, then refused inserts), and `complete=true` answers an input error
+/// with that error's number.
+#[test]
+fn import_details_wording() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "e", "type": 3})),
+    );
+    f.call(Method::POST, "/_api/document/c", Some(json!({"_key": "a"})));
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=c&type=documents&details=true",
+        )
+        .with_body("{\"_key\":\"a\"}\nnot json\n[1]\n{\"_key\":\"ok\"}\n"),
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(
+        (b["created"].clone(), b["errors"].clone()),
+        (json!(1), json!(3))
+    );
+    assert_eq!(
+        b["details"],
+        json!([
+            "at position 2: invalid JSON type (expecting object, probably parse error), offending context: not json",
+            "at position 3: invalid JSON type (expecting object), offending document: [1]",
+            "at position 1: creating document failed with error 'unique constraint violated', offending document: {\"_key\":\"a\"}",
+        ])
+    );
+    let r = f.raw(
+        Request::build(Method::POST, "/_api/import?collection=c&details=true")
+            .with_body("[\"_key\",\"v\"]\n[\"t\"]\n7\n"),
+    );
+    assert_eq!(
+        assert_success(&r, 201)["details"],
+        json!([
+            "at position 1: wrong number of JSON values (got 1, expected 2)",
+            "at position 2: no valid JSON array data",
+        ])
+    );
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=e&type=documents&details=true&fromPrefix=v",
+        )
+        .with_body("{\"_from\":\"a\"}\n{\"_from\":\"a\",\"_to\":\"bad\"}\n{\"_from\":\"a\",\"_to\":\"w/b\"}\n"),
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(
+        (b["created"].clone(), b["errors"].clone()),
+        (json!(1), json!(2))
+    );
+    assert_eq!(
+        b["details"],
+        json!([
+            "at position 1: missing '_from' or '_to' attribute, offending document: {\"_from\":\"v/a\"}",
+            "at position 2: creating document failed with error 'edge attribute missing or invalid', offending document: {\"_from\":\"v/a\",\"_to\":\"bad\"}",
+        ])
+    );
+    for (payload, status, num) in [
+        ("[1]\n", 400, 1227),
+        ("{\"_from\":\"v/a\"}\n", 400, 1233),
+        ("nope\n", 400, 400),
+    ] {
+        let r = f.raw(
+            Request::build(
+                Method::POST,
+                "/_api/import?collection=e&type=documents&complete=true",
+            )
+            .with_body(payload),
+        );
+        assert_error(&r, status, num);
+    }
 }

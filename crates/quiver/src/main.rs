@@ -365,39 +365,98 @@ fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("size '{text}' is too large"))
 }
 
-/// Reads an ArangoDB configuration file into `--section.key=value` arguments. Comments
-/// start with `#` or `;`; keys outside a section are used as they are.
+/// How deeply `@include` lines may nest (arangod forbids only recursion; a bound keeps a long
+/// chain of distinct files from running away).
+const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// Reads an ArangoDB configuration file (arangod's `.conf` format) into `--section.key=value`
+/// arguments: `#`/`;` comment lines, `[section]` headers, `key = value` lines (a key that
+/// already has a dot is used as it is), `[section:community]` sections (read) and
+/// `[section:enterprise]` sections (skipped, as a community arangod does), and
+/// `@include FILE` lines (`.conf` appended when missing, relative to the including file when
+/// not found as given; recursion is an error).
 fn config_file_args(path: &Path) -> Result<Vec<String>, String> {
+    let mut args = Vec::new();
+    let mut seen = Vec::new();
+    read_config_file(path, &mut seen, &mut args)?;
+    Ok(args)
+}
+
+fn read_config_file(
+    path: &Path,
+    seen: &mut Vec<PathBuf>,
+    args: &mut Vec<String>,
+) -> Result<(), String> {
+    if seen.len() >= MAX_INCLUDE_DEPTH {
+        return Err(format!(
+            "{}: configuration files nest deeper than {MAX_INCLUDE_DEPTH} includes",
+            path.display()
+        ));
+    }
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read configuration file {}: {e}", path.display()))?;
+    seen.push(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
     let mut section = String::new();
-    let mut args = Vec::new();
+    let mut enterprise_only = false;
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
             continue;
         }
+        let at = || format!("{}:{}", path.display(), n + 1);
         if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = name.trim().to_string();
+            let name = name.trim();
+            let (name, edition) = name.split_once(':').unwrap_or((name, ""));
+            enterprise_only = match edition {
+                "" | "community" => false,
+                "enterprise" => true,
+                other => return Err(format!("{}: unknown section suffix ':{other}'", at())),
+            };
+            section = name.to_string();
+            continue;
+        }
+        if let Some(target) = line.strip_prefix("@include") {
+            let mut target = target.trim().to_string();
+            if target.is_empty() {
+                return Err(format!("{}: @include needs a file name", at()));
+            }
+            if !target.ends_with(".conf") {
+                target.push_str(".conf");
+            }
+            let mut include = PathBuf::from(&target);
+            if !include.is_file() {
+                if let Some(dir) = path.parent() {
+                    include = dir.join(&target);
+                }
+            }
+            let canonical = std::fs::canonicalize(&include).unwrap_or_else(|_| include.clone());
+            if seen.contains(&canonical) {
+                return Err(format!(
+                    "{}: recursive include of {}",
+                    at(),
+                    include.display()
+                ));
+            }
+            read_config_file(&include, seen, args)?;
             continue;
         }
         let Some((key, value)) = line.split_once('=') else {
-            return Err(format!(
-                "{}:{}: expected 'key = value', found '{line}'",
-                path.display(),
-                n + 1
-            ));
+            return Err(format!("{}: expected 'key = value', found '{line}'", at()));
         };
+        if enterprise_only {
+            continue;
+        }
         let key = key.trim();
         let value = value.trim().trim_matches('"');
-        let name = if section.is_empty() {
+        let name = if section.is_empty() || key.contains('.') {
             key.to_string()
         } else {
             format!("{section}.{key}")
         };
         args.push(format!("--{name}={value}"));
     }
-    Ok(args)
+    seen.pop();
+    Ok(())
 }
 
 /// Finds `--configuration FILE` / `-c FILE` among the raw arguments.
@@ -554,7 +613,8 @@ fn main() -> ExitCode {
     // Configuration file values go first so that command-line options override them.
     let mut args = vec![raw.first().cloned().unwrap_or_else(|| "quiver".into())];
     let mut rest: Vec<String> = raw.get(1..).unwrap_or(&[]).to_vec();
-    if let Some(path) = configuration_path(&rest) {
+    // `--configuration none` (arangod's way to skip its default file) reads nothing.
+    if let Some(path) = configuration_path(&rest).filter(|p| p.as_os_str() != "none") {
         match config_file_args(&path) {
             Ok(file_args) => {
                 // Keep a leading subcommand in front of the options it takes.
@@ -632,6 +692,36 @@ mod tests {
         assert_eq!(cli.serve.journal_size, 1 << 20);
         std::fs::write(&path, "[server]\nnot a key value line\n").unwrap();
         assert!(config_file_args(&path).is_err());
+    }
+
+    #[test]
+    fn config_file_includes_dotted_keys_and_edition_sections() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("common.conf"), "[log]\nlevel = debug\n").unwrap();
+        let main = dir.path().join("main.conf");
+        std::fs::write(
+            &main,
+            "; arangod-style\n@include common\n[server]\nendpoint = tcp://127.0.0.1:1\n\
+             database.directory = /tmp/dotted\n[server:enterprise]\nendpoint = tcp://127.0.0.1:2\n\
+             [wal:community]\nsync-interval = 7\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config_file_args(&main).unwrap(),
+            [
+                "--log.level=debug",
+                "--server.endpoint=tcp://127.0.0.1:1",
+                "--database.directory=/tmp/dotted",
+                "--wal.sync-interval=7",
+            ]
+        );
+        // Recursion and a bad section suffix are errors, not loops or silent skips.
+        std::fs::write(dir.path().join("common.conf"), "@include main.conf\n").unwrap();
+        assert!(config_file_args(&main)
+            .unwrap_err()
+            .contains("recursive include"));
+        std::fs::write(&main, "[server:cloud]\nendpoint = x\n").unwrap();
+        assert!(config_file_args(&main).is_err());
     }
 
     #[test]

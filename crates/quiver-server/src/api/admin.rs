@@ -78,7 +78,11 @@ pub fn engine(_state: &ServerState, req: &Request) -> Response {
                 "name": "rocksdb",
                 "supports": {
                     "dfdb": false,
-                    "indexes": ["primary", "edge"],
+                    // Every type `POST /_api/index` accepts, as ArangoDB lists its own.
+                    "indexes": [
+                        "primary", "edge", "persistent", "hash", "skiplist", "ttl", "geo",
+                        "fulltext", "zkd", "mdi", "mdi-prefixed", "inverted"
+                    ],
                     "aliases": {"indexes": {"hash": "persistent", "skiplist": "persistent"}}
                 }
             }),

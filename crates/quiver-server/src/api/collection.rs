@@ -87,18 +87,19 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 )),
                 ("revision", true, _) => Ok(described(
                     coll.properties(),
-                    &[("revision", json!(coll.revision()?.encode()))],
+                    &[("revision", json!(coll.revision_string()?))],
                 )),
                 ("checksum", true, _) => {
-                    let (checksum, revision) = coll.checksum(
+                    let (checksum, _) = coll.checksum(
                         req.bool_param("withRevisions", false),
                         req.bool_param("withData", false),
                     )?;
+                    // A never-written collection reports revision "0", as ArangoDB does.
                     Ok(described(
                         coll.basic_info(),
                         &[
                             ("checksum", json!(checksum)),
-                            ("revision", json!(revision.encode())),
+                            ("revision", json!(coll.revision_string()?)),
                         ],
                     ))
                 }

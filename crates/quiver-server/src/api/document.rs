@@ -96,13 +96,16 @@ fn location(req: &Request, id: &str) -> String {
     out
 }
 
-/// A per-item error object of multi-document responses: the envelope without `code`.
+/// A per-item error object of multi-document responses: exactly `error`, `errorNum` and
+/// `errorMessage`, as ArangoDB 3.12 builds them. A revision conflict's `_id`/`_key`/`_rev`
+/// stay out: python-arango takes every item that has an `_id` for a success.
 fn item_error(err: &Error, out: &mut Vec<u8>) {
-    let mut env = err.to_envelope();
-    if let Value::Object(map) = &mut env {
-        map.shift_remove("code");
-    }
-    let _ = serde_json::to_writer(&mut *out, &env);
+    let item = serde_json::json!({
+        "error": true,
+        "errorNum": err.number(),
+        "errorMessage": err.message,
+    });
+    let _ = serde_json::to_writer(&mut *out, &item);
 }
 
 /// `X-Arango-Error-Codes`: errorNum → count, as a JSON object (what ArangoDB 3.12 sends).

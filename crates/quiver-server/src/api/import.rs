@@ -12,22 +12,48 @@ use crate::{method_not_allowed, Request, Response, ServerState};
 /// lock hold time of one engine batch for very large imports.
 const CHUNK: usize = 10_000;
 
-/// One input item: a document, or the reason it cannot be one.
+/// One input item: a document, or why it cannot be one: the error `complete=true` answers
+/// with and the `details` text after "at position N: ", worded as ArangoDB's import handler
+/// words it.
 enum Item {
     Doc(Value),
-    Invalid(String, String),
+    Invalid(ErrorCode, String),
 }
 
 fn bad(message: impl Into<String>) -> Error {
     Error::with_message(ErrorCode::HttpBadParameter, message)
 }
 
+/// The offending input as ArangoDB quotes it in `details`: at most 255 bytes, then "...".
 fn snippet(text: &str) -> String {
-    let mut end = text.len().min(256);
+    if text.len() <= 255 {
+        return text.to_string();
+    }
+    let mut end = 255;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text[..end].to_string()
+    format!("{}...", &text[..end])
+}
+
+fn parse_error(line: &str) -> Item {
+    Item::Invalid(
+        ErrorCode::HttpBadParameter,
+        format!(
+            "invalid JSON type (expecting object, probably parse error), offending context: {}",
+            snippet(line)
+        ),
+    )
+}
+
+fn not_an_object(text: &str) -> Item {
+    Item::Invalid(
+        ErrorCode::DocumentTypeInvalid,
+        format!(
+            "invalid JSON type (expecting object), offending document: {}",
+            snippet(text)
+        ),
+    )
 }
 
 /// Splits the body into lines, keeping CRLF and LF line ends apart from the content.
@@ -48,8 +74,8 @@ fn parse_documents(body: &str, empty: &mut u64) -> Vec<Item> {
         }
         items.push(match crate::json::parse(line.as_bytes()) {
             Ok(v @ Value::Object(_)) => Item::Doc(v),
-            Ok(_) => Item::Invalid("invalid JSON type (expecting object)".into(), snippet(line)),
-            Err(e) => Item::Invalid(e.message, snippet(line)),
+            Ok(other) => not_an_object(&other.to_string()),
+            Err(_) => parse_error(line),
         });
     }
     items
@@ -69,10 +95,7 @@ fn parse_array(body: &str) -> Result<Vec<Item>> {
         .into_iter()
         .map(|v| match v {
             v @ Value::Object(_) => Item::Doc(v),
-            other => Item::Invalid(
-                "invalid JSON type (expecting object)".into(),
-                snippet(&other.to_string()),
-            ),
+            other => not_an_object(&other.to_string()),
         })
         .collect())
 }
@@ -106,20 +129,24 @@ fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Ve
             Ok(Value::Array(values)) => values,
             Ok(_) => {
                 items.push(Item::Invalid(
+                    ErrorCode::HttpBadParameter,
                     "no valid JSON array data".into(),
-                    snippet(line),
                 ));
                 continue;
             }
-            Err(e) => {
-                items.push(Item::Invalid(e.message, snippet(line)));
+            Err(_) => {
+                items.push(parse_error(line));
                 continue;
             }
         };
         if values.len() != names.len() && !(ignore_missing && values.len() < names.len()) {
             items.push(Item::Invalid(
-                "wrong number of JSON values".into(),
-                snippet(line),
+                ErrorCode::HttpBadParameter,
+                format!(
+                    "wrong number of JSON values (got {}, expected {})",
+                    values.len(),
+                    names.len()
+                ),
             ));
             continue;
         }
@@ -147,10 +174,26 @@ fn apply_prefix(doc: &mut Value, attr: &str, prefix: Option<&str>, overwrite: bo
     }
 }
 
-fn detail(position: usize, message: &str, document: &str) -> String {
+/// The `details` text of a document the core refused. ArangoDB names the error by its default
+/// message (no key or attribute), so the text does not depend on the message's detail.
+fn write_failure(error: &Error, document: &str) -> String {
     format!(
-        "at position {position}: creating document failed with error '{message}', offending document: {document}"
+        "creating document failed with error '{}', offending document: {document}",
+        Error::new(error.code).message
     )
+}
+
+/// ArangoDB's import handler checks edges itself before inserting: `_from` and `_to` (after
+/// the prefixes) must be strings; whether they are valid handles is the insert's check (1233).
+fn missing_edge_attribute(doc: &Value) -> Option<String> {
+    let is_string = |attr: &str| doc.get(attr).is_some_and(Value::is_string);
+    if is_string("_from") && is_string("_to") {
+        return None;
+    }
+    Some(format!(
+        "missing '_from' or '_to' attribute, offending document: {}",
+        snippet(&doc.to_string())
+    ))
 }
 
 /// `POST /_api/import`.
@@ -210,23 +253,30 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let mut errors = 0u64;
     let mut docs = Vec::with_capacity(items.len());
     let mut positions = Vec::with_capacity(items.len());
+    let edges = coll.is_edge();
     for (index, item) in items.into_iter().enumerate() {
-        match item {
+        let (code, problem) = match item {
             Item::Doc(mut doc) => {
                 apply_prefix(&mut doc, "_from", from_prefix, overwrite_prefix);
                 apply_prefix(&mut doc, "_to", to_prefix, overwrite_prefix);
-                positions.push(index + 1);
-                docs.push(doc);
-            }
-            Item::Invalid(message, text) => {
-                if complete {
-                    return Err(bad(format!("at position {}: {message}", index + 1)));
-                }
-                errors += 1;
-                if want_details {
-                    details.push(detail(index + 1, &message, &text));
+                match edges.then(|| missing_edge_attribute(&doc)).flatten() {
+                    None => {
+                        positions.push(index + 1);
+                        docs.push(doc);
+                        continue;
+                    }
+                    Some(problem) => (ErrorCode::InvalidEdgeAttribute, problem),
                 }
             }
+            Item::Invalid(code, problem) => (code, problem),
+        };
+        let text = format!("at position {}: {problem}", index + 1);
+        if complete {
+            return Err(Error::with_message(code, text));
+        }
+        errors += 1;
+        if want_details {
+            details.push(text);
         }
     }
 
@@ -300,7 +350,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     errors += 1;
                     if want_details {
                         let text = copies.get(i).map(String::as_str).unwrap_or("");
-                        details.push(detail(position, &e.message, text));
+                        details.push(format!(
+                            "at position {position}: {}",
+                            write_failure(e, text)
+                        ));
                     }
                 }
             }
@@ -349,12 +402,46 @@ mod tests {
         .unwrap();
         assert_eq!(empty, 1);
         assert!(matches!(items[0], Item::Doc(_)));
-        assert!(matches!(items[1], Item::Invalid(..)));
+        assert!(
+            matches!(&items[1], Item::Invalid(_, t) if t == "wrong number of JSON values (got 1, expected 2)")
+        );
         assert!(matches!(items[2], Item::Invalid(..)));
         let items = parse_tabular("[\"_key\",\"v\"]\n[\"b\"]\n", true, &mut empty).unwrap();
         assert!(matches!(items[0], Item::Doc(_)));
         assert!(parse_tabular("\n[\"a\"]\n", false, &mut empty).is_err());
         assert!(parse_tabular("{\"a\":1}\n", false, &mut empty).is_err());
+    }
+
+    #[test]
+    fn details_are_worded_as_arangodb_words_them() {
+        let mut empty = 0;
+        let items = parse_documents("not json\n[1]\n", &mut empty);
+        let texts: Vec<&str> = items
+            .iter()
+            .map(|i| match i {
+                Item::Invalid(_, t) => t.as_str(),
+                Item::Doc(_) => "",
+            })
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "invalid JSON type (expecting object, probably parse error), offending context: not json",
+                "invalid JSON type (expecting object), offending document: [1]",
+            ]
+        );
+        let long = "x".repeat(300);
+        assert_eq!(snippet(&long), format!("{}...", &long[..255]));
+        assert_eq!(
+            missing_edge_attribute(&json!({"_from": "v/a"})).unwrap(),
+            "missing '_from' or '_to' attribute, offending document: {\"_from\":\"v/a\"}"
+        );
+        assert!(missing_edge_attribute(&json!({"_from": "v/a", "_to": "b"})).is_none());
+        let dup = Error::with_message(ErrorCode::UniqueConstraintViolated, "detailed text");
+        assert_eq!(
+            write_failure(&dup, "{}"),
+            "creating document failed with error 'unique constraint violated', offending document: {}"
+        );
     }
 
     #[test]

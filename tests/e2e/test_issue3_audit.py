@@ -1,0 +1,67 @@
+"""Issue 3 audit: behaviours checked claim by claim against ArangoDB 3.12 that the other e2e
+files did not pin (see docs/issue3-checklist.md)."""
+import json
+import time
+
+import pytest
+from arango.exceptions import DocumentInsertError, DocumentRevisionError
+
+from conftest import Server
+
+
+def test_duplicate_key_error_body_is_the_plain_envelope(db):
+    col = db.create_collection("dup")
+    col.insert({"_key": "a"})
+    with pytest.raises(DocumentInsertError) as err:
+        col.insert({"_key": "a"})
+    resp = err.value.response
+    # python-arango's own test_exception compares the body exactly.
+    assert resp.status_code == 409 and resp.status_text == "Conflict"
+    assert json.loads(resp.raw_body) == {
+        "code": 409,
+        "error": True,
+        "errorNum": 1210,
+        "errorMessage": err.value.error_message,
+    }
+    assert err.value.error_message.startswith("unique constraint violated")
+
+
+def test_multi_document_revision_conflicts_are_item_errors_for_the_driver(db):
+    col = db.create_collection("many")
+    metas = col.insert_many([{"_key": "a", "v": 1}, {"_key": "b", "v": 1}])
+    stale = [{"_key": m["_key"], "_rev": "_stalestale-", "v": 2} for m in metas]
+
+    # With check_rev the driver sends ignoreRevs=false; each conflicting item must come back
+    # as an error object the driver turns into DocumentRevisionError (an item carrying `_id`
+    # would be taken for a success and break the driver's `_oldRev` handling).
+    for result in (col.replace_many(stale, check_rev=True), col.update_many(stale, check_rev=True)):
+        assert len(result) == 2
+        for item in result:
+            assert isinstance(item, DocumentRevisionError), item
+            assert item.error_code == 1200
+    result = col.delete_many(stale, check_rev=True)
+    assert all(isinstance(item, DocumentRevisionError) for item in result), result
+    # get_many keeps only real documents.
+    assert col.get_many(["a", "missing"]) == [col.get("a")]
+    assert sorted(d["v"] for d in col.all()) == [1, 1]
+
+
+def test_sigterm_after_unsynced_writes_shuts_down_cleanly_and_keeps_them(tmp_root):
+    # `--configuration none` is arangod's "no configuration file"; it must not be read as a path.
+    srv = Server(tmp_root / "sigterm", extra_args=["--configuration", "none"]).start()
+    try:
+        db = srv.client().db("_system", username="root", password="")
+        col = db.create_collection("unsynced")
+        col.insert_many([{"_key": str(i)} for i in range(500)], sync=False)
+    finally:
+        assert srv.stop() == 0
+    deadline = time.time() + 5
+    while "shutdown complete\n" not in srv.output and time.time() < deadline:
+        time.sleep(0.05)
+    assert "shutdown complete\n" in srv.output, srv.output
+    srv.start()
+    try:
+        db = srv.client().db("_system", username="root", password="")
+        assert db.collection("unsynced").count() == 500
+    finally:
+        assert srv.stop() == 0
