@@ -1177,3 +1177,372 @@ fn import_details_wording() {
         assert_error(&r, status, num);
     }
 }
+
+/// Issue 3 audit: `PUT /_api/job/{id}/cancel` on a job still in the queue answers
+/// `{"result":true}`, and fetching the job later gives 410/21 (canceled request) instead of
+/// running it; a job that already ran keeps its result.
+#[test]
+fn async_job_cancelled_while_queued() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    // One worker: the later jobs wait behind the first, slow one.
+    let ids: Vec<String> = (0..3)
+        .map(|_| {
+            let r = f.raw(
+                Request::build(Method::POST, "/_api/import?collection=c&type=documents")
+                    .with_header("x-arango-async", "store")
+                    .with_body("{}\n".repeat(20_000)),
+            );
+            assert_eq!(r.status.as_u16(), 202, "{r:?}");
+            r.header("x-arango-async-id").unwrap().to_string()
+        })
+        .collect();
+    for id in &ids {
+        let r = f.call(Method::PUT, &format!("/_api/job/{id}/cancel"), None);
+        assert_eq!(assert_success(&r, 200), json!({"result": true}));
+    }
+    let mut cancelled = 0;
+    for id in &ids {
+        let mut waited = 0;
+        let status = loop {
+            let r = f.call(Method::PUT, &format!("/_api/job/{id}"), None);
+            if r.status.as_u16() != 204 {
+                break r;
+            }
+            waited += 1;
+            assert!(waited < 3000, "job {id} still pending after a minute");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        match status.status.as_u16() {
+            410 => {
+                assert_error(&status, 410, 21);
+                cancelled += 1;
+            }
+            201 | 202 => assert_eq!(body(&status)["created"], 20_000),
+            other => panic!("job {id}: unexpected {other}: {status:?}"),
+        }
+        // The result was consumed.
+        assert_error(
+            &f.call(Method::GET, &format!("/_api/job/{id}"), None),
+            404,
+            404,
+        );
+    }
+    assert!(
+        cancelled >= 1,
+        "the last queued job was cancelled before it ran"
+    );
+}
+
+/// Issue 3 audit: collection options and properties. `journalSize`/`doCompact` at creation,
+/// the mutable properties (`waitForSync`, `journalSize`, `doCompact`, `cacheEnabled`,
+/// `schema`, `computedValues`), immutable ones ignored as ArangoDB ignores them, ArangoDB's
+/// error numbers for bad values, the `isSystem` rules, key generators' `increment`/`offset`
+/// and padded keys that sort in insertion order.
+#[test]
+fn collection_options_properties_and_key_generators() {
+    let f = fixture();
+    let created = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(
+                json!({"name": "c", "journalSize": 4_194_304, "doCompact": false,
+                        "waitForSync": true}),
+            ),
+        ),
+        200,
+    );
+    assert_eq!(
+        (
+            created["journalSize"].clone(),
+            created["doCompact"].clone(),
+            created["waitForSync"].clone()
+        ),
+        (json!(4_194_304), json!(false), json!(true))
+    );
+    // A synced collection answers 201 even when the request does not ask for sync.
+    assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/c?waitForSync=false",
+            Some(json!({"_key": "a"})),
+        ),
+        201,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "small", "journalSize": 1024})),
+        ),
+        400,
+        10,
+    );
+
+    let changed = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/c/properties",
+            Some(json!({
+                "waitForSync": false, "journalSize": 2_097_152, "doCompact": true,
+                "cacheEnabled": true,
+                "schema": {"rule": {"type": "object", "required": ["n"]}, "level": "strict"},
+                // Immutable: ignored, as ArangoDB ignores them.
+                "name": "other", "type": 3, "isSystem": true,
+                "keyOptions": {"type": "uuid"},
+            })),
+        ),
+        200,
+    );
+    assert_eq!(changed["name"], "c");
+    assert_eq!(changed["type"], 2);
+    assert_eq!(changed["isSystem"], false);
+    assert_eq!(changed["keyOptions"]["type"], "traditional");
+    assert_eq!(
+        (
+            changed["waitForSync"].clone(),
+            changed["journalSize"].clone(),
+            changed["doCompact"].clone(),
+            changed["cacheEnabled"].clone(),
+            changed["schema"]["level"].clone()
+        ),
+        (
+            json!(false),
+            json!(2_097_152),
+            json!(true),
+            json!(true),
+            json!("strict")
+        )
+    );
+    // The change is in force: the schema refuses, waitForSync is off (202).
+    assert_error(
+        &f.call(Method::POST, "/_api/document/c", Some(json!({}))),
+        400,
+        1620,
+    );
+    assert_success(
+        &f.call(Method::POST, "/_api/document/c", Some(json!({"n": 1}))),
+        202,
+    );
+    for (bad, num) in [
+        (json!({"journalSize": 1}), 10),
+        (json!({"waitForSync": "yes"}), 10),
+        (json!({"schema": {"rule": 5}}), 1621),
+        (json!([1]), 10),
+    ] {
+        assert_error(
+            &f.call(Method::PUT, "/_api/collection/c/properties", Some(bad)),
+            400,
+            num,
+        );
+    }
+    assert_error(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/nope/properties",
+            Some(json!({})),
+        ),
+        404,
+        1203,
+    );
+
+    // isSystem: a leading underscore needs isSystem; isSystem without one is an ordinary
+    // collection; system collections are dropped only with isSystem=true and never renamed.
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "_s"})),
+        ),
+        400,
+        1208,
+    );
+    let sys = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "_s", "isSystem": true})),
+        ),
+        200,
+    );
+    assert_eq!(sys["isSystem"], true);
+    let plain = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "plain", "isSystem": true})),
+        ),
+        200,
+    );
+    assert_eq!(plain["isSystem"], false);
+    assert_error(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/_s/rename",
+            Some(json!({"name": "_t"})),
+        ),
+        403,
+        11,
+    );
+    assert_error(
+        &f.call(
+            Method::PUT,
+            "/_api/collection/plain/rename",
+            Some(json!({"name": "_t"})),
+        ),
+        400,
+        1208,
+    );
+    assert_error(
+        &f.call(Method::DELETE, "/_api/collection/_s", None),
+        403,
+        11,
+    );
+    assert_success(
+        &f.call(Method::DELETE, "/_api/collection/_s?isSystem=true", None),
+        200,
+    );
+
+    // Key generators.
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "auto", "keyOptions": {"type": "autoincrement", "increment": 5, "offset": 10}})),
+    );
+    let keys: Vec<Value> = (0..3)
+        .map(|_| {
+            assert_success(
+                &f.call(Method::POST, "/_api/document/auto", Some(json!({}))),
+                202,
+            )["_key"]
+                .clone()
+        })
+        .collect();
+    assert_eq!(keys, [json!("10"), json!("15"), json!("20")]);
+    let props = assert_success(
+        &f.call(Method::GET, "/_api/collection/auto/properties", None),
+        200,
+    );
+    assert_eq!(
+        props["keyOptions"],
+        json!({"type": "autoincrement", "allowUserKeys": true, "increment": 5, "offset": 10, "lastValue": 20})
+    );
+    for bad in [
+        json!({"type": "traditional", "increment": 2}),
+        json!({"type": "autoincrement", "increment": 0}),
+        json!({"type": "autoincrement", "increment": 65536}),
+        json!({"type": "nope"}),
+    ] {
+        assert_error(
+            &f.call(
+                Method::POST,
+                "/_api/collection",
+                Some(json!({"name": "k", "keyOptions": bad})),
+            ),
+            400,
+            1232,
+        );
+    }
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "pad", "keyOptions": {"type": "padded"}})),
+    );
+    let padded: Vec<String> = (0..40)
+        .map(|_| {
+            assert_success(
+                &f.call(Method::POST, "/_api/document/pad", Some(json!({}))),
+                202,
+            )["_key"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(padded.iter().all(|k| k.len() == 16));
+    let mut sorted = padded.clone();
+    sorted.sort();
+    assert_eq!(sorted, padded, "padded keys sort in insertion order");
+    let r = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "FOR d IN pad SORT d._key RETURN d._key", "batchSize": 1000})),
+        ),
+        201,
+    );
+    assert_eq!(r["result"], json!(padded));
+}
+
+/// Issue 3 audit: every `overwriteMode` × `returnOld`/`returnNew` combination, on an existing
+/// and on a new key; `overwriteMode` wins over `overwrite`.
+#[test]
+fn overwrite_modes_with_return_old_and_new() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    for (i, mode) in ["replace", "update", "ignore", "conflict"]
+        .iter()
+        .enumerate()
+    {
+        let key = format!("k{i}");
+        let first = assert_success(
+            &f.call(
+                Method::POST,
+                "/_api/document/c",
+                Some(json!({"_key": key, "a": 1, "o": {"x": 1}})),
+            ),
+            202,
+        );
+        let target = format!(
+            "/_api/document/c?overwrite=true&overwriteMode={mode}&returnOld=true&returnNew=true"
+        );
+        let r = f.call(
+            Method::POST,
+            &target,
+            Some(json!({"_key": key, "b": 2, "o": {"y": 2}})),
+        );
+        match *mode {
+            "conflict" => {
+                assert_error(&r, 409, 1210);
+                continue;
+            }
+            "ignore" => {
+                let b = assert_success(&r, 202);
+                assert_eq!(keys(&b), ["_id", "_key", "_rev"], "{b}");
+                assert_eq!(b["_rev"], first["_rev"]);
+            }
+            _ => {
+                let b = assert_success(&r, 202);
+                assert_eq!(
+                    keys(&b),
+                    ["_id", "_key", "_oldRev", "_rev", "new", "old"],
+                    "{b}"
+                );
+                assert_eq!(b["_oldRev"], first["_rev"]);
+                assert_eq!(b["old"]["a"], 1);
+                assert_eq!(b["new"]["_rev"], b["_rev"]);
+                assert_eq!(b["new"]["b"], 2);
+                if *mode == "update" {
+                    assert_eq!(
+                        (b["new"]["a"].clone(), b["new"]["o"].clone()),
+                        (json!(1), json!({"x": 1, "y": 2}))
+                    );
+                } else {
+                    assert!(b["new"].get("a").is_none());
+                    assert_eq!(b["new"]["o"], json!({"y": 2}));
+                }
+            }
+        }
+        // A new key is inserted by every mode: `new`, never `old` or `_oldRev`.
+        let b = assert_success(
+            &f.call(
+                Method::POST,
+                &target,
+                Some(json!({"_key": format!("n{i}")})),
+            ),
+            202,
+        );
+        assert_eq!(keys(&b), ["_id", "_key", "_rev", "new"], "{mode}: {b}");
+    }
+}
