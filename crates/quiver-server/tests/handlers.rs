@@ -1546,3 +1546,47 @@ fn overwrite_modes_with_return_old_and_new() {
         assert_eq!(keys(&b), ["_id", "_key", "_rev", "new"], "{mode}: {b}");
     }
 }
+
+/// Issue 3 audit: `checksum` covers the keys; `withRevisions` adds the revisions and `withData`
+/// the user attributes, independent of insertion order and of the collection's name.
+#[test]
+fn checksum_flags_cover_keys_revisions_and_data() {
+    let f = fixture();
+    let sums = |name: &str| -> Vec<Value> {
+        ["", "?withRevisions=true", "?withData=true"]
+            .iter()
+            .map(|q| {
+                let target = format!("/_api/collection/{name}/checksum{q}");
+                assert_success(&f.call(Method::GET, &target, None), 200)["checksum"].clone()
+            })
+            .collect()
+    };
+    for name in ["a", "b"] {
+        f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": name})),
+        );
+    }
+    f.call(
+        Method::POST,
+        "/_api/document/a",
+        Some(json!([{"_key": "x", "v": 1}, {"_key": "y", "v": 2}])),
+    );
+    f.call(
+        Method::POST,
+        "/_api/document/b",
+        Some(json!([{"_key": "y", "v": 2}, {"_key": "x", "v": 1}])),
+    );
+    let (a, b) = (sums("a"), sums("b"));
+    assert_eq!(a[0], b[0], "keys only");
+    assert_eq!(a[2], b[2], "keys and data");
+    assert_ne!(a[1], b[1], "revisions differ between the two collections");
+    f.call(Method::PATCH, "/_api/document/a/x", Some(json!({"v": 3})));
+    let after = sums("a");
+    assert_eq!(after[0], a[0], "an update keeps the key set");
+    assert_ne!(after[1], a[1], "a new revision");
+    assert_ne!(after[2], a[2], "new data");
+    f.call(Method::PATCH, "/_api/document/a/x", Some(json!({"v": 1})));
+    assert_eq!(sums("a")[2], b[2], "the same data again");
+}
