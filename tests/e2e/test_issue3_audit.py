@@ -1,12 +1,16 @@
 """Issue 3 audit: behaviours checked claim by claim against ArangoDB 3.12 that the other e2e
 files did not pin (see docs/issue3-checklist.md)."""
 import json
+import signal
+import socket
+import subprocess
 import time
 
 import pytest
+import requests
 from arango.exceptions import DocumentInsertError, DocumentRevisionError
 
-from conftest import Server
+from conftest import Server, quiver_bin
 
 
 def test_duplicate_key_error_body_is_the_plain_envelope(db):
@@ -65,3 +69,47 @@ def test_sigterm_after_unsynced_writes_shuts_down_cleanly_and_keeps_them(tmp_roo
         assert db.collection("unsynced").count() == 500
     finally:
         assert srv.stop() == 0
+
+
+def test_an_arangod_conf_starts_the_server(tmp_root):
+    """An arangod-style configuration: `@include`, a dotted key inside a section, an
+    enterprise-only section, and options QuiverDB does not have (skipped with a warning)."""
+    data = tmp_root / "arangod-conf"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    (tmp_root / "logging.conf").write_text("[log]\nlevel = warning\n")
+    conf = tmp_root / "arangod.conf"
+    conf.write_text(
+        "# as shipped with ArangoDB, trimmed\n"
+        "@include logging\n"
+        "[server]\n"
+        f"endpoint = tcp://127.0.0.1:{port}\n"
+        "authentication = false\n"
+        f"database.directory = {data}\n"
+        "[javascript]\nstartup-directory = /usr/share/arangodb3/js\n"
+        "[server:enterprise]\nendpoint = tcp://127.0.0.1:1\n"
+    )
+    proc = subprocess.Popen(
+        [quiver_bin(), "-c", str(conf)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        lines = []
+        while True:
+            line = proc.stdout.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+            if "listening on" in line:
+                break
+        assert f"127.0.0.1:{port}" in line and str(data) in line, line
+        warning = "".join(lines)
+        assert "ignoring options" in warning and "server.authentication" in warning, warning
+        assert "javascript.startup-directory" in warning, warning
+        assert requests.get(f"http://127.0.0.1:{port}/_api/version", timeout=10).status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

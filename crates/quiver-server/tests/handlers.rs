@@ -152,15 +152,17 @@ fn databases() {
         1229,
     );
     assert_error(&f.call(Method::POST, "/_api/database", None), 400, 1229);
-    assert_error(
-        &f.call(
-            Method::POST,
-            "/_api/database",
-            Some(json!({"name": "u", "users": [{}]})),
-        ),
-        400,
-        10,
-    );
+    // Malformed `users` / `options`: 400 with errorNum 400, as ArangoDB's
+    // CreateDatabaseInfo answers them.
+    for bad in [
+        json!({"name": "u", "users": [{}]}),
+        json!({"name": "u", "users": [{"username": 5}]}),
+        json!({"name": "u", "users": [7]}),
+        json!({"name": "u", "users": "root"}),
+        json!({"name": "u", "options": 5}),
+    ] {
+        assert_error(&f.call(Method::POST, "/_api/database", Some(bad)), 400, 400);
+    }
     let list = assert_success(&f.call(Method::GET, "/_api/database", None), 200);
     assert_eq!(list["result"], json!(["_system", "shop"]));
     assert_error(

@@ -459,6 +459,34 @@ fn read_config_file(
     Ok(())
 }
 
+/// Splits `--name=value` arguments read from a configuration file into those `quiver serve`
+/// knows and the names of the others. An arangod.conf names options of features QuiverDB does
+/// not have (JavaScript, Foxx, authentication, statistics, …); a user switching over should be
+/// able to start with it, so those are reported and skipped instead of refusing to start (on
+/// the command line an unknown option stays an error).
+fn split_known_options(file_args: Vec<String>) -> (Vec<String>, Vec<String>) {
+    use clap::CommandFactory;
+    let command = Cli::command();
+    let known: Vec<&str> = command
+        .get_arguments()
+        .filter_map(|a| a.get_long())
+        .collect();
+    let mut kept = Vec::with_capacity(file_args.len());
+    let mut ignored = Vec::new();
+    for arg in file_args {
+        let name = arg
+            .strip_prefix("--")
+            .and_then(|a| a.split('=').next())
+            .unwrap_or("");
+        if known.contains(&name) {
+            kept.push(arg);
+        } else {
+            ignored.push(name.to_string());
+        }
+    }
+    (kept, ignored)
+}
+
 /// Finds `--configuration FILE` / `-c FILE` among the raw arguments.
 fn configuration_path(args: &[String]) -> Option<PathBuf> {
     let mut iter = args.iter();
@@ -621,7 +649,15 @@ fn main() -> ExitCode {
                 if rest.first().map(|a| a == "serve").unwrap_or(false) {
                     args.push(rest.remove(0));
                 }
-                args.extend(file_args);
+                let (known, ignored) = split_known_options(file_args);
+                if !ignored.is_empty() {
+                    eprintln!(
+                        "quiver: ignoring options of {} that QuiverDB does not have: {}",
+                        path.display(),
+                        ignored.join(", ")
+                    );
+                }
+                args.extend(known);
             }
             Err(e) => {
                 eprintln!("quiver: {e}");
@@ -722,6 +758,41 @@ mod tests {
             .contains("recursive include"));
         std::fs::write(&main, "[server:cloud]\nendpoint = x\n").unwrap();
         assert!(config_file_args(&main).is_err());
+    }
+
+    #[test]
+    fn options_quiver_lacks_are_skipped_from_an_arangod_conf() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("arangod.conf");
+        std::fs::write(
+            &path,
+            "[database]\ndirectory = /tmp/q\n[server]\nendpoint = tcp://127.0.0.1:9\n\
+             authentication = true\nstorage-engine = auto\n[javascript]\n\
+             startup-directory = /usr/share/arangodb3/js\n[log]\nlevel = info\n",
+        )
+        .unwrap();
+        let (known, ignored) = split_known_options(config_file_args(&path).unwrap());
+        assert_eq!(
+            known,
+            [
+                "--database.directory=/tmp/q",
+                "--server.endpoint=tcp://127.0.0.1:9",
+                "--log.level=info",
+            ]
+        );
+        assert_eq!(
+            ignored,
+            [
+                "server.authentication",
+                "server.storage-engine",
+                "javascript.startup-directory"
+            ]
+        );
+        let mut all = vec!["quiver".to_string()];
+        all.extend(known);
+        assert!(Cli::try_parse_from(all).is_ok());
+        // On the command line an unknown option is still an error.
+        assert!(Cli::try_parse_from(["quiver", "--server.authentication=true"]).is_err());
     }
 
     #[test]

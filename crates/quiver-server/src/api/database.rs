@@ -84,22 +84,29 @@ fn create(state: &ServerState, req: &Request) -> Result<Response> {
                     .unwrap_or(false);
                 if !ok {
                     return Err(Error::with_message(
-                        ErrorCode::BadParameter,
+                        ErrorCode::HttpBadParameter,
                         "each entry of 'users' needs a 'username'",
                     ));
                 }
             }
         }
+        // ArangoDB answers malformed `users` and `options` with 400/400 (HTTP bad parameter).
         Some(_) => {
             return Err(Error::with_message(
-                ErrorCode::BadParameter,
-                "'users' must be an array",
+                ErrorCode::HttpBadParameter,
+                "invalid users slice",
             ))
         }
     }
     let options = match body.get("options") {
         Some(o @ Value::Object(_)) => o.clone(),
-        _ => json!({}),
+        None | Some(Value::Null) => json!({}),
+        Some(_) => {
+            return Err(Error::with_message(
+                ErrorCode::HttpBadParameter,
+                "invalid options slice",
+            ))
+        }
     };
     state.core.create_database(&name, options)?;
     Ok(Response::ok_result(201, json!(true)))
