@@ -1,8 +1,8 @@
 """Issue 3 audit: behaviours checked claim by claim against ArangoDB 3.12 that the other e2e
 files did not pin (see docs/issue3-checklist.md)."""
 import json
+import re
 import signal
-import socket
 import subprocess
 import time
 
@@ -75,19 +75,18 @@ def test_an_arangod_conf_starts_the_server(tmp_root):
     """An arangod-style configuration: `@include`, a dotted key inside a section, an
     enterprise-only section, and options QuiverDB does not have (skipped with a warning)."""
     data = tmp_root / "arangod-conf"
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
     (tmp_root / "logging.conf").write_text("[log]\nlevel = warning\n")
     conf = tmp_root / "arangod.conf"
     conf.write_text(
         "# as shipped with ArangoDB, trimmed\n"
         "@include logging\n"
         "[server]\n"
-        f"endpoint = tcp://127.0.0.1:{port}\n"
+        # Port 0 (a free port, read back from the startup line): a port picked by the test
+        # could be taken by another process before the server binds it.
+        "endpoint = tcp://127.0.0.1:0\n"
         "authentication = false\n"
         f"database.directory = {data}\n"
+        "database.maximal-journal-size = 2MiB\n"
         "[javascript]\nstartup-directory = /usr/share/arangodb3/js\n"
         "[server:enterprise]\nendpoint = tcp://127.0.0.1:1\n"
     )
@@ -102,11 +101,18 @@ def test_an_arangod_conf_starts_the_server(tmp_root):
             lines.append(line)
             if "listening on" in line:
                 break
-        assert f"127.0.0.1:{port}" in line and str(data) in line, line
+        match = re.search(r"listening on tcp://127\.0\.0\.1:(\d+)", line)
+        assert match and str(data) in line, line
+        port = int(match.group(1))
+        assert port not in (0, 1, 8529), "the file's endpoint, not the enterprise one or the default"
         warning = "".join(lines)
         assert "ignoring options" in warning and "server.authentication" in warning, warning
         assert "javascript.startup-directory" in warning, warning
-        assert requests.get(f"http://127.0.0.1:{port}/_api/version", timeout=10).status_code == 200
+        base = f"http://127.0.0.1:{port}"
+        assert requests.get(f"{base}/_api/version", timeout=10).status_code == 200
+        # The default journal size of new collections comes from the file.
+        created = requests.post(f"{base}/_api/collection", json={"name": "j"}, timeout=10).json()
+        assert created["journalSize"] == 2 * 1024 * 1024, created
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
