@@ -14,7 +14,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
 use serde_json::{json, Value};
 
-use crate::files::{self, DataFile, HintEntry};
+use crate::files::{self, AppendMap, DataFile, HintEntry};
 use crate::format::{self, FileKind, Footer, MarkerType, ScanEnd, FLAG_COMMIT, FLAG_SYNC};
 use crate::index::{Loc, PrimaryIndex, Version, SCAN_CHUNK};
 use crate::{
@@ -212,6 +212,9 @@ pub(crate) struct Catalog {
 
 struct WalState {
     segment: Option<Arc<DataFile>>,
+    /// Writable map of `segment` that commits append through (`None`: `pwrite`, for a file
+    /// whose blocks could not be reserved or mapped; see [`AppendMap`]).
+    map: Option<AppendMap>,
     offset: u64,
     size: u64,
     broken: bool,
@@ -221,8 +224,9 @@ struct WalState {
     unsynced: Vec<Arc<DataFile>>,
     /// Collected segments kept because a corrupt collection has data in them.
     retained: Vec<Arc<DataFile>>,
-    /// A preallocated empty segment (and its size) for the next rotation.
-    spare: Option<(Arc<DataFile>, u64)>,
+    /// A preallocated empty segment, its size and its prefaulted append map, for the next
+    /// rotation.
+    spare: Option<(Arc<DataFile>, u64, Option<AppendMap>)>,
     written_tick: u64,
 }
 
@@ -430,7 +434,11 @@ impl Inner {
     // ---------------------------------------------------------------- WAL
 
     /// Seals the current segment (no footer needed: collection reads committed batches).
-    fn seal_segment(&self, wal: &mut WalState) {
+    /// Returns its append map, for the caller to drop *after* releasing the WAL mutex
+    /// (unmapping 32 MiB of populated pages is not free).
+    #[must_use]
+    fn seal_segment(&self, wal: &mut WalState) -> Option<AppendMap> {
+        let map = wal.map.take();
         if let Some(seg) = wal.segment.take() {
             wal.sealed.push(seg.clone());
             self.pending_segments
@@ -442,25 +450,30 @@ impl Inner {
         wal.offset = 0;
         wal.size = 0;
         wal.broken = false;
+        map
     }
 
     fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
         let header_len = format::padded(format::FILE_HEADER_LEN) as u64;
-        if let Some((spare, size)) = wal.spare.take() {
+        if let Some((spare, size, map)) = wal.spare.take() {
             if header_len + need <= size {
                 wal.segment = Some(spare);
+                wal.map = map;
                 wal.offset = header_len;
                 wal.size = size;
                 wal.broken = false;
                 return Ok(());
             }
             // Too small for this batch: keep it for the next rotation.
-            wal.spare = Some((spare, size));
+            wal.spare = Some((spare, size, map));
         }
         let size = self.segment_size(need);
         // Inline (under the WAL mutex), like the spares prepared in the background: only
         // reserve the space (see prepare_spare_segment).
         let seg = self.create_segment(size, false)?;
+        // Not prefaulted: that would hold the WAL mutex for the whole segment's page faults;
+        // the committers take them one page at a time instead.
+        wal.map = seg.append_map(false);
         wal.segment = Some(seg);
         wal.offset = header_len;
         wal.size = size;
@@ -511,10 +524,12 @@ impl Inner {
         // must even be read back from disk inside the WAL mutex), the 32 MiB of zeros cost the
         // maintenance thread ~4 % of an insert load, and waitForSync writers were not slower.
         let seg = self.create_segment(size, false)?;
+        let map = seg.append_map(true);
         let mut wal = self.wal.lock();
         if wal.spare.is_none() {
-            wal.spare = Some((seg, size));
+            wal.spare = Some((seg, size, map));
         } else {
+            drop(map);
             drop(wal);
             self.files.write().remove(&seg.fid);
             seg.delete_when_unused(Vec::new());
@@ -628,9 +643,10 @@ impl Inner {
         let mut wal = self.wal.lock();
         self.check_open()?;
         let need = buf.len() as u64;
+        let mut retired = None;
         if wal.broken || wal.segment.is_none() || wal.offset + need > wal.size {
             if wal.segment.is_some() {
-                self.seal_segment(&mut wal);
+                retired = self.seal_segment(&mut wal);
             }
             self.new_segment(&mut wal, need)?;
             // Let the maintenance thread prepare the next segment right away.
@@ -660,8 +676,13 @@ impl Inner {
             .clone()
             .ok_or_else(|| Error::new(ErrorCode::Internal))?;
         let base = wal.offset;
-        let write = files::check(&self.options.io_hooks, FailPoint::WalWrite)
-            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base));
+        let write =
+            files::check(&self.options.io_hooks, FailPoint::WalWrite).and_then(|_| {
+                match wal.map.as_mut() {
+                    Some(map) => map.write_at(&buf, base),
+                    None => std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base),
+                }
+            });
         if let Err(e) = write {
             // The segment may hold a partial batch without its commit flag; never append
             // after it (recovery ignores uncommitted markers at a segment's end).
@@ -735,6 +756,7 @@ impl Inner {
         }
         self.visible.store(commit_tick, Ordering::Release);
         drop(wal);
+        drop(retired);
         self.commits.fetch_add(1, Ordering::Relaxed);
         Ok(crate::CommitTicket {
             tick: commit_tick,
@@ -946,17 +968,19 @@ impl Inner {
     /// Moves committed markers of sealed WAL segments into collection journals.
     fn collect(&self, include_active: bool) -> Result<()> {
         let _g = self.collect_lock.lock();
+        let mut retired = None;
         let segments = {
             let mut wal = self.wal.lock();
             if include_active {
                 let has_data = wal.segment.is_some()
                     && wal.offset > format::padded(format::FILE_HEADER_LEN) as u64;
                 if has_data {
-                    self.seal_segment(&mut wal);
+                    retired = self.seal_segment(&mut wal);
                 }
             }
             wal.sealed.clone()
         };
+        drop(retired);
         for seg in segments {
             if self.bg.stop.load(Ordering::Acquire) {
                 // Shutting down: the rest stays in the WAL and is collected after restart.
@@ -2576,6 +2600,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         files: RwLock::new(HashMap::new()),
         wal: Mutex::new(WalState {
             segment: None,
+            map: None,
             offset: 0,
             size: 0,
             broken: false,
