@@ -54,6 +54,10 @@ def test_sigterm_after_unsynced_writes_shuts_down_cleanly_and_keeps_them(tmp_roo
     # `--configuration none` is arangod's "no configuration file"; it must not be read as a path.
     srv = Server(tmp_root / "sigterm", extra_args=["--configuration", "none"]).start()
     try:
+        # Started on port 0: /_api/endpoint names the port actually bound.
+        assert requests.get(f"{srv.url}/_api/endpoint", timeout=10).json() == [
+            {"endpoint": f"http://127.0.0.1:{srv.port}"}
+        ]
         db = srv.client().db("_system", username="root", password="")
         col = db.create_collection("unsynced")
         col.insert_many([{"_key": str(i)} for i in range(500)], sync=False)

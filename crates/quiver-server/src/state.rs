@@ -13,7 +13,8 @@ use crate::jobs::JobManager;
 /// Server settings (from the command line / configuration file).
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// The endpoint as given (`tcp://127.0.0.1:8529`), reported by `/_api/endpoint`.
+    /// The endpoint listened on (`tcp://127.0.0.1:8529`; the binary puts the bound address here,
+    /// so port 0 shows the port picked), reported by `/_api/endpoint`.
     pub endpoint: String,
     /// The data directory, reported by `/_api/database/current`.
     pub data_dir: PathBuf,

@@ -1592,3 +1592,32 @@ fn checksum_flags_cover_keys_revisions_and_data() {
     f.call(Method::PATCH, "/_api/document/a/x", Some(json!({"v": 1})));
     assert_eq!(sums("a")[2], b[2], "the same data again");
 }
+
+/// Issue 3 audit: `/_api/key-generators` and the deprecated `/_api/endpoint` (`_system` only).
+#[test]
+fn key_generators_and_endpoint() {
+    let f = fixture();
+    let r = assert_success(&f.call(Method::GET, "/_api/key-generators", None), 200);
+    assert_eq!(
+        r,
+        json!({"keyGenerators": ["traditional", "autoincrement", "uuid", "padded"]})
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/key-generators", None),
+        405,
+        405,
+    );
+    let r = f.call(Method::GET, "/_api/endpoint", None);
+    assert_eq!(r.status.as_u16(), 200);
+    assert_eq!(body(&r), json!([{"endpoint": "http://127.0.0.1:8529"}]));
+    f.call(
+        Method::POST,
+        "/_api/database",
+        Some(json!({"name": "other"})),
+    );
+    assert_error(
+        &f.call(Method::GET, "/_db/other/_api/endpoint", None),
+        403,
+        1230,
+    );
+}

@@ -571,8 +571,16 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start runtime: {e}"))?;
 
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(addr))
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    // The bound address, not the configured one: with port 0 `/_api/endpoint` must name the
+    // port the kernel picked.
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
     let config = ServerConfig {
-        endpoint: options.endpoint.clone(),
+        endpoint: format!("tcp://{bound}"),
         data_dir: options.directory.clone(),
         max_body_size: usize::try_from(options.max_body_size).unwrap_or(usize::MAX),
         async_queue_capacity: options.max_queue_size,
@@ -583,9 +591,6 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         .map_err(|e| format!("cannot start job workers: {e}"))?;
 
     let result = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let handle = quiver_server::serve(state.clone(), listener)
             .map_err(|e| format!("cannot serve: {e}"))?;
         println!(
