@@ -123,3 +123,16 @@ def test_an_arangod_conf_starts_the_server(tmp_root):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_failed_import_with_overwrite_keeps_the_collection(db):
+    col = db.create_collection("bulk")
+    col.insert_many([{"_key": "old1"}, {"_key": "old2"}])
+    # python-arango's import_bulk sends complete=true (halt_on_error) by default.
+    with pytest.raises(DocumentInsertError) as err:
+        col.import_bulk([{"_key": "n1"}, {"_key": "n1"}], overwrite=True)
+    assert err.value.error_code == 1210
+    assert sorted(col.keys()) == ["old1", "old2"]
+    result = col.import_bulk([{"_key": "n1"}, {"_key": "n2"}], overwrite=True)
+    assert result["created"] == 2
+    assert sorted(col.keys()) == ["n1", "n2"]

@@ -1621,3 +1621,69 @@ fn key_generators_and_endpoint() {
         1230,
     );
 }
+
+/// Issue 3 audit: `overwrite=true` with `complete=true` is all or nothing, truncate included
+/// (ArangoDB runs both in one transaction); without `complete` the truncate and the good
+/// documents stay, as in ArangoDB.
+#[test]
+fn import_overwrite_complete_is_atomic() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    f.call(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!([{"_key": "old1"}, {"_key": "old2"}])),
+    );
+    let count = |f: &Fixture| {
+        assert_success(&f.call(Method::GET, "/_api/collection/c/count", None), 200)["count"].clone()
+    };
+    let import = |query: &str, body: &str| {
+        f.raw(
+            Request::build(
+                Method::POST,
+                &format!("/_api/import?collection=c&type=documents&{query}"),
+            )
+            .with_body(body.to_string()),
+        )
+    };
+    let r = import(
+        "overwrite=true&complete=true",
+        "{\"_key\":\"n1\"}\n{\"_key\":\"n1\"}\n",
+    );
+    assert_error(&r, 409, 1210);
+    assert_eq!(
+        count(&f),
+        2,
+        "a failed complete import keeps the old documents"
+    );
+    assert_success(&f.call(Method::GET, "/_api/document/c/old1", None), 200);
+    assert_error(&f.call(Method::GET, "/_api/document/c/n1", None), 404, 1202);
+
+    let r = import(
+        "overwrite=true&complete=true&waitForSync=true&details=true",
+        "{\"_key\":\"n1\"}\n{\"_key\":\"n2\",\"v\":1}\n",
+    );
+    let b = assert_success(&r, 201);
+    assert_eq!(
+        (
+            b["created"].clone(),
+            b["errors"].clone(),
+            b["details"].clone()
+        ),
+        (json!(2), json!(0), json!([]))
+    );
+    assert_eq!(count(&f), 2);
+    assert_error(
+        &f.call(Method::GET, "/_api/document/c/old1", None),
+        404,
+        1202,
+    );
+
+    let r = import("overwrite=true", "{\"_key\":\"m1\"}\n{\"_key\":\"m1\"}\n");
+    let b = assert_success(&r, 201);
+    assert_eq!(
+        (b["created"].clone(), b["errors"].clone()),
+        (json!(1), json!(1))
+    );
+    assert_eq!(count(&f), 1);
+}

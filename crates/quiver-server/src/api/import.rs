@@ -1,7 +1,7 @@
 //! `POST /_api/import`: bulk import of JSON lines, JSON arrays and the tabular format
 //! (a header line of attribute names, then one array of values per line).
 
-use quiver_core::{InsertOptions, OverwriteMode, WriteKind};
+use quiver_core::{InsertOptions, OverwriteMode, TransactionOptions, WriteKind};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
@@ -280,14 +280,40 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
     }
 
+    let overwrite = req.bool_param("overwrite", false);
+    if overwrite && complete && trx.is_none() {
+        // ArangoDB truncates and imports in one transaction: with complete=true a failed import
+        // leaves the collection as it was, its old documents included. The engine's O(1)
+        // truncate commits on its own, so this case runs as one core transaction instead.
+        let db = state.database(&req.database)?;
+        let mut t = db.begin_transaction(TransactionOptions {
+            write: vec![coll.name().to_string()],
+            allow_implicit: true,
+            wait_for_sync: opts.wait_for_sync,
+            ..TransactionOptions::default()
+        })?;
+        t.truncate(&coll)?;
+        let mut counts = Counts::default();
+        for doc in docs {
+            counts.add(t.insert(&coll, doc, &opts)?.kind);
+        }
+        let committed: Box<dyn Durability> = Box::new(t.commit()?);
+        return Ok(imported(
+            counts,
+            0,
+            empty,
+            want_details.then_some(details),
+            vec![committed],
+        ));
+    }
     let mut durability: Vec<Box<dyn Durability>> = Vec::new();
-    if req.bool_param("overwrite", false) {
+    if overwrite {
         match trx {
             Some(id) => super::transaction::within(state, req, id, |t| t.truncate(&coll))?,
             None => durability.push(Box::new(coll.truncate(opts.wait_for_sync)?)),
         }
     }
-    let (mut created, mut updated, mut ignored) = (0u64, 0u64, 0u64);
+    let mut counts = Counts::default();
     let chunk = if complete { docs.len().max(1) } else { CHUNK };
     let mut position_iter = positions.into_iter();
     let mut remaining = docs.into_iter();
@@ -340,12 +366,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         for (i, result) in results.iter().enumerate() {
             let position = position_iter.next().unwrap_or(0);
             match result {
-                Ok(op) => match op.kind {
-                    WriteKind::Created => created += 1,
-                    WriteKind::Replaced | WriteKind::Updated => updated += 1,
-                    WriteKind::Ignored => ignored += 1,
-                    WriteKind::Removed => {}
-                },
+                Ok(op) => counts.add(op.kind),
                 Err(e) => {
                     errors += 1;
                     if want_details {
@@ -363,20 +384,56 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
     }
 
+    Ok(imported(
+        counts,
+        errors,
+        empty,
+        want_details.then_some(details),
+        durability,
+    ))
+}
+
+/// The counters of written documents.
+#[derive(Default)]
+struct Counts {
+    created: u64,
+    updated: u64,
+    ignored: u64,
+}
+
+impl Counts {
+    fn add(&mut self, kind: WriteKind) {
+        match kind {
+            WriteKind::Created => self.created += 1,
+            WriteKind::Replaced | WriteKind::Updated => self.updated += 1,
+            WriteKind::Ignored => self.ignored += 1,
+            WriteKind::Removed => {}
+        }
+    }
+}
+
+/// The 201 answer: the counters, `details` when asked for, and the writes' durability.
+fn imported(
+    counts: Counts,
+    errors: u64,
+    empty: u64,
+    details: Option<Vec<String>>,
+    durability: Vec<Box<dyn Durability>>,
+) -> Response {
     let mut body = json!({
         "error": false,
-        "created": created,
+        "created": counts.created,
         "errors": errors,
         "empty": empty,
-        "updated": updated,
-        "ignored": ignored,
+        "updated": counts.updated,
+        "ignored": counts.ignored,
     });
-    if want_details {
+    if let Some(details) = details {
         body["details"] = json!(details);
     }
     let mut response = Response::json(201, &body);
     response.durability = durability;
-    Ok(response)
+    response
 }
 
 #[cfg(test)]
