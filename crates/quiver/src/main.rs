@@ -50,8 +50,9 @@ enum Command {
 /// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
 #[derive(Args, Debug, Clone)]
 struct ServeOptions {
-    /// Read options from an ArangoDB-style configuration file (`[section]` and
-    /// `key = value` lines); command-line options win.
+    /// Read options from an arangod-style configuration file (`[section]`, `key = value`,
+    /// `@include`); options QuiverDB lacks are skipped with a warning, command-line options
+    /// win; `none` reads no file.
     #[arg(
         short = 'c',
         long = "configuration",
