@@ -8,7 +8,8 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{
-    CollectionEntry, CollectionId, CollectionOptions, CompactionReport, Engine, Snapshot,
+    CollectionEntry, CollectionId, CollectionOptions, CommitTicket, CompactionReport, Engine,
+    Snapshot, WriteBatch,
 };
 use quiver_types::Revision;
 use serde_json::{json, Map, Value};
@@ -16,15 +17,17 @@ use serde_json::{json, Map, Value};
 use crate::computed::{self, ComputeOn, ComputedValue};
 use crate::document::{
     decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
-    splice_id,
+    splice_id, unique_violation, EncodedDocument,
 };
 use crate::edge_index::{self, EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
 use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
-use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::options::{
+    Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+};
 use crate::schema::Schema;
 use crate::secondary::{self, MaintainedIndex};
-use crate::staging::{self, item_key, Staging};
+use crate::staging::{self, item_key, PreparedInsert, Staging};
 use crate::unique::UniqueIndex;
 use crate::Settings;
 
@@ -1369,60 +1372,195 @@ impl Collection {
         staging.sync = wait_for_sync;
         let value = run(&mut staging)?;
         let synced = staging.sync || self.wait_for_sync();
-        let ticket = if staging.is_empty() {
-            None
-        } else {
-            let batch = staging.to_batch();
-            let max_rev = staging
-                .entries
-                .values()
-                .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
-                .max();
-            let pending = secondary::before_commit(&staging.entries, &staging.snapshot, |_| {
-                Some(Arc::clone(self))
-            })?;
-            let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, |_| {
-                Some(Arc::clone(self))
-            }) {
-                Ok(edges) => edges,
-                Err(err) => {
-                    pending.failed();
-                    return Err(err);
-                }
-            };
-            let ticket = match self.engine.commit(batch) {
-                Ok(ticket) => ticket,
-                Err(err) => {
-                    pending.failed();
-                    edges.failed();
-                    return Err(err);
-                }
-            };
-            let horizon = self.engine.horizon();
-            pending.committed(ticket.tick, horizon);
-            edges.committed(ticket.tick, horizon);
-            staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
-            if let Some(rev) = max_rev {
-                self.note_revision(rev);
-            }
-            Some(ticket)
-        };
+        let ticket = self.commit_locked(&staging)?;
         drop(guard);
         Ok(Committed::new(value, synced, ticket))
+    }
+
+    /// Commits what `staging` holds for this collection, with the index hooks around the
+    /// engine commit. The caller holds `write_lock` and took `staging`'s snapshot under it.
+    fn commit_locked(self: &Arc<Self>, staging: &Staging) -> Result<Option<CommitTicket>> {
+        if staging.is_empty() {
+            return Ok(None);
+        }
+        let batch = staging.to_batch();
+        let max_rev = staging
+            .entries
+            .values()
+            .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
+            .max();
+        let pending = secondary::before_commit(&staging.entries, &staging.snapshot, |_| {
+            Some(Arc::clone(self))
+        })?;
+        let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, |_| {
+            Some(Arc::clone(self))
+        }) {
+            Ok(edges) => edges,
+            Err(err) => {
+                pending.failed();
+                return Err(err);
+            }
+        };
+        let ticket = match self.engine.commit(batch) {
+            Ok(ticket) => ticket,
+            Err(err) => {
+                pending.failed();
+                edges.failed();
+                return Err(err);
+            }
+        };
+        let horizon = self.engine.horizon();
+        pending.committed(ticket.tick, horizon);
+        edges.committed(ticket.tick, horizon);
+        staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
+        if let Some(rev) = max_rev {
+            self.note_revision(rev);
+        }
+        Ok(Some(ticket))
+    }
+
+    /// Whether a write to this collection must go through a staging area and the index hooks
+    /// (edge index, unique constraints, maintained indexes). Read under `write_lock`: index
+    /// creation registers under it.
+    fn has_write_hooks(&self) -> bool {
+        self.edge_index.is_some()
+            || !self.unique_indexes.read().is_empty()
+            || !self.maintained.read().is_empty()
     }
 
     /// Inserts one document (`POST /_api/document/{c}`). The body must be an object (1227);
     /// `_id`/`_rev` in it are ignored, `_key` must be legal (1221) and allowed (1222); edges
     /// need valid `_from`/`_to` (1233); an existing key follows `overwrite_mode` (1210 for
     /// conflict). Returns the committed result; wait on it before acknowledging.
+    ///
+    /// With `overwrite_mode` conflict (the default) everything that depends only on the
+    /// request — key, computed values, schema, the stored encoding — is prepared before the
+    /// writer lock is taken; the lock covers only the existence and unique checks, the
+    /// revision and the commit, so that concurrent inserters mostly do not wait for each
+    /// other. The other modes need the stored document and take the full path.
     pub fn insert(
         self: &Arc<Self>,
         doc: Value,
         opts: &InsertOptions,
     ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, |st| {
-            staging::insert(st, self, doc, opts)
-        })
+        if opts.overwrite_mode != OverwriteMode::Conflict {
+            return self.write(opts.wait_for_sync, |st| {
+                staging::insert(st, self, doc, opts)
+            });
+        }
+        let prepared = staging::prepare_insert(self, doc, opts)?;
+        self.insert_prepared(prepared, opts)
+    }
+
+    /// Whether [`Collection::insert_encoded`] can store an encoded body without building its
+    /// attributes as values: no computed values, no schema to apply, no unique index, and
+    /// `overwrite_mode` conflict. Callers may skip encoding when this is false.
+    pub fn takes_encoded(&self, opts: &InsertOptions) -> bool {
+        if opts.overwrite_mode != OverwriteMode::Conflict || !self.unique_indexes.read().is_empty()
+        {
+            return false;
+        }
+        let meta = self.meta.read();
+        meta.compiled_computed.is_none()
+            && (meta.compiled_schema.is_none() || opts.skip_document_validation)
+    }
+
+    /// [`Collection::insert`] for a body the caller has already encoded (same checks, errors
+    /// and results). Takes the plain path of [`Collection::insert`] when
+    /// [`Collection::takes_encoded`] says so, and builds the document as a value otherwise.
+    pub fn insert_encoded(
+        self: &Arc<Self>,
+        doc: EncodedDocument,
+        opts: &InsertOptions,
+    ) -> Result<Committed<OpResult>> {
+        if !self.takes_encoded(opts) {
+            return self.insert(doc.into_value()?, opts);
+        }
+        let prepared = staging::prepare_encoded(self, doc)?;
+        self.insert_prepared(prepared, opts)
+    }
+
+    /// The part of an insert under the writer lock: the existence and unique checks, the
+    /// revision and the commit.
+    fn insert_prepared(
+        self: &Arc<Self>,
+        mut prepared: PreparedInsert,
+        opts: &InsertOptions,
+    ) -> Result<Committed<OpResult>> {
+        let synced = opts.wait_for_sync || self.wait_for_sync();
+        let guard = self.write_lock.lock();
+        let (rev, body, ticket) = if self.has_write_hooks() {
+            let mut st = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
+            st.locked = true;
+            st.sync = synced;
+            if st.lookup_rev(self.id, &prepared.key)?.is_some() {
+                return Err(unique_violation(&prepared.key));
+            }
+            if let Some(err) = prepared.deferred.take() {
+                return Err(err);
+            }
+            let unique = if self.unique_indexes.read().is_empty() {
+                Vec::new()
+            } else {
+                let key = prepared.key.clone();
+                staging::check_unique(&st, self, &key, prepared.attributes()?)?
+            };
+            let rev = self.next_revision();
+            let body = prepared.finish(rev)?;
+            let edge = prepared.edge.take();
+            st.stage(
+                self,
+                &prepared.key,
+                Some((rev, body.clone())),
+                rev,
+                None,
+                edge,
+                unique,
+            )?;
+            let ticket = self.commit_locked(&st)?;
+            (rev, body, ticket)
+        } else {
+            // No hooks and no other writer: the newest state is all the existence check
+            // needs, without registering a snapshot.
+            if self
+                .engine
+                .latest_revision(self.id, &prepared.key)?
+                .is_some()
+            {
+                return Err(unique_violation(&prepared.key));
+            }
+            if let Some(err) = prepared.deferred.take() {
+                return Err(err);
+            }
+            // Taken under the lock so that revisions keep increasing in commit order, as they
+            // do on the full path.
+            let rev = self.next_revision();
+            let body = prepared.finish(rev)?;
+            let mut batch = WriteBatch::new();
+            batch.put(self.id, &prepared.key, rev, body.clone());
+            batch.set_sync(synced);
+            let ticket = self.engine.commit(batch)?;
+            self.note_revision(rev);
+            (rev, body, Some(ticket))
+        };
+        drop(guard);
+        let name = self.name();
+        let key = std::mem::take(&mut prepared.key);
+        let new = if opts.return_new && !opts.silent {
+            Some(decode_with_id(&body, &name, &key)?)
+        } else {
+            None
+        };
+        let result = OpResult {
+            id: format!("{name}/{key}"),
+            key,
+            rev,
+            old_rev: None,
+            kind: WriteKind::Created,
+            new,
+            old: None,
+        };
+        Ok(Committed::new(result, synced, ticket))
     }
 
     /// Inserts many documents in one atomic commit; items fail independently (per-item errors

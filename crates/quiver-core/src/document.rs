@@ -23,8 +23,13 @@ fn is_managed(name: &str) -> bool {
 /// Checks an edge's `_from`/`_to`: both present, strings, and valid document handles
 /// (error 1233 otherwise). The referenced documents need not exist.
 pub(crate) fn validate_edge(doc: &Map<String, Value>) -> Result<()> {
-    for attribute in ["_from", "_to"] {
-        let ok = match doc.get(attribute) {
+    validate_edge_ends(doc.get("_from"), doc.get("_to"))
+}
+
+/// [`validate_edge`] for the two attributes given separately.
+pub(crate) fn validate_edge_ends(from: Option<&Value>, to: Option<&Value>) -> Result<()> {
+    for (attribute, value) in [("_from", from), ("_to", to)] {
+        let ok = match value {
             Some(Value::String(handle)) => DocumentId::parse(handle).is_ok(),
             _ => false,
         };
@@ -36,6 +41,40 @@ pub(crate) fn validate_edge(doc: &Map<String, Value>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A document body already in the stored encoding, so that an insert need not build a
+/// `Value` only to serialize it again: the HTTP layer parses and encodes a request body in one
+/// pass (`quiver_server::json::encode_document`). The attributes the insert itself looks at
+/// are kept as values besides.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EncodedDocument {
+    /// `_key` when the body has one (checked by the insert as a `Value` body's would be).
+    pub key: Option<Value>,
+    /// `_from` when the body has one (it is also one of `members`).
+    pub from: Option<Value>,
+    /// `_to` when the body has one (it is also one of `members`).
+    pub to: Option<Value>,
+    /// Every top-level attribute except `_key`, `_id` and `_rev`, in the body's order, each
+    /// as `,"name":value`: compact JSON exactly as serde_json writes a `Value`, names unique.
+    /// The insert stores these bytes as they are, so they must be valid.
+    pub members: Vec<u8>,
+}
+
+impl EncodedDocument {
+    /// The body as an object (for the paths that need its attributes: computed values,
+    /// schema, unique indexes, overwrite modes).
+    pub fn into_value(self) -> Result<Value> {
+        let mut text = Vec::with_capacity(self.members.len() + 2);
+        text.push(b'{');
+        text.extend_from_slice(self.members.get(1..).unwrap_or_default());
+        text.push(b'}');
+        let mut map = decode_stored(&text)?;
+        if let Some(key) = self.key {
+            map.insert("_key".into(), key);
+        }
+        Ok(Value::Object(map))
+    }
 }
 
 /// Extracts and checks a `_key` value from a body: a string that is a legal key (error 1221).
@@ -52,14 +91,37 @@ pub(crate) fn key_of(value: &Value) -> Result<&str> {
 /// Serializes a document in the stored format: `_key`, `_rev`, then every attribute of
 /// `attributes` except `_key`, `_id` and `_rev`.
 pub(crate) fn encode_stored(key: &str, rev: Revision, attributes: &Map<String, Value>) -> Bytes {
-    let mut out = Vec::with_capacity(64 + key.len());
+    Bytes::from(encode_stored_with(key, rev.encode().as_bytes(), attributes))
+}
+
+/// Writes `{"_key":"<key>","_rev":"<rev_text>"`, the fixed start of every stored body.
+pub(crate) fn write_stored_prefix(out: &mut Vec<u8>, key: &str, rev_text: &[u8]) {
     out.extend_from_slice(b"{\"_key\":\"");
     // Legal keys never need JSON escaping (validate_key allows no quote, backslash or control
     // character), which is what makes the fixed-shape prefix possible.
     out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b"\",\"_rev\":\"");
-    out.extend_from_slice(rev.encode().as_bytes());
+    out.extend_from_slice(REV_INFIX);
+    out.extend_from_slice(rev_text);
     out.push(b'"');
+}
+
+/// Where the revision text starts in a body encoded for `key`.
+pub(crate) fn stored_rev_offset(key: &str) -> usize {
+    KEY_PREFIX_LEN + key.len() + REV_INFIX.len()
+}
+
+const REV_INFIX: &[u8] = b"\",\"_rev\":\"";
+
+/// [`encode_stored`] with the revision given as its text, so that an insert can encode before
+/// its revision is known (with a placeholder of the final length, overwritten in place at
+/// [`stored_rev_offset`]).
+pub(crate) fn encode_stored_with(
+    key: &str,
+    rev_text: &[u8],
+    attributes: &Map<String, Value>,
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + key.len());
+    write_stored_prefix(&mut out, key, rev_text);
     for (name, value) in attributes {
         if is_managed(name) {
             continue;
@@ -71,7 +133,7 @@ pub(crate) fn encode_stored(key: &str, rev: Revision, attributes: &Map<String, V
         let _ = serde_json::to_writer(&mut out, value);
     }
     out.push(b'}');
-    Bytes::from(out)
+    out
 }
 
 /// The response-ready JSON of a stored document: `_id` spliced in after `_key`.

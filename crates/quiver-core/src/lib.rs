@@ -75,7 +75,7 @@ pub use catalog::{
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo, JOURNAL_SIZE_MIN};
 pub use computed::ComputedValuesEvaluator;
-pub use document::revision_matches;
+pub use document::{revision_matches, EncodedDocument};
 pub use edge_index::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
 pub use index::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
 pub use keygen::{KeyGeneratorType, KeyOptions};

@@ -14,8 +14,9 @@ use serde_json::{Map, Value};
 use crate::collection::Collection;
 use crate::computed::ComputeOn;
 use crate::document::{
-    decode_stored, decode_with_id, encode_stored, key_of, merge_patch, revision_conflict,
-    revision_matches, unique_violation, validate_edge,
+    decode_stored, decode_with_id, encode_stored, encode_stored_with, key_of, merge_patch,
+    revision_conflict, revision_matches, stored_rev_offset, unique_violation, validate_edge,
+    validate_edge_ends, write_stored_prefix, EncodedDocument,
 };
 use crate::edge_index::EdgeEnds;
 use crate::options::{
@@ -99,7 +100,7 @@ impl Staging {
     // Each argument is a distinct piece of the staged version; grouping them would only move
     // the same list into a struct literal at every call site.
     #[allow(clippy::too_many_arguments)]
-    fn stage(
+    pub(crate) fn stage(
         &mut self,
         coll: &Arc<Collection>,
         key: &str,
@@ -111,10 +112,7 @@ impl Staging {
     ) -> Result<()> {
         let size = key.len() + 32 + current.as_ref().map_or(0, |(_, body)| body.len());
         if self.bytes + size > self.max_bytes {
-            return Err(Error::with_message(
-                ErrorCode::ResourceLimit,
-                "aborting transaction because maximal transaction size limit is exceeded",
-            ));
+            return Err(transaction_too_large());
         }
         self.bytes += size;
         let cid = coll.id();
@@ -383,16 +381,20 @@ fn decode_old(coll: &Collection, key: &str, body: &Bytes, wanted: bool) -> Resul
     }
 }
 
-/// Inserts one document (with `overwriteMode` handling) into the staging area.
-pub(crate) fn insert(
-    st: &mut Staging,
+/// The key of a new document: its legal, allowed `_key` (1221, 1222), else a generated one;
+/// edges must have valid `_from`/`_to` (1233). `true` when the key was generated.
+fn insert_key(coll: &Arc<Collection>, map: &Map<String, Value>) -> Result<(String, bool)> {
+    choose_key(coll, map.get("_key"), map.get("_from"), map.get("_to"))
+}
+
+/// [`insert_key`] with the attributes given separately.
+fn choose_key(
     coll: &Arc<Collection>,
-    doc: Value,
-    opts: &InsertOptions,
-) -> Result<OpResult> {
-    coll.check_usable()?;
-    let mut map = body_object(doc)?;
-    let user_key = match map.get("_key") {
+    key: Option<&Value>,
+    from: Option<&Value>,
+    to: Option<&Value>,
+) -> Result<(String, bool)> {
+    let user_key = match key {
         Some(value) => {
             let key = key_of(value)?.to_string();
             if !coll.key_options().allow_user_keys {
@@ -406,13 +408,162 @@ pub(crate) fn insert(
         None => None,
     };
     if coll.is_edge() {
-        validate_edge(&map)?;
+        validate_edge_ends(from, to)?;
     }
-    let generated = user_key.is_none();
-    let key = match user_key {
-        Some(key) => key,
-        None => coll.generate_key()?,
+    match user_key {
+        Some(key) => Ok((key, false)),
+        None => Ok((coll.generate_key()?, true)),
+    }
+}
+
+/// The length of every revision handed out since 1970 + 2^40 ms / 2^20: 11 characters of
+/// six bits. A revision of another length makes [`PreparedInsert::finish`] encode again.
+const REV_TEXT_LEN: usize = 11;
+
+/// A plain insert (`overwriteMode` conflict) prepared without the collection's writer lock:
+/// everything that depends only on the request and not on what is stored. Only the
+/// existence of the key, unique constraints, the revision and the commit are left for the
+/// lock ([`Collection::insert`]).
+pub(crate) struct PreparedInsert {
+    pub key: String,
+    /// The document after computed values (unique-index values are read from it); empty
+    /// when prepared from an [`EncodedDocument`] (see [`PreparedInsert::attributes`]).
+    map: Map<String, Value>,
+    has_map: bool,
+    /// `map` in the stored format with a placeholder revision of [`REV_TEXT_LEN`] characters.
+    body: Vec<u8>,
+    pub edge: Option<EdgeEnds>,
+    /// An error the insert reports only if the key does not exist (computed values, schema,
+    /// size): for an existing key the conflict (1210) comes first, as on the full path.
+    pub deferred: Option<Error>,
+}
+
+impl PreparedInsert {
+    /// The document's attributes: the prepared map, or the encoded body parsed (needed only
+    /// when a unique index appeared after the caller decided that none needs them).
+    pub fn attributes(&mut self) -> Result<&Map<String, Value>> {
+        if !self.has_map {
+            self.map = decode_stored(&self.body)?;
+            self.has_map = true;
+        }
+        Ok(&self.map)
+    }
+
+    /// The stored body with its revision filled in.
+    pub fn finish(&mut self, rev: Revision) -> Result<Bytes> {
+        let text = rev.encode();
+        let at = stored_rev_offset(&self.key);
+        let mut body = std::mem::take(&mut self.body);
+        if text.len() == REV_TEXT_LEN && body.len() >= at + REV_TEXT_LEN {
+            body[at..at + REV_TEXT_LEN].copy_from_slice(text.as_bytes());
+            Ok(Bytes::from(body))
+        } else {
+            self.body = body;
+            self.attributes()?;
+            Ok(encode_stored(&self.key, rev, &self.map))
+        }
+    }
+}
+
+/// Prepares a plain insert (see [`PreparedInsert`]): checks the body and key as
+/// [`insert`] does (same errors), chooses the key, applies computed values and the schema
+/// and encodes the stored body. A user key is tracked by the key generator here, before the
+/// document can become visible.
+pub(crate) fn prepare_insert(
+    coll: &Arc<Collection>,
+    doc: Value,
+    opts: &InsertOptions,
+) -> Result<PreparedInsert> {
+    coll.check_usable()?;
+    let mut map = body_object(doc)?;
+    let (key, generated) = insert_key(coll, &map)?;
+    let mut prepared = PreparedInsert {
+        key,
+        map: Map::new(),
+        has_map: true,
+        body: Vec::new(),
+        edge: None,
+        deferred: None,
     };
+    let checked = coll
+        .apply_computed(ComputeOn::Insert, &mut map)
+        .and_then(|()| match coll.compiled_schema() {
+            Some(schema) if !opts.skip_document_validation => schema.check_insert(&map),
+            _ => Ok(()),
+        });
+    if let Err(err) = checked {
+        prepared.deferred = Some(err);
+        return Ok(prepared);
+    }
+    let body = encode_stored_with(&prepared.key, &[b'0'; REV_TEXT_LEN], &map);
+    if prepared.key.len() + 32 + body.len() > coll.settings.max_transaction_size {
+        prepared.deferred = Some(transaction_too_large());
+        return Ok(prepared);
+    }
+    if !generated {
+        coll.track_key(&prepared.key)?;
+    }
+    prepared.edge = edge_ends(coll, &map);
+    prepared.body = body;
+    prepared.map = map;
+    Ok(prepared)
+}
+
+/// [`prepare_insert`] for a body already encoded by the caller. Only for collections without
+/// computed values and (unless skipped) schema: the caller checks
+/// [`Collection::takes_encoded`](crate::Collection) first.
+pub(crate) fn prepare_encoded(
+    coll: &Arc<Collection>,
+    doc: EncodedDocument,
+) -> Result<PreparedInsert> {
+    coll.check_usable()?;
+    let (key, generated) = choose_key(coll, doc.key.as_ref(), doc.from.as_ref(), doc.to.as_ref())?;
+    let at = stored_rev_offset(&key);
+    let mut body = Vec::with_capacity(at + REV_TEXT_LEN + doc.members.len() + 2);
+    write_stored_prefix(&mut body, &key, &[b'0'; REV_TEXT_LEN]);
+    body.extend_from_slice(&doc.members);
+    body.push(b'}');
+    let mut prepared = PreparedInsert {
+        key,
+        map: Map::new(),
+        has_map: false,
+        body: Vec::new(),
+        edge: None,
+        deferred: None,
+    };
+    if prepared.key.len() + 32 + body.len() > coll.settings.max_transaction_size {
+        prepared.deferred = Some(transaction_too_large());
+        return Ok(prepared);
+    }
+    if !generated {
+        coll.track_key(&prepared.key)?;
+    }
+    if coll.is_edge() {
+        if let (Some(Value::String(from)), Some(Value::String(to))) = (&doc.from, &doc.to) {
+            prepared.edge = Some((Arc::from(from.as_str()), Arc::from(to.as_str())));
+        }
+    }
+    prepared.body = body;
+    Ok(prepared)
+}
+
+fn transaction_too_large() -> Error {
+    Error::with_message(
+        ErrorCode::ResourceLimit,
+        "aborting transaction because maximal transaction size limit is exceeded",
+    )
+}
+
+/// Inserts one document (with `overwriteMode` handling) into the staging area.
+pub(crate) fn insert(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    doc: Value,
+    opts: &InsertOptions,
+) -> Result<OpResult> {
+    coll.check_usable()?;
+    let mut map = body_object(doc)?;
+    let (key, generated) = insert_key(coll, &map)?;
     let existing_rev = st.lookup_rev(coll.id(), &key)?;
     let name = coll.name();
     let id = format!("{name}/{key}");

@@ -2553,3 +2553,331 @@ fn parallel_writers_never_break_a_unique_index() {
     assert_eq!(values.len(), distinct.len(), "duplicates: {values:?}");
     assert!(!values.is_empty());
 }
+
+/// Inserts with `overwriteMode` conflict are prepared outside the writer lock; what the full
+/// path decides with the stored state in view must not change: an existing key is a conflict
+/// even when the new document would also fail its schema or the size limit, and those errors
+/// still come for a new key.
+#[test]
+fn prepared_inserts_report_the_full_paths_errors_in_its_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options();
+    opts.max_transaction_size = 4096;
+    let core = Core::open(dir.path(), opts).unwrap();
+    let db = core.database(SYSTEM_DATABASE).unwrap();
+    let rule = json!({"properties": {"n": {"type": "number"}}});
+    let coll = create(&db, json!({"name": "prep", "schema": {"rule": rule}}));
+    let first = insert(&coll, json!({"_key": "k", "n": 1}));
+    assert_eq!(
+        code(coll.insert(json!({"_key": "k", "n": "x"}), &InsertOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+    let big = "x".repeat(8192);
+    assert_eq!(
+        code(coll.insert(
+            json!({"_key": "k", "n": 2, "s": big}),
+            &InsertOptions::new()
+        )),
+        ErrorCode::UniqueConstraintViolated
+    );
+    assert_eq!(
+        code(coll.insert(json!({"_key": "k2", "n": "x"}), &InsertOptions::new())),
+        ErrorCode::ValidationFailed
+    );
+    assert_eq!(
+        code(coll.insert(
+            json!({"_key": "k2", "n": 2, "s": big}),
+            &InsertOptions::new()
+        )),
+        ErrorCode::ResourceLimit
+    );
+    assert_eq!(
+        code(coll.insert(json!({"_key": "bad key"}), &InsertOptions::new())),
+        ErrorCode::DocumentKeyBad
+    );
+    assert_eq!(
+        code(coll.insert(json!([1]), &InsertOptions::new())),
+        ErrorCode::DocumentTypeInvalid
+    );
+    // Nothing of the failed attempts was stored; the stored document is untouched.
+    assert_eq!(coll.count().unwrap(), 1);
+    assert_eq!(coll.get("k", None).unwrap()["_rev"], first.rev.encode());
+    // skipDocumentValidation still skips on the prepared path, and returnNew is the stored
+    // document with the revision the result reports.
+    let skipped = coll
+        .insert(
+            json!({"_key": "k3", "n": "x"}),
+            &InsertOptions {
+                skip_document_validation: true,
+                return_new: true,
+                ..InsertOptions::new()
+            },
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(
+        skipped.new.unwrap(),
+        json!({"_key": "k3", "_id": "prep/k3", "_rev": skipped.rev.encode(), "n": "x"})
+    );
+    assert_eq!(coll.get("k3", None).unwrap()["_rev"], skipped.rev.encode());
+    // A user key is known to the key generator before the document is visible: the next
+    // generated key lies above it.
+    insert(&coll, json!({"_key": "900"}));
+    let generated = insert(&coll, json!({}));
+    assert!(generated.key.parse::<u64>().unwrap() > 900);
+}
+
+/// Several threads insert the same user keys at once into a plain collection (the prepared
+/// path without hooks), an edge collection and a collection with a unique index (the prepared
+/// path with a staging area): for every key exactly one insert wins and every other one gets
+/// 1210; revisions increase in commit order across all threads.
+#[test]
+fn concurrent_inserts_of_the_same_key_have_exactly_one_winner() {
+    let (_dir, core, db) = setup();
+    create(&db, json!({"name": "race_plain"}));
+    create(&db, json!({"name": "race_edges", "type": 3}));
+    let indexed = create(&db, json!({"name": "race_unique"}));
+    indexed
+        .create_index(&json!({"type": "persistent", "fields": ["v"], "unique": true}))
+        .unwrap();
+    let core = Arc::new(core);
+    const KEYS: usize = 40;
+    const THREADS: usize = 4;
+    for name in ["race_plain", "race_edges", "race_unique"] {
+        let barrier = Arc::new(std::sync::Barrier::new(THREADS));
+        let threads: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let core = Arc::clone(&core);
+                let barrier = Arc::clone(&barrier);
+                std::thread::spawn(move || {
+                    let coll = core.database("_system").unwrap().collection(name).unwrap();
+                    barrier.wait();
+                    let mut wins = Vec::new();
+                    let mut conflicts = 0;
+                    for i in 0..KEYS {
+                        let doc = json!({
+                            "_key": format!("k{i}"), "t": t, "v": i,
+                            "_from": "v/a", "_to": format!("v/{i}"),
+                        });
+                        match coll.insert(doc, &InsertOptions::new()) {
+                            Ok(done) => {
+                                let (result, ticket) = done.into_parts();
+                                wins.push((ticket.unwrap().tick, result.rev, result.key));
+                            }
+                            Err(err) => {
+                                assert_eq!(err.code, ErrorCode::UniqueConstraintViolated);
+                                conflicts += 1;
+                            }
+                        }
+                    }
+                    (wins, conflicts)
+                })
+            })
+            .collect();
+        let mut wins = Vec::new();
+        let mut conflicts = 0;
+        for thread in threads {
+            let (w, c) = thread.join().unwrap();
+            wins.extend(w);
+            conflicts += c;
+        }
+        assert_eq!(wins.len(), KEYS, "{name}: one winner per key");
+        assert_eq!(conflicts, KEYS * (THREADS - 1), "{name}");
+        let keys: HashSet<&String> = wins.iter().map(|(_, _, k)| k).collect();
+        assert_eq!(keys.len(), KEYS, "{name}: every key won once");
+        wins.sort();
+        for pair in wins.windows(2) {
+            assert!(
+                pair[0].1 < pair[1].1,
+                "{name}: revisions increase in commit order: {pair:?}"
+            );
+        }
+        let coll = db.collection(name).unwrap();
+        assert_eq!(coll.count().unwrap(), KEYS as u64);
+        assert_eq!(coll.revision().unwrap(), wins.last().unwrap().1);
+        for (_, rev, key) in &wins {
+            assert_eq!(coll.get_raw(key, None).unwrap().0, *rev);
+        }
+    }
+    let edges = db.collection("race_edges").unwrap();
+    assert_eq!(edges.edges("v/a", None).unwrap().len(), KEYS);
+    assert_eq!(
+        code(indexed.insert(json!({"_key": "other", "v": 3}), &InsertOptions::new())),
+        ErrorCode::UniqueConstraintViolated
+    );
+}
+
+/// An index created while inserts run is maintained for every document committed after its
+/// registration: the prepared path decides "hooks or not" under the writer lock.
+#[test]
+fn inserts_racing_an_index_creation_are_all_indexed() {
+    let (_dir, core, db) = setup();
+    let coll = create(&db, json!({"name": "race_index"}));
+    let core = Arc::new(core);
+    let writers: Vec<_> = (0..2)
+        .map(|t| {
+            let core = Arc::clone(&core);
+            std::thread::spawn(move || {
+                let coll = core
+                    .database("_system")
+                    .unwrap()
+                    .collection("race_index")
+                    .unwrap();
+                for i in 0..300 {
+                    let doc = json!({"v": t * 1000 + i});
+                    // One writer through the encoded path: when the index appears between
+                    // `takes_encoded` and the lock, the attributes are decoded under it.
+                    if t == 1 {
+                        coll.insert_encoded(encoded(&doc), &InsertOptions::new())
+                            .unwrap()
+                            .wait()
+                            .unwrap();
+                    } else {
+                        insert(&coll, doc);
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(5));
+    coll.create_index(&json!({"type": "persistent", "fields": ["v"], "unique": true}))
+        .unwrap();
+    for writer in writers {
+        writer.join().unwrap();
+    }
+    assert_eq!(coll.count().unwrap(), 600);
+    // Every stored value is claimed in the unique index: inserting any of them again fails.
+    for v in [0, 150, 299, 1000, 1150, 1299] {
+        assert_eq!(
+            code(coll.insert(json!({"v": v}), &InsertOptions::new())),
+            ErrorCode::UniqueConstraintViolated,
+            "value {v}"
+        );
+    }
+}
+
+/// The encoding the HTTP layer hands to `insert_encoded` for `doc` (what its one-pass encoder
+/// produces: members as serde_json writes them, `_key`/`_from`/`_to` besides).
+fn encoded(doc: &Value) -> EncodedDocument {
+    let mut out = EncodedDocument::default();
+    for (name, value) in doc.as_object().unwrap() {
+        match name.as_str() {
+            "_key" => out.key = Some(value.clone()),
+            "_id" | "_rev" => {}
+            _ => {
+                out.members.push(b',');
+                out.members
+                    .extend(serde_json::to_vec(&Value::String(name.clone())).unwrap());
+                out.members.push(b':');
+                out.members.extend(serde_json::to_vec(value).unwrap());
+                match name.as_str() {
+                    "_from" => out.from = Some(value.clone()),
+                    "_to" => out.to = Some(value.clone()),
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+/// An encoded insert stores and answers exactly what the same body as a value does, on the
+/// plain path and on every fallback (schema, computed values, unique index, edges, overwrite
+/// modes), with the same errors.
+#[test]
+fn encoded_inserts_match_value_inserts() {
+    let (_dir, _core, db) = setup();
+    let rule = json!({"properties": {"n": {"type": "number"}}});
+    let specs = [
+        json!({}),
+        json!({"schema": {"rule": rule}}),
+        json!({"computedValues": [{"name": "c", "expression": "RETURN 1", "overwrite": true}]}),
+        json!({"unique": true}),
+        json!({"type": 3}),
+        json!({"keyOptions": {"allowUserKeys": false}}),
+    ];
+    let silent = InsertOptions {
+        return_new: true,
+        ..InsertOptions::new()
+    };
+    let docs = [
+        json!({"n": 1, "s": "x", "o": {"a": [1, 2.5, null]}, "_id": "ignored/x", "_rev": "r"}),
+        json!({"_key": "k1", "n": 2}),
+        json!({"_key": "k1", "n": 3}),
+        json!({"_key": "bad key", "n": 4}),
+        json!({"_key": 5, "n": 5}),
+        json!({"n": "not a number"}),
+        json!({"_from": "v/1", "_to": "v/2", "n": 6}),
+        json!({"_from": "v/1", "n": 7}),
+        json!({"_from": "nohandle", "_to": "v/2", "n": 8}),
+    ];
+    let mut plain = None;
+    for (i, spec) in specs.iter().enumerate() {
+        let make = |name: String| {
+            let mut body = spec.clone();
+            let with_unique = body.as_object_mut().unwrap().remove("unique").is_some();
+            body["name"] = name.into();
+            let coll = create(&db, body);
+            if with_unique {
+                coll.create_index(&json!({"type": "persistent", "fields": ["n"], "unique": true}))
+                    .unwrap();
+            }
+            coll
+        };
+        let coll = make(format!("enc{i}"));
+        let twin = make(format!("twin{i}"));
+        plain.get_or_insert_with(|| Arc::clone(&coll));
+        for doc in &docs {
+            for opts in [InsertOptions::new(), silent.clone()] {
+                let a = coll
+                    .insert_encoded(encoded(doc), &opts)
+                    .and_then(|c| c.wait());
+                let b = twin.insert(doc.clone(), &opts).and_then(|c| c.wait());
+                match (a, b) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!((a.kind, a.key.clone()), (b.kind, b.key.clone()), "{doc}");
+                        let (_, stored_a) = coll.get_raw(&a.key, None).unwrap();
+                        let (_, stored_b) = twin.get_raw(&b.key, None).unwrap();
+                        let strip = |raw: &[u8], rev: Revision, name: &str| {
+                            String::from_utf8(raw.to_vec())
+                                .unwrap()
+                                .replace(&rev.encode(), "REV")
+                                .replace(name, "COLL")
+                        };
+                        assert_eq!(
+                            strip(&stored_a, a.rev, &coll.name()),
+                            strip(&stored_b, b.rev, &twin.name()),
+                            "{doc}"
+                        );
+                        if let (Some(new_a), Some(new_b)) = (&a.new, &b.new) {
+                            assert_eq!(new_a["_rev"], a.rev.encode());
+                            assert_eq!(
+                                new_a.as_object().unwrap().len(),
+                                new_b.as_object().unwrap().len()
+                            );
+                        }
+                    }
+                    (Err(a), Err(b)) => assert_eq!(a.code, b.code, "{doc} in {}", coll.name()),
+                    (a, b) => panic!("{doc} in {}: encoded {a:?}, value {b:?}", coll.name()),
+                }
+            }
+        }
+        assert_eq!(coll.count().unwrap(), twin.count().unwrap());
+    }
+    // Overwrite modes take the value path and see the stored document.
+    let opts = InsertOptions {
+        overwrite_mode: OverwriteMode::Update,
+        return_old: true,
+        ..InsertOptions::new()
+    };
+    let plain = plain.unwrap();
+    let updated = plain
+        .insert_encoded(encoded(&json!({"_key": "k1", "m": 9})), &opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(updated.kind, WriteKind::Updated);
+    assert_eq!(updated.old.unwrap()["n"], 2);
+    assert_eq!(plain.get("k1", None).unwrap()["m"], 9);
+}

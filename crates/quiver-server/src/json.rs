@@ -1,14 +1,24 @@
 //! Request-body JSON: parsed once, strictly (ArangoDB rejects duplicate attribute names with
 //! 400/600, which serde_json's own `Value` would silently resolve to the last one).
 
+use std::borrow::Cow;
 use std::fmt;
 
+use quiver_core::EncodedDocument;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Nesting deeper than this is refused: bounds the recursion of the parser.
 pub const MAX_DEPTH: usize = 128;
+
+/// ArangoDB prints integral doubles without a fraction (`1.0` is read back as `1`); storing
+/// them as integers gives the same output everywhere a document is rendered. Only where the
+/// integer is exact (|v| < 2^53), and -0.0 keeps its sign.
+fn integral(v: f64) -> Option<i64> {
+    (v == v.trunc() && v.abs() < 9_007_199_254_740_992.0 && !(v == 0.0 && v.is_sign_negative()))
+        .then_some(v as i64)
+}
 
 struct StrictValue {
     depth: usize,
@@ -37,14 +47,8 @@ impl<'de> Visitor<'de> for StrictValue {
         Ok(Value::Number(v.into()))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Value, E> {
-        // ArangoDB prints integral doubles without a fraction (`1.0` is read back as `1`);
-        // storing them as integers gives the same output everywhere a document is rendered.
-        // Only where the integer is exact (|v| < 2^53), and -0.0 keeps its sign.
-        if v == v.trunc()
-            && v.abs() < 9_007_199_254_740_992.0
-            && !(v == 0.0 && v.is_sign_negative())
-        {
-            return Ok(Value::Number((v as i64).into()));
+        if let Some(i) = integral(v) {
+            return Ok(Value::Number(i.into()));
         }
         Number::from_f64(v)
             .map(Value::Number)
@@ -107,13 +111,225 @@ pub fn parse(bytes: &[u8]) -> Result<Value> {
     let value = StrictValue { depth: 0 }
         .deserialize(&mut de)
         .and_then(|v| de.end().map(|_| v))
-        .map_err(|e| {
-            Error::with_message(
-                ErrorCode::HttpCorruptedJson,
-                format!("VPackError error: {e}"),
-            )
-        })?;
+        .map_err(corrupted)?;
     Ok(value)
+}
+
+fn corrupted(e: serde_json::Error) -> Error {
+    Error::with_message(
+        ErrorCode::HttpCorruptedJson,
+        format!("VPackError error: {e}"),
+    )
+}
+
+/// Parses a JSON object and encodes it for an insert in the same pass (no `Value` is built
+/// for the attributes the insert does not look at), by exactly the rules of [`parse`]: the
+/// same errors, and `members` are the bytes serde_json writes for the attributes [`parse`]
+/// returns. The caller checked that the text starts with `{` (after whitespace).
+pub fn encode_document(bytes: &[u8]) -> Result<EncodedDocument> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut doc = EncodedDocument::default();
+    de::Deserializer::deserialize_map(&mut de, TopLevel { doc: &mut doc })
+        .and_then(|()| de.end())
+        .map_err(corrupted)?;
+    Ok(doc)
+}
+
+/// An attribute name, borrowed from the input unless it holds escapes.
+struct Name<'de>(Cow<'de, str>);
+
+impl<'de> de::Deserialize<'de> for Name<'de> {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct NameVisitor;
+        impl<'de> Visitor<'de> for NameVisitor {
+            type Value = Name<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an attribute name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> std::result::Result<Name<'de>, E> {
+                Ok(Name(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> std::result::Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> std::result::Result<Name<'de>, E> {
+                Ok(Name(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(NameVisitor)
+    }
+}
+
+fn duplicate<E: de::Error>(name: &str) -> E {
+    E::custom(format!("duplicate attribute name '{name}'"))
+}
+
+/// The top-level object of [`encode_document`].
+struct TopLevel<'a> {
+    doc: &'a mut EncodedDocument,
+}
+
+impl<'de> Visitor<'de> for TopLevel<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        let doc = self.doc;
+        // Names seen so far, for the duplicate check (objects are small; a linear scan beats
+        // hashing up to a few dozen names).
+        let mut names: Vec<Name<'de>> = Vec::new();
+        while let Some(name) = map.next_key::<Name<'de>>()? {
+            // As in [`StrictValue`], the value is read before the name is checked, so that a
+            // body with both a duplicate and a later syntax error reports the same error.
+            let depth = 1;
+            match &*name.0 {
+                "_key" | "_id" | "_rev" => {
+                    let value = map.next_value_seed(StrictValue { depth })?;
+                    if name.0 == "_key" {
+                        doc.key = Some(value);
+                    }
+                }
+                "_from" | "_to" => {
+                    let value = map.next_value_seed(StrictValue { depth })?;
+                    write_name(&mut doc.members, &name.0);
+                    // Writing into a Vec cannot fail and a Value always serializes.
+                    let _ = serde_json::to_writer(&mut doc.members, &value);
+                    if name.0 == "_from" {
+                        doc.from = Some(value);
+                    } else {
+                        doc.to = Some(value);
+                    }
+                }
+                _ => {
+                    write_name(&mut doc.members, &name.0);
+                    map.next_value_seed(Transcode {
+                        out: &mut doc.members,
+                        depth,
+                    })?;
+                }
+            }
+            if names.iter().any(|seen| seen.0 == name.0) {
+                return Err(duplicate(&name.0));
+            }
+            names.push(name);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `,"name":` (the name escaped as serde_json escapes it).
+fn write_name(out: &mut Vec<u8>, name: &str) {
+    out.push(b',');
+    let _ = serde_json::to_writer(&mut *out, name);
+    out.push(b':');
+}
+
+/// Copies one JSON value into `out` in compact form while checking it as [`StrictValue`] does
+/// (duplicate names, nesting depth, integral doubles as integers).
+struct Transcode<'a> {
+    out: &'a mut Vec<u8>,
+    depth: usize,
+}
+
+impl<'de> DeserializeSeed<'de> for Transcode<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Transcode<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, v: bool) -> std::result::Result<(), E> {
+        self.out
+            .extend_from_slice(if v { b"true" as &[u8] } else { b"false" });
+        Ok(())
+    }
+    fn visit_i64<E>(self, v: i64) -> std::result::Result<(), E> {
+        let _ = serde_json::to_writer(&mut *self.out, &v);
+        Ok(())
+    }
+    fn visit_u64<E>(self, v: u64) -> std::result::Result<(), E> {
+        let _ = serde_json::to_writer(&mut *self.out, &v);
+        Ok(())
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        if let Some(i) = integral(v) {
+            return self.visit_i64(i);
+        }
+        let number = Number::from_f64(v).ok_or_else(|| E::custom("number out of range"))?;
+        let _ = serde_json::to_writer(&mut *self.out, &number);
+        Ok(())
+    }
+    fn visit_str<E>(self, v: &str) -> std::result::Result<(), E> {
+        let _ = serde_json::to_writer(&mut *self.out, v);
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_none<E>(self) -> std::result::Result<(), E> {
+        self.out.extend_from_slice(b"null");
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        if self.depth >= MAX_DEPTH {
+            return Err(de::Error::custom("too deeply nested"));
+        }
+        self.out.push(b'[');
+        let mut first = true;
+        loop {
+            // The separator goes in before we know whether an element follows; taken back at
+            // the end.
+            let mark = self.out.len();
+            if !first {
+                self.out.push(b',');
+            }
+            let element = Transcode {
+                out: &mut *self.out,
+                depth: self.depth + 1,
+            };
+            if seq.next_element_seed(element)?.is_none() {
+                self.out.truncate(mark);
+                break;
+            }
+            first = false;
+        }
+        self.out.push(b']');
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
+        if self.depth >= MAX_DEPTH {
+            return Err(de::Error::custom("too deeply nested"));
+        }
+        self.out.push(b'{');
+        let mut names: Vec<Name<'de>> = Vec::new();
+        while let Some(name) = map.next_key::<Name<'de>>()? {
+            if !names.is_empty() {
+                self.out.push(b',');
+            }
+            let _ = serde_json::to_writer(&mut *self.out, &*name.0);
+            self.out.push(b':');
+            map.next_value_seed(Transcode {
+                out: &mut *self.out,
+                depth: self.depth + 1,
+            })?;
+            if names.iter().any(|seen| seen.0 == name.0) {
+                return Err(duplicate(&name.0));
+            }
+            names.push(name);
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
 }
 
 /// Parses a request body that must be JSON; an empty body is `None`.
@@ -154,6 +370,142 @@ mod tests {
             to_bytes(&v),
             br#"{"a":1,"b":-2,"c":2.5,"d":100,"e":-0.0,"f":1e+300}"#
         );
+    }
+
+    /// What [`encode_document`] must produce: [`parse`]'s object with the managed attributes
+    /// split off, the rest serialized as members.
+    fn via_value(bytes: &[u8]) -> Result<EncodedDocument> {
+        let Value::Object(map) = parse(bytes)? else {
+            panic!("test bodies are objects");
+        };
+        let mut doc = EncodedDocument::default();
+        for (name, value) in map {
+            match name.as_str() {
+                "_key" => doc.key = Some(value),
+                "_id" | "_rev" => {}
+                _ => {
+                    write_name(&mut doc.members, &name);
+                    doc.members.extend(to_bytes(&value));
+                    match name.as_str() {
+                        "_from" => doc.from = Some(value),
+                        "_to" => doc.to = Some(value),
+                        _ => {}
+                    }
+                }
+            }
+        }
+        Ok(doc)
+    }
+
+    fn same_as_parse(bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        match (encode_document(bytes), via_value(bytes)) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+            (Err(a), Err(b)) => assert_eq!((a.code, a.message), (b.code, b.message), "{text}"),
+            (a, b) => panic!("{text}: one pass {a:?}, via a value {b:?}"),
+        }
+    }
+
+    #[test]
+    fn one_pass_encoding_matches_parse_then_serialize() {
+        let bodies: &[&str] = &[
+            r#"{}"#,
+            r#" { "name" : "Alice" , "age" : 34 , "tags" : [ "a" , "b" ] , "active" : true } "#,
+            r#"{"_key":"k1","_id":"x/y","_rev":"abc","a":null,"b":[],"c":{}}"#,
+            r#"{"_from":"v/1","_to":"v/2","w":1.5,"_key":7}"#,
+            r#"{"n":[1.0,-2.0,2.5,1e2,-0.0,1e300,18446744073709551615,-9223372036854775808]}"#,
+            r#"{"big":123456789012345678901234567890,"tiny":1e-320,"neg":-1.25e-7}"#,
+            r#"{"s":"\u00e9\n\t\"\\\/ \ud83d\ude00","\u0061":1,"esc\"aped":2}"#,
+            r#"{"o":{"a":{"b":{"c":[{"d":[[],[{}]]}]}}},"x":[null,true,false]}"#,
+            r#"{"a":1,"a":2}"#,
+            r#"{"_key":"a","_key":"b"}"#,
+            r#"{"_id":1,"x":2,"_id":3}"#,
+            r#"{"a":1,"\u0061":2}"#,
+            r#"{"o":{"y":1,"y":2}}"#,
+            r#"{"a":[{"y":1},{"y":1,"z":{"q":1,"q":[}}]}"#,
+            r#"{"a":1,"a":[1,"#,
+            r#"{"a":1} x"#,
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1e400}"#,
+            r#"{"a":"unterminated}"#,
+            r#"{"a":tru}"#,
+            r#"{"_key":{"a":1,"a":2}}"#,
+            "{\"a\":\"\u{7f}\u{80}\"}",
+        ];
+        for body in bodies {
+            same_as_parse(body.as_bytes());
+        }
+        let deep = format!("{{\"a\":{}{}}}", "[".repeat(130), "]".repeat(130));
+        same_as_parse(deep.as_bytes());
+        let deep_enough = format!("{{\"a\":{}{}}}", "[".repeat(120), "]".repeat(120));
+        same_as_parse(deep_enough.as_bytes());
+        // Invalid UTF-8 inside a string.
+        same_as_parse(b"{\"a\":\"\xff\"}");
+    }
+
+    fn json_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| Value::Number(n.into())),
+            any::<u64>().prop_map(|n| Value::Number(n.into())),
+            any::<f64>()
+                .prop_filter_map("finite", Number::from_f64)
+                .prop_map(Value::Number),
+            "[a-z_\"\\\\\u{e9}\u{1F600}\n]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::vec(("[a-c_]{0,3}", inner), 0..6)
+                    .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn attribute_name() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("_key".to_string()),
+            Just("_from".to_string()),
+            Just("_rev".to_string()),
+            "[a-d]{1,2}",
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn one_pass_encoding_matches_for_generated_objects(
+            pairs in proptest::collection::vec((attribute_name(), json_value()), 0..8),
+            pretty in proptest::bool::ANY,
+            cut in 0usize..400,
+        ) {
+            // Written by hand so that duplicate names survive into the text.
+            let mut text = String::from("{");
+            for (i, (name, value)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                if pretty {
+                    text.push_str("\n  ");
+                }
+                text.push_str(&serde_json::to_string(name).unwrap());
+                text.push_str(": ");
+                let value = if pretty {
+                    serde_json::to_string_pretty(value).unwrap()
+                } else {
+                    serde_json::to_string(value).unwrap()
+                };
+                text.push_str(&value);
+            }
+            text.push('}');
+            same_as_parse(text.as_bytes());
+            // Cut short (almost always malformed): the same error.
+            let cut = cut.min(text.len()).max(1);
+            same_as_parse(&text.as_bytes()[..cut]);
+        }
     }
 
     #[test]

@@ -3399,6 +3399,19 @@ impl Inner {
     pub(crate) fn visible_tick(&self) -> u64 {
         self.visible.load(Ordering::Acquire)
     }
+
+    /// The revision of `key` in the newest visible state, without registering a snapshot.
+    /// The newest version of a key is never garbage, so no snapshot is needed to keep it.
+    pub(crate) fn latest_revision(&self, cid: u64, key: &str) -> Result<Option<Revision>> {
+        let cat = self.catalog();
+        let col = cat
+            .collections
+            .get(&cid)
+            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
+        col.usable()?;
+        let tick = self.visible.load(Ordering::Acquire);
+        Ok(col.index.get(key, tick).map(|v| Revision(v.rev)))
+    }
 }
 
 fn validate_options(o: &CollectionOptions) -> Result<()> {

@@ -558,6 +558,14 @@ impl Engine {
         }
     }
 
+    /// The revision of `key` in the newest committed state (None: absent), without the cost
+    /// of a snapshot. The answer can be stale as soon as it is returned unless the caller keeps
+    /// every other writer of `cid` out, as the core's collection writer lock does for its
+    /// "does this key exist now" decision.
+    pub fn latest_revision(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
+        self.inner.latest_revision(cid, key)
+    }
+
     /// The clock that hands out revisions.
     pub fn hlc(&self) -> &Hlc {
         &self.inner.hlc
