@@ -592,6 +592,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         .map_err(|e| format!("cannot start job workers: {e}"))?;
 
     let result = runtime.block_on(async {
+        let signals = ShutdownSignals::install()?;
         let handle = quiver_server::serve(state.clone(), listener)
             .map_err(|e| format!("cannot serve: {e}"))?;
         println!(
@@ -602,7 +603,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         );
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        wait_for_signal().await;
+        signals.wait().await;
         println!("shutting down");
         handle.shutdown(Duration::from_secs(5)).await;
         Ok::<(), String>(())
@@ -615,25 +616,46 @@ fn serve(options: ServeOptions) -> Result<(), String> {
     result
 }
 
-async fn wait_for_signal() {
+/// SIGINT (Ctrl-C) and SIGTERM handlers. They are installed before the startup line is
+/// printed: a supervisor (or a test) that sends SIGTERM as soon as it read that line must get
+/// the clean shutdown, not the default action that kills the process without syncing.
+struct ShutdownSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
-            }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl ShutdownSignals {
+    /// Must run inside the tokio runtime.
+    fn install() -> Result<ShutdownSignals, String> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let install = |kind| signal(kind).map_err(|e| format!("cannot handle signals: {e}"));
+            Ok(ShutdownSignals {
+                interrupt: install(SignalKind::interrupt())?,
+                terminate: install(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(ShutdownSignals {})
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
+
+    async fn wait(mut self) {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => {}
+                _ = self.terminate.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
