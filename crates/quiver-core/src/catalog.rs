@@ -320,6 +320,12 @@ impl Core {
             .ok_or_else(|| Error::new(ErrorCode::DatabaseNotFound))
     }
 
+    /// Whether database `name` exists: [`Core::database`] without taking a reference to it,
+    /// for the check every request makes before routing.
+    pub fn has_database(&self, name: &str) -> bool {
+        self.databases.read().contains_key(name)
+    }
+
     /// Every database, sorted by name.
     pub fn databases(&self) -> Vec<Arc<Database>> {
         self.databases.read().values().cloned().collect()

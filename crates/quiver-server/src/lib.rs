@@ -32,7 +32,7 @@ pub fn handle(state: &ServerState, request: Request) -> Response {
     if request.method == Method::OPTIONS {
         return Response::empty(200).with_header(http::header::ALLOW, ALLOWED_METHODS);
     }
-    if let Some(mode) = request.header("x-arango-async") {
+    if let Some(mode) = request.header(&request::X_ARANGO_ASYNC) {
         let mode = mode.trim();
         let store = mode.eq_ignore_ascii_case("store");
         if store || mode.eq_ignore_ascii_case("true") {
@@ -41,7 +41,7 @@ pub fn handle(state: &ServerState, request: Request) -> Response {
                 return e.into();
             }
             let mut queued = request;
-            queued.headers.remove("x-arango-async");
+            queued.headers.remove(&request::X_ARANGO_ASYNC);
             return state.jobs.submit(queued, store);
         }
     }

@@ -1,32 +1,141 @@
 //! A transport-free request: what every handler sees, whether it came from a socket, from a
 //! part of a batch request, from the async job queue or from a test.
 
+use std::borrow::Cow;
+
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use percent_encoding::percent_decode_str;
 use quiver_errors::{Error, ErrorCode, Result};
+use smallvec::SmallVec;
 
 /// The database a request addresses when its path has no `/_db/{name}` prefix.
 pub const DEFAULT_DATABASE: &str = "_system";
+
+/// `x-arango-async`: run the request as an async job.
+pub static X_ARANGO_ASYNC: HeaderName = HeaderName::from_static("x-arango-async");
+/// `x-arango-trx-id`: run the request inside a stream transaction.
+pub static X_ARANGO_TRX_ID: HeaderName = HeaderName::from_static("x-arango-trx-id");
+
+/// Path segments after a route prefix, borrowed from the request ([`Request::suffix`]). Inline
+/// up to eight, which covers every route of the API, so routing allocates nothing.
+pub type PathParts<'a> = SmallVec<[&'a str; 8]>;
+
+/// The percent-decoded segments of a request path, e.g. `_api`, `document`, `users`, `alice`.
+///
+/// Kept as one string plus the segments' bounds rather than a `String` per segment: building
+/// a request is on every read and insert, and the per-segment allocations were most of its
+/// cost.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Segments {
+    text: String,
+    /// Byte ranges in `text`; `u32` keeps the request small (it is moved several times per
+    /// request) and a request target is far below 4 GiB (the body limit bounds batch parts).
+    bounds: SmallVec<[(u32, u32); 8]>,
+}
+
+impl Segments {
+    /// Decodes the raw (still percent-encoded) segments of a path.
+    fn decode<'a>(raw: impl Iterator<Item = &'a str>, capacity: usize) -> Result<Segments> {
+        let mut out = Segments {
+            text: String::with_capacity(capacity),
+            bounds: SmallVec::new(),
+        };
+        for segment in raw {
+            let start = out.bounds.last().map_or(0, |&(_, end)| end);
+            // Nearly every segment (`_api`, `document`, collection names, keys) has nothing
+            // to decode; copying it directly skips the decoder's UTF-8 validation.
+            if segment.contains('%') {
+                out.text.push_str(&decode_percent(segment)?);
+            } else {
+                out.text.push_str(segment);
+            }
+            let end = u32::try_from(out.text.len()).map_err(|_| {
+                Error::with_message(ErrorCode::HttpUriTooLong, "request path is too long")
+            })?;
+            out.bounds.push((start, end));
+        }
+        Ok(out)
+    }
+
+    /// How many segments there are.
+    pub fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Whether the path has no segments (`/`).
+    pub fn is_empty(&self) -> bool {
+        self.bounds.is_empty()
+    }
+
+    /// The segment at `index`.
+    pub fn get(&self, index: usize) -> Option<&str> {
+        self.bounds
+            .get(index)
+            .map(|&(s, e)| &self.text[s as usize..e as usize])
+    }
+
+    /// The first segment.
+    pub fn first(&self) -> Option<&str> {
+        self.get(0)
+    }
+
+    /// Every segment in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        self.bounds
+            .iter()
+            .map(|&(s, e)| &self.text[s as usize..e as usize])
+    }
+}
+
+impl std::ops::Index<usize> for Segments {
+    type Output = str;
+
+    fn index(&self, index: usize) -> &str {
+        let (s, e) = self.bounds[index];
+        &self.text[s as usize..e as usize]
+    }
+}
+
+impl<const N: usize> PartialEq<[&str; N]> for Segments {
+    fn eq(&self, other: &[&str; N]) -> bool {
+        self.len() == N && self.iter().zip(other).all(|(a, b)| a == *b)
+    }
+}
 
 /// One HTTP request, parsed far enough for routing.
 #[derive(Clone, Debug)]
 pub struct Request {
     /// The HTTP method.
     pub method: Method,
-    /// The database named by the `/_db/{db}` prefix (percent-decoded), or `_system`.
-    pub database: String,
+    /// The database named by the `/_db/{db}` prefix (percent-decoded), or `_system`
+    /// (borrowed, so the common case allocates nothing).
+    pub database: Cow<'static, str>,
     /// The path below the database prefix, as sent (still percent-encoded), e.g.
     /// `/_api/document/users/alice`. Used for `Location` headers and error messages.
     pub path: String,
     /// The percent-decoded segments of [`Request::path`], e.g. `["_api","document","users","alice"]`.
-    pub segments: Vec<String>,
+    pub segments: Segments,
     /// Query parameters in order, percent-decoded (`+` is a space).
     pub query: Vec<(String, String)>,
     /// Request headers.
     pub headers: HeaderMap,
     /// The body, already de-chunked and decompressed.
     pub body: Bytes,
+}
+
+fn invalid_utf8() -> Error {
+    Error::with_message(
+        ErrorCode::HttpBadParameter,
+        "invalid UTF-8 in percent-encoded URL",
+    )
+}
+
+/// Percent-decodes `raw`; invalid UTF-8 after decoding is a bad request.
+fn decode_percent(raw: &str) -> Result<Cow<'_, str>> {
+    percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| invalid_utf8())
 }
 
 /// Decodes one URL component; invalid UTF-8 after decoding is a bad request.
@@ -44,15 +153,7 @@ fn decode_component(raw: &str, plus_is_space: bool) -> Result<String> {
     } else {
         raw
     };
-    percent_decode_str(raw)
-        .decode_utf8()
-        .map(|c| c.into_owned())
-        .map_err(|_| {
-            Error::with_message(
-                ErrorCode::HttpBadParameter,
-                "invalid UTF-8 in percent-encoded URL",
-            )
-        })
+    decode_percent(raw).map(Cow::into_owned)
 }
 
 /// Parses a query string (`a=1&b=x%20y`) into decoded pairs. A key without `=` gets an empty
@@ -75,45 +176,43 @@ impl Request {
     /// decoded.
     pub fn new(method: Method, target: &str, headers: HeaderMap, body: Bytes) -> Result<Request> {
         let (raw_path, raw_query) = target.split_once('?').unwrap_or((target, ""));
-        // Absolute-form targets (`http://host/path`) are legal HTTP; keep only the path.
-        let raw_path = match raw_path.find("://") {
-            Some(scheme_end) => {
-                let rest = &raw_path[scheme_end + 3..];
-                rest.find('/').map(|i| &rest[i..]).unwrap_or("/")
-            }
-            None => raw_path,
+        // Absolute-form targets (`http://host/path`) are legal HTTP; keep only the path. An
+        // origin-form target (the usual `/path`) is never one, and skips the substring search.
+        let raw_path = if raw_path.starts_with('/') {
+            raw_path
+        } else if let Some(scheme_end) = raw_path.find("://") {
+            let rest = &raw_path[scheme_end + 3..];
+            rest.find('/').map(|i| &rest[i..]).unwrap_or("/")
+        } else {
+            raw_path
         };
-        if !raw_path.starts_with('/') {
+        let Some(mut path) = raw_path.strip_prefix('/') else {
             return Err(Error::with_message(
                 ErrorCode::HttpBadParameter,
                 "request path must start with '/'",
             ));
+        };
+        let mut database = Cow::Borrowed(DEFAULT_DATABASE);
+        // `/_db/` alone is no prefix: it routes (to a 404) as the path it is.
+        if let Some(after) = path.strip_prefix("_db/").filter(|a| !a.is_empty()) {
+            let (name, rest) = after.split_once('/').unwrap_or((after, ""));
+            database = Cow::Owned(decode_component(name, false)?);
+            path = rest;
         }
-        let mut segments_raw: Vec<&str> = raw_path[1..].split('/').collect();
         // A trailing slash does not add an empty segment (`/_api/collection/` = `/_api/collection`).
-        if segments_raw.last() == Some(&"") {
-            segments_raw.pop();
-        }
-        let mut database = DEFAULT_DATABASE.to_string();
-        let mut path = raw_path;
-        if segments_raw.first() == Some(&"_db") && segments_raw.len() >= 2 {
-            database = decode_component(segments_raw[1], false)?;
-            segments_raw.drain(..2);
-            let after_prefix = &raw_path[5..];
-            path = after_prefix
-                .find('/')
-                .map(|i| &after_prefix[i..])
-                .unwrap_or("/");
-        }
-        let path = path.to_string();
-        let mut segments = Vec::with_capacity(segments_raw.len());
-        for s in segments_raw {
-            segments.push(decode_component(s, false)?);
-        }
+        let segments = if path.is_empty() {
+            Segments::default()
+        } else {
+            let trimmed = path.strip_suffix('/').unwrap_or(path);
+            Segments::decode(trimmed.split('/'), trimmed.len())?
+        };
+        let mut owned_path = String::with_capacity(path.len() + 1);
+        owned_path.push('/');
+        owned_path.push_str(path);
         Ok(Request {
             method,
             database,
-            path,
+            path: owned_path,
             segments,
             query: parse_query(raw_query)?,
             headers,
@@ -175,13 +274,14 @@ impl Request {
     }
 
     /// A header value as text (first occurrence, `None` if absent or not visible ASCII).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    /// `name` is a `&str` or, cheaper on hot paths (no parsing of the name), a `HeaderName`.
+    pub fn header<K: http::header::AsHeaderName>(&self, name: K) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
 
     /// The path segments after a route prefix of `n` segments.
-    pub fn suffix(&self, n: usize) -> &[String] {
-        self.segments.get(n..).unwrap_or(&[])
+    pub fn suffix(&self, n: usize) -> PathParts<'_> {
+        self.segments.iter().skip(n).collect()
     }
 }
 
@@ -246,6 +346,76 @@ mod tests {
             let _ = Request::new(Method::GET, &target, HeaderMap::new(), Bytes::new());
             let _ = Request::new(Method::GET, &format!("/_db/{target}"), HeaderMap::new(), Bytes::new());
         }
+    }
+
+    /// The path splitting of sessions 1-3 (a `String` per segment), kept as the oracle that
+    /// the one-buffer [`Segments`] must agree with.
+    fn reference_split(raw_path: &str) -> Result<(String, String, Vec<String>)> {
+        let mut segments_raw: Vec<&str> = raw_path[1..].split('/').collect();
+        if segments_raw.last() == Some(&"") {
+            segments_raw.pop();
+        }
+        let mut database = DEFAULT_DATABASE.to_string();
+        let mut path = raw_path;
+        if segments_raw.first() == Some(&"_db") && segments_raw.len() >= 2 {
+            database = decode_component(segments_raw[1], false)?;
+            segments_raw.drain(..2);
+            let after_prefix = &raw_path[5..];
+            path = after_prefix
+                .find('/')
+                .map(|i| &after_prefix[i..])
+                .unwrap_or("/");
+        }
+        let mut segments = Vec::new();
+        for s in segments_raw {
+            segments.push(decode_component(s, false)?);
+        }
+        Ok((database, path.to_string(), segments))
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn segments_split_as_before(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["/", "_db", "_db/", "a", "%41", "%FF", "+", "%2F", "x y", "ö"]),
+                0..8,
+            )
+        ) {
+            let target = format!("/{}", parts.concat());
+            let new = Request::new(Method::GET, &target, HeaderMap::new(), Bytes::new());
+            match (reference_split(&target), new) {
+                (Ok((database, path, segments)), Ok(r)) => {
+                    proptest::prop_assert_eq!(&*r.database, database.as_str());
+                    proptest::prop_assert_eq!(r.path, path);
+                    proptest::prop_assert_eq!(r.segments.iter().collect::<Vec<_>>(), segments);
+                }
+                (Err(_), Err(_)) => {}
+                (old, new) => proptest::prop_assert!(false, "{target}: {old:?} vs {new:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn absolute_form_targets_keep_only_the_path() {
+        let r = Request::build(Method::GET, "http://localhost:8529/_db/x/_api/version?a=1");
+        assert_eq!(r.database, "x");
+        assert_eq!(r.segments, ["_api", "version"]);
+        assert_eq!(r.param("a"), Some("1"));
+        assert_eq!(Request::build(Method::GET, "http://host").path, "/");
+        // In an origin-form target `://` is just text of a segment.
+        let r = Request::build(Method::GET, "/_api/x/a://b");
+        assert_eq!(r.segments, ["_api", "x", "a:", "", "b"]);
+    }
+
+    #[test]
+    fn suffix_and_segment_access() {
+        let r = Request::build(Method::GET, "/_api/document/c%2Fx/k");
+        assert_eq!(r.segments.len(), 4);
+        assert_eq!(&r.segments[2], "c/x");
+        assert_eq!(r.segments.get(4), None);
+        assert_eq!(r.suffix(2).as_slice(), ["c/x", "k"]);
+        assert!(r.suffix(5).is_empty());
+        assert!(Request::build(Method::GET, "/").segments.is_empty());
     }
 
     #[test]

@@ -117,6 +117,13 @@ impl Response {
         self
     }
 
+    /// Adds a header whose value is already built.
+    #[must_use]
+    pub fn with_header_value(mut self, name: HeaderName, value: HeaderValue) -> Response {
+        self.headers.push((name, value));
+        self
+    }
+
     /// Registers a write this response must wait for.
     pub fn wait_for(&mut self, durability: Box<dyn Durability>) {
         self.durability.push(durability);

@@ -73,7 +73,13 @@ impl ServerState {
 
     /// 404/1228 unless `name` is an existing database.
     pub fn check_database(&self, name: &str) -> Result<()> {
-        self.core.database(name).map(|_| ())
+        if self.core.has_database(name) {
+            Ok(())
+        } else {
+            Err(quiver_errors::Error::new(
+                quiver_errors::ErrorCode::DatabaseNotFound,
+            ))
+        }
     }
 
     /// The database a request addresses (404/1228 if it does not exist).

@@ -129,9 +129,14 @@ async fn accept_loop(
         let active = active.clone();
         active.fetch_add(1, Ordering::AcqRel);
         tokio::spawn(async move {
+            // Each request's future needs its own reference to the state. Taking it from a
+            // per-connection `Arc` keeps that reference count on the connection's worker; the
+            // server-wide one is shared by every worker, and bumping it per request moved its
+            // cache line between the cores.
+            let state = Arc::new(state);
             let service = service_fn(move |req| {
-                let state = state.clone();
-                async move { Ok::<_, Infallible>(answer(state, req).await) }
+                let state = Arc::clone(&state);
+                async move { Ok::<_, Infallible>(answer(&state, req).await) }
             });
             let mut conn = Box::pin(
                 http1::Builder::new()
@@ -317,7 +322,7 @@ fn placement(req: &Request) -> Placement {
     if req.body.len() > 64 * 1024 {
         return Placement::BlockingPool;
     }
-    match req.segments.get(1).map(String::as_str) {
+    match req.segments.get(1) {
         // A batch of small operations takes a fraction of a millisecond: the blocking-pool
         // hop (two thread wake-ups per request) was a measurable share of a 64-insert batch
         // at concurrency 1, and in place the worker's other connections still move on.
@@ -339,19 +344,23 @@ fn placement(req: &Request) -> Placement {
 }
 
 async fn answer(
-    state: Arc<ServerState>,
+    state: &Arc<ServerState>,
     req: hyper::Request<Incoming>,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let origin = parts.headers.get(header::ORIGIN).cloned();
     let close = wants_close(&parts);
-    let response = match read_request(&state, parts, body).await {
+    let response = match read_request(state, parts, body).await {
         Ok(request) => {
-            let preflight = request.method == Method::OPTIONS;
-            let request_headers = request
-                .headers
-                .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
-                .cloned();
+            let preflight = origin.is_some() && request.method == Method::OPTIONS;
+            let request_headers = if preflight {
+                request
+                    .headers
+                    .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
+                    .cloned()
+            } else {
+                None
+            };
             let response = dispatch(state, request).await.settle().await;
             let mut out = to_hyper(response, close);
             if let Some(origin) = origin {
@@ -383,10 +392,15 @@ fn wants_close(parts: &http::request::Parts) -> bool {
     }
 }
 
-async fn dispatch(state: Arc<ServerState>, request: Request) -> Response {
+async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
+    let placement = placement(&request);
+    if placement == Placement::Inline {
+        return guarded(state, request);
+    }
     let multi_thread = tokio::runtime::Handle::current().runtime_flavor()
         == tokio::runtime::RuntimeFlavor::MultiThread;
-    match placement(&request) {
+    let state = Arc::clone(state);
+    match placement {
         Placement::Inline => guarded(&state, request),
         // Queries known to finish in microseconds skip the hand-off below.
         Placement::InPlace if request.segments.get(1).is_some_and(|s| s == "cursor") => {

@@ -71,7 +71,7 @@ pub fn engine(_state: &ServerState, req: &Request) -> Response {
     if !is_get(req) {
         return method_not_allowed();
     }
-    match req.suffix(2) {
+    match req.suffix(2).as_slice() {
         [] => Response::json(
             200,
             &json!({
@@ -87,7 +87,7 @@ pub fn engine(_state: &ServerState, req: &Request) -> Response {
                 }
             }),
         ),
-        [s] if s == "stats" => Response::json(200, &json!({})),
+        [s] if *s == "stats" => Response::json(200, &json!({})),
         _ => not_found(req),
     }
 }
@@ -117,7 +117,7 @@ pub fn endpoint(state: &ServerState, req: &Request) -> Response {
 
 /// Everything under `/_admin/`.
 pub fn admin(state: &ServerState, req: &Request) -> Response {
-    let rest: Vec<&str> = req.suffix(1).iter().map(String::as_str).collect();
+    let rest = req.suffix(1);
     match rest.as_slice() {
         ["version"] => {
             if !is_get(req) {
@@ -255,8 +255,8 @@ fn echo(req: &Request) -> Response {
             "headers": headers,
             "parameters": params,
             "cookies": {},
-            "suffix": req.suffix(2),
-            "rawSuffix": req.suffix(2),
+            "suffix": req.suffix(2).to_vec(),
+            "rawSuffix": req.suffix(2).to_vec(),
             "path": req.path,
             "prefix": "/",
             "internals": {},

@@ -233,7 +233,7 @@ fn parse_embedded(message: &[u8], database: &str, whole: Option<&Bytes>) -> Resu
     };
     let mut request = Request::new(method, target, headers, body)?;
     // Parts always run in the batch's database, whatever prefix they name.
-    request.database = database.to_string();
+    request.database = database.to_owned().into();
     Ok(request)
 }
 
@@ -341,8 +341,8 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
             let response = match taken {
                 Ok(inner) => {
                     let is_head = inner.method == Method::HEAD;
-                    let nested = inner.segments.first().map(String::as_str) == Some("_api")
-                        && inner.segments.get(1).map(String::as_str) == Some("batch");
+                    let nested = inner.segments.first() == Some("_api")
+                        && inner.segments.get(1) == Some("batch");
                     if nested {
                         (
                             Response::from(bad("nested batch requests are not supported")),

@@ -22,7 +22,7 @@ fn described(mut description: Value, extra: &[(&str, Value)]) -> Response {
 /// Routes `/_api/collection/...`.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let db = state.database(&req.database)?;
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let rest = req.suffix(2);
     let get = req.method == Method::GET || req.method == Method::HEAD;
     let put = req.method == Method::PUT;
     match rest.as_slice() {

@@ -31,9 +31,9 @@ fn query_cache() -> Value {
 /// Routes the AQL endpoints.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let queries = &state.queries;
-    let db = req.database.as_str();
-    let family = req.segments.get(1).map(String::as_str).unwrap_or("");
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let db: &str = &req.database;
+    let family = req.segments.get(1).unwrap_or("");
+    let rest = req.suffix(2);
     let body = || -> Result<Value> { Ok(super::body_json(req)?.unwrap_or(Value::Null)) };
     match (family, &req.method, rest.as_slice()) {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
@@ -94,8 +94,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
 pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
     if req.method != Method::POST
         || req.segments.len() != 2
-        || req.segments[1] != "cursor"
-        || req.header("x-arango-async").is_some()
+        || &req.segments[1] != "cursor"
+        || req.header(&crate::request::X_ARANGO_ASYNC).is_some()
         || super::transaction::transaction_id(req).is_some()
         || state.check_database(&req.database).is_err()
     {

@@ -15,7 +15,7 @@ fn require_system(req: &Request) -> Result<()> {
 
 /// Routes `/_api/database/...`.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let rest = req.suffix(2);
     match (&req.method, rest.as_slice()) {
         (&Method::GET | &Method::HEAD, []) => {
             require_system(req)?;

@@ -10,7 +10,7 @@ use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 /// Routes `/_api/edges/...`.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let rest = req.suffix(2);
-    let [name] = rest else {
+    let [name] = rest.as_slice() else {
         return Ok(not_found(req));
     };
     if req.method != Method::GET && req.method != Method::HEAD {

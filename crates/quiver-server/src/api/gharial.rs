@@ -52,13 +52,13 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             _ => Ok(method_not_allowed()),
         };
     };
-    let vertex = match kind.as_str() {
+    let vertex = match *kind {
         "vertex" => true,
         "edge" => false,
         _ => return Ok(not_found(req)),
     };
-    let collection = rest.get(2).map(String::as_str);
-    let key = rest.get(3).map(String::as_str);
+    let collection = rest.get(2).copied();
+    let key = rest.get(3).copied();
     if rest.len() > 4 {
         return Ok(not_found(req));
     }
@@ -209,7 +209,7 @@ fn document_collection(
 
 /// The expected revision: `If-Match`, else the legacy `rev` query parameter.
 fn expected_revision(req: &Request) -> Option<String> {
-    req.header("if-match")
+    req.header(http::header::IF_MATCH)
         .or_else(|| req.param("rev"))
         .map(str::to_string)
 }
@@ -447,7 +447,7 @@ fn read_document(
             return Ok(Response::from(err).with_header(ETAG, &rev_text));
         }
     }
-    if let Some(none_match) = req.header("if-none-match") {
+    if let Some(none_match) = req.header(http::header::IF_NONE_MATCH) {
         if revision_matches(none_match, rev) {
             return Ok(Response::empty(304).with_header(ETAG, &rev_text));
         }

@@ -12,7 +12,7 @@ use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 /// Routes `/_api/index/...`.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let db = state.database(&req.database)?;
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let rest = req.suffix(2);
     // A handle may arrive as two segments (`coll/123`) or as one with an encoded slash.
     let handle: Option<(&str, &str)> = match rest.as_slice() {
         [] => None,

@@ -18,7 +18,7 @@ fn parse_id(text: &str) -> Option<u64> {
 /// Routes `/_api/job/...`.
 pub fn route(state: &ServerState, req: &Request) -> Response {
     let jobs = &state.jobs;
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let rest = req.suffix(2);
     match (&req.method, rest.as_slice()) {
         (&Method::GET, [kind @ ("pending" | "done")]) => {
             let count = req

@@ -20,8 +20,8 @@ use crate::{not_found, Request, Response, ServerState};
 
 /// Routes a request whose database exists.
 pub fn route(state: &ServerState, req: &Request) -> Response {
-    let first = req.segments.first().map(String::as_str);
-    let second = req.segments.get(1).map(String::as_str);
+    let first = req.segments.first();
+    let second = req.segments.get(1);
     let result = match (first, second) {
         (Some("_api"), Some(family)) => match family {
             "version" => return admin::version(state, req),

@@ -20,7 +20,7 @@ pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The stream transaction a request runs in (`x-arango-trx-id`), if any.
 pub fn transaction_id(req: &Request) -> Option<&str> {
-    req.header("x-arango-trx-id")
+    req.header(&crate::request::X_ARANGO_TRX_ID)
         .map(str::trim)
         .filter(|id| !id.is_empty())
 }
@@ -42,7 +42,7 @@ pub fn within<R>(
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let db = state.database(&req.database)?;
     let streams = state.core.stream_transactions();
-    let rest: Vec<&str> = req.suffix(2).iter().map(String::as_str).collect();
+    let rest = req.suffix(2);
     match (rest.as_slice(), &req.method) {
         ([], &Method::GET) => {
             let list: Vec<Value> = streams
