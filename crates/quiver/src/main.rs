@@ -282,6 +282,7 @@ struct ServeOptions {
         long = "log.level",
         value_name = "LEVEL",
         default_value = "info",
+        value_parser = parse_log_level,
         help_heading = "Logging"
     )]
     log_level: String,
@@ -520,11 +521,25 @@ fn parse_endpoint(endpoint: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("endpoint '{endpoint}' does not resolve"))
 }
 
+/// `LEVEL` or ArangoDB's `topic=LEVEL`; an unknown level is an error, as in arangod (it used to
+/// fall back to info silently).
+fn parse_log_level(text: &str) -> Result<String, String> {
+    let level = text.rsplit('=').next().unwrap_or("").trim();
+    match level.to_ascii_lowercase().as_str() {
+        "fatal" | "error" | "err" | "warning" | "warn" | "info" | "debug" | "trace" => {
+            Ok(text.to_string())
+        }
+        _ => Err(format!(
+            "invalid log level '{level}' (expected fatal, error, warning, info, debug or trace)"
+        )),
+    }
+}
+
 fn init_logging(level: &str) {
     // ArangoDB accepts `topic=level`; the last level given is what counts here.
     let level = level.rsplit('=').next().unwrap_or("info").trim();
     let filter = match level.to_ascii_lowercase().as_str() {
-        "fatal" | "error" => "error",
+        "fatal" | "error" | "err" => "error",
         "warning" | "warn" => "warn",
         "debug" => "debug",
         "trace" => "trace",
@@ -821,6 +836,22 @@ mod tests {
         assert!(Cli::try_parse_from(all).is_ok());
         // On the command line an unknown option is still an error.
         assert!(Cli::try_parse_from(["quiver", "--server.authentication=true"]).is_err());
+    }
+
+    #[test]
+    fn log_levels_are_checked() {
+        for ok in ["info", "WARNING", "requests=trace", "err"] {
+            assert!(
+                Cli::try_parse_from(["quiver", "--log.level", ok]).is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in ["verbose", "requests=loud", ""] {
+            assert!(
+                Cli::try_parse_from(["quiver", "--log.level", bad]).is_err(),
+                "{bad}"
+            );
+        }
     }
 
     #[test]
