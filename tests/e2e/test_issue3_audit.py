@@ -144,3 +144,25 @@ def test_sigterm_right_after_the_startup_line_is_a_clean_shutdown(tmp_root):
     for attempt in range(10):
         srv = Server(tmp_root / "early-sigterm").start()
         assert srv.stop() == 0, f"attempt {attempt}"
+
+
+def test_preconditions_on_head_and_delete(http):
+    http.post("/_api/collection", json={"name": "pre_c"})
+    rev = http.post("/_api/document/pre_c", json={"_key": "k"}).json()["_rev"]
+    tag = f'"{rev}"'
+    r = http.head("/_api/document/pre_c/k", headers={"If-Match": '"_nottherev-"'})
+    assert r.status_code == 412 and r.text == "" and r.headers["ETag"] == tag
+    r = http.head("/_api/document/pre_c/k", headers={"If-None-Match": tag})
+    assert r.status_code == 304 and r.text == "" and r.headers["ETag"] == tag
+    r = http.head("/_api/document/pre_c/k", headers={"If-None-Match": '"_other-----"'})
+    assert r.status_code == 200 and r.text == ""
+    r = http.delete("/_api/document/pre_c/k", headers={"If-Match": "'_nottherev-'"})
+    assert r.status_code == 412
+    assert r.json() == {
+        "code": 412, "error": True, "errorNum": 1200,
+        "errorMessage": r.json()["errorMessage"],
+        "_id": "pre_c/k", "_key": "k", "_rev": rev,
+    }
+    r = http.delete("/_api/document/pre_c/k", headers={"If-Match": rev})
+    assert r.status_code in (200, 202) and r.json()["_rev"] == rev
+    http.delete("/_api/collection/pre_c")
