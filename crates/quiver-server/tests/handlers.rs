@@ -1131,7 +1131,9 @@ fn import_details_wording() {
         json!([
             "at position 2: invalid JSON type (expecting object, probably parse error), offending context: not json",
             "at position 3: invalid JSON type (expecting object), offending document: [1]",
-            "at position 1: creating document failed with error 'unique constraint violated', offending document: {\"_key\":\"a\"}",
+            // A refused insert is numbered by its 0-based index among the documents that
+            // reached the insert, as ArangoDB numbers it.
+            "at position 0: creating document failed with error 'unique constraint violated', offending document: {\"_key\":\"a\"}",
         ])
     );
     let r = f.raw(
@@ -1161,8 +1163,37 @@ fn import_details_wording() {
         b["details"],
         json!([
             "at position 1: missing '_from' or '_to' attribute, offending document: {\"_from\":\"v/a\"}",
-            "at position 2: creating document failed with error 'edge attribute missing or invalid', offending document: {\"_from\":\"v/a\",\"_to\":\"bad\"}",
+            "at position 0: creating document failed with error 'edge attribute missing or invalid', offending document: {\"_from\":\"v/a\",\"_to\":\"bad\"}",
         ])
+    );
+    // Blank lines count as lines, as in ArangoDB.
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=c&type=documents&details=true",
+        )
+        .with_body("{\"_key\":\"b1\"}\n\n \r\nnot json\n"),
+    );
+    assert_eq!(
+        assert_success(&r, 201)["details"],
+        json!(["at position 4: invalid JSON type (expecting object, probably parse error), offending context: not json"])
+    );
+    // The exact text the Go driver's TestImportDocumentsDetails expects from ArangoDB.
+    f.call(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "go"})),
+    );
+    let r = f.raw(
+        Request::build(
+            Method::POST,
+            "/_api/import?collection=go&type=documents&details=true",
+        )
+        .with_body("{\"_key\":\"jan\",\"name\":\"Jan\",\"age\":40}\n{\"_key\":\"jan\",\"name\":\"Jan2\"}\n"),
+    );
+    assert_eq!(
+        assert_success(&r, 201)["details"],
+        json!(["at position 1: creating document failed with error 'unique constraint violated', offending document: {\"_key\":\"jan\",\"name\":\"Jan2\"}"])
     );
     for (payload, status, num) in [
         ("[1]\n", 400, 1227),

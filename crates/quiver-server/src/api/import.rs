@@ -61,10 +61,14 @@ fn lines(body: &str) -> impl Iterator<Item = &str> {
     body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l))
 }
 
-fn parse_documents(body: &str, empty: &mut u64) -> Vec<Item> {
+/// An item with its position as ArangoDB reports it in `details`: the 1-based line (blank
+/// lines count) or array element.
+type Numbered = (usize, Item);
+
+fn parse_documents(body: &str, empty: &mut u64) -> Vec<Numbered> {
     let mut items = Vec::new();
-    let mut all = lines(body).peekable();
-    while let Some(line) = all.next() {
+    let mut all = lines(body).enumerate().peekable();
+    while let Some((n, line)) = all.next() {
         if line.trim().is_empty() {
             // The final newline of the body does not end an extra, empty line.
             if all.peek().is_some() || !line.is_empty() {
@@ -72,16 +76,17 @@ fn parse_documents(body: &str, empty: &mut u64) -> Vec<Item> {
             }
             continue;
         }
-        items.push(match crate::json::parse(line.as_bytes()) {
+        let item = match crate::json::parse(line.as_bytes()) {
             Ok(v @ Value::Object(_)) => Item::Doc(v),
             Ok(other) => not_an_object(&other.to_string()),
             Err(_) => parse_error(line),
-        });
+        };
+        items.push((n + 1, item));
     }
     items
 }
 
-fn parse_array(body: &str) -> Result<Vec<Item>> {
+fn parse_array(body: &str) -> Result<Vec<Numbered>> {
     let value = crate::json::parse(body.as_bytes()).map_err(|e| {
         bad(format!(
             "expecting a JSON array in the request: {}",
@@ -93,16 +98,18 @@ fn parse_array(body: &str) -> Result<Vec<Item>> {
     };
     Ok(values
         .into_iter()
-        .map(|v| match v {
-            v @ Value::Object(_) => Item::Doc(v),
-            other => not_an_object(&other.to_string()),
+        .enumerate()
+        .map(|(i, v)| match v {
+            v @ Value::Object(_) => (i + 1, Item::Doc(v)),
+            other => (i + 1, not_an_object(&other.to_string())),
         })
         .collect())
 }
 
-fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Vec<Item>> {
-    let mut all = lines(body).peekable();
-    let header_line = all.next().unwrap_or("");
+fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Vec<Numbered>> {
+    // The header is line 0, so the first line of values is position 1.
+    let mut all = lines(body).enumerate().peekable();
+    let header_line = all.next().map_or("", |(_, line)| line);
     if header_line.trim().is_empty() {
         return Err(bad("no JSON string array found in first line"));
     }
@@ -118,7 +125,7 @@ fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Ve
         }
     }
     let mut items = Vec::new();
-    while let Some(line) = all.next() {
+    while let Some((n, line)) = all.next() {
         if line.trim().is_empty() {
             if all.peek().is_some() || !line.is_empty() {
                 *empty += 1;
@@ -128,24 +135,30 @@ fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Ve
         let values = match crate::json::parse(line.as_bytes()) {
             Ok(Value::Array(values)) => values,
             Ok(_) => {
-                items.push(Item::Invalid(
-                    ErrorCode::HttpBadParameter,
-                    "no valid JSON array data".into(),
+                items.push((
+                    n,
+                    Item::Invalid(
+                        ErrorCode::HttpBadParameter,
+                        "no valid JSON array data".into(),
+                    ),
                 ));
                 continue;
             }
             Err(_) => {
-                items.push(parse_error(line));
+                items.push((n, parse_error(line)));
                 continue;
             }
         };
         if values.len() != names.len() && !(ignore_missing && values.len() < names.len()) {
-            items.push(Item::Invalid(
-                ErrorCode::HttpBadParameter,
-                format!(
-                    "wrong number of JSON values (got {}, expected {})",
-                    values.len(),
-                    names.len()
+            items.push((
+                n,
+                Item::Invalid(
+                    ErrorCode::HttpBadParameter,
+                    format!(
+                        "wrong number of JSON values (got {}, expected {})",
+                        values.len(),
+                        names.len()
+                    ),
                 ),
             ));
             continue;
@@ -154,7 +167,7 @@ fn parse_tabular(body: &str, ignore_missing: bool, empty: &mut u64) -> Result<Ve
         for (name, value) in names.iter().zip(values) {
             doc.insert(name.clone(), value);
         }
-        items.push(Item::Doc(Value::Object(doc)));
+        items.push((n, Item::Doc(Value::Object(doc))));
     }
     Ok(items)
 }
@@ -252,16 +265,14 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let mut details = Vec::new();
     let mut errors = 0u64;
     let mut docs = Vec::with_capacity(items.len());
-    let mut positions = Vec::with_capacity(items.len());
     let edges = coll.is_edge();
-    for (index, item) in items.into_iter().enumerate() {
+    for (line, item) in items {
         let (code, problem) = match item {
             Item::Doc(mut doc) => {
                 apply_prefix(&mut doc, "_from", from_prefix, overwrite_prefix);
                 apply_prefix(&mut doc, "_to", to_prefix, overwrite_prefix);
                 match edges.then(|| missing_edge_attribute(&doc)).flatten() {
                     None => {
-                        positions.push(index + 1);
                         docs.push(doc);
                         continue;
                     }
@@ -270,7 +281,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             }
             Item::Invalid(code, problem) => (code, problem),
         };
-        let text = format!("at position {}: {problem}", index + 1);
+        let text = format!("at position {line}: {problem}");
         if complete {
             return Err(Error::with_message(code, text));
         }
@@ -315,7 +326,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     }
     let mut counts = Counts::default();
     let chunk = if complete { docs.len().max(1) } else { CHUNK };
-    let mut position_iter = positions.into_iter();
+    // ArangoDB numbers a refused insert by its 0-based index among the documents that reached
+    // the insert (input errors are numbered by input position, from 1); drivers' tests pin it.
+    let mut position = 0usize;
     let mut remaining = docs.into_iter();
     loop {
         let batch: Vec<Value> = remaining.by_ref().take(chunk).collect();
@@ -364,17 +377,15 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             None => results.as_slice(),
         };
         for (i, result) in results.iter().enumerate() {
-            let position = position_iter.next().unwrap_or(0);
+            let at = position;
+            position += 1;
             match result {
                 Ok(op) => counts.add(op.kind),
                 Err(e) => {
                     errors += 1;
                     if want_details {
                         let text = copies.get(i).map(String::as_str).unwrap_or("");
-                        details.push(format!(
-                            "at position {position}: {}",
-                            write_failure(e, text)
-                        ));
+                        details.push(format!("at position {at}: {}", write_failure(e, text)));
                     }
                 }
             }
@@ -458,13 +469,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(empty, 1);
-        assert!(matches!(items[0], Item::Doc(_)));
+        assert!(matches!(items[0], (1, Item::Doc(_))));
         assert!(
-            matches!(&items[1], Item::Invalid(_, t) if t == "wrong number of JSON values (got 1, expected 2)")
+            matches!(&items[1], (2, Item::Invalid(_, t)) if t == "wrong number of JSON values (got 1, expected 2)")
         );
-        assert!(matches!(items[2], Item::Invalid(..)));
+        assert!(
+            matches!(items[2], (4, Item::Invalid(..))),
+            "the blank line counts"
+        );
         let items = parse_tabular("[\"_key\",\"v\"]\n[\"b\"]\n", true, &mut empty).unwrap();
-        assert!(matches!(items[0], Item::Doc(_)));
+        assert!(matches!(items[0], (1, Item::Doc(_))));
         assert!(parse_tabular("\n[\"a\"]\n", false, &mut empty).is_err());
         assert!(parse_tabular("{\"a\":1}\n", false, &mut empty).is_err());
     }
@@ -475,7 +489,7 @@ mod tests {
         let items = parse_documents("not json\n[1]\n", &mut empty);
         let texts: Vec<&str> = items
             .iter()
-            .map(|i| match i {
+            .map(|i| match &i.1 {
                 Item::Invalid(_, t) => t.as_str(),
                 Item::Doc(_) => "",
             })
