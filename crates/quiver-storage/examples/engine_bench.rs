@@ -10,6 +10,9 @@
 //!        engine_bench --dir PATH --load-only N   (N documents into PATH, collected into
 //!        datafiles and hint files, left there for --open-only A/B runs)
 //!        engine_bench --open-only PATH           (one reopen: "seconds rss_kib count cpu")
+//!        engine_bench [--dir PATH] --commit-one N (N single-document commits in one thread,
+//!        then one collector pass over them; one CSV line: commit CPU µs/doc, collect CPU
+//!        µs/doc, collect wall ms — thread CPU time, so other processes' load barely matters)
 //! (bench/storage/run.sh builds it in release mode and passes its arguments through.)
 
 use std::fs::OpenOptions;
@@ -31,6 +34,7 @@ struct Args {
     journal_one: Option<(u64, u64)>,
     sync_one: Option<u64>,
     load_only: Option<u64>,
+    commit_one: Option<u64>,
     gather: Option<Duration>,
     window: Option<Duration>,
 }
@@ -45,6 +49,7 @@ fn parse_args() -> Args {
         journal_one: None,
         sync_one: None,
         load_only: None,
+        commit_one: None,
         gather: None,
         window: None,
     };
@@ -83,6 +88,13 @@ fn parse_args() -> Args {
                         .and_then(|v| v.parse().ok())
                         .expect("--gather-us US"),
                 ))
+            }
+            "--commit-one" => {
+                args.commit_one = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--commit-one N"),
+                )
             }
             "--window-ms" => {
                 args.window = Some(Duration::from_millis(
@@ -323,6 +335,60 @@ fn sync_scaling(args: &Args) {
 }
 
 /// CPU seconds (user + system) this process used so far, from /proc/self/stat.
+/// CPU time of the calling thread.
+#[allow(unsafe_code)]
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// The engine's commit and collector costs per document, measured as this thread's CPU time:
+/// N single-document commits (the HTTP insert path's batch shape; background collector off),
+/// then one `collect` (seals the WAL, moves everything into journals, seals full journals
+/// and writes their hint files) in this thread.
+fn commit_one(args: &Args, n: u64) {
+    let dir = args.dir.join("commit-one");
+    let options = EngineOptions {
+        background_collector: false,
+        compaction: quiver_storage::CompactionOptions {
+            background: false,
+            ..Default::default()
+        },
+        ..EngineOptions::default()
+    };
+    let (engine, cid) = fresh(&dir, options);
+    // Increasing keys of one length, like the traditional key generator's.
+    let keys: Vec<String> = (0..n).map(|i| format!("{}", 100_000_000 + i)).collect();
+    let bodies: Vec<Bytes> = (0..n).map(body).collect();
+    let t = thread_cpu();
+    for (key, body) in keys.iter().zip(bodies) {
+        let mut b = WriteBatch::new();
+        b.put(cid, key, engine.hlc().next(), body);
+        engine.commit(b).unwrap();
+    }
+    let commit = thread_cpu() - t;
+    let wall = Instant::now();
+    let t = thread_cpu();
+    engine.collect().unwrap();
+    let collect = thread_cpu() - t;
+    let wall = wall.elapsed();
+    engine.shutdown().unwrap();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    let per_doc = |d: Duration| d.as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "{:.3},{:.3},{:.1}",
+        per_doc(commit),
+        per_doc(collect),
+        wall.as_secs_f64() * 1000.0
+    );
+}
+
 fn cpu_seconds() -> f64 {
     std::fs::read_to_string("/proc/self/stat")
         .ok()
@@ -494,6 +560,11 @@ fn main() {
         return;
     }
     std::fs::create_dir_all(&args.dir).unwrap();
+    if let Some(n) = args.commit_one {
+        commit_one(&args, n);
+        let _ = std::fs::remove_dir_all(&args.dir);
+        return;
+    }
     if let Some(threads) = args.sync_one {
         sync_one(&args, threads);
         let _ = std::fs::remove_dir_all(&args.dir);

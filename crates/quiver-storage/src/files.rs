@@ -426,6 +426,7 @@ pub(crate) fn io_error(e: io::Error, what: &str) -> Error {
 
 /// One entry of a hint file: where a marker of a sealed datafile lives, so that restart need
 /// not read the datafile.
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct HintEntry {
     pub kind: MarkerType,
@@ -439,24 +440,45 @@ pub(crate) struct HintEntry {
 const HINT_MAGIC: u32 = 0x4948_5651; // "QVHI"
 
 /// Encodes a hint file: magic, version, fid, count, entries, CRC32C of all preceding bytes.
+#[cfg(test)]
 pub(crate) fn encode_hints(fid: u64, entries: &[HintEntry]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + entries.len() * 40);
+    let mut out = Vec::new();
+    encode_hints_into(
+        &mut out,
+        fid,
+        entries
+            .iter()
+            .map(|e| (e.kind, e.key.as_str(), e.tick, e.rev, e.offset, e.len)),
+    );
+    out
+}
+
+/// Encodes a hint file into `out` (cleared first; the seal path reuses one buffer) from
+/// `(kind, key, tick, rev, offset, len)` entries, without an intermediate entry per marker.
+pub(crate) fn encode_hints_into<'a>(
+    out: &mut Vec<u8>,
+    fid: u64,
+    entries: impl Iterator<Item = (MarkerType, &'a str, u64, u64, u32, u32)>,
+) {
+    out.clear();
     out.extend_from_slice(&HINT_MAGIC.to_le_bytes());
     out.extend_from_slice(&format::FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&fid.to_le_bytes());
-    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-    for e in entries {
-        out.push(e.kind as u8);
-        out.push(e.key.len() as u8);
-        out.extend_from_slice(e.key.as_bytes());
-        out.extend_from_slice(&e.tick.to_le_bytes());
-        out.extend_from_slice(&e.rev.to_le_bytes());
-        out.extend_from_slice(&e.offset.to_le_bytes());
-        out.extend_from_slice(&e.len.to_le_bytes());
+    out.extend_from_slice(&0u64.to_le_bytes());
+    let mut count = 0u64;
+    for (kind, key, tick, rev, offset, len) in entries {
+        out.push(kind as u8);
+        out.push(key.len() as u8);
+        out.extend_from_slice(key.as_bytes());
+        out.extend_from_slice(&tick.to_le_bytes());
+        out.extend_from_slice(&rev.to_le_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+        out.extend_from_slice(&len.to_le_bytes());
+        count += 1;
     }
-    let crc = crc32c::crc32c(&out);
+    out[16..24].copy_from_slice(&count.to_le_bytes());
+    let crc = crc32c::crc32c(out);
     out.extend_from_slice(&crc.to_le_bytes());
-    out
 }
 
 /// Decodes a hint file; `None` if it is damaged or belongs to another file (the caller then
