@@ -444,6 +444,8 @@ impl PreparedInsert {
     pub fn attributes(&mut self) -> Result<&Map<String, Value>> {
         if !self.has_map {
             self.map = decode_stored(&self.body)?;
+            // The placeholder is no attribute of the document.
+            self.map.shift_remove("_rev");
             self.has_map = true;
         }
         Ok(&self.map)
@@ -814,4 +816,45 @@ pub(crate) fn remove(
         new: None,
         old,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prepared(key: &str, members: &[u8]) -> PreparedInsert {
+        let mut body = Vec::new();
+        write_stored_prefix(&mut body, key, &[b'0'; REV_TEXT_LEN]);
+        body.extend_from_slice(members);
+        body.push(b'}');
+        PreparedInsert {
+            key: key.to_string(),
+            map: Map::new(),
+            has_map: false,
+            body,
+            edge: None,
+            deferred: None,
+        }
+    }
+
+    #[test]
+    fn finish_writes_the_revision_over_the_placeholder_or_encodes_again() {
+        let members = br#","a":[1,"x"],"b":{"c":null}"#;
+        let current = Revision(1_763_800_000_000 << 20);
+        assert_eq!(current.encode().len(), REV_TEXT_LEN);
+        let body = prepared("k1", members).finish(current).unwrap();
+        let mut expected = Map::new();
+        expected.insert("a".into(), serde_json::json!([1, "x"]));
+        expected.insert("b".into(), serde_json::json!({"c": null}));
+        assert_eq!(body, encode_stored("k1", current, &expected));
+        // A revision of another length (a clock far in the past) cannot be patched in: the
+        // body is encoded again from its attributes.
+        let short = Revision(12345);
+        assert_ne!(short.encode().len(), REV_TEXT_LEN);
+        let body = prepared("k2", members).finish(short).unwrap();
+        assert_eq!(body, encode_stored("k2", short, &expected));
+        // The attributes of an encoded body, for unique checks.
+        let mut p = prepared("k3", members);
+        assert_eq!(p.attributes().unwrap()["a"], serde_json::json!([1, "x"]));
+    }
 }

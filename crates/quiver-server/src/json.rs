@@ -128,7 +128,11 @@ fn corrupted(e: serde_json::Error) -> Error {
 /// returns. The caller checked that the text starts with `{` (after whitespace).
 pub fn encode_document(bytes: &[u8]) -> Result<EncodedDocument> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let mut doc = EncodedDocument::default();
+    let mut doc = EncodedDocument {
+        // Compact output is rarely longer than the text (only numbers such as `1e9` grow).
+        members: Vec::with_capacity(bytes.len()),
+        ..EncodedDocument::default()
+    };
     de::Deserializer::deserialize_map(&mut de, TopLevel { doc: &mut doc })
         .and_then(|()| de.end())
         .map_err(corrupted)?;
@@ -180,7 +184,7 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
         let doc = self.doc;
         // Names seen so far, for the duplicate check (objects are small; a linear scan beats
         // hashing up to a few dozen names).
-        let mut names: Vec<Name<'de>> = Vec::new();
+        let mut names: Vec<Name<'de>> = Vec::with_capacity(16);
         while let Some(name) = map.next_key::<Name<'de>>()? {
             // As in [`StrictValue`], the value is read before the name is checked, so that a
             // body with both a duplicate and a later syntax error reports the same error.
