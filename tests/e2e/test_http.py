@@ -86,6 +86,34 @@ def test_document_headers_etag_location_and_preconditions(http, coll):
     assert http.post(f"/_api/document/{coll}?silent=true", json={}).json() == {}
 
 
+def test_document_read_header_set_and_encoded_keys(http, coll):
+    """The headers of the read path (built from a shared template plus the ETag) and keys
+    that need percent-encoding in the URL and in Location."""
+    r = http.post(f"/_api/document/{coll}", json={"_key": "x%y:1"})
+    assert r.status_code == 202
+    rev = r.json()["_rev"]
+    assert r.headers["Location"] == f"/_db/_system/_api/document/{coll}/x%25y:1"
+    for method in (http.get, http.head):
+        for prefix in ("", "/_db/_system"):
+            r = method(f"{prefix}/_api/document/{coll}/x%25y:1")
+            assert r.status_code == 200, (method, prefix, r.status_code)
+            assert r.headers["ETag"] == f'"{rev}"'
+            assert r.headers["Content-Type"] == "application/json; charset=utf-8"
+            assert r.headers["Server"] == "ArangoDB"
+            assert r.headers["X-Content-Type-Options"] == "nosniff"
+            assert r.headers["Connection"] == "Keep-Alive"
+            assert r.headers["x-arango-queue-time-seconds"] == "0.000000"
+            assert int(r.headers["Content-Length"]) > 0
+    assert http.get(f"/_api/document/{coll}/x%25y:1").json()["_id"] == f"{coll}/x%y:1"
+    r = http.get(f"/_api/document/{coll}/x%25y:1", headers={"If-None-Match": f'"{rev}"'})
+    assert r.status_code == 304 and r.text == ""
+    assert r.headers["ETag"] == f'"{rev}"' and "Content-Type" not in r.headers
+    r = http.get(f"/_api/document/{coll}/x%25y:1", headers={"If-None-Match": '"_other"'})
+    assert r.status_code == 200 and r.json()["_key"] == "x%y:1"
+    # A malformed escape in the path is a bad request, not a lookup.
+    is_error(http.get(f"/_api/document/{coll}/%FF"), 400, 400)
+
+
 def test_multi_document_error_codes_header(http, coll):
     r = http.post(f"/_api/document/{coll}", json=[{"_key": "a"}, {"_key": "a"}, {"_key": "b c"}])
     assert r.status_code == 202

@@ -35,24 +35,38 @@ pub struct Segments {
 }
 
 impl Segments {
-    /// Decodes the raw (still percent-encoded) segments of a path.
-    fn decode<'a>(raw: impl Iterator<Item = &'a str>, capacity: usize) -> Result<Segments> {
+    /// Splits and decodes a path without its leading slash (`_api/document/c/k`).
+    fn decode(path: &str) -> Result<Segments> {
+        let too_long =
+            || Error::with_message(ErrorCode::HttpUriTooLong, "request path is too long");
+        let len = u32::try_from(path.len()).map_err(|_| too_long())?;
         let mut out = Segments {
-            text: String::with_capacity(capacity),
+            text: String::with_capacity(path.len()),
             bounds: SmallVec::new(),
         };
-        for segment in raw {
+        // Nearly every path has nothing to decode: then the text is the path itself and one
+        // pass over its bytes finds the bounds.
+        if !path.as_bytes().contains(&b'%') {
+            out.text.push_str(path);
+            let mut start = 0;
+            for (i, b) in (0..len).zip(path.bytes()) {
+                if b == b'/' {
+                    out.bounds.push((start, i));
+                    start = i + 1;
+                }
+            }
+            out.bounds.push((start, len));
+            return Ok(out);
+        }
+        for segment in path.split('/') {
             let start = out.bounds.last().map_or(0, |&(_, end)| end);
-            // Nearly every segment (`_api`, `document`, collection names, keys) has nothing
-            // to decode; copying it directly skips the decoder's UTF-8 validation.
             if segment.contains('%') {
                 out.text.push_str(&decode_percent(segment)?);
             } else {
                 out.text.push_str(segment);
             }
-            let end = u32::try_from(out.text.len()).map_err(|_| {
-                Error::with_message(ErrorCode::HttpUriTooLong, "request path is too long")
-            })?;
+            // Decoding only shrinks the text.
+            let end = u32::try_from(out.text.len()).map_err(|_| too_long())?;
             out.bounds.push((start, end));
         }
         Ok(out)
@@ -203,8 +217,7 @@ impl Request {
         let segments = if path.is_empty() {
             Segments::default()
         } else {
-            let trimmed = path.strip_suffix('/').unwrap_or(path);
-            Segments::decode(trimmed.split('/'), trimmed.len())?
+            Segments::decode(path.strip_suffix('/').unwrap_or(path))?
         };
         let mut owned_path = String::with_capacity(path.len() + 1);
         owned_path.push('/');

@@ -34,11 +34,11 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     if let Some(trx) = super::transaction::transaction_id(req) {
         return in_transaction(state, req, trx);
     }
-    let rest = req.suffix(2);
-    match rest.len() {
-        0 => without_collection(state, req),
-        1 => collection_level(state, req, rest[0]),
-        2 => single(state, req, rest[0], rest[1]),
+    let segments = &req.segments;
+    match segments.len() {
+        2 => without_collection(state, req),
+        3 => collection_level(state, req, &segments[2]),
+        4 => single(state, req, &segments[2], &segments[3]),
         _ => Ok(crate::not_found(req)),
     }
 }
@@ -168,16 +168,20 @@ fn single_write_response(
     remove: bool,
 ) -> Response {
     let status = single_status(synced, remove);
-    let rev = result.rev.encode();
     let mut body = Vec::with_capacity(128);
     if silent {
         body.extend_from_slice(b"{}");
     } else {
         result.write_json(&mut body);
     }
-    let mut response = Response::json_bytes(status, body).with_header(ETAG, &etag(&rev));
+    let mut response =
+        Response::json_bytes(status, body).with_header_value(ETAG, etag_value(result.rev));
     if !remove {
-        response = response.with_header(LOCATION, &location(req, &result.id));
+        // The value takes the string's buffer over (no copy); keys and names are ASCII once
+        // percent-encoded, so the conversion does not fail.
+        if let Ok(value) = HeaderValue::try_from(location(req, &result.id)) {
+            response = response.with_header_value(LOCATION, value);
+        }
     }
     response
 }
