@@ -1180,6 +1180,11 @@ impl<'a> Planner<'a> {
         if options.overwrite_mode.is_none() && flag("overwrite", false) {
             options.overwrite_mode = Some("replace".into());
         }
+        options.version_attribute = options_json
+            .get("versionAttribute")
+            .and_then(Value::as_str)
+            .filter(|name| !name.is_empty())
+            .map(str::to_string);
         let ignore_errors = flag("ignoreErrors", false);
         // OLD is visible inside UPSERT's update expression.
         let old_slot = self.new_var("OLD", true);

@@ -52,10 +52,12 @@ pub struct InsertOptions {
     pub return_old: bool,
     /// The caller will not look at results; the core skips building `new`/`old`.
     pub silent: bool,
-    /// `versionAttribute`: when the incoming document and the stored one both hold a number
-    /// in this attribute and the incoming one is not higher, replace/update (and insert with
-    /// `overwriteMode` replace/update) silently keep the stored document; the result then has
-    /// `_rev == _oldRev` and kind [`WriteKind::Ignored`].
+    /// `versionAttribute` (external versioning, a top-level attribute name): when the incoming
+    /// document and the stored one both hold a non-negative number in this attribute and the
+    /// incoming one, rounded down, is not higher than the stored one, rounded down, a
+    /// replace/update (or an insert with `overwriteMode` replace/update) keeps the stored
+    /// document without an error; the result then has `_rev == _oldRev` (the stored
+    /// revision), no `new`/`old`, and kind [`WriteKind::Ignored`].
     pub version_attribute: Option<String>,
     /// `skipDocumentValidation`: do not apply the collection's schema.
     pub skip_document_validation: bool,
@@ -96,10 +98,12 @@ pub struct ModifyOptions {
     pub return_old: bool,
     /// The caller will not look at results; the core skips building `new`/`old`.
     pub silent: bool,
-    /// `versionAttribute`: when the incoming document and the stored one both hold a number
-    /// in this attribute and the incoming one is not higher, replace/update (and insert with
-    /// `overwriteMode` replace/update) silently keep the stored document; the result then has
-    /// `_rev == _oldRev` and kind [`WriteKind::Ignored`].
+    /// `versionAttribute` (external versioning, a top-level attribute name): when the incoming
+    /// document and the stored one both hold a non-negative number in this attribute and the
+    /// incoming one, rounded down, is not higher than the stored one, rounded down, a
+    /// replace/update (or an insert with `overwriteMode` replace/update) keeps the stored
+    /// document without an error; the result then has `_rev == _oldRev` (the stored
+    /// revision), no `new`/`old`, and kind [`WriteKind::Ignored`].
     pub version_attribute: Option<String>,
     /// `skipDocumentValidation`: do not apply the collection's schema.
     pub skip_document_validation: bool,

@@ -344,8 +344,10 @@ fn check_revision(
     }
 }
 
-/// Whether `versionAttribute` keeps the stored document: both values numeric and the incoming
-/// one not higher.
+/// Whether `versionAttribute` keeps the stored document: both documents carry a usable
+/// version in that top-level attribute and the incoming one is not higher. As ArangoDB 3.12
+/// documents it, only a higher version writes, and a version that is missing, non-numeric or
+/// negative on either side never blocks (the write then happens as without the option).
 fn version_blocks(
     attribute: Option<&str>,
     incoming: &Map<String, Value>,
@@ -354,11 +356,23 @@ fn version_blocks(
     let Some(attribute) = attribute else {
         return Ok(false);
     };
-    let Some(new) = incoming.get(attribute).and_then(Value::as_f64) else {
+    let Some(new) = incoming.get(attribute).and_then(external_version) else {
         return Ok(false);
     };
     let old = decode_stored(old_body)?;
-    Ok(matches!(old.get(attribute).and_then(Value::as_f64), Some(old) if new <= old))
+    Ok(matches!(old.get(attribute).and_then(external_version), Some(old) if new <= old))
+}
+
+/// The version a `versionAttribute` value stands for: a number that is not negative, rounded
+/// down to a whole number (so 2.9 and 2 are the same version). Integers are read exactly so
+/// versions beyond 2^53 (e.g. nanosecond timestamps) still compare correctly.
+pub(crate) fn external_version(value: &Value) -> Option<u64> {
+    if let Some(whole) = value.as_u64() {
+        return Some(whole);
+    }
+    let number = value.as_f64()?;
+    // `as` saturates: versions past u64::MAX all count as the largest one.
+    (number.is_finite() && number >= 0.0).then(|| number.floor() as u64)
 }
 
 fn unchanged(coll: &Collection, key: String, rev: Revision) -> OpResult {

@@ -2881,3 +2881,233 @@ fn encoded_inserts_match_value_inserts() {
     assert_eq!(updated.old.unwrap()["n"], 2);
     assert_eq!(plain.get("k1", None).unwrap()["m"], 9);
 }
+
+/// Stores `{_key: k, v: stored, data: "old"}`, then replaces with `v: incoming` under
+/// `versionAttribute: "v"`; true when the write happened.
+fn versioned_replace_writes(stored: Value, incoming: Value) -> bool {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, json!({"name": "ext"}));
+    let mut doc = json!({"_key": "k", "data": "old"});
+    if !stored.is_null() {
+        doc["v"] = stored;
+    }
+    let first = insert(&coll, doc);
+    let mut replacement = json!({"data": "new"});
+    if !incoming.is_null() {
+        replacement["v"] = incoming;
+    }
+    let opts = ModifyOptions {
+        version_attribute: Some("v".into()),
+        ..ModifyOptions::new()
+    };
+    let result = coll
+        .replace("k", replacement, &opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    let stored_now = coll.get("k", None).unwrap();
+    let written = result.kind == WriteKind::Replaced;
+    if written {
+        assert_ne!(result.rev, first.rev);
+        assert_eq!(stored_now["data"], "new");
+    } else {
+        assert_eq!(result.kind, WriteKind::Ignored);
+        assert_eq!((result.rev, result.old_rev), (first.rev, Some(first.rev)));
+        assert_eq!(stored_now["data"], "old");
+        assert_eq!(stored_now["_rev"], first.rev.encode());
+    }
+    written
+}
+
+#[test]
+fn version_attribute_writes_only_higher_usable_versions() {
+    // Higher writes; equal and lower are ignored.
+    assert!(versioned_replace_writes(json!(5), json!(6)));
+    assert!(!versioned_replace_writes(json!(5), json!(5)));
+    assert!(!versioned_replace_writes(json!(5), json!(4)));
+    // Compared after rounding down: 5.9 is version 5, 6.0 is higher than 5.9.
+    assert!(!versioned_replace_writes(json!(5), json!(5.9)));
+    assert!(!versioned_replace_writes(json!(5.9), json!(5)));
+    assert!(versioned_replace_writes(json!(5.9), json!(6.0)));
+    // Exact beyond 2^53 (nanosecond timestamps).
+    assert!(versioned_replace_writes(
+        json!(9_007_199_254_740_993u64),
+        json!(9_007_199_254_740_994u64)
+    ));
+    assert!(!versioned_replace_writes(
+        json!(9_007_199_254_740_993u64),
+        json!(9_007_199_254_740_993u64)
+    ));
+    // Non-numeric, negative or missing on either side: the write happens.
+    assert!(versioned_replace_writes(json!(5), json!("7")));
+    assert!(versioned_replace_writes(json!(5), json!("1")));
+    assert!(versioned_replace_writes(json!("9"), json!(1)));
+    assert!(versioned_replace_writes(json!(5), json!(-1)));
+    assert!(versioned_replace_writes(json!(-3), json!(-5)));
+    assert!(versioned_replace_writes(json!(5), json!(null)));
+    assert!(versioned_replace_writes(json!(null), json!(1)));
+    assert!(versioned_replace_writes(json!(5), json!([9])));
+}
+
+#[test]
+fn version_attribute_on_update_and_overwriting_insert() {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, json!({"name": "ext"}));
+    let first = insert(&coll, json!({"_key": "k", "v": 3, "a": 1}));
+    let opts = ModifyOptions {
+        version_attribute: Some("v".into()),
+        return_old: true,
+        return_new: true,
+        ..ModifyOptions::new()
+    };
+    // An ignored update builds neither `old` nor `new`.
+    let ignored = coll
+        .update("k", json!({"v": 2, "a": 2}), &opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(ignored.kind, WriteKind::Ignored);
+    assert_eq!((ignored.old, ignored.new), (None, None));
+    // The version is taken from the patch, not from the merged document.
+    let merged = coll
+        .update("k", json!({"a": 3}), &opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(merged.kind, WriteKind::Updated);
+    assert_eq!(merged.old_rev, Some(first.rev));
+    let higher = coll
+        .update("k", json!({"v": 4, "a": 4}), &opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(higher.kind, WriteKind::Updated);
+    assert_eq!(higher.new.as_ref().unwrap()["a"], 4);
+    assert_eq!(higher.old.as_ref().unwrap()["a"], 3);
+
+    for mode in [OverwriteMode::Replace, OverwriteMode::Update] {
+        let insert_opts = InsertOptions {
+            overwrite_mode: mode,
+            version_attribute: Some("v".into()),
+            return_new: true,
+            ..InsertOptions::new()
+        };
+        let before = coll.get("k", None).unwrap();
+        let stale = coll
+            .insert(json!({"_key": "k", "v": 4, "a": 5}), &insert_opts)
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_eq!(stale.kind, WriteKind::Ignored);
+        assert_eq!(stale.new, None);
+        assert_eq!(coll.get("k", None).unwrap(), before);
+        let fresh = coll
+            .insert(json!({"_key": "k", "v": 10, "a": 6}), &insert_opts)
+            .unwrap()
+            .wait()
+            .unwrap();
+        assert_ne!(fresh.kind, WriteKind::Ignored);
+        assert_eq!(coll.get("k", None).unwrap()["a"], 6);
+        // Back to a lower stored version for the next mode.
+        coll.replace("k", json!({"v": 4, "a": 4}), &ModifyOptions::new())
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    // Without an existing document the insert just inserts.
+    let insert_opts = InsertOptions {
+        overwrite_mode: OverwriteMode::Replace,
+        version_attribute: Some("v".into()),
+        ..InsertOptions::new()
+    };
+    let created = coll
+        .insert(json!({"_key": "new", "v": 0}), &insert_opts)
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert_eq!(created.kind, WriteKind::Created);
+}
+
+#[test]
+fn version_attribute_in_multi_document_writes() {
+    let (_dir, _core, db) = setup();
+    let coll = create(&db, json!({"name": "ext"}));
+    for (key, v) in [("a", 5), ("b", 5), ("c", 5)] {
+        insert(&coll, json!({"_key": key, "v": v, "data": "old"}));
+    }
+    let opts = ModifyOptions {
+        version_attribute: Some("v".into()),
+        ..ModifyOptions::new()
+    };
+    let results = coll
+        .replace_many(
+            vec![
+                json!({"_key": "a", "v": 6, "data": "new"}),
+                json!({"_key": "b", "v": 5, "data": "new"}),
+                json!({"_key": "missing", "v": 9}),
+                json!({"_key": "c", "data": "new"}),
+            ],
+            &opts,
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    let kinds: Vec<_> = results
+        .iter()
+        .map(|r| r.as_ref().map(|op| op.kind).map_err(|e| e.code))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            Ok(WriteKind::Replaced),
+            Ok(WriteKind::Ignored),
+            Err(ErrorCode::DocumentNotFound),
+            Ok(WriteKind::Replaced),
+        ]
+    );
+    let data: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|k| coll.get(k, None).unwrap()["data"].clone())
+        .collect();
+    assert_eq!(data, vec![json!("new"), json!("old"), json!("new")]);
+
+    let results = coll
+        .update_many(
+            vec![
+                json!({"_key": "a", "v": 1, "data": "x"}),
+                json!({"_key": "b", "v": 7, "data": "x"}),
+            ],
+            &opts,
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    let kinds: Vec<_> = results.iter().map(|r| r.as_ref().unwrap().kind).collect();
+    assert_eq!(kinds, vec![WriteKind::Ignored, WriteKind::Updated]);
+    assert_eq!(coll.get("a", None).unwrap()["data"], "new");
+    assert_eq!(coll.get("b", None).unwrap()["data"], "x");
+
+    let insert_opts = InsertOptions {
+        overwrite_mode: OverwriteMode::Update,
+        version_attribute: Some("v".into()),
+        ..InsertOptions::new()
+    };
+    let results = coll
+        .insert_many(
+            vec![
+                json!({"_key": "a", "v": 6, "data": "y"}),
+                json!({"_key": "b", "v": 8, "data": "y"}),
+                json!({"_key": "d", "v": 1, "data": "y"}),
+            ],
+            &insert_opts,
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    let kinds: Vec<_> = results.iter().map(|r| r.as_ref().unwrap().kind).collect();
+    assert_eq!(
+        kinds,
+        vec![WriteKind::Ignored, WriteKind::Updated, WriteKind::Created]
+    );
+    assert_eq!(coll.get("a", None).unwrap()["data"], "new");
+}

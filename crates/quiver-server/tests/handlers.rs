@@ -1792,3 +1792,98 @@ fn single_insert_bodies_are_encoded_in_one_pass() {
     assert_eq!(r.status.as_u16(), 202);
     assert_eq!(r.header("x-arango-error-codes").unwrap(), r#"{"1210":1}"#);
 }
+
+/// `versionAttribute`: an ignored write is a success carrying the stored document's meta
+/// (`_rev == _oldRev`, no `old`/`new`), the stored document stays, and AQL counts it in
+/// `writesIgnored`.
+#[test]
+fn version_attribute_ignored_writes() {
+    let f = fixture();
+    f.call(Method::POST, "/_api/collection", Some(json!({"name": "v"})));
+    let stored = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/document/v",
+            Some(json!({"_key": "k", "ver": 5, "data": "old"})),
+        ),
+        202,
+    );
+    let rev = stored["_rev"].as_str().unwrap().to_string();
+    for (method, target) in [
+        (Method::PUT, "/_api/document/v/k?versionAttribute=ver&returnOld=true&returnNew=true"),
+        (Method::PATCH, "/_api/document/v/k?versionAttribute=ver&returnOld=true&returnNew=true"),
+        (Method::POST, "/_api/document/v?versionAttribute=ver&overwriteMode=replace&returnOld=true&returnNew=true"),
+        (Method::POST, "/_api/document/v?versionAttribute=ver&overwriteMode=update&waitForSync=true"),
+    ] {
+        let sync = target.contains("waitForSync");
+        let r = f.call(
+            method.clone(),
+            target,
+            Some(json!({"_key": "k", "ver": 5, "data": "new"})),
+        );
+        let b = assert_success(&r, if sync { 201 } else { 202 });
+        assert_eq!(b["_id"], "v/k", "{method} {target}");
+        assert_eq!(b["_key"], "k");
+        assert_eq!(b["_rev"], rev.as_str(), "{method} {target}");
+        assert_eq!(b["_oldRev"], rev.as_str(), "{method} {target}");
+        assert!(b.get("old").is_none() && b.get("new").is_none(), "{b}");
+        assert_eq!(r.header("etag"), Some(format!("\"{rev}\"").as_str()));
+    }
+    let doc = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
+    assert_eq!(
+        (doc["data"].clone(), doc["_rev"].clone()),
+        (json!("old"), json!(rev))
+    );
+
+    // Without the parameter the same write happens.
+    let b = assert_success(
+        &f.call(
+            Method::PUT,
+            "/_api/document/v/k",
+            Some(json!({"ver": 5, "data": "plain"})),
+        ),
+        202,
+    );
+    assert_ne!(b["_rev"], rev.as_str());
+
+    // Multi-document: mixed outcomes, no error items, no error-codes header.
+    f.call(
+        Method::POST,
+        "/_api/document/v",
+        Some(json!({"_key": "m", "ver": 1})),
+    );
+    let r = f.call(
+        Method::PATCH,
+        "/_api/document/v?versionAttribute=ver",
+        Some(json!([
+            {"_key": "k", "ver": 4, "data": "lower"},
+            {"_key": "m", "ver": 2, "data": "higher"},
+        ])),
+    );
+    let items = assert_success(&r, 202);
+    assert!(r.header("x-arango-error-codes").is_none());
+    assert_eq!(items[0]["_rev"], items[0]["_oldRev"]);
+    assert_ne!(items[1]["_rev"], items[1]["_oldRev"]);
+    let k = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
+    let m = assert_success(&f.call(Method::GET, "/_api/document/v/m", None), 200);
+    assert_eq!(
+        (k["data"].clone(), m["data"].clone()),
+        (json!("plain"), json!("higher"))
+    );
+
+    // AQL OPTIONS: the ignored write counts in writesIgnored and NEW is null.
+    let r = assert_success(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(
+                json!({"query": "FOR d IN [{_key: 'k', ver: 3}, {_key: 'm', ver: 9}] \
+                UPDATE d IN v OPTIONS {versionAttribute: 'ver'} RETURN NEW.ver"}),
+            ),
+        ),
+        201,
+    );
+    assert_eq!(r["result"], json!([null, 9]));
+    assert_eq!(r["extra"]["stats"]["writesExecuted"], 1);
+    assert_eq!(r["extra"]["stats"]["writesIgnored"], 1);
+}

@@ -192,6 +192,7 @@ fn modify_options(o: &WriteOptions) -> ModifyOptions {
     m.ignore_revs = o.ignore_revs;
     m.keep_null = o.keep_null;
     m.merge_objects = o.merge_objects;
+    m.version_attribute = o.version_attribute.clone();
     m.return_new = true;
     m.return_old = true;
     m
@@ -434,6 +435,7 @@ impl Transaction for CoreTransaction {
             Some(m) => OverwriteMode::parse(m)?,
             None => OverwriteMode::Conflict,
         };
+        o.version_attribute = options.version_attribute.clone();
         o.return_new = true;
         o.return_old = true;
         let result = self.txn()?.insert(&c, doc, &o);

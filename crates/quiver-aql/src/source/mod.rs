@@ -44,6 +44,9 @@ pub struct WriteOptions {
     pub ignore_revs: bool,
     /// `overwriteMode` of INSERT: "conflict" (None), "ignore", "replace", "update".
     pub overwrite_mode: Option<String>,
+    /// `versionAttribute` of INSERT (overwriting), UPDATE, REPLACE and UPSERT: external
+    /// versioning, see `quiver_core::ModifyOptions::version_attribute`.
+    pub version_attribute: Option<String>,
 }
 
 impl Default for WriteOptions {
@@ -54,6 +57,7 @@ impl Default for WriteOptions {
             merge_objects: true,
             ignore_revs: true,
             overwrite_mode: None,
+            version_attribute: None,
         }
     }
 }

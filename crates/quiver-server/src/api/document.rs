@@ -341,7 +341,16 @@ fn insert_options(req: &Request) -> Result<InsertOptions> {
             }
         }
     };
+    opts.version_attribute = version_attribute(req);
     Ok(opts)
+}
+
+/// `versionAttribute`; an empty value means no external versioning (no attribute has an
+/// empty name in a stored document anyway).
+fn version_attribute(req: &Request) -> Option<String> {
+    req.param("versionAttribute")
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
 }
 
 fn modify_options(req: &Request) -> ModifyOptions {
@@ -354,6 +363,7 @@ fn modify_options(req: &Request) -> ModifyOptions {
     opts.return_new = req.bool_param("returnNew", false);
     opts.return_old = req.bool_param("returnOld", false);
     opts.silent = req.bool_param("silent", false);
+    opts.version_attribute = version_attribute(req);
     opts
 }
 
