@@ -133,6 +133,19 @@ struct HintScratch {
     encoded: Vec<u8>,
 }
 
+/// Scratch vectors above this many entries are dropped after use instead of kept: a segment
+/// sized for one huge batch must not pin its buffers for the life of the process (the
+/// default 32 MiB segment needs ~250,000).
+const SCRATCH_KEEP: usize = 1 << 20;
+
+/// Keeps `v` (emptied) for the next use unless it grew beyond [`SCRATCH_KEEP`] entries.
+fn recycle<T>(v: &mut Vec<T>) {
+    v.clear();
+    if v.capacity() > SCRATCH_KEEP {
+        *v = Vec::new();
+    }
+}
+
 /// How many versions the collector repoints per acquisition of a shard's write lock: long
 /// enough to amortize the lock, short enough that a writer of the shard waits microseconds.
 const REPOINT_RUN: usize = 64;
@@ -1243,6 +1256,9 @@ impl Inner {
                 });
         }
         scratch.found = found;
+        recycle(&mut scratch.found);
+        recycle(&mut scratch.keyed);
+        recycle(&mut scratch.moved);
         Ok(retain)
     }
 
@@ -1410,9 +1426,16 @@ impl Inner {
         let scan = format::scan_into(&image, std::mem::take(found));
         files::encode_hints_into(encoded, file.fid, hint_entries(&image, &scan.markers));
         *found = scan.markers;
+        recycle(found);
         let path = hint_path(&col.dir, file.fid);
-        files::replace_unsynced(&path, encoded, &self.options.io_hooks, FailPoint::Seal)
-            .map_err(|e| files::io_error(e, "writing a hint file"))
+        let written =
+            files::replace_unsynced(&path, encoded, &self.options.io_hooks, FailPoint::Seal)
+                .map_err(|e| files::io_error(e, "writing a hint file"));
+        // Bytes, not entries: ~40 per entry.
+        if encoded.capacity() > SCRATCH_KEEP * 40 {
+            *encoded = Vec::new();
+        }
+        written
     }
 
     // ---------------------------------------------------------------- compaction
