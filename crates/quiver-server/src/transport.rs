@@ -385,14 +385,16 @@ async fn answer(
 /// Whether the client asked to close the connection after this request (`Connection: close`,
 /// or HTTP/1.0 without `Connection: keep-alive`).
 fn wants_close(parts: &http::request::Parts) -> bool {
-    let connection = parts
-        .headers
-        .get(header::CONNECTION)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.to_ascii_lowercase());
-    match connection.as_deref() {
-        Some(v) if v.contains("close") => true,
-        Some(v) if v.contains("keep-alive") => false,
+    // Drivers send `Connection: Keep-Alive` with every request: compared in place rather than
+    // through a lower-cased copy.
+    let contains = |value: &[u8], token: &[u8]| {
+        value
+            .windows(token.len())
+            .any(|w| w.eq_ignore_ascii_case(token))
+    };
+    match parts.headers.get(header::CONNECTION).map(|v| v.as_bytes()) {
+        Some(v) if contains(v, b"close") => true,
+        Some(v) if contains(v, b"keep-alive") => false,
         _ => parts.version == http::Version::HTTP_10,
     }
 }
@@ -723,6 +725,27 @@ mod tests {
             .chain(["connection", "content-type", "etag", "location"])
             .collect();
         assert_eq!(names, expected);
+    }
+
+    #[test]
+    fn connection_header_decides_close_case_insensitively() {
+        let parts = |version, connection: Option<&str>| {
+            let mut builder = http::Request::builder().version(version);
+            if let Some(c) = connection {
+                builder = builder.header(header::CONNECTION, c);
+            }
+            builder.body(()).unwrap().into_parts().0
+        };
+        const HTTP_10: http::Version = http::Version::HTTP_10;
+        const HTTP_11: http::Version = http::Version::HTTP_11;
+        assert!(!wants_close(&parts(HTTP_11, None)));
+        assert!(wants_close(&parts(HTTP_10, None)));
+        assert!(wants_close(&parts(HTTP_11, Some("Close"))));
+        assert!(wants_close(&parts(HTTP_11, Some("TE, close"))));
+        assert!(!wants_close(&parts(HTTP_10, Some("Keep-Alive"))));
+        assert!(!wants_close(&parts(HTTP_11, Some("keep-alive"))));
+        assert!(!wants_close(&parts(HTTP_11, Some("clos"))));
+        assert!(wants_close(&parts(HTTP_10, Some("upgrade"))));
     }
 
     #[test]
