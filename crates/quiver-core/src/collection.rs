@@ -1493,30 +1493,7 @@ impl Collection {
             let mut st = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
             st.locked = true;
             st.sync = synced;
-            if st.lookup_rev(self.id, &prepared.key)?.is_some() {
-                return Err(unique_violation(&prepared.key));
-            }
-            if let Some(err) = prepared.deferred.take() {
-                return Err(err);
-            }
-            let unique = if self.unique_indexes.read().is_empty() {
-                Vec::new()
-            } else {
-                let key = prepared.key.clone();
-                staging::check_unique(&st, self, &key, prepared.attributes()?)?
-            };
-            let rev = self.next_revision();
-            let body = prepared.finish(rev)?;
-            let edge = prepared.edge.take();
-            st.stage(
-                self,
-                &prepared.key,
-                Some((rev, body.clone())),
-                rev,
-                None,
-                edge,
-                unique,
-            )?;
+            let (rev, body) = self.stage_prepared(&mut st, &mut prepared)?;
             let ticket = self.commit_locked(&st)?;
             (rev, body, ticket)
         } else {
@@ -1544,14 +1521,59 @@ impl Collection {
             (rev, body, Some(ticket))
         };
         drop(guard);
+        let result = self.created(std::mem::take(&mut prepared.key), rev, &body, opts)?;
+        Ok(Committed::new(result, synced, ticket))
+    }
+
+    /// Stages a prepared insert over `st` (taken under `write_lock`): the existence check
+    /// (staged documents first), the prepared error if any, unique indexes, the revision.
+    fn stage_prepared(
+        self: &Arc<Self>,
+        st: &mut Staging,
+        prepared: &mut PreparedInsert,
+    ) -> Result<(Revision, Bytes)> {
+        if st.lookup_rev(self.id, &prepared.key)?.is_some() {
+            return Err(unique_violation(&prepared.key));
+        }
+        if let Some(err) = prepared.deferred.take() {
+            return Err(err);
+        }
+        let unique = if self.unique_indexes.read().is_empty() {
+            Vec::new()
+        } else {
+            let key = prepared.key.clone();
+            staging::check_unique(st, self, &key, prepared.attributes()?)?
+        };
+        let rev = self.next_revision();
+        let body = prepared.finish(rev)?;
+        let edge = prepared.edge.take();
+        st.stage(
+            self,
+            &prepared.key,
+            Some((rev, body.clone())),
+            rev,
+            None,
+            edge,
+            unique,
+        )?;
+        Ok((rev, body))
+    }
+
+    /// The result of a committed insert of a new document.
+    fn created(
+        &self,
+        key: String,
+        rev: Revision,
+        body: &Bytes,
+        opts: &InsertOptions,
+    ) -> Result<OpResult> {
         let name = self.name();
-        let key = std::mem::take(&mut prepared.key);
         let new = if opts.return_new && !opts.silent {
-            Some(decode_with_id(&body, &name, &key)?)
+            Some(decode_with_id(body, &name, &key)?)
         } else {
             None
         };
-        let result = OpResult {
+        Ok(OpResult {
             id: format!("{name}/{key}"),
             key,
             rev,
@@ -1559,19 +1581,51 @@ impl Collection {
             kind: WriteKind::Created,
             new,
             old: None,
-        };
-        Ok(Committed::new(result, synced, ticket))
+        })
     }
 
     /// Inserts many documents in one atomic commit; items fail independently (per-item errors
     /// as in [`Collection::insert`]) unless `opts.all_or_nothing`, where the first failing
     /// item's error is returned and nothing is written. Later items see earlier ones (a
-    /// duplicate key within the array is a conflict).
+    /// duplicate key within the array is a conflict). With `overwrite_mode` conflict every
+    /// item is prepared before the writer lock is taken, as a single insert is.
     pub fn insert_many(
         self: &Arc<Self>,
         docs: Vec<Value>,
         opts: &InsertOptions,
     ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        if opts.overwrite_mode == OverwriteMode::Conflict {
+            self.check_usable()?;
+            let prepared: Vec<Result<PreparedInsert>> = docs
+                .into_iter()
+                .map(|doc| staging::prepare_insert(self, doc, opts))
+                .collect();
+            let guard = self.write_lock.lock();
+            let mut st = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
+            st.locked = true;
+            st.sync = opts.wait_for_sync;
+            let mut staged = Vec::with_capacity(prepared.len());
+            for item in prepared {
+                let one = item.and_then(|mut p| {
+                    let (rev, body) = self.stage_prepared(&mut st, &mut p)?;
+                    Ok((std::mem::take(&mut p.key), rev, body))
+                });
+                if opts.all_or_nothing {
+                    if let Err(err) = one {
+                        return Err(err);
+                    }
+                }
+                staged.push(one);
+            }
+            let synced = st.sync || self.wait_for_sync();
+            let ticket = self.commit_locked(&st)?;
+            drop(guard);
+            let results = staged
+                .into_iter()
+                .map(|one| one.and_then(|(key, rev, body)| self.created(key, rev, &body, opts)))
+                .collect();
+            return Ok(Committed::new(results, synced, ticket));
+        }
         self.write(opts.wait_for_sync, |st| {
             let mut out = Vec::with_capacity(docs.len());
             for doc in docs {

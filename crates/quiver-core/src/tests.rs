@@ -3111,3 +3111,109 @@ fn version_attribute_in_multi_document_writes() {
     );
     assert_eq!(coll.get("a", None).unwrap()["data"], "new");
 }
+
+/// Multi-document inserts are prepared outside the writer lock too: concurrent arrays with
+/// overlapping user keys still give every key exactly one winner, a duplicate inside one array
+/// is a conflict for the later item, and `all_or_nothing` writes nothing when any item fails,
+/// even one whose error is only known under the lock.
+#[test]
+fn concurrent_multi_inserts_keep_per_item_and_all_or_nothing_semantics() {
+    let (_dir, core, db) = setup();
+    let coll = create(&db, json!({"name": "many_race"}));
+    let core = Arc::new(core);
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let core = Arc::clone(&core);
+            std::thread::spawn(move || {
+                let coll = core
+                    .database("_system")
+                    .unwrap()
+                    .collection("many_race")
+                    .unwrap();
+                let mut won = Vec::new();
+                for round in 0..10 {
+                    let docs: Vec<Value> = (0..8)
+                        .map(|i| json!({"_key": format!("r{round}k{i}"), "t": t}))
+                        .collect();
+                    let opts = InsertOptions {
+                        return_new: true,
+                        ..InsertOptions::new()
+                    };
+                    let results = coll.insert_many(docs, &opts).unwrap().wait().unwrap();
+                    for result in results {
+                        match result {
+                            Ok(op) => {
+                                assert_eq!(op.new.as_ref().unwrap()["_rev"], op.rev.encode());
+                                won.push(op.key);
+                            }
+                            Err(err) => assert_eq!(err.code, ErrorCode::UniqueConstraintViolated),
+                        }
+                    }
+                }
+                won
+            })
+        })
+        .collect();
+    let mut won: Vec<String> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    won.sort();
+    let before = won.len();
+    won.dedup();
+    assert_eq!((before, won.len()), (80, 80), "one winner per key");
+    assert_eq!(coll.count().unwrap(), 80);
+
+    let items = coll
+        .insert_many(
+            vec![
+                json!({"_key": "d1"}),
+                json!({"_key": "d1"}),
+                json!({"_key": "d2"}),
+            ],
+            &InsertOptions::new(),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    assert!(items[0].is_ok() && items[2].is_ok());
+    assert_eq!(
+        items[1].as_ref().unwrap_err().code,
+        ErrorCode::UniqueConstraintViolated
+    );
+
+    let all_or_nothing = InsertOptions {
+        all_or_nothing: true,
+        ..InsertOptions::new()
+    };
+    // The second item exists already: known only under the lock.
+    assert_eq!(
+        code(coll.insert_many(
+            vec![
+                json!({"_key": "n1"}),
+                json!({"_key": "d1"}),
+                json!({"_key": "n2"})
+            ],
+            &all_or_nothing,
+        )),
+        ErrorCode::UniqueConstraintViolated
+    );
+    // The third item is malformed: known before the lock, reported in item order.
+    assert_eq!(
+        code(coll.insert_many(
+            vec![
+                json!({"_key": "n1"}),
+                json!({"_key": "d1"}),
+                json!({"_key": "bad key"})
+            ],
+            &all_or_nothing,
+        )),
+        ErrorCode::UniqueConstraintViolated
+    );
+    assert_eq!(
+        code(coll.insert_many(vec![json!({"_key": "n1"}), json!(5)], &all_or_nothing)),
+        ErrorCode::DocumentTypeInvalid
+    );
+    assert_eq!(coll.count().unwrap(), 82);
+    assert_eq!(code(coll.get("n1", None)), ErrorCode::DocumentNotFound);
+}
