@@ -56,8 +56,8 @@ pub struct InsertOptions {
     /// document and the stored one both hold a non-negative number in this attribute and the
     /// incoming one, rounded down, is not higher than the stored one, rounded down, a
     /// replace/update (or an insert with `overwriteMode` replace/update) keeps the stored
-    /// document without an error; the result then has `_rev == _oldRev` (the stored
-    /// revision), no `new`/`old`, and kind [`WriteKind::Ignored`].
+    /// document without an error, as a no-op write: `_rev == _oldRev` (the stored revision),
+    /// the stored document as `old`/`new` when asked for, kind [`WriteKind::Unchanged`].
     pub version_attribute: Option<String>,
     /// `skipDocumentValidation`: do not apply the collection's schema.
     pub skip_document_validation: bool,
@@ -102,8 +102,8 @@ pub struct ModifyOptions {
     /// document and the stored one both hold a non-negative number in this attribute and the
     /// incoming one, rounded down, is not higher than the stored one, rounded down, a
     /// replace/update (or an insert with `overwriteMode` replace/update) keeps the stored
-    /// document without an error; the result then has `_rev == _oldRev` (the stored
-    /// revision), no `new`/`old`, and kind [`WriteKind::Ignored`].
+    /// document without an error, as a no-op write: `_rev == _oldRev` (the stored revision),
+    /// the stored document as `old`/`new` when asked for, kind [`WriteKind::Unchanged`].
     pub version_attribute: Option<String>,
     /// `skipDocumentValidation`: do not apply the collection's schema.
     pub skip_document_validation: bool,
@@ -157,6 +157,9 @@ pub enum WriteKind {
     Updated,
     /// Insert with `overwriteMode=ignore` found the key and left the document alone.
     Ignored,
+    /// `versionAttribute` kept the stored document (a no-op write: same revision, reported
+    /// like a successful replace/update, as ArangoDB does).
+    Unchanged,
     /// The document was removed.
     Removed,
 }

@@ -371,20 +371,37 @@ pub(crate) fn external_version(value: &Value) -> Option<u64> {
         return Some(whole);
     }
     let number = value.as_f64()?;
-    // `as` saturates: versions past u64::MAX all count as the largest one.
-    (number.is_finite() && number >= 0.0).then(|| number.floor() as u64)
+    // Beyond u64 there is no version (ArangoDB's conversion fails there too), so the write
+    // happens; below, `as` rounds toward zero, which is down for non-negative numbers.
+    const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
+    (number.is_finite() && (0.0..TWO_POW_64).contains(&number)).then(|| number as u64)
 }
 
-fn unchanged(coll: &Collection, key: String, rev: Revision) -> OpResult {
-    OpResult {
+/// The result of a write `versionAttribute` skipped. ArangoDB treats it as a no-op write: a
+/// success whose new revision is the stored one (`_rev == _oldRev`), with the stored document
+/// as both `old` and `new` when they are asked for.
+fn unchanged(
+    coll: &Collection,
+    key: String,
+    rev: Revision,
+    body: &Bytes,
+    (want_old, want_new): (bool, bool),
+) -> Result<OpResult> {
+    let stored = decode_old(coll, &key, body, want_old || want_new)?;
+    let (old, new) = match (want_old, want_new) {
+        (true, true) => (stored.clone(), stored),
+        (true, false) => (stored, None),
+        (false, _) => (None, stored),
+    };
+    Ok(OpResult {
         id: format!("{}/{key}", coll.name()),
         key,
         rev,
         old_rev: Some(rev),
-        kind: WriteKind::Ignored,
-        new: None,
-        old: None,
-    }
+        kind: WriteKind::Unchanged,
+        new,
+        old,
+    })
 }
 
 fn decode_old(coll: &Collection, key: &str, body: &Bytes, wanted: bool) -> Result<Option<Value>> {
@@ -625,7 +642,11 @@ pub(crate) fn insert(
     if opts.overwrite_mode != OverwriteMode::Ignore
         && version_blocks(opts.version_attribute.as_deref(), &map, &old_body)?
     {
-        return Ok(unchanged(coll, key, old_rev));
+        let wanted = (
+            opts.return_old && !opts.silent,
+            opts.return_new && !opts.silent,
+        );
+        return unchanged(coll, key, old_rev, &old_body, wanted);
     }
     let kind = match opts.overwrite_mode {
         OverwriteMode::Conflict => return Err(unique_violation(&key)),
@@ -734,7 +755,11 @@ pub(crate) fn modify(
         opts.ignore_revs,
     )?;
     if version_blocks(opts.version_attribute.as_deref(), &map, &old_body)? {
-        return Ok(unchanged(coll, key, old_rev));
+        let wanted = (
+            opts.return_old && !opts.silent,
+            opts.return_new && !opts.silent,
+        );
+        return unchanged(coll, key, old_rev, &old_body, wanted);
     }
     let mut new_map = if merge {
         let mut merged = decode_stored(&old_body)?;

@@ -1429,7 +1429,7 @@ fn version_attribute_and_skipping_validation() {
         .unwrap();
     assert_eq!(
         (kept.kind, kept.rev, kept.old_rev),
-        (WriteKind::Ignored, first.rev, Some(first.rev))
+        (WriteKind::Unchanged, first.rev, Some(first.rev))
     );
     assert_eq!(coll.get("k", None).unwrap()["data"], "a");
     let equal = coll
@@ -1437,7 +1437,7 @@ fn version_attribute_and_skipping_validation() {
         .unwrap()
         .wait()
         .unwrap();
-    assert_eq!(equal.kind, WriteKind::Ignored);
+    assert_eq!(equal.kind, WriteKind::Unchanged);
     let newer = coll
         .update("k", json!({"v": 6, "data": "d"}), &versioned)
         .unwrap()
@@ -1461,7 +1461,7 @@ fn version_attribute_and_skipping_validation() {
         .unwrap()
         .wait()
         .unwrap();
-    assert_eq!(stale.kind, WriteKind::Ignored);
+    assert_eq!(stale.kind, WriteKind::Unchanged);
     assert_eq!(coll.get("k", None).unwrap()["v"], 6);
 
     assert_eq!(
@@ -2911,7 +2911,7 @@ fn versioned_replace_writes(stored: Value, incoming: Value) -> bool {
         assert_ne!(result.rev, first.rev);
         assert_eq!(stored_now["data"], "new");
     } else {
-        assert_eq!(result.kind, WriteKind::Ignored);
+        assert_eq!(result.kind, WriteKind::Unchanged);
         assert_eq!((result.rev, result.old_rev), (first.rev, Some(first.rev)));
         assert_eq!(stored_now["data"], "old");
         assert_eq!(stored_now["_rev"], first.rev.encode());
@@ -2938,6 +2938,9 @@ fn version_attribute_writes_only_higher_usable_versions() {
         json!(9_007_199_254_740_993u64),
         json!(9_007_199_254_740_993u64)
     ));
+    // Past u64 there is no version, so the write happens.
+    assert!(versioned_replace_writes(json!(1e20), json!(1)));
+    assert!(versioned_replace_writes(json!(5), json!(1e20)));
     // Non-numeric, negative or missing on either side: the write happens.
     assert!(versioned_replace_writes(json!(5), json!("7")));
     assert!(versioned_replace_writes(json!(5), json!("1")));
@@ -2960,14 +2963,19 @@ fn version_attribute_on_update_and_overwriting_insert() {
         return_new: true,
         ..ModifyOptions::new()
     };
-    // An ignored update builds neither `old` nor `new`.
+    // A skipped update reports the stored document as both `old` and `new`.
     let ignored = coll
         .update("k", json!({"v": 2, "a": 2}), &opts)
         .unwrap()
         .wait()
         .unwrap();
-    assert_eq!(ignored.kind, WriteKind::Ignored);
-    assert_eq!((ignored.old, ignored.new), (None, None));
+    assert_eq!(ignored.kind, WriteKind::Unchanged);
+    let stored = coll.get("k", None).unwrap();
+    assert_eq!(stored["a"], 1);
+    assert_eq!(
+        (ignored.old.as_ref(), ignored.new.as_ref()),
+        (Some(&stored), Some(&stored))
+    );
     // The version is taken from the patch, not from the merged document.
     let merged = coll
         .update("k", json!({"a": 3}), &opts)
@@ -2998,15 +3006,16 @@ fn version_attribute_on_update_and_overwriting_insert() {
             .unwrap()
             .wait()
             .unwrap();
-        assert_eq!(stale.kind, WriteKind::Ignored);
-        assert_eq!(stale.new, None);
+        assert_eq!(stale.kind, WriteKind::Unchanged);
+        assert_eq!(stale.new.as_ref(), Some(&before));
+        assert_eq!(stale.old, None);
         assert_eq!(coll.get("k", None).unwrap(), before);
         let fresh = coll
             .insert(json!({"_key": "k", "v": 10, "a": 6}), &insert_opts)
             .unwrap()
             .wait()
             .unwrap();
-        assert_ne!(fresh.kind, WriteKind::Ignored);
+        assert_ne!(fresh.kind, WriteKind::Unchanged);
         assert_eq!(coll.get("k", None).unwrap()["a"], 6);
         // Back to a lower stored version for the next mode.
         coll.replace("k", json!({"v": 4, "a": 4}), &ModifyOptions::new())
@@ -3060,7 +3069,7 @@ fn version_attribute_in_multi_document_writes() {
         kinds,
         vec![
             Ok(WriteKind::Replaced),
-            Ok(WriteKind::Ignored),
+            Ok(WriteKind::Unchanged),
             Err(ErrorCode::DocumentNotFound),
             Ok(WriteKind::Replaced),
         ]
@@ -3083,7 +3092,7 @@ fn version_attribute_in_multi_document_writes() {
         .wait()
         .unwrap();
     let kinds: Vec<_> = results.iter().map(|r| r.as_ref().unwrap().kind).collect();
-    assert_eq!(kinds, vec![WriteKind::Ignored, WriteKind::Updated]);
+    assert_eq!(kinds, vec![WriteKind::Unchanged, WriteKind::Updated]);
     assert_eq!(coll.get("a", None).unwrap()["data"], "new");
     assert_eq!(coll.get("b", None).unwrap()["data"], "x");
 
@@ -3107,7 +3116,7 @@ fn version_attribute_in_multi_document_writes() {
     let kinds: Vec<_> = results.iter().map(|r| r.as_ref().unwrap().kind).collect();
     assert_eq!(
         kinds,
-        vec![WriteKind::Ignored, WriteKind::Updated, WriteKind::Created]
+        vec![WriteKind::Unchanged, WriteKind::Updated, WriteKind::Created]
     );
     assert_eq!(coll.get("a", None).unwrap()["data"], "new");
 }

@@ -1793,9 +1793,9 @@ fn single_insert_bodies_are_encoded_in_one_pass() {
     assert_eq!(r.header("x-arango-error-codes").unwrap(), r#"{"1210":1}"#);
 }
 
-/// `versionAttribute`: an ignored write is a success carrying the stored document's meta
-/// (`_rev == _oldRev`, no `old`/`new`), the stored document stays, and AQL counts it in
-/// `writesIgnored`.
+/// `versionAttribute`: a skipped write is ArangoDB's no-op write, a success carrying the stored
+/// document's meta (`_rev == _oldRev`) and the stored document as `old`/`new` when asked for;
+/// the stored document stays, and AQL counts it as executed with NEW = the stored document.
 #[test]
 fn version_attribute_ignored_writes() {
     let f = fixture();
@@ -1826,7 +1826,13 @@ fn version_attribute_ignored_writes() {
         assert_eq!(b["_key"], "k");
         assert_eq!(b["_rev"], rev.as_str(), "{method} {target}");
         assert_eq!(b["_oldRev"], rev.as_str(), "{method} {target}");
-        assert!(b.get("old").is_none() && b.get("new").is_none(), "{b}");
+        let stored = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
+        if target.contains("returnNew") {
+            assert_eq!(b["new"], stored, "{method} {target}");
+            assert_eq!(b["old"], stored, "{method} {target}");
+        } else {
+            assert!(b.get("old").is_none() && b.get("new").is_none(), "{b}");
+        }
         assert_eq!(r.header("etag"), Some(format!("\"{rev}\"").as_str()));
     }
     let doc = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
@@ -1871,7 +1877,7 @@ fn version_attribute_ignored_writes() {
         (json!("plain"), json!("higher"))
     );
 
-    // AQL OPTIONS: the ignored write counts in writesIgnored and NEW is null.
+    // AQL OPTIONS: the skipped write is an executed no-op, NEW the stored document.
     let r = assert_success(
         &f.call(
             Method::POST,
@@ -1883,7 +1889,12 @@ fn version_attribute_ignored_writes() {
         ),
         201,
     );
-    assert_eq!(r["result"], json!([null, 9]));
-    assert_eq!(r["extra"]["stats"]["writesExecuted"], 1);
-    assert_eq!(r["extra"]["stats"]["writesIgnored"], 1);
+    assert_eq!(r["result"], json!([5, 9]));
+    assert_eq!(r["extra"]["stats"]["writesExecuted"], 2);
+    assert_eq!(r["extra"]["stats"]["writesIgnored"], 0);
+    let k = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
+    assert_eq!(
+        (k["ver"].clone(), k["data"].clone()),
+        (json!(5), json!("plain"))
+    );
 }

@@ -416,7 +416,9 @@ impl Counts {
     fn add(&mut self, kind: WriteKind) {
         match kind {
             WriteKind::Created => self.created += 1,
-            WriteKind::Replaced | WriteKind::Updated => self.updated += 1,
+            // Imports send no `versionAttribute`, so `Unchanged` does not occur; it would be a
+            // successful (no-op) overwrite.
+            WriteKind::Replaced | WriteKind::Updated | WriteKind::Unchanged => self.updated += 1,
             WriteKind::Ignored => self.ignored += 1,
             WriteKind::Removed => {}
         }
