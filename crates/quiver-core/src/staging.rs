@@ -374,7 +374,7 @@ pub(crate) fn external_version(value: &Value) -> Option<u64> {
     // Beyond u64 there is no version (ArangoDB's conversion fails there too), so the write
     // happens; below, `as` rounds toward zero, which is down for non-negative numbers.
     const TWO_POW_64: f64 = 18_446_744_073_709_551_616.0;
-    (number.is_finite() && (0.0..TWO_POW_64).contains(&number)).then(|| number as u64)
+    (0.0..TWO_POW_64).contains(&number).then_some(number as u64)
 }
 
 /// The result of a write `versionAttribute` skipped. ArangoDB treats it as a no-op write: a
