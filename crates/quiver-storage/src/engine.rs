@@ -138,6 +138,15 @@ struct HintScratch {
 /// default 32 MiB segment needs ~250,000).
 const SCRATCH_KEEP: usize = 1 << 20;
 
+/// Presizes scratch vectors for a file of `bytes` at one entry per 128 bytes (a ~150-byte
+/// document marker each in a typical insert load), so that even the first segment of a process
+/// does not regrow them step by step (each step a copy into fresh, kernel-zeroed pages).
+/// Reserved but untouched capacity costs address space only.
+fn presize<T>(v: &mut Vec<T>, bytes: usize) {
+    let want = (bytes / 128).min(SCRATCH_KEEP);
+    v.reserve(want.saturating_sub(v.len()));
+}
+
 /// Keeps `v` (emptied) for the next use unless it grew beyond [`SCRATCH_KEEP`] entries.
 fn recycle<T>(v: &mut Vec<T>) {
     v.clear();
@@ -1061,6 +1070,9 @@ impl Inner {
         // A segment with damage followed by intact markers got this far only because
         // recovery salvaged it (or it was damaged since): copy every intact batch, as the
         // replay did, so that nothing the index holds is lost when the segment is unlinked.
+        presize(&mut scratch.found, image.len());
+        presize(&mut scratch.keyed, image.len());
+        presize(&mut scratch.moved, image.len());
         let scan = format::scan_into(&image, std::mem::take(&mut scratch.found));
         let salvage = scan.end == ScanEnd::Corrupt;
         let found = if salvage {
@@ -1423,6 +1435,9 @@ impl Inner {
             .map_err(|e| files::io_error(e, "reading a datafile for its hint file"))?;
         let mut scratch = self.hint_scratch.lock();
         let HintScratch { found, encoded } = &mut *scratch;
+        presize(found, image.len());
+        // ~36 bytes per entry, one entry per ~150 bytes of markers.
+        encoded.reserve((image.len() / 4).min(SCRATCH_KEEP * 40));
         let scan = format::scan_into(&image, std::mem::take(found));
         files::encode_hints_into(encoded, file.fid, hint_entries(&image, &scan.markers));
         *found = scan.markers;
