@@ -413,6 +413,34 @@ fn modification_stats_and_atomicity() {
     );
 }
 
+/// `OPTIONS { versionAttribute }` on the in-memory source: a lower or equal version is a no-op
+/// write (NEW is the stored document, counted as executed), a higher one writes.
+#[test]
+fn version_attribute_option() {
+    let (_source, s) = service_with_docs(3);
+    let r = post(
+        &s,
+        json!({"query": "FOR p IN [{_key: 'k00000', v: 0, w: 'eq'}, {_key: 'k00001', v: 0, w: 'low'}, \
+            {_key: 'k00002', v: 3, w: 'high'}] UPDATE p IN docs OPTIONS {versionAttribute: 'v'} \
+            RETURN NEW.w"}),
+    );
+    assert_eq!(r["result"], json!([null, null, "high"]));
+    assert_eq!(r["extra"]["stats"]["writesExecuted"], 3);
+    let r = post(
+        &s,
+        json!({"query": "FOR p IN [{_key: 'k00001', v: 1, w: 'eq'}, {_key: 'k00002', v: 4}] \
+            REPLACE p IN docs OPTIONS {versionAttribute: 'v'} RETURN [OLD.v, NEW.v, NEW.w]"}),
+    );
+    assert_eq!(r["result"], json!([[1, 1, null], [3, 4, null]]));
+    let r = post(
+        &s,
+        json!({"query": "INSERT {_key: 'k00002', v: 2, w: 'stale'} INTO docs \
+            OPTIONS {overwriteMode: 'update', versionAttribute: 'v'} RETURN NEW"}),
+    );
+    assert_eq!(r["result"][0]["v"], 4);
+    assert!(r["result"][0].get("w").is_none());
+}
+
 /// Every `estimatedCost`/`estimatedNrItems` in `v` (plan and nodes, subqueries included).
 fn collect_estimates<'a>(v: &'a Value, out: &mut Vec<(&'a str, &'a Value)>) {
     match v {

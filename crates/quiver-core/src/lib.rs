@@ -84,6 +84,7 @@ pub use options::{
 };
 pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
+pub use staging::version_keeps_stored;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 

@@ -356,11 +356,28 @@ fn version_blocks(
     let Some(attribute) = attribute else {
         return Ok(false);
     };
-    let Some(new) = incoming.get(attribute).and_then(external_version) else {
+    if incoming.get(attribute).and_then(external_version).is_none() {
         return Ok(false);
-    };
+    }
     let old = decode_stored(old_body)?;
-    Ok(matches!(old.get(attribute).and_then(external_version), Some(old) if new <= old))
+    Ok(version_keeps_stored(attribute, incoming, &old))
+}
+
+/// The `versionAttribute` rule on two decoded documents: true when both hold a version in
+/// `attribute` and the incoming one is not higher, so the stored document stays. Public for
+/// other implementations of the rule (the AQL crate's in-memory test source).
+pub fn version_keeps_stored(
+    attribute: &str,
+    incoming: &Map<String, Value>,
+    stored: &Map<String, Value>,
+) -> bool {
+    match (
+        incoming.get(attribute).and_then(external_version),
+        stored.get(attribute).and_then(external_version),
+    ) {
+        (Some(new), Some(old)) => new <= old,
+        _ => false,
+    }
 }
 
 /// The version a `versionAttribute` value stands for: a number that is not negative, rounded

@@ -192,6 +192,17 @@ impl MemoryTransaction {
         }
     }
 
+    /// `versionAttribute`: the write is a no-op (the stored document is both OLD and NEW), as
+    /// in the core.
+    fn version_keeps(old: &Value, incoming: &Map<String, Value>, options: &WriteOptions) -> bool {
+        match (&options.version_attribute, old.as_object()) {
+            (Some(attribute), Some(stored)) => {
+                quiver_core::version_keeps_stored(attribute, incoming, stored)
+            }
+            _ => false,
+        }
+    }
+
     fn check_rev(old: &Value, doc: &Value, options: &WriteOptions) -> Result<()> {
         if options.ignore_revs {
             return Ok(());
@@ -413,6 +424,16 @@ impl Transaction for MemoryTransaction {
             None => format!("k{}", self.key.fetch_add(1, Ordering::Relaxed) + 1),
         };
         if let Some(old) = self.coll(collection)?.docs.get(&key).cloned() {
+            let overwrites = matches!(
+                options.overwrite_mode.as_deref(),
+                Some("replace" | "update")
+            );
+            if overwrites && Self::version_keeps(&old, &body, options) {
+                return Ok(WriteOutcome {
+                    old: Some(old.clone()),
+                    new: Some(old),
+                });
+            }
             return match options.overwrite_mode.as_deref() {
                 Some("ignore") => Ok(WriteOutcome { old: None, new: None }),
                 Some("replace") => {
@@ -454,6 +475,12 @@ impl Transaction for MemoryTransaction {
         let Value::Object(patch) = doc else {
             return Err(Error::new(ErrorCode::DocumentTypeInvalid));
         };
+        if Self::version_keeps(&old, &patch, options) {
+            return Ok(WriteOutcome {
+                old: Some(old.clone()),
+                new: Some(old),
+            });
+        }
         merge_patch(&mut merged, patch, options);
         let new = self.finish(collection, &key, merged, is_edge)?;
         Ok(WriteOutcome {
@@ -477,6 +504,12 @@ impl Transaction for MemoryTransaction {
         let Value::Object(body) = doc else {
             return Err(Error::new(ErrorCode::DocumentTypeInvalid));
         };
+        if Self::version_keeps(&old, &body, options) {
+            return Ok(WriteOutcome {
+                old: Some(old.clone()),
+                new: Some(old),
+            });
+        }
         let new = self.finish(collection, &key, body, is_edge)?;
         Ok(WriteOutcome {
             old: Some(old),
