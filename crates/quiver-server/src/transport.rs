@@ -147,6 +147,9 @@ async fn accept_loop(
                 http1::Builder::new()
                     .keep_alive(true)
                     .pipeline_flush(true)
+                    // arangod sends no `Date` header (http-api.md §1.6); hyper's would add 37
+                    // bytes to every answer for the client to parse.
+                    .auto_date_header(false)
                     .max_buf_size(MAX_HEAD_BYTES)
                     .serve_connection(DeferredShutdown(TokioIo::new(stream)), service),
             );

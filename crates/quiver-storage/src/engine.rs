@@ -190,6 +190,10 @@ pub(crate) struct Collection {
     /// wholly below it without reading them.
     truncate_durable: AtomicU64,
     dropped: AtomicBool,
+    /// Something changed that can give the compactor work: a version died (replaced,
+    /// removed, truncated), a journal became a datafile, a truncate became durable. Fresh
+    /// inserts alone do not set it, so an insert-only collection costs the periodic check
+    /// nothing (the check walks every key).
     dirty: AtomicBool,
     files: Mutex<ColFiles>,
     compact_lock: Mutex<Option<Instant>>,
@@ -743,7 +747,9 @@ impl Inner {
         wal.offset += need;
         wal.written_tick = commit_tick;
         let horizon = self.horizon();
-        let mut touched: Vec<(Arc<Collection>, i64)> = Vec::new();
+        // Per collection: the change of the live count, and whether some version died (which
+        // is what can give the compactor work).
+        let mut touched: Vec<(Arc<Collection>, i64, bool)> = Vec::new();
         for (i, op) in batch.ops.iter().enumerate() {
             let col = &cols[i];
             let (start, len, _) = spans[i];
@@ -756,9 +762,12 @@ impl Inner {
                     col.index.truncate(commit_tick, horizon);
                     col.garbage.fetch_add(alive, Ordering::Relaxed);
                     col.uncollected.fetch_add(1, Ordering::Relaxed);
-                    match touched.iter_mut().find(|(c, _)| c.id == col.id) {
-                        Some((_, d)) => *d -= alive as i64,
-                        None => touched.push((col.clone(), -(alive as i64))),
+                    match touched.iter_mut().find(|(c, _, _)| c.id == col.id) {
+                        Some((_, d, died)) => {
+                            *d -= alive as i64;
+                            *died = true;
+                        }
+                        None => touched.push((col.clone(), -(alive as i64), true)),
                     }
                     continue;
                 }
@@ -793,17 +802,23 @@ impl Inner {
                 (true, true) => -1,
                 _ => 0,
             };
-            match touched.iter_mut().find(|(c, _)| c.id == col.id) {
-                Some((_, d)) => *d += delta,
-                None => touched.push((col.clone(), delta)),
+            let died = was_alive || version.is_removed();
+            match touched.iter_mut().find(|(c, _, _)| c.id == col.id) {
+                Some((_, d, any)) => {
+                    *d += delta;
+                    *any |= died;
+                }
+                None => touched.push((col.clone(), delta, died)),
             }
             col.uncollected.fetch_add(1, Ordering::Relaxed);
         }
-        for (col, delta) in &touched {
+        for (col, delta, died) in &touched {
             let count = (col.latest_count() as i64 + delta).max(0) as u64;
             col.push_count(commit_tick, count, horizon);
             col.last_tick.store(commit_tick, Ordering::Release);
-            col.dirty.store(true, Ordering::Release);
+            if *died {
+                col.dirty.store(true, Ordering::Release);
+            }
         }
         self.visible.store(commit_tick, Ordering::Release);
         drop(wal);
@@ -1242,8 +1257,13 @@ impl Inner {
                 }
             }
             // Durable in the journal and listed: compaction may now drop what it covers.
-            col.truncate_durable
-                .fetch_max(truncate_tick, Ordering::AcqRel);
+            if col
+                .truncate_durable
+                .fetch_max(truncate_tick, Ordering::AcqRel)
+                < truncate_tick
+            {
+                col.dirty.store(true, Ordering::Release);
+            }
             drop(cf);
             // Shard by shard, a bounded run per lock acquisition; each version is found by
             // its WAL location, so the order of the moves does not matter for correctness.
@@ -1422,6 +1442,9 @@ impl Inner {
         self.write_hint(col, &file)?;
         let journal = cf.journal.take();
         cf.datafiles.push(file.clone());
+        // A new datafile may be small enough to merge, or hold versions that died while it
+        // was a journal.
+        col.dirty.store(true, Ordering::Release);
         if let Some(st) = cf.stats.get_mut(&file.fid) {
             st.kind = StatKind::Datafile;
             st.size = file.len();
@@ -1508,7 +1531,11 @@ impl Inner {
             return Ok(report);
         }
         // Datafiles wholly below a durable truncate go first, all at once and unread.
-        col.index.gc(self.horizon());
+        // The pass walks every key: skipped when no key has anything it could drop, which is
+        // the compactor's periodic check of a collection that only gets inserts.
+        if col.index.may_hold_garbage() {
+            col.index.gc(self.horizon());
+        }
         let truncated: Vec<u64> = {
             let floor = col.truncate_durable.load(Ordering::Acquire);
             let cf = col.files.lock();
@@ -1528,7 +1555,9 @@ impl Inner {
         }
         for _ in 0..rounds {
             // Versions no snapshot can see any more must not keep their markers alive.
-            col.index.gc(self.horizon());
+            if col.index.may_hold_garbage() {
+                col.index.gc(self.horizon());
+            }
             let stats = self.file_stats_view(col);
             let groups = plan(&stats, &self.options.compaction, journal_size, force);
             let Some(group) = groups.into_iter().next() else {

@@ -132,6 +132,10 @@ pub(crate) struct PrimaryIndex {
     /// The newest truncate tick (0 = never truncated): the lock-free fast path, since a
     /// snapshot at or above it needs nothing else.
     last_truncate: AtomicU64,
+    /// An upper bound on the entries a GC pass could shrink or drop (older versions,
+    /// tombstones, versions under a truncate): 0 means a pass would find nothing, so the
+    /// compactor's periodic check skips its walk over every key of an insert-only collection.
+    stale: AtomicU64,
 }
 
 fn shard_of(key: &str) -> usize {
@@ -150,6 +154,7 @@ impl PrimaryIndex {
             shards: (0..SHARDS).map(|_| RwLock::new(BTreeMap::new())).collect(),
             truncates: RwLock::new(Vec::new()),
             last_truncate: AtomicU64::new(0),
+            stale: AtomicU64::new(0),
         }
     }
 
@@ -185,6 +190,7 @@ impl PrimaryIndex {
         }
         // Published after the list, so that a reader that sees the new tick finds it there.
         self.last_truncate.fetch_max(tick, Ordering::AcqRel);
+        self.stale.store(u64::MAX, Ordering::Release);
     }
 
     /// Recovery: a truncate marker at `tick` was found (in any order; no snapshot exists
@@ -195,6 +201,7 @@ impl PrimaryIndex {
             *list = vec![tick];
         }
         self.last_truncate.fetch_max(tick, Ordering::AcqRel);
+        self.stale.store(u64::MAX, Ordering::Release);
     }
 
     pub fn shard_count(&self) -> usize {
@@ -222,6 +229,8 @@ impl PrimaryIndex {
                 entry.prune_below(horizon, floor);
                 if entry.head.is_removed() && entry.older().is_empty() {
                     shard.remove(key);
+                } else if entry.head.is_removed() || !entry.older().is_empty() {
+                    self.stale.fetch_add(1, Ordering::Relaxed);
                 }
                 was_alive
             }
@@ -243,6 +252,9 @@ impl PrimaryIndex {
         let mut shard = self.shards[shard_of(key)].write();
         // One tree descent for the common case at restart (a key seen for the first time);
         // a key found again in a newer file pays an allocation it then drops.
+        if version.is_removed() {
+            self.stale.fetch_add(1, Ordering::Relaxed);
+        }
         match shard.entry(key.into()) {
             std::collections::btree_map::Entry::Occupied(mut slot) => {
                 let entry = slot.get_mut();
@@ -320,10 +332,20 @@ impl PrimaryIndex {
         hit
     }
 
+    /// Whether a [`PrimaryIndex::gc`] pass could find anything to drop.
+    pub fn may_hold_garbage(&self) -> bool {
+        self.stale.load(Ordering::Acquire) > 0
+    }
+
     /// Removes tombstones and versions nobody can see any more; returns the number of live
     /// keys (newest versions). Holds each shard's lock for one chunk at a time.
     pub fn gc(&self, horizon: u64) -> u64 {
         let mut alive = 0;
+        // Taken before the walk: an install during the pass adds to the counter again, and
+        // what the pass has to leave for a later one (visible to some snapshot) is added back.
+        self.stale.store(0, Ordering::Release);
+        let mut left = 0u64;
+        let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         for shard in &self.shards {
             let mut from: Option<Box<str>> = None;
@@ -342,8 +364,16 @@ impl PrimaryIndex {
                     let gone = e.prune_below(horizon, floor);
                     if gone || (e.head.is_removed() && e.head.tick <= horizon) {
                         dead.push(k.clone());
-                    } else if !e.head.is_removed() {
-                        alive += 1;
+                    } else {
+                        if !e.head.is_removed() {
+                            alive += 1;
+                        }
+                        if e.head.is_removed()
+                            || !e.older().is_empty()
+                            || e.head.tick <= last_truncate
+                        {
+                            left += 1;
+                        }
                     }
                     last = Some(k);
                 }
@@ -360,6 +390,9 @@ impl PrimaryIndex {
                     None => break,
                 }
             }
+        }
+        if left > 0 {
+            self.stale.fetch_add(left, Ordering::AcqRel);
         }
         alive
     }
@@ -630,6 +663,48 @@ mod tests {
             assert!(e.older().is_empty());
         });
         assert_eq!(entries, 1);
+    }
+
+    #[test]
+    fn garbage_is_reported_until_a_pass_can_drop_it() {
+        let idx = PrimaryIndex::new();
+        // Inserts, and replaces no snapshot can see behind (horizon at the new tick), leave
+        // nothing for a pass.
+        idx.install("a", v(1, 1), 1);
+        idx.install("b", v(2, 1), 2);
+        idx.install("a", v(3, 1), 3);
+        assert!(!idx.may_hold_garbage());
+        // A replace under a snapshot at 3 keeps the older version.
+        idx.install("b", v(4, 1), 3);
+        assert!(idx.may_hold_garbage());
+        // A pass at the same horizon must keep it, so the index still reports it...
+        idx.gc(3);
+        assert!(idx.may_hold_garbage());
+        assert_eq!(idx.get("b", 3).unwrap().tick, 2);
+        // ...and one after the snapshot is gone drops it.
+        idx.gc(4);
+        assert!(!idx.may_hold_garbage());
+        // A removal under a snapshot leaves a tombstone.
+        idx.install("a", v(5, 0), 4);
+        assert!(idx.may_hold_garbage());
+        idx.gc(5);
+        assert!(!idx.may_hold_garbage());
+        assert_eq!(idx.get("a", 5), None);
+        // A truncate makes every entry garbage once no snapshot predates it.
+        idx.truncate(6, 5);
+        assert!(idx.may_hold_garbage());
+        idx.gc(5);
+        assert!(idx.may_hold_garbage(), "a snapshot at 5 still sees b");
+        assert_eq!(idx.gc(6), 0);
+        assert!(!idx.may_hold_garbage());
+        // Recovery may find tombstones.
+        let idx = PrimaryIndex::new();
+        idx.recover("k", v(1, 1));
+        assert!(!idx.may_hold_garbage());
+        idx.recover("k", v(2, 0));
+        assert!(idx.may_hold_garbage());
+        idx.gc(u64::MAX);
+        assert!(!idx.may_hold_garbage());
     }
 
     #[test]

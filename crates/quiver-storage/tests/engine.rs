@@ -329,6 +329,73 @@ fn compaction_reclaims_dead_space_and_keeps_live_data() {
     engine.shutdown().unwrap();
 }
 
+/// The background compactor skips its periodic check (a walk over every key) while a
+/// collection only gets fresh inserts, and still reclaims what replaces and removals leave.
+#[test]
+fn background_compactor_checks_after_deaths_not_after_fresh_inserts() {
+    use quiver_storage::{CompactionOptions, EngineOptions};
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions {
+        journal_size_default: 8 * 1024,
+        wal_logfile_size: 8 * 1024,
+        compaction: CompactionOptions {
+            db_sleep_time: Duration::from_millis(1),
+            min_interval: Duration::from_millis(0),
+            dead_size_percent_threshold: 0.01,
+            ..CompactionOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(dir.path(), options).unwrap();
+    let (_, cid) = setup(&engine);
+    let body = |round: u32| format!("{{\"round\":{round},\"pad\":\"{}\"}}", "p".repeat(60));
+    let wait_for = |what: &str, done: &dyn Fn(&quiver_storage::Figures) -> bool| {
+        let start = Instant::now();
+        loop {
+            let f = engine.figures(cid).unwrap();
+            if done(&f) {
+                return f;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "{what}: {f:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    for i in 0..400 {
+        put(&engine, cid, &format!("k{i:04}"), &body(0));
+    }
+    engine.collect().unwrap();
+    // The sealed datafiles are checked once (they are new); with nothing dead in them the
+    // check finds nothing, and fresh inserts after it do not call for another.
+    let f = wait_for("first check", &|f| !f.compaction_status.is_empty());
+    assert_eq!(f.dead_count, 0, "{f:?}");
+    for i in 400..420 {
+        put(&engine, cid, &format!("k{i:04}"), &body(0));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let f = engine.figures(cid).unwrap();
+    assert_eq!(f.dead_count, 0, "{f:?}");
+    // Replacing every document leaves the datafiles dead; the compactor reclaims them.
+    for i in 0..420 {
+        put(&engine, cid, &format!("k{i:04}"), &body(1));
+    }
+    engine.collect().unwrap();
+    let f = wait_for("compaction after replaces", &|f| {
+        f.compaction_status.starts_with("compacted") && f.dead_count == 0
+    });
+    assert_eq!(f.alive_count, 420, "{f:?}");
+    // So are removals.
+    for i in 0..200 {
+        remove(&engine, cid, &format!("k{i:04}"));
+    }
+    engine.collect().unwrap();
+    let f = wait_for("compaction after removals", &|f| {
+        f.dead_count == 0 && f.alive_count == 220
+    });
+    assert_eq!(contents(&engine, cid).len(), 220, "{f:?}");
+    engine.shutdown().unwrap();
+}
+
 #[test]
 fn readers_run_during_collection_and_compaction() {
     let dir = tempfile::tempdir().unwrap();
