@@ -114,6 +114,9 @@ impl Entry {
 }
 
 const SHARDS: usize = 16;
+/// The garbage bound after a truncate: every entry may be dead. Far below `u64::MAX`, so that
+/// the increments of later installs cannot wrap it around to "nothing to collect".
+const ALL_STALE: u64 = 1 << 62;
 /// Entries a scan copies per shard lock acquisition.
 pub(crate) const SCAN_CHUNK: usize = 256;
 
@@ -190,7 +193,7 @@ impl PrimaryIndex {
         }
         // Published after the list, so that a reader that sees the new tick finds it there.
         self.last_truncate.fetch_max(tick, Ordering::AcqRel);
-        self.stale.store(u64::MAX, Ordering::Release);
+        self.stale.store(ALL_STALE, Ordering::Release);
     }
 
     /// Recovery: a truncate marker at `tick` was found (in any order; no snapshot exists
@@ -201,7 +204,7 @@ impl PrimaryIndex {
             *list = vec![tick];
         }
         self.last_truncate.fetch_max(tick, Ordering::AcqRel);
-        self.stale.store(u64::MAX, Ordering::Release);
+        self.stale.store(ALL_STALE, Ordering::Release);
     }
 
     pub fn shard_count(&self) -> usize {
@@ -690,12 +693,16 @@ mod tests {
         idx.gc(5);
         assert!(!idx.may_hold_garbage());
         assert_eq!(idx.get("a", 5), None);
-        // A truncate makes every entry garbage once no snapshot predates it.
+        // A truncate makes every entry garbage once no snapshot predates it; later installs
+        // that add garbage must not wrap the bound around to "nothing".
         idx.truncate(6, 5);
+        assert!(idx.may_hold_garbage());
+        idx.install("c", v(7, 1), 5);
+        idx.install("c", v(8, 0), 5);
         assert!(idx.may_hold_garbage());
         idx.gc(5);
         assert!(idx.may_hold_garbage(), "a snapshot at 5 still sees b");
-        assert_eq!(idx.gc(6), 0);
+        assert_eq!(idx.gc(8), 0);
         assert!(!idx.may_hold_garbage());
         // Recovery may find tombstones.
         let idx = PrimaryIndex::new();
