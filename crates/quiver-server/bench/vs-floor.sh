@@ -10,9 +10,10 @@
 # QUIVER_BASE_BIN (optional: a second QuiverDB build, e.g. main before a change, measured in the
 # same rounds as "base" so a before/after comparison shares the machine's load).
 # Prints one CSV line per measurement (requests/s and the server process's CPU time per request,
-# utime+stime from /proc/PID/stat, in µs) and a table of medians with QuiverDB's share of the
-# floor. On a shared machine the CPU figure is the steadier one: it does not depend on how much
-# CPU the other processes left to the server and to wrk.
+# utime+stime from /proc/PID/stat, in µs), a table of medians with QuiverDB's share of the
+# floor, and the median of the per-round ratios. On a shared machine the CPU figure is the
+# steadier one: it does not depend on how much CPU the other processes left to the server and to
+# wrk. Stops with an error if any server answers a non-2xx status.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 TARGET=${CARGO_TARGET_DIR:-target}
@@ -141,4 +142,19 @@ for op in ("insert", "read"):
             line += (f" {q:,.0f} | {100 * q / f if f else 0:.0f} % | {qc:.1f} "
                      f"| {100 * fc / qc if qc else 0:.0f} % |")
         print(line)
+print()
+# The floor's own rate moves from round to round on a shared machine; the ratio within each
+# round (same minute, same load) and its median over the rounds is the steadier comparison.
+print("Per-round ratios to the floor (median over rounds first):")
+for op in ("insert", "read"):
+    for c in sorted({int(r["concurrency"]) for r in rows}):
+        rounds = {}
+        for r in rows:
+            if r["op"] == op and int(r["concurrency"]) == c:
+                rounds.setdefault(r["round"], {})[r["server"]] = float(r["requests_per_second"] or 0)
+        for s in servers:
+            ratios = [100 * v[s] / v["floor"] for v in rounds.values() if v.get("floor") and s in v]
+            if ratios:
+                listed = ", ".join(f"{x:.0f}" for x in ratios)
+                print(f"  {op} c={c} {s}: {statistics.median(ratios):.0f} % ({listed})")
 PY
