@@ -315,9 +315,18 @@ impl AppendMap {
                 .advise_range(memmap2::Advice::PopulateWrite, from, to - from)
             {
                 Ok(()) => self.writable_to = to,
-                // EINVAL: no MADV_POPULATE_WRITE; anything else (e.g. no memory) leaves the
-                // pages to the ordinary faults of the copy, which report it as before.
+                // EINVAL: no MADV_POPULATE_WRITE (kernels before 5.14).
                 Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.populate_write = false,
+                // EFAULT: a store to some page of the range would raise SIGBUS (the file system
+                // refused the page, e.g. out of space for the extent conversion). If that
+                // includes the bytes of this append, fail it as an I/O error, which the engine
+                // handles (the segment is marked broken), instead of dying in the copy.
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => {
+                    self.map
+                        .advise_range(memmap2::Advice::PopulateWrite, from, end - from)?;
+                }
+                // Anything else (no memory, interrupted) leaves the pages to the ordinary
+                // faults of the copy.
                 Err(_) => {}
             }
         }
