@@ -23,7 +23,7 @@ use crate::edge_index::{self, EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats
 use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{
-    Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+    Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions,
 };
 use crate::schema::Schema;
 use crate::secondary::{self, MaintainedIndex};
@@ -1576,15 +1576,7 @@ impl Collection {
         } else {
             None
         };
-        Ok(OpResult {
-            id: format!("{name}/{key}"),
-            key,
-            rev,
-            old_rev: None,
-            kind: WriteKind::Created,
-            new,
-            old: None,
-        })
+        Ok(OpResult::created(format!("{name}/{key}"), key, rev, new))
     }
 
     /// Inserts many documents in one atomic commit; items fail independently (per-item errors

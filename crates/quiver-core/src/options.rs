@@ -184,6 +184,19 @@ pub struct OpResult {
 }
 
 impl OpResult {
+    /// The result of inserting a new document (`new` when `returnNew` asked for it).
+    pub fn created(id: String, key: String, rev: Revision, new: Option<Value>) -> OpResult {
+        OpResult {
+            id,
+            key,
+            rev,
+            old_rev: None,
+            kind: WriteKind::Created,
+            new,
+            old: None,
+        }
+    }
+
     /// The success object of the HTTP API: `_id`, `_key`, `_rev`, `_oldRev` when set, then
     /// `new` and `old` when present.
     pub fn to_json(&self) -> Value {

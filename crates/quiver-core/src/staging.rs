@@ -640,15 +640,7 @@ pub(crate) fn insert(
         if !generated {
             coll.track_key(&key)?;
         }
-        return Ok(OpResult {
-            id,
-            key,
-            rev,
-            old_rev: None,
-            kind: WriteKind::Created,
-            new,
-            old: None,
-        });
+        return Ok(OpResult::created(id, key, rev, new));
     };
     if opts.overwrite_mode == OverwriteMode::Conflict {
         return Err(unique_violation(&key));

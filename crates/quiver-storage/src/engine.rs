@@ -1966,28 +1966,32 @@ fn select_markers(
         .collect()
 }
 
-/// The hint entries `(kind, key, tick, rev, offset, len)` of a file's markers, as
-/// [`files::encode_hints_into`] takes them. `markers` come from a scan of `image`, which
-/// verified their CRCs: decoded again here without that check.
+/// A marker's index entry: `(kind, key, tick, rev, offset, len)`.
+type MarkerEntry<'a> = (MarkerType, &'a str, u64, u64, u32, u32);
+
+/// The index entry of the decoded marker `m`: a document or removal, or a truncate, whose
+/// key is empty (it applies to the whole collection); `None` for other markers.
+fn marker_entry<'a>(m: &format::Found, marker: &format::Marker<'a>) -> Option<MarkerEntry<'a>> {
+    let (key, rev) = match format::truncate_body(marker) {
+        Ok(t) => ("", t.rev),
+        Err(_) => {
+            let body = format::data_body(marker).ok()?;
+            (body.key, body.rev)
+        }
+    };
+    Some((m.kind, key, m.tick, rev, m.offset as u32, m.len as u32))
+}
+
+/// The hint entries of a file's markers, as [`files::encode_hints_into`] takes them.
+/// `markers` come from a scan of `image`, which verified their CRCs: decoded again here
+/// without that check.
 fn hint_entries<'a>(
     image: &'a [u8],
     markers: &'a [format::Found],
-) -> impl Iterator<Item = (MarkerType, &'a str, u64, u64, u32, u32)> + 'a {
+) -> impl Iterator<Item = MarkerEntry<'a>> + 'a {
     markers.iter().filter_map(move |m| {
         let marker = format::decode_trusted(&image[m.offset..]).ok()?;
-        if let Ok(t) = format::truncate_body(&marker) {
-            // Without a key: the truncate applies to the whole collection.
-            return Some((m.kind, "", m.tick, t.rev, m.offset as u32, m.len as u32));
-        }
-        let body = format::data_body(&marker).ok()?;
-        Some((
-            m.kind,
-            body.key,
-            m.tick,
-            body.rev,
-            m.offset as u32,
-            m.len as u32,
-        ))
+        marker_entry(m, &marker)
     })
 }
 
@@ -2270,17 +2274,8 @@ fn recover_collection(
             let Ok(marker) = format::decode(&image[m.offset..]) else {
                 continue;
             };
-            if let Ok(body) = format::data_body(&marker) {
-                apply(
-                    m.kind,
-                    body.key,
-                    m.tick,
-                    body.rev,
-                    m.offset as u32,
-                    m.len as u32,
-                );
-            } else if let Ok(t) = format::truncate_body(&marker) {
-                apply(m.kind, "", m.tick, t.rev, m.offset as u32, m.len as u32);
+            if let Some((kind, key, tick, rev, offset, len)) = marker_entry(m, &marker) {
+                apply(kind, key, tick, rev, offset, len);
             }
         }
         inner.files.write().insert(fid, file.clone());

@@ -329,16 +329,15 @@ fn compaction_reclaims_dead_space_and_keeps_live_data() {
     engine.shutdown().unwrap();
 }
 
-/// The background compactor skips its periodic check (a walk over every key) while a
-/// collection only gets fresh inserts, and still reclaims what replaces and removals leave.
-#[test]
-fn background_compactor_checks_after_deaths_not_after_fresh_inserts() {
+/// Small segments and journals, a syncer every 5 ms and a compactor that checks every
+/// millisecond and compacts at 1 % dead data: the background threads work all the time.
+fn busy_background_options() -> quiver_storage::EngineOptions {
     use quiver_storage::{CompactionOptions, EngineOptions};
-    use std::time::{Duration, Instant};
-    let dir = tempfile::tempdir().unwrap();
-    let options = EngineOptions {
+    use std::time::Duration;
+    EngineOptions {
         journal_size_default: 8 * 1024,
         wal_logfile_size: 8 * 1024,
+        sync_interval: Duration::from_millis(5),
         compaction: CompactionOptions {
             db_sleep_time: Duration::from_millis(1),
             min_interval: Duration::from_millis(0),
@@ -346,8 +345,16 @@ fn background_compactor_checks_after_deaths_not_after_fresh_inserts() {
             ..CompactionOptions::default()
         },
         ..EngineOptions::default()
-    };
-    let engine = Engine::open(dir.path(), options).unwrap();
+    }
+}
+
+/// The background compactor skips its periodic check (a walk over every key) while a
+/// collection only gets fresh inserts, and still reclaims what replaces and removals leave.
+#[test]
+fn background_compactor_checks_after_deaths_not_after_fresh_inserts() {
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Engine::open(dir.path(), busy_background_options()).unwrap();
     let (_, cid) = setup(&engine);
     let body = |round: u32| format!("{{\"round\":{round},\"pad\":\"{}\"}}", "p".repeat(60));
     let wait_for = |what: &str, done: &dyn Fn(&quiver_storage::Figures) -> bool| {
@@ -440,21 +447,9 @@ fn readers_run_during_collection_and_compaction() {
 
 #[test]
 fn background_collector_and_compactor_race_with_writers() {
-    use quiver_storage::{CompactionOptions, EngineOptions};
-    use std::time::{Duration, Instant};
+    use std::time::Instant;
     let dir = tempfile::tempdir().unwrap();
-    let options = EngineOptions {
-        journal_size_default: 8 * 1024,
-        wal_logfile_size: 8 * 1024,
-        sync_interval: Duration::from_millis(5),
-        compaction: CompactionOptions {
-            db_sleep_time: Duration::from_millis(1),
-            min_interval: Duration::from_millis(0),
-            dead_size_percent_threshold: 0.01,
-            ..CompactionOptions::default()
-        },
-        ..EngineOptions::default()
-    };
+    let options = busy_background_options();
     let engine = Engine::open(dir.path(), options.clone()).unwrap();
     let (_, cid) = setup(&engine);
     let mut model = BTreeMap::new();
