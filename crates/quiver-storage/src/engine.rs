@@ -599,6 +599,7 @@ impl Inner {
                 tick: self.visible.load(Ordering::Acquire),
                 sync: false,
                 inner: None,
+                _populate_ahead: None,
             });
         }
         let cat = self.catalog();
@@ -735,15 +736,19 @@ impl Inner {
             files::check(&self.options.io_hooks, FailPoint::WalWrite).and_then(|_| {
                 match wal.map.as_mut() {
                     Some(map) => map.write_at(&buf, base),
-                    None => std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base),
+                    None => std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base)
+                        .map(|()| None),
                 }
             });
-        if let Err(e) = write {
-            // The segment may hold a partial batch without its commit flag; never append
-            // after it (recovery ignores uncommitted markers at a segment's end).
-            wal.broken = true;
-            return Err(files::io_error(e, "writing the write-ahead log"));
-        }
+        let populate_ahead = match write {
+            Ok(ahead) => ahead,
+            Err(e) => {
+                // The segment may hold a partial batch without its commit flag; never append
+                // after it (recovery ignores uncommitted markers at a segment's end).
+                wal.broken = true;
+                return Err(files::io_error(e, "writing the write-ahead log"));
+            }
+        };
         wal.offset += need;
         wal.written_tick = commit_tick;
         let horizon = self.horizon();
@@ -828,6 +833,7 @@ impl Inner {
             tick: commit_tick,
             sync,
             inner: Some(self.clone()),
+            _populate_ahead: populate_ahead,
         })
     }
 
@@ -3396,6 +3402,7 @@ impl Inner {
                 tick,
                 sync: need,
                 inner: Some(self.clone()),
+                _populate_ahead: None,
             });
         }
         // One marker, whatever the collection's size: the WAL mutex is held for one small

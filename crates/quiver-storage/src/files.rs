@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
@@ -126,7 +126,6 @@ impl DataFile {
     /// instead of returning ENOSPC) or the map cannot be made: the caller then uses `pwrite`.
     /// `prefault` maps the file's pages in now (for the spare segment, prepared by the
     /// maintenance thread) so that committers do not take those page faults.
-    #[allow(unsafe_code)]
     pub fn append_map(&self, prefault: bool) -> Option<AppendMap> {
         if !self.reserved {
             return None;
@@ -135,18 +134,23 @@ impl DataFile {
         if size == 0 {
             return None;
         }
-        // SAFETY: the map is only unsound if the file shrinks while mapped (the engine never
-        // truncates its files) or if two parties write the same bytes: only the holder of
-        // the WAL mutex writes through this map, and only bytes no index entry points at yet
-        // (readers' read-only maps see them once the index publishes them).
-        let map = unsafe { memmap2::MmapOptions::new().len(size).map_mut(&self.file) }.ok()?;
+        // A raw map: its stores are unsafe at the use (`AppendMap::write_at`), where the
+        // reasons they are sound are given. The engine never truncates its files, so no part
+        // of the map loses its backing while mapped.
+        let map = memmap2::MmapOptions::new()
+            .len(size)
+            .map_raw(&self.file)
+            .ok()?;
         if prefault {
             prefault_pages(&map);
         }
         Some(AppendMap {
-            map,
-            writable_to: 0,
-            populate_write: true,
+            shared: Arc::new(AppendShared {
+                map,
+                writable_to: AtomicUsize::new(0),
+                populating: AtomicBool::new(false),
+                populate_write: AtomicBool::new(true),
+            }),
         })
     }
 
@@ -281,57 +285,131 @@ fn map_read_only(file: &File) -> Option<Arc<memmap2::Mmap>> {
 /// Only used for files whose blocks `posix_fallocate` reserved, so a store can never hit
 /// ENOSPC (which would be SIGBUS through a map).
 pub(crate) struct AppendMap {
-    map: memmap2::MmapMut,
-    /// End of the range made writable ahead of the appends (see [`AppendMap::write_at`]).
-    writable_to: usize,
+    shared: Arc<AppendShared>,
+}
+
+/// The part of an [`AppendMap`] that a [`PopulateAhead`] shares while it runs outside the WAL
+/// mutex.
+struct AppendShared {
+    /// A raw map: the WAL mutex holder stores through its pointer while a [`PopulateAhead`]
+    /// may be advising another range of it; neither needs a reference to the bytes.
+    map: memmap2::MmapRaw,
+    /// Bytes below this offset were made writable by `MADV_POPULATE_WRITE`.
+    writable_to: AtomicUsize,
+    /// A [`PopulateAhead`] is out (at most one at a time).
+    populating: AtomicBool,
     /// Cleared when the kernel lacks `MADV_POPULATE_WRITE` (before 5.14).
-    populate_write: bool,
+    populate_write: AtomicBool,
 }
 
 /// How far ahead of the append position pages are made writable in one go.
-const WRITABLE_AHEAD: usize = 64 * 1024;
+const WRITABLE_AHEAD: usize = 128 * 1024;
+/// A [`PopulateAhead`] is handed out once fewer bytes than this are left writable.
+const POPULATE_WHEN_LEFT: usize = 64 * 1024;
 
 impl AppendMap {
     /// Copies `bytes` to `offset`; an error (never a panic) if the range is outside the map.
     ///
     /// The first store to each read-populated page takes a write-protect fault (ext4's
-    /// `page_mkwrite`), one per 4 KiB, i.e. every ~25 small inserts, each a round trip into
-    /// the kernel under the WAL mutex. Instead, when an append reaches the end of the range
-    /// made writable so far, the next `WRITABLE_AHEAD` bytes are made writable with one
-    /// `MADV_POPULATE_WRITE`. The zero pages it dirties ahead of the appends are at most that
-    /// much extra for the next `fdatasync`, and read back as the zeros they were.
-    pub fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<()> {
+    /// `page_mkwrite`, ~2.7 us each here), one per 4 KiB, i.e. every ~20 small inserts, each
+    /// a round trip into the kernel under the WAL mutex (and a collection's writer lock).
+    /// Instead, pages are made writable ahead of the appends, `WRITABLE_AHEAD` bytes at a
+    /// time with one `MADV_POPULATE_WRITE`, by the [`PopulateAhead`] this returns when the
+    /// writable range runs low: the caller runs it after releasing its locks, so that no
+    /// other writer waits for those faults. The zero pages it dirties ahead of the appends
+    /// are at most that much extra for the next `fdatasync`, and read back as the zeros they
+    /// were.
+    ///
+    /// An append beyond the writable range (the populate is late, failed or unsupported)
+    /// makes its own pages writable first, so that a page the file system refuses (EFAULT:
+    /// a store would raise SIGBUS, e.g. out of space for the extent conversion) fails the
+    /// append as an I/O error, which the engine handles (the segment is marked broken),
+    /// instead of killing the process in the copy.
+    #[allow(unsafe_code)]
+    pub fn write_at(&mut self, bytes: &[u8], offset: u64) -> io::Result<Option<PopulateAhead>> {
+        let shared = &self.shared;
+        let len = shared.map.len();
         let start = usize::try_from(offset)
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "offset out of range"))?;
         let end = start
             .checked_add(bytes.len())
-            .filter(|end| *end <= self.map.len())
+            .filter(|end| *end <= len)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "write past the map"))?;
-        if end > self.writable_to && self.populate_write {
+        let populate = shared.populate_write.load(Ordering::Relaxed);
+        if populate && end > shared.writable_to.load(Ordering::Acquire) {
             let from = start & !4095;
-            let to = (end + WRITABLE_AHEAD).min(self.map.len());
-            match self
+            match shared
                 .map
-                .advise_range(memmap2::Advice::PopulateWrite, from, to - from)
+                .advise_range(memmap2::Advice::PopulateWrite, from, end - from)
             {
-                Ok(()) => self.writable_to = to,
-                // EINVAL: no MADV_POPULATE_WRITE (kernels before 5.14).
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => self.populate_write = false,
-                // EFAULT: a store to some page of the range would raise SIGBUS (the file system
-                // refused the page, e.g. out of space for the extent conversion). If that
-                // includes the bytes of this append, fail it as an I/O error, which the engine
-                // handles (the segment is marked broken), instead of dying in the copy.
-                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => {
-                    self.map
-                        .advise_range(memmap2::Advice::PopulateWrite, from, end - from)?;
+                Ok(()) => {
+                    shared.writable_to.fetch_max(end, Ordering::AcqRel);
                 }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    shared.populate_write.store(false, Ordering::Relaxed);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Err(e),
                 // Anything else (no memory, interrupted) leaves the pages to the ordinary
                 // faults of the copy.
                 Err(_) => {}
             }
         }
-        self.map[start..end].copy_from_slice(bytes);
-        Ok(())
+        // SAFETY: `start..end` lies inside the map (checked above), which lives as long as
+        // `shared`; the file is never truncated. Only the WAL mutex holder (the `&mut self`)
+        // stores through it, and only into bytes no index entry points at yet, so no reader
+        // looks at them concurrently (readers' read-only maps see them once the index
+        // publishes them); a concurrent `PopulateAhead` only advises, it never stores.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                shared.map.as_mut_ptr().add(start),
+                bytes.len(),
+            );
+        }
+        let writable = shared.writable_to.load(Ordering::Acquire);
+        if !populate || writable >= len || writable.saturating_sub(end) >= POPULATE_WHEN_LEFT {
+            return Ok(None);
+        }
+        if shared.populating.swap(true, Ordering::AcqRel) {
+            return Ok(None);
+        }
+        let from = writable.max(end) & !4095;
+        Ok(Some(PopulateAhead {
+            shared: self.shared.clone(),
+            from,
+            to: (from + WRITABLE_AHEAD).min(len),
+        }))
+    }
+}
+
+/// Makes the next range of an [`AppendMap`] writable (see [`AppendMap::write_at`]) when it is
+/// dropped: hold it until the WAL mutex and the writer locks are released. The map stays
+/// alive until it is done even if the segment is sealed meanwhile.
+pub(crate) struct PopulateAhead {
+    shared: Arc<AppendShared>,
+    from: usize,
+    to: usize,
+}
+
+impl Drop for PopulateAhead {
+    fn drop(&mut self) {
+        let shared = &self.shared;
+        match shared.map.advise_range(
+            memmap2::Advice::PopulateWrite,
+            self.from,
+            self.to - self.from,
+        ) {
+            Ok(()) => {
+                shared.writable_to.fetch_max(self.to, Ordering::AcqRel);
+            }
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                shared.populate_write.store(false, Ordering::Relaxed);
+            }
+            // EFAULT and the rest: the appends into this range make their own pages writable
+            // (and fail on EFAULT), see `write_at`.
+            Err(_) => {}
+        }
+        shared.populating.store(false, Ordering::Release);
     }
 }
 
@@ -343,7 +421,8 @@ impl AppendMap {
 /// zero-filled segments), and pages cleaned by writeback are write-protected again anyway.
 /// Read-populating puts the (zero) page-cache pages in place without I/O; the first store to
 /// each page then takes only a write-protect fault that marks it dirty.
-fn prefault_pages(map: &memmap2::MmapMut) {
+#[allow(unsafe_code)]
+fn prefault_pages(map: &memmap2::MmapRaw) {
     if map.advise(memmap2::Advice::PopulateRead).is_ok() {
         return;
     }
@@ -351,7 +430,8 @@ fn prefault_pages(map: &memmap2::MmapMut) {
     let page = 4096;
     let mut sum = 0u8;
     for at in (0..map.len()).step_by(page) {
-        sum = sum.wrapping_add(map[at]);
+        // SAFETY: `at` is inside the map; nobody writes the fresh segment yet.
+        sum = sum.wrapping_add(unsafe { map.as_ptr().add(at).read_volatile() });
     }
     std::hint::black_box(sum);
 }
@@ -636,14 +716,22 @@ mod tests {
         let mut expected = file.read_all().unwrap();
         let mut at = 4096usize;
         let mut i = 0u8;
+        // Populates are run at once in the first half and held back in the second, where the
+        // appends overtake the writable range and make their own pages writable.
+        let mut held = Vec::new();
         while at < size as usize {
             let len = (173 + i as usize * 37 % 900).min(size as usize - at);
             let bytes: Vec<u8> = (0..len).map(|j| i.wrapping_add(j as u8) | 1).collect();
-            map.write_at(&bytes, at as u64).unwrap();
+            let ahead = map.write_at(&bytes, at as u64).unwrap();
+            if at > size as usize / 2 {
+                held.extend(ahead);
+            }
             expected[at..at + len].copy_from_slice(&bytes);
             at += len;
             i = i.wrapping_add(1);
         }
+        assert!(held.len() <= 1, "one populate at a time");
+        drop(held);
         assert!(map.write_at(b"x", size).is_err());
         assert!(map.write_at(b"xy", size - 1).is_err());
         assert!(map.write_at(b"x", u64::MAX).is_err());

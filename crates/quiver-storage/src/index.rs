@@ -5,6 +5,7 @@
 //! entry keeps the versions that some live snapshot may still need, tagged with commit ticks;
 //! a snapshot reads the newest version whose tick is not above its own.
 
+use std::collections::btree_map;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -120,7 +121,12 @@ const ALL_STALE: u64 = 1 << 62;
 /// Entries a scan copies per shard lock acquisition.
 pub(crate) const SCAN_CHUNK: usize = 256;
 
-type Shard = BTreeMap<Box<str>, Entry>;
+/// Keys up to 24 bytes (every generated key, and most user keys) are stored inline in the
+/// tree's nodes: no allocation per key, and a search compares bytes in the node it is
+/// already reading instead of chasing a pointer per comparison. Measured side by side
+/// against `Box<str>` keys (docs/benchmarks/http.md, session 6).
+type IndexKey = compact_str::CompactString;
+type Shard = BTreeMap<IndexKey, Entry>;
 
 /// Visible (key, version) pairs of a chunk and the last key examined (`None` = shard done).
 pub(crate) type VisibleChunk = (Vec<(Box<str>, Version)>, Option<Box<str>>);
@@ -225,21 +231,24 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        match shard.get_mut(key) {
-            Some(entry) => {
+        // One descent for a new key, the common case (the key is built without allocating
+        // when it fits inline).
+        match shard.entry(IndexKey::from(key)) {
+            btree_map::Entry::Occupied(mut slot) => {
+                let entry = slot.get_mut();
                 let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
                 entry.push(version);
                 entry.prune_below(horizon, floor);
                 if entry.head.is_removed() && entry.older().is_empty() {
-                    shard.remove(key);
+                    slot.remove();
                 } else if entry.head.is_removed() || !entry.older().is_empty() {
                     self.stale.fetch_add(1, Ordering::Relaxed);
                 }
                 was_alive
             }
-            None => {
+            btree_map::Entry::Vacant(slot) => {
                 if !version.is_removed() {
-                    shard.insert(key.into(), Entry::new(version));
+                    slot.insert(Entry::new(version));
                 }
                 false
             }
@@ -253,19 +262,18 @@ impl PrimaryIndex {
             return;
         }
         let mut shard = self.shards[shard_of(key)].write();
-        // One tree descent for the common case at restart (a key seen for the first time);
-        // a key found again in a newer file pays an allocation it then drops.
+        // One tree descent for the common case at restart (a key seen for the first time).
         if version.is_removed() {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
         match shard.entry(key.into()) {
-            std::collections::btree_map::Entry::Occupied(mut slot) => {
+            btree_map::Entry::Occupied(mut slot) => {
                 let entry = slot.get_mut();
                 if version.tick > entry.head.tick {
                     entry.head = version;
                 }
             }
-            std::collections::btree_map::Entry::Vacant(slot) => {
+            btree_map::Entry::Vacant(slot) => {
                 slot.insert(Entry::new(version));
             }
         }
@@ -351,17 +359,17 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         for shard in &self.shards {
-            let mut from: Option<Box<str>> = None;
+            let mut from: Option<IndexKey> = None;
             loop {
                 let mut guard = shard.write();
                 let lower = match &from {
-                    Some(k) => Bound::Excluded(k.clone()),
+                    Some(k) => Bound::Excluded(k.as_str()),
                     None => Bound::Unbounded,
                 };
                 let mut dead = Vec::new();
                 let mut last = None;
                 for (k, e) in guard
-                    .range_mut::<Box<str>, _>((lower, Bound::Unbounded))
+                    .range_mut::<str, _>((lower, Bound::Unbounded))
                     .take(SCAN_CHUNK * 4)
                 {
                     let gone = e.prune_below(horizon, floor);
@@ -381,9 +389,10 @@ impl PrimaryIndex {
                     last = Some(k);
                 }
                 // Only the chunk's last key is copied (the resume point): copying every key
-                // made a pass over a collection of millions of documents cost as many
-                // allocations, ~5 % of the server's CPU under a sustained insert load, where
-                // the compactor runs this pass every `min_interval`.
+                // (when keys were boxed) made a pass over a collection of millions of
+                // documents cost as many allocations, ~5 % of the server's CPU under a
+                // sustained insert load, where the compactor ran this pass every
+                // `min_interval`.
                 let last = last.cloned();
                 for k in dead {
                     guard.remove(&k);
@@ -448,11 +457,11 @@ impl PrimaryIndex {
             last = Some(k);
             if let Some(v) = e.visible(tick) {
                 if !v.is_removed() && v.tick > floor {
-                    out.push((k.clone(), *v));
+                    out.push((Box::from(k.as_str()), *v));
                 }
             }
         }
-        (out, last.cloned())
+        (out, last.map(|k| Box::from(k.as_str())))
     }
 
     /// Calls `f` with the location of every live document visible at `tick` among up to
@@ -483,17 +492,32 @@ impl PrimaryIndex {
                 }
             }
         }
-        last.cloned()
+        last.map(|k| Box::from(k.as_str()))
     }
 }
 
-/// Estimated bytes of one entry: key, map slot and node share, version chain.
+/// Estimated bytes of one entry: key slot (and the key's heap bytes when it is too long to
+/// be inline), entry, node share, version chain.
 pub(crate) fn entry_memory(key: &str, e: &Entry) -> u64 {
-    let mut total = (key.len() + std::mem::size_of::<Entry>() + 48) as u64;
+    let mut total = (key_memory(key) + std::mem::size_of::<Entry>() + NODE_SHARE) as u64;
     if let Some(older) = &e.older {
         total += (24 + older.capacity() * std::mem::size_of::<Version>()) as u64;
     }
     total
+}
+
+/// A tree node's unused slots and header, per entry: nodes hold 5 to 11 entries, and keys
+/// that arrive in order leave most leaves about half full, i.e. about half a key slot and
+/// half an entry unused per entry.
+const NODE_SHARE: usize = 32;
+
+fn key_memory(key: &str) -> usize {
+    let slot = std::mem::size_of::<IndexKey>();
+    if key.len() <= slot {
+        slot
+    } else {
+        slot + key.len()
+    }
 }
 
 #[cfg(test)]
@@ -513,7 +537,7 @@ mod tests {
         for i in 0..n {
             idx.install(&format!("key{i:06}"), v(1, 1), 0);
         }
-        let base = (n * (9 + std::mem::size_of::<Entry>() + 48)) as u64;
+        let base = (n * (24 + std::mem::size_of::<Entry>() + NODE_SHARE)) as u64;
         assert_eq!(estimate(&idx), base);
         // A second version kept for a snapshot (horizon 1) adds a chain.
         idx.install("key000000", v(2, 1), 1);

@@ -373,6 +373,9 @@ pub struct CommitTicket {
     pub tick: u64,
     sync: bool,
     inner: Option<Arc<engine::Inner>>,
+    /// WAL pages to make writable once the committer has released its locks, which is when
+    /// it drops the ticket (see `files::AppendMap::write_at`).
+    _populate_ahead: Option<files::PopulateAhead>,
 }
 
 impl fmt::Debug for CommitTicket {
