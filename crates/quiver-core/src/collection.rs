@@ -9,7 +9,7 @@ use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{
     CollectionEntry, CollectionId, CollectionOptions, CommitTicket, CompactionReport, Engine,
-    Snapshot, WriteBatch,
+    Snapshot,
 };
 use quiver_types::Revision;
 use serde_json::{json, Map, Value};
@@ -1501,25 +1501,30 @@ impl Collection {
             (rev, body, ticket)
         } else {
             // No hooks and no other writer: the newest state is all the existence check
-            // needs, without registering a snapshot.
-            if self
-                .engine
-                .latest_revision(self.id, &prepared.key)?
-                .is_some()
-            {
-                return Err(unique_violation(&prepared.key));
-            }
+            // needs, without registering a snapshot. A prepared error still loses to a
+            // unique violation, as on the full path.
             if let Some(err) = prepared.deferred.take() {
+                if self
+                    .engine
+                    .latest_revision(self.id, &prepared.key)?
+                    .is_some()
+                {
+                    return Err(unique_violation(&prepared.key));
+                }
                 return Err(err);
             }
             // Taken under the lock so that revisions keep increasing in commit order, as they
             // do on the full path.
             let rev = self.next_revision();
             let body = prepared.finish(rev)?;
-            let mut batch = WriteBatch::new();
-            batch.put(self.id, &prepared.key, rev, body.clone());
-            batch.set_sync(synced);
-            let ticket = self.engine.commit(batch)?;
+            // The engine checks that the key is not alive in the same index descent that
+            // installs it.
+            let Some(ticket) =
+                self.engine
+                    .insert_new(self.id, &prepared.key, rev, &body, synced)?
+            else {
+                return Err(unique_violation(&prepared.key));
+            };
             self.note_revision(rev);
             (rev, body, Some(ticket))
         };

@@ -18,7 +18,7 @@ pub mod transport;
 pub use request::{parse_bool, Request, DEFAULT_DATABASE};
 pub use response::{Durability, Response, JSON_CONTENT_TYPE};
 pub use state::{ServerConfig, ServerState};
-pub use transport::{serve, ServeHandle};
+pub use transport::{serve, serve_on, ServeHandle};
 
 use http::Method;
 use quiver_errors::{Error, ErrorCode};

@@ -96,11 +96,37 @@ impl ServeHandle {
     }
 }
 
-/// Serves `state` on `listener` until [`ServeHandle::shutdown`].
+/// Serves `state` on `listener` until [`ServeHandle::shutdown`], with every connection on
+/// the current runtime.
 pub fn serve(state: Arc<ServerState>, listener: TcpListener) -> std::io::Result<ServeHandle> {
+    serve_on(state, listener, vec![tokio::runtime::Handle::current()])
+}
+
+/// Serves `state` on `listener` until [`ServeHandle::shutdown`], spreading the connections
+/// over `workers` (runtimes; the listener belongs to the current one): each new connection
+/// goes to the runtime with the fewest open connections and stays there.
+///
+/// The binary runs one single-worker runtime per core. With one multi-worker runtime, tokio
+/// moves connection tasks between its workers (work stealing, and the wake-ups of an idle
+/// worker that go with it), so a connection's buffers, its hyper state and the task itself
+/// kept changing cores: measured side by side at concurrency 16, pinning connections this
+/// way cut the server's CPU per insert by ~0.7-2 us and raised throughput by 6-12 %
+/// (docs/benchmarks/http.md, session 6). Each runtime still has its own blocking pool, and
+/// `block_in_place` still hands a worker's other connections to another thread.
+pub fn serve_on(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    workers: Vec<tokio::runtime::Handle>,
+) -> std::io::Result<ServeHandle> {
+    if workers.is_empty() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "no runtime to serve connections on",
+        ));
+    }
     let local_addr = listener.local_addr()?;
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(state, listener, stopped));
+    let task = tokio::spawn(accept_loop(state, listener, stopped, workers));
     Ok(ServeHandle {
         local_addr,
         stop,
@@ -112,8 +138,13 @@ async fn accept_loop(
     state: Arc<ServerState>,
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,
+    workers: Vec<tokio::runtime::Handle>,
 ) {
-    let active = Arc::new(AtomicUsize::new(0));
+    // Open connections per worker: where the next one goes, and what shutdown waits for.
+    let loads: Vec<Arc<AtomicUsize>> = workers
+        .iter()
+        .map(|_| Arc::new(AtomicUsize::new(0)))
+        .collect();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -129,59 +160,95 @@ async fn accept_loop(
             }
         };
         let _ = stream.set_nodelay(true);
+        let (worker, load) = workers
+            .iter()
+            .zip(&loads)
+            .min_by_key(|(_, load)| load.load(Ordering::Acquire))
+            .expect("serve_on checked that there is a worker");
         let state = state.clone();
-        let mut conn_stopped = stopped.clone();
-        let active = active.clone();
-        active.fetch_add(1, Ordering::AcqRel);
-        tokio::spawn(async move {
-            // Each request's future needs its own reference to the state. Taking it from a
-            // per-connection `Arc` keeps that reference count on the connection's worker; the
-            // server-wide one is shared by every worker, and bumping it per request moved its
-            // cache line between the cores.
-            let state = Arc::new(state);
-            let service = service_fn(move |req| {
-                let state = Arc::clone(&state);
-                async move { Ok::<_, Infallible>(answer(&state, req).await) }
-            });
-            let mut conn = Box::pin(
-                http1::Builder::new()
-                    .keep_alive(true)
-                    .pipeline_flush(true)
-                    // arangod sends no `Date` header (http-api.md §1.6); hyper's would add 37
-                    // bytes to every answer for the client to parse.
-                    .auto_date_header(false)
-                    .max_buf_size(MAX_HEAD_BYTES)
-                    .serve_connection(DeferredShutdown(TokioIo::new(stream)), service),
-            );
-            let result = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = conn_stopped.changed() => {
-                    conn.as_mut().graceful_shutdown();
-                    tokio::time::timeout(Duration::from_secs(5), conn.as_mut())
-                        .await
-                        .unwrap_or(Ok(()))
-                }
-            };
-            // hyper 1.x ends a connection whose request head it cannot parse with an error,
-            // without writing anything; the socket is still open (see DeferredShutdown), so
-            // the ArangoDB answer goes out through it before the close.
-            let mut stream = Pin::into_inner(conn).into_parts().io.0.into_inner();
-            match result.as_ref().err().and_then(refused_request_error) {
-                Some(err) => answer_refused(stream, &err).await,
-                None => {
-                    let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
+        let conn_stopped = stopped.clone();
+        let load = load.clone();
+        load.fetch_add(1, Ordering::AcqRel);
+        if workers.len() == 1 {
+            tokio::spawn(connection(state, stream, conn_stopped, load));
+            continue;
+        }
+        // A socket is registered with the reactor of the runtime that made it: it moves to
+        // its worker's runtime as a std socket (still non-blocking) and is registered there.
+        let stream = match stream.into_std() {
+            Ok(stream) => stream,
+            Err(e) => {
+                tracing::warn!("cannot hand a connection to its worker: {e}");
+                load.fetch_sub(1, Ordering::AcqRel);
+                continue;
+            }
+        };
+        worker.spawn(async move {
+            match TcpStream::from_std(stream) {
+                Ok(stream) => connection(state, stream, conn_stopped, load).await,
+                Err(e) => {
+                    tracing::warn!("cannot register a connection with its worker: {e}");
+                    load.fetch_sub(1, Ordering::AcqRel);
                 }
             }
-            active.fetch_sub(1, Ordering::AcqRel);
         });
     }
     // Give connections a moment to finish the requests they are in.
     for _ in 0..100 {
-        if active.load(Ordering::Acquire) == 0 {
+        if loads.iter().all(|load| load.load(Ordering::Acquire) == 0) {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Serves one connection until the client closes it or the server stops; `active` counts it
+/// while it is open.
+async fn connection(
+    state: Arc<ServerState>,
+    stream: TcpStream,
+    mut conn_stopped: watch::Receiver<bool>,
+    active: Arc<AtomicUsize>,
+) {
+    // Each request's future needs its own reference to the state. Taking it from a
+    // per-connection `Arc` keeps that reference count on the connection's worker; the
+    // server-wide one is shared by every worker, and bumping it per request moved its
+    // cache line between the cores.
+    let state = Arc::new(state);
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(answer(&state, req).await) }
+    });
+    let mut conn = Box::pin(
+        http1::Builder::new()
+            .keep_alive(true)
+            .pipeline_flush(true)
+            // arangod sends no `Date` header (http-api.md §1.6); hyper's would add 37
+            // bytes to every answer for the client to parse.
+            .auto_date_header(false)
+            .max_buf_size(MAX_HEAD_BYTES)
+            .serve_connection(DeferredShutdown(TokioIo::new(stream)), service),
+    );
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = conn_stopped.changed() => {
+            conn.as_mut().graceful_shutdown();
+            tokio::time::timeout(Duration::from_secs(5), conn.as_mut())
+                .await
+                .unwrap_or(Ok(()))
+        }
+    };
+    // hyper 1.x ends a connection whose request head it cannot parse with an error,
+    // without writing anything; the socket is still open (see DeferredShutdown), so
+    // the ArangoDB answer goes out through it before the close.
+    let mut stream = Pin::into_inner(conn).into_parts().io.0.into_inner();
+    match result.as_ref().err().and_then(refused_request_error) {
+        Some(err) => answer_refused(stream, &err).await,
+        None => {
+            let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
+        }
+    }
+    active.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// The connection's socket as hyper sees it, except that hyper's close (`poll_shutdown`) is

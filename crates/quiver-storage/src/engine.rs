@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use parking_lot::{Condvar, Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, MutexGuard, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
 use serde_json::{json, Value};
@@ -224,6 +224,17 @@ impl Collection {
         counts.push_back((tick, count));
         while counts.len() > 1 && counts[1].0 <= horizon {
             counts.pop_front();
+        }
+    }
+
+    /// A commit at `tick` changed the live count by `delta`; `died`: some version died.
+    /// Under the WAL mutex.
+    fn note_commit(&self, tick: u64, delta: i64, died: bool, horizon: u64) {
+        let count = (self.latest_count() as i64 + delta).max(0) as u64;
+        self.push_count(tick, count, horizon);
+        self.last_tick.store(tick, Ordering::Release);
+        if died {
+            self.dirty.store(true, Ordering::Release);
         }
     }
 
@@ -619,12 +630,7 @@ impl Inner {
                     ))
                 }
             };
-            if key.is_empty() || key.len() > format::MAX_KEY_LEN {
-                return Err(Error::with_message(
-                    ErrorCode::DocumentKeyBad,
-                    "illegal document key: keys are 1 to 254 bytes",
-                ));
-            }
+            check_key(key)?;
             let col = match cols.last() {
                 Some(c) if c.id == cid => c.clone(),
                 _ => cat
@@ -698,59 +704,13 @@ impl Inner {
         self.throttle_writers()?;
         let mut wal = self.wal.lock();
         self.check_open()?;
-        let need = buf.len() as u64;
-        let mut retired = None;
-        if wal.broken || wal.segment.is_none() || wal.offset + need > wal.size {
-            if wal.segment.is_some() {
-                retired = self.seal_segment(&mut wal);
-            }
-            self.new_segment(&mut wal, need)?;
-            // Let the maintenance thread prepare the next segment right away.
-            *self.bg.wake.lock() = true;
-            self.bg.cv.notify_all();
-        }
-        let n = spans.len() as u64;
-        let durable = self.durable_tick.load(Ordering::Acquire);
-        let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
-        let commit_tick = first + n - 1;
-        for (i, (start, len, kind)) in spans.iter().enumerate() {
-            let flags = match (i + 1 == spans.len(), sync) {
-                (false, _) => 0,
-                (true, false) => FLAG_COMMIT,
-                (true, true) => FLAG_COMMIT | FLAG_SYNC,
-            };
-            format::finish_wal_marker(
-                &mut buf[*start..*start + *len],
-                *kind,
-                flags,
-                first + i as u64,
-                durable,
-            );
-        }
-        let seg = wal
-            .segment
-            .clone()
-            .ok_or_else(|| Error::new(ErrorCode::Internal))?;
-        let base = wal.offset;
-        let write =
-            files::check(&self.options.io_hooks, FailPoint::WalWrite).and_then(|_| {
-                match wal.map.as_mut() {
-                    Some(map) => map.write_at(&buf, base),
-                    None => std::os::unix::fs::FileExt::write_all_at(&seg.file, &buf, base)
-                        .map(|()| None),
-                }
-            });
-        let populate_ahead = match write {
-            Ok(ahead) => ahead,
-            Err(e) => {
-                // The segment may hold a partial batch without its commit flag; never append
-                // after it (recovery ignores uncommitted markers at a segment's end).
-                wal.broken = true;
-                return Err(files::io_error(e, "writing the write-ahead log"));
-            }
-        };
-        wal.offset += need;
-        wal.written_tick = commit_tick;
+        let appended = self.append_locked(&mut wal, &mut buf, &spans, sync)?;
+        let Appended {
+            fid,
+            base,
+            commit_tick,
+            ..
+        } = appended;
         let horizon = self.horizon();
         // Per collection: the change of the live count, and whether some version died (which
         // is what can give the compactor work).
@@ -782,7 +742,7 @@ impl Inner {
                         tick: commit_tick,
                         rev: rev.0,
                         loc: Loc {
-                            fid: seg.fid,
+                            fid,
                             offset: (base + start as u64) as u32,
                             len: len as u32,
                         },
@@ -818,23 +778,157 @@ impl Inner {
             col.uncollected.fetch_add(1, Ordering::Relaxed);
         }
         for (col, delta, died) in &touched {
-            let count = (col.latest_count() as i64 + delta).max(0) as u64;
-            col.push_count(commit_tick, count, horizon);
-            col.last_tick.store(commit_tick, Ordering::Release);
-            if *died {
-                col.dirty.store(true, Ordering::Release);
-            }
+            col.note_commit(commit_tick, *delta, *died, horizon);
         }
-        self.visible.store(commit_tick, Ordering::Release);
+        Ok(self.publish(wal, appended, sync))
+    }
+
+    /// [`Inner::commit`] of one insert (the engine's side of a plain single-document insert)
+    /// that fails, writing nothing, if the key is alive: the existence check is part of the
+    /// index install's descent instead of a lookup of its own. `Ok(None)`: the key exists.
+    pub(crate) fn commit_insert(
+        self: &Arc<Self>,
+        cid: u64,
+        key: &str,
+        rev: Revision,
+        body: &[u8],
+        sync: bool,
+    ) -> Result<Option<crate::CommitTicket>> {
+        self.check_open()?;
+        check_key(key)?;
+        let col = self
+            .catalog
+            .read()
+            .collections
+            .get(&cid)
+            .cloned()
+            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
+        col.usable()?;
+        let sync = sync || col.options.read().wait_for_sync;
+        if body.len() > format::MAX_MARKER_LEN - 400 {
+            return Err(Error::new(ErrorCode::DocumentTooLarge));
+        }
+        let mut buf = Vec::with_capacity(48 + key.len() + body.len());
+        let len = format::encode_data(&mut buf, MarkerType::Document, cid, rev.0, key, body);
+        self.throttle_writers()?;
+        let mut wal = self.wal.lock();
+        self.check_open()?;
+        let horizon = self.horizon();
+        let mut appended = None;
+        let installed = col.index.install_new(key, horizon, || {
+            let a =
+                self.append_locked(&mut wal, &mut buf, &[(0, len, MarkerType::Document)], sync)?;
+            let version = Version {
+                tick: a.commit_tick,
+                rev: rev.0,
+                loc: Loc {
+                    fid: a.fid,
+                    offset: a.base as u32,
+                    len: len as u32,
+                },
+            };
+            appended = Some(a);
+            Ok::<_, Error>(version)
+        })?;
+        let Some(appended) = appended.filter(|_| installed) else {
+            return Ok(None);
+        };
+        col.uncollected.fetch_add(1, Ordering::Relaxed);
+        col.note_commit(appended.commit_tick, 1, false, horizon);
+        Ok(Some(self.publish(wal, appended, sync)))
+    }
+
+    /// Appends a batch's encoded markers (`spans` of `buf`: start, length, kind) to the WAL,
+    /// rotating to a new segment if they do not fit: takes their ticks, fills in ticks, flags
+    /// and CRCs, and writes them. Under the WAL mutex.
+    fn append_locked(
+        &self,
+        wal: &mut WalState,
+        buf: &mut [u8],
+        spans: &[(usize, usize, MarkerType)],
+        sync: bool,
+    ) -> Result<Appended> {
+        let need = buf.len() as u64;
+        let mut retired = None;
+        if wal.broken || wal.segment.is_none() || wal.offset + need > wal.size {
+            if wal.segment.is_some() {
+                retired = self.seal_segment(wal);
+            }
+            self.new_segment(wal, need)?;
+            // Let the maintenance thread prepare the next segment right away.
+            *self.bg.wake.lock() = true;
+            self.bg.cv.notify_all();
+        }
+        let n = spans.len() as u64;
+        let durable = self.durable_tick.load(Ordering::Acquire);
+        let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
+        let commit_tick = first + n - 1;
+        for (i, (start, len, kind)) in spans.iter().enumerate() {
+            let flags = match (i + 1 == spans.len(), sync) {
+                (false, _) => 0,
+                (true, false) => FLAG_COMMIT,
+                (true, true) => FLAG_COMMIT | FLAG_SYNC,
+            };
+            format::finish_wal_marker(
+                &mut buf[*start..*start + *len],
+                *kind,
+                flags,
+                first + i as u64,
+                durable,
+            );
+        }
+        let seg = wal
+            .segment
+            .clone()
+            .ok_or_else(|| Error::new(ErrorCode::Internal))?;
+        let base = wal.offset;
+        let write =
+            files::check(&self.options.io_hooks, FailPoint::WalWrite).and_then(|_| {
+                match wal.map.as_mut() {
+                    Some(map) => map.write_at(buf, base),
+                    None => std::os::unix::fs::FileExt::write_all_at(&seg.file, buf, base)
+                        .map(|()| None),
+                }
+            });
+        let populate_ahead = match write {
+            Ok(ahead) => ahead,
+            Err(e) => {
+                // The segment may hold a partial batch without its commit flag; never append
+                // after it (recovery ignores uncommitted markers at a segment's end).
+                wal.broken = true;
+                return Err(files::io_error(e, "writing the write-ahead log"));
+            }
+        };
+        wal.offset += need;
+        wal.written_tick = commit_tick;
+        Ok(Appended {
+            fid: seg.fid,
+            base,
+            commit_tick,
+            retired,
+            populate_ahead,
+        })
+    }
+
+    /// Makes an appended and installed batch visible, releases the WAL mutex, and hands out
+    /// its ticket.
+    fn publish(
+        self: &Arc<Self>,
+        wal: MutexGuard<'_, WalState>,
+        appended: Appended,
+        sync: bool,
+    ) -> crate::CommitTicket {
+        self.visible.store(appended.commit_tick, Ordering::Release);
         drop(wal);
-        drop(retired);
+        // Unmapped outside the mutex (32 MiB of populated pages).
+        drop(appended.retired);
         self.commits.fetch_add(1, Ordering::Relaxed);
-        Ok(crate::CommitTicket {
-            tick: commit_tick,
+        crate::CommitTicket {
+            tick: appended.commit_tick,
             sync,
             inner: Some(self.clone()),
-            _populate_ahead: populate_ahead,
-        })
+            _populate_ahead: appended.populate_ahead,
+        }
     }
 
     /// Back-pressure: while the collector lags by `wal_throttle_when_pending` sealed segments,
@@ -3554,6 +3648,29 @@ impl Inner {
         let tick = self.visible.load(Ordering::Acquire);
         Ok(col.index.get(key, tick).map(|v| Revision(v.rev)))
     }
+}
+
+/// What [`Inner::append_locked`] wrote, and where.
+struct Appended {
+    fid: u64,
+    /// Offset of the first marker in the segment.
+    base: u64,
+    commit_tick: u64,
+    /// The map of a segment sealed to make room, for the caller to drop after releasing the
+    /// WAL mutex.
+    retired: Option<AppendMap>,
+    populate_ahead: Option<files::PopulateAhead>,
+}
+
+/// The engine's own limit on keys (the core checks ArangoDB's key rules before).
+fn check_key(key: &str) -> Result<()> {
+    if key.is_empty() || key.len() > format::MAX_KEY_LEN {
+        return Err(Error::with_message(
+            ErrorCode::DocumentKeyBad,
+            "illegal document key: keys are 1 to 254 bytes",
+        ));
+    }
+    Ok(())
 }
 
 fn validate_options(o: &CollectionOptions) -> Result<()> {

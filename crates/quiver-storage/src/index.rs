@@ -234,17 +234,8 @@ impl PrimaryIndex {
         // One descent for a new key, the common case (the key is built without allocating
         // when it fits inline).
         match shard.entry(IndexKey::from(key)) {
-            btree_map::Entry::Occupied(mut slot) => {
-                let entry = slot.get_mut();
-                let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
-                entry.push(version);
-                entry.prune_below(horizon, floor);
-                if entry.head.is_removed() && entry.older().is_empty() {
-                    slot.remove();
-                } else if entry.head.is_removed() || !entry.older().is_empty() {
-                    self.stale.fetch_add(1, Ordering::Relaxed);
-                }
-                was_alive
+            btree_map::Entry::Occupied(slot) => {
+                self.install_over(slot, version, horizon, floor, last_truncate)
             }
             btree_map::Entry::Vacant(slot) => {
                 if !version.is_removed() {
@@ -253,6 +244,58 @@ impl PrimaryIndex {
                 false
             }
         }
+    }
+
+    /// [`PrimaryIndex::install`] of a live version for a key that must not be alive, with the
+    /// existence check in the same descent: if `key` is alive, returns `Ok(false)` and does
+    /// not call `write`. Otherwise calls `write` with the key's shard locked (so no other
+    /// install of the key gets in between) and installs the version it returns: `write`
+    /// writes the marker that version points at. Runs under the WAL mutex, like `install`.
+    pub fn install_new<E>(
+        &self,
+        key: &str,
+        horizon: u64,
+        write: impl FnOnce() -> std::result::Result<Version, E>,
+    ) -> std::result::Result<bool, E> {
+        let last_truncate = self.last_truncate();
+        let floor = self.floor(horizon);
+        let mut shard = self.shards[shard_of(key)].write();
+        match shard.entry(IndexKey::from(key)) {
+            btree_map::Entry::Occupied(slot) => {
+                let head = &slot.get().head;
+                if !head.is_removed() && head.tick > last_truncate {
+                    return Ok(false);
+                }
+                let version = write()?;
+                self.install_over(slot, version, horizon, floor, last_truncate);
+            }
+            btree_map::Entry::Vacant(slot) => {
+                slot.insert(Entry::new(write()?));
+            }
+        }
+        Ok(true)
+    }
+
+    /// Pushes `version` onto an existing entry and prunes it; returns whether the key was
+    /// alive before.
+    fn install_over(
+        &self,
+        mut slot: btree_map::OccupiedEntry<'_, IndexKey, Entry>,
+        version: Version,
+        horizon: u64,
+        floor: u64,
+        last_truncate: u64,
+    ) -> bool {
+        let entry = slot.get_mut();
+        let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
+        entry.push(version);
+        entry.prune_below(horizon, floor);
+        if entry.head.is_removed() && entry.older().is_empty() {
+            slot.remove();
+        } else if entry.head.is_removed() || !entry.older().is_empty() {
+            self.stale.fetch_add(1, Ordering::Relaxed);
+        }
+        was_alive
     }
 
     /// Recovery: keeps the version with the highest tick for each key.
@@ -542,6 +585,39 @@ mod tests {
         // A second version kept for a snapshot (horizon 1) adds a chain.
         idx.install("key000000", v(2, 1), 1);
         assert!(estimate(&idx) > base + std::mem::size_of::<Version>() as u64);
+    }
+
+    /// `install_new` installs over nothing, a tombstone or a truncated version, and refuses
+    /// (without calling `write`) a live key; a failing `write` installs nothing.
+    #[test]
+    fn install_new_checks_liveness_in_the_same_descent() {
+        let idx = PrimaryIndex::new();
+        let ok = |tick| Ok::<_, ()>(v(tick, 1));
+        assert_eq!(idx.install_new("a", 0, || ok(1)), Ok(true));
+        assert_eq!(idx.get("a", 1), Some(v(1, 1)));
+        assert_eq!(
+            idx.install_new("a", 1, || -> Result<Version, ()> { panic!("key is alive") }),
+            Ok(false)
+        );
+        // A failing write leaves the index as it was.
+        assert_eq!(
+            idx.install_new("b", 1, || Err::<Version, _>("disk")),
+            Err("disk")
+        );
+        assert_eq!(idx.get("b", 9), None);
+        // Removed, with the tombstone kept for a snapshot at tick 2: free again.
+        idx.install("a", v(3, 0), 2);
+        assert_eq!(idx.install_new("a", 2, || ok(4)), Ok(true));
+        assert_eq!(idx.get("a", 4), Some(v(4, 1)));
+        assert_eq!(
+            idx.get("a", 2),
+            Some(v(1, 1)),
+            "the snapshot still sees the first"
+        );
+        // Truncated: free again.
+        idx.truncate(5, 4);
+        assert_eq!(idx.install_new("a", 5, || ok(6)), Ok(true));
+        assert_eq!(idx.get("a", 6), Some(v(6, 1)));
     }
 
     /// Batched repoints move exactly the versions at their `from` location, whether the

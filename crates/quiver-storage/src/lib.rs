@@ -549,6 +549,23 @@ impl Engine {
         self.inner.truncate(cid, sync)
     }
 
+    /// Commits one document put for a key that must not be alive: `Ok(None)`, writing
+    /// nothing, if `key` exists in `cid` at the newest state. The existence check and the
+    /// index install are one descent under the WAL mutex, which is what makes this cheaper
+    /// than [`Engine::latest_revision`] followed by [`Engine::commit`]. As with those, the
+    /// caller keeps other writers of `cid` that decide on a read of the key (the core's
+    /// collection writer lock) out while it runs.
+    pub fn insert_new(
+        &self,
+        cid: CollectionId,
+        key: &str,
+        rev: Revision,
+        body: &[u8],
+        sync: bool,
+    ) -> Result<Option<CommitTicket>> {
+        self.inner.commit_insert(cid, key, rev, body, sync)
+    }
+
     /// Commits a batch atomically; visible to every snapshot taken after return.
     pub fn commit(&self, batch: WriteBatch) -> Result<CommitTicket> {
         self.inner.commit(batch)

@@ -21,6 +21,12 @@ enum Op {
         col: usize,
         key: u8,
     },
+    /// `Engine::insert_new`: stores only if the key is not alive.
+    InsertNew {
+        col: usize,
+        key: u8,
+        size: usize,
+    },
     Batch(Vec<(usize, u8, Option<usize>)>),
     Reopen,
     Collect,
@@ -36,6 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (0..2usize, 0..24u8, 0..300usize).prop_map(|(col, key, size)| Op::Put { col, key, size }),
         3 => (0..2usize, 0..24u8).prop_map(|(col, key)| Op::Remove { col, key }),
+        4 => (0..2usize, 0..24u8, 0..300usize).prop_map(|(col, key, size)| Op::InsertNew { col, key, size }),
         3 => prop::collection::vec((0..2usize, 0..24u8, prop::option::weighted(0.7, 0..200usize)), 1..6)
             .prop_map(Op::Batch),
         1 => Just(Op::Reopen),
@@ -112,6 +119,23 @@ fn run(ops: Vec<Op>) {
             Op::Remove { col, key } => {
                 remove(&engine, cids[col], &format!("k{key}"));
                 model[col].remove(&format!("k{key}"));
+            }
+            Op::InsertNew { col, key, size } => {
+                let k = format!("k{key}");
+                let b = body(key, size, step);
+                let rev = engine.hlc().next();
+                let stored = engine
+                    .insert_new(cids[col], &k, rev, b.as_bytes(), step % 5 == 0)
+                    .unwrap();
+                assert_eq!(
+                    stored.is_some(),
+                    !model[col].contains_key(&k),
+                    "insert_new of {k}"
+                );
+                if let Some(ticket) = stored {
+                    ticket.wait().unwrap();
+                    model[col].insert(k, b);
+                }
             }
             Op::Batch(items) => {
                 let mut batch = WriteBatch::new();

@@ -89,7 +89,7 @@ struct ServeOptions {
     )]
     max_queue_size: usize,
 
-    /// Threads running the HTTP server (0 = one per core).
+    /// Threads serving HTTP connections, each its own connections (0 = one per core).
     #[arg(
         long = "server.threads",
         value_name = "N",
@@ -577,15 +577,25 @@ fn serve(options: ServeOptions) -> Result<(), String> {
     })?;
     let core = Arc::new(core);
 
-    let mut runtime = tokio::runtime::Builder::new_multi_thread();
-    if options.threads > 0 {
-        runtime.worker_threads(options.threads);
-    }
-    let runtime = runtime
-        .enable_all()
-        .thread_name("quiver-http")
-        .build()
-        .map_err(|e| format!("cannot start runtime: {e}"))?;
+    // One single-worker runtime per HTTP thread, connections spread over them (see
+    // `quiver_server::serve_on`).
+    let threads = if options.threads > 0 {
+        options.threads
+    } else {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    };
+    let runtimes = (0..threads)
+        .map(|i| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .thread_name(format!("quiver-http-{i}"))
+                .build()
+                .map_err(|e| format!("cannot start runtime: {e}"))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let runtime = &runtimes[0];
+    let workers = runtimes.iter().map(|rt| rt.handle().clone()).collect();
 
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(addr))
@@ -608,7 +618,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;
-        let handle = quiver_server::serve(state.clone(), listener)
+        let handle = quiver_server::serve_on(state.clone(), listener, workers)
             .map_err(|e| format!("cannot serve: {e}"))?;
         println!(
             "QuiverDB {} listening on tcp://{} (data directory {})",
@@ -624,7 +634,9 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         Ok::<(), String>(())
     });
     state.shutdown();
-    runtime.shutdown_timeout(Duration::from_secs(2));
+    for runtime in runtimes {
+        runtime.shutdown_timeout(Duration::from_secs(2));
+    }
     core.shutdown()
         .map_err(|e| format!("shutdown failed: {e}"))?;
     println!("shutdown complete");
