@@ -103,8 +103,10 @@ pub fn serve(state: Arc<ServerState>, listener: TcpListener) -> std::io::Result<
 }
 
 /// Serves `state` on `listener` until [`ServeHandle::shutdown`], spreading the connections
-/// over `workers` (runtimes; the listener belongs to the current one): each new connection
-/// goes to the runtime with the fewest open connections and stays there.
+/// over `workers` (runtimes): the accept loop runs on the current runtime (the listener's),
+/// and each new connection goes to the worker runtime with the fewest open connections and
+/// stays there. The binary accepts on a runtime of its own, on the main thread, so that no
+/// request handler delays accepting.
 ///
 /// The binary runs one single-worker runtime per core. With one multi-worker runtime, tokio
 /// moves connection tasks between its workers (work stealing, and the wake-ups of an idle
@@ -167,29 +169,22 @@ async fn accept_loop(
             .expect("serve_on checked that there is a worker");
         let state = state.clone();
         let conn_stopped = stopped.clone();
-        let load = load.clone();
-        load.fetch_add(1, Ordering::AcqRel);
-        if workers.len() == 1 {
-            tokio::spawn(connection(state, stream, conn_stopped, load));
-            continue;
-        }
-        // A socket is registered with the reactor of the runtime that made it: it moves to
-        // its worker's runtime as a std socket (still non-blocking) and is registered there.
+        let open = OpenConnection::new(load);
+        // A socket is registered with the reactor of the runtime that accepted it: it moves
+        // to its worker's runtime as a std socket (still non-blocking) and is registered
+        // there. (Also when the worker is this runtime: two `epoll_ctl` calls per connection
+        // are cheaper than telling runtimes apart.)
         let stream = match stream.into_std() {
             Ok(stream) => stream,
             Err(e) => {
                 tracing::warn!("cannot hand a connection to its worker: {e}");
-                load.fetch_sub(1, Ordering::AcqRel);
                 continue;
             }
         };
         worker.spawn(async move {
             match TcpStream::from_std(stream) {
-                Ok(stream) => connection(state, stream, conn_stopped, load).await,
-                Err(e) => {
-                    tracing::warn!("cannot register a connection with its worker: {e}");
-                    load.fetch_sub(1, Ordering::AcqRel);
-                }
+                Ok(stream) => connection(state, stream, conn_stopped, open).await,
+                Err(e) => tracing::warn!("cannot register a connection with its worker: {e}"),
             }
         });
     }
@@ -202,13 +197,31 @@ async fn accept_loop(
     }
 }
 
-/// Serves one connection until the client closes it or the server stops; `active` counts it
+/// Counts a connection in its worker's load while it lives: dropped when the connection's
+/// task ends, however it ends (a panic included, which would otherwise leave the worker looking
+/// busier than it is for good, and make every shutdown wait its whole grace period).
+struct OpenConnection(Arc<AtomicUsize>);
+
+impl OpenConnection {
+    fn new(load: &Arc<AtomicUsize>) -> OpenConnection {
+        load.fetch_add(1, Ordering::AcqRel);
+        OpenConnection(Arc::clone(load))
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Serves one connection until the client closes it or the server stops; `_open` counts it
 /// while it is open.
 async fn connection(
     state: Arc<ServerState>,
     stream: TcpStream,
     mut conn_stopped: watch::Receiver<bool>,
-    active: Arc<AtomicUsize>,
+    _open: OpenConnection,
 ) {
     // Each request's future needs its own reference to the state. Taking it from a
     // per-connection `Arc` keeps that reference count on the connection's worker; the
@@ -248,7 +261,6 @@ async fn connection(
             let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
         }
     }
-    active.fetch_sub(1, Ordering::AcqRel);
 }
 
 /// The connection's socket as hyper sees it, except that hyper's close (`poll_shutdown`) is

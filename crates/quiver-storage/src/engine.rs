@@ -805,17 +805,42 @@ impl Inner {
             .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
         col.usable()?;
         let sync = sync || col.options.read().wait_for_sync;
-        if body.len() > format::MAX_MARKER_LEN - 400 {
-            return Err(Error::new(ErrorCode::DocumentTooLarge));
+        // Reported only if the key is not alive, so that a duplicate still answers 1210 first.
+        let mut too_large = if body.len() > format::MAX_MARKER_LEN - 400 {
+            Some(Error::new(ErrorCode::DocumentTooLarge))
+        } else if 48 + key.len() + body.len() > MAX_BATCH_BYTES {
+            Some(Error::with_message(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "document of {} bytes exceeds the write batch limit of {MAX_BATCH_BYTES} bytes",
+                    body.len()
+                ),
+            ))
+        } else {
+            None
+        };
+        let mut buf = Vec::new();
+        let mut len = 0;
+        if too_large.is_none() {
+            buf.reserve_exact(48 + key.len() + body.len());
+            len = format::encode_data(&mut buf, MarkerType::Document, cid, rev.0, key, body);
         }
-        let mut buf = Vec::with_capacity(48 + key.len() + body.len());
-        let len = format::encode_data(&mut buf, MarkerType::Document, cid, rev.0, key, body);
         self.throttle_writers()?;
         let mut wal = self.wal.lock();
         self.check_open()?;
+        // Rotated before the key's shard is locked: a new segment may mean creating and
+        // syncing a file, and the shard's readers must not wait for that.
+        let retired = if too_large.is_none() {
+            self.make_room(&mut wal, buf.len() as u64)?
+        } else {
+            None
+        };
         let horizon = self.horizon();
         let mut appended = None;
         let installed = col.index.install_new(key, horizon, || {
+            if let Some(err) = too_large.take() {
+                return Err(err);
+            }
             let a =
                 self.append_locked(&mut wal, &mut buf, &[(0, len, MarkerType::Document)], sync)?;
             let version = Version {
@@ -829,13 +854,38 @@ impl Inner {
             };
             appended = Some(a);
             Ok::<_, Error>(version)
-        })?;
-        let Some(appended) = appended.filter(|_| installed) else {
-            return Ok(None);
+        });
+        let appended = match (installed, appended) {
+            (Ok(true), Some(appended)) => appended,
+            (result, _) => {
+                drop(wal);
+                drop(retired);
+                return result.and(Ok(None));
+            }
         };
         col.uncollected.fetch_add(1, Ordering::Relaxed);
         col.note_commit(appended.commit_tick, 1, false, horizon);
-        Ok(Some(self.publish(wal, appended, sync)))
+        let ticket = self.publish(wal, appended, sync);
+        drop(retired);
+        Ok(Some(ticket))
+    }
+
+    /// Makes room for `need` bytes in the current WAL segment: seals it and starts the next
+    /// one (the spare if it fits) when they do not fit or the segment is broken. Returns the
+    /// sealed segment's map, for the caller to drop after releasing the WAL mutex.
+    fn make_room(&self, wal: &mut WalState, need: u64) -> Result<Option<AppendMap>> {
+        if !(wal.broken || wal.segment.is_none() || wal.offset + need > wal.size) {
+            return Ok(None);
+        }
+        let retired = match wal.segment.is_some() {
+            true => self.seal_segment(wal),
+            false => None,
+        };
+        self.new_segment(wal, need)?;
+        // Let the maintenance thread prepare the next segment right away.
+        *self.bg.wake.lock() = true;
+        self.bg.cv.notify_all();
+        Ok(retired)
     }
 
     /// Appends a batch's encoded markers (`spans` of `buf`: start, length, kind) to the WAL,
@@ -849,16 +899,7 @@ impl Inner {
         sync: bool,
     ) -> Result<Appended> {
         let need = buf.len() as u64;
-        let mut retired = None;
-        if wal.broken || wal.segment.is_none() || wal.offset + need > wal.size {
-            if wal.segment.is_some() {
-                retired = self.seal_segment(wal);
-            }
-            self.new_segment(wal, need)?;
-            // Let the maintenance thread prepare the next segment right away.
-            *self.bg.wake.lock() = true;
-            self.bg.cv.notify_all();
-        }
+        let retired = self.make_room(wal, need)?;
         let n = spans.len() as u64;
         let durable = self.durable_tick.load(Ordering::Acquire);
         let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;

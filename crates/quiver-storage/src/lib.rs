@@ -397,18 +397,28 @@ impl CommitTicket {
     /// batches (they reached the OS before `commit` returned), after the group fdatasync that
     /// covers the batch otherwise.
     pub fn wait(self) -> Result<()> {
-        match (&self.inner, self.sync) {
-            (Some(inner), true) => inner.wait_durable(self.tick),
-            _ => Ok(()),
+        let (tick, inner) = self.release();
+        match inner {
+            Some(inner) => inner.wait_durable(tick),
+            None => Ok(()),
         }
     }
 
     /// Like [`CommitTicket::wait`], without blocking an async worker thread.
     pub async fn wait_async(self) -> Result<()> {
-        match (&self.inner, self.sync) {
-            (Some(inner), true) => inner.wait_durable_async(self.tick).await,
-            _ => Ok(()),
+        let (tick, inner) = self.release();
+        match inner {
+            Some(inner) => inner.wait_durable_async(tick).await,
+            None => Ok(()),
         }
+    }
+
+    /// Runs the deferred WAL work now, before any wait for durability (the next writers need
+    /// those pages, not this writer's fsync); returns the tick and, if this ticket waits for
+    /// stable storage, the engine to wait on.
+    fn release(self) -> (u64, Option<Arc<engine::Inner>>) {
+        drop(self._populate_ahead);
+        (self.tick, self.inner.filter(|_| self.sync))
     }
 }
 

@@ -578,7 +578,8 @@ fn serve(options: ServeOptions) -> Result<(), String> {
     let core = Arc::new(core);
 
     // One single-worker runtime per HTTP thread, connections spread over them (see
-    // `quiver_server::serve_on`).
+    // `quiver_server::serve_on`), and a runtime of its own for accepting them and for the
+    // signals, driven by this thread.
     let threads = if options.threads > 0 {
         options.threads
     } else {
@@ -588,14 +589,19 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         .map(|i| {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
+                // tokio's default cap (512) per runtime would multiply with the threads.
+                .max_blocking_threads((512 / threads).max(32))
                 .enable_all()
                 .thread_name(format!("quiver-http-{i}"))
                 .build()
                 .map_err(|e| format!("cannot start runtime: {e}"))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let runtime = &runtimes[0];
     let workers = runtimes.iter().map(|rt| rt.handle().clone()).collect();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start runtime: {e}"))?;
 
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(addr))
@@ -634,9 +640,13 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         Ok::<(), String>(())
     });
     state.shutdown();
-    for runtime in runtimes {
-        runtime.shutdown_timeout(Duration::from_secs(2));
-    }
+    // In parallel: each waits up to 2 s for its blocking tasks.
+    std::thread::scope(|scope| {
+        for runtime in runtimes {
+            scope.spawn(move || runtime.shutdown_timeout(Duration::from_secs(2)));
+        }
+    });
+    runtime.shutdown_timeout(Duration::from_secs(2));
     core.shutdown()
         .map_err(|e| format!("shutdown failed: {e}"))?;
     println!("shutdown complete");
