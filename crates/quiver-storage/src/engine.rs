@@ -3016,6 +3016,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     inner.hlc.observe(Revision(rec.max_rev));
     for col in cat.collections.values() {
         let count = col.index.gc(u64::MAX);
+        col.index.repack();
         col.counts.lock().push_back((0, count));
     }
     {

@@ -386,6 +386,25 @@ impl PrimaryIndex {
         hit
     }
 
+    /// Rebuilds every shard's tree from its sorted entries, so that its nodes are full. Keys
+    /// installed in order (ArangoDB's traditional and autoincrement generators, and recovery,
+    /// which reads the files in order) leave the leaves of std's `BTreeMap` about half full: a
+    /// full leaf splits 6 + 5 and the left half never fills again. Built from a sorted
+    /// sequence, the same entries take about a third less memory (docs/benchmarks/storage.md,
+    /// session 6). Holds each shard's write lock for the rebuild of that shard, so it is meant
+    /// for recovery, before any reader or writer exists.
+    pub fn repack(&self) {
+        // Sequential on purpose: rebuilt on two threads (the shards are independent) it took
+        // longer and more CPU, and the new nodes came from other threads' heaps, so the
+        // memory freed here could not be reused or returned.
+        for shard in &self.shards {
+            let mut guard = shard.write();
+            let entries = std::mem::take(&mut *guard);
+            // `FromIterator` sorts (already sorted: linear) and bulk-builds full nodes.
+            *guard = entries.into_iter().collect();
+        }
+    }
+
     /// Whether a [`PrimaryIndex::gc`] pass could find anything to drop.
     pub fn may_hold_garbage(&self) -> bool {
         self.stale.load(Ordering::Acquire) > 0
@@ -585,6 +604,38 @@ mod tests {
         // A second version kept for a snapshot (horizon 1) adds a chain.
         idx.install("key000000", v(2, 1), 1);
         assert!(estimate(&idx) > base + std::mem::size_of::<Version>() as u64);
+    }
+
+    /// A repack keeps every entry, version chain and the order, and the index keeps working.
+    #[test]
+    fn repack_keeps_entries_chains_and_order() {
+        let idx = PrimaryIndex::new();
+        for i in 0..5_000u64 {
+            idx.install(&format!("{i:08}"), v(i + 1, 1), 0);
+        }
+        // A chain kept for a snapshot at tick 3, and a tombstone kept for it.
+        idx.install("00000001", v(6_000, 2), 3);
+        idx.install("00000002", v(6_001, 0), 3);
+        let before = {
+            let mut all = Vec::new();
+            idx.for_each_chunked(|k, e| all.push((k.to_string(), e.head, e.older().to_vec())));
+            all
+        };
+        idx.repack();
+        let mut after = Vec::new();
+        idx.for_each_chunked(|k, e| after.push((k.to_string(), e.head, e.older().to_vec())));
+        assert_eq!(after, before);
+        assert_eq!(idx.get("00000001", 3), Some(v(2, 1)));
+        assert_eq!(idx.get("00000001", 6_000), Some(v(6_000, 2)));
+        assert_eq!(idx.get("00000002", 6_001), None);
+        assert!(idx
+            .install_new("00000002", 3, || Ok::<_, ()>(v(6_002, 3)))
+            .unwrap());
+        assert!(!idx
+            .install_new("00004999", 3, || Ok::<_, ()>(v(6_003, 3)))
+            .unwrap());
+        idx.install("zzz", v(6_004, 3), 3);
+        assert_eq!(idx.get("zzz", 6_004), Some(v(6_004, 3)));
     }
 
     /// `install_new` installs over nothing, a tombstone or a truncated version, and refuses
