@@ -604,7 +604,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(1)
                 // tokio's default cap (512) per runtime would multiply with the threads; at
-                // least 32 each, so that `block_in_place` always finds a thread.
+                // least 32 each, since `block_in_place` hands the worker over through it.
                 .max_blocking_threads((512 / threads).max(32))
                 .enable_all()
                 .thread_name(format!("quiver-http-{i}"))
