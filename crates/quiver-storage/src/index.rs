@@ -126,6 +126,8 @@ pub(crate) const SCAN_CHUNK: usize = 256;
 /// already reading instead of chasing a pointer per comparison. Measured side by side
 /// against `Box<str>` keys (docs/benchmarks/http.md, session 6).
 type IndexKey = compact_str::CompactString;
+/// The longest key an [`IndexKey`] holds without a heap allocation.
+const INLINE_KEY_LEN: usize = std::mem::size_of::<IndexKey>();
 type Shard = BTreeMap<IndexKey, Entry>;
 
 /// Visible (key, version) pairs of a chunk and the last key examined (`None` = shard done).
@@ -231,8 +233,23 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        // One descent for a new key, the common case (the key is built without allocating
-        // when it fits inline).
+        if key.len() > INLINE_KEY_LEN {
+            // A key too long to be inline costs an allocation to build: looked up by
+            // reference first, so that replacing or removing it does not pay one.
+            if let Some(entry) = shard.get_mut(key) {
+                let (was_alive, gone) =
+                    self.push_onto(entry, version, horizon, floor, last_truncate);
+                if gone {
+                    shard.remove(key);
+                }
+                return was_alive;
+            }
+            if !version.is_removed() {
+                shard.insert(IndexKey::from(key), Entry::new(version));
+            }
+            return false;
+        }
+        // One descent, for a new key (the common case) as for an existing one.
         match shard.entry(IndexKey::from(key)) {
             btree_map::Entry::Occupied(slot) => {
                 self.install_over(slot, version, horizon, floor, last_truncate)
@@ -286,16 +303,33 @@ impl PrimaryIndex {
         floor: u64,
         last_truncate: u64,
     ) -> bool {
-        let entry = slot.get_mut();
+        let (was_alive, gone) =
+            self.push_onto(slot.get_mut(), version, horizon, floor, last_truncate);
+        if gone {
+            slot.remove();
+        }
+        was_alive
+    }
+
+    /// The work of [`PrimaryIndex::install_over`] on the entry itself: returns whether the key
+    /// was alive before, and whether the entry is now empty (a lone tombstone nobody can see)
+    /// and must be removed.
+    fn push_onto(
+        &self,
+        entry: &mut Entry,
+        version: Version,
+        horizon: u64,
+        floor: u64,
+        last_truncate: u64,
+    ) -> (bool, bool) {
         let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
         entry.push(version);
         entry.prune_below(horizon, floor);
-        if entry.head.is_removed() && entry.older().is_empty() {
-            slot.remove();
-        } else if entry.head.is_removed() || !entry.older().is_empty() {
+        let gone = entry.head.is_removed() && entry.older().is_empty();
+        if !gone && (entry.head.is_removed() || !entry.older().is_empty()) {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
-        was_alive
+        (was_alive, gone)
     }
 
     /// Recovery: keeps the version with the highest tick for each key.
@@ -574,11 +608,10 @@ pub(crate) fn entry_memory(key: &str, e: &Entry) -> u64 {
 const NODE_SHARE: usize = 32;
 
 fn key_memory(key: &str) -> usize {
-    let slot = std::mem::size_of::<IndexKey>();
-    if key.len() <= slot {
-        slot
+    if key.len() <= INLINE_KEY_LEN {
+        INLINE_KEY_LEN
     } else {
-        slot + key.len()
+        INLINE_KEY_LEN + key.len()
     }
 }
 
@@ -604,6 +637,30 @@ mod tests {
         // A second version kept for a snapshot (horizon 1) adds a chain.
         idx.install("key000000", v(2, 1), 1);
         assert!(estimate(&idx) > base + std::mem::size_of::<Version>() as u64);
+    }
+
+    /// Keys too long to be inline take the by-reference path of `install`: the same results
+    /// as short keys for a new key, a replacement, a removal and a removal nobody can see.
+    #[test]
+    fn long_and_short_keys_install_alike() {
+        for key in ["short", "a-key-well-beyond-the-twenty-four-inline-bytes"] {
+            let idx = PrimaryIndex::new();
+            assert!(!idx.install(key, v(1, 1), 0), "{key}: new");
+            assert!(idx.install(key, v(2, 1), 1), "{key}: replaced");
+            assert_eq!(idx.get(key, 1), Some(v(1, 1)), "{key}: kept for tick 1");
+            assert!(idx.install(key, v(3, 0), 1), "{key}: removed");
+            assert_eq!(idx.get(key, 3), None);
+            assert_eq!(idx.get(key, 2), Some(v(2, 1)));
+            // Removing a key nobody has: nothing is stored.
+            assert!(!idx.install("other", v(4, 0), 3));
+            let mut keys = Vec::new();
+            idx.for_each_chunked(|k, _| keys.push(k.to_string()));
+            assert_eq!(keys, vec![key.to_string()], "{key}");
+            // Horizon 3: the tombstone and everything under it go.
+            assert_eq!(idx.gc(3), 0);
+            assert!(!idx.install(key, v(5, 1), 3), "{key}: new again");
+            assert_eq!(idx.get(key, 5), Some(v(5, 1)));
+        }
     }
 
     /// A repack keeps every entry, version chain and the order, and the index keeps working.
