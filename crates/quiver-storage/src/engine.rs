@@ -610,7 +610,7 @@ impl Inner {
                 tick: self.visible.load(Ordering::Acquire),
                 sync: false,
                 inner: None,
-                _populate_ahead: None,
+                populate_ahead: None,
             });
         }
         let cat = self.catalog();
@@ -671,9 +671,7 @@ impl Inner {
                     rev,
                     body,
                 } => {
-                    if body.len() > format::MAX_MARKER_LEN - 400 {
-                        return Err(Error::new(ErrorCode::DocumentTooLarge));
-                    }
+                    check_body_len(body.len())?;
                     (
                         MarkerType::Document,
                         format::encode_data(&mut buf, MarkerType::Document, *cid, rev.0, key, body),
@@ -691,16 +689,7 @@ impl Inner {
             spans.push((start, len, kind));
         }
 
-        if buf.len() > MAX_BATCH_BYTES {
-            // Locations are 32-bit offsets; a batch must fit in one segment below 4 GiB.
-            return Err(Error::with_message(
-                ErrorCode::ResourceLimit,
-                format!(
-                    "write batch of {} bytes exceeds the limit of {MAX_BATCH_BYTES} bytes",
-                    buf.len()
-                ),
-            ));
-        }
+        check_batch_len(buf.len())?;
         self.throttle_writers()?;
         let mut wal = self.wal.lock();
         self.check_open()?;
@@ -796,34 +785,17 @@ impl Inner {
     ) -> Result<Option<crate::CommitTicket>> {
         self.check_open()?;
         check_key(key)?;
-        let col = self
-            .catalog
-            .read()
-            .collections
-            .get(&cid)
-            .cloned()
-            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
+        let col = self.collection(cid)?;
         col.usable()?;
         let sync = sync || col.options.read().wait_for_sync;
         // Reported only if the key is not alive, so that a duplicate still answers 1210 first.
-        let mut too_large = if body.len() > format::MAX_MARKER_LEN - 400 {
-            Some(Error::new(ErrorCode::DocumentTooLarge))
-        } else if 48 + key.len() + body.len() > MAX_BATCH_BYTES {
-            Some(Error::with_message(
-                ErrorCode::ResourceLimit,
-                format!(
-                    "document of {} bytes exceeds the write batch limit of {MAX_BATCH_BYTES} bytes",
-                    body.len()
-                ),
-            ))
-        } else {
-            None
-        };
         let mut buf = Vec::new();
         let mut len = 0;
+        let mut too_large = check_body_len(body.len()).err();
         if too_large.is_none() {
             buf.reserve_exact(48 + key.len() + body.len());
             len = format::encode_data(&mut buf, MarkerType::Document, cid, rev.0, key, body);
+            too_large = check_batch_len(buf.len()).err();
         }
         self.throttle_writers()?;
         let mut wal = self.wal.lock();
@@ -968,7 +940,7 @@ impl Inner {
             tick: appended.commit_tick,
             sync,
             inner: Some(self.clone()),
-            _populate_ahead: appended.populate_ahead,
+            populate_ahead: appended.populate_ahead,
         }
     }
 
@@ -3478,13 +3450,14 @@ impl Inner {
     }
 
     pub(crate) fn collection(&self, cid: u64) -> Result<Arc<Collection>> {
-        let col = self
-            .catalog()
+        // Under the read lock rather than through a clone of the catalog's `Arc`: this is on
+        // every single insert, and that reference count is shared by all cores.
+        self.catalog
+            .read()
             .collections
             .get(&cid)
             .cloned()
-            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))?;
-        Ok(col)
+            .ok_or_else(|| Error::new(ErrorCode::DataSourceNotFound))
     }
 
     pub(crate) fn collection_options(&self, cid: u64) -> Result<CollectionOptions> {
@@ -3538,7 +3511,7 @@ impl Inner {
                 tick,
                 sync: need,
                 inner: Some(self.clone()),
-                _populate_ahead: None,
+                populate_ahead: None,
             });
         }
         // One marker, whatever the collection's size: the WAL mutex is held for one small
@@ -3702,6 +3675,25 @@ struct Appended {
     /// WAL mutex.
     retired: Option<AppendMap>,
     populate_ahead: Option<files::PopulateAhead>,
+}
+
+/// A document body must fit in one marker.
+fn check_body_len(len: usize) -> Result<()> {
+    if len > format::MAX_MARKER_LEN - 400 {
+        return Err(Error::new(ErrorCode::DocumentTooLarge));
+    }
+    Ok(())
+}
+
+/// Locations are 32-bit offsets: an encoded batch must fit in one segment below 4 GiB.
+fn check_batch_len(len: usize) -> Result<()> {
+    if len > MAX_BATCH_BYTES {
+        return Err(Error::with_message(
+            ErrorCode::ResourceLimit,
+            format!("write batch of {len} bytes exceeds the limit of {MAX_BATCH_BYTES} bytes"),
+        ));
+    }
+    Ok(())
 }
 
 /// The engine's own limit on keys (the core checks ArangoDB's key rules before).

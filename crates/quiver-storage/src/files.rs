@@ -337,23 +337,11 @@ impl AppendMap {
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "write past the map"))?;
         let populate = shared.populate_write.load(Ordering::Relaxed);
         if populate && end > shared.writable_to.load(Ordering::Acquire) {
-            let from = start & !4095;
-            match shared
-                .map
-                .advise_range(memmap2::Advice::PopulateWrite, from, end - from)
-            {
-                Ok(()) => {
-                    // The advice covers whole pages: the rest of the last page is writable too.
-                    let page_end = end.div_ceil(4096).saturating_mul(4096).min(len);
-                    shared.writable_to.fetch_max(page_end, Ordering::AcqRel);
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    shared.populate_write.store(false, Ordering::Relaxed);
-                }
+            match shared.populate(start & !4095, end) {
                 Err(e) if e.raw_os_error() == Some(libc::EFAULT) => return Err(e),
                 // Anything else (no memory, interrupted) leaves the pages to the ordinary
                 // faults of the copy.
-                Err(_) => {}
+                _ => {}
             }
         }
         // SAFETY: `start..end` lies inside the map (checked above), which lives as long as
@@ -395,23 +383,32 @@ pub(crate) struct PopulateAhead {
 
 impl Drop for PopulateAhead {
     fn drop(&mut self) {
-        let shared = &self.shared;
-        match shared.map.advise_range(
-            memmap2::Advice::PopulateWrite,
-            self.from,
-            self.to - self.from,
-        ) {
+        // On EFAULT and the rest, the appends into this range make their own pages writable
+        // (and fail on EFAULT), see `write_at`.
+        let _ = self.shared.populate(self.from, self.to);
+        self.shared.populating.store(false, Ordering::Release);
+    }
+}
+
+impl AppendShared {
+    /// Makes `from..to` writable with one `MADV_POPULATE_WRITE` (`from` on a page boundary)
+    /// and records it; turns the advice off for good where the kernel lacks it (EINVAL).
+    fn populate(&self, from: usize, to: usize) -> io::Result<()> {
+        let result = self
+            .map
+            .advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+        match &result {
             Ok(()) => {
-                shared.writable_to.fetch_max(self.to, Ordering::AcqRel);
+                // The advice covers whole pages: the rest of the last page is writable too.
+                let page_end = to.div_ceil(4096).saturating_mul(4096).min(self.map.len());
+                self.writable_to.fetch_max(page_end, Ordering::AcqRel);
             }
             Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                shared.populate_write.store(false, Ordering::Relaxed);
+                self.populate_write.store(false, Ordering::Relaxed);
             }
-            // EFAULT and the rest: the appends into this range make their own pages writable
-            // (and fail on EFAULT), see `write_at`.
             Err(_) => {}
         }
-        shared.populating.store(false, Ordering::Release);
+        result
     }
 }
 

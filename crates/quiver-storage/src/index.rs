@@ -244,12 +244,8 @@ impl PrimaryIndex {
                 }
                 return was_alive;
             }
-            if !version.is_removed() {
-                shard.insert(IndexKey::from(key), Entry::new(version));
-            }
-            return false;
         }
-        // One descent, for a new key (the common case) as for an existing one.
+        // One descent, for a new key (the common case) as for an existing short one.
         match shard.entry(IndexKey::from(key)) {
             btree_map::Entry::Occupied(slot) => {
                 self.install_over(slot, version, horizon, floor, last_truncate)
@@ -339,7 +335,9 @@ impl PrimaryIndex {
             return;
         }
         let mut shard = self.shards[shard_of(key)].write();
-        // One tree descent for the common case at restart (a key seen for the first time).
+        // One tree descent for the common case at restart (a key seen for the first time);
+        // a key too long to be inline, found again in a newer file, pays an allocation it
+        // then drops.
         if version.is_removed() {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }

@@ -375,7 +375,7 @@ pub struct CommitTicket {
     inner: Option<Arc<engine::Inner>>,
     /// WAL pages to make writable once the committer has released its locks, which is when
     /// it drops the ticket (see `files::AppendMap::write_at`).
-    _populate_ahead: Option<files::PopulateAhead>,
+    populate_ahead: Option<files::PopulateAhead>,
 }
 
 impl fmt::Debug for CommitTicket {
@@ -417,7 +417,7 @@ impl CommitTicket {
     /// those pages, not this writer's fsync); returns the tick and, if this ticket waits for
     /// stable storage, the engine to wait on.
     fn release(self) -> (u64, Option<Arc<engine::Inner>>) {
-        drop(self._populate_ahead);
+        drop(self.populate_ahead);
         (self.tick, self.inner.filter(|_| self.sync))
     }
 }

@@ -21,8 +21,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// and then rebuilds them with full nodes (`PrimaryIndex::repack`), freeing about a third of
 /// their memory; mimalloc purges freed pages lazily, on later allocations of the thread that
 /// freed them, and this thread allocates next to nothing after startup, so without a forced
-/// collection the server kept the whole peak resident (measured: 2M documents, 284 vs 143 MB
-/// of anonymous memory after restart; docs/benchmarks/storage.md, session 6).
+/// collection the server kept the whole peak resident (measured with the repack: 2M
+/// documents, 268 vs 146 MiB of anonymous memory after restart; docs/benchmarks/storage.md,
+/// section 3, session 6).
 #[allow(unsafe_code)]
 fn release_freed_memory() {
     // SAFETY: `mi_collect` only walks and purges this thread's mimalloc heap, which is the
