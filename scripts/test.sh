@@ -16,6 +16,9 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "dependency direction"
 python3 scripts/check_deps.py
 
+step "module loops inside crates"
+python3 scripts/check_module_cycles.py
+
 step "unit, golden and integration tests"
 cargo test --workspace
 

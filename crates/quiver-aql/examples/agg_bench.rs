@@ -1,4 +1,4 @@
-//! In-process aggregation benchmark over Pokec-shaped profiles (issue 6 goal: the seed's
+//! In-process aggregation benchmark over Pokec-shaped profiles (target: the seed's
 //! `AGE` aggregation over 1,632,803 profiles under 300 ms).
 //!
 //! `cargo run --release -p quiver-aql --example agg_bench -- DIR [PROFILES] [RUNS] [QUERIES]`

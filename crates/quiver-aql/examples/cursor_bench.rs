@@ -131,7 +131,7 @@ fn main() {
             "\nloaded {agg_docs} documents in {:.1} s",
             t.elapsed().as_secs_f64()
         );
-        // Issue 4's aggregation figure: one warmup, then the median of five runs, wall and
+        // The aggregation figure: one warmup, then the median of five runs, wall and
         // CPU of the whole process (the grouped count runs on several threads).
         let q = "FOR d IN agg COLLECT c = d.c WITH COUNT INTO n RETURN {c, n}";
         let mut groups = run(&service, "_system", q);

@@ -12,6 +12,7 @@ pub mod value;
 pub mod ast;
 pub mod exec;
 pub mod explain;
+pub mod expr;
 pub mod geo_select;
 pub mod index_select;
 pub mod lexer;

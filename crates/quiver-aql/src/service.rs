@@ -18,14 +18,15 @@ use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
-use crate::exec::eval::EnvState;
-use crate::exec::{estimate_size, ExecCtx, Execution, Limits, Stats};
+use crate::exec::{ExecCtx, Execution, Limits, Stats};
 use crate::explain;
+use crate::expr::eval::EnvState;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
 use crate::source::DataSource;
+use crate::value::estimate_size;
 use crate::value::Warning;
 
 /// `(HTTP status, JSON body)` of a successful call.
@@ -142,7 +143,7 @@ pub struct QueryService {
     log_fast_queries: AtomicBool,
 }
 
-/// A query ready to run: its transaction, plan, phase timings and its plan-cache entry.
+/// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
 struct Prepared {
     txn: Box<dyn crate::source::Transaction>,
     plan: Arc<QueryPlan>,
@@ -403,14 +404,14 @@ fn iso_time(t: SystemTime) -> String {
     dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Phase timings of `extra.profile`.
-struct Phases {
+/// Stage timings of `extra.profile`.
+struct ProfileTimings {
     parsing: f64,
     optimizing: f64,
     executing: f64,
 }
 
-impl Phases {
+impl ProfileTimings {
     fn json(&self) -> Value {
         let tiny = 1e-6;
         json!({
@@ -760,7 +761,7 @@ impl QueryService {
             "stats": stats_json(&stats, parsing + optimizing + executing, req.full_count, Some(&plan), req.profile),
         });
         if req.profile >= 1 {
-            extra["profile"] = Phases {
+            extra["profile"] = ProfileTimings {
                 parsing,
                 optimizing,
                 executing,
@@ -1280,7 +1281,7 @@ fn cursor_with_values(
                 "stats": stats_json(&stats, parsing + optimizing + executing, stats.full_count.is_some(), Some(plan), *profile),
             });
             if *profile >= 1 {
-                extra["profile"] = Phases {
+                extra["profile"] = ProfileTimings {
                     parsing,
                     optimizing,
                     executing,

@@ -552,7 +552,7 @@ fn update(case: &mut Case, o: &Outcome) {
         (None, Some((n, m))) => {
             case.remove("result");
             case.remove("result unordered");
-            // Keep a reviewer-chosen message fragment if it still matches.
+            // Keep a hand-chosen message fragment if it still matches.
             let keep = case
                 .get("error")
                 .and_then(|e| e.split_once(' '))

@@ -324,7 +324,7 @@ fn slow_query_log_and_properties() {
 }
 
 #[test]
-fn profile_reports_phases_plan_and_nodes() {
+fn profile_reports_timings_plan_and_nodes() {
     let (_, s) = service_with_docs(3);
     let r = post(
         &s,
