@@ -8,13 +8,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
 
 fn run(service: &QueryService, db: &str, query: &str) -> usize {
     let (_, first) = service
-        .create_cursor(db, json!({"query": query}))
+        .create_cursor(db, CursorRequest::new(query))
         .expect("query runs");
     let mut n = first["result"].as_array().map_or(0, Vec::len);
     let mut reply = first;
