@@ -3,12 +3,12 @@
 //! function from plan to plan that reports whether it changed anything; rules run on every
 //! (sub)query pipeline.
 //!
-//! Rule `use-indexes` runs three selections in turn: [`use_indexes`] asks the
+//! Index selection: rule `use-indexes` first lets [`use_indexes`] ask the
 //! [`IndexCandidate`]s (the primary index: `_key`/`_id` equality and `IN`) to match filter
 //! conditions against a collection loop, then [`crate::index_select`] picks a persistent
-//! index for the remaining loops (filters and SORT), and rule `geo-index-optimizer` hands
-//! distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved by
-//! `optimize-traversals` ([`graph`]).
+//! index for the remaining loops (filters and SORT); after it, rule `geo-index-optimizer`
+//! hands distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved
+//! by `optimize-traversals` (`optimizer/graph.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
