@@ -47,10 +47,14 @@
 //! evaluator for their AQL expressions is registered with
 //! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
+mod auto_commit;
 mod catalog;
 mod collection;
+mod commit;
 mod computed;
 mod document;
+mod document_rules;
+mod document_writer;
 mod edge_index;
 pub mod fulltext;
 pub mod geo;
@@ -73,18 +77,20 @@ pub use catalog::{
     catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
     SYSTEM_DATABASE_COLLECTIONS,
 };
-pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo, JOURNAL_SIZE_MIN};
+pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
 pub use document::{revision_matches, EncodedDocument};
+pub use document_rules::version_keeps_stored;
+pub use document_writer::DocumentWriter;
 pub use edge_index::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
 pub use index::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
 pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+    WriteOptions,
 };
 pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
-pub use staging::version_keeps_stored;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 
