@@ -408,6 +408,7 @@ pub(crate) fn insert(
     doc: Value,
     opts: &WriteOptions,
 ) -> Result<OpResult> {
+    st.check_write(coll)?;
     if opts.overwrite_mode == OverwriteMode::Conflict {
         let mut prepared = prepare_insert(coll, doc, opts)?;
         let (rev, body) = stage_new(st, coll, &mut prepared, true)?;
@@ -518,7 +519,7 @@ pub(crate) fn modify(
     if_match: Option<&str>,
     merge: bool,
 ) -> Result<OpResult> {
-    coll.check_usable()?;
+    st.check_write(coll)?;
     let map = body_object(doc)?;
     let key = match url_key {
         Some(key) => {
@@ -613,7 +614,7 @@ pub(crate) fn remove(
     opts: &WriteOptions,
     if_match: Option<&str>,
 ) -> Result<OpResult> {
-    coll.check_usable()?;
+    st.check_write(coll)?;
     let (key, body_rev) = item_key(item)?;
     let (old_rev, old_body) = lookup_for_write(st, coll, &key, opts.return_old && !opts.silent)?;
     check_revision(

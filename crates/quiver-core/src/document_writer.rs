@@ -19,7 +19,7 @@ use crate::document::EncodedDocument;
 use crate::document_rules;
 use crate::options::{Committed, OpResult, OverwriteMode, WriteOptions};
 use crate::staging::Staging;
-use crate::txn::{Transaction, TransactionOptions};
+use crate::txn::{DocumentReader, Transaction, TransactionOptions};
 
 /// Where document writes go. Results come as [`Committed`] either way: for an auto-commit
 /// write the commit's durability, for a write staged in a transaction nothing to wait for
@@ -65,7 +65,7 @@ impl DocumentWriter<'_> {
         match self {
             DocumentWriter::AutoCommit => coll.auto_commit(opts.wait_for_sync, op),
             DocumentWriter::Transaction(trx) => {
-                let value = trx.stage_op(coll, opts.wait_for_sync, op)?;
+                let value = trx.stage_op(opts.wait_for_sync, op)?;
                 Ok(Committed::new(value, None, || opts.wait_for_sync))
             }
         }
@@ -115,6 +115,7 @@ impl DocumentWriter<'_> {
             return coll.commit_prepared_insert(prepared, opts);
         }
         self.run(coll, opts, |st| {
+            st.check_write(coll)?;
             let mut prepared = document_rules::prepare_encoded(coll, doc)?;
             let (rev, body) = document_rules::stage_new(st, coll, &mut prepared, true)?;
             document_rules::created(coll, std::mem::take(&mut prepared.key), rev, &body, opts)
@@ -259,6 +260,35 @@ impl DocumentWriter<'_> {
                 let value = work(trx)?;
                 Ok(Committed::new(value, None, || wait_for_sync))
             }
+        }
+    }
+
+    /// Removes every document of `coll`: at once with the engine's truncate marker, or staged
+    /// as removals in the explicit transaction.
+    pub fn truncate(
+        &mut self,
+        coll: &Arc<Collection>,
+        wait_for_sync: bool,
+    ) -> Result<Committed<()>> {
+        match self {
+            DocumentWriter::AutoCommit => coll.truncate(wait_for_sync),
+            DocumentWriter::Transaction(trx) => {
+                trx.truncate(coll)?;
+                Ok(Committed::new((), None, || wait_for_sync))
+            }
+        }
+    }
+
+    /// Runs `read` over what this writer's operations see: the explicit transaction (its
+    /// snapshot plus its own writes), or a read view of `db` taken now.
+    pub fn read<R>(
+        &self,
+        db: &Arc<Database>,
+        read: impl FnOnce(&dyn DocumentReader) -> Result<R>,
+    ) -> Result<R> {
+        match self {
+            DocumentWriter::AutoCommit => read(&db.read_view()),
+            DocumentWriter::Transaction(trx) => read(&**trx),
         }
     }
 

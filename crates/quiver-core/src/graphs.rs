@@ -483,7 +483,10 @@ impl Graph {
 }
 
 /// 404/1202 unless every handle names an existing document for `reader`.
-pub fn check_vertices_exist(reader: &impl DocumentReader, handles: &[String]) -> Result<()> {
+pub fn check_vertices_exist(
+    reader: &(impl DocumentReader + ?Sized),
+    handles: &[String],
+) -> Result<()> {
     for handle in handles {
         let (collection, key) = handle.split_once('/').unwrap_or((handle, ""));
         let coll = reader.collection(collection)?;

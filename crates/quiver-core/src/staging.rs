@@ -3,7 +3,7 @@
 //! transactions and auto-commit writes (one-operation transactions) stage into it alike; the
 //! document rules that fill it are in `document_rules.rs`, its commit in `commit.rs`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -44,6 +44,9 @@ pub(crate) struct Staging {
     pub sync: bool,
     /// Staging calls so far (each operation that changed the write set adds one).
     pub operations: u64,
+    /// The collections an explicit transaction declared for writing (None: any, for an
+    /// auto-commit write, whose collection is the one it locked).
+    pub writable: Option<HashSet<CollectionId>>,
     /// The caller holds the writer lock of the (single) collection written, and `snapshot`
     /// was taken under it.
     pub locked: bool,
@@ -61,9 +64,30 @@ impl Staging {
             max_bytes,
             sync: false,
             operations: 0,
+            writable: None,
             locked: false,
             unique_claims: HashMap::new(),
         }
+    }
+
+    /// Whether `cid` may be written here.
+    pub fn may_write(&self, cid: CollectionId) -> bool {
+        self.writable.as_ref().is_none_or(|ids| ids.contains(&cid))
+    }
+
+    /// Error 1652 unless `coll` may be written here (1203 once it is dropped).
+    pub fn check_write(&self, coll: &Collection) -> Result<()> {
+        coll.check_usable()?;
+        if self.may_write(coll.id()) {
+            return Ok(());
+        }
+        Err(Error::with_message(
+            ErrorCode::TransactionUnregisteredCollection,
+            format!(
+                "collection '{}' not registered for write in transaction",
+                coll.name()
+            ),
+        ))
     }
 
     /// The current state of a document: staged writes first, then the snapshot.

@@ -1,7 +1,7 @@
 //! Transactions (many operations on several collections of one database, committed as one
 //! engine batch) and read views (a consistent snapshot for queries).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -331,7 +331,6 @@ impl TransactionOptions {
 pub struct Transaction {
     db: Arc<Database>,
     staging: Staging,
-    write_set: HashMap<CollectionId, Arc<Collection>>,
     read_set: HashSet<CollectionId>,
     allow_implicit: bool,
 }
@@ -347,10 +346,9 @@ impl std::fmt::Debug for Transaction {
 
 impl Transaction {
     pub(crate) fn begin(db: Arc<Database>, options: TransactionOptions) -> Result<Transaction> {
-        let mut write_set = HashMap::new();
+        let mut write_set = HashSet::new();
         for name in options.write.iter().chain(&options.exclusive) {
-            let coll = db.collection(name)?;
-            write_set.insert(coll.id(), coll);
+            write_set.insert(db.collection(name)?.id());
         }
         let mut read_set = HashSet::new();
         for name in &options.read {
@@ -361,35 +359,20 @@ impl Transaction {
             .unwrap_or(db.settings.max_transaction_size);
         let mut staging = Staging::new(db.engine().snapshot(), max);
         staging.sync = options.wait_for_sync;
+        staging.writable = Some(write_set);
         Ok(Transaction {
             db,
             staging,
-            write_set,
             read_set,
             allow_implicit: options.allow_implicit,
         })
-    }
-
-    fn check_write(&self, coll: &Collection) -> Result<()> {
-        coll.check_usable()?;
-        if self.write_set.contains_key(&coll.id()) {
-            Ok(())
-        } else {
-            Err(Error::with_message(
-                ErrorCode::TransactionUnregisteredCollection,
-                format!(
-                    "collection '{}' not registered for write in transaction",
-                    coll.name()
-                ),
-            ))
-        }
     }
 
     fn check_read(&self, coll: &Collection) -> Result<()> {
         coll.check_usable()?;
         if self.allow_implicit
             || self.read_set.contains(&coll.id())
-            || self.write_set.contains_key(&coll.id())
+            || self.staging.may_write(coll.id())
         {
             Ok(())
         } else {
@@ -414,15 +397,14 @@ impl Transaction {
         self.staging.operations
     }
 
-    /// Runs one operation over the write set (`document_writer.rs`): 1652 if `coll` was not
-    /// declared for writing; `wait_for_sync` makes the commit wait for stable storage.
+    /// Runs one operation over the write set (`document_writer.rs`; the document rules refuse
+    /// collections not declared for writing with 1652, per item); `wait_for_sync` makes the
+    /// commit wait for stable storage.
     pub(crate) fn stage_op<T>(
         &mut self,
-        coll: &Arc<Collection>,
         wait_for_sync: bool,
         op: impl FnOnce(&mut Staging) -> Result<T>,
     ) -> Result<T> {
-        self.check_write(coll)?;
         if wait_for_sync {
             self.staging.sync = true;
         }
@@ -431,7 +413,7 @@ impl Transaction {
 
     /// Removes every document of `coll` as seen by this transaction.
     pub fn truncate(&mut self, coll: &Arc<Collection>) -> Result<()> {
-        self.check_write(coll)?;
+        self.staging.check_write(coll)?;
         let keys: Vec<String> = {
             let mut keys = Vec::new();
             for item in self.staging.snapshot.scan(coll.id())? {
