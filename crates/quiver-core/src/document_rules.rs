@@ -137,8 +137,10 @@ fn unchanged(
     key: String,
     rev: Revision,
     body: &Bytes,
-    (want_old, want_new): (bool, bool),
+    opts: &WriteOptions,
 ) -> Result<OpResult> {
+    let want_old = opts.return_old && !opts.silent;
+    let want_new = opts.return_new && !opts.silent;
     let stored = decode_old(coll, &key, body, want_old || want_new)?;
     let (old, new) = match (want_old, want_new) {
         (true, true) => (stored.clone(), stored),
@@ -417,35 +419,21 @@ pub(crate) fn insert(
     coll.check_usable()?;
     let mut map = body_object(doc)?;
     let (key, generated) = insert_key(coll, &map)?;
-    if st.lookup_rev(coll.id(), &key)?.is_none() {
+    let Some((old_rev, old_body)) = st.lookup(coll.id(), &key)? else {
         let mut prepared = prepare_parsed(coll, map, key, generated, opts)?;
         let (rev, body) = stage_new(st, coll, &mut prepared, false)?;
         return created(coll, std::mem::take(&mut prepared.key), rev, &body, opts);
-    }
-    let name = coll.name();
-    let id = format!("{name}/{key}");
-    let schema = if opts.skip_document_validation {
-        None
-    } else {
-        coll.compiled_schema()
     };
-    let (old_rev, old_body) = st
-        .lookup(coll.id(), &key)?
-        .ok_or_else(|| Error::new(ErrorCode::Internal))?;
     if opts.overwrite_mode != OverwriteMode::Ignore
         && version_blocks(opts.version_attribute.as_deref(), &map, &old_body)?
     {
-        let wanted = (
-            opts.return_old && !opts.silent,
-            opts.return_new && !opts.silent,
-        );
-        return unchanged(coll, key, old_rev, &old_body, wanted);
+        return unchanged(coll, key, old_rev, &old_body, opts);
     }
     let kind = match opts.overwrite_mode {
         OverwriteMode::Conflict => return Err(unique_violation(&key)),
         OverwriteMode::Ignore => {
             return Ok(OpResult {
-                id,
+                id: format!("{}/{key}", coll.name()),
                 key,
                 rev: old_rev,
                 old_rev: None,
@@ -462,49 +450,7 @@ pub(crate) fn insert(
             WriteKind::Updated
         }
     };
-    if coll.is_edge() {
-        validate_edge(&map)?;
-    }
-    coll.apply_computed(
-        if kind == WriteKind::Updated {
-            ComputeOn::Update
-        } else {
-            ComputeOn::Replace
-        },
-        &mut map,
-    )?;
-    if let Some(schema) = &schema {
-        schema.check_modify(&map, || decode_stored(&old_body))?;
-    }
-    let unique = check_unique(st, coll, &key, &map)?;
-    let rev = coll.next_revision();
-    let body = encode_stored(&key, rev, &map);
-    let quiet = opts.silent;
-    let old = decode_old(coll, &key, &old_body, opts.return_old && !quiet)?;
-    let new = if opts.return_new && !quiet {
-        Some(decode_with_id(&body, &name, &key)?)
-    } else {
-        None
-    };
-    let edge = edge_ends(coll, &map);
-    st.stage(
-        coll,
-        &key,
-        Some((rev, body)),
-        rev,
-        Some(old_rev),
-        edge,
-        unique,
-    )?;
-    Ok(OpResult {
-        id,
-        key,
-        rev,
-        old_rev: Some(old_rev),
-        kind,
-        new,
-        old,
-    })
+    stage_existing(st, coll, key, map, (old_rev, &old_body), opts, kind)
 }
 
 /// Replaces (`merge == false`) or updates (`merge == true`) one document. `url_key` is the key
@@ -543,44 +489,60 @@ pub(crate) fn modify(
     let body_rev = map.get("_rev").and_then(Value::as_str);
     check_revision(coll, &key, old_rev, if_match, body_rev, opts.ignore_revs)?;
     if version_blocks(opts.version_attribute.as_deref(), &map, &old_body)? {
-        let wanted = (
-            opts.return_old && !opts.silent,
-            opts.return_new && !opts.silent,
-        );
-        return unchanged(coll, key, old_rev, &old_body, wanted);
+        return unchanged(coll, key, old_rev, &old_body, opts);
     }
-    let mut new_map = if merge {
+    let new_map = if merge {
         let mut merged = decode_stored(&old_body)?;
         merge_patch(&mut merged, map, opts.keep_null, opts.merge_objects, true);
         merged
     } else {
         map
     };
-    coll.apply_computed(
-        if merge {
-            ComputeOn::Update
-        } else {
-            ComputeOn::Replace
-        },
-        &mut new_map,
-    )?;
+    let kind = if merge {
+        WriteKind::Updated
+    } else {
+        WriteKind::Replaced
+    };
+    stage_existing(st, coll, key, new_map, (old_rev, &old_body), opts, kind)
+}
+
+/// Stages `map` as the new version of the stored document `key` (`old`: its revision and
+/// body) — a replace, an update, or an insert that overwrites — after computed values, edge
+/// attributes, the schema and unique indexes; the result reports `kind`.
+fn stage_existing(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    key: String,
+    mut map: Map<String, Value>,
+    (old_rev, old_body): (Revision, &Bytes),
+    opts: &WriteOptions,
+    kind: WriteKind,
+) -> Result<OpResult> {
+    let on = if kind == WriteKind::Updated {
+        ComputeOn::Update
+    } else {
+        ComputeOn::Replace
+    };
+    coll.apply_computed(on, &mut map)?;
     if coll.is_edge() {
-        validate_edge(&new_map)?;
+        validate_edge(&map)?;
     }
-    if let Some(schema) = schema {
-        schema.check_modify(&new_map, || decode_stored(&old_body))?;
+    if !opts.skip_document_validation {
+        if let Some(schema) = coll.compiled_schema() {
+            schema.check_modify(&map, || decode_stored(old_body))?;
+        }
     }
-    let name = coll.name();
-    let unique = check_unique(st, coll, &key, &new_map)?;
+    let unique = check_unique(st, coll, &key, &map)?;
     let rev = coll.next_revision();
-    let body = encode_stored(&key, rev, &new_map);
-    let old = decode_old(coll, &key, &old_body, opts.return_old && !opts.silent)?;
+    let body = encode_stored(&key, rev, &map);
+    let name = coll.name();
+    let old = decode_old(coll, &key, old_body, opts.return_old && !opts.silent)?;
     let new = if opts.return_new && !opts.silent {
         Some(decode_with_id(&body, &name, &key)?)
     } else {
         None
     };
-    let edge = edge_ends(coll, &new_map);
+    let edge = edge_ends(coll, &map);
     st.stage(
         coll,
         &key,
@@ -595,11 +557,7 @@ pub(crate) fn modify(
         key,
         rev,
         old_rev: Some(old_rev),
-        kind: if merge {
-            WriteKind::Updated
-        } else {
-            WriteKind::Replaced
-        },
+        kind,
         new,
         old,
     })
