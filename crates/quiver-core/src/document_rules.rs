@@ -19,8 +19,8 @@ use crate::document::{
     merge_patch, revision_conflict, revision_matches, selector_key, stored_rev_offset,
     unique_violation, validate_edge, validate_edge_ends, write_stored_prefix, EncodedDocument,
 };
-use crate::edge_index::EdgeEnds;
 use crate::options::{OpResult, OverwriteMode, WriteKind, WriteOptions};
+use crate::staged_version::EdgeEnds;
 use crate::staging::{check_unique, transaction_too_large, Staging};
 
 /// `_from`/`_to` of a validated edge body (None for document collections).

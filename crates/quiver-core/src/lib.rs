@@ -67,6 +67,7 @@ mod options;
 mod schema;
 mod secondary;
 mod sorted;
+mod staged_version;
 mod staging;
 mod streams;
 mod ttl;

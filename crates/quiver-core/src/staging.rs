@@ -13,23 +13,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::collection::Collection;
-use crate::edge_index::EdgeEnds;
-
-/// One touched document: its state in the base snapshot and its staged state.
-#[derive(Clone, Debug)]
-pub(crate) struct StagedEntry {
-    /// Revision in the base snapshot (None: did not exist). Checked again at commit time by
-    /// transactions to detect write-write conflicts.
-    pub prior: Option<Revision>,
-    /// The staged state: Some = stored body, None = removed.
-    pub current: Option<(Revision, Bytes)>,
-    /// Revision of the removal marker when `current` is None.
-    pub removal_rev: Revision,
-    /// `_from`/`_to` of the staged version (edge collections only).
-    pub edge: Option<EdgeEnds>,
-    /// Values of the staged version in the collection's unique indexes: (index id, value).
-    pub unique: Vec<(u64, String)>,
-}
+use crate::staged_version::{EdgeEnds, StagedEntry};
 
 /// Writes staged over a snapshot.
 pub(crate) struct Staging {
