@@ -436,3 +436,121 @@ impl Transaction {
             .into_value())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CollectionSpec, Core, CoreOptions, DocumentReader, WriteKind};
+    use serde_json::json;
+
+    /// The same requests through both writers: the results (kinds, errors) and the stored
+    /// documents are the same, an explicit transaction just commits later.
+    #[test]
+    fn auto_commit_and_transaction_write_alike() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(dir.path(), CoreOptions::default()).unwrap();
+        let db = core.database(crate::SYSTEM_DATABASE).unwrap();
+        let run = |w: &mut DocumentWriter<'_>, coll: &Arc<Collection>| {
+            let mut outcome = Vec::new();
+            let mut note = |r: Result<Committed<OpResult>>| {
+                outcome.push(r.map(|c| c.into_value().kind).map_err(|e| e.code));
+            };
+            let opts = WriteOptions::new();
+            note(w.insert(coll, json!({"_key": "a", "n": 1}), &opts));
+            note(w.insert(coll, json!({"_key": "a"}), &opts));
+            let upsert = WriteOptions {
+                overwrite_mode: OverwriteMode::Update,
+                ..WriteOptions::new()
+            };
+            note(w.insert(coll, json!({"_key": "a", "m": 2}), &upsert));
+            note(w.update(
+                coll,
+                Some("a"),
+                json!({"n": null}),
+                &WriteOptions {
+                    keep_null: false,
+                    ..WriteOptions::new()
+                },
+            ));
+            let stale = WriteOptions {
+                if_match: Some("_nope".into()),
+                ..WriteOptions::new()
+            };
+            note(w.replace(coll, Some("a"), json!({"x": 1}), &stale));
+            note(w.insert(coll, json!({"_key": "b"}), &opts));
+            note(w.remove(coll, "b", &opts));
+            note(w.remove(coll, "b", &opts));
+            let many = w
+                .insert_many(
+                    coll,
+                    vec![json!({"_key": "c"}), json!({"_key": "c"})],
+                    &opts,
+                )
+                .unwrap()
+                .into_value();
+            outcome.extend(
+                many.into_iter()
+                    .map(|r| r.map(|op| op.kind).map_err(|e| e.code)),
+            );
+            outcome
+        };
+        let auto = db.create_collection(CollectionSpec::new("auto")).unwrap();
+        let staged = db.create_collection(CollectionSpec::new("staged")).unwrap();
+        let auto_outcome = run(&mut DocumentWriter::AutoCommit, &auto);
+        let mut trx = db
+            .begin_transaction(TransactionOptions::writing(&["staged"]))
+            .unwrap();
+        let staged_outcome = run(&mut DocumentWriter::Transaction(&mut trx), &staged);
+        assert_eq!(
+            staged.count().unwrap(),
+            0,
+            "nothing is visible before the commit"
+        );
+        trx.commit().unwrap().wait().unwrap();
+        assert_eq!(auto_outcome, staged_outcome);
+        assert_eq!(
+            auto_outcome,
+            [
+                Ok(WriteKind::Created),
+                Err(ErrorCode::UniqueConstraintViolated),
+                Ok(WriteKind::Updated),
+                Ok(WriteKind::Updated),
+                Err(ErrorCode::ArangoConflict),
+                Ok(WriteKind::Created),
+                Ok(WriteKind::Removed),
+                Err(ErrorCode::DocumentNotFound),
+                Ok(WriteKind::Created),
+                Err(ErrorCode::UniqueConstraintViolated),
+            ]
+        );
+        let view = db.read_view();
+        for coll in [&auto, &staged] {
+            let a = view.get(coll, "a").unwrap().unwrap();
+            assert_eq!((a.get("n"), &a["m"]), (None, &json!(2)));
+            assert!(view.get(coll, "b").unwrap().is_none());
+            assert_eq!(view.count(coll).unwrap(), 2);
+        }
+    }
+
+    /// A transaction refuses writes to collections it did not declare, per item.
+    #[test]
+    fn undeclared_collections_fail_per_item() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Core::open(dir.path(), CoreOptions::default()).unwrap();
+        let db = core.database(crate::SYSTEM_DATABASE).unwrap();
+        let other = db.create_collection(CollectionSpec::new("other")).unwrap();
+        db.create_collection(CollectionSpec::new("mine")).unwrap();
+        let mut trx = db
+            .begin_transaction(TransactionOptions::writing(&["mine"]))
+            .unwrap();
+        let mut writer = DocumentWriter::Transaction(&mut trx);
+        let results = writer
+            .insert_many(&other, vec![json!({}), json!({})], &WriteOptions::new())
+            .unwrap()
+            .into_value();
+        assert!(results
+            .iter()
+            .all(|r| r.as_ref().unwrap_err().code == ErrorCode::TransactionUnregisteredCollection));
+        assert_eq!(writer.staged_operations(), 0);
+    }
+}

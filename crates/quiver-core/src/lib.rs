@@ -11,6 +11,10 @@
 //!   [`Collection::basic_info`]: the JSON objects of the HTTP API), counts, figures, checksums,
 //!   truncates, compacts, and runs single and multi-document operations. Handles survive
 //!   renames; after a drop every call fails with 1203.
+//! - Writes go through [`DocumentWriter`]: [`DocumentWriter::AutoCommit`] (each call a
+//!   transaction of its own, committed at once; `Collection::insert`/`replace`/… are this) or
+//!   [`DocumentWriter::Transaction`] (staged in an explicit transaction;
+//!   `Transaction::insert`/… are this). Every write takes a [`WriteOptions`].
 //! - Writes return [`Committed`]: already visible to readers; `wait()` / `wait_async()`
 //!   confirms durability (stable storage when [`Committed::synced`], which is also how the HTTP
 //!   layer picks 201 vs 202).
