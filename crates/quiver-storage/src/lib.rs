@@ -10,17 +10,16 @@ pub mod format;
 mod index;
 mod scan;
 
-pub use engine::{plan, FileStat, ScanIter};
+pub use engine::{plan, Engine, FileStat, ScanIter};
 pub use scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use quiver_errors::{Error, Result};
-use quiver_types::{Hlc, Revision};
+use quiver_types::Revision;
 
 /// A database's numeric id (assigned by the engine, never reused).
 pub type DatabaseId = u64;
@@ -478,186 +477,6 @@ impl Snapshot {
     /// The snapshot's tick.
     pub fn tick(&self) -> u64 {
         self.state.tick()
-    }
-}
-
-/// The storage engine. Cheap to clone; all clones share one engine.
-#[derive(Clone)]
-pub struct Engine {
-    inner: Arc<engine::Inner>,
-}
-
-impl fmt::Debug for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Engine").finish_non_exhaustive()
-    }
-}
-
-impl Engine {
-    /// Opens (or creates) the engine in `dir` and recovers it.
-    pub fn open(dir: &Path, options: EngineOptions) -> Result<Engine> {
-        Ok(Engine {
-            inner: engine::open(dir, options)?,
-        })
-    }
-
-    /// Everything the engine holds, as recovered: databases with their collections.
-    /// Collections whose files are corrupt are listed with their error as status.
-    pub fn catalog(&self) -> Vec<DatabaseEntry> {
-        self.inner.catalog_entries()
-    }
-
-    /// Creates a database (durable when this returns).
-    pub fn create_database(&self, meta: serde_json::Value) -> Result<DatabaseId> {
-        self.inner.create_database(meta)
-    }
-
-    /// Replaces a database's metadata.
-    pub fn update_database(&self, db: DatabaseId, meta: serde_json::Value) -> Result<()> {
-        self.inner.update_database(db, meta)
-    }
-
-    /// Drops a database and all its collections.
-    pub fn drop_database(&self, db: DatabaseId) -> Result<()> {
-        self.inner.drop_database(db)
-    }
-
-    /// Creates a collection in database `db` (durable when this returns).
-    pub fn create_collection(
-        &self,
-        db: DatabaseId,
-        options: CollectionOptions,
-        meta: serde_json::Value,
-    ) -> Result<CollectionId> {
-        self.inner.create_collection(db, options, meta)
-    }
-
-    /// Replaces a collection's options and metadata (a new journal size applies to the next
-    /// journal).
-    pub fn update_collection(
-        &self,
-        cid: CollectionId,
-        options: CollectionOptions,
-        meta: serde_json::Value,
-    ) -> Result<()> {
-        self.inner.update_collection(cid, options, meta)
-    }
-
-    /// The current options of a collection.
-    pub fn collection_options(&self, cid: CollectionId) -> Result<CollectionOptions> {
-        self.inner.collection_options(cid)
-    }
-
-    /// Drops a collection and its files.
-    pub fn drop_collection(&self, cid: CollectionId) -> Result<()> {
-        self.inner.drop_collection(cid)
-    }
-
-    /// Removes every document of a collection atomically: one truncate marker in the WAL,
-    /// applied to the index in O(1) (snapshots taken before still see the old documents).
-    pub fn truncate(&self, cid: CollectionId, sync: bool) -> Result<CommitTicket> {
-        self.inner.truncate(cid, sync)
-    }
-
-    /// Commits one document put for a key that must not be alive: `Ok(None)`, writing
-    /// nothing, if `key` exists in `cid` at the newest state. The existence check and the
-    /// index install are one descent under the WAL mutex, which is what makes this cheaper
-    /// than [`Engine::latest_revision`] followed by [`Engine::commit`]. As with those, the
-    /// caller keeps other writers of `cid` that decide on a read of the key (the core's
-    /// collection writer lock) out while it runs.
-    pub fn insert_new(
-        &self,
-        cid: CollectionId,
-        key: &str,
-        rev: Revision,
-        body: &[u8],
-        sync: bool,
-    ) -> Result<Option<CommitTicket>> {
-        self.inner.commit_insert(cid, key, rev, body, sync)
-    }
-
-    /// Commits a batch atomically; visible to every snapshot taken after return.
-    pub fn commit(&self, batch: WriteBatch) -> Result<CommitTicket> {
-        self.inner.commit(batch)
-    }
-
-    /// A read view of everything committed so far.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            state: Arc::new(engine::snapshot(&self.inner)),
-        }
-    }
-
-    /// The revision of `key` in the newest committed state (None: absent), without the cost
-    /// of a snapshot. The answer can be stale as soon as it is returned unless the caller keeps
-    /// every other writer of `cid` out, as the core's collection writer lock does for its
-    /// "does this key exist now" decision.
-    pub fn latest_revision(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
-        self.inner.latest_revision(cid, key)
-    }
-
-    /// The clock that hands out revisions.
-    pub fn hlc(&self) -> &Hlc {
-        &self.inner.hlc
-    }
-
-    /// Figures of one collection.
-    pub fn figures(&self, cid: CollectionId) -> Result<Figures> {
-        self.inner.figures_of(cid)
-    }
-
-    /// Compacts a collection now: moves its WAL data into datafiles, then rewrites every
-    /// datafile holding dead markers.
-    pub fn compact(&self, cid: CollectionId) -> Result<CompactionReport> {
-        self.inner.compact(cid)
-    }
-
-    /// Reads every datafile and the journal of a collection and checks every marker and
-    /// footer (restart trusts hint files and does not read datafiles; this is the operator's
-    /// full check). Error 1000 names the file and offset of the first problem.
-    pub fn verify(&self, cid: CollectionId) -> Result<VerifyReport> {
-        self.inner.verify(cid)
-    }
-
-    /// Moves every committed WAL record into the collections' journals now.
-    pub fn collect(&self) -> Result<()> {
-        self.inner.collect_all()
-    }
-
-    /// Makes everything committed so far durable.
-    pub fn sync(&self) -> Result<()> {
-        self.inner.sync_all()
-    }
-
-    /// Engine-wide counters.
-    pub fn stats(&self) -> EngineStats {
-        EngineStats {
-            commits: self
-                .inner
-                .commits
-                .load(std::sync::atomic::Ordering::Relaxed),
-            wal_syncs: self
-                .inner
-                .wal_syncs
-                .load(std::sync::atomic::Ordering::Relaxed),
-        }
-    }
-
-    /// The oldest tick any live snapshot reads at (the newest visible tick when none is
-    /// held). Versions superseded at or below it are invisible to every present and future
-    /// snapshot, which is what lets secondary indexes drop their entries.
-    pub fn horizon(&self) -> u64 {
-        self.inner.horizon()
-    }
-
-    /// The tick of the newest visible commit.
-    pub fn last_tick(&self) -> u64 {
-        self.inner.visible_tick()
-    }
-
-    /// Syncs, stops background threads and releases the directory lock.
-    pub fn shutdown(&self) -> Result<()> {
-        self.inner.shutdown()
     }
 }
 
