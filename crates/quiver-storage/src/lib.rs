@@ -4,12 +4,16 @@
 //! journals and datafiles (see docs/design/storage.md and docs/storage-format.md). The engine
 //! stores opaque byte bodies addressed by key with a revision; it knows nothing about JSON.
 
+mod collection_options;
 mod engine;
 mod files;
 pub mod format;
 mod index;
 mod scan;
 
+pub use collection_options::{
+    check_journal_size, CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
+};
 pub use engine::{plan, Engine, FileStat, ScanIter};
 pub use scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 
@@ -105,8 +109,13 @@ pub trait IoHooks: Send + Sync {
 /// Startup options of the engine.
 #[derive(Clone)]
 pub struct EngineOptions {
-    /// `--database.maximal-journal-size`: default journal size in bytes (32 MiB).
+    /// `--database.maximal-journal-size`: default journal size in bytes (32 MiB); within
+    /// `min_journal_size..=`[`JOURNAL_SIZE_MAX`], or `open` fails.
     pub journal_size_default: u64,
+    /// Lower bound of every journal size, `journalSize` and the default: ArangoDB's
+    /// [`JOURNAL_SIZE_MIN`] (1 MiB). Tests of the engine lower it (not below
+    /// [`JOURNAL_SIZE_FLOOR`]) to seal journals after a few documents.
+    pub min_journal_size: u64,
     /// `--wal.sync-interval`: background fdatasync interval for non-sync writes (100 ms).
     pub sync_interval: Duration,
     /// `--wal.logfile-size`: WAL segment size in bytes (32 MiB).
@@ -141,6 +150,7 @@ impl Default for EngineOptions {
     fn default() -> EngineOptions {
         EngineOptions {
             journal_size_default: 32 * 1024 * 1024,
+            min_journal_size: JOURNAL_SIZE_MIN,
             sync_interval: Duration::from_millis(100),
             wal_logfile_size: 32 * 1024 * 1024,
             ignore_datafile_errors: false,
@@ -158,6 +168,7 @@ impl fmt::Debug for EngineOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EngineOptions")
             .field("journal_size_default", &self.journal_size_default)
+            .field("min_journal_size", &self.min_journal_size)
             .field("sync_interval", &self.sync_interval)
             .field("wal_logfile_size", &self.wal_logfile_size)
             .field("ignore_datafile_errors", &self.ignore_datafile_errors)
@@ -168,27 +179,6 @@ impl fmt::Debug for EngineOptions {
             .field("wal_throttle_wait", &self.wal_throttle_wait)
             .field("group_commit_gather", &self.group_commit_gather)
             .finish()
-    }
-}
-
-/// Storage options of one collection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CollectionOptions {
-    /// Journal size in bytes; `None` = engine default. Affects new journals only.
-    pub journal_size: Option<u64>,
-    /// Every write to this collection waits for stable storage.
-    pub wait_for_sync: bool,
-    /// Whether the compactor may rewrite this collection's datafiles.
-    pub do_compact: bool,
-}
-
-impl Default for CollectionOptions {
-    fn default() -> CollectionOptions {
-        CollectionOptions {
-            journal_size: None,
-            wait_for_sync: false,
-            do_compact: true,
-        }
     }
 }
 

@@ -556,6 +556,7 @@ fn was_bug_power_loss_during_collection_leaves_journal_unopenable() {
         dir.path(),
         quiver_storage::EngineOptions {
             journal_size_default: 64 * 1024,
+            min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
             wal_logfile_size: 64 * 1024,
             ..faulty(&faults)
         },

@@ -71,6 +71,7 @@ fn busy_options() -> EngineOptions {
         background_collector: true,
         wal_logfile_size: 8 * 1024,
         journal_size_default: 4 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         compaction: CompactionOptions {
             background: true,
             db_sleep_time: Duration::from_millis(5),

@@ -8,7 +8,7 @@
 
 use crate::files::{self};
 use crate::format::{self};
-use crate::{CollectionEntry, CollectionOptions, DatabaseEntry, FailPoint};
+use crate::{CollectionEntry, CollectionOptions, DatabaseEntry, FailPoint, JOURNAL_SIZE_MAX};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -17,7 +17,6 @@ use std::sync::Arc;
 
 use super::collection::ColFiles;
 use super::collection::{new_collection, Collection};
-use super::options_tmp::validate_options;
 use super::{next_tick, Inner};
 
 #[derive(Clone, Default)]
@@ -30,9 +29,23 @@ fn options_json(o: &CollectionOptions) -> Value {
     json!({"journalSize": o.journal_size, "waitForSync": o.wait_for_sync, "doCompact": o.do_compact})
 }
 
-pub(super) fn options_from_json(v: &Value) -> CollectionOptions {
+/// The options of collection `cid` as `catalog.json` stores them. A `journalSize` outside
+/// today's bounds (an older build accepted up to 2 GiB and clamped at use; a test engine may
+/// have stored a small one) is brought to the nearest bound, with a warning: the collection
+/// opens, and its options report the size in effect.
+pub(super) fn options_from_json(v: &Value, cid: u64, min_journal_size: u64) -> CollectionOptions {
+    let journal_size = v.get("journalSize").and_then(Value::as_u64).map(|size| {
+        let bounded = size.clamp(min_journal_size, JOURNAL_SIZE_MAX);
+        if bounded != size {
+            tracing::warn!(
+                "collection {cid}: stored journalSize {size} is outside \
+                 {min_journal_size}..={JOURNAL_SIZE_MAX}; using {bounded}"
+            );
+        }
+        bounded
+    });
     CollectionOptions {
-        journal_size: v.get("journalSize").and_then(Value::as_u64),
+        journal_size,
         wait_for_sync: v
             .get("waitForSync")
             .and_then(Value::as_bool)
@@ -176,7 +189,7 @@ impl Inner {
         options: CollectionOptions,
         meta: Value,
     ) -> Result<u64> {
-        validate_options(&options)?;
+        options.validate(self.options.min_journal_size)?;
         let id = next_tick(self);
         let dir = self.dir.clone();
         self.ddl_update(|cat| {
@@ -218,7 +231,7 @@ impl Inner {
         meta: Value,
     ) -> Result<()> {
         self.check_open()?;
-        validate_options(&options)?;
+        options.validate(self.options.min_journal_size)?;
         let col = self.collection(cid)?;
         let _g = self.ddl.lock();
         let old = (col.options.read().clone(), col.meta.read().clone());

@@ -7,7 +7,7 @@
 
 use crate::files::DataFile;
 use crate::index::PrimaryIndex;
-use crate::CollectionOptions;
+use crate::{CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX};
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
@@ -17,8 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::options_tmp::MIN_JOURNAL_SIZE;
-use super::{col_dir, MAX_FILE_SIZE};
+use super::col_dir;
 
 pub(crate) struct Collection {
     pub id: u64,
@@ -101,12 +100,15 @@ impl Collection {
         self.status.clone()
     }
 
+    /// The journal size in effect: the collection's `journalSize`, else the engine's
+    /// default (both validated on the way in: `CollectionOptions::validate`, `open`).
     pub(super) fn journal_size(&self, default: u64) -> u64 {
-        self.options
-            .read()
-            .journal_size
-            .unwrap_or(default)
-            .clamp(MIN_JOURNAL_SIZE, MAX_FILE_SIZE)
+        let size = self.options.read().journal_size.unwrap_or(default);
+        assert!(
+            (JOURNAL_SIZE_FLOOR..=JOURNAL_SIZE_MAX).contains(&size),
+            "journal size {size} escaped validation"
+        );
+        size
     }
 }
 

@@ -41,7 +41,6 @@ mod figures;
 mod journal;
 mod maintenance;
 mod open;
-mod options_tmp;
 mod recovery;
 mod scratch;
 mod snapshot;
@@ -127,6 +126,14 @@ impl Engine {
         meta: serde_json::Value,
     ) -> Result<CollectionId> {
         self.inner.create_collection(db, options, meta)
+    }
+
+    /// Checks a collection's storage options against the engine's bounds (`journalSize`
+    /// within `EngineOptions::min_journal_size..=`[`crate::JOURNAL_SIZE_MAX`]): error 10
+    /// naming the bound, exactly as [`Engine::create_collection`] and
+    /// [`Engine::update_collection`] would refuse them.
+    pub fn validate_collection_options(&self, options: &CollectionOptions) -> Result<()> {
+        options.validate(self.inner.options.min_journal_size)
     }
 
     /// Replaces a collection's options and metadata (a new journal size applies to the next
@@ -258,7 +265,7 @@ impl Engine {
     }
 }
 
-/// Largest configured WAL segment or journal size (larger settings are clamped), 1 GiB.
+/// Largest WAL segment size (a larger `--wal.logfile-size` is clamped to it), 1 GiB.
 const MAX_FILE_SIZE: u64 = 1 << 30;
 
 struct Background {

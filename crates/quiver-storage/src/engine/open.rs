@@ -9,7 +9,7 @@
 use crate::files::{self};
 use crate::format::{self};
 use crate::index::PrimaryIndex;
-use crate::EngineOptions;
+use crate::{check_journal_size, EngineOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MIN};
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
@@ -32,6 +32,75 @@ use super::wal_recovery::recover_wal;
 use super::{Background, Inner};
 
 pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
+    check_options(&options)?;
+    let lock = lock_directory(dir)?;
+    let inner = new_inner(dir, options, lock);
+    let mut rec = Recovered {
+        max_tick: 0,
+        max_rev: 0,
+    };
+    let (cat, fresh) = load_catalog(&inner, &mut rec)?;
+    remove_leftover_directories(dir, &cat);
+    let sealed = recover_wal(&inner, &cat, &mut rec)?;
+    // What was recovered may have come from the page cache after a kill -9: make it durable
+    // before calling it durable (new markers' claims vouch for it).
+    for seg in &sealed {
+        seg.file
+            .sync_data()
+            .map_err(|e| files::io_error(e, "fdatasync of a recovered WAL segment"))?;
+    }
+    let tick = rec.max_tick;
+    inner.tick.store(tick, Ordering::Release);
+    inner.visible.store(tick, Ordering::Release);
+    inner.hlc.observe(Revision(rec.max_rev));
+    for col in cat.collections.values() {
+        let count = col.index.gc(u64::MAX);
+        col.index.repack();
+        col.counts.lock().push_back((0, count));
+    }
+    {
+        let mut wal = inner.wal.lock();
+        wal.sealed = sealed;
+        inner
+            .pending_segments
+            .store(wal.sealed.len(), Ordering::Release);
+        wal.written_tick = tick;
+    }
+    inner.sync.lock().durable = tick;
+    inner.durable_tick.store(tick, Ordering::Release);
+    inner.durable_tx.send_modify(|v| v.0 = tick);
+    *inner.catalog.write() = Arc::new(cat);
+    let inner = Arc::new(inner);
+    if fresh {
+        inner.persist_catalog(&inner.catalog())?;
+    }
+    start_threads(&inner)?;
+    Ok(inner)
+}
+
+/// The engine-wide bounds of journal sizes (`--database.maximal-journal-size` must lie
+/// within them, as in ArangoDB, where a smaller one stops the server at startup).
+fn check_options(options: &EngineOptions) -> Result<()> {
+    let min = options.min_journal_size;
+    if !(JOURNAL_SIZE_FLOOR..=JOURNAL_SIZE_MIN).contains(&min) {
+        return Err(Error::with_message(
+            ErrorCode::BadParameter,
+            format!(
+                "the smallest journal size must be between {JOURNAL_SIZE_FLOOR} and \
+                 {JOURNAL_SIZE_MIN} bytes, not {min}"
+            ),
+        ));
+    }
+    check_journal_size(options.journal_size_default, min).map_err(|e| {
+        Error::with_message(
+            e.code,
+            format!("--database.maximal-journal-size: {}", e.message),
+        )
+    })
+}
+
+/// Creates the directory and takes its `LOCK` (error 1019 when another process holds it).
+fn lock_directory(dir: &Path) -> Result<File> {
     std::fs::create_dir_all(dir).map_err(|e| {
         Error::with_message(
             ErrorCode::CannotCreateDirectory,
@@ -53,8 +122,13 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
             ),
         ));
     }
+    Ok(lock)
+}
+
+/// The engine's state before recovery: empty catalog, no WAL segment, every tick 0.
+fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
     let (durable_tx, _) = tokio::sync::watch::channel((0u64, false));
-    let inner = Inner {
+    Inner {
         dir: dir.to_path_buf(),
         options,
         hlc: Hlc::new(),
@@ -97,12 +171,14 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         pending_segments: AtomicUsize::new(0),
         throttle: Mutex::new(()),
         throttle_cv: Condvar::new(),
-    };
-    let mut rec = Recovered {
-        max_tick: 0,
-        max_rev: 0,
-    };
-    // Catalog.
+    }
+}
+
+/// Reads `catalog.json` and recovers every collection it lists (a collection that fails to
+/// open keeps its error as status). Returns the catalog and whether the directory is new
+/// (no catalog and no collection data).
+fn load_catalog(inner: &Inner, rec: &mut Recovered) -> Result<(Catalog, bool)> {
+    let dir = inner.dir.as_path();
     let mut cat = Catalog::default();
     let mut fresh = false;
     match std::fs::read(dir.join("catalog.json")) {
@@ -137,10 +213,10 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
                     dir,
                     id,
                     db,
-                    options_from_json(&c["options"]),
+                    options_from_json(&c["options"], id, inner.options.min_journal_size),
                     c["meta"].clone(),
                 );
-                if let Err(e) = recover_collection(&inner, &mut col, &mut rec) {
+                if let Err(e) = recover_collection(inner, &mut col, rec) {
                     tracing::error!("collection {id} cannot be opened: {}", e);
                     col.status = Err(e);
                     col.index = PrimaryIndex::new();
@@ -168,7 +244,11 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         }
         Err(e) => return Err(files::io_error(e, "reading catalog.json")),
     }
-    // Leftover directories of dropped collections / databases.
+    Ok((cat, fresh))
+}
+
+/// Removes the directories of dropped databases and collections (an interrupted drop).
+fn remove_leftover_directories(dir: &Path, cat: &Catalog) {
     if let Ok(rd) = std::fs::read_dir(dir) {
         for entry in rd.flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
@@ -192,39 +272,4 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
             }
         }
     }
-    let sealed = recover_wal(&inner, &cat, &mut rec)?;
-    // What was recovered may have come from the page cache after a kill -9: make it durable
-    // before calling it durable (new markers' claims vouch for it).
-    for seg in &sealed {
-        seg.file
-            .sync_data()
-            .map_err(|e| files::io_error(e, "fdatasync of a recovered WAL segment"))?;
-    }
-    let tick = rec.max_tick;
-    inner.tick.store(tick, Ordering::Release);
-    inner.visible.store(tick, Ordering::Release);
-    inner.hlc.observe(Revision(rec.max_rev));
-    for col in cat.collections.values() {
-        let count = col.index.gc(u64::MAX);
-        col.index.repack();
-        col.counts.lock().push_back((0, count));
-    }
-    {
-        let mut wal = inner.wal.lock();
-        wal.sealed = sealed;
-        inner
-            .pending_segments
-            .store(wal.sealed.len(), Ordering::Release);
-        wal.written_tick = tick;
-    }
-    inner.sync.lock().durable = tick;
-    inner.durable_tick.store(tick, Ordering::Release);
-    inner.durable_tx.send_modify(|v| v.0 = tick);
-    *inner.catalog.write() = Arc::new(cat);
-    let inner = Arc::new(inner);
-    if fresh {
-        inner.persist_catalog(&inner.catalog())?;
-    }
-    start_threads(&inner)?;
-    Ok(inner)
 }

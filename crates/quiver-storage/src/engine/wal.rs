@@ -8,12 +8,11 @@
 
 use crate::files::{self, AppendMap, DataFile};
 use crate::format::{self, FileKind, MarkerType, FLAG_COMMIT, FLAG_SYNC};
-use crate::FailPoint;
+use crate::{FailPoint, JOURNAL_SIZE_FLOOR};
 use quiver_errors::{Error, ErrorCode, Result};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::options_tmp::MIN_JOURNAL_SIZE;
 use super::{next_tick, wal_dir, Inner, MAX_FILE_SIZE};
 
 pub(super) struct WalState {
@@ -103,7 +102,7 @@ impl Inner {
             .wal_logfile_size
             .min(MAX_FILE_SIZE)
             .max(format::FILE_HEADER_LEN as u64 + need + 4096)
-            .max(MIN_JOURNAL_SIZE)
+            .max(JOURNAL_SIZE_FLOOR)
     }
 
     fn create_segment(&self, size: u64, zero_fill: bool) -> Result<Arc<DataFile>> {
