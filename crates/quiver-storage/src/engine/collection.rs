@@ -63,6 +63,10 @@ impl Collection {
 
     fn push_count(&self, tick: u64, count: u64, horizon: u64) {
         let mut counts = self.counts.lock();
+        assert!(
+            counts.back().is_none_or(|(last, _)| *last <= tick),
+            "count history pushed out of tick order at {tick}"
+        );
         counts.push_back((tick, count));
         while counts.len() > 1 && counts[1].0 <= horizon {
             counts.pop_front();

@@ -388,6 +388,15 @@ impl Inner {
         let Some(j) = cf.journal.as_mut() else {
             return Err(Error::new(ErrorCode::Internal));
         };
+        // What `collect_segment` let into `pend` fits in front of the journal's footer.
+        assert!(
+            j.offset + pend.len + format::FOOTER_LEN as u64 <= j.size,
+            "journal {} overflows: {} + {} bytes of {}",
+            j.file.fid,
+            j.offset,
+            pend.len,
+            j.size
+        );
         let gathered;
         let bytes: &[u8] = match pend.runs.as_slice() {
             [one] => &image[one.clone()],

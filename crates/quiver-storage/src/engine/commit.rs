@@ -265,6 +265,18 @@ impl Inner {
         Ok(Some(ticket))
     }
 
+    /// Moves the visible tick to a batch's commit tick (under the WAL mutex, after the whole
+    /// batch is installed). Batches are published in tick order: the visible tick only grows
+    /// and never passes the last tick handed out.
+    fn publish_visible(&self, commit_tick: u64) {
+        let before = self.visible.load(Ordering::Relaxed);
+        assert!(
+            before < commit_tick && commit_tick <= self.tick.load(Ordering::Relaxed),
+            "visible tick {before} would move to {commit_tick}"
+        );
+        self.visible.store(commit_tick, Ordering::Release);
+    }
+
     /// Makes an appended and installed batch visible, releases the WAL mutex, and hands out
     /// its ticket.
     fn publish(
@@ -273,7 +285,7 @@ impl Inner {
         appended: Appended,
         sync: bool,
     ) -> crate::CommitTicket {
-        self.visible.store(appended.commit_tick, Ordering::Release);
+        self.publish_visible(appended.commit_tick);
         drop(wal);
         // Unmapped outside the mutex (32 MiB of populated pages).
         drop(appended.retired);

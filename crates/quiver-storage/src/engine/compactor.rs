@@ -324,6 +324,11 @@ impl Inner {
         let mut result: Option<Arc<DataFile>> = None;
         if count > 0 {
             let size = (header_len + out.len() + format::FOOTER_LEN) as u64;
+            // The planner caps a result at 2 GiB: its locations are 32-bit offsets.
+            assert!(
+                size <= u64::from(u32::MAX),
+                "compaction result of {size} bytes"
+            );
             let tmp = col.dir.join(format!("compaction-{fid}.db"));
             col.compacting.store(size, Ordering::Release);
             let _compacting = ResetOnDrop(&col.compacting);

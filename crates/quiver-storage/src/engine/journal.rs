@@ -141,6 +141,11 @@ impl Inner {
         );
         let file = j.file.clone();
         let offset = j.offset;
+        assert!(
+            offset % 8 == 0 && offset >= format::padded(format::FILE_HEADER_LEN) as u64,
+            "journal {} sealed at offset {offset}, not behind a marker",
+            file.fid
+        );
         let io = |e| files::io_error(e, "sealing a journal");
         files::check(&self.options.io_hooks, FailPoint::Seal).map_err(io)?;
         std::os::unix::fs::FileExt::write_all_at(&file.file, &footer, offset).map_err(io)?;

@@ -318,8 +318,12 @@ impl Drop for Inner {
     }
 }
 
+/// One tick (a file id, database or collection id): the next value of the counter that also
+/// hands out marker ticks ([`Inner::take_ticks`]), so no id is ever handed out twice.
 fn next_tick(inner: &Inner) -> u64 {
-    inner.tick.fetch_add(1, Ordering::AcqRel) + 1
+    let before = inner.tick.fetch_add(1, Ordering::AcqRel);
+    assert!(before < u64::MAX, "tick counter exhausted");
+    before + 1
 }
 
 fn wal_dir(dir: &Path) -> PathBuf {

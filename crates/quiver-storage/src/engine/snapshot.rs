@@ -187,6 +187,12 @@ pub(crate) fn snapshot(inner: &Arc<Inner>) -> SnapshotState {
     let catalog = inner.catalog();
     let mut snaps = inner.snapshots.lock();
     let tick = inner.visible.load(Ordering::Acquire);
+    // The visible tick only grows, so the horizon (the oldest registered tick) stays at or
+    // below every snapshot taken later.
+    assert!(
+        snaps.keys().next().is_none_or(|oldest| *oldest <= tick),
+        "snapshot at {tick} below the horizon"
+    );
     *snaps.entry(tick).or_insert(0) += 1;
     drop(snaps);
     SnapshotState {

@@ -100,6 +100,10 @@ impl Inner {
             }
             (wal.written_tick, segs)
         };
+        assert!(
+            target <= self.tick.load(Ordering::Relaxed),
+            "written tick {target} above every tick handed out"
+        );
         if target <= self.sync.lock().durable {
             return Ok(false);
         }

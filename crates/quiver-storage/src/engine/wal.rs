@@ -164,10 +164,28 @@ impl Inner {
             false => None,
         };
         self.new_segment(wal, need)?;
+        assert!(
+            wal.offset + need <= wal.size,
+            "a new segment holds the batch"
+        );
         // Let the maintenance thread prepare the next segment right away.
         *self.bg.wake.lock() = true;
         self.bg.cv.notify_all();
         Ok(retired)
+    }
+
+    /// Takes `n` consecutive ticks for a batch (under the WAL mutex) and returns the first.
+    /// Every tick comes from the one counter, so a batch's ticks lie above every tick
+    /// written or published before.
+    fn take_ticks(&self, wal: &WalState, n: u64) -> u64 {
+        assert!(n > 0, "a batch has at least one marker");
+        let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
+        assert!(
+            first > wal.written_tick && first > self.visible.load(Ordering::Relaxed),
+            "tick {first} handed out below the written tick {}",
+            wal.written_tick
+        );
+        first
     }
 
     /// Appends a batch's encoded markers (`spans` of `buf`: start, length, kind) to the WAL,
@@ -181,10 +199,14 @@ impl Inner {
         sync: bool,
     ) -> Result<Appended> {
         let need = buf.len() as u64;
+        assert!(
+            spans.first().is_some_and(|s| s.0 == 0) && need % 8 == 0,
+            "a batch is its padded markers from the first byte of its buffer"
+        );
         let retired = self.make_room(wal, need)?;
         let n = spans.len() as u64;
         let durable = self.durable_tick.load(Ordering::Acquire);
-        let first = self.tick.fetch_add(n, Ordering::AcqRel) + 1;
+        let first = self.take_ticks(wal, n);
         let commit_tick = first + n - 1;
         for (i, (start, len, kind)) in spans.iter().enumerate() {
             let flags = match (i + 1 == spans.len(), sync) {
@@ -205,6 +227,13 @@ impl Inner {
             .clone()
             .ok_or_else(|| Error::new(ErrorCode::Internal))?;
         let base = wal.offset;
+        // Locations are 32-bit offsets into 8-aligned markers of a segment that holds them.
+        assert!(
+            base % 8 == 0 && base + need <= wal.size && wal.size <= u64::from(u32::MAX),
+            "batch of {need} bytes at offset {base} does not fit segment {} of {} bytes",
+            seg.fid,
+            wal.size
+        );
         let write =
             files::check(&self.options.io_hooks, FailPoint::WalWrite).and_then(|_| {
                 match wal.map.as_mut() {
@@ -223,6 +252,10 @@ impl Inner {
             }
         };
         wal.offset += need;
+        assert!(
+            commit_tick > wal.written_tick,
+            "the written tick only grows"
+        );
         wal.written_tick = commit_tick;
         Ok(Appended {
             fid: seg.fid,
