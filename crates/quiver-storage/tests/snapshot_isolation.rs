@@ -1,6 +1,7 @@
-//! Adversarial review: snapshot isolation and non-blocking reads (these pass).
+//! Snapshot isolation and non-blocking reads: a paused scan blocks nobody and keeps its
+//! view; readers never see half a batch while the collector and compactor move files.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,8 +9,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::{CompactionOptions, Engine, EngineOptions, WriteBatch};
-use review_util::*;
 
 /// A scan paused in the middle holds no lock: another thread commits, collects and
 /// compacts meanwhile (a watchdog fails the test instead of hanging), and the scan then
