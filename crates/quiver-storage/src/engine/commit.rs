@@ -19,13 +19,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collection::Collection;
-use super::wal::{Appended, WalState};
+use super::wal::{Appended, MarkerSpan, WalState};
 use super::Inner;
 
 /// Largest encoded write batch (all its markers), 1 GiB.
 const MAX_BATCH_BYTES: usize = 1 << 30;
 
 impl Inner {
+    /// Commits a batch atomically: validated and encoded outside every lock, appended,
+    /// installed and published under the WAL mutex.
     pub(crate) fn commit(self: &Arc<Self>, batch: WriteBatch) -> Result<crate::CommitTicket> {
         self.check_open()?;
         if batch.ops.is_empty() {
@@ -36,6 +38,22 @@ impl Inner {
                 populate_ahead: None,
             });
         }
+        let (cols, sync) = self.batch_collections(&batch)?;
+        // Encode outside the WAL lock; ticks and CRCs are filled in under it.
+        let (mut buf, spans) = encode_batch(&batch.ops)?;
+        check_batch_len(buf.len())?;
+        self.throttle_writers()?;
+        let mut wal = self.wal.lock();
+        self.check_open()?;
+        let appended = self.append_locked(&mut wal, &mut buf, &spans, sync)?;
+        self.install_batch(&batch.ops, &cols, &spans, &appended);
+        Ok(self.publish(wal, appended, sync))
+    }
+
+    /// The collection of each operation of a batch (all usable, all of one database, keys
+    /// within the engine's limit, a truncate alone), and whether the batch waits for sync
+    /// (requested, or some collection has `waitForSync`).
+    fn batch_collections(&self, batch: &WriteBatch) -> Result<(Vec<Arc<Collection>>, bool)> {
         let cat = self.catalog();
         let mut cols: Vec<Arc<Collection>> = Vec::with_capacity(batch.ops.len());
         let mut sync = batch.sync;
@@ -72,62 +90,29 @@ impl Inner {
             sync |= col.options.read().wait_for_sync;
             cols.push(col);
         }
-        // Encode outside the WAL lock; ticks and CRCs are filled in under it.
-        let mut buf = Vec::with_capacity(
-            batch
-                .ops
-                .iter()
-                .map(|op| match op {
-                    BatchOp::Put { key, body, .. } => 48 + key.len() + body.len(),
-                    BatchOp::Remove { key, .. } => 48 + key.len(),
-                    BatchOp::Truncate { .. } => format::padded(format::TRUNCATE_LEN),
-                })
-                .sum(),
-        );
-        let mut spans = Vec::with_capacity(batch.ops.len());
-        for op in &batch.ops {
-            let start = buf.len();
-            let (kind, len) = match op {
-                BatchOp::Put {
-                    cid,
-                    key,
-                    rev,
-                    body,
-                } => {
-                    check_body_len(body.len())?;
-                    (
-                        MarkerType::Document,
-                        format::encode_data(&mut buf, MarkerType::Document, *cid, rev.0, key, body),
-                    )
-                }
-                BatchOp::Remove { cid, key, rev } => (
-                    MarkerType::Remove,
-                    format::encode_data(&mut buf, MarkerType::Remove, *cid, rev.0, key, &[]),
-                ),
-                BatchOp::Truncate { cid, rev } => (
-                    MarkerType::Truncate,
-                    format::encode_truncate(&mut buf, *cid, rev.0),
-                ),
-            };
-            spans.push((start, len, kind));
-        }
+        Ok((cols, sync))
+    }
 
-        check_batch_len(buf.len())?;
-        self.throttle_writers()?;
-        let mut wal = self.wal.lock();
-        self.check_open()?;
-        let appended = self.append_locked(&mut wal, &mut buf, &spans, sync)?;
+    /// Installs an appended batch's versions in the primary indexes with its commit tick and
+    /// updates the counts (under the WAL mutex, before the batch is published).
+    fn install_batch(
+        &self,
+        ops: &[BatchOp],
+        cols: &[Arc<Collection>],
+        spans: &[MarkerSpan],
+        appended: &Appended,
+    ) {
         let Appended {
             fid,
             base,
             commit_tick,
             ..
-        } = appended;
+        } = *appended;
         let horizon = self.horizon();
         // Per collection: the change of the live count, and whether some version died (which
         // is what can give the compactor work).
         let mut touched: Vec<(Arc<Collection>, i64, bool)> = Vec::new();
-        for (i, op) in batch.ops.iter().enumerate() {
+        for (i, op) in ops.iter().enumerate() {
             let col = &cols[i];
             let (start, len, _) = spans[i];
             let (key, version) = match op {
@@ -192,7 +177,6 @@ impl Inner {
         for (col, delta, died) in &touched {
             col.note_commit(commit_tick, *delta, *died, horizon);
         }
-        Ok(self.publish(wal, appended, sync))
     }
 
     /// [`Inner::commit`] of one insert (the engine's side of a plain single-document insert)
@@ -360,6 +344,48 @@ impl Inner {
         });
         self.commit(batch)
     }
+}
+
+/// Encodes a batch's markers into one buffer (ticks, flags and CRCs are filled in under the
+/// WAL mutex): the buffer and each marker's `(start, length, kind)`.
+fn encode_batch(ops: &[BatchOp]) -> Result<(Vec<u8>, Vec<MarkerSpan>)> {
+    let mut buf = Vec::with_capacity(
+        ops.iter()
+            .map(|op| match op {
+                BatchOp::Put { key, body, .. } => 48 + key.len() + body.len(),
+                BatchOp::Remove { key, .. } => 48 + key.len(),
+                BatchOp::Truncate { .. } => format::padded(format::TRUNCATE_LEN),
+            })
+            .sum(),
+    );
+    let mut spans = Vec::with_capacity(ops.len());
+    for op in ops {
+        let start = buf.len();
+        let (kind, len) = match op {
+            BatchOp::Put {
+                cid,
+                key,
+                rev,
+                body,
+            } => {
+                check_body_len(body.len())?;
+                (
+                    MarkerType::Document,
+                    format::encode_data(&mut buf, MarkerType::Document, *cid, rev.0, key, body),
+                )
+            }
+            BatchOp::Remove { cid, key, rev } => (
+                MarkerType::Remove,
+                format::encode_data(&mut buf, MarkerType::Remove, *cid, rev.0, key, &[]),
+            ),
+            BatchOp::Truncate { cid, rev } => (
+                MarkerType::Truncate,
+                format::encode_truncate(&mut buf, *cid, rev.0),
+            ),
+        };
+        spans.push((start, len, kind));
+    }
+    Ok((buf, spans))
 }
 
 /// A document body must fit in one marker.

@@ -15,6 +15,11 @@ use std::sync::Arc;
 
 use super::{next_tick, wal_dir, Inner, MAX_FILE_SIZE};
 
+/// One encoded marker of a batch: its start and (unpadded) length in the batch buffer, and
+/// its kind.
+pub(super) type MarkerSpan = (usize, usize, MarkerType);
+
+/// The WAL's state, guarded by the WAL mutex.
 pub(super) struct WalState {
     pub(super) segment: Option<Arc<DataFile>>,
     /// Writable map of `segment` that commits append through (`None`: `pwrite`, for a file
@@ -195,7 +200,7 @@ impl Inner {
         &self,
         wal: &mut WalState,
         buf: &mut [u8],
-        spans: &[(usize, usize, MarkerType)],
+        spans: &[MarkerSpan],
         sync: bool,
     ) -> Result<Appended> {
         let need = buf.len() as u64;
