@@ -23,17 +23,7 @@ pub(super) fn recover_wal(
     rec: &mut Recovered,
 ) -> Result<Vec<Arc<DataFile>>> {
     let dir = wal_dir(&inner.dir);
-    std::fs::create_dir_all(&dir).map_err(|e| files::io_error(e, "creating wal directory"))?;
-    let mut segs: Vec<(u64, PathBuf)> = std::fs::read_dir(&dir)
-        .map_err(|e| files::io_error(e, "listing wal directory"))?
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let fid = name.strip_suffix(".wal")?.parse::<u64>().ok()?;
-            Some((fid, e.path()))
-        })
-        .collect();
-    segs.sort();
+    let segs = list_segments(&dir)?;
     // Point-in-time recovery: a damaged spot inside a segment followed by intact markers is a
     // power-loss hole in the unsynced tail (pages reach the disk in any order) unless a later
     // marker claims that the damaged range had been made durable — then it is damage to
@@ -84,33 +74,7 @@ pub(super) fn recover_wal(
                 segs.len() - k - 1
             );
             keep = k + 1;
-            // Moved aside, not deleted: an operator can still inspect them.
-            for (_, path) in &segs[keep..] {
-                let _ = std::fs::rename(path, path.with_extension("wal.dropped"));
-            }
-            // The damaged segment keeps its intact prefix; its tail is saved next to it and
-            // zeroed, so that the next start does not find the same hole again and judge the
-            // newer segments written after this recovery against it.
-            let path = &segs[k].1;
-            let cut = (|| -> std::io::Result<()> {
-                let image = std::fs::read(path)?;
-                if bad_offset < image.len() {
-                    std::fs::write(
-                        path.with_extension("wal.dropped-tail"),
-                        &image[bad_offset..],
-                    )?;
-                    let file = std::fs::OpenOptions::new().write(true).open(path)?;
-                    std::os::unix::fs::FileExt::write_all_at(
-                        &file,
-                        &vec![0u8; image.len() - bad_offset],
-                        bad_offset as u64,
-                    )?;
-                    file.sync_all()?;
-                }
-                Ok(())
-            })();
-            cut.map_err(|e| files::io_error(e, "cutting a damaged WAL segment"))?;
-            let _ = files::sync_dir(&dir);
+            cut_at_hole(&dir, &segs[k..], bad_offset)?;
             infos.truncate(keep);
         }
     }
@@ -130,18 +94,67 @@ pub(super) fn recover_wal(
     Ok(out)
 }
 
+/// The segments in `dir` (created if missing), in fid order.
+fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    std::fs::create_dir_all(dir).map_err(|e| files::io_error(e, "creating wal directory"))?;
+    let mut segs: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map_err(|e| files::io_error(e, "listing wal directory"))?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let fid = name.strip_suffix(".wal")?.parse::<u64>().ok()?;
+            Some((fid, e.path()))
+        })
+        .collect();
+    segs.sort();
+    Ok(segs)
+}
+
+/// Point-in-time recovery at a power-loss hole at `bad_offset` of the first of `segs`: the
+/// later segments are moved aside, the damaged segment's tail is saved next to it and zeroed.
+fn cut_at_hole(dir: &Path, segs: &[(u64, PathBuf)], bad_offset: usize) -> Result<()> {
+    // Moved aside, not deleted: an operator can still inspect them.
+    for (_, path) in &segs[1..] {
+        let _ = std::fs::rename(path, path.with_extension("wal.dropped"));
+    }
+    // The damaged segment keeps its intact prefix; its tail is saved next to it and
+    // zeroed, so that the next start does not find the same hole again and judge the
+    // newer segments written after this recovery against it.
+    let path = &segs[0].1;
+    let cut = (|| -> std::io::Result<()> {
+        let image = std::fs::read(path)?;
+        if bad_offset < image.len() {
+            std::fs::write(
+                path.with_extension("wal.dropped-tail"),
+                &image[bad_offset..],
+            )?;
+            let file = std::fs::OpenOptions::new().write(true).open(path)?;
+            std::os::unix::fs::FileExt::write_all_at(
+                &file,
+                &vec![0u8; image.len() - bad_offset],
+                bad_offset as u64,
+            )?;
+            file.sync_all()?;
+        }
+        Ok(())
+    })();
+    cut.map_err(|e| files::io_error(e, "cutting a damaged WAL segment"))?;
+    let _ = files::sync_dir(dir);
+    Ok(())
+}
+
 /// What recovery needs to know about a WAL segment before replaying it.
 struct SegInfo {
     /// A damaged spot followed by intact markers: (offset, tick of the last marker before).
-    pub(super) hole: Option<(usize, u64)>,
+    hole: Option<(usize, u64)>,
     /// Highest durability claim of the intact markers before the hole (or of all).
-    pub(super) max_claim: u64,
+    max_claim: u64,
     /// Highest durability claim of intact markers after the hole.
-    pub(super) tail_claim: u64,
+    tail_claim: u64,
     /// Some intact marker of the segment's intact prefix ends a sync batch.
-    pub(super) has_sync: bool,
+    has_sync: bool,
     /// Some intact marker after the hole ends a sync batch.
-    pub(super) tail_sync: bool,
+    tail_sync: bool,
 }
 
 fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
