@@ -6,8 +6,8 @@
 //! records the tick counter as a high-water mark, so ids are never reused; options are
 //! validated ([`crate::validate_collection_options`]) before they are stored.
 
-use crate::files::{self};
-use crate::format::{self};
+use crate::files;
+use crate::format;
 use crate::{CollectionEntry, CollectionOptions, DatabaseEntry, FailPoint, JOURNAL_SIZE_MAX};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};

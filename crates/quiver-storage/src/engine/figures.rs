@@ -1,7 +1,7 @@
 //! Inspection of one collection: ArangoDB-style figures (one chunked index pass) and
 //! `verify` (reads every marker and footer).
 
-use crate::files::{self};
+use crate::files;
 use crate::format::{self, ScanEnd};
 use crate::Figures;
 use quiver_errors::Result;

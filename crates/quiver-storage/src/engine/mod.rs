@@ -26,10 +26,12 @@
 //!   handed out once and they only grow;
 //! * the visible tick never goes back and never passes the last tick handed out
 //!   ([`Inner::publish_visible`]);
-//! * the durable tick never passes the tick the WAL has been written up to.
+//! * the durable tick only grows, and the syncer only makes durable the WAL's written tick,
+//!   a tick handed out.
 //!
 //! Lock order: WAL mutex → snapshot registry / index shard / count history (each briefly);
-//! a collection's compaction lock → its file-set mutex → the file table.
+//! a collection's compaction lock → its file-set mutex → the WAL mutex (briefly) or the
+//! file table.
 
 mod catalog;
 mod collection;
@@ -61,8 +63,7 @@ use crate::{
 };
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_types::Hlc;
-use quiver_types::Revision;
+use quiver_types::{Hlc, Revision};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::fs::File;
@@ -274,6 +275,8 @@ struct Background {
     cv: Condvar,
 }
 
+/// The state every part of the engine shares; each file of this module implements one
+/// concept on it.
 pub(crate) struct Inner {
     dir: PathBuf,
     options: EngineOptions,

@@ -6,10 +6,12 @@
 //! counter starts at the highest tick, fid or id seen), and the clock has observed the
 //! highest revision.
 
-use crate::files::{self};
-use crate::format::{self};
+use crate::files;
+use crate::format;
 use crate::index::PrimaryIndex;
-use crate::{check_journal_size, EngineOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MIN};
+use crate::{
+    check_journal_size, EngineOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
+};
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
@@ -91,10 +93,14 @@ fn check_options(options: &EngineOptions) -> Result<()> {
             ),
         ));
     }
-    check_journal_size(options.journal_size_default, min).map_err(|e| {
+    let size = options.journal_size_default;
+    check_journal_size(size, min).map_err(|e| {
         Error::with_message(
             e.code,
-            format!("--database.maximal-journal-size: {}", e.message),
+            format!(
+                "--database.maximal-journal-size {size} is outside {min}..={JOURNAL_SIZE_MAX} \
+                 bytes"
+            ),
         )
     })
 }

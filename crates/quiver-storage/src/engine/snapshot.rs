@@ -6,8 +6,8 @@
 //! Invariants: a snapshot's tick is a visible tick (never above the last published batch);
 //! the horizon is never above the visible tick.
 
-use crate::files::{self};
-use crate::format::{self};
+use crate::files;
+use crate::format;
 use crate::index::{Loc, Version, SCAN_CHUNK};
 use crate::StoredDocument;
 use bytes::Bytes;
