@@ -55,10 +55,12 @@ pub(super) fn options_from_json(v: &Value, cid: u64, min_journal_size: u64) -> C
 }
 
 impl Inner {
+    /// The current catalog.
     pub(super) fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().clone()
     }
 
+    /// Rewrites `catalog.json` atomically from `cat`.
     pub(super) fn persist_catalog(&self, cat: &Catalog) -> Result<()> {
         let dbs: Vec<Value> = cat
             .databases
@@ -112,6 +114,7 @@ impl Inner {
             .collect()
     }
 
+    /// One DDL step: `f` edits a copy of the catalog, which is persisted, then published.
     fn ddl_update(&self, f: impl FnOnce(&mut Catalog) -> Result<()>) -> Result<()> {
         self.check_open()?;
         let _g = self.ddl.lock();
@@ -167,6 +170,7 @@ impl Inner {
         Ok(())
     }
 
+    /// Forgets a dropped collection's files and removes its directory.
     fn release_collection(&self, col: &Collection) {
         col.dropped.store(true, Ordering::Release);
         let cf = col.files.lock();

@@ -150,6 +150,7 @@ impl Inner {
         Ok(())
     }
 
+    /// Collects every sealed segment and the current one now.
     pub(crate) fn collect_all(&self) -> Result<()> {
         self.check_open()?;
         self.collect(true)

@@ -320,6 +320,7 @@ impl Inner {
         }
     }
 
+    /// Truncates a collection with one truncate marker (no marker when nothing is alive).
     pub(crate) fn truncate(self: &Arc<Self>, cid: u64, sync: bool) -> Result<crate::CommitTicket> {
         let col = self.collection(cid)?;
         col.usable()?;

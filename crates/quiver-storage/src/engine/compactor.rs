@@ -23,6 +23,8 @@ use super::journal::footer_ok;
 use super::{corrupt, datafile_path, hint_path, next_tick, Inner};
 
 impl Inner {
+    /// Explicit compaction: collects the WAL and seals a non-empty journal first, so that
+    /// everything is compacted.
     pub(crate) fn compact(&self, cid: u64) -> Result<CompactionReport> {
         self.check_open()?;
         let col = self.collection(cid)?;
@@ -38,6 +40,8 @@ impl Inner {
         self.compact_collection(&col, true)
     }
 
+    /// Compacts one collection: datafiles wholly below a durable truncate first, then the
+    /// groups the planner picks, one at a time (`force`: every file with dead data).
     pub(super) fn compact_collection(
         &self,
         col: &Arc<Collection>,
@@ -105,6 +109,7 @@ impl Inner {
         Ok(report)
     }
 
+    /// Per-datafile statistics for the planner (alive from one chunked index pass).
     fn file_stats_view(&self, col: &Collection) -> Vec<FileStat> {
         let cf = col.files.lock();
         let datafiles: Vec<(u64, u64)> = cf

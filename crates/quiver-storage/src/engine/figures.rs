@@ -19,6 +19,7 @@ impl Inner {
         Ok(self.figures(&col))
     }
 
+    /// The figures of one collection (one chunked index pass, then the file statistics).
     fn figures(&self, col: &Collection) -> Figures {
         let visible = self.visible.load(Ordering::Acquire);
         let floor = col.index.floor(visible);

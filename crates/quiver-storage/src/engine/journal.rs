@@ -24,6 +24,8 @@ pub(super) struct HintScratch {
 }
 
 impl Inner {
+    /// Replaces the collection's MANIFEST atomically: its datafiles in order, its journal,
+    /// its collected tick and the engine's tick high-water mark.
     pub(super) fn write_manifest(&self, col: &Collection, cf: &ColFiles) -> Result<()> {
         let doc = json!({
             "version": format::FORMAT_VERSION,
@@ -43,6 +45,8 @@ impl Inner {
         .map_err(|e| files::io_error(e, "writing MANIFEST"))
     }
 
+    /// Creates the next journal (the collection's `journalSize`, or larger for a marker of
+    /// `need` bytes) and lists it in the MANIFEST.
     pub(super) fn create_journal(
         &self,
         col: &Collection,
@@ -165,6 +169,8 @@ impl Inner {
         Ok(journal)
     }
 
+    /// Writes the hint file of a sealed datafile from a scan of its markers (not fsynced:
+    /// a CRC-checked cache).
     pub(super) fn write_hint(&self, col: &Collection, file: &DataFile) -> Result<()> {
         let image = file
             .image()

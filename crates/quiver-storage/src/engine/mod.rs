@@ -354,6 +354,7 @@ fn corrupt(what: String) -> Error {
 }
 
 impl Inner {
+    /// Refuses writes after shutdown, or after a failed WAL fdatasync poisoned the engine.
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::with_message(
@@ -367,6 +368,8 @@ impl Inner {
         Ok(())
     }
 
+    /// Stops accepting writes (until restart) after `err`, and wakes every sync waiter so it
+    /// fails with it.
     fn poison(&self, err: Error) {
         tracing::error!("storage engine stops accepting writes: {}", err);
         let mut p = self.poisoned.write();
@@ -386,10 +389,12 @@ impl Inner {
         self.durable_tx.send_modify(|v| v.1 = true);
     }
 
+    /// The open file `fid` from the file table (`None` once it was dropped from the table).
     pub(crate) fn file(&self, fid: u64) -> Option<Arc<DataFile>> {
         self.files.read().get(&fid).cloned()
     }
 
+    /// Syncs the WAL, stops the background threads and releases the directory lock.
     pub(crate) fn shutdown(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Ok(());

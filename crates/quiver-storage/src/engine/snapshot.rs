@@ -22,6 +22,8 @@ use super::collection::Collection;
 use super::{corrupt, Inner};
 
 impl Inner {
+    /// The oldest tick a registered snapshot reads at, else the visible tick: versions
+    /// superseded at or below it are invisible to every present and future snapshot.
     pub(crate) fn horizon(&self) -> u64 {
         let snaps = self.snapshots.lock();
         snaps
@@ -31,6 +33,7 @@ impl Inner {
             .unwrap_or_else(|| self.visible.load(Ordering::Acquire))
     }
 
+    /// The commit tick of the newest published batch.
     pub(crate) fn visible_tick(&self) -> u64 {
         self.visible.load(Ordering::Acquire)
     }
@@ -48,6 +51,7 @@ impl Inner {
         Ok(col.index.get(key, tick).map(|v| Revision(v.rev)))
     }
 
+    /// The marker at `loc` (`None` if its file left the file table meanwhile).
     fn read_marker(&self, loc: Loc) -> Result<Option<Bytes>> {
         let Some(file) = self.file(loc.fid) else {
             return Ok(None);
@@ -63,6 +67,8 @@ impl Inner {
         Ok(Some(Bytes::from(buf)))
     }
 
+    /// The version of `key` visible at `tick`, read from its file; looked up again when the
+    /// collector or compactor moved it meanwhile.
     fn read_version(
         &self,
         col: &Collection,
@@ -86,6 +92,7 @@ impl Inner {
         ))
     }
 
+    /// The document of version `v` (`None` if its file is gone; error 1000 if damaged).
     fn read_at(&self, col: &Collection, v: Version) -> Result<Option<StoredDocument>> {
         let Some(buf) = self.read_marker(v.loc)? else {
             return Ok(None);

@@ -55,6 +55,7 @@ impl Inner {
         result
     }
 
+    /// Asks the syncer to make `tick` durable (without waiting).
     pub(crate) fn request_sync(&self, tick: u64) {
         let mut s = self.sync.lock();
         if s.requested < tick {
@@ -64,6 +65,7 @@ impl Inner {
         self.syncer_cv.notify_one();
     }
 
+    /// Like [`Inner::wait_durable`], without blocking an async worker thread.
     pub(crate) async fn wait_durable_async(&self, tick: u64) -> Result<()> {
         let mut rx = self.durable_tx.subscribe();
         struct Waiting<'a>(&'a Inner);
@@ -86,6 +88,7 @@ impl Inner {
         }
     }
 
+    /// Wakes the syncer.
     fn bg_wake(&self) {
         self.syncer_cv.notify_one();
     }
@@ -130,6 +133,7 @@ impl Inner {
         Ok(true)
     }
 
+    /// Makes everything written so far durable.
     pub(crate) fn sync_all(&self) -> Result<()> {
         self.check_open()?;
         let tick = self.wal.lock().written_tick;

@@ -73,6 +73,7 @@ impl Inner {
         map
     }
 
+    /// Starts the next segment: the spare if `need` bytes fit it, else one created inline.
     fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
         let header_len = format::padded(format::FILE_HEADER_LEN) as u64;
         if let Some((spare, size, map)) = wal.spare.take() {
@@ -101,6 +102,7 @@ impl Inner {
         Ok(())
     }
 
+    /// The size of a new segment for a batch of `need` bytes.
     fn segment_size(&self, need: u64) -> u64 {
         // Locations are 32-bit offsets: no file may reach 4 GiB (batches are capped at 1 GiB).
         self.options
@@ -110,6 +112,7 @@ impl Inner {
             .max(JOURNAL_SIZE_FLOOR)
     }
 
+    /// Creates (and preallocates) a WAL segment and enters it in the file table.
     fn create_segment(&self, size: u64, zero_fill: bool) -> Result<Arc<DataFile>> {
         let fid = next_tick(self);
         let path = wal_dir(&self.dir).join(format!("{fid:020}.wal"));
