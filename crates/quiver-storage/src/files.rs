@@ -416,7 +416,7 @@ impl AppendShared {
 ///
 /// Read-populate, not write-populate: `MADV_POPULATE_WRITE` would dirty all 32 MiB at once,
 /// so the syncer's first `fdatasync` of the segment would write the whole reserved range
-/// (zeros and all, converting every unwritten extent: the cost session 2 measured against
+/// (zeros and all, converting every unwritten extent: the cost measured against
 /// zero-filled segments), and pages cleaned by writeback are write-protected again anyway.
 /// Read-populating puts the (zero) page-cache pages in place without I/O; the first store to
 /// each page then takes only a write-protect fault that marks it dirty.

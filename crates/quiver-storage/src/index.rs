@@ -124,7 +124,7 @@ pub(crate) const SCAN_CHUNK: usize = 256;
 /// Keys up to 24 bytes (every generated key, and most user keys) are stored inline in the
 /// tree's nodes: no allocation per key, and a search compares bytes in the node it is
 /// already reading instead of chasing a pointer per comparison. Measured side by side
-/// against `Box<str>` keys (docs/benchmarks/http.md, session 6).
+/// against `Box<str>` keys (docs/benchmarks/http.md).
 type IndexKey = compact_str::CompactString;
 /// The longest key an [`IndexKey`] holds without a heap allocation.
 const INLINE_KEY_LEN: usize = std::mem::size_of::<IndexKey>();
@@ -422,8 +422,8 @@ impl PrimaryIndex {
     /// installed in order (ArangoDB's traditional and autoincrement generators, and recovery,
     /// which reads the files in order) leave the leaves of std's `BTreeMap` about half full: a
     /// full leaf splits 6 + 5 and the left half never fills again. Built from a sorted
-    /// sequence, the same entries take about a third less memory (docs/benchmarks/storage.md,
-    /// session 6). Holds each shard's write lock for the rebuild of that shard, so it is meant
+    /// sequence, the same entries take about a third less memory (docs/benchmarks/storage.md).
+    /// Holds each shard's write lock for the rebuild of that shard, so it is meant
     /// for recovery, before any reader or writer exists.
     pub fn repack(&self) {
         // Sequential on purpose: rebuilt on two threads (the shards are independent) it took

@@ -4,23 +4,26 @@
 //! journals and datafiles (see docs/design/storage.md and docs/storage-format.md). The engine
 //! stores opaque byte bodies addressed by key with a revision; it knows nothing about JSON.
 
+mod collection_options;
 mod engine;
 mod files;
 pub mod format;
 mod index;
 mod scan;
 
-pub use engine::{plan, FileStat, ScanIter};
+pub use collection_options::{
+    check_journal_size, CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
+};
+pub use engine::{plan, Engine, FileStat, ScanIter};
 pub use scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use quiver_errors::{Error, Result};
-use quiver_types::{Hlc, Revision};
+use quiver_types::Revision;
 
 /// A database's numeric id (assigned by the engine, never reused).
 pub type DatabaseId = u64;
@@ -106,8 +109,13 @@ pub trait IoHooks: Send + Sync {
 /// Startup options of the engine.
 #[derive(Clone)]
 pub struct EngineOptions {
-    /// `--database.maximal-journal-size`: default journal size in bytes (32 MiB).
+    /// `--database.maximal-journal-size`: default journal size in bytes (32 MiB); within
+    /// `min_journal_size..=`[`JOURNAL_SIZE_MAX`], or `open` fails.
     pub journal_size_default: u64,
+    /// Lower bound of every journal size, `journalSize` and the default: ArangoDB's
+    /// [`JOURNAL_SIZE_MIN`] (1 MiB). Tests of the engine lower it (not below
+    /// [`JOURNAL_SIZE_FLOOR`]) to seal journals after a few documents.
+    pub min_journal_size: u64,
     /// `--wal.sync-interval`: background fdatasync interval for non-sync writes (100 ms).
     pub sync_interval: Duration,
     /// `--wal.logfile-size`: WAL segment size in bytes (32 MiB).
@@ -142,6 +150,7 @@ impl Default for EngineOptions {
     fn default() -> EngineOptions {
         EngineOptions {
             journal_size_default: 32 * 1024 * 1024,
+            min_journal_size: JOURNAL_SIZE_MIN,
             sync_interval: Duration::from_millis(100),
             wal_logfile_size: 32 * 1024 * 1024,
             ignore_datafile_errors: false,
@@ -159,6 +168,7 @@ impl fmt::Debug for EngineOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("EngineOptions")
             .field("journal_size_default", &self.journal_size_default)
+            .field("min_journal_size", &self.min_journal_size)
             .field("sync_interval", &self.sync_interval)
             .field("wal_logfile_size", &self.wal_logfile_size)
             .field("ignore_datafile_errors", &self.ignore_datafile_errors)
@@ -169,27 +179,6 @@ impl fmt::Debug for EngineOptions {
             .field("wal_throttle_wait", &self.wal_throttle_wait)
             .field("group_commit_gather", &self.group_commit_gather)
             .finish()
-    }
-}
-
-/// Storage options of one collection.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CollectionOptions {
-    /// Journal size in bytes; `None` = engine default. Affects new journals only.
-    pub journal_size: Option<u64>,
-    /// Every write to this collection waits for stable storage.
-    pub wait_for_sync: bool,
-    /// Whether the compactor may rewrite this collection's datafiles.
-    pub do_compact: bool,
-}
-
-impl Default for CollectionOptions {
-    fn default() -> CollectionOptions {
-        CollectionOptions {
-            journal_size: None,
-            wait_for_sync: false,
-            do_compact: true,
-        }
     }
 }
 
@@ -478,186 +467,6 @@ impl Snapshot {
     /// The snapshot's tick.
     pub fn tick(&self) -> u64 {
         self.state.tick()
-    }
-}
-
-/// The storage engine. Cheap to clone; all clones share one engine.
-#[derive(Clone)]
-pub struct Engine {
-    inner: Arc<engine::Inner>,
-}
-
-impl fmt::Debug for Engine {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Engine").finish_non_exhaustive()
-    }
-}
-
-impl Engine {
-    /// Opens (or creates) the engine in `dir` and recovers it.
-    pub fn open(dir: &Path, options: EngineOptions) -> Result<Engine> {
-        Ok(Engine {
-            inner: engine::open(dir, options)?,
-        })
-    }
-
-    /// Everything the engine holds, as recovered: databases with their collections.
-    /// Collections whose files are corrupt are listed with their error as status.
-    pub fn catalog(&self) -> Vec<DatabaseEntry> {
-        self.inner.catalog_entries()
-    }
-
-    /// Creates a database (durable when this returns).
-    pub fn create_database(&self, meta: serde_json::Value) -> Result<DatabaseId> {
-        self.inner.create_database(meta)
-    }
-
-    /// Replaces a database's metadata.
-    pub fn update_database(&self, db: DatabaseId, meta: serde_json::Value) -> Result<()> {
-        self.inner.update_database(db, meta)
-    }
-
-    /// Drops a database and all its collections.
-    pub fn drop_database(&self, db: DatabaseId) -> Result<()> {
-        self.inner.drop_database(db)
-    }
-
-    /// Creates a collection in database `db` (durable when this returns).
-    pub fn create_collection(
-        &self,
-        db: DatabaseId,
-        options: CollectionOptions,
-        meta: serde_json::Value,
-    ) -> Result<CollectionId> {
-        self.inner.create_collection(db, options, meta)
-    }
-
-    /// Replaces a collection's options and metadata (a new journal size applies to the next
-    /// journal).
-    pub fn update_collection(
-        &self,
-        cid: CollectionId,
-        options: CollectionOptions,
-        meta: serde_json::Value,
-    ) -> Result<()> {
-        self.inner.update_collection(cid, options, meta)
-    }
-
-    /// The current options of a collection.
-    pub fn collection_options(&self, cid: CollectionId) -> Result<CollectionOptions> {
-        self.inner.collection_options(cid)
-    }
-
-    /// Drops a collection and its files.
-    pub fn drop_collection(&self, cid: CollectionId) -> Result<()> {
-        self.inner.drop_collection(cid)
-    }
-
-    /// Removes every document of a collection atomically: one truncate marker in the WAL,
-    /// applied to the index in O(1) (snapshots taken before still see the old documents).
-    pub fn truncate(&self, cid: CollectionId, sync: bool) -> Result<CommitTicket> {
-        self.inner.truncate(cid, sync)
-    }
-
-    /// Commits one document put for a key that must not be alive: `Ok(None)`, writing
-    /// nothing, if `key` exists in `cid` at the newest state. The existence check and the
-    /// index install are one descent under the WAL mutex, which is what makes this cheaper
-    /// than [`Engine::latest_revision`] followed by [`Engine::commit`]. As with those, the
-    /// caller keeps other writers of `cid` that decide on a read of the key (the core's
-    /// collection writer lock) out while it runs.
-    pub fn insert_new(
-        &self,
-        cid: CollectionId,
-        key: &str,
-        rev: Revision,
-        body: &[u8],
-        sync: bool,
-    ) -> Result<Option<CommitTicket>> {
-        self.inner.commit_insert(cid, key, rev, body, sync)
-    }
-
-    /// Commits a batch atomically; visible to every snapshot taken after return.
-    pub fn commit(&self, batch: WriteBatch) -> Result<CommitTicket> {
-        self.inner.commit(batch)
-    }
-
-    /// A read view of everything committed so far.
-    pub fn snapshot(&self) -> Snapshot {
-        Snapshot {
-            state: Arc::new(engine::snapshot(&self.inner)),
-        }
-    }
-
-    /// The revision of `key` in the newest committed state (None: absent), without the cost
-    /// of a snapshot. The answer can be stale as soon as it is returned unless the caller keeps
-    /// every other writer of `cid` out, as the core's collection writer lock does for its
-    /// "does this key exist now" decision.
-    pub fn latest_revision(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
-        self.inner.latest_revision(cid, key)
-    }
-
-    /// The clock that hands out revisions.
-    pub fn hlc(&self) -> &Hlc {
-        &self.inner.hlc
-    }
-
-    /// Figures of one collection.
-    pub fn figures(&self, cid: CollectionId) -> Result<Figures> {
-        self.inner.figures_of(cid)
-    }
-
-    /// Compacts a collection now: moves its WAL data into datafiles, then rewrites every
-    /// datafile holding dead markers.
-    pub fn compact(&self, cid: CollectionId) -> Result<CompactionReport> {
-        self.inner.compact(cid)
-    }
-
-    /// Reads every datafile and the journal of a collection and checks every marker and
-    /// footer (restart trusts hint files and does not read datafiles; this is the operator's
-    /// full check). Error 1000 names the file and offset of the first problem.
-    pub fn verify(&self, cid: CollectionId) -> Result<VerifyReport> {
-        self.inner.verify(cid)
-    }
-
-    /// Moves every committed WAL record into the collections' journals now.
-    pub fn collect(&self) -> Result<()> {
-        self.inner.collect_all()
-    }
-
-    /// Makes everything committed so far durable.
-    pub fn sync(&self) -> Result<()> {
-        self.inner.sync_all()
-    }
-
-    /// Engine-wide counters.
-    pub fn stats(&self) -> EngineStats {
-        EngineStats {
-            commits: self
-                .inner
-                .commits
-                .load(std::sync::atomic::Ordering::Relaxed),
-            wal_syncs: self
-                .inner
-                .wal_syncs
-                .load(std::sync::atomic::Ordering::Relaxed),
-        }
-    }
-
-    /// The oldest tick any live snapshot reads at (the newest visible tick when none is
-    /// held). Versions superseded at or below it are invisible to every present and future
-    /// snapshot, which is what lets secondary indexes drop their entries.
-    pub fn horizon(&self) -> u64 {
-        self.inner.horizon()
-    }
-
-    /// The tick of the newest visible commit.
-    pub fn last_tick(&self) -> u64 {
-        self.inner.visible_tick()
-    }
-
-    /// Syncs, stops background threads and releases the directory lock.
-    pub fn shutdown(&self) -> Result<()> {
-        self.inner.shutdown()
     }
 }
 

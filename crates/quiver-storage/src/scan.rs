@@ -383,6 +383,7 @@ mod tests {
     fn open(dir: &std::path::Path) -> Engine {
         let options = EngineOptions {
             journal_size_default: 8 * 1024,
+            min_journal_size: crate::JOURNAL_SIZE_FLOOR,
             sync_interval: Duration::from_millis(5),
             wal_logfile_size: 16 * 1024,
             compaction: CompactionOptions {

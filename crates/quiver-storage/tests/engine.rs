@@ -336,6 +336,7 @@ fn busy_background_options() -> quiver_storage::EngineOptions {
     use std::time::Duration;
     EngineOptions {
         journal_size_default: 8 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         wal_logfile_size: 8 * 1024,
         sync_interval: Duration::from_millis(5),
         compaction: CompactionOptions {

@@ -58,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
 fn options() -> EngineOptions {
     EngineOptions {
         journal_size_default: 4096,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         wal_logfile_size: 4096,
         ..small_options()
     }

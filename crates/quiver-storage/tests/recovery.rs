@@ -163,6 +163,7 @@ fn journal_recovery_at_every_byte_keeps_exactly_a_prefix() {
         dir.path(),
         EngineOptions {
             journal_size_default: 64 * 1024,
+            min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
             ..small_options()
         },
     )
@@ -233,6 +234,7 @@ fn journal_recovery_at_every_byte_around_a_truncate_keeps_exactly_a_prefix() {
         dir.path(),
         EngineOptions {
             journal_size_default: 64 * 1024,
+            min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
             ..small_options()
         },
     )

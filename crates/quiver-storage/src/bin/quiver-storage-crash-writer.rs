@@ -26,6 +26,7 @@ fn main() {
         .expect("FIRST_VALUE");
     let options = EngineOptions {
         journal_size_default: 16 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         wal_logfile_size: 32 * 1024,
         sync_interval: Duration::from_millis(20),
         compaction: CompactionOptions {

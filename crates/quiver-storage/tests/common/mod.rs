@@ -16,6 +16,7 @@ use quiver_storage::{
 pub fn small_options() -> EngineOptions {
     EngineOptions {
         journal_size_default: 8 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         sync_interval: Duration::from_millis(5),
         wal_logfile_size: 16 * 1024,
         ignore_datafile_errors: false,

@@ -1,16 +1,17 @@
-//! Adversarial review: durability properties the engine gets right (these pass; the ones it
-//! got wrong are in review_fixed_regressions.rs).
+//! Durability under I/O failures: a failure at any named I/O point loses nothing
+//! acknowledged, a failed WAL fdatasync is never swallowed, a failed WAL write leaves no
+//! trace and moves the next commit to a fresh segment, a torn WAL keeps batches whole.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::format;
 use quiver_storage::{Engine, FailPoint, WriteBatch};
-use review_util::*;
 
 type Model = BTreeMap<String, String>;
 
@@ -35,7 +36,7 @@ fn churn(e: &Engine, cid: u64, model: &mut Model, round: usize) {
 /// A failure at any named I/O point of collection, sealing or compaction, followed by a
 /// kill -9 (directory copy) — or by a retry without the fault and then a kill -9 — never loses
 /// an acknowledged write and never brings a removed document back (no snapshot is held here;
-/// see review_fixed_regressions.rs for the snapshot case).
+/// see compaction_safety.rs for the snapshot case).
 #[test]
 fn failure_at_every_maintenance_point_then_crash_keeps_exactly_the_model() {
     let points = [

@@ -1,24 +1,25 @@
-//! Suspects from the session-1 review, each pinned by a test whether or not it turned out to
-//! be a real bug (the test guards the property either way). See docs/design/storage.md.
+//! Background work racing with readers and writers: compaction against snapshot release
+//! and index GC, `verify` against a journal append in progress, writers throttled while the
+//! collector lags. See docs/design/storage.md.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::{CompactionOptions, Engine, EngineOptions, FailPoint, WriteBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use review_util::*;
 
 /// Suspect (a), real: an explicit `compact()` decided whether to keep a removal marker from
 /// the live index while copying, after it had decided which document versions to keep from
 /// the index as it was before. A snapshot released (and a GC pass) in between dropped the
 /// removal of a document version that was copied because the snapshot pinned it; after a
 /// restart the removed document was back. The deterministic core is the unit test
-/// `removal_survives_when_an_older_version_of_its_key_is_kept` in engine.rs; this one runs
+/// `removal_survives_when_an_older_version_of_its_key_is_kept` in engine/compaction_plan.rs; this one runs
 /// the real interleaving (writers, snapshots taken and released, background collector, GC
 /// and compactor, explicit compactions) and checks every restart against the model.
 #[test]

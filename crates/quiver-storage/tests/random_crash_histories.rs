@@ -1,17 +1,17 @@
-//! Adversarial review: seeded random histories (puts, removals, two-collection batches,
-//! collection, compaction, long-lived snapshots, restarts) with a simulated kill -9 after
-//! every step; the recovered state must equal the model of acknowledged writes, and every
-//! open snapshot must keep seeing its own state.
+//! Seeded random histories (puts, removals, two-collection batches, collection,
+//! compaction, long-lived snapshots, restarts) with a simulated kill -9 after every step:
+//! the recovered state must equal the model of acknowledged writes, and every open snapshot
+//! must keep seeing its own state.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::{Engine, Snapshot, WriteBatch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use review_util::*;
 
 type Model = BTreeMap<String, String>;
 

@@ -1,12 +1,12 @@
-//! Adversarial review: restart invariants (ticks, seal interrupted between rename and
-//! MANIFEST, repeated restarts).
+//! Restart invariants: a seal interrupted between rename and MANIFEST recovers, repeated
+//! restarts with uncollected WAL keep the model, writes after a full compaction survive.
 
-mod review_util;
+mod harness;
 
 use std::sync::Arc;
 
+use harness::*;
 use quiver_storage::{Engine, FailPoint};
-use review_util::*;
 
 /// A seal whose MANIFEST update fails leaves `datafile-<fid>.db` on disk while the MANIFEST
 /// still lists the fid as the journal; a crash right then, or a retry and a crash later,

@@ -1,13 +1,14 @@
-//! Adversarial review: a damaged collection is isolated (these pass).
+//! A damaged collection is isolated: the others open and work, batches touching it fail
+//! whole, and its data in the WAL survives until salvage.
 
-mod review_util;
+mod harness;
 
 use std::fs;
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::format;
 use quiver_storage::{Engine, WriteBatch};
-use review_util::*;
 
 /// A collection whose datafile is damaged in the middle reports it; the other collection
 /// opens and works; a batch touching both is refused as a whole; reads of the damaged one

@@ -1,6 +1,7 @@
-//! Adversarial review: snapshot isolation and non-blocking reads (these pass).
+//! Snapshot isolation and non-blocking reads: a paused scan blocks nobody and keeps its
+//! view; readers never see half a batch while the collector and compactor move files.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -8,8 +9,8 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::{CompactionOptions, Engine, EngineOptions, WriteBatch};
-use review_util::*;
 
 /// A scan paused in the middle holds no lock: another thread commits, collects and
 /// compacts meanwhile (a watchdog fails the test instead of hanging), and the scan then
@@ -71,6 +72,7 @@ fn busy_options() -> EngineOptions {
         background_collector: true,
         wal_logfile_size: 8 * 1024,
         journal_size_default: 4 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         compaction: CompactionOptions {
             background: true,
             db_sleep_time: Duration::from_millis(5),

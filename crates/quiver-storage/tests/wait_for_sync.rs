@@ -1,14 +1,15 @@
-//! Adversarial review: waitForSync acknowledgements (these pass).
+//! waitForSync acknowledgements: an acknowledged sync write was fdatasynced, a failed
+//! fdatasync reaches every waiter, concurrent sync writers lose nothing at a crash.
 
-mod review_util;
+mod harness;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use harness::*;
 use quiver_storage::{CollectionOptions, Engine, EngineOptions, FailPoint, WriteBatch};
-use review_util::*;
 
 /// The background syncer never runs on its own here: any fdatasync seen was requested by a
 /// sync writer.

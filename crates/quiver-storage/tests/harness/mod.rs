@@ -1,5 +1,7 @@
-//! Helpers shared by the adversarial review tests (tests/review_*.rs). Self-contained on
-//! purpose: the engine's own tests/common may change while its owner edits it.
+//! Helpers of the crash, fault-injection and recovery tests: tiny files with background
+//! threads off, a directory copy as a simulated kill -9, fault hooks, a model of
+//! acknowledged writes. Kept apart from tests/common on purpose: these tests pin their own
+//! setup.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
@@ -18,6 +20,7 @@ use quiver_storage::{
 pub fn opts() -> EngineOptions {
     EngineOptions {
         journal_size_default: 8 * 1024,
+        min_journal_size: quiver_storage::JOURNAL_SIZE_FLOOR,
         sync_interval: Duration::from_millis(5),
         wal_logfile_size: 16 * 1024,
         ignore_datafile_errors: false,
@@ -44,7 +47,7 @@ pub fn open(dir: &Path) -> Engine {
 
 pub fn new_db(engine: &Engine) -> u64 {
     engine
-        .create_database(serde_json::json!({"name": "review"}))
+        .create_database(serde_json::json!({"name": "harness"}))
         .unwrap()
 }
 
@@ -113,7 +116,15 @@ pub fn copy_dir(from: &Path, to: &Path) {
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
         } else if entry.file_name() != "LOCK" {
-            fs::copy(entry.path(), &target).unwrap();
+            match fs::copy(entry.path(), &target) {
+                // Unlinked since it was listed: a file is deleted when its last reader drops
+                // it, which may be the syncer thread, after its data is durable elsewhere; a
+                // kill -9 a moment later would not have found it either.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                copied => {
+                    copied.unwrap();
+                }
+            }
         }
     }
 }

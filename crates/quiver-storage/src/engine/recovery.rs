@@ -1,0 +1,450 @@
+//! Reopening one collection at startup: reads its MANIFEST, deletes unlisted files, loads
+//! hint files in parallel, scans the journal and datafiles without a valid hint (torn tail:
+//! sealed after the last intact marker; damage: error 1000 or salvage), and rebuilds the
+//! file set.
+//!
+//! Invariants: the index keeps the highest tick per key whatever order files are read in;
+//! a listed file that is missing or damaged fails the collection, never the engine.
+
+use crate::files::{self, DataFile};
+use crate::format::{self, MarkerType, ScanEnd};
+use crate::index::{Loc, PrimaryIndex, Version};
+use parking_lot::Mutex;
+use quiver_errors::{Error, ErrorCode};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use super::collection::Collection;
+use super::collection::{ColFiles, FileStats, Journal, StatKind};
+use super::journal::{footer_ok, marker_entry};
+use super::{datafile_path, hint_path, journal_path, Inner};
+
+pub(super) struct Recovered {
+    pub(super) max_tick: u64,
+    pub(super) max_rev: u64,
+}
+
+pub(super) fn observe(r: &mut Recovered, tick: u64, rev: u64) {
+    r.max_tick = r.max_tick.max(tick);
+    r.max_rev = r.max_rev.max(rev);
+}
+
+fn fid_from_name(name: &str) -> Option<(String, u64)> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let (kind, fid) = stem.rsplit_once('-')?;
+    Some((format!("{kind}.{ext}"), fid.parse().ok()?))
+}
+
+/// Reopens one collection's files (see the module notes). An error fails this collection
+/// only; the caller records it as the collection's status.
+pub(super) fn recover_collection(
+    inner: &Inner,
+    col: &mut Collection,
+    rec: &mut Recovered,
+) -> std::result::Result<(), Error> {
+    let dir = col.dir.clone();
+    let manifest = read_manifest(col)?;
+    col.collected_tick
+        .store(manifest.collected_tick, Ordering::Release);
+    rec.max_tick = rec.max_tick.max(manifest.tick);
+    let mut keep: HashSet<u64> = manifest.datafiles.iter().copied().collect();
+    keep.extend(manifest.journal);
+    remove_unlisted_files(&dir, &keep, rec);
+    let mut cf = ColFiles::default();
+    let open_any = |fid: u64| -> Option<Arc<DataFile>> {
+        let d = datafile_path(&dir, fid);
+        let j = journal_path(&dir, fid);
+        let path = if d.exists() { d } else { j };
+        DataFile::open(fid, &path).ok()
+    };
+    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles);
+    let mut all: Vec<(u64, bool)> = manifest.datafiles.iter().map(|f| (*f, false)).collect();
+    all.extend(manifest.journal.map(|f| (f, true)));
+    for (fid, is_journal) in all {
+        let Some(file) = open_any(fid) else {
+            return Err(Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!(
+                    "collection {}: datafile {fid} listed in MANIFEST is missing",
+                    col.id
+                ),
+            ));
+        };
+        if let Some(loaded) = preloaded.remove(&fid) {
+            observe(rec, loaded.max_tick, loaded.max_rev);
+            col.last_tick.fetch_max(loaded.max_tick, Ordering::AcqRel);
+            col.truncate_durable
+                .fetch_max(loaded.truncate_tick, Ordering::AcqRel);
+            inner.files.write().insert(fid, file.clone());
+            cf.stats.insert(fid, loaded.stats);
+            cf.datafiles.push(file);
+            continue;
+        }
+        recover_file(inner, col, rec, &mut cf, file, is_journal)?;
+    }
+    let now_listed: Vec<u64> = cf.datafiles.iter().map(|f| f.fid).collect();
+    let now_journal = cf.journal.as_ref().map(|j| j.file.fid);
+    if now_listed != manifest.datafiles
+        || now_journal != manifest.journal
+        || !dir.join("MANIFEST").exists()
+    {
+        inner.write_manifest(col, &cf)?;
+    }
+    col.files = Mutex::new(cf);
+    Ok(())
+}
+
+/// What a collection's MANIFEST lists.
+struct Manifest {
+    /// Sealed datafiles, oldest first.
+    datafiles: Vec<u64>,
+    journal: Option<u64>,
+    collected_tick: u64,
+    /// The engine's tick high-water mark when it was written.
+    tick: u64,
+}
+
+/// Reads the collection's MANIFEST; a missing one is damage (error 1002), never "empty".
+fn read_manifest(col: &Collection) -> std::result::Result<Manifest, Error> {
+    let path = col.dir.join("MANIFEST");
+    let manifest: Value = match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| {
+            Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!("collection {}: unreadable MANIFEST: {e}", col.id),
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            // Every collection gets its MANIFEST before the catalog lists it: a missing one
+            // (or a missing directory) is damage, never "empty". Files are not touched.
+            return Err(Error::with_message(
+                ErrorCode::CorruptedCollection,
+                format!("collection {}: {} is missing", col.id, path.display()),
+            ));
+        }
+        Err(e) => return Err(files::io_error(e, "reading MANIFEST")),
+    };
+    Ok(Manifest {
+        datafiles: manifest["datafiles"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default(),
+        journal: manifest["journal"].as_u64(),
+        collected_tick: manifest["collectedTick"].as_u64().unwrap_or(0),
+        tick: manifest["tick"].as_u64().unwrap_or(0),
+    })
+}
+
+/// Deletes the files of `dir` whose fid the MANIFEST does not list (`keep`): leftovers of
+/// an interrupted compaction or journal creation, which hold nothing that is not also
+/// elsewhere. The fids of the kept ones count as seen ticks.
+fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in rd.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        if name == "MANIFEST" {
+            continue;
+        }
+        match fid_from_name(&name) {
+            Some((_, fid)) if keep.contains(&fid) => {
+                rec.max_tick = rec.max_tick.max(fid);
+            }
+            _ => {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+}
+
+/// A listed file without a usable hint, scanned: its markers go into the index, then it
+/// becomes the journal again (clean), a journal sealed behind its last intact marker (torn
+/// tail), or a datafile (sealed, or salvaged).
+fn recover_file(
+    inner: &Inner,
+    col: &Collection,
+    rec: &mut Recovered,
+    cf: &mut ColFiles,
+    file: Arc<DataFile>,
+    is_journal: bool,
+) -> std::result::Result<(), Error> {
+    let fid = file.fid;
+    let image = file
+        .read_all()
+        .map_err(|e| files::io_error(e, "reading a datafile"))?;
+    let scan = judge_scan(col, &image, is_journal);
+    let salvaged = scan.end == ScanEnd::Corrupt;
+    let markers = match scan.end {
+        ScanEnd::Corrupt if !inner.options.ignore_datafile_errors => {
+            return Err(Error::with_message(
+                ErrorCode::CorruptedDatafile,
+                format!(
+                    "collection {}: {} {fid} is corrupt at offset {} (start with \
+                     --database.ignore-datafile-errors to salvage the intact markers)",
+                    col.id,
+                    if is_journal { "journal" } else { "datafile" },
+                    scan.bad_offset.unwrap_or(0)
+                ),
+            ));
+        }
+        ScanEnd::Corrupt => {
+            tracing::warn!(
+                "collection {}: salvaging intact markers of corrupt file {fid}",
+                col.id
+            );
+            format::salvage(&image)
+        }
+        _ => scan.markers.clone(),
+    };
+    let mut stats = FileStats {
+        docs: 0,
+        doc_bytes: 0,
+        removes: 0,
+        size: file.len(),
+        kind: StatKind::Datafile,
+        max_tick: 0,
+    };
+    index_markers(col, rec, fid, &image, &markers, &mut stats);
+    inner.files.write().insert(fid, file.clone());
+    let reusable = is_journal && scan.end == ScanEnd::Clean && !salvaged;
+    if reusable {
+        let size = file.len();
+        let crc_acc = markers.iter().fold(0u32, |acc, m| {
+            crc32c::crc32c_append(acc, &m.crc.to_le_bytes())
+        });
+        stats.kind = StatKind::Journal;
+        cf.stats.insert(fid, stats);
+        cf.journal = Some(Journal {
+            file,
+            offset: scan.valid_end as u64,
+            size,
+            count: markers.len() as u64,
+            max_tick: markers.iter().map(|m| m.tick).max().unwrap_or(0),
+            crc_acc,
+        });
+    } else if is_journal && scan.end != ScanEnd::Sealed && !salvaged {
+        // A torn tail: seal the journal right after its last intact marker, so nothing is
+        // ever appended behind garbage.
+        let count = markers.len() as u64;
+        let max_tick = markers.iter().map(|m| m.tick).max().unwrap_or(0);
+        let crc_acc = markers.iter().fold(0u32, |acc, m| {
+            crc32c::crc32c_append(acc, &m.crc.to_le_bytes())
+        });
+        let end = markers
+            .last()
+            .map(|m| m.offset + format::padded(m.len))
+            .unwrap_or(format::padded(format::FILE_HEADER_LEN));
+        cf.journal = Some(Journal {
+            file,
+            offset: end as u64,
+            size: 0,
+            count,
+            max_tick,
+            crc_acc,
+        });
+        cf.stats.insert(fid, stats);
+        inner.seal_journal(col, cf)?;
+    } else {
+        // A sealed journal whose MANIFEST edit was lost, or a datafile without a hint.
+        if is_journal {
+            file.rename(&datafile_path(&col.dir, fid))
+                .map_err(|e| files::io_error(e, "renaming a sealed journal"))?;
+        }
+        // No hint for a salvaged file: a hint would make the next normal start trust it
+        // and silently skip the damage; without one the damage is reported again until
+        // compaction (in salvage mode) rewrites the intact markers into a fresh file.
+        if !salvaged && inner.write_hint(col, &file).is_err() {
+            tracing::warn!("collection {}: could not rewrite hint file {fid}", col.id);
+        }
+        cf.stats.insert(fid, stats);
+        cf.datafiles.push(file);
+    }
+    Ok(())
+}
+
+/// Scans a listed file and judges how it ends: a sealed datafile must end in a footer that
+/// matches its markers (anything else, a lost tail included, is damage); a journal's damage
+/// behind the collected tick that only uncollected markers follow is a torn tail.
+fn judge_scan(col: &Collection, image: &[u8], is_journal: bool) -> format::Scan {
+    let mut scan = format::scan(image);
+    if is_journal && scan.end == ScanEnd::Corrupt {
+        // Journal ticks grow along the file. Damage that starts after the last collected
+        // (synced) tick and is followed only by uncollected markers is an unsynced tail
+        // (power loss during a collector pass): everything from there on is still in the
+        // WAL, so the journal is cut at the damage instead of being reported.
+        let collected = col.collected_tick.load(Ordering::Acquire);
+        let bad = scan.bad_offset.unwrap_or(scan.valid_end);
+        let before = scan.markers.last().map(|m| m.tick).unwrap_or(0);
+        let tail_uncollected = format::salvage(image)
+            .iter()
+            .filter(|m| m.offset > bad)
+            .all(|m| m.tick > collected);
+        if before >= collected && tail_uncollected {
+            scan.end = ScanEnd::TornTail;
+        }
+    }
+    // A sealed datafile was fdatasynced with its footer before it was listed: anything
+    // but a footer that matches its markers means damage (a lost tail included).
+    let sealed_ok = scan.end == ScanEnd::Sealed && footer_ok(&scan);
+    let damaged_datafile = !is_journal && !sealed_ok;
+    let damaged_journal = is_journal && scan.end == ScanEnd::Sealed && !footer_ok(&scan);
+    if (damaged_datafile || damaged_journal) && scan.end != ScanEnd::Corrupt {
+        scan.end = ScanEnd::Corrupt;
+        scan.bad_offset = Some(scan.valid_end);
+    }
+    scan
+}
+
+/// Enters the markers of file `fid` into the index (highest tick wins) and its statistics.
+fn index_markers(
+    col: &Collection,
+    rec: &mut Recovered,
+    fid: u64,
+    image: &[u8],
+    markers: &[format::Found],
+    stats: &mut FileStats,
+) {
+    for m in markers {
+        let Ok(marker) = format::decode(&image[m.offset..]) else {
+            continue;
+        };
+        let Some((kind, key, tick, rev, off, len)) = marker_entry(m, &marker) else {
+            continue;
+        };
+        observe(rec, tick, rev);
+        col.last_tick.fetch_max(tick, Ordering::Relaxed);
+        stats.max_tick = stats.max_tick.max(tick);
+        if kind == MarkerType::Truncate {
+            col.index.note_truncate(tick);
+            col.truncate_durable.fetch_max(tick, Ordering::AcqRel);
+            continue;
+        }
+        let loc = if kind == MarkerType::Document {
+            stats.docs += 1;
+            stats.doc_bytes += len as u64;
+            Loc {
+                fid,
+                offset: off,
+                len,
+            }
+        } else {
+            stats.removes += 1;
+            Loc::REMOVED
+        };
+        col.index.recover(key, Version { tick, rev, loc });
+    }
+}
+
+struct Preloaded {
+    pub(super) stats: FileStats,
+    pub(super) max_tick: u64,
+    pub(super) max_rev: u64,
+    /// Tick of the newest truncate marker in the file (0 if none).
+    pub(super) truncate_tick: u64,
+}
+
+/// Loads the hint files of sealed datafiles into the index, several files in parallel (the
+/// index shards take concurrent inserts; "highest tick wins" makes the order irrelevant).
+/// Files without a valid hint are left to the caller, which scans them.
+fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64, Preloaded> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = Mutex::new(HashMap::new());
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(fids.len())
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&fid) = fids.get(i) else {
+                    break;
+                };
+                let Ok(buf) = std::fs::read(hint_path(dir, fid)) else {
+                    continue;
+                };
+                let mut p = Preloaded {
+                    stats: FileStats {
+                        docs: 0,
+                        doc_bytes: 0,
+                        removes: 0,
+                        size: std::fs::metadata(datafile_path(dir, fid))
+                            .map(|m| m.len())
+                            .unwrap_or(0),
+                        kind: StatKind::Datafile,
+                        max_tick: 0,
+                    },
+                    max_tick: 0,
+                    max_rev: 0,
+                    truncate_tick: 0,
+                };
+                // A hint is only as good as its datafile: one that lost its tail (footer or
+                // markers) must be scanned, which reports the damage.
+                let mut needed = 0u64;
+                let parsed = files::for_each_hint(fid, &buf, |_, _, _, _, offset, len| {
+                    needed = needed.max(offset as u64 + len as u64);
+                });
+                let footer_end = format::padded(needed as usize) + format::FOOTER_LEN;
+                if parsed.is_none() || p.stats.size < footer_end as u64 {
+                    continue;
+                }
+                let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
+                    p.max_tick = p.max_tick.max(tick);
+                    p.max_rev = p.max_rev.max(rev);
+                    if kind == MarkerType::Truncate {
+                        p.truncate_tick = p.truncate_tick.max(tick);
+                        index.note_truncate(tick);
+                        return;
+                    }
+                    let loc = if kind == MarkerType::Document {
+                        p.stats.docs += 1;
+                        p.stats.doc_bytes += len as u64;
+                        Loc { fid, offset, len }
+                    } else {
+                        p.stats.removes += 1;
+                        Loc::REMOVED
+                    };
+                    index.recover(key, Version { tick, rev, loc });
+                });
+                if ok.is_some() {
+                    p.stats.max_tick = p.max_tick;
+                    results.lock().insert(fid, p);
+                }
+            });
+        }
+    });
+    results.into_inner()
+}
+
+/// Runs `f(0..n)` on up to one thread per core and returns the results in order.
+pub(super) fn par_map<T: Send>(n: usize, f: impl Fn(usize) -> T + Sync) -> Vec<T> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<T>>> = Mutex::new((0..n).map(|_| None).collect());
+    let threads = std::thread::available_parallelism()
+        .map(|t| t.get())
+        .unwrap_or(1)
+        .min(n)
+        .max(1);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    break;
+                }
+                let r = f(i);
+                results.lock()[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .into_iter()
+        .map(|r| r.expect("every index was processed"))
+        .collect()
+}
