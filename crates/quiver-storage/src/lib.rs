@@ -9,13 +9,12 @@ mod engine;
 mod files;
 pub mod format;
 mod index;
-mod scan;
 
 pub use collection_options::{
     check_journal_size, CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
 };
 pub use engine::{plan, Engine, FileStat, ScanIter};
-pub use scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
+pub use engine::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 
 use std::fmt;
 use std::sync::Arc;
@@ -459,7 +458,7 @@ impl Snapshot {
     /// All documents alive in this snapshot in storage order (file by file, front to back),
     /// for consumers that need no key order: much cheaper per document than [`Snapshot::scan`]
     /// on large collections. Memory is bounded (locations are collected in windows); see
-    /// the `scan` module notes for consistency and checksum handling.
+    /// the `engine::ordered_scan` module notes for consistency and checksum handling.
     pub fn ordered_scan(&self, cid: CollectionId) -> Result<OrderedScan> {
         self.state.ordered_scan(cid)
     }

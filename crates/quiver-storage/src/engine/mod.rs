@@ -43,6 +43,7 @@ mod figures;
 mod journal;
 mod maintenance;
 mod open;
+mod ordered_scan;
 mod recovery;
 mod scratch;
 mod snapshot;
@@ -53,6 +54,7 @@ mod wal_recovery;
 pub(crate) use collection::Collection;
 pub use compaction_plan::{plan, FileStat};
 pub(crate) use open::open;
+pub use ordered_scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 pub use snapshot::ScanIter;
 pub(crate) use snapshot::{snapshot, SnapshotState};
 

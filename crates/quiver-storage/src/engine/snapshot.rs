@@ -172,9 +172,9 @@ impl SnapshotState {
         &self.guard.inner
     }
 
-    pub fn ordered_scan(self: &Arc<Self>, cid: u64) -> Result<crate::scan::OrderedScan> {
+    pub fn ordered_scan(self: &Arc<Self>, cid: u64) -> Result<super::ordered_scan::OrderedScan> {
         let col = self.collection(cid)?.clone();
-        Ok(crate::scan::OrderedScan::new(self.clone(), col))
+        Ok(super::ordered_scan::OrderedScan::new(self.clone(), col))
     }
 
     pub fn scan(self: &Arc<Self>, cid: u64) -> Result<ScanIter> {

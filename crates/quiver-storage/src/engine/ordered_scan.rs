@@ -26,7 +26,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 
-use crate::engine::{Collection, SnapshotState};
+use super::{Collection, SnapshotState};
 use crate::files::DataFile;
 use crate::format;
 use crate::index::{Loc, SCAN_CHUNK};
