@@ -1,6 +1,6 @@
-//! The hyper 1.x HTTP/1.1 connection loop: keep-alive, pipelining, body limits,
-//! request-body decompression, common headers and CORS. Everything else happens in
-//! [`crate::handle`].
+//! The hyper 1.x connection loop: HTTP/1.1 (keep-alive, pipelining) and HTTP/2 with prior
+//! knowledge on the same port, body limits, request-body decompression, common headers and
+//! CORS. Everything else happens in [`crate::handle`].
 //!
 //! hyper is used directly rather than through a web framework: routing is ArangoDB's own
 //! (database prefix, percent-decoded segments) and a framework would only add a layer per
@@ -20,9 +20,9 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use quiver_errors::{Error, ErrorCode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
@@ -223,6 +223,9 @@ async fn connection(
     mut conn_stopped: watch::Receiver<bool>,
     _open: OpenConnection,
 ) {
+    if speaks_http2(&stream).await {
+        return http2_connection(state, stream, conn_stopped).await;
+    }
     // Each request's future needs its own reference to the state. Taking it from a
     // per-connection `Arc` keeps that reference count on the connection's worker; the
     // server-wide one is shared by every worker, and bumping it per request moved its
@@ -260,6 +263,76 @@ async fn connection(
         None => {
             let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
         }
+    }
+}
+
+/// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How long a connection may take to finish sending a partial HTTP/2 preface before it is
+/// served as HTTP/1.1 (whose parser then refuses the `PRI` request line with 400).
+const PREFACE_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether the client opened the connection with the HTTP/2 preface, looked at without
+/// consuming it (`peek`): one system call per connection; an HTTP/1.1 request line differs
+/// from the preface in its first or second byte. A client that stops in the middle of the
+/// preface is polled every millisecond for at most [`PREFACE_WAIT`].
+async fn speaks_http2(stream: &TcpStream) -> bool {
+    let mut buf = [0u8; HTTP2_PREFACE.len()];
+    let deadline = tokio::time::Instant::now() + PREFACE_WAIT;
+    loop {
+        let n = match stream.peek(&mut buf).await {
+            Ok(n) => n,
+            Err(_) => return false,
+        };
+        if n == 0 || buf[..n] != HTTP2_PREFACE[..n] {
+            return false;
+        }
+        if n == HTTP2_PREFACE.len() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Serves an HTTP/2 connection (prior knowledge) until the client closes it or the server
+/// stops: the same request path as HTTP/1.1 ([`answer`]: body limit, decompression, URI limit,
+/// error envelopes, placement), the same head limit (as the header-list size), and at shutdown
+/// a GOAWAY that lets the open streams finish (at most 5 s, as for HTTP/1.1).
+async fn http2_connection(
+    state: Arc<ServerState>,
+    stream: TcpStream,
+    mut conn_stopped: watch::Receiver<bool>,
+) {
+    // Per-connection reference, as for HTTP/1.1 (see `connection`).
+    let state = Arc::new(state);
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move {
+            let mut response = answer(&state, req).await;
+            // Connection-specific headers do not exist in HTTP/2 (RFC 9113 §8.2.2).
+            response.headers_mut().remove(header::CONNECTION);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut conn = std::pin::pin!(http2::Builder::new(TokioExecutor::new())
+        .auto_date_header(false)
+        .max_header_list_size(MAX_HEAD_BYTES as u32)
+        .serve_connection(TokioIo::new(stream), service));
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = conn_stopped.changed() => {
+            conn.as_mut().graceful_shutdown();
+            tokio::time::timeout(Duration::from_secs(5), conn.as_mut())
+                .await
+                .unwrap_or(Ok(()))
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!("HTTP/2 connection ended: {e}");
     }
 }
 
