@@ -15,8 +15,8 @@ use quiver_core::{Core, CoreOptions};
 use quiver_server::{handle, Request, Response, ServerConfig, ServerState};
 use serde_json::{json, Value};
 
-/// The issues a `missing` row may name (ARCHITECTURE-level roadmap: 15 security, 17 search,
-/// 18 data tools, 19 web UI and observability, 21 parity).
+/// The issues a `missing` row may name (15 security, 17 search, 18 data tools, 19 web UI and
+/// observability, 21 parity).
 const ISSUES: &[u32] = &[15, 17, 18, 19, 21];
 
 fn repo_root() -> PathBuf {
