@@ -1,5 +1,5 @@
-//! The hyper 1.x connection loop: HTTP/1.1 (keep-alive, pipelining) and HTTP/2 with prior
-//! knowledge on the same port, body limits, request-body decompression, common headers and
+//! The hyper 1.x connection loop: HTTP/1.1 (keep-alive, pipelining) and HTTP/2 (prior
+//! knowledge or `Upgrade: h2c`) on the same port, body limits, request-body decompression, common headers and
 //! CORS. Everything else happens in [`crate::handle`].
 //!
 //! hyper is used directly rather than through a web framework: routing is ArangoDB's own
@@ -29,6 +29,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::{Request, Response, ServerState, ALLOWED_METHODS};
+
+mod h2c;
 
 /// Headers ArangoDB sends on every response (http-api.md §1.6).
 const STATIC_HEADERS: &[(&str, &str)] = &[
@@ -223,8 +225,15 @@ async fn connection(
     mut conn_stopped: watch::Receiver<bool>,
     _open: OpenConnection,
 ) {
-    if speaks_http2(&stream).await {
-        return http2_connection(state, stream, conn_stopped).await;
+    match opening(&stream).await {
+        Opening::Http1 => {}
+        Opening::Http2 => return http2_connection(state, stream, conn_stopped).await,
+        Opening::H2cUpgrade(upgrade) => {
+            if let Some(io) = h2c::switch(stream, upgrade, PREFACE_WAIT).await {
+                http2_connection(state, io, conn_stopped).await;
+            }
+            return;
+        }
     }
     // Each request's future needs its own reference to the state. Taking it from a
     // per-connection `Arc` keeps that reference count on the connection's worker; the
@@ -270,43 +279,67 @@ async fn connection(
 const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 /// How long a connection may take to finish sending a partial HTTP/2 preface before it is
-/// served as HTTP/1.1 (whose parser then refuses the `PRI` request line with 400).
+/// served as HTTP/1.1 (whose parser then refuses the `PRI` request line with 400), and how
+/// long an `h2c` upgrade may take to complete.
 const PREFACE_WAIT: Duration = Duration::from_secs(5);
 
-/// Whether the client opened the connection with the HTTP/2 preface, looked at without
-/// consuming it (`peek`): one system call per connection; an HTTP/1.1 request line differs
-/// from the preface in its first or second byte. A client that stops in the middle of the
-/// preface is polled every millisecond for at most [`PREFACE_WAIT`].
-async fn speaks_http2(stream: &TcpStream) -> bool {
-    let mut buf = [0u8; HTTP2_PREFACE.len()];
+/// How much of a connection's first bytes is looked at: enough for the head of an upgrade
+/// request.
+const OPENING_BYTES: usize = 4096;
+
+/// The protocol a connection opens with.
+enum Opening {
+    Http1,
+    /// HTTP/2 with prior knowledge: the connection starts with the preface.
+    Http2,
+    /// An HTTP/1.1 request asking to switch to HTTP/2 (`Upgrade: h2c`).
+    H2cUpgrade(h2c::Upgrade),
+}
+
+/// Tells the protocol from the connection's first bytes, looked at without consuming them
+/// (`peek`): one system call per connection. An HTTP/1.1 request line differs from the
+/// preface in its first or second byte; a client that stops in the middle of the preface is
+/// polled every millisecond for at most [`PREFACE_WAIT`].
+async fn opening(stream: &TcpStream) -> Opening {
+    let mut buf = vec![0u8; OPENING_BYTES];
     let deadline = tokio::time::Instant::now() + PREFACE_WAIT;
     loop {
         let n = match stream.peek(&mut buf).await {
             Ok(n) => n,
-            Err(_) => return false,
+            Err(_) => return Opening::Http1,
         };
-        if n == 0 || buf[..n] != HTTP2_PREFACE[..n] {
-            return false;
+        if n == 0 {
+            return Opening::Http1;
         }
-        if n == HTTP2_PREFACE.len() {
-            return true;
+        let compared = n.min(HTTP2_PREFACE.len());
+        if buf[..compared] != HTTP2_PREFACE[..compared] {
+            return match h2c::upgrade_request(&buf[..n]) {
+                Some(upgrade) => Opening::H2cUpgrade(upgrade),
+                None => Opening::Http1,
+            };
+        }
+        if n >= HTTP2_PREFACE.len() {
+            return Opening::Http2;
         }
         if tokio::time::Instant::now() >= deadline {
-            return false;
+            return Opening::Http1;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
 }
 
-/// Serves an HTTP/2 connection (prior knowledge) until the client closes it or the server
-/// stops: the same request path as HTTP/1.1 ([`answer`]: body limit, decompression, URI limit,
-/// error envelopes, placement), the same head limit (as the header-list size), and at shutdown
-/// a GOAWAY that lets the open streams finish (at most 5 s, as for HTTP/1.1).
-async fn http2_connection(
+/// Serves an HTTP/2 connection (prior knowledge, or switched by `h2c`) until the client closes
+/// it or the server stops: the same request path as HTTP/1.1 ([`answer`]: body limit,
+/// decompression, URI limit, error envelopes, placement), the same head limit (as the
+/// header-list size), and at shutdown a GOAWAY that lets the open streams finish (at most 5 s,
+/// as for HTTP/1.1).
+async fn http2_connection<S>(
     state: Arc<ServerState>,
-    stream: TcpStream,
+    stream: S,
     mut conn_stopped: watch::Receiver<bool>,
-) {
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     // Per-connection reference, as for HTTP/1.1 (see `connection`).
     let state = Arc::new(state);
     let service = service_fn(move |req| {

@@ -1,5 +1,6 @@
-//! HTTP/2 with prior knowledge on the HTTP/1.1 port: the same answers, limits and shutdown as
-//! HTTP/1.1, driven by hyper's HTTP/2 client over a real socket.
+//! HTTP/2 on the HTTP/1.1 port: with prior knowledge (driven by hyper's HTTP/2 client over a
+//! real socket: the same answers, limits and shutdown as HTTP/1.1) and through `Upgrade: h2c`
+//! (raw frames: the upgrade request is answered on stream 1).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -205,5 +206,90 @@ fn http1_requests_starting_like_the_preface_stay_http1() {
     let mut line = String::new();
     BufReader::new(conn).read_line(&mut line).unwrap();
     assert_eq!(line.trim_end(), "HTTP/1.1 200 OK");
+    rt.block_on(server.shutdown(Duration::from_secs(1)));
+}
+
+/// Reads one HTTP/2 frame: (type, flags, stream, payload).
+fn read_frame(conn: &mut std::net::TcpStream) -> (u8, u8, u32, Vec<u8>) {
+    use std::io::Read;
+    let mut head = [0u8; 9];
+    conn.read_exact(&mut head).unwrap();
+    let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+    let stream = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+    let mut payload = vec![0u8; len];
+    conn.read_exact(&mut payload).unwrap();
+    (head[3], head[4], stream, payload)
+}
+
+#[test]
+fn h2c_upgrade_answers_the_request_on_stream_one_over_http2() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let state = ServerState::new(
+        ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            async_workers: 1,
+            ..ServerConfig::default()
+        },
+        core,
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            serve_on(state, listener, vec![tokio::runtime::Handle::current()])
+        })
+        .unwrap();
+    let mut conn = std::net::TcpStream::connect(server.local_addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(
+        b"GET /_api/version HTTP/1.1\r\nHost: x\r\nConnection: Upgrade, HTTP2-Settings\r\n\
+          Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\n\r\n",
+    )
+    .unwrap();
+    // The 101 head, byte by byte up to its blank line.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        conn.read_exact(&mut byte).unwrap();
+        head.push(byte[0]);
+        assert!(head.len() < 1024, "{}", String::from_utf8_lossy(&head));
+    }
+    let head = String::from_utf8(head).unwrap();
+    assert!(head.starts_with("HTTP/1.1 101 "), "{head}");
+    assert!(head.to_ascii_lowercase().contains("upgrade: h2c"), "{head}");
+    // Client preface and an empty SETTINGS frame; the server's first frame is its SETTINGS.
+    conn.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+        .unwrap();
+    let (kind, _, stream, _) = read_frame(&mut conn);
+    assert_eq!((kind, stream), (0x4, 0), "server SETTINGS first");
+    // Stream 1 carries the answer to the upgrade request: HEADERS, then the body in DATA
+    // frames up to END_STREAM.
+    let mut body = Vec::new();
+    let mut headers_seen = false;
+    for _ in 0..64 {
+        let (kind, flags, stream, payload) = read_frame(&mut conn);
+        match (kind, stream) {
+            (0x1, 1) => headers_seen = true,
+            (0x0, 1) => {
+                body.extend_from_slice(&payload);
+                if flags & 0x1 != 0 {
+                    break;
+                }
+            }
+            _ => {} // SETTINGS ACK, WINDOW_UPDATE, ...
+        }
+    }
+    assert!(headers_seen);
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["server"], "arango");
+    drop(conn);
     rt.block_on(server.shutdown(Duration::from_secs(1)));
 }
