@@ -225,7 +225,12 @@ async fn connection(
     mut conn_stopped: watch::Receiver<bool>,
     _open: OpenConnection,
 ) {
-    match opening(&stream).await {
+    // A connection that has sent nothing yet is simply closed at shutdown.
+    let opening = tokio::select! {
+        o = opening(&stream) => o,
+        _ = conn_stopped.changed() => return,
+    };
+    match opening {
         Opening::Http1 => {}
         Opening::Http2 => return http2_connection(state, stream, conn_stopped).await,
         Opening::H2cUpgrade(upgrade) => {

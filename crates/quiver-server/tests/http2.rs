@@ -293,3 +293,44 @@ fn h2c_upgrade_answers_the_request_on_stream_one_over_http2() {
     drop(conn);
     rt.block_on(server.shutdown(Duration::from_secs(1)));
 }
+
+#[test]
+fn a_connection_that_sent_nothing_is_closed_at_shutdown_at_once() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let state = ServerState::new(
+        ServerConfig {
+            data_dir: dir.path().to_path_buf(),
+            async_workers: 1,
+            ..ServerConfig::default()
+        },
+        core,
+    )
+    .unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = rt
+        .block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            serve_on(state, listener, vec![tokio::runtime::Handle::current()])
+        })
+        .unwrap();
+    // A pooled connection opened ahead of its first request.
+    let mut idle = std::net::TcpStream::connect(server.local_addr).unwrap();
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let started = std::time::Instant::now();
+    rt.block_on(server.shutdown(Duration::from_secs(5)));
+    let mut buf = [0u8; 16];
+    assert_eq!(idle.read(&mut buf).unwrap(), 0, "closed without an answer");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
