@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 4's cursor goal: `RETURN 1` through POST /_api/cursor versus a plain GET /_api/version
-# round trip, one connection, sequential requests, in the same run. Runs alternate between
+# The cursor goal: `RETURN 1` through POST /_api/cursor at most 1.3× a plain GET /_api/version
+# round trip. One connection, sequential requests, in the same run. Runs alternate between
 # the two test cases so both see the same machine load; for every run the script records the
 # client's average and median latency and the server process's CPU time per request
 # (utime+stime from /proc/PID/stat), then prints the medians over all runs and the ratios.

@@ -13,7 +13,7 @@ cargo fmt --all -- --check
 step "lint"
 cargo clippy --workspace --all-targets -- -D warnings
 
-step "dependency direction"
+step "dependency direction (crates, and modules inside crates)"
 python3 scripts/check_deps.py
 
 step "unit, golden and integration tests"

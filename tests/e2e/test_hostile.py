@@ -1,5 +1,6 @@
 """Hostile-client test: throw malformed, oversized and contradictory input at every route family
-of the real binary and check the promise of issue 3 — bad input gets a clear ArangoDB error
+of the real binary and check that no input crashes the server or corrupts stored data
+(docs/http-api-claims.md, A31) — bad input gets a clear ArangoDB error
 envelope with a sensible status, the server stays up, and nothing stored is lost (also across a
 restart).
 

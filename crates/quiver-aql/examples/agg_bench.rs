@@ -1,4 +1,4 @@
-//! In-process aggregation benchmark over Pokec-shaped profiles (issue 6 goal: the seed's
+//! In-process aggregation benchmark over Pokec-shaped profiles (target: the seed's
 //! `AGE` aggregation over 1,632,803 profiles under 300 ms).
 //!
 //! `cargo run --release -p quiver-aql --example agg_bench -- DIR [PROFILES] [RUNS] [QUERIES]`
@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Map, Value};
 
@@ -130,8 +130,18 @@ fn profile(i: u64) -> Value {
 }
 
 fn run(service: &QueryService, query: &str, options: Value) -> (usize, Value) {
+    let mut request = CursorRequest::new(query);
+    request.rules = options["optimizer"]["rules"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
     let (_, first) = service
-        .create_cursor("_system", json!({"query": query, "options": options}))
+        .create_cursor("_system", request)
         .expect("query runs");
     let n = first["result"].as_array().map_or(0, Vec::len);
     std::hint::black_box(serde_json::to_vec(&first).map(|v| v.len()).unwrap_or(0));

@@ -8,13 +8,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
 
 fn run(service: &QueryService, db: &str, query: &str) -> usize {
     let (_, first) = service
-        .create_cursor(db, json!({"query": query}))
+        .create_cursor(db, CursorRequest::new(query))
         .expect("query runs");
     let mut n = first["result"].as_array().map_or(0, Vec::len);
     let mut reply = first;
@@ -131,7 +131,7 @@ fn main() {
             "\nloaded {agg_docs} documents in {:.1} s",
             t.elapsed().as_secs_f64()
         );
-        // Issue 4's aggregation figure: one warmup, then the median of five runs, wall and
+        // The aggregation figure: one warmup, then the median of five runs, wall and
         // CPU of the whole process (the grouped count runs on several threads).
         let q = "FOR d IN agg COLLECT c = d.c WITH COUNT INTO n RETURN {c, n}";
         let mut groups = run(&service, "_system", q);

@@ -17,7 +17,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
 
@@ -50,8 +50,12 @@ fn batch(
         let (_, reply) = service
             .create_cursor(
                 "_system",
-                json!({"query": q, "bindVars": bind, "batchSize": 10000,
-                       "options": {"optimizer": {"rules": rules}}}),
+                CursorRequest {
+                    bind_vars: bind.as_object().cloned().unwrap_or_default(),
+                    batch_size: 10000,
+                    rules: rules.iter().map(|r| r.to_string()).collect(),
+                    ..CursorRequest::new(q.to_string())
+                },
             )
             .expect("query runs");
         rows += reply["result"].as_array().map_or(0, Vec::len);

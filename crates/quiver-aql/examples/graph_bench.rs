@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -75,7 +75,11 @@ fn main() {
         let (_, r) = service
             .create_cursor(
                 "_system",
-                json!({"query": q, "bindVars": bind, "batchSize": 1_000_000}),
+                CursorRequest {
+                    bind_vars: bind.as_object().cloned().unwrap_or_default(),
+                    batch_size: 1_000_000,
+                    ..CursorRequest::new(q)
+                },
             )
             .expect("query");
         (

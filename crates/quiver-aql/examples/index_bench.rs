@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
 
@@ -18,7 +18,10 @@ fn run(service: &QueryService, query: &str, rules: &[&str]) -> (usize, Duration)
     let (_, reply) = service
         .create_cursor(
             "_system",
-            json!({"query": query, "batchSize": 1000, "options": {"optimizer": {"rules": rules}}}),
+            CursorRequest {
+                rules: rules.iter().map(|r| r.to_string()).collect(),
+                ..CursorRequest::new(query)
+            },
         )
         .expect("query runs");
     let n = reply["result"].as_array().map_or(0, Vec::len);

@@ -8,10 +8,9 @@ mod graph;
 
 use crate::ast::{self, Expr, ObjectKey, Op, Quantifier, UnaryOp};
 use crate::exec::NodeStats;
+use crate::expr::{CExpr, CKey, Slot};
 use crate::optimizer::estimates;
-use crate::plan::{
-    Bound, CExpr, CKey, IntoKind, ListSource, NodeKind, Plan, QueryPlan, Slot, VarInfo,
-};
+use crate::plan::{Bound, IntoKind, ListSource, NodeKind, Plan, QueryPlan, VarInfo};
 
 fn var(vars: &[VarInfo], slot: Slot) -> Value {
     let name = vars

@@ -1,6 +1,7 @@
 //! quiver-aql: ArangoDB's query language AQL — lexer, parser, planner with optimizer, a
-//! streaming executor — and the JSON-in/JSON-out cursor and query-management service the HTTP
-//! layer calls (`POST /_api/cursor`, `/_api/explain`, `/_api/query/...`).
+//! streaming executor — and the cursor and query-management service the HTTP layer calls
+//! (`POST /_api/cursor`, `/_api/explain`, `/_api/query/...`) with typed requests; it answers
+//! with ArangoDB's JSON response bodies.
 //!
 //! The function library and value semantics live in [`value`] and [`functions`]; data access
 //! goes through the narrow [`source::DataSource`] trait so the engine can be unit-tested over an
@@ -12,6 +13,7 @@ pub mod value;
 pub mod ast;
 pub mod exec;
 pub mod explain;
+pub mod expr;
 pub mod geo_select;
 pub mod index_select;
 pub mod lexer;
@@ -22,7 +24,7 @@ pub mod plan_cache;
 pub mod service;
 pub mod source;
 
-pub use service::{QueryService, ServiceReply};
+pub use service::{CursorRequest, ExplainRequest, PropertiesUpdate, QueryService, ServiceReply};
 pub use source::DataSource;
 
 /// Runs `f`, first moving to a fresh stack segment when the current one is nearly used up.

@@ -3,10 +3,12 @@
 //! function from plan to plan that reports whether it changed anything; rules run on every
 //! (sub)query pipeline.
 //!
-//! Index selection is isolated in [`use_indexes`]: it asks [`IndexCandidate`]s to match
-//! filter conditions against a collection loop. Today only the primary index exists; issue 6
-//! adds secondary indexes (and traversal nodes) as further candidates without touching the
-//! other rules.
+//! Index selection: rule `use-indexes` first lets [`use_indexes`] ask the
+//! [`IndexCandidate`]s (the primary index: `_key`/`_id` equality and `IN`) to match filter
+//! conditions against a collection loop, then [`crate::index_select`] picks a persistent
+//! index for the remaining loops (filters and SORT); after it, rule `geo-index-optimizer`
+//! hands distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved
+//! by `optimize-traversals` (`optimizer/graph.rs`).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -16,8 +18,9 @@ use serde_json::Value;
 use crate::ast::BinOp;
 
 mod graph;
+use crate::expr::{CExpr, Slot};
 use crate::index_select::{conjuncts, rebuild_and};
-use crate::plan::{CExpr, ListSource, Node, NodeKind, Plan, QueryPlan, Slot};
+use crate::plan::{ListSource, Node, NodeKind, Plan, QueryPlan};
 
 /// Every rule this optimizer knows, in the order they run.
 pub const RULES: &[&str] = &[
@@ -86,7 +89,7 @@ impl RuleSelection {
 pub struct OptimizeOptions {
     pub rules: RuleSelection,
     pub full_count: bool,
-    /// The secondary indexes of the collections read (empty: only the primary index).
+    /// The secondary indexes of the collections read (empty: only the primary index is used).
     pub indexes: crate::index_select::IndexCatalog,
 }
 
@@ -610,7 +613,7 @@ pub fn estimates(plan: &Plan, counts: &dyn Fn(&str) -> u64) -> Vec<(f64, f64)> {
             NodeKind::EnumerateList { input, .. } => {
                 let k = match input {
                     ListSource::Range(CExpr::Const(a), CExpr::Const(b)) => {
-                        let (x, y) = crate::exec::eval::range_bounds(a, b);
+                        let (x, y) = crate::expr::eval::range_bounds(a, b);
                         ((y - x).abs() + 1) as f64
                     }
                     _ => 100.0,

@@ -10,180 +10,18 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
-use crate::ast::{
-    self, BinOp, CollectionRef, Expr, ModifyKind, ObjectKey, Op, Quantifier, UnaryOp,
-};
-use crate::exec::eval::{eval, EnvState, EvalEnv};
-use crate::functions::{self, FunctionDef};
+use crate::ast::{self, CollectionRef, Expr, ModifyKind, ObjectKey, Op};
+use crate::expr::eval::{eval, EnvState, EvalEnv};
+use crate::expr::{CExpr, CKey, Slot};
+use crate::functions;
 use crate::source::{Transaction, WriteOptions};
 
+mod geo_search;
 mod graph;
+mod index_scan;
+pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
-
-/// Index of a variable in a row.
-pub type Slot = usize;
-
-/// A compiled expression: names resolved to slots, bind parameters substituted.
-#[derive(Clone, Debug)]
-pub enum CExpr {
-    Const(Value),
-    Var(Slot),
-    Current,
-    Array(Vec<CExpr>),
-    Object(Vec<(CKey, CExpr)>),
-    Attribute(Box<CExpr>, String),
-    Index(Box<CExpr>, Box<CExpr>),
-    Expansion {
-        input: Box<CExpr>,
-        depth: usize,
-        filter: Option<Box<CExpr>>,
-        limit: Option<(Box<CExpr>, Box<CExpr>)>,
-        project: Option<Box<CExpr>>,
-    },
-    Unary(UnaryOp, Box<CExpr>),
-    Binary(BinOp, Box<CExpr>, Box<CExpr>),
-    ArrayCompare(Quantifier, BinOp, Box<CExpr>, Box<CExpr>),
-    Ternary(Box<CExpr>, Option<Box<CExpr>>, Box<CExpr>),
-    Range(Box<CExpr>, Box<CExpr>),
-    Call(&'static FunctionDef, Vec<CExpr>),
-}
-
-#[derive(Clone, Debug)]
-pub enum CKey {
-    Static(String),
-    Computed(CExpr),
-}
-
-impl CExpr {
-    /// Calls `f` for every slot the expression reads.
-    pub fn visit_vars(&self, f: &mut dyn FnMut(Slot)) {
-        match self {
-            CExpr::Const(_) | CExpr::Current => {}
-            CExpr::Var(s) => f(*s),
-            CExpr::Array(items) => items.iter().for_each(|e| e.visit_vars(f)),
-            CExpr::Object(members) => members.iter().for_each(|(k, v)| {
-                if let CKey::Computed(k) = k {
-                    k.visit_vars(f);
-                }
-                v.visit_vars(f);
-            }),
-            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => e.visit_vars(f),
-            CExpr::Index(a, b)
-            | CExpr::Binary(_, a, b)
-            | CExpr::ArrayCompare(_, _, a, b)
-            | CExpr::Range(a, b) => {
-                a.visit_vars(f);
-                b.visit_vars(f);
-            }
-            CExpr::Expansion {
-                input,
-                filter,
-                limit,
-                project,
-                ..
-            } => {
-                input.visit_vars(f);
-                if let Some(e) = filter {
-                    e.visit_vars(f);
-                }
-                if let Some((a, b)) = limit {
-                    a.visit_vars(f);
-                    b.visit_vars(f);
-                }
-                if let Some(e) = project {
-                    e.visit_vars(f);
-                }
-            }
-            CExpr::Ternary(c, t, e) => {
-                c.visit_vars(f);
-                if let Some(t) = t {
-                    t.visit_vars(f);
-                }
-                e.visit_vars(f);
-            }
-            CExpr::Call(_, args) => args.iter().for_each(|e| e.visit_vars(f)),
-        }
-    }
-
-    pub fn vars(&self) -> HashSet<Slot> {
-        let mut set = HashSet::new();
-        self.visit_vars(&mut |s| {
-            set.insert(s);
-        });
-        set
-    }
-
-    /// No side effects and same result for same inputs (so it may be moved, folded or
-    /// dropped when unused).
-    pub fn is_deterministic(&self) -> bool {
-        let mut ok = true;
-        self.walk(&mut |e| {
-            if let CExpr::Call(def, _) = e {
-                if !def.deterministic {
-                    ok = false;
-                }
-            }
-        });
-        ok
-    }
-
-    pub(crate) fn walk(&self, f: &mut dyn FnMut(&CExpr)) {
-        f(self);
-        self.for_each_child(&mut |c| c.walk(f));
-    }
-
-    /// Calls `f` on each direct sub-expression, in evaluation order.
-    pub fn for_each_child(&self, f: &mut dyn FnMut(&CExpr)) {
-        match self {
-            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
-            CExpr::Array(items) | CExpr::Call(_, items) => items.iter().for_each(&mut *f),
-            CExpr::Object(members) => members.iter().for_each(|(k, v)| {
-                if let CKey::Computed(k) = k {
-                    f(k);
-                }
-                f(v);
-            }),
-            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => f(e),
-            CExpr::Index(a, b)
-            | CExpr::Binary(_, a, b)
-            | CExpr::ArrayCompare(_, _, a, b)
-            | CExpr::Range(a, b) => {
-                f(a);
-                f(b);
-            }
-            CExpr::Expansion {
-                input,
-                filter,
-                limit,
-                project,
-                ..
-            } => {
-                f(input);
-                for e in [filter, project].into_iter().flatten() {
-                    f(e);
-                }
-                if let Some((a, b)) = limit {
-                    f(a);
-                    f(b);
-                }
-            }
-            CExpr::Ternary(c, t, e) => {
-                f(c);
-                if let Some(t) = t {
-                    f(t);
-                }
-                f(e);
-            }
-        }
-    }
-
-    /// Whether `pred` holds for every direct sub-expression; stops at the first that fails.
-    pub fn all_children(&self, mut pred: impl FnMut(&CExpr) -> bool) -> bool {
-        let mut ok = true;
-        self.for_each_child(&mut |c| ok = ok && pred(c));
-        ok
-    }
-}
+pub use index_scan::{EqCond, IndexHint, IndexScan};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]
@@ -259,7 +97,7 @@ pub enum NodeKind {
         multi: bool,
     },
     /// Lookup through a secondary (persistent) index: see [`crate::index_select`].
-    IndexScan(Box<crate::index_select::IndexScan>),
+    IndexScan(Box<IndexScan>),
     EnumerateList {
         out: Slot,
         input: ListSource,
@@ -335,8 +173,7 @@ impl NodeKind {
             NodeKind::Index { lookup, .. } => set = lookup.vars(),
             NodeKind::IndexScan(scan) => {
                 for c in &scan.eq {
-                    let (crate::index_select::EqCond::Eq(e) | crate::index_select::EqCond::In(e)) =
-                        c;
+                    let (EqCond::Eq(e) | EqCond::In(e)) = c;
                     set.extend(e.vars());
                 }
                 for (e, _) in scan.lower.iter().chain(scan.upper.iter()) {
@@ -485,7 +322,7 @@ pub struct QueryPlan {
     pub is_modification: bool,
     pub bind_names: Vec<String>,
     /// `indexHint` / `forceIndexHint` of collection loops, by loop variable slot.
-    pub index_hints: HashMap<Slot, crate::index_select::IndexHint>,
+    pub index_hints: HashMap<Slot, IndexHint>,
 }
 
 struct Planner<'a> {
@@ -501,7 +338,7 @@ struct Planner<'a> {
     collections: BTreeMap<String, &'static str>,
     next_id: usize,
     modified: HashSet<String>,
-    index_hints: HashMap<Slot, crate::index_select::IndexHint>,
+    index_hints: HashMap<Slot, IndexHint>,
 }
 
 /// Plans `query`; `txn` is used only to check collections exist.
@@ -862,7 +699,7 @@ impl<'a> Planner<'a> {
                     let out = self.declare(var)?;
                     if let Some(options) = options {
                         let options = self.constant(options, plan, "OPTIONS")?;
-                        if let Some(hint) = crate::index_select::IndexHint::from_options(&options) {
+                        if let Some(hint) = IndexHint::from_options(&options) {
                             self.index_hints.insert(out, hint);
                         }
                     }

@@ -24,8 +24,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::exec::estimate_size;
-use crate::plan::{CExpr, ListSource, NodeKind, Plan, QueryPlan, Slot};
+use crate::expr::{CExpr, Slot};
+use crate::plan::{ListSource, NodeKind, Plan, QueryPlan};
+use crate::value::estimate_size;
 
 /// At most this many plans are kept; when full, the cache starts over (simple and bounded:
 /// a workload with more distinct queries than this does not profit from caching anyway).
@@ -228,8 +229,7 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&CExpr)) {
             NodeKind::Index { lookup, .. } => f(lookup),
             NodeKind::IndexScan(scan) => {
                 for c in &scan.eq {
-                    let (crate::index_select::EqCond::Eq(e) | crate::index_select::EqCond::In(e)) =
-                        c;
+                    let (crate::plan::EqCond::Eq(e) | crate::plan::EqCond::In(e)) = c;
                     f(e);
                 }
                 for (e, _) in scan.lower.iter().chain(scan.upper.iter()) {

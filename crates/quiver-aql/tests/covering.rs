@@ -2,6 +2,8 @@
 //! `_key` and `_id` builds its documents from the index (`indexCoversProjections` in explain),
 //! and answers exactly what reading the documents would.
 
+mod support;
+
 use std::sync::Arc;
 
 use quiver_aql::QueryService;
@@ -19,15 +21,15 @@ fn setup() -> (tempfile::TempDir, Arc<quiver_core::Core>, QueryService) {
 fn run(service: &QueryService, aql: &str, rules: &[&str]) -> Vec<Value> {
     let (_, reply) = service
         .create_cursor(
-            "_system",
-            json!({"query": aql, "batchSize": 100000, "options": {"optimizer": {"rules": rules}}}),
-        )
+            "_system", support::cursor(&json!({"query": aql, "batchSize": 100000, "options": {"optimizer": {"rules": rules}}})))
         .unwrap_or_else(|e| panic!("{aql}: {e:?}"));
     reply["result"].as_array().cloned().unwrap()
 }
 
 fn index_node(service: &QueryService, aql: &str) -> Value {
-    let (_, reply) = service.explain("_system", json!({"query": aql})).unwrap();
+    let (_, reply) = service
+        .explain("_system", &support::explain(&json!({"query": aql})))
+        .unwrap();
     reply["plan"]["nodes"]
         .as_array()
         .unwrap()

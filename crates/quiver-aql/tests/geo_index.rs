@@ -2,6 +2,8 @@
 //! WITHIN_RECTANGLE, FULLTEXT and the geo index optimizer, each checked against a brute-force
 //! answer computed here over random data.
 
+mod support;
+
 use std::sync::Arc;
 
 use quiver_aql::QueryService;
@@ -43,7 +45,7 @@ impl Fixture {
     fn query(&self, aql: &str, bind: Value) -> Result<Vec<Value>, u32> {
         match self.service.create_cursor(
             "_system",
-            json!({"query": aql, "bindVars": bind, "batchSize": 100000}),
+            support::cursor(&json!({"query": aql, "bindVars": bind, "batchSize": 100000})),
         ) {
             Ok((_, reply)) => Ok(reply["result"].as_array().cloned().unwrap_or_default()),
             Err(e) => Err(e.number()),
@@ -281,8 +283,8 @@ impl Fixture {
             .service
             .create_cursor(
                 "_system",
-                json!({"query": aql, "bindVars": bind, "batchSize": 100000,
-                       "options": {"optimizer": {"rules": rules}}}),
+                support::cursor(&json!({"query": aql, "bindVars": bind, "batchSize": 100000,
+                       "options": {"optimizer": {"rules": rules}}})),
             )
             .unwrap_or_else(|e| panic!("{aql}: {e:?}"));
         reply["result"].as_array().cloned().unwrap_or_default()
@@ -292,7 +294,10 @@ impl Fixture {
     fn plan(&self, aql: &str, bind: Value) -> (Vec<String>, Vec<String>, Vec<String>) {
         let (_, reply) = self
             .service
-            .explain("_system", json!({"query": aql, "bindVars": bind}))
+            .explain(
+                "_system",
+                &support::explain(&json!({"query": aql, "bindVars": bind})),
+            )
             .unwrap();
         let plan = &reply["plan"];
         let strings = |v: &Value| -> Vec<String> {
@@ -459,9 +464,7 @@ fn geo_index_optimizer_matches_full_scans() {
     let (_, reply) = f
         .service
         .create_cursor(
-            "_system",
-            json!({"query": "FOR d IN pts SORT DISTANCE(d.lat, d.lng, 50, 10) LIMIT 3 RETURN d._key"}),
-        )
+            "_system", support::cursor(&json!({"query": "FOR d IN pts SORT DISTANCE(d.lat, d.lng, 50, 10) LIMIT 3 RETURN d._key"})))
         .unwrap();
     let scanned = reply["extra"]["stats"]["scannedIndex"].as_u64().unwrap();
     assert!(scanned > 0 && scanned < 150, "{scanned} of 600 read");

@@ -2,6 +2,8 @@
 //! tests/golden/README.md) through the query service over the in-memory data source.
 //! `UPDATE_GOLDEN=1` rewrites the expectation sections from the actual outcome.
 
+mod support;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -250,7 +252,7 @@ impl Store {
             Store::Core(core, db) => {
                 let service = QueryService::over_core(core.clone());
                 let (_, r) = service
-                    .create_cursor(db, json!({"query": "FOR d IN @@c SORT d._key RETURN d", "bindVars": {"@c": name}, "batchSize": 1_000_000}))
+                    .create_cursor(db, support::cursor(&json!({"query": "FOR d IN @@c SORT d._key RETURN d", "bindVars": {"@c": name}, "batchSize": 1_000_000})))
                     .map_err(|e| e.to_string())?;
                 Ok(r["result"].as_array().cloned().unwrap_or_default())
             }
@@ -353,7 +355,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         rules: Vec::new(),
         data_after: None,
     };
-    match service.create_cursor(store.db(), body.clone()) {
+    match service.create_cursor(store.db(), support::cursor(&body)) {
         Ok((_, reply)) => {
             outcome.result = reply["result"].as_array().cloned();
             outcome.warnings = reply["extra"]["warnings"]
@@ -369,7 +371,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
     {
         if let Ok((_, explain)) = service.explain(
             store.db(),
-            json!({"query": query, "bindVars": bind, "options": options}),
+            &support::explain(&json!({"query": query, "bindVars": bind, "options": options})),
         ) {
             let types: Vec<&str> = explain["plan"]["nodes"]
                 .as_array()
@@ -552,7 +554,7 @@ fn update(case: &mut Case, o: &Outcome) {
         (None, Some((n, m))) => {
             case.remove("result");
             case.remove("result unordered");
-            // Keep a reviewer-chosen message fragment if it still matches.
+            // Keep a hand-chosen message fragment if it still matches.
             let keep = case
                 .get("error")
                 .and_then(|e| e.split_once(' '))

@@ -3,6 +3,8 @@
 //! enumerations written here from the semantics in docs/design/graph.md. Seeded, so a
 //! failure names the graph and query that reproduce it.
 
+mod support;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -266,7 +268,10 @@ impl Db {
     fn query(&self, q: &str) -> Vec<Value> {
         let (_, reply) = self
             .service
-            .create_cursor(&self.name, json!({"query": q, "batchSize": 1_000_000}))
+            .create_cursor(
+                &self.name,
+                support::cursor(&json!({"query": q, "batchSize": 1_000_000})),
+            )
             .unwrap_or_else(|e| panic!("{q}: {e}"));
         reply["result"].as_array().cloned().unwrap_or_default()
     }

@@ -2,6 +2,8 @@
 //! changes invalidate them, and inline answers are byte-for-byte those of the full path
 //! (apart from the measured execution time).
 
+mod support;
+
 use std::sync::Arc;
 
 use quiver_aql::source::memory::MemorySource;
@@ -45,13 +47,14 @@ fn inline_answers_equal_the_full_path() {
         json!({"query": "RETURN 'ünïcödé'"}),
     ];
     assert!(
-        s.create_cursor_inline("_system", &cases[0]).is_none(),
+        s.create_cursor_inline("_system", &support::cursor(&cases[0]))
+            .is_none(),
         "not inline before the plan is cached"
     );
     for body in cases {
-        let (code, full) = s.create_cursor("_system", body.clone()).unwrap();
+        let (code, full) = s.create_cursor("_system", support::cursor(&body)).unwrap();
         let (inline_code, bytes) = s
-            .create_cursor_inline("_system", &body)
+            .create_cursor_inline("_system", &support::cursor(&body))
             .unwrap_or_else(|| panic!("inline once cached: {body}"))
             .unwrap();
         assert_eq!((code, inline_code), (201, 201));
@@ -64,16 +67,20 @@ fn inline_answers_equal_the_full_path() {
 fn inline_errors_and_warnings_match() {
     let (_, s) = service();
     let body = json!({"query": "RETURN FAIL('boom')"});
-    let full = s.create_cursor("_system", body.clone()).unwrap_err();
+    let full = s
+        .create_cursor("_system", support::cursor(&body))
+        .unwrap_err();
     let inline = s
-        .create_cursor_inline("_system", &body)
+        .create_cursor_inline("_system", &support::cursor(&body))
         .unwrap()
         .unwrap_err();
     assert_eq!((inline.code, inline.message), (full.code, full.message));
     let body = json!({"query": "FOR i IN [0, 1] RETURN 1 / i", "options": {"failOnWarning": true}});
-    let full = s.create_cursor("_system", body.clone()).unwrap_err();
+    let full = s
+        .create_cursor("_system", support::cursor(&body))
+        .unwrap_err();
     let inline = s
-        .create_cursor_inline("_system", &body)
+        .create_cursor_inline("_system", &support::cursor(&body))
         .unwrap()
         .unwrap_err();
     assert_eq!((inline.code, inline.message), (full.code, full.message));
@@ -83,8 +90,11 @@ fn inline_errors_and_warnings_match() {
 fn results_beyond_one_batch_still_get_a_cursor() {
     let (_, s) = service();
     let body = json!({"query": "FOR i IN 1..5 RETURN i", "batchSize": 2, "count": true});
-    s.create_cursor("_system", body.clone()).unwrap();
-    let (code, bytes) = s.create_cursor_inline("_system", &body).unwrap().unwrap();
+    s.create_cursor("_system", support::cursor(&body)).unwrap();
+    let (code, bytes) = s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .unwrap()
+        .unwrap();
     assert_eq!(code, 201);
     let first: Value = serde_json::from_slice(&bytes).unwrap();
     assert_eq!(first["result"], json!([1, 2]));
@@ -120,17 +130,28 @@ fn only_trivial_plans_run_inline() {
         json!({"query": "RETURN 1", "options": {"allowRetry": true}}),
     ];
     for body in not_inline {
-        s.create_cursor("_system", body.clone()).unwrap();
-        assert!(s.create_cursor_inline("_system", &body).is_none(), "{body}");
+        s.create_cursor("_system", support::cursor(&body)).unwrap();
+        assert!(
+            s.create_cursor_inline("_system", &support::cursor(&body))
+                .is_none(),
+            "{body}"
+        );
     }
     // With a near-zero slow-query threshold every query must be logged, which only the
     // registered path does.
     let body = json!({"query": "RETURN 2"});
-    s.create_cursor("_system", body.clone()).unwrap();
-    assert!(s.create_cursor_inline("_system", &body).is_some());
-    s.set_properties("_system", json!({"slowQueryThreshold": 0}))
-        .unwrap();
-    assert!(s.create_cursor_inline("_system", &body).is_none());
+    s.create_cursor("_system", support::cursor(&body)).unwrap();
+    assert!(s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .is_some());
+    s.set_properties(
+        "_system",
+        &support::properties(&json!({"slowQueryThreshold": 0})),
+    )
+    .unwrap();
+    assert!(s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .is_none());
 }
 
 #[test]
@@ -138,7 +159,7 @@ fn catalog_changes_invalidate_cached_plans() {
     let (source, s) = service();
     let body = json!({"query": "FOR d IN docs FILTER d.v == 3 RETURN d._key"});
     let explain = |s: &QueryService| {
-        let (_, e) = s.explain("_system", body.clone()).unwrap();
+        let (_, e) = s.explain("_system", &support::explain(&body)).unwrap();
         e["plan"]["nodes"]
             .as_array()
             .unwrap()
@@ -148,7 +169,9 @@ fn catalog_changes_invalidate_cached_plans() {
     };
     assert!(explain(&s).contains(&"EnumerateCollectionNode".to_string()));
     assert_eq!(
-        s.create_cursor("_system", body.clone()).unwrap().1["result"],
+        s.create_cursor("_system", support::cursor(&body))
+            .unwrap()
+            .1["result"],
         json!(["k03"])
     );
     // A new index must be used at once, not after the cached plan happens to be evicted.
@@ -161,7 +184,9 @@ fn catalog_changes_invalidate_cached_plans() {
         .unwrap();
     assert!(explain(&s).contains(&"IndexNode".to_string()));
     assert_eq!(
-        s.create_cursor("_system", body.clone()).unwrap().1["result"],
+        s.create_cursor("_system", support::cursor(&body))
+            .unwrap()
+            .1["result"],
         json!(["k03"])
     );
     // Recreated with other contents and as an edge collection: planned again.
@@ -174,7 +199,9 @@ fn catalog_changes_invalidate_cached_plans() {
         )
         .unwrap();
     assert_eq!(
-        s.create_cursor("_system", body).unwrap().1["result"],
+        s.create_cursor("_system", support::cursor(&body))
+            .unwrap()
+            .1["result"],
         json!(["x"])
     );
 }
@@ -184,15 +211,21 @@ fn bind_values_are_part_of_the_key() {
     let (_, s) = service();
     for n in [1, 2, 3, 1] {
         let body = json!({"query": "FOR i IN 1..@n RETURN i", "bindVars": {"n": n}});
-        let (_, r) = s.create_cursor("_system", body.clone()).unwrap();
+        let (_, r) = s.create_cursor("_system", support::cursor(&body)).unwrap();
         assert_eq!(r["result"].as_array().unwrap().len(), n as usize);
-        let (_, bytes) = s.create_cursor_inline("_system", &body).unwrap().unwrap();
+        let (_, bytes) = s
+            .create_cursor_inline("_system", &support::cursor(&body))
+            .unwrap()
+            .unwrap();
         let r: Value = serde_json::from_slice(&bytes).unwrap();
         assert_eq!(r["result"].as_array().unwrap().len(), n as usize);
     }
     // Missing and unused bind parameters are still reported, never served from the cache.
     let err = s
-        .create_cursor("_system", json!({"query": "FOR i IN 1..@n RETURN i"}))
+        .create_cursor(
+            "_system",
+            support::cursor(&json!({"query": "FOR i IN 1..@n RETURN i"})),
+        )
         .unwrap_err();
     assert_eq!(err.number(), 1551);
 }
@@ -217,7 +250,7 @@ fn core_catalog_changes_invalidate_cached_plans() {
     let s = QueryService::over_core(core.clone());
     let query = json!({"query": "FOR d IN c FILTER d.v == 4 RETURN d._key"});
     let nodes = |s: &QueryService| {
-        let (_, e) = s.explain("_system", query.clone()).unwrap();
+        let (_, e) = s.explain("_system", &support::explain(&query)).unwrap();
         e["plan"]["nodes"]
             .as_array()
             .unwrap()
@@ -226,7 +259,7 @@ fn core_catalog_changes_invalidate_cached_plans() {
             .collect::<Vec<_>>()
     };
     let run = |s: &QueryService| {
-        s.create_cursor("_system", query.clone())
+        s.create_cursor("_system", support::cursor(&query))
             .map(|r| r.1["result"].clone())
     };
     assert_eq!(run(&s).unwrap(), json!(["k4"]));
@@ -257,13 +290,19 @@ fn trivial_plans_that_keep_running_long_are_demoted() {
     let (_, s) = service();
     // Statically trivial (constant range, no data access) but far over the inline budget.
     let body = json!({"query": "FOR i IN 1..10000 RETURN LENGTH(SHA512(CONCAT(i, SHA512(TO_STRING(i)))))"});
-    s.create_cursor("_system", body.clone()).unwrap();
+    s.create_cursor("_system", support::cursor(&body)).unwrap();
     // Three slow runs in a row (the first was the full path's) demote it.
-    assert!(s.create_cursor_inline("_system", &body).is_some());
-    assert!(s.create_cursor_inline("_system", &body).is_some());
-    assert!(s.create_cursor_inline("_system", &body).is_none());
+    assert!(s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .is_some());
+    assert!(s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .is_some());
+    assert!(s
+        .create_cursor_inline("_system", &support::cursor(&body))
+        .is_none());
     // The full path still answers.
-    let (_, r) = s.create_cursor("_system", body).unwrap();
+    let (_, r) = s.create_cursor("_system", support::cursor(&body)).unwrap();
     assert_eq!(r["result"].as_array().map(Vec::len), Some(1000));
 }
 
@@ -283,9 +322,7 @@ fn max_runtime_stops_expensive_function_calls() {
         let started = std::time::Instant::now();
         let err = s
             .create_cursor(
-                "_system",
-                json!({"query": query, "bindVars": {"a": a, "b": b}, "options": {"maxRuntime": 0.05}}),
-            )
+                "_system", support::cursor(&json!({"query": query, "bindVars": {"a": a, "b": b}, "options": {"maxRuntime": 0.05}})))
             .unwrap_err();
         assert_eq!(err.number(), 1500, "{query}");
         // Far less than the seconds the full computation takes (debug build, loaded machine).

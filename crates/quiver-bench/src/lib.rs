@@ -5,6 +5,7 @@
 //! process exit code (0 = every run succeeded and verified).
 
 pub mod batch;
+pub mod case_kind;
 pub mod cases;
 pub mod http;
 pub mod options;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{ArgAction, Parser};
 use quiver_errors::{Error, ErrorCode};
 
-use crate::cases::CaseKind;
+use crate::case_kind::CaseKind;
 
 /// arangobench's boolean options take a value (`--keep-alive false`) but may also be given
 /// bare (`--quiet`), which means `true`.

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use quiver_aql::source::memory::MemorySource;
-use quiver_aql::QueryService;
+use quiver_aql::{CursorRequest, QueryService};
 use serde_json::json;
 
 fn service() -> &'static QueryService {
@@ -22,8 +22,12 @@ fn service() -> &'static QueryService {
 fuzz_target!(|data: &[u8]| {
     if let Ok(query) = std::str::from_utf8(data) {
         if quiver_aql::parser::parse(query).is_ok() {
-            let body = json!({"query": query, "memoryLimit": 1_000_000, "options": {"maxRuntime": 0.2}});
-            let _ = service().create_cursor("_system", body);
+            let request = CursorRequest {
+                memory_limit: 1_000_000,
+                max_runtime: 0.2,
+                ..CursorRequest::new(query)
+            };
+            let _ = service().create_cursor("_system", request);
         }
     }
 });

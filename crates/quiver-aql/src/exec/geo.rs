@@ -18,8 +18,7 @@ use quiver_errors::Result;
 use serde_json::Value;
 
 use super::{ExecCtx, Op, Operator, Row};
-use crate::geo_select::{GeoOrigin, GeoSearch};
-use crate::index_select::IndexScan;
+use crate::plan::{GeoOrigin, GeoSearch, IndexScan};
 use crate::value::{compare, to_bool};
 
 /// First ring radius, in metres.
@@ -183,7 +182,7 @@ impl GeoScanOp {
 
     /// Starts the search for a new input row: unsorted searches are answered at once.
     fn start(&mut self, ctx: &mut ExecCtx, row: &Row) -> Result<RowSearch> {
-        let eval_bound = |ctx: &mut ExecCtx, b: &Option<(crate::plan::CExpr, bool)>| {
+        let eval_bound = |ctx: &mut ExecCtx, b: &Option<(crate::expr::CExpr, bool)>| {
             b.as_ref()
                 .map(|(e, incl)| ctx.eval(e, row).map(|v| (v, *incl)))
                 .transpose()

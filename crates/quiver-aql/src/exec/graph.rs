@@ -22,10 +22,11 @@ use quiver_graph::{
 };
 use serde_json::{Map, Value};
 
-use super::eval::{eval, EnvState, EvalEnv};
 use super::{ExecCtx, Op, Operator, Row, DEFAULT_MEMORY_CAP};
 use crate::ast::GraphKind;
-use crate::plan::{CExpr, GraphNode, Produce, Slot};
+use crate::expr::eval::{eval, EnvState, EvalEnv};
+use crate::expr::{CExpr, Slot};
+use crate::plan::{GraphNode, Produce};
 use crate::source::{EdgeHits, Transaction};
 use crate::value::{self, Warning};
 

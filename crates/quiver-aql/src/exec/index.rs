@@ -7,7 +7,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
 use super::{ExecCtx, Op, Operator, Row};
-use crate::index_select::{EqCond, IndexScan};
+use crate::plan::{EqCond, IndexScan};
 use crate::source::{DocIter, IndexRange};
 use crate::value::compare;
 

@@ -5,7 +5,8 @@ use serde_json::{json, Map, Value};
 
 use super::{ast_expr, expr_json, var};
 use crate::ast::{CollectionRef, Direction, GraphKind, GraphOp, GraphRef};
-use crate::plan::{graph_options_json, CExpr, GraphNode, VarInfo};
+use crate::expr::CExpr;
+use crate::plan::{graph_options_json, GraphNode, VarInfo};
 
 /// ArangoDB's numeric directions: 0 any, 1 inbound, 2 outbound.
 fn direction_number(d: quiver_graph::Direction) -> u8 {

@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::{nodes_use_only_attributes, reads_after};
 use crate::ast::{GraphKind, Quantifier};
+use crate::expr::{CExpr, Slot};
 use crate::index_select::{conjuncts, rebuild_and};
-use crate::plan::{CExpr, NodeKind, PathCondition, Plan, Produce, Slot};
+use crate::plan::{NodeKind, PathCondition, Plan, Produce};
 
 /// How a path condition depends on the path: `Some(k)` when its value is fixed once the
 /// path has `k` edges (it reads only `p.vertices[i]` with `i <= k` and `p.edges[i]` with

@@ -11,8 +11,9 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_graph::{Direction as GDirection, Order, UniqueEdges, UniqueVertices};
 use serde_json::{json, Value};
 
-use super::{CExpr, NodeKind, Plan, Planner, Slot};
+use super::{NodeKind, Plan, Planner};
 use crate::ast::{CollectionRef, Direction, Expr, GraphKind, GraphOp, GraphRef};
+use crate::expr::{CExpr, Slot};
 
 /// How much of a vertex or edge the rest of the query needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

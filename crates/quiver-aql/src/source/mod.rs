@@ -1,6 +1,6 @@
 //! The narrow data-access contract the query engine needs. Keeping it this small lets the
 //! executor run over quiver-core in production and over [`memory::MemorySource`] in unit and
-//! golden tests, and lets issue 6 add index access without touching the executor's callers.
+//! golden tests; index access (persistent, geo, fulltext, edge) is part of the same contract.
 
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
@@ -295,7 +295,7 @@ pub fn count_by_attribute_generic(
         }
         let v = doc?.get(attr).cloned().unwrap_or(Value::Null);
         *groups.entry(ValueKey(v)).or_insert_with_key(|k| {
-            held += crate::exec::estimate_size(&k.0) * 2 + 64;
+            held += crate::value::estimate_size(&k.0) * 2 + 64;
             0
         }) += 1;
     }

@@ -10,6 +10,7 @@ mod arith;
 mod format;
 mod hash;
 mod like;
+mod size;
 
 pub use arith::{arithmetic, negate, ArithOp};
 // AQL's value order lives in quiver-types so that quiver-core's sorted indexes order values
@@ -18,6 +19,7 @@ pub use format::{format_f64, format_number, to_json_string, write_json};
 pub use hash::{hash_value, ValueKey, ValueRef};
 pub use like::like;
 pub use quiver_types::order::{compare, compare_strings, equals, type_weight};
+pub use size::estimate_size;
 
 use quiver_errors::ErrorCode;
 pub use serde_json::Value;

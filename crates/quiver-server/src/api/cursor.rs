@@ -1,5 +1,8 @@
 //! `/_api/cursor`, `/_api/query*`, `/_api/explain`: AQL, answered by quiver-aql's query
-//! service (JSON in, JSON out); this module only maps paths and methods onto it.
+//! service; this module maps paths and methods onto it, and `cursor/request.rs` reads the
+//! request bodies into the service's typed requests.
+
+mod request;
 
 use std::sync::Arc;
 
@@ -38,7 +41,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     match (family, &req.method, rest.as_slice()) {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
             Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
-            None => reply(queries.create_cursor(db, body()?)),
+            None => reply(queries.create_cursor(db, request::cursor_request(&body()?)?)),
         },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
             ErrorCode::HttpBadParameter,
@@ -48,14 +51,18 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("cursor", &Method::POST, [id, batch]) => reply(queries.next_batch(db, id, Some(batch))),
         ("cursor", &Method::DELETE, [id]) => reply(queries.delete_cursor(db, id)),
         ("cursor", _, [] | [_] | [_, _]) => Ok(method_not_allowed()),
-        ("explain", &Method::POST, []) => reply(queries.explain(db, body()?)),
+        ("explain", &Method::POST, []) => {
+            reply(queries.explain(db, &request::explain_request(&body()?)?))
+        }
         ("explain", _, []) => Ok(method_not_allowed()),
-        ("query", &Method::POST, []) => reply(queries.parse(db, body()?)),
+        ("query", &Method::POST, []) => reply(queries.parse(db, &request::query_text(&body()?)?)),
         ("query", &Method::GET, ["current"]) => reply(queries.current(db)),
         ("query", &Method::GET, ["slow"]) => reply(queries.slow(db)),
         ("query", &Method::DELETE, ["slow"]) => reply(queries.clear_slow(db)),
         ("query", &Method::GET, ["properties"]) => reply(queries.properties(db)),
-        ("query", &Method::PUT, ["properties"]) => reply(queries.set_properties(db, body()?)),
+        ("query", &Method::PUT, ["properties"]) => {
+            reply(queries.set_properties(db, &request::properties_update(&body()?)?))
+        }
         ("query", &Method::GET, ["rules"]) => reply(queries.rules()),
         ("query", &Method::DELETE, [id]) => reply(queries.kill(db, id)),
         ("query", _, [] | ["current" | "slow" | "properties" | "rules"]) => {
@@ -63,8 +70,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         ("query-cache", &Method::GET, ["properties"]) => Ok(Response::json(200, &query_cache())),
         ("query-cache", &Method::PUT, ["properties"]) => {
-            // There is no query results cache (issue 4 does not ask for one): mode "off" is
-            // the only setting, and asking for another is refused rather than ignored.
+            // There is no query results cache: mode "off" is the only setting, and asking for
+            // another is refused rather than ignored.
             let body = body()?;
             match body.get("mode").and_then(Value::as_str) {
                 None | Some("off") => Ok(Response::json(200, &query_cache())),
@@ -102,7 +109,10 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
         return None;
     }
     let body = super::body_json(req).ok()??;
-    let answer = state.queries.create_cursor_inline(&req.database, &body)?;
+    let request = request::cursor_request(&body).ok()?;
+    let answer = state
+        .queries
+        .create_cursor_inline(&req.database, &request)?;
     Some(match answer {
         Ok((status, bytes)) => Response::json_bytes(status, bytes),
         Err(e) => e.into(),
@@ -128,10 +138,11 @@ fn create_in_transaction(
     let reply = super::transaction::within(state, req, trx, |owned| {
         let placeholder = db.begin_transaction(TransactionOptions::default())?;
         let lent = std::mem::replace(owned, placeholder);
-        let reply =
-            state
-                .queries
-                .create_cursor_in(&req.database, body, leased(lent, Arc::clone(&back)));
+        let lent = leased(lent, Arc::clone(&back));
+        // Read inside the lease, as the query's own errors are: a body the service cannot
+        // take ends the lease without handing the transaction back, like a failed query.
+        let reply = request::cursor_request(&body)
+            .and_then(|query| state.queries.create_cursor_in(&req.database, query, lent));
         match back.lock().take() {
             Some(returned) => *owned = returned,
             None => lost = true,

@@ -1,5 +1,5 @@
-"""Issue 3 audit: behaviours checked claim by claim against ArangoDB 3.12 that the other e2e
-files did not pin (see docs/issue3-checklist.md)."""
+"""HTTP API claims: behaviours checked claim by claim against ArangoDB 3.12 that the other e2e
+files did not pin (see docs/http-api-claims.md)."""
 import json
 import re
 import signal

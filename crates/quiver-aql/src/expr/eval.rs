@@ -9,8 +9,8 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
 use crate::ast::{BinOp, Quantifier, UnaryOp};
+use crate::expr::{CExpr, CKey};
 use crate::functions::{DataAccess, FunctionContext};
-use crate::plan::{CExpr, CKey};
 use crate::source::Transaction;
 use crate::value::{self, ArithOp, Warning};
 

@@ -1,0 +1,165 @@
+//! What every operator of a running query shares: the transaction, the evaluation
+//! environment, statistics and profile counters, and the limits (`memoryLimit`,
+//! `maxRuntime`, the kill flag) checked while rows are pulled.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use super::Row;
+use crate::expr::eval::{eval, EnvState, EvalEnv};
+use crate::source::Transaction;
+use crate::value::{estimate_size, Warning};
+
+/// Per-node profile counters (`extra.stats.nodes` with `profile: 2`).
+#[derive(Clone, Debug, Default)]
+pub struct NodeStats {
+    pub calls: u64,
+    pub items: u64,
+    pub runtime: Duration,
+}
+
+/// Query statistics as reported in `extra.stats`.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    pub writes_executed: u64,
+    pub writes_ignored: u64,
+    pub scanned_full: u64,
+    pub scanned_index: u64,
+    pub document_lookups: u64,
+    pub filtered: u64,
+    pub full_count: Option<u64>,
+    pub peak_memory: u64,
+    pub nodes: HashMap<usize, NodeStats>,
+}
+
+/// Runtime limits of one query.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub deadline: Option<Instant>,
+    pub killed: Arc<AtomicBool>,
+    /// Bytes (estimated); 0 = the engine's default cap.
+    pub memory_limit: u64,
+}
+
+/// Without an explicit `memoryLimit` a query may still not buffer more than this (estimated)
+/// so that one query cannot take the server down.
+pub const DEFAULT_MEMORY_CAP: u64 = 4 << 30;
+
+/// Shared state of one running query.
+pub struct ExecCtx {
+    pub txn: Box<dyn Transaction>,
+    pub database: String,
+    pub env: EnvState,
+    pub stats: Stats,
+    pub limits: Limits,
+    pub memory: u64,
+    pub profile: bool,
+    ticks: u32,
+}
+
+impl ExecCtx {
+    pub fn new(
+        txn: Box<dyn Transaction>,
+        database: &str,
+        env: EnvState,
+        limits: Limits,
+        profile: bool,
+    ) -> ExecCtx {
+        let mut env = env;
+        env.killed = Some(limits.killed.clone());
+        env.deadline = limits.deadline;
+        ExecCtx {
+            txn,
+            database: database.to_string(),
+            env,
+            stats: Stats::default(),
+            limits,
+            memory: 0,
+            profile,
+            ticks: 0,
+        }
+    }
+
+    #[inline]
+    pub(super) fn eval(&mut self, e: &crate::expr::CExpr, row: &[Value]) -> Result<Value> {
+        let mut env = EvalEnv {
+            txn: Some(&*self.txn),
+            database: &self.database,
+            state: &mut self.env,
+        };
+        eval(e, row, None, &mut env)
+    }
+
+    /// Kill flag and `maxRuntime`, checked every few hundred rows.
+    #[inline]
+    pub(super) fn check(&mut self) -> Result<()> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks % 256 != 0 {
+            return Ok(());
+        }
+        self.check_now()
+    }
+
+    pub fn check_now(&self) -> Result<()> {
+        check_limits(&self.limits)
+    }
+
+    /// Accounts `bytes` more buffered memory.
+    pub fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.memory += bytes;
+        self.stats.peak_memory = self.stats.peak_memory.max(self.memory);
+        let limit = memory_limit(&self.limits);
+        if self.memory > limit {
+            return Err(memory_error(limit));
+        }
+        Ok(())
+    }
+
+    pub fn release(&mut self, bytes: u64) {
+        self.memory = self.memory.saturating_sub(bytes);
+    }
+
+    pub(super) fn warn(&mut self, w: Warning) -> Result<()> {
+        self.env.warn(w)
+    }
+}
+
+/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans).
+pub(super) fn check_limits(limits: &Limits) -> Result<()> {
+    if limits.killed.load(AtomicOrdering::Relaxed) {
+        return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+    }
+    if let Some(deadline) = limits.deadline {
+        if Instant::now() > deadline {
+            return Err(Error::with_message(
+                ErrorCode::QueryKilled,
+                "query killed (maxRuntime exceeded)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+pub(super) fn memory_limit(limits: &Limits) -> u64 {
+    if limits.memory_limit == 0 {
+        DEFAULT_MEMORY_CAP
+    } else {
+        limits.memory_limit
+    }
+}
+
+pub(super) fn memory_error(limit: u64) -> Error {
+    Error::with_message(
+        ErrorCode::ResourceLimit,
+        format!("AQL: query would use more memory than allowed (limit: {limit} bytes) (while executing)"),
+    )
+}
+
+pub(super) fn row_size(row: &Row) -> u64 {
+    row.iter().map(estimate_size).sum()
+}

@@ -1,0 +1,574 @@
+//! The query service behind `/_api/cursor`, `/_api/explain`, `/_api/query`.
+//!
+//! Every method takes the database name and the typed request the HTTP layer read from the
+//! body ([`CursorRequest`], [`ExplainRequest`], [`PropertiesUpdate`]) and returns
+//! `(http_status, response_body)` for success or a `quiver_errors::Error` that the HTTP layer
+//! turns into ArangoDB's error envelope.
+//!
+//! This file is the facade: planning (through the plan cache) and running queries. Open
+//! cursors live in the cursor registry (`cursors.rs`), the cursor protocol is in
+//! `batches.rs`, running and slow queries in the query registry (`queries.rs`), and the
+//! response JSON shared by all batches in `response.rs`. Non-streaming queries run to
+//! completion inside `create_cursor` (their writes are committed before the first batch is
+//! returned) and keep only the remaining results; streaming queries keep their executor and
+//! transaction and produce each batch on demand, committing when the last row has been
+//! produced.
+
+mod batches;
+mod cursors;
+mod queries;
+mod request;
+mod response;
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{json, Map, Value};
+
+use crate::exec::{ExecCtx, Execution, Limits};
+use crate::explain;
+use crate::expr::eval::EnvState;
+use crate::optimizer::{self, OptimizeOptions, RuleSelection};
+use crate::parser;
+use crate::plan::{self, QueryPlan};
+use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
+use crate::source::DataSource;
+use crate::value::estimate_size;
+use batches::cursor_with_values;
+use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
+use queries::QueryRegistry;
+pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
+use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
+
+/// `(HTTP status, JSON body)` of a successful call.
+pub type ServiceReply = (u16, Value);
+
+/// Query execution, cursors and the query registry of one server.
+pub struct QueryService {
+    source: Arc<dyn DataSource>,
+    cursors: CursorRegistry,
+    queries: QueryRegistry,
+    /// Ids of queries and cursors (one sequence, as in ArangoDB).
+    next_id: AtomicU64,
+    plans: PlanCache,
+}
+
+/// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
+struct Prepared {
+    txn: Box<dyn crate::source::Transaction>,
+    plan: Arc<QueryPlan>,
+    parsing: f64,
+    optimizing: f64,
+    cached: Option<Arc<CachedPlan>>,
+}
+
+/// The bind parameters as part of a plan-cache key.
+fn binds_key(bind_vars: &Map<String, Value>) -> String {
+    if bind_vars.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(bind_vars).unwrap_or_default()
+    }
+}
+
+/// Collections a plan writes (a write transaction must declare them up front).
+fn written_collections(plan: &QueryPlan) -> Vec<String> {
+    plan.collections
+        .iter()
+        .filter(|(_, t)| **t == "write")
+        .map(|(n, _)| n.clone())
+        .collect()
+}
+
+fn bad(message: impl Into<String>) -> Error {
+    Error::with_message(ErrorCode::BadParameter, message)
+}
+
+impl QueryService {
+    /// The production service over quiver-core.
+    pub fn over_core(core: Arc<quiver_core::Core>) -> QueryService {
+        QueryService::new(Arc::new(crate::source::core::CoreSource::new(core)))
+    }
+
+    /// A service reading and writing through `source` (quiver-core in the server, the
+    /// in-memory source in tests).
+    pub fn new(source: Arc<dyn DataSource>) -> QueryService {
+        let seed = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(1, |d| d.as_secs() % 1_000_000)
+            * 1000;
+        QueryService {
+            source,
+            cursors: CursorRegistry::new(),
+            queries: QueryRegistry::new(),
+            next_id: AtomicU64::new(seed + 1),
+            plans: PlanCache::default(),
+        }
+    }
+
+    fn new_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Parses, plans and optimizes a query (or takes its plan from the plan cache) and opens
+    /// its transaction (unless one is `given`).
+    fn prepare(
+        &self,
+        db: &str,
+        query: &str,
+        bind_vars: &Map<String, Value>,
+        rules: &[String],
+        full_count: bool,
+        given: Option<Box<dyn crate::source::Transaction>>,
+    ) -> Result<Prepared> {
+        let t0 = Instant::now();
+        // Read before planning: a catalog change landing meanwhile makes this entry stale.
+        let version = self.source.catalog_version();
+        let binds = binds_key(bind_vars);
+        let key = PlanKey {
+            database: db,
+            query,
+            binds: &binds,
+            rules,
+            full_count,
+        };
+        if let Some(hit) = version.and_then(|v| self.plans.get(&key, v)) {
+            let txn = match given {
+                Some(txn) => txn,
+                None => self.source.begin(db, &written_collections(&hit.plan))?,
+            };
+            return Ok(Prepared {
+                txn,
+                plan: hit.plan.clone(),
+                parsing: 0.0,
+                optimizing: t0.elapsed().as_secs_f64(),
+                cached: Some(hit),
+            });
+        }
+        let ast = parser::parse(query)?;
+        let parsing = t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let leased = given.is_some();
+        let mut txn = match given {
+            Some(txn) => txn,
+            None => self.source.begin(db, &[])?,
+        };
+        let mut plan = plan::build(&ast, bind_vars, &*txn)?;
+        let mut indexes = crate::index_select::IndexCatalog {
+            hints: plan.index_hints.clone(),
+            ..Default::default()
+        };
+        for name in plan.collections.keys() {
+            let list = txn.secondary_indexes(name)?;
+            if !list.is_empty() {
+                let count = txn.count(name)?;
+                indexes.collections.insert(name.clone(), (count, list));
+            }
+        }
+        optimizer::optimize(
+            &mut plan,
+            &OptimizeOptions {
+                rules: RuleSelection::from_options(rules),
+                full_count,
+                indexes,
+            },
+        );
+        crate::index_select::check_forced_hints(&plan)?;
+        if plan.is_modification && !leased {
+            // Writers declare their collections up front (the storage transaction locks and
+            // validates them); planning above only needed a read view.
+            txn = self.source.begin(db, &written_collections(&plan))?;
+        }
+        let plan = Arc::new(plan);
+        let cached = version.and_then(|v| self.plans.insert(&key, v, plan.clone()));
+        Ok(Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing: t1.elapsed().as_secs_f64(),
+            cached,
+        })
+    }
+
+    /// `POST /_api/cursor`.
+    pub fn create_cursor(&self, db: &str, req: CursorRequest) -> Result<ServiceReply> {
+        self.create_cursor_with(db, req, None)
+    }
+
+    /// `POST /_api/cursor` inside a transaction the caller owns (a stream transaction, see
+    /// `source::core::leased`): the query reads and writes through `txn`, whose `commit`
+    /// hands it back to the caller. The result is always computed in full before this
+    /// returns (`stream: true` is treated as false): a streaming cursor would keep using the
+    /// transaction after the request that lent it has ended.
+    pub fn create_cursor_in(
+        &self,
+        db: &str,
+        req: CursorRequest,
+        txn: Box<dyn crate::source::Transaction>,
+    ) -> Result<ServiceReply> {
+        self.create_cursor_with(db, req, Some(txn))
+    }
+
+    fn create_cursor_with(
+        &self,
+        db: &str,
+        mut req: CursorRequest,
+        given: Option<Box<dyn crate::source::Transaction>>,
+    ) -> Result<ServiceReply> {
+        if req.batch_size == 0 {
+            return Err(bad("expecting non-zero value for 'batchSize'"));
+        }
+        if given.is_some() {
+            req.stream = false;
+        }
+        self.purge_expired();
+        let Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing,
+            cached,
+        } = self.prepare(
+            db,
+            &req.query,
+            &req.bind_vars,
+            &req.rules,
+            req.full_count,
+            given,
+        )?;
+        let killed = Arc::new(AtomicBool::new(false));
+        let limits = Limits {
+            deadline: (req.max_runtime > 0.0)
+                .then(|| Instant::now() + Duration::from_secs_f64(req.max_runtime.min(1e9))),
+            killed: killed.clone(),
+            memory_limit: req.memory_limit,
+        };
+        let ctx = ExecCtx::new(
+            txn,
+            db,
+            EnvState::new(req.max_warning_count, req.fail_on_warning),
+            limits,
+            req.profile >= 2,
+        );
+        let query_id = self.new_id();
+        self.queries
+            .register(query_id, db, &req, killed, plan.is_modification);
+        let mut exec = Execution::new(&plan, ctx);
+        let started = Instant::now();
+        if req.stream {
+            let first = self.pull(&mut exec, req.batch_size + 1);
+            let mut values = match first {
+                Ok(v) => v,
+                Err(e) => {
+                    self.queries.unregister(query_id, 0, e.number());
+                    return Err(e);
+                }
+            };
+            let peeked = if values.len() > req.batch_size {
+                values.pop()
+            } else {
+                None
+            };
+            let mut cursor = Cursor {
+                database: db.to_string(),
+                batch_size: req.batch_size,
+                ttl: Duration::from_secs_f64(req.ttl),
+                expires: Instant::now() + Duration::from_secs_f64(req.ttl),
+                count: None,
+                data: CursorData::Streaming(Box::new(StreamState {
+                    exec: Some(exec),
+                    peeked,
+                    plan: plan.clone(),
+                    query_id,
+                    profile: req.profile,
+                    started,
+                })),
+                extra: None,
+                batch_id: 0,
+                last_batch: None,
+                allow_retry: req.allow_retry,
+                exhausted: false,
+            };
+            return self.respond_first(
+                cursor_with_values(&mut cursor, values, self, parsing, optimizing)?,
+                cursor,
+                201,
+            );
+        }
+        // Non-streaming: run to completion, commit, keep the results.
+        let mut results = VecDeque::new();
+        let outcome: Result<()> = (|| {
+            while let Some(v) = exec.next_value()? {
+                exec.ctx.charge(estimate_size(&v))?;
+                results.push_back(v);
+            }
+            Ok(())
+        })();
+        if let Err(e) = outcome {
+            self.queries
+                .unregister(query_id, exec.ctx.stats.peak_memory, e.number());
+            return Err(e);
+        }
+        let executing = started.elapsed().as_secs_f64();
+        if let Some(cached) = &cached {
+            cached.ran(started.elapsed());
+        }
+        let (stats, warnings) = match exec.finish() {
+            Ok(v) => v,
+            Err(e) => {
+                self.queries.unregister(query_id, 0, e.number());
+                return Err(e);
+            }
+        };
+        self.queries.unregister(query_id, stats.peak_memory, 0);
+        let mut extra = json!({
+            "warnings": warnings_json(&warnings),
+            "stats": stats_json(&stats, parsing + optimizing + executing, req.full_count, Some(&plan), req.profile),
+        });
+        if req.profile >= 1 {
+            extra["profile"] = ProfileTimings {
+                parsing,
+                optimizing,
+                executing,
+            }
+            .json();
+            extra["plan"] = self.plan_json_for(db, &plan);
+        }
+        let count = results.len() as u64;
+        let mut cursor = Cursor {
+            database: db.to_string(),
+            batch_size: req.batch_size,
+            ttl: Duration::from_secs_f64(req.ttl),
+            expires: Instant::now() + Duration::from_secs_f64(req.ttl),
+            count: req.count.then_some(count),
+            data: CursorData::Materialized(results),
+            extra: Some(extra),
+            batch_id: 0,
+            last_batch: None,
+            allow_retry: req.allow_retry,
+            exhausted: false,
+        };
+        let body = self.next_body(&mut cursor, None)?;
+        self.respond_first(body, cursor, 201)
+    }
+
+    /// `POST /_api/cursor` for a query whose cached plan is trivial (see [`crate::plan_cache`]):
+    /// run on the calling thread without a snapshot, transaction, query registration or
+    /// cursor, the response written straight into bytes. `None` when the query does not
+    /// qualify (not cached yet, not trivial, or options that need the full path: `stream`,
+    /// `profile`, `allowRetry`, a slow-query threshold near zero); the caller then uses
+    /// [`QueryService::create_cursor`], whose answer is the same.
+    pub fn create_cursor_inline(
+        &self,
+        db: &str,
+        req: &CursorRequest,
+    ) -> Option<Result<(u16, Vec<u8>)>> {
+        if req.stream
+            || req.profile > 0
+            || req.allow_retry
+            || req.batch_size == 0
+            || self.queries.log_fast_queries()
+        {
+            return None;
+        }
+        let version = self.source.catalog_version()?;
+        let binds = binds_key(&req.bind_vars);
+        let key = PlanKey {
+            database: db,
+            query: &req.query,
+            binds: &binds,
+            rules: &req.rules,
+            full_count: req.full_count,
+        };
+        let cached = self.plans.get(&key, version)?;
+        if !cached.inline() {
+            return None;
+        }
+        Some(self.run_inline(db, req, &cached))
+    }
+
+    fn run_inline(
+        &self,
+        db: &str,
+        req: &CursorRequest,
+        cached: &CachedPlan,
+    ) -> Result<(u16, Vec<u8>)> {
+        let started = Instant::now();
+        let limits = Limits {
+            deadline: (req.max_runtime > 0.0)
+                .then(|| started + Duration::from_secs_f64(req.max_runtime.min(1e9))),
+            killed: Arc::new(AtomicBool::new(false)),
+            memory_limit: req.memory_limit,
+        };
+        let ctx = ExecCtx::new(
+            Box::new(NoData),
+            db,
+            EnvState::new(req.max_warning_count, req.fail_on_warning),
+            limits,
+            false,
+        );
+        let mut exec = Execution::new(&cached.plan, ctx);
+        let mut results = Vec::new();
+        let outcome: Result<()> = (|| {
+            while let Some(v) = exec.next_value()? {
+                exec.ctx.charge(estimate_size(&v))?;
+                results.push(v);
+            }
+            Ok(())
+        })();
+        cached.ran(started.elapsed());
+        outcome?;
+        let (stats, warnings) = exec.finish()?;
+        let execution_time = started.elapsed().as_secs_f64();
+        if results.len() > req.batch_size {
+            // More than one batch: a cursor after all, exactly as the full path makes it.
+            let extra = json!({
+                "warnings": warnings_json(&warnings),
+                "stats": stats_json(&stats, execution_time, req.full_count, None, 0),
+            });
+            let mut cursor = Cursor {
+                database: db.to_string(),
+                batch_size: req.batch_size,
+                ttl: Duration::from_secs_f64(req.ttl),
+                expires: Instant::now() + Duration::from_secs_f64(req.ttl),
+                count: req.count.then_some(results.len() as u64),
+                data: CursorData::Materialized(results.into()),
+                extra: Some(extra),
+                batch_id: 0,
+                last_batch: None,
+                allow_retry: false,
+                exhausted: false,
+            };
+            let body = self.next_body(&mut cursor, None)?;
+            let (code, body) = self.respond_first(body, cursor, 201)?;
+            let bytes = serde_json::to_vec(&body)
+                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
+            return Ok((code, bytes));
+        }
+        Ok((
+            201,
+            single_batch_body(
+                &results,
+                req.count,
+                &warnings,
+                &stats,
+                execution_time,
+                req.full_count,
+            ),
+        ))
+    }
+
+    fn plan_json_for(&self, db: &str, plan: &QueryPlan) -> Value {
+        let txn = self.source.begin(db, &[]).ok();
+        let counts = |c: &str| txn.as_ref().and_then(|t| t.count(c).ok()).unwrap_or(0);
+        explain::plan_json(plan, db, &counts)
+    }
+
+    fn pull(&self, exec: &mut Execution, n: usize) -> Result<Vec<Value>> {
+        let mut out = Vec::with_capacity(n.min(4096));
+        while out.len() < n {
+            match exec.next_value()? {
+                Some(v) => out.push(v),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// `POST /_api/explain`.
+    pub fn explain(&self, db: &str, req: &ExplainRequest) -> Result<ServiceReply> {
+        let ExplainRequest {
+            query,
+            bind_vars,
+            rules,
+            all_plans,
+        } = req;
+        let t0 = Instant::now();
+        let Prepared { txn, plan, .. } = self.prepare(db, query, bind_vars, rules, false, None)?;
+        let counts = |c: &str| txn.count(c).unwrap_or(0);
+        let plan_json = explain::plan_json(&plan, db, &counts);
+        let rules_executed = plan.rules.len();
+        let stats = json!({
+            "rulesExecuted": optimizer::RULES.len(),
+            "rulesSkipped": optimizer::RULES.len() - rules_executed.min(optimizer::RULES.len()),
+            "plansCreated": 1,
+            "peakMemoryUsage": 0,
+            "executionTime": t0.elapsed().as_secs_f64().max(1e-6),
+        });
+        let mut out = json!({"warnings": [], "stats": stats, "error": false, "code": 200});
+        if *all_plans {
+            out["plans"] = json!([plan_json]);
+        } else {
+            out["plan"] = plan_json;
+            out["cacheable"] = json!(!plan.is_modification);
+        }
+        Ok((200, out))
+    }
+
+    /// `POST /_api/query` (parse without executing).
+    pub fn parse(&self, _db: &str, query: &str) -> Result<ServiceReply> {
+        let ast = parser::parse(query)?;
+        Ok((
+            200,
+            json!({
+                "error": false,
+                "code": 200,
+                "parsed": true,
+                "collections": explain::collection_names(&ast),
+                "bindVars": plan::bind_parameter_names(&ast),
+                "ast": explain::ast_json(&ast),
+            }),
+        ))
+    }
+
+    /// `GET /_api/query/current`.
+    pub fn current(&self, db: &str) -> Result<ServiceReply> {
+        self.queries.current(db)
+    }
+
+    /// `GET /_api/query/slow`.
+    pub fn slow(&self, db: &str) -> Result<ServiceReply> {
+        self.queries.slow(db)
+    }
+
+    /// `DELETE /_api/query/slow`.
+    pub fn clear_slow(&self, db: &str) -> Result<ServiceReply> {
+        self.queries.clear_slow(db)
+    }
+
+    /// `DELETE /_api/query/{id}`.
+    pub fn kill(&self, db: &str, id: &str) -> Result<ServiceReply> {
+        self.queries.kill(db, id)
+    }
+
+    /// `GET /_api/query/properties`.
+    pub fn properties(&self, _db: &str) -> Result<ServiceReply> {
+        self.queries.properties()
+    }
+
+    /// `PUT /_api/query/properties`.
+    pub fn set_properties(&self, _db: &str, update: &PropertiesUpdate) -> Result<ServiceReply> {
+        self.queries.set_properties(update)
+    }
+
+    /// `GET /_api/query/rules`.
+    pub fn rules(&self) -> Result<ServiceReply> {
+        let list: Vec<Value> = optimizer::RULES
+            .iter()
+            .map(|r| {
+                json!({"name": r, "flags": {"hidden": false, "clusterOnly": false, "canBeDisabled": true,
+                    "canCreateAdditionalPlans": false, "disabledByDefault": false, "enterpriseOnly": false}})
+            })
+            .collect();
+        Ok((200, Value::Array(list)))
+    }
+
+    /// Number of open cursors (for tests and metrics).
+    pub fn open_cursors(&self) -> usize {
+        self.purge_expired();
+        self.cursors.len()
+    }
+}

@@ -1,0 +1,257 @@
+//! The query registry: the queries running now (`/_api/query/current`, killable through
+//! `DELETE /_api/query/{id}`), the per-database slow-query log (`/_api/query/slow`) and
+//! `/_api/query/properties`.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+
+use parking_lot::Mutex;
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::{json, Value};
+
+use super::request::{CursorRequest, PropertiesUpdate};
+use super::ServiceReply;
+
+/// `/_api/query/properties`.
+#[derive(Clone, Debug)]
+struct QueryProperties {
+    enabled: bool,
+    track_slow_queries: bool,
+    track_bind_vars: bool,
+    max_slow_queries: u64,
+    slow_query_threshold: f64,
+    slow_streaming_query_threshold: f64,
+    max_query_string_length: u64,
+}
+
+impl Default for QueryProperties {
+    fn default() -> Self {
+        QueryProperties {
+            enabled: true,
+            track_slow_queries: true,
+            track_bind_vars: true,
+            max_slow_queries: 64,
+            slow_query_threshold: 10.0,
+            slow_streaming_query_threshold: 10.0,
+            max_query_string_length: 4096,
+        }
+    }
+}
+
+fn seconds_json(f: f64) -> Value {
+    crate::value::number(f)
+}
+
+impl QueryProperties {
+    fn to_json(&self) -> Value {
+        json!({
+            "error": false,
+            "code": 200,
+            "enabled": self.enabled,
+            "trackSlowQueries": self.track_slow_queries,
+            "trackBindVars": self.track_bind_vars,
+            "maxSlowQueries": self.max_slow_queries,
+            "slowQueryThreshold": seconds_json(self.slow_query_threshold),
+            "slowStreamingQueryThreshold": seconds_json(self.slow_streaming_query_threshold),
+            "maxQueryStringLength": self.max_query_string_length,
+        })
+    }
+}
+
+/// A query listed by `/_api/query/current`.
+struct RunningQuery {
+    database: String,
+    query: String,
+    bind_vars: Value,
+    started: SystemTime,
+    started_at: Instant,
+    killed: Arc<AtomicBool>,
+    stream: bool,
+    modification: bool,
+}
+
+/// Running queries, the slow-query log and the properties that govern both.
+pub(super) struct QueryRegistry {
+    running: Mutex<HashMap<u64, RunningQuery>>,
+    slow: Mutex<HashMap<String, VecDeque<Value>>>,
+    properties: Mutex<QueryProperties>,
+    /// The slow-query log would record queries taking about as long as an inline one
+    /// (threshold near zero): inline runs are not registered, so they are off then.
+    log_fast_queries: AtomicBool,
+}
+
+impl QueryRegistry {
+    pub(super) fn new() -> QueryRegistry {
+        QueryRegistry {
+            running: Mutex::new(HashMap::new()),
+            slow: Mutex::new(HashMap::new()),
+            properties: Mutex::new(QueryProperties::default()),
+            log_fast_queries: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the slow log wants queries as fast as inline ones (which are not registered).
+    pub(super) fn log_fast_queries(&self) -> bool {
+        self.log_fast_queries.load(Ordering::Relaxed)
+    }
+
+    /// Lists query `id` as running until [`QueryRegistry::unregister`].
+    pub(super) fn register(
+        &self,
+        id: u64,
+        db: &str,
+        req: &CursorRequest,
+        killed: Arc<AtomicBool>,
+        modification: bool,
+    ) {
+        let track_bind = self.properties.lock().track_bind_vars;
+        self.running.lock().insert(
+            id,
+            RunningQuery {
+                database: db.to_string(),
+                query: req.query.clone(),
+                bind_vars: if track_bind {
+                    Value::Object(req.bind_vars.clone())
+                } else {
+                    json!({})
+                },
+                started: SystemTime::now(),
+                started_at: Instant::now(),
+                killed,
+                stream: req.stream,
+                modification,
+            },
+        );
+    }
+
+    pub(super) fn unregister(&self, id: u64, peak_memory: u64, exit_code: u32) {
+        let Some(q) = self.running.lock().remove(&id) else {
+            return;
+        };
+        let props = self.properties.lock().clone();
+        let runtime = q.started_at.elapsed().as_secs_f64();
+        let threshold = if q.stream {
+            props.slow_streaming_query_threshold
+        } else {
+            props.slow_query_threshold
+        };
+        if props.enabled && props.track_slow_queries && runtime >= threshold {
+            let mut slow = self.slow.lock();
+            let list = slow.entry(q.database.clone()).or_default();
+            let mut entry = Self::query_json(id, &q, peak_memory);
+            entry["state"] = json!("finished");
+            entry["exitCode"] = json!(exit_code);
+            entry["runTime"] = seconds_json(runtime);
+            list.push_back(entry);
+            while list.len() as u64 > props.max_slow_queries {
+                list.pop_front();
+            }
+        }
+    }
+
+    fn query_json(id: u64, q: &RunningQuery, peak_memory: u64) -> Value {
+        json!({
+            "id": id.to_string(),
+            "database": q.database,
+            "user": "root",
+            "query": q.query,
+            "bindVars": q.bind_vars,
+            "started": iso_time(q.started),
+            "runTime": seconds_json(q.started_at.elapsed().as_secs_f64()),
+            "peakMemoryUsage": peak_memory,
+            "state": "executing",
+            "stream": q.stream,
+            "modificationQuery": q.modification,
+        })
+    }
+
+    /// `GET /_api/query/current`.
+    pub(super) fn current(&self, db: &str) -> Result<ServiceReply> {
+        let running = self.running.lock();
+        let mut list: Vec<(u64, Value)> = running
+            .iter()
+            .filter(|(_, q)| q.database == db)
+            .map(|(id, q)| (*id, Self::query_json(*id, q, 0)))
+            .collect();
+        list.sort_by_key(|(id, _)| *id);
+        Ok((
+            200,
+            Value::Array(list.into_iter().map(|(_, v)| v).collect()),
+        ))
+    }
+
+    /// `GET /_api/query/slow`.
+    pub(super) fn slow(&self, db: &str) -> Result<ServiceReply> {
+        let slow = self.slow.lock();
+        let list = slow
+            .get(db)
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default();
+        Ok((200, Value::Array(list)))
+    }
+
+    /// `DELETE /_api/query/slow`.
+    pub(super) fn clear_slow(&self, db: &str) -> Result<ServiceReply> {
+        self.slow.lock().remove(db);
+        Ok((200, json!({"error": false, "code": 200})))
+    }
+
+    /// `DELETE /_api/query/{id}`.
+    pub(super) fn kill(&self, db: &str, id: &str) -> Result<ServiceReply> {
+        let running = self.running.lock();
+        let q = id
+            .parse::<u64>()
+            .ok()
+            .and_then(|n| running.get(&n))
+            .filter(|q| q.database == db)
+            .ok_or_else(|| Error::with_message(ErrorCode::QueryNotFound, "query ID not found"))?;
+        q.killed.store(true, Ordering::Relaxed);
+        Ok((200, json!({"error": false, "code": 200})))
+    }
+
+    /// `GET /_api/query/properties`.
+    pub(super) fn properties(&self) -> Result<ServiceReply> {
+        Ok((200, self.properties.lock().to_json()))
+    }
+
+    /// `PUT /_api/query/properties`.
+    pub(super) fn set_properties(&self, update: &PropertiesUpdate) -> Result<ServiceReply> {
+        {
+            let mut p = self.properties.lock();
+            let mut next = p.clone();
+            let PropertiesUpdate {
+                enabled,
+                track_slow_queries,
+                track_bind_vars,
+                max_slow_queries,
+                slow_query_threshold,
+                slow_streaming_query_threshold,
+                max_query_string_length,
+            } = update.clone();
+            next.enabled = enabled.unwrap_or(next.enabled);
+            next.track_slow_queries = track_slow_queries.unwrap_or(next.track_slow_queries);
+            next.track_bind_vars = track_bind_vars.unwrap_or(next.track_bind_vars);
+            next.max_slow_queries = max_slow_queries.unwrap_or(next.max_slow_queries);
+            next.slow_query_threshold = slow_query_threshold.unwrap_or(next.slow_query_threshold);
+            next.slow_streaming_query_threshold =
+                slow_streaming_query_threshold.unwrap_or(next.slow_streaming_query_threshold);
+            next.max_query_string_length =
+                max_query_string_length.unwrap_or(next.max_query_string_length);
+            // An inline run takes well under a millisecond; with a threshold that low the
+            // slow log wants every query, which only the registered path records.
+            self.log_fast_queries.store(
+                next.enabled && next.track_slow_queries && next.slow_query_threshold < 0.001,
+                Ordering::Relaxed,
+            );
+            *p = next;
+        }
+        self.properties()
+    }
+}
+
+fn iso_time(t: SystemTime) -> String {
+    let dt: chrono::DateTime<chrono::Utc> = t.into();
+    dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
