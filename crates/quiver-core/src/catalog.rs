@@ -458,9 +458,11 @@ impl Database {
         }
         let meta = CollectionMeta::from_spec(&spec);
         let reserved = KeyGenState::initial_reservation(&meta.key_options);
-        let id =
-            self.engine
-                .create_collection(self.id, meta.options.clone(), meta.to_json(reserved))?;
+        let id = self.engine.create_collection(
+            self.id,
+            spec.storage_options(),
+            meta.to_json(reserved),
+        )?;
         let coll = Arc::new(Collection::new(
             id,
             self.engine.clone(),

@@ -1,5 +1,7 @@
-//! A collection: its catalog entry (name, type, properties, key generator) and its document
-//! operations outside explicit transactions.
+//! A collection: its catalog entry (name, type, properties, key generator), its indexes, reads
+//! and maintenance. Its document writes are in `document_writer.rs` (auto-commit writes,
+//! `auto_commit.rs`); its storage options (`journalSize`, `waitForSync`, `doCompact`) are the
+//! engine's, which validates and keeps them.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -8,31 +10,24 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{
-    CollectionEntry, CollectionId, CollectionOptions, CommitTicket, CompactionReport, Engine,
-    Snapshot,
+    CollectionEntry, CollectionId, CollectionOptions, CompactionReport, Engine, Snapshot,
 };
 use quiver_types::Revision;
 use serde_json::{json, Map, Value};
 
 use crate::computed::{self, ComputeOn, ComputedValue};
 use crate::document::{
-    decode_stored, decode_with_id, escape_json_inner, revision_conflict, revision_matches,
-    splice_id, unique_violation, EncodedDocument,
+    decode_stored, decode_with_id, escape_json_inner, item_key, revision_conflict,
+    revision_matches, splice_id,
 };
-use crate::edge_index::{self, EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
+use crate::edge_index::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
 use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
-use crate::options::{
-    Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions,
-};
+use crate::options::{Committed, OverwriteMode, WriteOptions};
 use crate::schema::Schema;
-use crate::secondary::{self, MaintainedIndex};
-use crate::staging::{self, item_key, PreparedInsert, Staging};
+use crate::secondary::MaintainedIndex;
 use crate::unique::UniqueIndex;
 use crate::Settings;
-
-/// The smallest journal size ArangoDB accepts for `journalSize` (1 MiB).
-pub const JOURNAL_SIZE_MIN: u64 = 1024 * 1024;
 
 /// ArangoDB's collection types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,7 +68,8 @@ pub struct CollectionSpec {
     pub is_system: bool,
     /// Every write waits for stable storage.
     pub wait_for_sync: bool,
-    /// Journal size in bytes (None: engine default); at least [`JOURNAL_SIZE_MIN`].
+    /// Journal size in bytes (None: engine default); the engine checks its bounds when the
+    /// collection is created.
     pub journal_size: Option<u64>,
     /// Whether the compactor may rewrite this collection's datafiles.
     pub do_compact: bool,
@@ -107,8 +103,8 @@ impl CollectionSpec {
 
     /// Parses the body of `POST /_api/collection`. Errors: not an object or no string `name`
     /// → 1208; `type` not 2/3 → 1218; bad `keyOptions` → 1232; bad `schema` → 1621;
-    /// `journalSize` below 1 MiB or not a number → 10. Cluster-only attributes are ignored.
-    /// Name rules are checked at creation.
+    /// `journalSize` not a number → 10. Cluster-only attributes are ignored. Name rules and
+    /// the bounds of `journalSize` (the engine's) are checked at creation.
     pub fn from_json(body: &Value) -> Result<CollectionSpec> {
         let Value::Object(object) = body else {
             return Err(Error::with_message(ErrorCode::IllegalName, "illegal name"));
@@ -141,6 +137,17 @@ impl CollectionSpec {
     }
 }
 
+impl CollectionSpec {
+    /// The storage options the engine keeps for the new collection.
+    pub(crate) fn storage_options(&self) -> CollectionOptions {
+        CollectionOptions {
+            journal_size: self.journal_size,
+            wait_for_sync: self.wait_for_sync,
+            do_compact: self.do_compact,
+        }
+    }
+}
+
 fn bool_attr(object: &Map<String, Value>, name: &str) -> Result<Option<bool>> {
     match object.get(name) {
         None | Some(Value::Null) => Ok(None),
@@ -153,19 +160,13 @@ fn bool_attr(object: &Map<String, Value>, name: &str) -> Result<Option<bool>> {
     }
 }
 
+/// `journalSize` as given; its bounds are the engine's (`Engine::create_collection` and
+/// `Engine::update_collection` refuse a size out of them with 400/10).
 fn journal_size_attr(object: &Map<String, Value>) -> Result<Option<u64>> {
     match object.get("journalSize") {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => {
-            let size = n.as_f64().unwrap_or(-1.0);
-            if size < JOURNAL_SIZE_MIN as f64 {
-                return Err(Error::with_message(
-                    ErrorCode::BadParameter,
-                    "journalSize is too small",
-                ));
-            }
-            Ok(Some(size as u64))
-        }
+        // Negative and fractional sizes round to whole bytes here and fail the engine's check.
+        Some(Value::Number(n)) => Ok(Some(n.as_f64().unwrap_or(0.0).max(0.0) as u64)),
         Some(_) => Err(Error::with_message(
             ErrorCode::BadParameter,
             "journalSize must be a number",
@@ -246,7 +247,6 @@ pub(crate) struct CollectionMeta {
     pub cache_enabled: bool,
     pub computed_values: Option<Value>,
     pub compiled_computed: Option<Arc<Vec<ComputedValue>>>,
-    pub options: CollectionOptions,
     /// User-defined indexes in creation order.
     pub indexes: Vec<IndexDef>,
     pub next_index_id: u64,
@@ -292,11 +292,6 @@ impl CollectionMeta {
             compiled_computed: compile_computed(&spec.computed_values),
             indexes: Vec::new(),
             next_index_id: FIRST_USER_INDEX_ID,
-            options: CollectionOptions {
-                journal_size: spec.journal_size,
-                wait_for_sync: spec.wait_for_sync,
-                do_compact: spec.do_compact,
-            },
         }
     }
 
@@ -360,7 +355,6 @@ impl CollectionMeta {
                     .get("nextIndexId")
                     .and_then(Value::as_u64)
                     .unwrap_or(FIRST_USER_INDEX_ID),
-                options: entry.options.clone(),
             },
             meta.get("keyReserved").and_then(Value::as_u64).unwrap_or(0),
         ))
@@ -523,9 +517,15 @@ impl Collection {
         self.meta.read().globally_unique_id.clone()
     }
 
-    /// The collection-level `waitForSync`.
+    /// The collection-level `waitForSync` (kept by the engine, which applies it to every
+    /// batch it commits for this collection).
     pub fn wait_for_sync(&self) -> bool {
-        self.meta.read().options.wait_for_sync
+        self.storage_options().wait_for_sync
+    }
+
+    /// The storage options the engine keeps for this collection (defaults once dropped).
+    fn storage_options(&self) -> CollectionOptions {
+        self.engine.collection_options(self.id).unwrap_or_default()
     }
 
     /// The key generator configuration.
@@ -644,6 +644,33 @@ impl Collection {
             return Ok(());
         };
         computed::apply(&values, &evaluator, op, doc)
+    }
+
+    /// Whether a write to this collection must go through a write set and the index hooks
+    /// (edge index, unique constraints, maintained indexes). Read under `write_lock`: index
+    /// creation registers under it.
+    pub(crate) fn has_write_hooks(&self) -> bool {
+        self.edge_index.is_some()
+            || !self.unique_indexes.read().is_empty()
+            || !self.maintained.read().is_empty()
+    }
+
+    /// Whether the collection has unique indexes to check on writes.
+    pub(crate) fn has_unique_indexes(&self) -> bool {
+        !self.unique_indexes.read().is_empty()
+    }
+
+    /// Whether an insert can store an encoded body without building its attributes as
+    /// values ([`DocumentWriter::insert_encoded`](crate::DocumentWriter)): no computed values,
+    /// no schema to apply, no unique index, and `overwrite_mode` conflict. Callers may skip
+    /// encoding when this is false.
+    pub fn takes_encoded(&self, opts: &WriteOptions) -> bool {
+        if opts.overwrite_mode != OverwriteMode::Conflict || self.has_unique_indexes() {
+            return false;
+        }
+        let meta = self.meta.read();
+        meta.compiled_computed.is_none()
+            && (meta.compiled_schema.is_none() || opts.skip_document_validation)
     }
 
     pub(crate) fn unique_indexes(&self) -> Arc<Vec<Arc<UniqueIndex>>> {
@@ -929,9 +956,9 @@ impl Collection {
         if victims.is_empty() {
             return Ok(0);
         }
-        let opts = RemoveOptions {
+        let opts = WriteOptions {
             ignore_revs: false,
-            ..RemoveOptions::new()
+            ..WriteOptions::new()
         };
         let results = self.remove_many(&victims, &opts)?.wait()?;
         Ok(results.iter().filter(|r| r.is_ok()).count())
@@ -983,11 +1010,9 @@ impl Collection {
     fn persist_reservation(&self, target: u64) -> Result<u64> {
         let _serial = self.persist_lock.lock();
         let reserved = target.max(self.durable_reserved.load(Ordering::Acquire));
-        let (options, meta) = {
-            let meta = self.meta.read();
-            (meta.options.clone(), meta.to_json(reserved))
-        };
-        self.engine.update_collection(self.id, options, meta)?;
+        let meta = self.meta.read().to_json(reserved);
+        self.engine
+            .update_collection(self.id, self.storage_options(), meta)?;
         self.durable_reserved.store(reserved, Ordering::Release);
         Ok(reserved)
     }
@@ -1072,8 +1097,8 @@ impl Collection {
     /// `keyOptions`, `schema`, `computedValues`, `journalSize`, `doCompact`, …).
     pub fn properties(&self) -> Value {
         let last_value = self.last_key_value();
+        let options = self.storage_options();
         let meta = self.meta.read();
-        let journal_size = meta.options.journal_size;
         json!({
             "id": self.id.to_string(),
             "name": &*meta.name,
@@ -1082,7 +1107,7 @@ impl Collection {
             "type": meta.collection_type.number(),
             "isSystem": meta.is_system,
             "globallyUniqueId": meta.globally_unique_id,
-            "waitForSync": meta.options.wait_for_sync,
+            "waitForSync": options.wait_for_sync,
             "keyOptions": meta.key_options.to_json(last_value),
             "schema": meta.schema,
             "computedValues": meta.computed_values,
@@ -1094,14 +1119,14 @@ impl Collection {
             "internalValidatorType": 0,
             "writeConcern": 1,
             "objectId": self.id.to_string(),
-            "journalSize": journal_size.unwrap_or(self.settings.default_journal_size),
-            "doCompact": meta.options.do_compact,
+            "journalSize": options.journal_size.unwrap_or(self.settings.default_journal_size),
+            "doCompact": options.do_compact,
             "isVolatile": false,
         })
     }
 
     /// Changes properties (`PUT /_api/collection/{c}/properties`): `waitForSync`,
-    /// `journalSize` (≥ 1 MiB, new journals only), `doCompact`, `cacheEnabled`, `schema`
+    /// `journalSize` (within the engine's bounds, new journals only), `doCompact`, `cacheEnabled`, `schema`
     /// (`null`/`{}` removes), `computedValues` (`null`/`[]` clears). Other attributes are
     /// ignored. Errors: 10 for wrong types or a too small journal size, 1621 for a bad schema,
     /// 1203 after a drop. Returns the new properties.
@@ -1125,30 +1150,40 @@ impl Collection {
             Some(value) => Some(parse_computed_values(Some(value))?),
             None => None,
         };
-        {
-            let mut meta = self.meta.write();
-            if let Some(v) = wait_for_sync {
-                meta.options.wait_for_sync = v;
-            }
-            if let Some(v) = do_compact {
-                meta.options.do_compact = v;
-            }
+        let apply = |meta: &mut CollectionMeta| {
             if let Some(v) = cache_enabled {
                 meta.cache_enabled = v;
             }
+            if let Some(v) = &schema {
+                meta.compiled_schema = compile_schema(v);
+                meta.schema = v.clone();
+            }
+            if let Some(v) = &computed {
+                meta.compiled_computed = compile_computed(v);
+                meta.computed_values = v.clone();
+            }
+        };
+        {
+            // The engine validates the storage options (journalSize bounds) and stores both;
+            // only what it accepted takes effect here.
+            let _serial = self.persist_lock.lock();
+            let mut options = self.storage_options();
+            if let Some(v) = wait_for_sync {
+                options.wait_for_sync = v;
+            }
+            if let Some(v) = do_compact {
+                options.do_compact = v;
+            }
             if let Some(v) = journal_size {
-                meta.options.journal_size = Some(v);
+                options.journal_size = Some(v);
             }
-            if let Some(v) = schema {
-                meta.compiled_schema = compile_schema(&v);
-                meta.schema = v;
-            }
-            if let Some(v) = computed {
-                meta.compiled_computed = compile_computed(&v);
-                meta.computed_values = v;
-            }
+            let mut candidate = self.meta.read().clone();
+            apply(&mut candidate);
+            let reserved = self.durable_reserved.load(Ordering::Acquire);
+            self.engine
+                .update_collection(self.id, options, candidate.to_json(reserved))?;
+            apply(&mut self.meta.write());
         }
-        self.persist()?;
         Ok(self.properties())
     }
 
@@ -1267,13 +1302,13 @@ impl Collection {
     /// durability.
     pub fn truncate(&self, wait_for_sync: bool) -> Result<Committed<()>> {
         self.check_usable()?;
-        let sync = wait_for_sync || self.wait_for_sync();
         let guard = self.write_lock.lock();
         if let Some(index) = &self.edge_index {
             index.wait_ready()?;
             index.begin_truncate();
         }
-        let ticket = match self.engine.truncate(self.id, sync) {
+        // The engine joins the collection's waitForSync to the request's.
+        let ticket = match self.engine.truncate(self.id, wait_for_sync) {
             Ok(ticket) => ticket,
             Err(err) => {
                 if let Some(index) = &self.edge_index {
@@ -1293,7 +1328,7 @@ impl Collection {
         }
         self.note_revision(self.engine.hlc().next());
         drop(guard);
-        Ok(Committed::new((), sync, Some(ticket)))
+        Ok(Committed::new((), Some(ticket), || wait_for_sync))
     }
 
     /// Compacts the collection's datafiles now.
@@ -1359,385 +1394,6 @@ impl Collection {
             out.push(one());
         }
         Ok(out)
-    }
-
-    // ----- writes -----
-
-    fn write<T>(
-        self: &Arc<Self>,
-        wait_for_sync: bool,
-        run: impl FnOnce(&mut Staging) -> Result<T>,
-    ) -> Result<Committed<T>> {
-        self.check_usable()?;
-        let guard = self.write_lock.lock();
-        let mut staging = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
-        staging.locked = true;
-        staging.sync = wait_for_sync;
-        let value = run(&mut staging)?;
-        let synced = staging.sync || self.wait_for_sync();
-        let ticket = self.commit_locked(&staging)?;
-        drop(guard);
-        Ok(Committed::new(value, synced, ticket))
-    }
-
-    /// Commits what `staging` holds for this collection, with the index hooks around the
-    /// engine commit. The caller holds `write_lock` and took `staging`'s snapshot under it.
-    fn commit_locked(self: &Arc<Self>, staging: &Staging) -> Result<Option<CommitTicket>> {
-        if staging.is_empty() {
-            return Ok(None);
-        }
-        let batch = staging.to_batch();
-        let max_rev = staging
-            .entries
-            .values()
-            .map(|e| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
-            .max();
-        let pending = secondary::before_commit(&staging.entries, &staging.snapshot, |_| {
-            Some(Arc::clone(self))
-        })?;
-        let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, |_| {
-            Some(Arc::clone(self))
-        }) {
-            Ok(edges) => edges,
-            Err(err) => {
-                pending.failed();
-                return Err(err);
-            }
-        };
-        let ticket = match self.engine.commit(batch) {
-            Ok(ticket) => ticket,
-            Err(err) => {
-                pending.failed();
-                edges.failed();
-                return Err(err);
-            }
-        };
-        let horizon = self.engine.horizon();
-        pending.committed(ticket.tick, horizon);
-        edges.committed(ticket.tick, horizon);
-        staging::record_indexes(&staging.entries, |_| Some(Arc::clone(self)));
-        if let Some(rev) = max_rev {
-            self.note_revision(rev);
-        }
-        Ok(Some(ticket))
-    }
-
-    /// Whether a write to this collection must go through a staging area and the index hooks
-    /// (edge index, unique constraints, maintained indexes). Read under `write_lock`: index
-    /// creation registers under it.
-    fn has_write_hooks(&self) -> bool {
-        self.edge_index.is_some()
-            || !self.unique_indexes.read().is_empty()
-            || !self.maintained.read().is_empty()
-    }
-
-    /// Inserts one document (`POST /_api/document/{c}`). The body must be an object (1227);
-    /// `_id`/`_rev` in it are ignored, `_key` must be legal (1221) and allowed (1222); edges
-    /// need valid `_from`/`_to` (1233); an existing key follows `overwrite_mode` (1210 for
-    /// conflict). Returns the committed result; wait on it before acknowledging.
-    ///
-    /// With `overwrite_mode` conflict (the default) everything that depends only on the
-    /// request — key, computed values, schema, the stored encoding — is prepared before the
-    /// writer lock is taken; the lock covers only the existence and unique checks, the
-    /// revision and the commit, so that concurrent inserters mostly do not wait for each
-    /// other. The other modes need the stored document and take the full path.
-    pub fn insert(
-        self: &Arc<Self>,
-        doc: Value,
-        opts: &InsertOptions,
-    ) -> Result<Committed<OpResult>> {
-        if opts.overwrite_mode != OverwriteMode::Conflict {
-            return self.write(opts.wait_for_sync, |st| {
-                staging::insert(st, self, doc, opts)
-            });
-        }
-        let prepared = staging::prepare_insert(self, doc, opts)?;
-        self.insert_prepared(prepared, opts)
-    }
-
-    /// Whether [`Collection::insert_encoded`] can store an encoded body without building its
-    /// attributes as values: no computed values, no schema to apply, no unique index, and
-    /// `overwrite_mode` conflict. Callers may skip encoding when this is false.
-    pub fn takes_encoded(&self, opts: &InsertOptions) -> bool {
-        if opts.overwrite_mode != OverwriteMode::Conflict || !self.unique_indexes.read().is_empty()
-        {
-            return false;
-        }
-        let meta = self.meta.read();
-        meta.compiled_computed.is_none()
-            && (meta.compiled_schema.is_none() || opts.skip_document_validation)
-    }
-
-    /// [`Collection::insert`] for a body the caller has already encoded (same checks, errors
-    /// and results). Takes the plain path of [`Collection::insert`] when
-    /// [`Collection::takes_encoded`] says so, and builds the document as a value otherwise.
-    pub fn insert_encoded(
-        self: &Arc<Self>,
-        doc: EncodedDocument,
-        opts: &InsertOptions,
-    ) -> Result<Committed<OpResult>> {
-        if !self.takes_encoded(opts) {
-            return self.insert(doc.into_value()?, opts);
-        }
-        let prepared = staging::prepare_encoded(self, doc)?;
-        self.insert_prepared(prepared, opts)
-    }
-
-    /// The part of an insert under the writer lock: the existence and unique checks, the
-    /// revision and the commit.
-    fn insert_prepared(
-        self: &Arc<Self>,
-        mut prepared: PreparedInsert,
-        opts: &InsertOptions,
-    ) -> Result<Committed<OpResult>> {
-        let synced = opts.wait_for_sync || self.wait_for_sync();
-        let guard = self.write_lock.lock();
-        let (rev, body, ticket) = if self.has_write_hooks() {
-            let mut st = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
-            st.locked = true;
-            st.sync = synced;
-            let (rev, body) = self.stage_prepared(&mut st, &mut prepared)?;
-            let ticket = self.commit_locked(&st)?;
-            (rev, body, ticket)
-        } else {
-            // No hooks and no other writer: the newest state is all the existence check
-            // needs, without registering a snapshot. A prepared error still loses to a
-            // unique violation, as on the full path.
-            if let Some(err) = prepared.deferred.take() {
-                if self
-                    .engine
-                    .latest_revision(self.id, &prepared.key)?
-                    .is_some()
-                {
-                    return Err(unique_violation(&prepared.key));
-                }
-                return Err(err);
-            }
-            // Taken under the lock so that revisions keep increasing in commit order, as they
-            // do on the full path.
-            let rev = self.next_revision();
-            let body = prepared.finish(rev)?;
-            // The engine checks that the key is not alive in the same index descent that
-            // installs it.
-            let Some(ticket) =
-                self.engine
-                    .insert_new(self.id, &prepared.key, rev, &body, synced)?
-            else {
-                return Err(unique_violation(&prepared.key));
-            };
-            self.note_revision(rev);
-            (rev, body, Some(ticket))
-        };
-        drop(guard);
-        let result = self.created(std::mem::take(&mut prepared.key), rev, &body, opts)?;
-        Ok(Committed::new(result, synced, ticket))
-    }
-
-    /// Stages a prepared insert over `st` (taken under `write_lock`): the existence check
-    /// (staged documents first), the prepared error if any, unique indexes, the revision.
-    fn stage_prepared(
-        self: &Arc<Self>,
-        st: &mut Staging,
-        prepared: &mut PreparedInsert,
-    ) -> Result<(Revision, Bytes)> {
-        if st.lookup_rev(self.id, &prepared.key)?.is_some() {
-            return Err(unique_violation(&prepared.key));
-        }
-        if let Some(err) = prepared.deferred.take() {
-            return Err(err);
-        }
-        let unique = if self.unique_indexes.read().is_empty() {
-            Vec::new()
-        } else {
-            let key = prepared.key.clone();
-            staging::check_unique(st, self, &key, prepared.attributes()?)?
-        };
-        let rev = self.next_revision();
-        let body = prepared.finish(rev)?;
-        let edge = prepared.edge.take();
-        st.stage(
-            self,
-            &prepared.key,
-            Some((rev, body.clone())),
-            rev,
-            None,
-            edge,
-            unique,
-        )?;
-        Ok((rev, body))
-    }
-
-    /// The result of a committed insert of a new document.
-    fn created(
-        &self,
-        key: String,
-        rev: Revision,
-        body: &Bytes,
-        opts: &InsertOptions,
-    ) -> Result<OpResult> {
-        let name = self.name();
-        let new = if opts.return_new && !opts.silent {
-            Some(decode_with_id(body, &name, &key)?)
-        } else {
-            None
-        };
-        Ok(OpResult::created(format!("{name}/{key}"), key, rev, new))
-    }
-
-    /// Inserts many documents in one atomic commit; items fail independently (per-item errors
-    /// as in [`Collection::insert`]) unless `opts.all_or_nothing`, where the first failing
-    /// item's error is returned and nothing is written. Later items see earlier ones (a
-    /// duplicate key within the array is a conflict). With `overwrite_mode` conflict every
-    /// item is prepared before the writer lock is taken, as a single insert is.
-    pub fn insert_many(
-        self: &Arc<Self>,
-        docs: Vec<Value>,
-        opts: &InsertOptions,
-    ) -> Result<Committed<Vec<Result<OpResult>>>> {
-        if opts.overwrite_mode == OverwriteMode::Conflict {
-            self.check_usable()?;
-            let prepared: Vec<Result<PreparedInsert>> = docs
-                .into_iter()
-                .map(|doc| staging::prepare_insert(self, doc, opts))
-                .collect();
-            let guard = self.write_lock.lock();
-            let mut st = Staging::new(self.engine.snapshot(), self.settings.max_transaction_size);
-            st.locked = true;
-            st.sync = opts.wait_for_sync;
-            let mut staged = Vec::with_capacity(prepared.len());
-            for item in prepared {
-                let one = item.and_then(|mut p| {
-                    let (rev, body) = self.stage_prepared(&mut st, &mut p)?;
-                    Ok((std::mem::take(&mut p.key), rev, body))
-                });
-                if opts.all_or_nothing {
-                    if let Err(err) = one {
-                        return Err(err);
-                    }
-                }
-                staged.push(one);
-            }
-            let synced = st.sync || self.wait_for_sync();
-            let ticket = self.commit_locked(&st)?;
-            drop(guard);
-            let results = staged
-                .into_iter()
-                .map(|one| one.and_then(|(key, rev, body)| self.created(key, rev, &body, opts)))
-                .collect();
-            return Ok(Committed::new(results, synced, ticket));
-        }
-        self.write(opts.wait_for_sync, |st| {
-            let mut out = Vec::with_capacity(docs.len());
-            for doc in docs {
-                let result = staging::insert(st, self, doc, opts);
-                if opts.all_or_nothing {
-                    if let Err(err) = result {
-                        return Err(err);
-                    }
-                }
-                out.push(result);
-            }
-            Ok(out)
-        })
-    }
-
-    /// Replaces the document `key` (`PUT /_api/document/{c}/{key}`): the new body's attributes
-    /// replace all old ones. Errors: 1202 missing; 412/1200 on `if_match` (or body `_rev` with
-    /// `ignore_revs=false`) mismatch; 1227 not an object; 1233 edge attributes.
-    pub fn replace(
-        self: &Arc<Self>,
-        key: &str,
-        doc: Value,
-        opts: &ModifyOptions,
-    ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, |st| {
-            staging::modify(st, self, Some(key), doc, opts, false)
-        })
-    }
-
-    /// Replaces many documents, each selected by its `_key` (or `_id`); per-item errors
-    /// (1205 when an item has neither). `opts.if_match` is ignored here.
-    pub fn replace_many(
-        self: &Arc<Self>,
-        docs: Vec<Value>,
-        opts: &ModifyOptions,
-    ) -> Result<Committed<Vec<Result<OpResult>>>> {
-        let opts = ModifyOptions {
-            if_match: None,
-            ..opts.clone()
-        };
-        self.write(opts.wait_for_sync, |st| {
-            Ok(docs
-                .into_iter()
-                .map(|doc| staging::modify(st, self, None, doc, &opts, false))
-                .collect())
-        })
-    }
-
-    /// Updates (merges into) the document `key` (`PATCH`), honouring `keep_null` and
-    /// `merge_objects`; errors as [`Collection::replace`].
-    pub fn update(
-        self: &Arc<Self>,
-        key: &str,
-        patch: Value,
-        opts: &ModifyOptions,
-    ) -> Result<Committed<OpResult>> {
-        self.write(opts.wait_for_sync, |st| {
-            staging::modify(st, self, Some(key), patch, opts, true)
-        })
-    }
-
-    /// Updates many documents, each selected by its `_key` (or `_id`); per-item errors.
-    pub fn update_many(
-        self: &Arc<Self>,
-        patches: Vec<Value>,
-        opts: &ModifyOptions,
-    ) -> Result<Committed<Vec<Result<OpResult>>>> {
-        let opts = ModifyOptions {
-            if_match: None,
-            ..opts.clone()
-        };
-        self.write(opts.wait_for_sync, |st| {
-            Ok(patches
-                .into_iter()
-                .map(|doc| staging::modify(st, self, None, doc, &opts, true))
-                .collect())
-        })
-    }
-
-    /// Removes the document `key` (`DELETE`). The result's `rev` is the removed revision.
-    /// Errors: 1202 missing; 412/1200 on an `if_match` mismatch.
-    pub fn remove(
-        self: &Arc<Self>,
-        key: &str,
-        opts: &RemoveOptions,
-    ) -> Result<Committed<OpResult>> {
-        let item = Value::String(key.to_string());
-        if quiver_types::validate_key(key).is_err() {
-            return Err(Error::new(ErrorCode::DocumentNotFound));
-        }
-        self.write(opts.wait_for_sync, |st| {
-            staging::remove(st, self, &item, opts)
-        })
-    }
-
-    /// Removes many documents; items are keys, handles or objects with `_key` (and `_rev`,
-    /// checked when `ignore_revs` is false). Per-item errors.
-    pub fn remove_many(
-        self: &Arc<Self>,
-        items: &[Value],
-        opts: &RemoveOptions,
-    ) -> Result<Committed<Vec<Result<OpResult>>>> {
-        let opts = RemoveOptions {
-            if_match: None,
-            ..opts.clone()
-        };
-        self.write(opts.wait_for_sync, |st| {
-            Ok(items
-                .iter()
-                .map(|item| staging::remove(st, self, item, &opts))
-                .collect())
-        })
     }
 }
 

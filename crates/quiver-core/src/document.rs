@@ -88,6 +88,40 @@ pub(crate) fn key_of(value: &Value) -> Result<&str> {
     }
 }
 
+/// Extracts the key a replace/update/remove item addresses: `_key`, or the key part of `_id`.
+pub(crate) fn selector_key(map: &Map<String, Value>) -> Result<String> {
+    if let Some(key) = map.get("_key") {
+        return key_of(key).map(str::to_string);
+    }
+    if let Some(Value::String(id)) = map.get("_id") {
+        let handle = DocumentId::parse(id)?;
+        return Ok(handle.key.to_string());
+    }
+    Err(Error::new(ErrorCode::DocumentHandleBad))
+}
+
+/// Extracts the key from a remove / get-many item: a key string, a `collection/key` handle, or
+/// an object with `_key` (or `_id`).
+pub(crate) fn item_key(item: &Value) -> Result<(String, Option<String>)> {
+    match item {
+        Value::String(text) => {
+            if let Some((_, key)) = text.split_once('/') {
+                validate_key(key).map_err(|_| Error::new(ErrorCode::DocumentHandleBad))?;
+                Ok((key.to_string(), None))
+            } else {
+                validate_key(text)?;
+                Ok((text.clone(), None))
+            }
+        }
+        Value::Object(map) => {
+            let key = selector_key(map)?;
+            let rev = map.get("_rev").and_then(Value::as_str).map(str::to_string);
+            Ok((key, rev))
+        }
+        _ => Err(Error::new(ErrorCode::DocumentHandleBad)),
+    }
+}
+
 /// Serializes a document in the stored format: `_key`, `_rev`, then every attribute of
 /// `attributes` except `_key`, `_id` and `_rev`.
 pub(crate) fn encode_stored(key: &str, rev: Revision, attributes: &Map<String, Value>) -> Bytes {

@@ -43,7 +43,7 @@ use quiver_types::Revision;
 use serde::Deserialize;
 
 use crate::collection::Collection;
-use crate::staging::StagedEntry;
+use crate::staged_version::StagedEntry;
 
 /// Edge documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 4096;
@@ -183,9 +183,6 @@ impl EdgeHits {
         }
     }
 }
-
-/// The endpoints of an edge document.
-pub(crate) type EdgeEnds = (Arc<str>, Arc<str>);
 
 /// A string borrowed from the input unless it had to be unescaped (serde's own `Cow` inside
 /// an `Option` always copies, which would be an allocation per edge in a build).

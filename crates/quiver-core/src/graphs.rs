@@ -483,7 +483,10 @@ impl Graph {
 }
 
 /// 404/1202 unless every handle names an existing document for `reader`.
-pub fn check_vertices_exist(reader: &impl DocumentReader, handles: &[String]) -> Result<()> {
+pub fn check_vertices_exist(
+    reader: &(impl DocumentReader + ?Sized),
+    handles: &[String],
+) -> Result<()> {
     for handle in handles {
         let (collection, key) = handle.split_once('/').unwrap_or((handle, ""));
         let coll = reader.collection(collection)?;
@@ -641,10 +644,10 @@ fn ensure_collections(db: &Arc<Database>, graph: &Graph, wait_for_sync: bool) ->
 }
 
 fn stored_graph(committed: Committed<OpResult>, mut graph: Graph) -> Committed<Graph> {
-    let synced = committed.synced();
-    let (op, ticket) = committed.into_parts();
-    graph.rev = op.rev.encode();
-    Committed::new(graph, synced, ticket)
+    committed.map(|op| {
+        graph.rev = op.rev.encode();
+        graph
+    })
 }
 
 fn write_options(wait_for_sync: bool) -> (InsertOptions, ModifyOptions) {
@@ -734,9 +737,7 @@ pub fn drop(
         candidates.extend(graph.edge_collections());
         drop_unused(db, &candidates)?;
     }
-    let synced = committed.synced();
-    let (_, ticket) = committed.into_parts();
-    Ok(Committed::new((), synced, ticket))
+    Ok(committed.map(|_| ()))
 }
 
 /// `POST /_api/gharial/{graph}/vertex` with `{"collection": name}`: adds an orphan
@@ -861,10 +862,7 @@ pub fn replace_edge_definition(
         }
     }
     let graph = changed.ok_or_else(|| not_found(graph_name))?;
-    let committed = trx.commit()?;
-    let synced = committed.synced();
-    let (_, ticket) = committed.into_parts();
-    Ok(Committed::new(graph, synced, ticket))
+    Ok(trx.commit()?.map(|()| graph))
 }
 
 /// `DELETE /_api/gharial/{graph}/edge/{collection}`: removes an edge definition (404/1930 if

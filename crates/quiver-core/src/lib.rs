@@ -11,6 +11,10 @@
 //!   [`Collection::basic_info`]: the JSON objects of the HTTP API), counts, figures, checksums,
 //!   truncates, compacts, and runs single and multi-document operations. Handles survive
 //!   renames; after a drop every call fails with 1203.
+//! - Writes go through [`DocumentWriter`]: [`DocumentWriter::AutoCommit`] (each call a
+//!   transaction of its own, committed at once; `Collection::insert`/`replace`/… are this) or
+//!   [`DocumentWriter::Transaction`] (staged in an explicit transaction;
+//!   `Transaction::insert`/… are this). Every write takes a [`WriteOptions`].
 //! - Writes return [`Committed`]: already visible to readers; `wait()` / `wait_async()`
 //!   confirms durability (stable storage when [`Committed::synced`], which is also how the HTTP
 //!   layer picks 201 vs 202).
@@ -47,10 +51,14 @@
 //! evaluator for their AQL expressions is registered with
 //! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
+mod auto_commit;
 mod catalog;
 mod collection;
+mod commit;
 mod computed;
 mod document;
+mod document_rules;
+mod document_writer;
 mod edge_index;
 pub mod fulltext;
 pub mod geo;
@@ -63,6 +71,7 @@ mod options;
 mod schema;
 mod secondary;
 mod sorted;
+mod staged_version;
 mod staging;
 mod streams;
 mod ttl;
@@ -73,18 +82,20 @@ pub use catalog::{
     catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
     SYSTEM_DATABASE_COLLECTIONS,
 };
-pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo, JOURNAL_SIZE_MIN};
+pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
 pub use document::{revision_matches, EncodedDocument};
+pub use document_rules::version_keeps_stored;
+pub use document_writer::DocumentWriter;
 pub use edge_index::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
 pub use index::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
 pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
+    WriteOptions,
 };
 pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
-pub use staging::version_keeps_stored;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 

@@ -35,23 +35,36 @@ impl OverwriteMode {
     }
 }
 
-/// Options of an insert (`POST /_api/document`) and of the insert-many used by the import API.
+/// The options of a document write: insert, replace, update and remove alike (ArangoDB's
+/// `OperationOptions`). One type, parsed once per layer (the HTTP server's
+/// `api::write_options`, AQL's `OPTIONS {…}`) and handed down unchanged; each operation reads
+/// the fields that concern it and ignores the others.
 #[derive(Clone, Debug, Default)]
-pub struct InsertOptions {
-    /// Wait for stable storage (also forced by the collection's `waitForSync`).
+pub struct WriteOptions {
+    /// Wait for stable storage. The engine adds the collection's `waitForSync` to every batch
+    /// it commits.
     pub wait_for_sync: bool,
-    /// Behaviour on an existing `_key`.
+    /// Insert: behaviour on an existing `_key`.
     pub overwrite_mode: OverwriteMode,
-    /// For `OverwriteMode::Update`: keep attributes set to `null` (default true).
+    /// Update (and insert with `OverwriteMode::Update`): keep attributes set to `null`
+    /// (default true).
     pub keep_null: bool,
-    /// For `OverwriteMode::Update`: merge nested objects (default true).
+    /// Update (and insert with `OverwriteMode::Update`): merge nested objects (default true).
     pub merge_objects: bool,
     /// Put the complete new document into the result.
     pub return_new: bool,
-    /// Put the replaced/updated document into the result (ignored for plain inserts).
+    /// Put the previous document into the result (replaced, updated or removed; ignored for
+    /// plain inserts).
     pub return_old: bool,
     /// The caller will not look at results; the core skips building `new`/`old`.
     pub silent: bool,
+    /// Replace, update, remove: when false, a `_rev` in the body (or in each array item) must
+    /// equal the stored revision (412/1200 otherwise). Default true.
+    pub ignore_revs: bool,
+    /// Replace, update, remove: `If-Match`, the stored revision must equal this (412/1200
+    /// otherwise). Accepts the header value as sent (bare, `"…"` or `'…'`). Single-document
+    /// calls only; multi-document calls ignore it.
+    pub if_match: Option<String>,
     /// `versionAttribute` (external versioning, a top-level attribute name): when the incoming
     /// document and the stored one both hold a non-negative number in this attribute and the
     /// incoming one, rounded down, is not higher than the stored one, rounded down, a
@@ -61,90 +74,30 @@ pub struct InsertOptions {
     pub version_attribute: Option<String>,
     /// `skipDocumentValidation`: do not apply the collection's schema.
     pub skip_document_validation: bool,
-    /// Multi-document only: fail the whole request with the first item's error and write
-    /// nothing (the import API's `complete=true`). Otherwise items are independent.
+    /// Multi-document inserts only: fail the whole request with the first item's error and
+    /// write nothing (the import API's `complete=true`). Otherwise items are independent.
     pub all_or_nothing: bool,
 }
 
-impl InsertOptions {
-    /// ArangoDB's defaults (`keepNull` and `mergeObjects` true, everything else off).
-    pub fn new() -> InsertOptions {
-        InsertOptions {
+impl WriteOptions {
+    /// ArangoDB's defaults (`keepNull`, `mergeObjects` and `ignoreRevs` true, everything else
+    /// off).
+    pub fn new() -> WriteOptions {
+        WriteOptions {
             keep_null: true,
             merge_objects: true,
-            ..InsertOptions::default()
-        }
-    }
-}
-
-/// Options of replace (`PUT`) and update (`PATCH`).
-#[derive(Clone, Debug, Default)]
-pub struct ModifyOptions {
-    /// Wait for stable storage (also forced by the collection's `waitForSync`).
-    pub wait_for_sync: bool,
-    /// When false, a `_rev` in the body (or in each array item) must equal the stored
-    /// revision (412/1200 otherwise). Default true.
-    pub ignore_revs: bool,
-    /// `If-Match`: the stored revision must equal this (412/1200 otherwise). Accepts the
-    /// header value as sent (bare, `"…"` or `'…'`). Single-document calls only.
-    pub if_match: Option<String>,
-    /// Update only: keep attributes set to `null` (default true).
-    pub keep_null: bool,
-    /// Update only: merge nested objects (default true).
-    pub merge_objects: bool,
-    /// Put the complete new document into the result.
-    pub return_new: bool,
-    /// Put the previous document into the result.
-    pub return_old: bool,
-    /// The caller will not look at results; the core skips building `new`/`old`.
-    pub silent: bool,
-    /// `versionAttribute` (external versioning, a top-level attribute name): when the incoming
-    /// document and the stored one both hold a non-negative number in this attribute and the
-    /// incoming one, rounded down, is not higher than the stored one, rounded down, a
-    /// replace/update (or an insert with `overwriteMode` replace/update) keeps the stored
-    /// document without an error, as a no-op write: `_rev == _oldRev` (the stored revision),
-    /// the stored document as `old`/`new` when asked for, kind [`WriteKind::Unchanged`].
-    pub version_attribute: Option<String>,
-    /// `skipDocumentValidation`: do not apply the collection's schema.
-    pub skip_document_validation: bool,
-}
-
-impl ModifyOptions {
-    /// ArangoDB's defaults (`ignoreRevs`, `keepNull`, `mergeObjects` true).
-    pub fn new() -> ModifyOptions {
-        ModifyOptions {
             ignore_revs: true,
-            keep_null: true,
-            merge_objects: true,
-            ..ModifyOptions::default()
+            ..WriteOptions::default()
         }
     }
 }
 
-/// Options of remove (`DELETE`).
-#[derive(Clone, Debug, Default)]
-pub struct RemoveOptions {
-    /// Wait for stable storage (also forced by the collection's `waitForSync`).
-    pub wait_for_sync: bool,
-    /// When false, a `_rev` in an array item's object must equal the stored revision.
-    pub ignore_revs: bool,
-    /// `If-Match` (single-document calls only), as for [`ModifyOptions::if_match`].
-    pub if_match: Option<String>,
-    /// Put the removed document into the result.
-    pub return_old: bool,
-    /// The caller will not look at results.
-    pub silent: bool,
-}
-
-impl RemoveOptions {
-    /// ArangoDB's defaults (`ignoreRevs` true).
-    pub fn new() -> RemoveOptions {
-        RemoveOptions {
-            ignore_revs: true,
-            ..RemoveOptions::default()
-        }
-    }
-}
+/// The options of an insert: [`WriteOptions`] under the name the insert functions use.
+pub type InsertOptions = WriteOptions;
+/// The options of a replace or update: [`WriteOptions`].
+pub type ModifyOptions = WriteOptions;
+/// The options of a remove: [`WriteOptions`].
+pub type RemoveOptions = WriteOptions;
 
 /// What a successful write did (import counters: created / updated / ignored).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,11 +219,49 @@ impl<T: std::fmt::Debug> std::fmt::Debug for Committed<T> {
 }
 
 impl<T> Committed<T> {
-    pub(crate) fn new(value: T, synced: bool, ticket: Option<CommitTicket>) -> Committed<T> {
+    /// The one rule for [`Committed::synced`]: a write that committed a batch is synced when
+    /// the engine's ticket says so (the engine joins the written collections' `waitForSync`
+    /// to the batch's own flag at commit); a write that stored nothing (an ignored insert, a
+    /// `versionAttribute` no-op, an operation staged in a transaction) is synced when
+    /// `unwritten` says so.
+    pub(crate) fn new(
+        value: T,
+        ticket: Option<CommitTicket>,
+        unwritten: impl FnOnce() -> bool,
+    ) -> Committed<T> {
+        let synced = match &ticket {
+            Some(ticket) => ticket.needs_sync(),
+            None => unwritten(),
+        };
         Committed {
             value,
             synced,
             ticket,
+        }
+    }
+
+    /// The same write with its value transformed by `f`, which may fail (the write stays
+    /// committed then).
+    pub(crate) fn try_map<U>(self, f: impl FnOnce(T) -> Result<U>) -> Result<Committed<U>> {
+        Ok(Committed {
+            value: f(self.value)?,
+            synced: self.synced,
+            ticket: self.ticket,
+        })
+    }
+
+    /// The value without waiting for durability (for writes staged in a transaction, which
+    /// have none of their own).
+    pub fn into_value(self) -> T {
+        self.value
+    }
+
+    /// The same write with its value transformed.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Committed<U> {
+        Committed {
+            value: f(self.value),
+            synced: self.synced,
+            ticket: self.ticket,
         }
     }
 

@@ -41,7 +41,7 @@ use serde_json::{Map, Value};
 use crate::collection::Collection;
 use crate::index::IndexDef;
 use crate::sorted::SortedIndex;
-use crate::staging::StagedEntry;
+use crate::staged_version::StagedEntry;
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;

@@ -232,7 +232,7 @@ impl StreamTransactions {
             },
             State::Finished(StreamStatus::Committed) => {
                 entry.state = State::Finished(StreamStatus::Committed);
-                return Ok(Committed::new((), false, None));
+                return Ok(Committed::new((), None, || false));
             }
             State::Finished(status) => {
                 entry.state = State::Finished(status);

@@ -1,7 +1,7 @@
 //! Transactions (many operations on several collections of one database, committed as one
 //! engine batch) and read views (a consistent snapshot for queries).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -12,12 +12,14 @@ use serde_json::Value;
 
 use crate::catalog::Database;
 use crate::collection::Collection;
+use crate::commit::commit_staged;
 use crate::document::decode_with_id;
+use crate::document_rules;
 use crate::edge_index::{EdgeDirection, EdgeHits};
 use crate::lookup::{staged_lookup, IndexScan};
-use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
+use crate::options::{Committed, WriteOptions};
 use crate::sorted::IndexRange;
-use crate::staging::{self, Staging};
+use crate::staging::Staging;
 
 /// An iterator over documents (JSON values with `_id`), owning everything it needs (it can be
 /// kept across requests, e.g. by a cursor).
@@ -329,7 +331,6 @@ impl TransactionOptions {
 pub struct Transaction {
     db: Arc<Database>,
     staging: Staging,
-    write_set: HashMap<CollectionId, Arc<Collection>>,
     read_set: HashSet<CollectionId>,
     allow_implicit: bool,
 }
@@ -345,10 +346,9 @@ impl std::fmt::Debug for Transaction {
 
 impl Transaction {
     pub(crate) fn begin(db: Arc<Database>, options: TransactionOptions) -> Result<Transaction> {
-        let mut write_set = HashMap::new();
+        let mut write_set = HashSet::new();
         for name in options.write.iter().chain(&options.exclusive) {
-            let coll = db.collection(name)?;
-            write_set.insert(coll.id(), coll);
+            write_set.insert(db.collection(name)?.id());
         }
         let mut read_set = HashSet::new();
         for name in &options.read {
@@ -359,35 +359,20 @@ impl Transaction {
             .unwrap_or(db.settings.max_transaction_size);
         let mut staging = Staging::new(db.engine().snapshot(), max);
         staging.sync = options.wait_for_sync;
+        staging.writable = Some(write_set);
         Ok(Transaction {
             db,
             staging,
-            write_set,
             read_set,
             allow_implicit: options.allow_implicit,
         })
-    }
-
-    fn check_write(&self, coll: &Collection) -> Result<()> {
-        coll.check_usable()?;
-        if self.write_set.contains_key(&coll.id()) {
-            Ok(())
-        } else {
-            Err(Error::with_message(
-                ErrorCode::TransactionUnregisteredCollection,
-                format!(
-                    "collection '{}' not registered for write in transaction",
-                    coll.name()
-                ),
-            ))
-        }
     }
 
     fn check_read(&self, coll: &Collection) -> Result<()> {
         coll.check_usable()?;
         if self.allow_implicit
             || self.read_set.contains(&coll.id())
-            || self.write_set.contains_key(&coll.id())
+            || self.staging.may_write(coll.id())
         {
             Ok(())
         } else {
@@ -406,68 +391,29 @@ impl Transaction {
         self.staging.entries.len()
     }
 
-    /// Inserts a document (see [`Collection::insert`] for the rules); 1652 if `coll` was not
-    /// declared for writing.
-    pub fn insert(
-        &mut self,
-        coll: &Arc<Collection>,
-        doc: Value,
-        opts: &InsertOptions,
-    ) -> Result<OpResult> {
-        self.check_write(coll)?;
-        if opts.wait_for_sync {
-            self.staging.sync = true;
-        }
-        staging::insert(&mut self.staging, coll, doc, opts)
+    /// How many staging calls this transaction has seen (each operation that changed its
+    /// write set adds one).
+    pub fn staged_operations(&self) -> u64 {
+        self.staging.operations
     }
 
-    /// Replaces a document. `key` None takes it from the body's `_key`/`_id`.
-    pub fn replace(
+    /// Runs one operation over the write set (`document_writer.rs`; the document rules refuse
+    /// collections not declared for writing with 1652, per item); `wait_for_sync` makes the
+    /// commit wait for stable storage.
+    pub(crate) fn stage_op<T>(
         &mut self,
-        coll: &Arc<Collection>,
-        key: Option<&str>,
-        doc: Value,
-        opts: &ModifyOptions,
-    ) -> Result<OpResult> {
-        self.check_write(coll)?;
-        if opts.wait_for_sync {
+        wait_for_sync: bool,
+        op: impl FnOnce(&mut Staging) -> Result<T>,
+    ) -> Result<T> {
+        if wait_for_sync {
             self.staging.sync = true;
         }
-        staging::modify(&mut self.staging, coll, key, doc, opts, false)
-    }
-
-    /// Updates a document. `key` None takes it from the body's `_key`/`_id`.
-    pub fn update(
-        &mut self,
-        coll: &Arc<Collection>,
-        key: Option<&str>,
-        patch: Value,
-        opts: &ModifyOptions,
-    ) -> Result<OpResult> {
-        self.check_write(coll)?;
-        if opts.wait_for_sync {
-            self.staging.sync = true;
-        }
-        staging::modify(&mut self.staging, coll, key, patch, opts, true)
-    }
-
-    /// Removes a document addressed by a key string, a handle or an object with `_key`.
-    pub fn remove(
-        &mut self,
-        coll: &Arc<Collection>,
-        item: &Value,
-        opts: &RemoveOptions,
-    ) -> Result<OpResult> {
-        self.check_write(coll)?;
-        if opts.wait_for_sync {
-            self.staging.sync = true;
-        }
-        staging::remove(&mut self.staging, coll, item, opts)
+        op(&mut self.staging)
     }
 
     /// Removes every document of `coll` as seen by this transaction.
     pub fn truncate(&mut self, coll: &Arc<Collection>) -> Result<()> {
-        self.check_write(coll)?;
+        self.staging.check_write(coll)?;
         let keys: Vec<String> = {
             let mut keys = Vec::new();
             for item in self.staging.snapshot.scan(coll.id())? {
@@ -480,9 +426,10 @@ impl Transaction {
             }
             keys
         };
-        let opts = RemoveOptions::new();
+        let opts = WriteOptions::new();
         for key in keys {
-            match staging::remove(&mut self.staging, coll, &Value::String(key), &opts) {
+            match document_rules::remove(&mut self.staging, coll, &Value::String(key), &opts, None)
+            {
                 Ok(_) => {}
                 Err(err) if err.code == ErrorCode::DocumentNotFound => {}
                 Err(err) => return Err(err),
@@ -497,7 +444,7 @@ impl Transaction {
     pub fn commit(self) -> Result<Committed<()>> {
         let staging = self.staging;
         if staging.is_empty() {
-            return Ok(Committed::new((), staging.sync, None));
+            return Ok(Committed::new((), None, || staging.sync));
         }
         let mut colls: Vec<Arc<Collection>> = staging.written.values().cloned().collect();
         colls.sort_by_key(|c| c.id());
@@ -540,53 +487,9 @@ impl Transaction {
                 }
             }
         }
-        let sync = staging.sync || colls.iter().any(|c| c.wait_for_sync());
-        let mut batch = staging.to_batch();
-        batch.set_sync(sync);
-        let pending =
-            crate::secondary::before_commit(&staging.entries, &staging.snapshot, |cid| {
-                colls.iter().find(|c| c.id() == cid).cloned()
-            })?;
-        let edges =
-            match crate::edge_index::before_commit(&staging.entries, &staging.snapshot, |cid| {
-                colls.iter().find(|c| c.id() == cid).cloned()
-            }) {
-                Ok(edges) => edges,
-                Err(err) => {
-                    pending.failed();
-                    return Err(err);
-                }
-            };
-        let ticket = match self.db.engine().commit(batch) {
-            Ok(ticket) => ticket,
-            Err(err) => {
-                pending.failed();
-                edges.failed();
-                return Err(err);
-            }
-        };
-        let horizon = self.db.engine().horizon();
-        pending.committed(ticket.tick, horizon);
-        edges.committed(ticket.tick, horizon);
-        staging::record_indexes(&staging.entries, |cid| {
-            colls.iter().find(|c| c.id() == cid).cloned()
-        });
-        let mut max_rev: HashMap<CollectionId, Revision> = HashMap::new();
-        for ((cid, _), entry) in &staging.entries {
-            let rev = entry
-                .current
-                .as_ref()
-                .map_or(entry.removal_rev, |(r, _)| *r);
-            let slot = max_rev.entry(*cid).or_default();
-            *slot = (*slot).max(rev);
-        }
-        for coll in &colls {
-            if let Some(rev) = max_rev.get(&coll.id()) {
-                coll.note_revision(*rev);
-            }
-        }
+        let ticket = commit_staged(self.db.engine(), &staging, &colls)?;
         drop(guards);
-        Ok(Committed::new((), sync, Some(ticket)))
+        Ok(Committed::new((), ticket, || staging.sync))
     }
 
     /// Discards every staged write.

@@ -118,13 +118,10 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     200,
                     json!({"result": true, "count": coll.count()?}),
                 )),
-                ("truncate", _, true) if super::transaction::transaction_id(req).is_some() => {
-                    let trx = super::transaction::transaction_id(req).unwrap_or_default();
-                    super::transaction::within(state, req, trx, |t| t.truncate(&coll))?;
-                    Ok(described(coll.basic_info(), &[]))
-                }
                 ("truncate", _, true) => {
-                    let committed = coll.truncate(req.bool_param("waitForSync", false))?;
+                    let sync = req.bool_param("waitForSync", false);
+                    let committed =
+                        super::transaction::with_writer(state, req, |w| w.truncate(&coll, sync))?;
                     let mut response = described(coll.basic_info(), &[]);
                     response.wait_for(Box::new(committed) as Box<dyn Durability>);
                     Ok(response)

@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use http::header::{ETAG, LOCATION};
 use http::{HeaderName, HeaderValue, Method};
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
-use quiver_core::{
-    revision_matches, Collection, Committed, DocumentReader, InsertOptions, ModifyOptions,
-    OpResult, OverwriteMode, RemoveOptions, Revision,
-};
+use quiver_core::{revision_matches, Collection, Committed, DocumentReader, OpResult, Revision};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
+use super::transaction::with_writer;
+use super::write_options::write_options;
 use crate::response::Durability;
 use crate::{method_not_allowed, Request, Response, ServerState};
 
@@ -30,10 +30,12 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'}');
 
 /// Routes `/_api/document/...`.
+///
+/// With `x-arango-trx-id` every route runs in that stream transaction: writes are staged
+/// there (visible to its own reads, to others only after its commit; their durability comes
+/// with the commit), reads see its snapshot plus its own writes. The same handlers serve both
+/// cases: writes through [`with_writer`], reads through [`read_raw`].
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
-    if let Some(trx) = super::transaction::transaction_id(req) {
-        return in_transaction(state, req, trx);
-    }
     let segments = &req.segments;
     match segments.len() {
         2 => without_collection(state, req),
@@ -218,7 +220,7 @@ pub(crate) fn insert_run(
 ) -> (Vec<Response>, Option<Box<dyn Durability>>) {
     let first = &reqs[0];
     let name = groupable_insert_target(first).unwrap_or("");
-    let prepared = insert_options(first)
+    let prepared = write_options(first)
         .and_then(|opts| collection(state, first, name).map(|coll| (coll, opts)));
     let (coll, opts) = match prepared {
         Ok(p) => p,
@@ -322,61 +324,6 @@ fn multi_response(
     response
 }
 
-fn insert_options(req: &Request) -> Result<InsertOptions> {
-    let mut opts = InsertOptions::new();
-    opts.wait_for_sync = req.bool_param("waitForSync", false);
-    opts.return_new = req.bool_param("returnNew", false);
-    opts.return_old = req.bool_param("returnOld", false);
-    opts.silent = req.bool_param("silent", false);
-    opts.keep_null = req.bool_param("keepNull", true);
-    opts.merge_objects = req.bool_param("mergeObjects", true);
-    // overwriteMode beats overwrite (python sends overwrite=0 together with a mode).
-    opts.overwrite_mode = match req.param("overwriteMode").map(str::trim) {
-        Some(mode) if !mode.is_empty() && mode != "undefined" => OverwriteMode::parse(mode)?,
-        _ => {
-            if req.bool_param("overwrite", false) {
-                OverwriteMode::Replace
-            } else {
-                OverwriteMode::Conflict
-            }
-        }
-    };
-    opts.version_attribute = version_attribute(req);
-    Ok(opts)
-}
-
-/// `versionAttribute`; an empty value means no external versioning (no attribute has an
-/// empty name in a stored document anyway).
-fn version_attribute(req: &Request) -> Option<String> {
-    req.param("versionAttribute")
-        .filter(|name| !name.is_empty())
-        .map(str::to_string)
-}
-
-fn modify_options(req: &Request) -> ModifyOptions {
-    let mut opts = ModifyOptions::new();
-    opts.wait_for_sync = req.bool_param("waitForSync", false);
-    opts.ignore_revs = req.bool_param("ignoreRevs", true);
-    opts.if_match = req.header(http::header::IF_MATCH).map(str::to_string);
-    opts.keep_null = req.bool_param("keepNull", true);
-    opts.merge_objects = req.bool_param("mergeObjects", true);
-    opts.return_new = req.bool_param("returnNew", false);
-    opts.return_old = req.bool_param("returnOld", false);
-    opts.silent = req.bool_param("silent", false);
-    opts.version_attribute = version_attribute(req);
-    opts
-}
-
-fn remove_options(req: &Request) -> RemoveOptions {
-    let mut opts = RemoveOptions::new();
-    opts.wait_for_sync = req.bool_param("waitForSync", false);
-    opts.ignore_revs = req.bool_param("ignoreRevs", true);
-    opts.if_match = req.header(http::header::IF_MATCH).map(str::to_string);
-    opts.return_old = req.bool_param("returnOld", false);
-    opts.silent = req.bool_param("silent", false);
-    opts
-}
-
 fn required_body(req: &Request) -> Result<Value> {
     super::body_json(req)?.ok_or_else(|| {
         Error::with_message(
@@ -388,7 +335,7 @@ fn required_body(req: &Request) -> Result<Value> {
 
 fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
     let coll = collection(state, req, name)?;
-    let opts = insert_options(req)?;
+    let opts = write_options(req)?;
     let old_edge_form = req.param("from").is_some() && req.param("to").is_some();
     if !old_edge_form
         && req.body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
@@ -397,19 +344,14 @@ fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
         // One pass from the request body to the stored encoding: the attributes the insert
         // does not look at never become `Value`s.
         let doc = crate::json::encode_document(&req.body)?;
-        return Ok(single_write(
-            req,
-            coll.insert_encoded(doc, &opts)?,
-            opts.silent,
-            false,
-        ));
+        let committed = with_writer(state, req, |w| w.insert_encoded(&coll, doc, &opts))?;
+        return Ok(single_write(req, committed, opts.silent, false));
     }
     match required_body(req)? {
-        Value::Array(docs) => Ok(multi_write(
-            coll.insert_many(docs, &opts)?,
-            opts.silent,
-            false,
-        )),
+        Value::Array(docs) => {
+            let committed = with_writer(state, req, |w| w.insert_many(&coll, docs, &opts))?;
+            Ok(multi_write(committed, opts.silent, false))
+        }
         mut doc @ Value::Object(_) => {
             // The old form `POST /_api/document?collection=e&from=..&to=..` for edges.
             if let (Some(from), Some(to), Value::Object(map)) =
@@ -418,12 +360,8 @@ fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
                 map.entry("_from").or_insert_with(|| from.into());
                 map.entry("_to").or_insert_with(|| to.into());
             }
-            Ok(single_write(
-                req,
-                coll.insert(doc, &opts)?,
-                opts.silent,
-                false,
-            ))
+            let committed = with_writer(state, req, |w| w.insert(&coll, doc, &opts))?;
+            Ok(single_write(req, committed, opts.silent, false))
         }
         _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
     }
@@ -440,32 +378,14 @@ fn modify_many(state: &ServerState, req: &Request, name: &str) -> Result<Respons
         ));
     };
     let coll = collection(state, req, name)?;
-    match req.method {
-        Method::PUT => {
-            let opts = modify_options(req);
-            Ok(multi_write(
-                coll.replace_many(items, &opts)?,
-                opts.silent,
-                false,
-            ))
-        }
-        Method::PATCH => {
-            let opts = modify_options(req);
-            Ok(multi_write(
-                coll.update_many(items, &opts)?,
-                opts.silent,
-                false,
-            ))
-        }
-        _ => {
-            let opts = remove_options(req);
-            Ok(multi_write(
-                coll.remove_many(&items, &opts)?,
-                opts.silent,
-                true,
-            ))
-        }
-    }
+    let opts = write_options(req)?;
+    let remove = req.method == Method::DELETE;
+    let committed = with_writer(state, req, |w| match req.method {
+        Method::PUT => w.modify_many(&coll, items, &opts, false),
+        Method::PATCH => w.modify_many(&coll, items, &opts, true),
+        _ => w.remove_many(&coll, &items, &opts),
+    })?;
+    Ok(multi_write(committed, opts.silent, remove))
 }
 
 fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
@@ -476,8 +396,20 @@ fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response>
             "expecting an array of keys or documents",
         ));
     };
-    let coll = collection(state, req, name)?;
-    let results = coll.get_many(&items, req.bool_param("ignoreRevs", true))?;
+    collection(state, req, name)?;
+    let ignore_revs = req.bool_param("ignoreRevs", true);
+    // One snapshot (or the stream transaction's view) for every item.
+    let read = |reader: &dyn DocumentReader| -> Result<Vec<Result<Bytes>>> {
+        let coll = reader.collection(name)?;
+        Ok(items
+            .iter()
+            .map(|item| read_item(reader, &coll, item, ignore_revs))
+            .collect())
+    };
+    let results = match super::transaction::transaction_id(req) {
+        Some(trx) => super::transaction::within(state, req, trx, |t| read(t))?,
+        None => read(&state.database(&req.database)?.read_view())?,
+    };
     let mut body = Vec::with_capacity(results.len() * 128 + 2);
     body.push(b'[');
     for (i, r) in results.iter().enumerate() {
@@ -485,9 +417,7 @@ fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response>
             body.push(b',');
         }
         match r {
-            Ok(doc) => {
-                let _ = serde_json::to_writer(&mut body, doc);
-            }
+            Ok(raw) => body.extend_from_slice(raw),
             Err(e) => item_error(e, &mut body),
         }
     }
@@ -500,6 +430,41 @@ fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response>
     Ok(response)
 }
 
+/// One item of a multi-document read: a key, a `collection/key` handle or an object with
+/// `_key` (or `_id`), and with `_rev` checked when `ignore_revs` is false. 1202 when missing.
+fn read_item(
+    reader: &dyn DocumentReader,
+    coll: &Collection,
+    item: &Value,
+    ignore_revs: bool,
+) -> Result<Bytes> {
+    let key = item_key(item)?;
+    let (rev, raw) = read_raw(reader, coll, &key)?;
+    if !ignore_revs {
+        if let Some(wanted) = item.get("_rev").and_then(Value::as_str) {
+            if !revision_matches(wanted, rev) {
+                return Err(conflict(&coll.name(), &key, &rev.encode()));
+            }
+        }
+    }
+    Ok(raw)
+}
+
+/// A stored document's revision and response-ready body as `reader` sees it; 1202 when it
+/// is missing or `key` is not a legal key.
+fn read_raw(
+    reader: &dyn DocumentReader,
+    coll: &Collection,
+    key: &str,
+) -> Result<(Revision, Bytes)> {
+    if quiver_types::validate_key(key).is_err() {
+        return Err(Error::new(ErrorCode::DocumentNotFound));
+    }
+    reader
+        .get_raw(coll, key)?
+        .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))
+}
+
 fn single(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<Response> {
     match req.method {
         Method::GET | Method::HEAD => read_one(state, req, name, key),
@@ -509,32 +474,44 @@ fn single(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<R
             if !doc.is_object() {
                 return Err(Error::new(ErrorCode::DocumentTypeInvalid));
             }
-            let opts = modify_options(req);
-            let committed = if req.method == Method::PUT {
-                coll.replace(key, doc, &opts)?
-            } else {
-                coll.update(key, doc, &opts)?
-            };
+            let opts = write_options(req)?;
+            let committed = with_writer(state, req, |w| {
+                if req.method == Method::PUT {
+                    w.replace(&coll, Some(key), doc, &opts)
+                } else {
+                    w.update(&coll, Some(key), doc, &opts)
+                }
+            })?;
             Ok(single_write(req, committed, opts.silent, false))
         }
         Method::DELETE => {
             let coll = collection(state, req, name)?;
-            let opts = remove_options(req);
-            Ok(single_write(
-                req,
-                coll.remove(key, &opts)?,
-                opts.silent,
-                true,
-            ))
+            let opts = write_options(req)?;
+            let committed = with_writer(state, req, |w| w.remove(&coll, key, &opts))?;
+            Ok(single_write(req, committed, opts.silent, true))
         }
-        Method::POST => Ok(method_not_allowed()),
         _ => Ok(method_not_allowed()),
     }
 }
 
 fn read_one(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<Response> {
     let coll = collection(state, req, name)?;
-    let (rev, body) = match coll.get_raw(key, req.header(http::header::IF_MATCH)) {
+    let if_match = req.header(http::header::IF_MATCH);
+    let found = match super::transaction::transaction_id(req) {
+        Some(trx) => super::transaction::within(state, req, trx, |t| {
+            let coll = t.collection(name)?;
+            let (rev, raw) = read_raw(t, &coll, key)?;
+            match if_match {
+                Some(wanted) if !revision_matches(wanted, rev) => {
+                    Err(conflict(name, key, &rev.encode()))
+                }
+                _ => Ok((rev, raw)),
+            }
+        }),
+        // The plain read: one snapshot lookup, no read view.
+        None => coll.get_raw(key, if_match),
+    };
+    let (rev, body) = match found {
         Ok(found) => found,
         Err(e) if e.code == ErrorCode::ArangoConflict => {
             // The 412 carries the current revision as its ETag too.
@@ -561,146 +538,6 @@ fn read_one(state: &ServerState, req: &Request, name: &str, key: &str) -> Result
     Ok(Response::json_bytes(200, body).with_header_value(ETAG, tag))
 }
 
-/// Every document route inside the stream transaction `trx` (`x-arango-trx-id`): writes are
-/// staged in the transaction (visible to its own reads, to others only after commit), reads
-/// see the transaction's snapshot plus its own writes. Nothing here is durable before the
-/// commit, so responses carry no durability.
-fn in_transaction(state: &ServerState, req: &Request, trx: &str) -> Result<Response> {
-    let rest = req.suffix(2);
-    match (rest.len(), &req.method) {
-        (0, &Method::POST) => match req.param("collection") {
-            Some(name) if !name.is_empty() => trx_insert(state, req, trx, name),
-            _ => Err(Error::new(ErrorCode::CollectionParameterMissing)),
-        },
-        (0, _) => without_collection(state, req),
-        (1, &Method::POST) => trx_insert(state, req, trx, rest[0]),
-        (1, &Method::PUT) if req.bool_param("onlyget", false) => {
-            trx_read_many(state, req, trx, rest[0])
-        }
-        (1, &Method::PUT | &Method::PATCH | &Method::DELETE) => {
-            trx_modify_many(state, req, trx, rest[0])
-        }
-        (1, &Method::GET | &Method::HEAD) => Err(Error::new(ErrorCode::DataSourceNotFound)),
-        (2, &Method::GET | &Method::HEAD) => trx_read_one(state, req, trx, rest[0], rest[1]),
-        (2, &Method::PUT | &Method::PATCH) => {
-            let coll = collection(state, req, rest[0])?;
-            let doc = required_body(req)?;
-            if !doc.is_object() {
-                return Err(Error::new(ErrorCode::DocumentTypeInvalid));
-            }
-            let opts = modify_options(req);
-            let key = rest[1];
-            let result = super::transaction::within(state, req, trx, |t| {
-                if req.method == Method::PUT {
-                    t.replace(&coll, Some(key), doc, &opts)
-                } else {
-                    t.update(&coll, Some(key), doc, &opts)
-                }
-            })?;
-            Ok(single_write_response(
-                req,
-                &result,
-                opts.wait_for_sync,
-                opts.silent,
-                false,
-            ))
-        }
-        (2, &Method::DELETE) => {
-            let coll = collection(state, req, rest[0])?;
-            let opts = remove_options(req);
-            let item = Value::String(rest[1].to_owned());
-            let result =
-                super::transaction::within(state, req, trx, |t| t.remove(&coll, &item, &opts))?;
-            Ok(single_write_response(
-                req,
-                &result,
-                opts.wait_for_sync,
-                opts.silent,
-                true,
-            ))
-        }
-        (0..=2, _) => Ok(method_not_allowed()),
-        _ => Ok(crate::not_found(req)),
-    }
-}
-
-fn trx_insert(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
-    let coll = collection(state, req, name)?;
-    let opts = insert_options(req)?;
-    match required_body(req)? {
-        Value::Array(docs) => {
-            let results = super::transaction::within(state, req, trx, |t| {
-                Ok(docs
-                    .into_iter()
-                    .map(|doc| t.insert(&coll, doc, &opts))
-                    .collect::<Vec<_>>())
-            })?;
-            Ok(multi_response(
-                &results,
-                opts.wait_for_sync,
-                opts.silent,
-                false,
-            ))
-        }
-        mut doc @ Value::Object(_) => {
-            if let (Some(from), Some(to), Value::Object(map)) =
-                (req.param("from"), req.param("to"), &mut doc)
-            {
-                map.entry("_from").or_insert_with(|| from.into());
-                map.entry("_to").or_insert_with(|| to.into());
-            }
-            let result =
-                super::transaction::within(state, req, trx, |t| t.insert(&coll, doc, &opts))?;
-            Ok(single_write_response(
-                req,
-                &result,
-                opts.wait_for_sync,
-                opts.silent,
-                false,
-            ))
-        }
-        _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
-    }
-}
-
-fn trx_modify_many(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
-    let Value::Array(items) = required_body(req)? else {
-        return Err(Error::with_message(
-            ErrorCode::DocumentTypeInvalid,
-            "expecting an array of documents",
-        ));
-    };
-    let coll = collection(state, req, name)?;
-    let remove = req.method == Method::DELETE;
-    let (results, synced, silent) = if remove {
-        let opts = remove_options(req);
-        let results = super::transaction::within(state, req, trx, |t| {
-            Ok(items
-                .iter()
-                .map(|item| t.remove(&coll, item, &opts))
-                .collect::<Vec<_>>())
-        })?;
-        (results, opts.wait_for_sync, opts.silent)
-    } else {
-        let opts = modify_options(req);
-        let replace = req.method == Method::PUT;
-        let results = super::transaction::within(state, req, trx, |t| {
-            Ok(items
-                .into_iter()
-                .map(|item| {
-                    if replace {
-                        t.replace(&coll, None, item, &opts)
-                    } else {
-                        t.update(&coll, None, item, &opts)
-                    }
-                })
-                .collect::<Vec<_>>())
-        })?;
-        (results, opts.wait_for_sync, opts.silent)
-    };
-    Ok(multi_response(&results, synced, silent, remove))
-}
-
 /// The key of a multi-document read item: a key, a handle `coll/key`, or an object with
 /// `_key` (or `_id`).
 fn item_key(item: &Value) -> Result<String> {
@@ -716,55 +553,6 @@ fn item_key(item: &Value) -> Result<String> {
     Ok(text.rsplit_once('/').map_or(text, |(_, k)| k).to_string())
 }
 
-fn trx_read_many(state: &ServerState, req: &Request, trx: &str, name: &str) -> Result<Response> {
-    let Value::Array(items) = required_body(req)? else {
-        return Err(Error::with_message(
-            ErrorCode::DocumentTypeInvalid,
-            "expecting an array of keys or documents",
-        ));
-    };
-    collection(state, req, name)?;
-    let ignore_revs = req.bool_param("ignoreRevs", true);
-    let results: Vec<Result<bytes::Bytes>> = super::transaction::within(state, req, trx, |t| {
-        let coll = t.collection(name)?;
-        Ok(items
-            .iter()
-            .map(|item| {
-                let key = item_key(item)?;
-                let (rev, raw) = t
-                    .get_raw(&coll, &key)?
-                    .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
-                if !ignore_revs {
-                    if let Some(wanted) = item.get("_rev").and_then(Value::as_str) {
-                        if !revision_matches(wanted, rev) {
-                            return Err(conflict(&coll.name(), &key, &rev.encode()));
-                        }
-                    }
-                }
-                Ok(raw)
-            })
-            .collect())
-    })?;
-    let mut body = Vec::with_capacity(results.len() * 128 + 2);
-    body.push(b'[');
-    for (i, r) in results.iter().enumerate() {
-        if i > 0 {
-            body.push(b',');
-        }
-        match r {
-            Ok(raw) => body.extend_from_slice(raw),
-            Err(e) => item_error(e, &mut body),
-        }
-    }
-    body.push(b']');
-    let header = error_codes_header(results.iter().filter_map(|r| r.as_ref().err()));
-    let mut response = Response::json_bytes(200, body);
-    if let Some(h) = header {
-        response = response.with_header(HeaderName::from_static("x-arango-error-codes"), &h);
-    }
-    Ok(response)
-}
-
 /// 412/1200 naming the stored revision, as the core reports conflicts.
 fn conflict(collection: &str, key: &str, rev: &str) -> Error {
     Error::with_message(
@@ -775,33 +563,6 @@ fn conflict(collection: &str, key: &str, rev: &str) -> Error {
     .with_extra("_id", Value::String(format!("{collection}/{key}")))
     .with_extra("_key", Value::String(key.to_string()))
     .with_extra("_rev", Value::String(rev.to_string()))
-}
-
-fn trx_read_one(
-    state: &ServerState,
-    req: &Request,
-    trx: &str,
-    name: &str,
-    key: &str,
-) -> Result<Response> {
-    collection(state, req, name)?;
-    let (rev, raw) = super::transaction::within(state, req, trx, |t| {
-        let coll = t.collection(name)?;
-        t.get_raw(&coll, key)
-    })?
-    .ok_or_else(|| Error::new(ErrorCode::DocumentNotFound))?;
-    let tag = etag(&rev.encode());
-    if let Some(wanted) = req.header(http::header::IF_MATCH) {
-        if !revision_matches(wanted, rev) {
-            return Ok(Response::from(conflict(name, key, &rev.encode())).with_header(ETAG, &tag));
-        }
-    }
-    if let Some(none_match) = req.header(http::header::IF_NONE_MATCH) {
-        if revision_matches(none_match, rev) {
-            return Ok(Response::empty(304).with_header(ETAG, &tag));
-        }
-    }
-    Ok(Response::json_bytes(200, raw).with_header(ETAG, &tag))
 }
 
 #[cfg(test)]

@@ -7,10 +7,11 @@
 //! creation answer 201/202, modification and removal 200/202. The `ETag` of gharial responses
 //! is the bare `_rev` (no quotes), unlike the document API.
 //!
-//! Vertex and edge writes run in the request's stream transaction when it carries
-//! `x-arango-trx-id`; otherwise they are plain collection writes (serialized per collection,
-//! like the document API), except removals, which take the document and every edge pointing
-//! at it in one core transaction of their own so that they go in one atomic batch.
+//! Vertex and edge writes go through the request's document writer (`with_writer`): the stream
+//! transaction of `x-arango-trx-id`, or auto-commit (serialized per collection, like the
+//! document API). A removal takes the document and every edge pointing at it in one
+//! transaction (the stream transaction, or one of its own) so that they go in one atomic
+//! batch.
 
 use std::sync::Arc;
 
@@ -18,14 +19,12 @@ use bytes::Bytes;
 use http::header::ETAG;
 use http::Method;
 use quiver_core::graphs::{self, Graph};
-use quiver_core::{
-    revision_matches, Committed, Database, DocumentReader, InsertOptions, ModifyOptions, OpResult,
-    RemoveOptions, Transaction, TransactionOptions,
-};
+use quiver_core::{revision_matches, Committed, Database, DocumentReader, OpResult, WriteOptions};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
-use super::transaction::{transaction_id, within};
+use super::transaction::{transaction_id, with_writer, within};
+use super::write_options::write_options;
 use crate::response::Durability;
 use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 
@@ -214,41 +213,15 @@ fn expected_revision(req: &Request) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A write and what its response needs.
-struct Written {
-    op: OpResult,
-    synced: bool,
-    durability: Option<Box<dyn Durability>>,
-}
-
-/// Runs `write` inside stream transaction `id` (`x-arango-trx-id`): visible to the
-/// transaction at once, durable with its commit.
-fn in_stream(
-    state: &ServerState,
-    req: &Request,
-    id: &str,
-    sync: bool,
-    write: impl FnOnce(&mut Transaction) -> Result<OpResult>,
-) -> Result<Written> {
-    let op = within(state, req, id, write)?;
-    Ok(Written {
-        op,
-        synced: sync,
-        durability: None,
-    })
-}
-
-/// A committed write outside stream transactions.
-fn plain(committed: Committed<OpResult>) -> Written {
-    Written {
-        op: committed.value().clone(),
-        synced: committed.synced(),
-        durability: Some(Box::new(committed)),
-    }
-}
-
-fn written_response(written: Written, status: u16, vertex: bool, removed: bool) -> Response {
-    let op = written.op;
+/// The response of a vertex or edge write: `status` when synced, 202 otherwise; the write's
+/// durability stays pending on the response.
+fn written_response(
+    committed: Committed<OpResult>,
+    status: u16,
+    vertex: bool,
+    removed: bool,
+) -> Response {
+    let op = committed.value();
     let mut fields = Map::new();
     if removed {
         fields.insert("removed".into(), true.into());
@@ -263,20 +236,28 @@ fn written_response(written: Written, status: u16, vertex: bool, removed: bool) 
         let name = if vertex { "vertex" } else { "edge" };
         fields.insert(name.into(), Value::Object(meta));
     }
-    if let Some(old) = op.old {
-        fields.insert("old".into(), old);
+    if let Some(old) = &op.old {
+        fields.insert("old".into(), old.clone());
     }
-    if let Some(new) = op.new {
-        fields.insert("new".into(), new);
+    if let Some(new) = &op.new {
+        fields.insert("new".into(), new.clone());
     }
+    let status = if committed.synced() { status } else { 202 };
     let mut response = Response::ok_envelope(status, Value::Object(fields));
     if !removed {
         response = response.with_header(ETAG, &op.rev.encode());
     }
-    if let Some(d) = written.durability {
-        response.wait_for(d);
-    }
+    response.wait_for(Box::new(committed) as Box<dyn Durability>);
     response
+}
+
+/// The write options of a vertex or edge route: the document API's, with the expected
+/// revision from `If-Match` or the legacy `rev` parameter, and `_rev` in bodies ignored.
+fn graph_write_options(req: &Request) -> Result<WriteOptions> {
+    let mut opts = write_options(req)?;
+    opts.if_match = expected_revision(req);
+    opts.ignore_revs = true;
+    Ok(opts)
 }
 
 fn create_document(
@@ -303,23 +284,14 @@ fn create_document(
     } else {
         graph.check_edge_document(db, &body, false)?
     };
-    let mut opts = InsertOptions::new();
-    opts.wait_for_sync = wait_for_sync(req);
-    opts.return_new = req.bool_param("returnNew", false);
-    let written = match transaction_id(req) {
-        Some(id) => in_stream(state, req, id, opts.wait_for_sync, |trx| {
-            graphs::check_vertices_exist(trx, &vertices)?;
-            trx.insert(&coll, body, &opts)
-        })?,
-        // Like ArangoDB, the vertices are checked just before the write, not under a lock
-        // on the vertex collections.
-        None => {
-            graphs::check_vertices_exist(&db.read_view(), &vertices)?;
-            plain(coll.insert(body, &opts)?)
-        }
-    };
-    let status = if written.synced { 201 } else { 202 };
-    Ok(written_response(written, status, vertex, false))
+    let opts = graph_write_options(req)?;
+    // Like ArangoDB, the vertices are checked just before the write (outside a stream
+    // transaction: not under a lock on the vertex collections).
+    let committed = with_writer(state, req, |w| {
+        w.read(db, |reader| graphs::check_vertices_exist(reader, &vertices))?;
+        w.insert(&coll, body, &opts)
+    })?;
+    Ok(written_response(committed, 201, vertex, false))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -344,34 +316,16 @@ fn modify_document(
     } else {
         graph.check_edge_document(db, &body, !replace)?
     };
-    let mut opts = ModifyOptions::new();
-    opts.wait_for_sync = wait_for_sync(req);
-    opts.ignore_revs = true;
-    opts.if_match = expected_revision(req);
-    // Gharial's default for keepNull is true, like the document API's.
-    opts.keep_null = req.bool_param("keepNull", true);
-    opts.return_new = req.bool_param("returnNew", false);
-    opts.return_old = req.bool_param("returnOld", false);
-    let written = match transaction_id(req) {
-        Some(id) => in_stream(state, req, id, opts.wait_for_sync, |trx| {
-            graphs::check_vertices_exist(trx, &vertices)?;
-            if replace {
-                trx.replace(&coll, Some(key), body, &opts)
-            } else {
-                trx.update(&coll, Some(key), body, &opts)
-            }
-        })?,
-        None => {
-            graphs::check_vertices_exist(&db.read_view(), &vertices)?;
-            plain(if replace {
-                coll.replace(key, body, &opts)?
-            } else {
-                coll.update(key, body, &opts)?
-            })
+    let opts = graph_write_options(req)?;
+    let committed = with_writer(state, req, |w| {
+        w.read(db, |reader| graphs::check_vertices_exist(reader, &vertices))?;
+        if replace {
+            w.replace(&coll, Some(key), body, &opts)
+        } else {
+            w.update(&coll, Some(key), body, &opts)
         }
-    };
-    let status = if written.synced { 200 } else { 202 };
-    Ok(written_response(written, status, vertex, false))
+    })?;
+    Ok(written_response(committed, 200, vertex, false))
 }
 
 fn remove_document(
@@ -384,35 +338,16 @@ fn remove_document(
     key: &str,
 ) -> Result<Response> {
     let coll = document_collection(db, graph, vertex, name)?;
-    let mut opts = RemoveOptions::new();
-    opts.wait_for_sync = wait_for_sync(req);
-    opts.ignore_revs = true;
-    opts.if_match = expected_revision(req);
-    opts.return_old = req.bool_param("returnOld", false);
-    let remove =
-        |trx: &mut Transaction| graphs::remove_with_edges(trx, db, graph, &coll, key, &opts);
-    let written = match transaction_id(req) {
-        Some(id) => in_stream(state, req, id, opts.wait_for_sync, remove)?,
-        // The document and its edges go in one transaction of their own, committed at once:
-        // one engine batch (a concurrent writer of one of them makes it fail with 409/1200).
-        None => {
-            let mut trx = db.begin_transaction(TransactionOptions {
-                write: graphs::removal_write_set(db, graph, name)?,
-                allow_implicit: true,
-                wait_for_sync: opts.wait_for_sync,
-                ..TransactionOptions::default()
-            })?;
-            let op = remove(&mut trx)?;
-            let committed = trx.commit()?;
-            Written {
-                op,
-                synced: committed.synced(),
-                durability: Some(Box::new(committed)),
-            }
-        }
-    };
-    let status = if written.synced { 200 } else { 202 };
-    Ok(written_response(written, status, vertex, true))
+    let opts = graph_write_options(req)?;
+    // The document and every edge pointing at it go in one transaction: one engine batch (a
+    // concurrent writer of one of them makes it fail with 409/1200).
+    let write = graphs::removal_write_set(db, graph, name)?;
+    let committed = with_writer(state, req, |w| {
+        w.transaction(db, write, opts.wait_for_sync, |trx| {
+            graphs::remove_with_edges(trx, db, graph, &coll, key, &opts)
+        })
+    })?;
+    Ok(written_response(committed, 200, vertex, true))
 }
 
 fn read_document(

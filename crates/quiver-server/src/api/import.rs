@@ -1,10 +1,12 @@
 //! `POST /_api/import`: bulk import of JSON lines, JSON arrays and the tabular format
 //! (a header line of attribute names, then one array of values per line).
 
-use quiver_core::{InsertOptions, OverwriteMode, TransactionOptions, WriteKind};
+use quiver_core::{OverwriteMode, WriteKind};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
+use super::transaction::with_writer;
+use super::write_options::write_options;
 use crate::response::Durability;
 use crate::{method_not_allowed, Request, Response, ServerState};
 
@@ -246,10 +248,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     };
 
     let complete = req.bool_param("complete", false);
-    let trx = super::transaction::transaction_id(req);
     let want_details = req.bool_param("details", false);
-    let mut opts = InsertOptions::new();
-    opts.wait_for_sync = req.bool_param("waitForSync", false);
+    // The document API's options; `overwrite` means truncate here, `onDuplicate` is the mode.
+    let mut opts = write_options(req)?;
     opts.all_or_nothing = complete;
     opts.silent = true;
     opts.overwrite_mode = match req.param("onDuplicate").unwrap_or("error") {
@@ -292,37 +293,40 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     }
 
     let overwrite = req.bool_param("overwrite", false);
-    if overwrite && complete && trx.is_none() {
+    if overwrite && complete {
         // ArangoDB truncates and imports in one transaction: with complete=true a failed import
         // leaves the collection as it was, its old documents included. The engine's O(1)
-        // truncate commits on its own, so this case runs as one core transaction instead.
+        // truncate commits on its own, so this runs in one transaction (the stream
+        // transaction, or one of its own) that stages the removals and the inserts.
         let db = state.database(&req.database)?;
-        let mut t = db.begin_transaction(TransactionOptions {
-            write: vec![coll.name().to_string()],
-            allow_implicit: true,
-            wait_for_sync: opts.wait_for_sync,
-            ..TransactionOptions::default()
+        let write = vec![coll.name().to_string()];
+        let outcome = with_writer(state, req, |w| {
+            let before = w.staged_operations();
+            let result = w.transaction(&db, write, opts.wait_for_sync, |t| {
+                t.truncate(&coll)?;
+                let mut counts = Counts::default();
+                for doc in docs {
+                    counts.add(t.insert(&coll, doc, &opts)?.kind);
+                }
+                Ok(counts)
+            });
+            Ok(result.map_err(|e| (e, w.staged_operations() != before)))
         })?;
-        t.truncate(&coll)?;
-        let mut counts = Counts::default();
-        for doc in docs {
-            counts.add(t.insert(&coll, doc, &opts)?.kind);
-        }
-        let committed: Box<dyn Durability> = Box::new(t.commit()?);
+        let committed = outcome.or_else(|failure| undo_failed(state, req, failure))?;
+        let counts = committed.value().clone();
         return Ok(imported(
             counts,
             0,
             empty,
             want_details.then_some(details),
-            vec![committed],
+            vec![Box::new(committed)],
         ));
     }
     let mut durability: Vec<Box<dyn Durability>> = Vec::new();
     if overwrite {
-        match trx {
-            Some(id) => super::transaction::within(state, req, id, |t| t.truncate(&coll))?,
-            None => durability.push(Box::new(coll.truncate(opts.wait_for_sync)?)),
-        }
+        durability.push(Box::new(with_writer(state, req, |w| {
+            w.truncate(&coll, opts.wait_for_sync)
+        })?));
     }
     let mut counts = Counts::default();
     let chunk = if complete { docs.len().max(1) } else { CHUNK };
@@ -341,42 +345,15 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         } else {
             Vec::new()
         };
-        // Inside a stream transaction the documents are staged in it (items stay independent,
-        // durability comes with its commit); otherwise each chunk is one commit.
-        let (results, committed) = match trx {
-            Some(id) => {
-                let staged = super::transaction::within(state, req, id, |t| {
-                    let mut out = Vec::with_capacity(batch.len());
-                    for doc in batch {
-                        match t.insert(&coll, doc, &opts) {
-                            Err(e) if complete => return Ok(Err((e, !out.is_empty()))),
-                            result => out.push(result),
-                        }
-                    }
-                    Ok(Ok(out))
-                })?;
-                match staged {
-                    Ok(results) => (results, None),
-                    Err((e, staged_some)) => {
-                        if staged_some {
-                            // complete=true is all-or-nothing, but the stream transaction has
-                            // no savepoint to undo this request's earlier items: abort it.
-                            let _ = state.core.stream_transactions().abort(id, &req.database);
-                        }
-                        return Err(e);
-                    }
-                }
-            }
-            None => {
-                let committed = coll.insert_many(batch, &opts)?;
-                (Vec::new(), Some(committed))
-            }
-        };
-        let results = match &committed {
-            Some(c) => c.value().as_slice(),
-            None => results.as_slice(),
-        };
-        for (i, result) in results.iter().enumerate() {
+        // Each chunk is one commit, or staged in the stream transaction (items stay
+        // independent unless complete=true; durability comes with its commit).
+        let outcome = with_writer(state, req, |w| {
+            let before = w.staged_operations();
+            let result = w.insert_many(&coll, batch, &opts);
+            Ok(result.map_err(|e| (e, w.staged_operations() != before)))
+        })?;
+        let committed = outcome.or_else(|failure| undo_failed(state, req, failure))?;
+        for (i, result) in committed.value().iter().enumerate() {
             let at = position;
             position += 1;
             match result {
@@ -390,9 +367,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 }
             }
         }
-        if let Some(committed) = committed {
-            durability.push(Box::new(committed));
-        }
+        durability.push(Box::new(committed));
     }
 
     Ok(imported(
@@ -404,8 +379,18 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     ))
 }
 
+/// Answers a failed all-or-nothing import step: `(error, staged)` where `staged` says whether
+/// the step left writes in the request's stream transaction. That transaction has no savepoint
+/// to undo them, so it is aborted; then the error is returned.
+fn undo_failed<T>(state: &ServerState, req: &Request, (err, staged): (Error, bool)) -> Result<T> {
+    if let (true, Some(id)) = (staged, super::transaction::transaction_id(req)) {
+        let _ = state.core.stream_transactions().abort(id, &req.database);
+    }
+    Err(err)
+}
+
 /// The counters of written documents.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Counts {
     created: u64,
     updated: u64,

@@ -12,6 +12,7 @@ pub mod import;
 pub mod index;
 pub mod job;
 pub mod transaction;
+pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use http::Method;
-use quiver_core::{DocumentReader, EdgeDirection, Transaction, TransactionOptions};
+use quiver_core::{DocumentReader, DocumentWriter, EdgeDirection, Transaction, TransactionOptions};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
@@ -36,6 +36,23 @@ pub fn within<R>(
         .core
         .stream_transactions()
         .with(id, &req.database, operation)
+}
+
+/// Runs `operation` with the request's document writer: the stream transaction named by
+/// `x-arango-trx-id` (writes staged there, durable with its commit), or auto-commit (every
+/// write a transaction of its own, committed at once). The one place where a document route
+/// tells the two apart.
+pub fn with_writer<R>(
+    state: &ServerState,
+    req: &Request,
+    operation: impl FnOnce(&mut DocumentWriter<'_>) -> Result<R>,
+) -> Result<R> {
+    match transaction_id(req) {
+        Some(id) => within(state, req, id, |trx| {
+            operation(&mut DocumentWriter::Transaction(trx))
+        }),
+        None => operation(&mut DocumentWriter::AutoCommit),
+    }
 }
 
 /// Routes `/_api/transaction/...`.

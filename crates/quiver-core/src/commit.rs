@@ -1,0 +1,72 @@
+//! Committing a write set: one engine batch with the index hooks around the engine commit.
+//! Every staged write goes through [`commit_staged`], whether it belongs to an explicit
+//! transaction (`Transaction::commit`) or to an auto-commit write (a one-operation
+//! transaction, `auto_commit.rs`).
+
+use std::sync::Arc;
+
+use quiver_errors::Result;
+use quiver_storage::{CollectionId, CommitTicket, Engine};
+
+use crate::collection::Collection;
+use crate::staging::Staging;
+use crate::{edge_index, secondary};
+
+/// Commits everything `staging` holds as one engine batch: secondary-index and edge-index
+/// entries of the new versions go in before the engine commit (and are taken back if it
+/// fails), the unique indexes and the collections' revisions learn about it after. None when
+/// nothing is staged.
+///
+/// The caller holds the writer lock of every collection in `colls` (all collections
+/// `staging` wrote) and has checked every precondition against the current state: a
+/// snapshot taken under those locks, or its own conflict checks.
+pub(crate) fn commit_staged(
+    engine: &Engine,
+    staging: &Staging,
+    colls: &[Arc<Collection>],
+) -> Result<Option<CommitTicket>> {
+    if staging.is_empty() {
+        return Ok(None);
+    }
+    debug_assert!(
+        staging
+            .written
+            .keys()
+            .all(|cid| colls.iter().any(|c| c.id() == *cid)),
+        "every written collection is locked for the commit"
+    );
+    let coll_of = |cid: CollectionId| colls.iter().find(|c| c.id() == cid).cloned();
+    let batch = staging.to_batch();
+    let pending = secondary::before_commit(&staging.entries, &staging.snapshot, coll_of)?;
+    let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, coll_of) {
+        Ok(edges) => edges,
+        Err(err) => {
+            pending.failed();
+            return Err(err);
+        }
+    };
+    let ticket = match engine.commit(batch) {
+        Ok(ticket) => ticket,
+        Err(err) => {
+            pending.failed();
+            edges.failed();
+            return Err(err);
+        }
+    };
+    let horizon = engine.horizon();
+    pending.committed(ticket.tick, horizon);
+    edges.committed(ticket.tick, horizon);
+    crate::staging::record_indexes(&staging.entries, coll_of);
+    for coll in colls {
+        let newest = staging
+            .entries
+            .iter()
+            .filter(|((cid, _), _)| *cid == coll.id())
+            .map(|(_, e)| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
+            .max();
+        if let Some(rev) = newest {
+            coll.note_revision(rev);
+        }
+    }
+    Ok(Some(ticket))
+}
