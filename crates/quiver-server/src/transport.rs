@@ -649,10 +649,14 @@ fn guarded(state: &ServerState, request: Request) -> Response {
 async fn read_request(
     state: &ServerState,
     parts: http::request::Parts,
-    body: Incoming,
+    mut body: Incoming,
 ) -> Result<Request, Error> {
     let limit = state.config.max_body_size;
-    let too_large = || {
+    let http2 = parts.version == http::Version::HTTP_2;
+    let too_large = |body: Incoming| {
+        if http2 {
+            drain_refused_body(body);
+        }
         Error::with_message(
             ErrorCode::HttpRequestTooLarge,
             format!("request body exceeds the maximum of {limit} bytes"),
@@ -661,16 +665,16 @@ async fn read_request(
     // hyper has parsed `Content-Length` into the body's size hint (exact for such bodies,
     // no lower bound for chunked ones, which `Limited` bounds while reading).
     if hyper::body::Body::size_hint(&body).lower() > limit as u64 {
-        return Err(too_large());
+        return Err(too_large(body));
     }
-    let collected = read_body(Limited::new(body, limit)).await;
+    let collected = read_body(Limited::new(&mut body, limit)).await;
     let mut bytes = match collected {
         Ok(b) => b,
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                return Err(too_large());
+                return Err(too_large(body));
             }
             return Err(Error::with_message(
                 ErrorCode::HttpBadParameter,
@@ -705,6 +709,32 @@ async fn read_request(
         ));
     }
     Request::new(parts.method, target, headers, bytes)
+}
+
+/// How much of a refused HTTP/2 request body is read and discarded, at most, and for how long.
+const DRAIN_BYTES: usize = 1024 * 1024;
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
+
+/// Keeps reading (and discarding) the body of an HTTP/2 request that was refused with 413
+/// while the answer goes out. Dropping an unfinished HTTP/2 request body before the response
+/// is sent resets the stream with CANCEL, and clients then report a stream error instead of the
+/// 413; once the answer is out, a body dropped unfinished ends the stream with NO_ERROR, which
+/// clients accept (RFC 9113 §8.1). Bounded by [`DRAIN_BYTES`] and [`DRAIN_WAIT`].
+fn drain_refused_body(mut body: Incoming) {
+    tokio::spawn(async move {
+        let drain = async {
+            let mut drained = 0usize;
+            while drained <= DRAIN_BYTES {
+                match body.frame().await {
+                    Some(Ok(frame)) => {
+                        drained += frame.data_ref().map_or(0, |d| d.len());
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_WAIT, drain).await;
+    });
 }
 
 /// Reads a request body to its end. Unlike `BodyExt::collect`, this stops as soon as the body
