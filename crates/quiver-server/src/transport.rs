@@ -1,6 +1,6 @@
-//! The hyper 1.x HTTP/1.1 connection loop: keep-alive, pipelining, body limits,
-//! request-body decompression, common headers and CORS. Everything else happens in
-//! [`crate::handle`].
+//! The hyper 1.x connection loop: HTTP/1.1 (keep-alive, pipelining) and HTTP/2 (prior
+//! knowledge or `Upgrade: h2c`) on the same port, body limits, request-body decompression, common headers and
+//! CORS. Everything else happens in [`crate::handle`].
 //!
 //! hyper is used directly rather than through a web framework: routing is ArangoDB's own
 //! (database prefix, percent-decoded segments) and a framework would only add a layer per
@@ -20,15 +20,17 @@ use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use quiver_errors::{Error, ErrorCode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 use crate::{Request, Response, ServerState, ALLOWED_METHODS};
+
+mod h2c;
 
 /// Headers ArangoDB sends on every response (http-api.md §1.6).
 const STATIC_HEADERS: &[(&str, &str)] = &[
@@ -223,6 +225,21 @@ async fn connection(
     mut conn_stopped: watch::Receiver<bool>,
     _open: OpenConnection,
 ) {
+    // A connection that has sent nothing yet is simply closed at shutdown.
+    let opening = tokio::select! {
+        o = opening(&stream) => o,
+        _ = conn_stopped.changed() => return,
+    };
+    match opening {
+        Opening::Http1 => {}
+        Opening::Http2 => return http2_connection(state, stream, conn_stopped).await,
+        Opening::H2cUpgrade(upgrade) => {
+            if let Some(io) = h2c::switch(stream, upgrade, PREFACE_WAIT).await {
+                http2_connection(state, io, conn_stopped).await;
+            }
+            return;
+        }
+    }
     // Each request's future needs its own reference to the state. Taking it from a
     // per-connection `Arc` keeps that reference count on the connection's worker; the
     // server-wide one is shared by every worker, and bumping it per request moved its
@@ -260,6 +277,100 @@ async fn connection(
         None => {
             let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
         }
+    }
+}
+
+/// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113 §3.4).
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// How long a connection may take to finish sending a partial HTTP/2 preface before it is
+/// served as HTTP/1.1 (whose parser then refuses the `PRI` request line with 400), and how
+/// long an `h2c` upgrade may take to complete.
+const PREFACE_WAIT: Duration = Duration::from_secs(5);
+
+/// How much of a connection's first bytes is looked at: enough for the head of an upgrade
+/// request.
+const OPENING_BYTES: usize = 4096;
+
+/// The protocol a connection opens with.
+enum Opening {
+    Http1,
+    /// HTTP/2 with prior knowledge: the connection starts with the preface.
+    Http2,
+    /// An HTTP/1.1 request asking to switch to HTTP/2 (`Upgrade: h2c`).
+    H2cUpgrade(h2c::Upgrade),
+}
+
+/// Tells the protocol from the connection's first bytes, looked at without consuming them
+/// (`peek`): one system call per connection. An HTTP/1.1 request line differs from the
+/// preface in its first or second byte; a client that stops in the middle of the preface is
+/// polled every millisecond for at most [`PREFACE_WAIT`].
+async fn opening(stream: &TcpStream) -> Opening {
+    let mut buf = vec![0u8; OPENING_BYTES];
+    let deadline = tokio::time::Instant::now() + PREFACE_WAIT;
+    loop {
+        let n = match stream.peek(&mut buf).await {
+            Ok(n) => n,
+            Err(_) => return Opening::Http1,
+        };
+        if n == 0 {
+            return Opening::Http1;
+        }
+        let compared = n.min(HTTP2_PREFACE.len());
+        if buf[..compared] != HTTP2_PREFACE[..compared] {
+            return match h2c::upgrade_request(&buf[..n]) {
+                Some(upgrade) => Opening::H2cUpgrade(upgrade),
+                None => Opening::Http1,
+            };
+        }
+        if n >= HTTP2_PREFACE.len() {
+            return Opening::Http2;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Opening::Http1;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+/// Serves an HTTP/2 connection (prior knowledge, or switched by `h2c`) until the client closes
+/// it or the server stops: the same request path as HTTP/1.1 ([`answer`]: body limit,
+/// decompression, URI limit, error envelopes, placement), the same head limit (as the
+/// header-list size), and at shutdown a GOAWAY that lets the open streams finish (at most 5 s,
+/// as for HTTP/1.1).
+async fn http2_connection<S>(
+    state: Arc<ServerState>,
+    stream: S,
+    mut conn_stopped: watch::Receiver<bool>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    // Per-connection reference, as for HTTP/1.1 (see `connection`).
+    let state = Arc::new(state);
+    let service = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move {
+            let mut response = answer(&state, req).await;
+            // Connection-specific headers do not exist in HTTP/2 (RFC 9113 §8.2.2).
+            response.headers_mut().remove(header::CONNECTION);
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut conn = std::pin::pin!(http2::Builder::new(TokioExecutor::new())
+        .auto_date_header(false)
+        .max_header_list_size(MAX_HEAD_BYTES as u32)
+        .serve_connection(TokioIo::new(stream), service));
+    let result = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = conn_stopped.changed() => {
+            conn.as_mut().graceful_shutdown();
+            tokio::time::timeout(Duration::from_secs(5), conn.as_mut())
+                .await
+                .unwrap_or(Ok(()))
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!("HTTP/2 connection ended: {e}");
     }
 }
 
@@ -538,10 +649,14 @@ fn guarded(state: &ServerState, request: Request) -> Response {
 async fn read_request(
     state: &ServerState,
     parts: http::request::Parts,
-    body: Incoming,
+    mut body: Incoming,
 ) -> Result<Request, Error> {
     let limit = state.config.max_body_size;
-    let too_large = || {
+    let http2 = parts.version == http::Version::HTTP_2;
+    let too_large = |body: Incoming| {
+        if http2 {
+            drain_refused_body(body);
+        }
         Error::with_message(
             ErrorCode::HttpRequestTooLarge,
             format!("request body exceeds the maximum of {limit} bytes"),
@@ -550,16 +665,16 @@ async fn read_request(
     // hyper has parsed `Content-Length` into the body's size hint (exact for such bodies,
     // no lower bound for chunked ones, which `Limited` bounds while reading).
     if hyper::body::Body::size_hint(&body).lower() > limit as u64 {
-        return Err(too_large());
+        return Err(too_large(body));
     }
-    let collected = read_body(Limited::new(body, limit)).await;
+    let collected = read_body(Limited::new(&mut body, limit)).await;
     let mut bytes = match collected {
         Ok(b) => b,
         Err(e) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                return Err(too_large());
+                return Err(too_large(body));
             }
             return Err(Error::with_message(
                 ErrorCode::HttpBadParameter,
@@ -594,6 +709,32 @@ async fn read_request(
         ));
     }
     Request::new(parts.method, target, headers, bytes)
+}
+
+/// How much of a refused HTTP/2 request body is read and discarded, at most, and for how long.
+const DRAIN_BYTES: usize = 1024 * 1024;
+const DRAIN_WAIT: Duration = Duration::from_secs(5);
+
+/// Keeps reading (and discarding) the body of an HTTP/2 request that was refused with 413
+/// while the answer goes out. Dropping an unfinished HTTP/2 request body before the response
+/// is sent resets the stream with CANCEL, and clients then report a stream error instead of the
+/// 413; once the answer is out, a body dropped unfinished ends the stream with NO_ERROR, which
+/// clients accept (RFC 9113 §8.1). Bounded by [`DRAIN_BYTES`] and [`DRAIN_WAIT`].
+fn drain_refused_body(mut body: Incoming) {
+    tokio::spawn(async move {
+        let drain = async {
+            let mut drained = 0usize;
+            while drained <= DRAIN_BYTES {
+                match body.frame().await {
+                    Some(Ok(frame)) => {
+                        drained += frame.data_ref().map_or(0, |d| d.len());
+                    }
+                    _ => break,
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_WAIT, drain).await;
+    });
 }
 
 /// Reads a request body to its end. Unlike `BodyExt::collect`, this stops as soon as the body
