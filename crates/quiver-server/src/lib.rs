@@ -7,7 +7,9 @@
 //! durability of the writes it reports, which the transport awaits without blocking a worker
 //! before it writes the bytes. The batch API and the job queue call [`handle`] the same way.
 
+pub mod access;
 pub mod api;
+pub mod auth;
 pub mod jobs;
 pub mod json;
 pub mod request;
@@ -28,9 +30,13 @@ pub const ALLOWED_METHODS: &str = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
 
 /// Answers one request, without any transport: the connection loop, the batch API, the
 /// async job queue and the handler tests all come through here.
-pub fn handle(state: &ServerState, request: Request) -> Response {
+pub fn handle(state: &ServerState, mut request: Request) -> Response {
     if request.method == Method::OPTIONS {
         return Response::empty(200).with_header(http::header::ALLOW, ALLOWED_METHODS);
+    }
+    // Authentication and every right of the route, before anything else looks at it.
+    if let Some(refused) = access::admit(state, &mut request) {
+        return refused;
     }
     if let Some(mode) = request.header(&request::X_ARANGO_ASYNC) {
         let mode = mode.trim();

@@ -228,9 +228,11 @@ async fn connection(
     // server-wide one is shared by every worker, and bumping it per request moved its
     // cache line between the cores.
     let state = Arc::new(state);
+    // The client's address, for the login throttle.
+    let peer = stream.peer_addr().ok().map(|a| a.ip());
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(answer(&state, req).await) }
+        async move { Ok::<_, Infallible>(answer(&state, req, peer).await) }
     });
     let mut conn = Box::pin(
         http1::Builder::new()
@@ -415,6 +417,8 @@ fn placement(req: &Request) -> Placement {
         // at concurrency 1, and in place the worker's other connections still move on.
         Some("cursor" | "query" | "explain" | "batch") => Placement::InPlace,
         Some("import" | "transaction") => Placement::BlockingPool,
+        // Password hashing (Argon2) takes milliseconds: user changes and logins.
+        Some("user" | "auth") if req.method != Method::GET => Placement::BlockingPool,
         Some("collection") | Some("database") if req.method != Method::GET => {
             Placement::BlockingPool
         }
@@ -433,12 +437,14 @@ fn placement(req: &Request) -> Placement {
 async fn answer(
     state: &Arc<ServerState>,
     req: hyper::Request<Incoming>,
+    peer: Option<std::net::IpAddr>,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let origin = parts.headers.get(header::ORIGIN).cloned();
     let close = wants_close(&parts);
     let response = match read_request(state, parts, body).await {
-        Ok(request) => {
+        Ok(mut request) => {
+            request.peer = peer;
             let preflight = origin.is_some() && request.method == Method::OPTIONS;
             let request_headers = if preflight {
                 request
@@ -493,6 +499,11 @@ async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
         Placement::Inline => guarded(&state, request),
         // Queries known to finish in microseconds skip the hand-off below.
         Placement::InPlace if request.segments.get(1).is_some_and(|s| s == "cursor") => {
+            // The inline path skips `handle`: admit the request here (handle re-checks it).
+            let mut request = request;
+            if let Some(refused) = crate::access::admit(&state, &mut request) {
+                return refused;
+            }
             match guarded_inline(&state, &request) {
                 Some(response) => response,
                 None if multi_thread => tokio::task::block_in_place(|| guarded(&state, request)),

@@ -22,8 +22,19 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             Ok(Response::ok_result(200, json!(state.core.database_names())))
         }
         (&Method::GET | &Method::HEAD, ["user"]) => {
-            // Authentication is not enforced: the caller may access every database.
-            Ok(Response::ok_result(200, json!(state.core.database_names())))
+            // Only the databases the caller may use.
+            let names = state.core.database_names();
+            let visible: Vec<String> = match &req.identity {
+                Some(crate::auth::Identity::User(me)) => match state.auth.users().get(me) {
+                    Some(user) => names
+                        .into_iter()
+                        .filter(|db| user.database_level(db) > crate::auth::Level::None)
+                        .collect(),
+                    None => Vec::new(),
+                },
+                _ => names,
+            };
+            Ok(Response::ok_result(200, json!(visible)))
         }
         (&Method::GET | &Method::HEAD, ["current"]) => {
             let db = state.database(&req.database)?;
