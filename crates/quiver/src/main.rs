@@ -709,12 +709,6 @@ fn serve(options: ServeOptions) -> Result<(), String> {
     };
     let state = ServerState::new(config, core.clone())
         .map_err(|e| format!("cannot start the server: {e}"))?;
-    if options.authentication && state.auth.root_password_is_empty() {
-        println!(
-            "warning: authentication is on and user 'root' has an empty password; \
-             set one (PUT /_api/user/root) or start with ARANGODB_DEFAULT_ROOT_PASSWORD on a new data directory"
-        );
-    }
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;
@@ -726,6 +720,13 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             handle.local_addr,
             options.directory.display()
         );
+        // After the startup line, which supervisors and tests read first.
+        if options.authentication && state.auth.root_password_is_empty() {
+            println!(
+                "warning: authentication is on and user 'root' has an empty password; \
+                 set one (PUT /_api/user/root) or start with ARANGODB_DEFAULT_ROOT_PASSWORD on a new data directory"
+            );
+        }
         use std::io::Write;
         let _ = std::io::stdout().flush();
         signals.wait().await;

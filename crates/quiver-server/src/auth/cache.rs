@@ -1,10 +1,13 @@
-//! Verified credentials, so that a request with a known `Authorization: Basic` header costs a
+//! Checked credentials, so that a request with a known `Authorization: Basic` header costs a
 //! SHA-256 of the header and a map lookup instead of an Argon2 hash.
 //!
 //! Keyed by the SHA-256 of the header value (no password is kept), each entry remembers the
-//! password hash it was verified against; it counts only while the user's current record still
-//! has that hash and is active, so a password change or deactivation applies to the next
-//! request. Bounded: when full, the cache is emptied and refills from the next requests.
+//! password hash it was checked against (for a refused one: `None` if the user did not
+//! exist); it counts only while the user's current record still has that hash (and, for a
+//! verified one, is active), so a password change, a deactivation or a new user applies to the
+//! next request. Refused credentials are kept too: repeating the same wrong password costs no
+//! hash and is not another guess for the login throttle. Bounded: when full, the cache is
+//! emptied and refills from the next requests.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,13 +21,15 @@ pub const CAPACITY: usize = 16_384;
 /// The cache key of a credential: SHA-256 of the whole header value.
 pub type CredentialKey = [u8; 32];
 
-/// A credential that was verified once.
+/// A credential that was checked once.
 #[derive(Clone, Debug)]
 pub struct Verified {
-    /// The user it belongs to.
+    /// The user it names.
     pub user: Arc<str>,
-    /// The password hash it matched.
-    pub password_hash: Arc<str>,
+    /// The password hash it was checked against (`None`: no such user then).
+    pub password_hash: Option<Arc<str>>,
+    /// Whether it matched.
+    pub matched: bool,
 }
 
 /// The cache.
@@ -79,7 +84,8 @@ mod tests {
         let cache = CredentialCache::default();
         let verified = Verified {
             user: "u".into(),
-            password_hash: "h".into(),
+            password_hash: Some("h".into()),
+            matched: true,
         };
         for i in 0..CAPACITY + 10 {
             cache.insert(

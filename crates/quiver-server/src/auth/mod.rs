@@ -145,16 +145,27 @@ impl Authenticator {
     fn basic(&self, header: &str, encoded: &str, client: Option<IpAddr>) -> Outcome {
         let key = CredentialCache::key(header);
         if let Some(hit) = self.cache.get(&key) {
-            match self.users.get(&hit.user) {
-                Some(user) if user.active && *user.password_hash == *hit.password_hash => {
-                    return Outcome::Authenticated(Identity::User(hit.user));
+            let user = self.users.get(&hit.user);
+            let current_hash = user.as_ref().map(|u| u.password_hash.as_str());
+            if current_hash == hit.password_hash.as_deref() {
+                match (hit.matched, user) {
+                    (true, Some(user)) if user.active => {
+                        return Outcome::Authenticated(Identity::User(hit.user));
+                    }
+                    // The same wrong credential again: no hash, no new guess.
+                    (false, _) => return Outcome::Invalid,
+                    _ => {}
                 }
-                _ => self.cache.remove(&key),
             }
+            self.cache.remove(&key);
         }
         let Some((name, password)) = decode_basic(encoded) else {
             return Outcome::Invalid;
         };
+        let checked_against = self
+            .users
+            .get(&name)
+            .map(|u| Arc::<str>::from(u.password_hash.as_str()));
         match self.login(&name, &password, client) {
             Ok(user) => {
                 let name: Arc<str> = user.name.as_str().into();
@@ -162,12 +173,24 @@ impl Authenticator {
                     key,
                     Verified {
                         user: name.clone(),
-                        password_hash: user.password_hash.as_str().into(),
+                        password_hash: Some(user.password_hash.as_str().into()),
+                        matched: true,
                     },
                 );
                 Outcome::Authenticated(Identity::User(name))
             }
-            Err(_) => Outcome::Invalid,
+            Err(LoginRefused::Throttled) => Outcome::Invalid,
+            Err(LoginRefused::Wrong) => {
+                self.cache.insert(
+                    key,
+                    Verified {
+                        user: name.as_str().into(),
+                        password_hash: checked_against,
+                        matched: false,
+                    },
+                );
+                Outcome::Invalid
+            }
         }
     }
 
@@ -183,15 +206,15 @@ impl Authenticator {
     }
 
     /// Checks a user name and password (Basic credentials not cached yet, `POST /_open/auth`)
-    /// under the login throttle: 401/11 when refused, unknown, inactive or wrong.
+    /// under the login throttle.
     pub fn login(
         &self,
         name: &str,
         password: &str,
         client: Option<IpAddr>,
-    ) -> Result<Arc<UserRecord>> {
+    ) -> std::result::Result<Arc<UserRecord>, LoginRefused> {
         if !self.throttle.allows(client, name) {
-            return Err(unauthorized());
+            return Err(LoginRefused::Throttled);
         }
         let user = self.users.get(name);
         // An unknown user costs a hash too, so timing does not tell which names exist.
@@ -209,10 +232,19 @@ impl Authenticator {
             }
             _ => {
                 self.throttle.failed(client, name);
-                Err(unauthorized())
+                Err(LoginRefused::Wrong)
             }
         }
     }
+}
+
+/// Why [`Authenticator::login`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoginRefused {
+    /// Unknown user, inactive user or wrong password.
+    Wrong,
+    /// Too many failures (the password was not checked).
+    Throttled,
 }
 
 /// An Argon2id hash of a random password, verified against for unknown users.
@@ -268,9 +300,34 @@ mod tests {
         assert_eq!(auth.authenticate(Some(&basic("root", "pw")), None), root);
         assert_eq!(auth.cache.len(), 1);
         assert_eq!(auth.authenticate(Some(&basic("root", "pw")), None), root);
+        // The same wrong password, repeated, is one guess for the throttle (and one hash).
+        let client = Some(IpAddr::from([10, 9, 9, 9]));
+        for _ in 0..3 * throttle::CLIENT_LIMIT {
+            assert_eq!(
+                auth.authenticate(Some(&basic("root", "no")), client),
+                Outcome::Invalid
+            );
+        }
         assert_eq!(
-            auth.authenticate(Some(&basic("root", "no")), None),
+            auth.authenticate(Some(&basic("root", "pw ")), client),
             Outcome::Invalid
+        );
+        assert!(auth.login("root", "pw", client).is_ok());
+        // A refused credential counts only until its user changes: here, until it exists.
+        assert_eq!(
+            auth.authenticate(Some(&basic("later", "x")), None),
+            Outcome::Invalid
+        );
+        let later = UserStore::new_record(
+            "later",
+            password::hash("x").unwrap(),
+            true,
+            serde_json::json!({}),
+        );
+        auth.users().create(later).unwrap().wait().unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("later", "x")), None),
+            Outcome::Authenticated(Identity::User("later".into()))
         );
         assert_eq!(
             auth.authenticate(Some(&basic("nobody", "pw")), None),
@@ -348,6 +405,58 @@ mod tests {
             .login("root", "", Some(IpAddr::from([10, 2, 2, 2])))
             .is_ok());
         core.shutdown().unwrap();
+    }
+
+    /// One authenticator for the property test (its data directory lives as long as the
+    /// test binary).
+    fn shared() -> &'static Authenticator {
+        static SHARED: std::sync::OnceLock<(tempfile::TempDir, Authenticator)> =
+            std::sync::OnceLock::new();
+        &SHARED
+            .get_or_init(|| {
+                let dir = tempfile::tempdir().unwrap();
+                let core =
+                    Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+                let config = AuthConfig {
+                    initial_root_password: "pw".into(),
+                    ..AuthConfig::default()
+                };
+                let auth = Authenticator::new(config, core, dir.path()).unwrap();
+                (dir, auth)
+            })
+            .1
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The Authorization header and JWT parsing: arbitrary text, arbitrary bytes behind
+        /// each scheme, and tokens of three arbitrary base64url parts never panic and never
+        /// authenticate.
+        #[test]
+        fn arbitrary_authorization_headers_never_authenticate(
+            text in "\\PC{0,120}",
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..90),
+            parts in proptest::collection::vec("[A-Za-z0-9_-]{0,40}", 3),
+            scheme in proptest::sample::select(vec!["Basic ", "basic ", "Bearer ", "bearer ", "", "Basic"]),
+        ) {
+            let auth = shared();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let headers = [
+                text.clone(),
+                format!("{scheme}{text}"),
+                format!("{scheme}{encoded}"),
+                format!("{scheme}{}", parts.join(".")),
+            ];
+            for header in &headers {
+                let outcome = auth.authenticate(Some(header), Some(IpAddr::from([10, 7, 7, 7])));
+                proptest::prop_assert_ne!(
+                    std::mem::discriminant(&outcome),
+                    std::mem::discriminant(&Outcome::Authenticated(Identity::Superuser)),
+                    "{}", header
+                );
+            }
+            proptest::prop_assert!(auth.secrets().verify(&text).is_none());
+        }
     }
 
     #[test]
