@@ -8,6 +8,7 @@ use http::{HeaderName, Method};
 use quiver_errors::{Error, ErrorCode, Result};
 
 use crate::auth::{unauthorized, Identity, Level, Outcome};
+use crate::query_access::{collections_of, QueryCollections};
 use crate::{Request, Response, ServerState};
 
 /// `x-omit-www-authenticate`: a 401 without `WWW-Authenticate` (no browser dialog).
@@ -35,7 +36,8 @@ pub enum Need {
     Collection(CollectionAt, Level),
     /// The request's database at `rw` and the collection at `rw` (index changes).
     DatabaseAndCollection(CollectionAt),
-    /// An AQL query: the database `ro`, `rw` when the query modifies data.
+    /// An AQL query: the database `ro`, and every collection it may read `ro`, every one it
+    /// may write `rw` ([`crate::query_access`]).
     Query,
     /// Server administration: `rw` on `_system`.
     Admin,
@@ -257,8 +259,16 @@ fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
         }
         Need::Query => {
             database(Level::ReadOnly)?;
-            if record.database_level(db) < Level::ReadWrite && query_modifies(req) {
-                return Err(forbidden());
+            let collections = query_collections(state, req).ok_or_else(forbidden)?;
+            for name in &collections.read {
+                let min = if collections.written.contains(name) {
+                    Level::ReadWrite
+                } else {
+                    Level::ReadOnly
+                };
+                if record.collection_level(db, name) < min {
+                    return Err(forbidden());
+                }
             }
             Ok(())
         }
@@ -270,28 +280,20 @@ fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
     }
 }
 
-/// Whether the AQL query of a cursor request may write: any `INSERT`, `UPDATE`, `REPLACE`,
-/// `REMOVE` or `UPSERT` keyword that is not an attribute name. A body that cannot be read
-/// counts as writing (the handler would refuse it anyway).
-fn query_modifies(req: &Request) -> bool {
-    use quiver_aql::lexer::{tokenize, Kw, Tok};
-    let Ok(Some(body)) = crate::json::parse_body(&req.body) else {
-        return true;
+/// The collections the query of a cursor request may read and write
+/// ([`crate::query_access`]); an empty set for a body without a query (the handler answers
+/// 400), `None` for a query that cannot be tokenized.
+fn query_collections(state: &ServerState, req: &Request) -> Option<QueryCollections> {
+    let body = match crate::json::parse_body(&req.body) {
+        Ok(Some(body)) => body,
+        _ => return Some(QueryCollections::default()),
     };
     let Some(query) = body.get("query").and_then(|q| q.as_str()) else {
-        return true;
+        return Some(QueryCollections::default());
     };
-    let Ok(tokens) = tokenize(query) else {
-        return true;
-    };
-    tokens.iter().enumerate().any(|(i, t)| {
-        let writes = matches!(
-            t.tok,
-            Tok::Kw(Kw::Insert | Kw::Update | Kw::Replace | Kw::Remove | Kw::Upsert)
-        );
-        let attribute = i > 0 && tokens[i - 1].tok == Tok::Sym(".")
-            || tokens.get(i + 1).is_some_and(|n| n.tok == Tok::Sym(":"));
-        writes && !attribute
+    let db = state.database(&req.database).ok();
+    collections_of(query, body.get("bindVars"), |name| {
+        db.as_ref().is_some_and(|db| db.collection(name).is_ok())
     })
 }
 

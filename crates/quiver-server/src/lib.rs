@@ -12,6 +12,7 @@ pub mod api;
 pub mod auth;
 pub mod jobs;
 pub mod json;
+pub mod query_access;
 pub mod request;
 pub mod response;
 pub mod state;
