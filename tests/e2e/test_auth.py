@@ -488,3 +488,47 @@ def test_authentication_off_serves_everyone(tmp_path):
         assert not printed(srv, "empty password", wait=0.5)
     finally:
         srv.stop()
+
+
+def test_access_tokens(secured, matrix_setup):
+    sys_db = ArangoClient(hosts=secured.url).db("_system", username="root", password=ROOT_PASSWORD)
+    sys_db.create_user("svc", "pw")
+    sys_db.update_permission("svc", "ro", "shop")
+    own = basic("svc", "pw")
+    now = int(time.time())
+    r = call(secured, "POST", "/_api/token/svc", auth=own, json={"name": "ci", "valid_until": now + 3600})
+    assert r.status_code == 200, r.text
+    created = r.json()
+    secret = created["token"]
+    assert created["name"] == "ci" and created["active"] is True and created["valid_until"] == now + 3600
+    assert created["fingerprint"] == "v1..." + secret[-6:]
+    # The token is the password: Basic, and /_open/auth for a JWT.
+    assert call(secured, "GET", "/_db/shop/_api/version", auth=basic("svc", secret)).status_code == 200
+    issued = call(secured, "POST", "/_open/auth", json={"username": "svc", "password": secret})
+    assert issued.status_code == 200
+    assert call(secured, "GET", "/_db/shop/_api/version", auth="bearer " + issued.json()["jwt"]).status_code == 200
+    # Listing shows metadata only; names are unique per user; bad bodies are 400.
+    listed = call(secured, "GET", "/_api/token/svc", auth=own).json()["tokens"]
+    assert listed == [{k: v for k, v in created.items() if k != "token"}]
+    r = call(secured, "POST", "/_api/token/svc", auth=own, json={"name": "ci", "valid_until": now + 60})
+    assert r.status_code == 409
+    for body in [{"name": "x"}, {"name": "", "valid_until": now + 60}, {"name": "x", "valid_until": now - 1}]:
+        assert call(secured, "POST", "/_api/token/svc", auth=own, json=body).status_code == 400, body
+    # Other users' tokens are for administrators only.
+    assert call(secured, "GET", "/_api/token/svc", auth=matrix_setup["ro"]).status_code == 403
+    assert call(secured, "GET", "/_api/token/svc", auth=matrix_setup["admin"]).status_code == 200
+    assert call(secured, "GET", "/_api/token/ghost", auth=matrix_setup["admin"]).status_code == 404
+    # Expiry is honoured, also for a credential that was already accepted (and cached).
+    short = call(secured, "POST", "/_api/token/svc", auth=own, json={"name": "short", "valid_until": now + 2}).json()
+    assert call(secured, "GET", "/_db/shop/_api/version", auth=basic("svc", short["token"])).status_code == 200
+    time.sleep(max(0.0, now + 2.2 - time.time()))
+    assert call(secured, "GET", "/_db/shop/_api/version", auth=basic("svc", short["token"])).status_code == 401
+    listed = {t["name"]: t for t in call(secured, "GET", "/_api/token/svc", auth=own).json()["tokens"]}
+    assert listed["short"]["active"] is False and listed["ci"]["active"] is True
+    # Revoking takes effect at once.
+    r = call(secured, "DELETE", f"/_api/token/svc/{created['id']}", auth=own)
+    assert r.status_code == 200 and r.content == b""
+    assert call(secured, "GET", "/_db/shop/_api/version", auth=basic("svc", secret)).status_code == 401
+    assert call(secured, "DELETE", f"/_api/token/svc/{created['id']}", auth=own).status_code == 404
+    # The password still works.
+    assert call(secured, "GET", "/_db/shop/_api/version", auth=own).status_code == 200

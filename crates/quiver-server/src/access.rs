@@ -134,6 +134,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
                 Some(_) if read => Need::Database(RO),
                 Some(_) => Need::Database(RW),
             },
+            // A user's access tokens: the user themself or an administrator.
+            "token" => Need::SelfOrAdmin(2),
             "query-cache" if read => Need::Database(RO),
             "query-cache" => Need::Database(RW),
             "user" => match (seg(2), seg(3), read) {
@@ -470,6 +472,8 @@ mod tests {
             (Method::PUT, "/_api/user/ann/database/db", Need::Admin),
             (Method::GET, "/_api/user/ann/database", Need::SelfOrAdmin(2)),
             (Method::GET, "/_admin/server/jwt", Need::Superuser),
+            (Method::POST, "/_api/token/ann", Need::SelfOrAdmin(2)),
+            (Method::DELETE, "/_api/token/ann/12", Need::SelfOrAdmin(2)),
             (Method::POST, "/_admin/server/jwt", Need::Superuser),
             (Method::PUT, "/_admin/server/mode", Need::Admin),
             (

@@ -13,6 +13,7 @@ pub mod index;
 pub mod job;
 pub mod open;
 pub mod server_jwt;
+pub mod token;
 pub mod transaction;
 pub mod user;
 
@@ -42,6 +43,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
+            "token" => token::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),
         },

@@ -30,6 +30,9 @@ pub struct Verified {
     pub password_hash: Option<Arc<str>>,
     /// Whether it matched.
     pub matched: bool,
+    /// The access token it matched (instead of the password), by id: it counts only while
+    /// the user still holds that token and it has not expired.
+    pub token: Option<u64>,
 }
 
 /// The cache.
@@ -86,6 +89,7 @@ mod tests {
             user: "u".into(),
             password_hash: Some("h".into()),
             matched: true,
+            token: None,
         };
         for i in 0..CAPACITY + 10 {
             cache.insert(

@@ -14,6 +14,7 @@ pub mod level;
 pub mod password;
 pub mod store;
 pub mod throttle;
+pub mod tokens;
 pub mod user;
 
 use std::net::IpAddr;
@@ -146,16 +147,33 @@ impl Authenticator {
         let key = CredentialCache::key(header);
         if let Some(hit) = self.cache.get(&key) {
             let user = self.users.get(&hit.user);
-            let current_hash = user.as_ref().map(|u| u.password_hash.as_str());
-            if current_hash == hit.password_hash.as_deref() {
-                match (hit.matched, user) {
-                    (true, Some(user)) if user.active => {
-                        return Outcome::Authenticated(Identity::User(hit.user));
-                    }
-                    // The same wrong credential again: no hash, no new guess.
-                    (false, _) => return Outcome::Invalid,
-                    _ => {}
+            let still_valid = match (&user, hit.matched, hit.token) {
+                // Verified with an access token: the user still holds it, unexpired.
+                (Some(user), true, Some(id)) => {
+                    user.active
+                        && user
+                            .tokens
+                            .iter()
+                            .any(|t| t.id == id && now_secs() < t.valid_until)
                 }
+                // Verified with the password: the password is unchanged.
+                (Some(user), true, None) => {
+                    user.active && Some(user.password_hash.as_str()) == hit.password_hash.as_deref()
+                }
+                // The same wrong credential again (no hash, no new guess), while the user's
+                // password (or absence) is unchanged.
+                (_, false, _) => {
+                    if user.as_ref().map(|u| u.password_hash.as_str())
+                        == hit.password_hash.as_deref()
+                    {
+                        return Outcome::Invalid;
+                    }
+                    false
+                }
+                (None, true, _) => false,
+            };
+            if still_valid {
+                return Outcome::Authenticated(Identity::User(hit.user));
             }
             self.cache.remove(&key);
         }
@@ -167,7 +185,7 @@ impl Authenticator {
             .get(&name)
             .map(|u| Arc::<str>::from(u.password_hash.as_str()));
         match self.login(&name, &password, client) {
-            Ok(user) => {
+            Ok((user, token)) => {
                 let name: Arc<str> = user.name.as_str().into();
                 self.cache.insert(
                     key,
@@ -175,6 +193,7 @@ impl Authenticator {
                         user: name.clone(),
                         password_hash: Some(user.password_hash.as_str().into()),
                         matched: true,
+                        token,
                     },
                 );
                 Outcome::Authenticated(Identity::User(name))
@@ -187,6 +206,7 @@ impl Authenticator {
                         user: name.as_str().into(),
                         password_hash: checked_against,
                         matched: false,
+                        token: None,
                     },
                 );
                 Outcome::Invalid
@@ -206,20 +226,29 @@ impl Authenticator {
     }
 
     /// Checks a user name and password (Basic credentials not cached yet, `POST /_open/auth`)
-    /// under the login throttle.
+    /// under the login throttle. The password may be one of the user's unexpired access
+    /// tokens; the result names the token then.
     pub fn login(
         &self,
         name: &str,
         password: &str,
         client: Option<IpAddr>,
-    ) -> std::result::Result<Arc<UserRecord>, LoginRefused> {
+    ) -> std::result::Result<(Arc<UserRecord>, Option<u64>), LoginRefused> {
         if !self.throttle.allows(client, name) {
             return Err(LoginRefused::Throttled);
         }
         let user = self.users.get(name);
+        let token = match &user {
+            Some(user) if password.starts_with(tokens::PREFIX) => {
+                tokens::matching(user, password, now_secs())
+            }
+            _ => None,
+        };
         // An unknown user costs a hash too, so timing does not tell which names exist.
         let ok = match &user {
-            Some(user) => password::verify(password, &user.password_hash) && user.active,
+            Some(user) => {
+                user.active && (token.is_some() || password::verify(password, &user.password_hash))
+            }
             None => {
                 password::verify(password, DUMMY_HASH);
                 false
@@ -228,7 +257,7 @@ impl Authenticator {
         match (ok, user) {
             (true, Some(user)) => {
                 self.throttle.succeeded(client);
-                Ok(user)
+                Ok((user, token))
             }
             _ => {
                 self.throttle.failed(client, name);
@@ -236,6 +265,13 @@ impl Authenticator {
             }
         }
     }
+}
+
+/// Unix time in seconds.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 /// Why [`Authenticator::login`] refused.
@@ -313,6 +349,37 @@ mod tests {
             Outcome::Invalid
         );
         assert!(auth.login("root", "pw", client).is_ok());
+        // An access token works as the password until it expires or is revoked, also from
+        // the credential cache.
+        let (secret, token) = tokens::generate(5, "svc", now_secs() + 3600, now_secs());
+        auth.users()
+            .add_token("root", token)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        let (_, used) = auth.login("root", &secret, None).unwrap();
+        assert_eq!(used, Some(5));
+        assert_eq!(auth.authenticate(Some(&basic("root", &secret)), None), root);
+        assert_eq!(auth.authenticate(Some(&basic("root", &secret)), None), root);
+        auth.users()
+            .remove_token("root", 5)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("root", &secret)), None),
+            Outcome::Invalid
+        );
+        let (expired, token) = tokens::generate(6, "old", now_secs() - 1, now_secs() - 10);
+        auth.users()
+            .add_token("root", token)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert!(auth.login("root", &expired, None).is_err());
         // A refused credential counts only until its user changes: here, until it exists.
         assert_eq!(
             auth.authenticate(Some(&basic("later", "x")), None),

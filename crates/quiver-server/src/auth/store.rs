@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
 use super::level::Level;
-use super::user::{DatabaseGrants, UserRecord, SYSTEM_DATABASE, WILDCARD};
+use super::user::{AccessToken, DatabaseGrants, UserRecord, SYSTEM_DATABASE, WILDCARD};
 
 /// The system collection holding the users.
 pub const USERS_COLLECTION: &str = "_users";
@@ -23,6 +23,8 @@ pub const USERS_COLLECTION: &str = "_users";
 pub const ROOT: &str = "root";
 /// Most users the server keeps (each is a few hundred bytes in memory).
 pub const MAX_USERS: usize = 100_000;
+/// Most access tokens one user may hold.
+pub const MAX_TOKENS_PER_USER: usize = 64;
 /// Longest accepted user name in bytes (ArangoDB's limit).
 pub const MAX_NAME_BYTES: usize = 254;
 
@@ -100,6 +102,7 @@ impl UserStore {
                 extra: json!({}),
                 password_hash: super::password::hash(root_password)?,
                 databases: [(WILDCARD.to_owned(), grants)].into_iter().collect(),
+                tokens: Vec::new(),
             };
             store.create(record)?.wait()?;
         }
@@ -133,7 +136,55 @@ impl UserStore {
             extra,
             password_hash,
             databases: Default::default(),
+            tokens: Vec::new(),
         }
+    }
+
+    /// Adds an access token to a user (404/1703 unknown user, 409 for a name the user already
+    /// gave a token, 400 beyond [`MAX_TOKENS_PER_USER`]).
+    pub fn add_token(
+        &self,
+        name: &str,
+        token: AccessToken,
+    ) -> Result<(Arc<UserRecord>, Committed<OpResult>)> {
+        let mut refused = None;
+        let result = self.modify(name, |record| {
+            if record.tokens.iter().any(|t| t.name == token.name) {
+                refused = Some(Error::with_message(
+                    ErrorCode::HttpConflict,
+                    format!("duplicate access token name '{}'", token.name),
+                ));
+            } else if record.tokens.len() >= MAX_TOKENS_PER_USER {
+                refused = Some(Error::with_message(
+                    ErrorCode::BadParameter,
+                    format!("at most {MAX_TOKENS_PER_USER} access tokens per user"),
+                ));
+            } else {
+                record.tokens.push(token);
+            }
+        });
+        match refused {
+            Some(err) => Err(err),
+            None => result,
+        }
+    }
+
+    /// Removes an access token (404 when the user has none with this id).
+    pub fn remove_token(
+        &self,
+        name: &str,
+        id: u64,
+    ) -> Result<(Arc<UserRecord>, Committed<OpResult>)> {
+        let current = self
+            .get(name)
+            .ok_or_else(|| Error::new(ErrorCode::UserNotFound))?;
+        if !current.tokens.iter().any(|t| t.id == id) {
+            return Err(Error::with_message(
+                ErrorCode::HttpNotFound,
+                "access token not found",
+            ));
+        }
+        self.modify(name, |record| record.tokens.retain(|t| t.id != id))
     }
 
     /// Stores a new user (409/1702 if the name is taken).

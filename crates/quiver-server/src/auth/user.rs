@@ -22,6 +22,38 @@ pub struct DatabaseGrants {
     pub collections: BTreeMap<String, Level>,
 }
 
+/// An access token of a user (3.12's `/_api/token`): usable as the password. Only its
+/// SHA-256 is kept (it has 256 random bits, so a fast hash suffices).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccessToken {
+    /// Identifier for revoking it.
+    pub id: u64,
+    /// The user's name for it (unique per user).
+    pub name: String,
+    /// Unix time (seconds) it stops working.
+    pub valid_until: i64,
+    /// Unix time (seconds) it was created.
+    pub created_at: i64,
+    /// `v1...` and the token's last six characters.
+    pub fingerprint: String,
+    /// SHA-256 of the token, hex.
+    pub digest: String,
+}
+
+impl AccessToken {
+    /// The metadata the API shows (never the token itself).
+    pub fn describe(&self, now: i64) -> Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "valid_until": self.valid_until,
+            "created_at": self.created_at,
+            "fingerprint": self.fingerprint,
+            "active": now < self.valid_until,
+        })
+    }
+}
+
 /// A user as kept in memory and stored in `_system/_users`. Immutable: a change builds a new
 /// record.
 #[derive(Clone, Debug, PartialEq)]
@@ -38,6 +70,8 @@ pub struct UserRecord {
     pub password_hash: String,
     /// Grants by database name (`*` is the default for every database).
     pub databases: BTreeMap<String, DatabaseGrants>,
+    /// Access tokens.
+    pub tokens: Vec<AccessToken>,
 }
 
 impl UserRecord {
@@ -112,6 +146,14 @@ impl UserRecord {
             "authData": {"active": self.active, "argon2": {"hash": self.password_hash}},
             "databases": databases,
             "extra": self.extra,
+            "accessTokens": self.tokens.iter().map(|t| json!({
+                "id": t.id,
+                "name": t.name,
+                "valid_until": t.valid_until,
+                "created_at": t.created_at,
+                "fingerprint": t.fingerprint,
+                "sha256": t.digest,
+            })).collect::<Vec<_>>(),
         })
     }
 
@@ -154,6 +196,30 @@ impl UserRecord {
             },
             password_hash: password_hash.to_owned(),
             databases,
+            tokens: doc["accessTokens"]
+                .as_array()
+                .map(|ts| {
+                    ts.iter()
+                        .map(|t| {
+                            Ok(AccessToken {
+                                id: t["id"].as_u64().ok_or_else(|| corrupt("token id"))?,
+                                name: t["name"].as_str().unwrap_or_default().to_owned(),
+                                valid_until: t["valid_until"].as_i64().unwrap_or(0),
+                                created_at: t["created_at"].as_i64().unwrap_or(0),
+                                fingerprint: t["fingerprint"]
+                                    .as_str()
+                                    .unwrap_or_default()
+                                    .to_owned(),
+                                digest: t["sha256"]
+                                    .as_str()
+                                    .ok_or_else(|| corrupt("token sha256"))?
+                                    .to_owned(),
+                            })
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 
@@ -189,6 +255,7 @@ mod tests {
                     )
                 })
                 .collect(),
+            tokens: Vec::new(),
         }
     }
 
@@ -262,6 +329,14 @@ mod tests {
         u.password_hash = "$argon2id$x".into();
         u.active = false;
         u.extra = json!({"a": 1});
+        u.tokens.push(AccessToken {
+            id: 7,
+            name: "svc".into(),
+            valid_until: 2_000_000_000,
+            created_at: 1_700_000_000,
+            fingerprint: "v1...abcdef".into(),
+            digest: "00ff".into(),
+        });
         let back = UserRecord::from_document(&u.to_document()).unwrap();
         assert_eq!(back, u);
         assert!(UserRecord::from_document(&json!({"user": "x"})).is_err());
