@@ -532,3 +532,26 @@ def test_access_tokens(secured, matrix_setup):
     assert call(secured, "DELETE", f"/_api/token/svc/{created['id']}", auth=own).status_code == 404
     # The password still works.
     assert call(secured, "GET", "/_db/shop/_api/version", auth=own).status_code == 200
+
+
+def test_database_users_option_and_grants_of_dropped_databases(secured, matrix_setup):
+    sys_db = ArangoClient(hosts=secured.url).db("_system", username="root", password=ROOT_PASSWORD)
+    sys_db.create_user("carol", "pw")
+    assert sys_db.create_database("team", users=[
+        {"username": "dave", "password": "pw2"},
+        {"username": "carol", "password": "pw"},
+    ])
+    # Listed users (created when missing) administrate the new database.
+    for user, password in [("dave", "pw2"), ("carol", "pw")]:
+        assert sys_db.permission(user, "team") == "rw"
+        db = ArangoClient(hosts=secured.url).db("team", username=user, password=password)
+        db.create_collection(unique_name("c"))
+    # Dropping the database drops its grants: a new one of the same name starts closed.
+    sys_db.delete_database("team")
+    sys_db.create_database("team")
+    assert sys_db.permission("carol", "team") == "none"
+    assert call(secured, "GET", "/_db/team/_api/version", auth=basic("carol", "pw")).status_code == 401
+    r = call(secured, "POST", "/_api/database", auth=matrix_setup["admin"],
+             json={"name": "bad_users", "users": [{"username": ""}]})
+    assert r.status_code == 400
+    assert "bad_users" not in sys_db.databases()

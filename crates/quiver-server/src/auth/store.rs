@@ -267,6 +267,29 @@ impl UserStore {
         })
     }
 
+    /// Drops every user's grants on database `db` (after the database was dropped).
+    pub fn forget_database(&self, db: &str) -> Result<Vec<Committed<OpResult>>> {
+        let holders: Vec<String> = self
+            .users
+            .read()
+            .values()
+            .filter(|u| u.databases.contains_key(db))
+            .map(|u| u.name.clone())
+            .collect();
+        let mut written = Vec::with_capacity(holders.len());
+        for name in holders {
+            match self.modify(&name, |record| {
+                record.databases.remove(db);
+            }) {
+                Ok((_, committed)) => written.push(committed),
+                // Removed meanwhile: nothing to forget.
+                Err(e) if e.code == ErrorCode::UserNotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(written)
+    }
+
     /// Removes a user (404/1703 if unknown).
     pub fn remove(&self, name: &str) -> Result<Committed<OpResult>> {
         let _writer = self.writer.lock();
