@@ -555,3 +555,36 @@ def test_database_users_option_and_grants_of_dropped_databases(secured, matrix_s
              json={"name": "bad_users", "users": [{"username": ""}]})
     assert r.status_code == 400
     assert "bad_users" not in sys_db.databases()
+
+
+def test_cursors_and_stream_transactions_belong_to_their_creator(secured, matrix_setup):
+    rw, other = matrix_setup["rw"], matrix_setup["mixed"]
+    r = call(secured, "POST", "/_db/shop/_api/cursor", auth=rw,
+             json={"query": "FOR i IN 1..10 RETURN i", "batchSize": 2})
+    assert r.status_code == 201 and r.json()["hasMore"] is True
+    cursor = r.json()["id"]
+    r = call(secured, "POST", f"/_db/shop/_api/cursor/{cursor}", auth=other)
+    assert r.status_code == 404 and r.json()["errorNum"] == 1600
+    assert call(secured, "DELETE", f"/_db/shop/_api/cursor/{cursor}", auth=other).status_code == 404
+    r = call(secured, "POST", f"/_db/shop/_api/cursor/{cursor}", auth=rw)
+    assert r.status_code == 200 and r.json()["result"] == [3, 4]
+    # Stream transactions: status, operations inside, commit and abort.
+    r = call(secured, "POST", "/_db/shop/_api/transaction/begin", auth=rw,
+             json={"collections": {"write": ["orders"]}})
+    assert r.status_code == 201
+    trx = r.json()["result"]["id"]
+    assert call(secured, "GET", f"/_db/shop/_api/transaction/{trx}", auth=other).status_code == 404
+    r = call(secured, "POST", "/_db/shop/_api/document/orders", auth=other, json={"in": "trx"},
+             headers={"x-arango-trx-id": trx})
+    assert r.status_code == 404 and r.json()["errorNum"] == 1655
+    assert call(secured, "DELETE", f"/_db/shop/_api/transaction/{trx}", auth=other).status_code == 404
+    r = call(secured, "POST", "/_db/shop/_api/document/orders", auth=rw, json={"_key": "in_trx"},
+             headers={"x-arango-trx-id": trx})
+    assert r.status_code in (201, 202), r.text
+    r = call(secured, "PUT", f"/_db/shop/_api/transaction/{trx}", auth=rw)
+    assert r.status_code == 200 and r.json()["result"]["status"] == "committed"
+    assert call(secured, "GET", "/_db/shop/_api/document/orders/in_trx", auth=rw).status_code == 200
+    # The superuser may use anything.
+    r = call(secured, "POST", "/_db/shop/_api/cursor", auth=rw, json={"query": "FOR i IN 1..4 RETURN i", "batchSize": 1})
+    r = call(secured, "POST", f"/_db/shop/_api/cursor/{r.json()['id']}", auth=matrix_setup["superuser"])
+    assert r.status_code == 200

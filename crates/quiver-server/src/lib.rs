@@ -12,6 +12,7 @@ pub mod api;
 pub mod auth;
 pub mod jobs;
 pub mod json;
+pub mod ownership;
 pub mod query_access;
 pub mod request;
 pub mod response;
@@ -55,7 +56,12 @@ pub fn handle(state: &ServerState, mut request: Request) -> Response {
     if let Err(e) = state.check_database(&request.database) {
         return e.into();
     }
-    api::route(state, &request)
+    if let Err(e) = state.ownership.check(&request) {
+        return e.into();
+    }
+    let response = api::route(state, &request);
+    state.ownership.record(&request, &response);
+    response
 }
 
 /// 404 for an unknown path: ArangoDB answers with an error body naming the path.

@@ -60,6 +60,8 @@ pub struct ServerState {
     pub started: Instant,
     /// Users, credentials, JWT secrets.
     pub auth: Authenticator,
+    /// Who created each cursor and stream transaction.
+    pub ownership: crate::ownership::Ownership,
 }
 
 impl ServerState {
@@ -71,6 +73,7 @@ impl ServerState {
             .map_err(|e| std::io::Error::other(e.message))?;
         let state = Arc::new(ServerState {
             auth,
+            ownership: Default::default(),
             queries: QueryService::over_core(core.clone()),
             core,
             jobs: JobManager::new(config.async_queue_capacity),

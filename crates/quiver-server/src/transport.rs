@@ -505,7 +505,10 @@ async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
                 return refused;
             }
             match guarded_inline(&state, &request) {
-                Some(response) => response,
+                Some(response) => {
+                    state.ownership.record(&request, &response);
+                    response
+                }
                 None if multi_thread => tokio::task::block_in_place(|| guarded(&state, request)),
                 None => {
                     let joined = tokio::task::spawn_blocking(move || {
