@@ -45,6 +45,11 @@ impl Owners {
     }
 }
 
+/// Cursor and transaction ids are numbers; anything else is the handler's to refuse (400).
+fn is_id(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
 /// The owners of cursors and stream transactions.
 #[derive(Default)]
 pub struct Ownership {
@@ -58,20 +63,24 @@ impl Ownership {
         let Some(caller @ Identity::User(_)) = &req.identity else {
             return Ok(());
         };
-        if let Some(trx) = req.header(&X_ARANGO_TRX_ID) {
-            if !self.transactions.lock().owned_by(trx.trim(), caller) {
+        if let Some(trx) = req
+            .header(&X_ARANGO_TRX_ID)
+            .map(str::trim)
+            .filter(|t| is_id(t))
+        {
+            if !self.transactions.lock().owned_by(trx, caller) {
                 return Err(Error::new(ErrorCode::TransactionNotFound));
             }
         }
         let seg = |i| req.segments.get(i);
         match (seg(0), seg(1), seg(2), seg(3)) {
             (Some("_api"), Some("cursor"), Some(id), None)
-                if !self.cursors.lock().owned_by(id, caller) =>
+                if is_id(id) && !self.cursors.lock().owned_by(id, caller) =>
             {
                 Err(Error::new(ErrorCode::CursorNotFound))
             }
             (Some("_api"), Some("transaction"), Some(id), None)
-                if id != "begin" && !self.transactions.lock().owned_by(id, caller) =>
+                if is_id(id) && !self.transactions.lock().owned_by(id, caller) =>
             {
                 Err(Error::new(ErrorCode::TransactionNotFound))
             }
