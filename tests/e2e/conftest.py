@@ -19,6 +19,36 @@ from arango import ArangoClient
 
 REPO = Path(__file__).resolve().parents[2]
 
+# Authentication is on (the server's default); root has the empty password of a first start.
+ROOT = ("root", "")
+ROOT_AUTHORIZATION = b"Authorization: Basic cm9vdDo="
+
+
+def with_root_credentials(payload: bytes) -> bytes:
+    """Raw HTTP for tests about the transport, not about authentication: adds root's Basic
+    credentials after the request line of every pipelined request in `payload` (walking the
+    heads and their Content-Length bodies; a request whose head does not end, or that is
+    chunked, ends the walk, and bytes that are no request line are left alone)."""
+    out = b""
+    rest = payload
+    while rest:
+        line_end = rest.find(b"\r\n")
+        head_end = rest.find(b"\r\n\r\n")
+        if line_end < 0 or not re.match(rb"[A-Z]+ \S+ HTTP/1\.[01]$", rest[:line_end]):
+            break
+        out += rest[: line_end + 2] + ROOT_AUTHORIZATION + b"\r\n"
+        rest = rest[line_end + 2 :]
+        if head_end < 0:
+            break
+        head = rest[: head_end - line_end - 2]
+        length = re.search(rb"(?im)^content-length:\s*(\d+)\s*$", head)
+        if re.search(rb"(?im)^transfer-encoding:", head):
+            break
+        request_end = head_end - line_end - 2 + 4 + (int(length.group(1)) if length else 0)
+        out += rest[:request_end]
+        rest = rest[request_end:]
+    return out + rest
+
 
 def quiver_bin():
     path = os.environ.get("QUIVER_BIN") or str(REPO / "target" / "debug" / "quiver")
@@ -30,9 +60,11 @@ def quiver_bin():
 class Server:
     """One running quiver process."""
 
-    def __init__(self, data_dir, extra_args=()):
+    def __init__(self, data_dir, extra_args=(), env=None):
         self.data_dir = str(data_dir)
         self.extra_args = list(extra_args)
+        # Extra environment variables of the process (e.g. ARANGODB_DEFAULT_ROOT_PASSWORD).
+        self.env = dict(env or {})
         self.proc = None
         self.port = None
 
@@ -52,11 +84,18 @@ class Server:
             "warning",
         ] + self.extra_args
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            env={**os.environ, **self.env},
         )
         deadline = time.time() + timeout
+        self.startup = []
         while time.time() < deadline:
             line = self.proc.stdout.readline()
+            self.startup.append(line)
             if not line:
                 if self.proc.poll() is not None:
                     raise RuntimeError(f"quiver exited with {self.proc.returncode}")
@@ -147,6 +186,7 @@ def http(server):
     class Http:
         def __init__(self):
             self.session = requests.Session()
+            self.session.auth = ROOT
             self.base = server.url
 
         def __getattr__(self, method):

@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# The bench server keeps authentication on; `quiver bench` sends root's empty password.
+ROOT_BASIC = "Basic cm9vdDo="
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -96,7 +99,7 @@ def bench(port, *args, timeout=120, quiet=True):
 def _status(port, method, path, body):
     req = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}", data=json.dumps(body).encode(), method=method,
-        headers={"Content-Type": "application/json"},
+        headers={"Content-Type": "application/json", "Authorization": ROOT_BASIC},
     )
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
@@ -106,7 +109,10 @@ def _status(port, method, path, body):
 
 
 def count(port, collection):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/_api/collection/{collection}/count", timeout=10) as r:
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/_api/collection/{collection}/count", headers={"Authorization": ROOT_BASIC}
+    )
+    with urllib.request.urlopen(req, timeout=10) as r:
         return json.loads(r.read())["count"]
 
 
@@ -310,7 +316,11 @@ def test_create_database(bench_port):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert report["database"] == "e2e_benchdb"
     with urllib.request.urlopen(
-        f"http://127.0.0.1:{bench_port}/_db/e2e_benchdb/_api/collection/e2e_in_db/count", timeout=10
+        urllib.request.Request(
+            f"http://127.0.0.1:{bench_port}/_db/e2e_benchdb/_api/collection/e2e_in_db/count",
+            headers={"Authorization": ROOT_BASIC},
+        ),
+        timeout=10,
     ) as r:
         assert json.loads(r.read())["count"] == 20
     # As in arangobench, an existing database makes --create-database fail.

@@ -6,7 +6,7 @@ import subprocess
 
 import requests
 
-from conftest import Server, quiver_bin
+from conftest import ROOT, Server, quiver_bin
 
 
 def test_help_lists_grouped_arangodb_options():
@@ -55,7 +55,7 @@ def test_configuration_file_and_clean_shutdown(tmp_root):
         assert match and str(data) in line, line
         port = int(match.group(1))
         assert port != 8529, "the endpoint comes from the file, not the default"
-        r = requests.post(f"http://127.0.0.1:{port}/_api/collection", json={"name": "c"}, timeout=10)
+        r = requests.post(f"http://127.0.0.1:{port}/_api/collection", json={"name": "c"}, auth=ROOT, timeout=10)
         assert r.status_code == 200
         assert data.is_dir()
         proc.send_signal(signal.SIGINT)
@@ -69,7 +69,7 @@ def test_configuration_file_and_clean_shutdown(tmp_root):
     # The same directory opens again with the collection in it (SIGTERM path this time).
     srv = Server(data).start()
     try:
-        assert requests.get(f"{srv.url}/_api/collection/c", timeout=10).status_code == 200
+        assert requests.get(f"{srv.url}/_api/collection/c", auth=ROOT, timeout=10).status_code == 200
     finally:
         assert srv.stop() == 0
 

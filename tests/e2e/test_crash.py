@@ -8,7 +8,7 @@ import time
 
 import requests
 
-from conftest import Server
+from conftest import ROOT, Server
 
 ITERATIONS = 8
 WRITERS = 4
@@ -19,6 +19,7 @@ def writer(url, tag, acked, stop):
     key may be found in after a crash: a request that was sent but not answered may or may
     not have taken effect, so it widens the set until it is acknowledged."""
     session = requests.Session()
+    session.auth = ROOT
     i = 0
     while not stop.is_set():
         key = f"{tag}_{i}"
@@ -60,7 +61,7 @@ def test_kill_minus_nine_keeps_acknowledged_writes(tmp_root):
     rng = random.Random(1234)
     srv = Server(tmp_root / "crash").start()
     try:
-        r = requests.post(f"{srv.url}/_api/collection", json={"name": "crash"}, timeout=10)
+        r = requests.post(f"{srv.url}/_api/collection", json={"name": "crash"}, auth=ROOT, timeout=10)
         assert r.status_code == 200
         acked = {}
         started = time.time()
@@ -80,6 +81,7 @@ def test_kill_minus_nine_keeps_acknowledged_writes(tmp_root):
             srv.start()
 
             session = requests.Session()
+            session.auth = ROOT
             keys = list(acked.items())
             # Check everything acknowledged so far, across all previous crashes.
             for key, (states, i) in keys:

@@ -17,7 +17,7 @@ import uuid
 import pytest
 import requests
 
-from conftest import Server
+from conftest import ROOT, Server, with_root_credentials
 
 SEED = int(os.environ.get("HOSTILE_SEED", "1"))
 TIMEOUT = 20
@@ -33,12 +33,14 @@ class Hostile:
     def __init__(self, server):
         self.server = server
         self.session = requests.Session()
+        self.session.auth = ROOT
         self.problems = []
 
     # -- transports -------------------------------------------------------------------------
     def raw(self, data: bytes, timeout=TIMEOUT):
         """Send raw bytes on a fresh connection; return (status, body bytes) or None on a
         connection reset / empty answer (that is a crash symptom)."""
+        data = with_root_credentials(data)
         with socket.create_connection(("127.0.0.1", self.server.port), timeout=timeout) as s:
             s.sendall(data)
             chunks = []
@@ -554,6 +556,7 @@ def test_07_concurrent_drops_while_writing(hostile):
 
     def writer(db, coll, seed):
         sess = requests.Session()
+        sess.auth = ROOT
         rng = random.Random(seed)
         for i in range(300):
             if stop.is_set():
@@ -579,9 +582,9 @@ def test_07_concurrent_drops_while_writing(hostile):
 
     for round_ in range(3):
         dbn = f"hd{round_}"
-        requests.post(f"{url}/_api/database", json={"name": dbn}, timeout=TIMEOUT)
+        requests.post(f"{url}/_api/database", json={"name": dbn}, auth=ROOT, timeout=TIMEOUT)
         for c in ("a", "b"):
-            requests.post(f"{url}/_db/{dbn}/_api/collection", json={"name": c}, timeout=TIMEOUT)
+            requests.post(f"{url}/_db/{dbn}/_api/collection", json={"name": c}, auth=ROOT, timeout=TIMEOUT)
         threads = [threading.Thread(target=writer, args=(dbn, c, SEED * 100 + round_ * 10 + k)) for k, c in enumerate(("a", "b", "a"))]
         for t in threads:
             t.start()
@@ -607,15 +610,16 @@ def test_07_concurrent_drops_while_writing(hostile):
 def test_08_restart_keeps_control(hostile):
     hostile.server.restart()
     hostile.session = requests.Session()
+    hostile.session.auth = ROOT
     hostile.settle("restart")
 
 
 def test_09_integral_doubles_render_like_arangodb(hostile):
     # ArangoDB prints the double 1.0 as `1` in document reads and AQL results.
     url = hostile.server.url
-    r = requests.post(url + "/_db/hx/_api/document/v", data=b'{"_key":"dbl","x":1.0,"y":2.5}', timeout=TIMEOUT)
+    r = requests.post(url + "/_db/hx/_api/document/v", data=b'{"_key":"dbl","x":1.0,"y":2.5}', auth=ROOT, timeout=TIMEOUT)
     assert r.status_code in (201, 202), r.text
-    r = requests.get(url + "/_db/hx/_api/document/v/dbl", timeout=TIMEOUT)
+    r = requests.get(url + "/_db/hx/_api/document/v/dbl", auth=ROOT, timeout=TIMEOUT)
     assert b'"x":1,' in r.content and b'"y":2.5' in r.content, r.content
-    r = requests.post(url + "/_db/hx/_api/cursor", data=b'{"query":"RETURN [1.0, @v]","bindVars":{"v":4.0}}', timeout=TIMEOUT)
+    r = requests.post(url + "/_db/hx/_api/cursor", data=b'{"query":"RETURN [1.0, @v]","bindVars":{"v":4.0}}', auth=ROOT, timeout=TIMEOUT)
     assert b'"result":[[1,4]]' in r.content, r.content

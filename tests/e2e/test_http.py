@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from conftest import Server, unique
+from conftest import ROOT, ROOT_AUTHORIZATION, Server, unique, with_root_credentials
 
 JSON_CT = "application/json; charset=utf-8"
 
@@ -147,7 +147,7 @@ def test_boolean_query_parameters(http, coll):
 def raw_exchange(server, payload, expect_responses, timeout=10):
     """Sends raw bytes and reads until `expect_responses` complete responses arrived."""
     s = socket.create_connection(("127.0.0.1", server.port), timeout=timeout)
-    s.sendall(payload)
+    s.sendall(with_root_credentials(payload))
     data = b""
     deadline = time.time() + timeout
     while data.count(b"HTTP/1.1 ") < expect_responses or not _complete(data, expect_responses):
@@ -232,14 +232,14 @@ def test_max_body_size_answers_413(tmp_root):
     try:
         import requests
 
-        r = requests.post(srv.url + "/_api/document/x", data=b"{" + b" " * 5000 + b"}")
+        r = requests.post(srv.url + "/_api/document/x", data=b"{" + b" " * 5000 + b"}", auth=ROOT)
         is_error(r, 413, 413)
         big = gzip.compress(json.dumps({"pad": "y" * 100000}).encode())
         assert len(big) < 1024
-        r = requests.post(srv.url + "/_api/collection", data=big, headers={"Content-Encoding": "gzip"})
+        r = requests.post(srv.url + "/_api/collection", data=big, headers={"Content-Encoding": "gzip"}, auth=ROOT)
         is_error(r, 413, 413)
         # The server is still fine.
-        assert requests.get(srv.url + "/_api/version").status_code == 200
+        assert requests.get(srv.url + "/_api/version", auth=ROOT).status_code == 200
     finally:
         srv.stop()
 
@@ -419,7 +419,7 @@ def test_connection_close_and_http10(server):
     data = raw_exchange(server, b"GET /_api/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 1)
     assert b"HTTP/1.1 200" in data and b"connection: close" in data.lower()
     s = socket.create_connection(("127.0.0.1", server.port), timeout=5)
-    s.sendall(b"GET /_api/version HTTP/1.0\r\n\r\n")
+    s.sendall(b"GET /_api/version HTTP/1.0\r\n" + ROOT_AUTHORIZATION + b"\r\n\r\n")
     data = b""
     while True:
         chunk = s.recv(65536)

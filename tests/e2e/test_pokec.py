@@ -56,6 +56,17 @@ def test_bad_scale_is_rejected(tmp_path):
     assert "scale must be" in proc.stderr and "error 10" in proc.stderr
 
 
+@pytest.fixture()
+def server(tmp_path):
+    """A server of its own without authentication: `quiver bench pokec` sends no credentials
+    (the pokec client has no Authorization setting)."""
+    from conftest import Server
+
+    srv = Server(tmp_path / "pokec-db", extra_args=["--server.authentication", "false"]).start()
+    yield srv
+    srv.stop()
+
+
 def test_load_and_run(dataset, server, tmp_path):
     out, meta = dataset
     endpoint = f"tcp://127.0.0.1:{server.port}"

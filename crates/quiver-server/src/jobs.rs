@@ -15,6 +15,7 @@ use http::{HeaderName, HeaderValue, StatusCode};
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode};
 
+use crate::auth::Identity;
 use crate::{Request, Response, ServerState};
 
 /// A finished job's response, kept until fetched.
@@ -60,7 +61,9 @@ struct Queued {
 pub struct JobManager {
     sender: Mutex<Option<SyncSender<Queued>>>,
     receiver: Arc<Mutex<Receiver<Queued>>>,
-    jobs: Mutex<HashMap<u64, JobState>>,
+    /// Stored jobs with the identity that queued them: only it (or the superuser) may see
+    /// them.
+    jobs: Mutex<HashMap<u64, (Option<Identity>, JobState)>>,
     next_id: AtomicU64,
     store_capacity: usize,
 }
@@ -112,7 +115,13 @@ impl JobManager {
                 return queue_full();
             }
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            jobs.insert(id, JobState::Pending { cancelled: false });
+            jobs.insert(
+                id,
+                (
+                    request.identity.clone(),
+                    JobState::Pending { cancelled: false },
+                ),
+            );
             Some(id)
         } else {
             None
@@ -143,20 +152,21 @@ impl JobManager {
 
     fn begin(&self, id: u64) -> bool {
         let mut jobs = self.jobs.lock();
-        match jobs.get(&id) {
-            Some(JobState::Pending { cancelled: false }) => {
-                jobs.insert(id, JobState::Running);
+        let Some((_, state)) = jobs.get_mut(&id) else {
+            // Deleted while queued: nobody wants the result.
+            return false;
+        };
+        match state {
+            JobState::Pending { cancelled: false } => {
+                *state = JobState::Running;
                 true
             }
-            Some(JobState::Pending { cancelled: true }) => {
+            JobState::Pending { cancelled: true } => {
                 let canceled = Response::from(Error::new(ErrorCode::RequestCanceled));
-                jobs.insert(
-                    id,
-                    JobState::Done {
-                        response: stored(canceled),
-                        finished_at: now_secs(),
-                    },
-                );
+                *state = JobState::Done {
+                    response: stored(canceled),
+                    finished_at: now_secs(),
+                };
                 false
             }
             // Deleted while queued: nobody wants the result.
@@ -166,20 +176,29 @@ impl JobManager {
 
     fn finish(&self, id: u64, response: Response) {
         let mut jobs = self.jobs.lock();
-        if let Some(JobState::Running) = jobs.get(&id) {
-            jobs.insert(
-                id,
-                JobState::Done {
-                    response: stored(response),
-                    finished_at: now_secs(),
-                },
-            );
+        if let Some((_, state @ JobState::Running)) = jobs.get_mut(&id) {
+            *state = JobState::Done {
+                response: stored(response),
+                finished_at: now_secs(),
+            };
         }
     }
 
+    /// The state of job `id` if `caller` may see it (its owner, or the superuser); other
+    /// callers' jobs look unknown.
+    fn visible<'a>(
+        jobs: &'a mut HashMap<u64, (Option<Identity>, JobState)>,
+        id: u64,
+        caller: Option<&Identity>,
+    ) -> Option<&'a mut JobState> {
+        jobs.get_mut(&id)
+            .filter(|(owner, _)| owns(owner.as_ref(), caller))
+            .map(|(_, state)| state)
+    }
+
     /// `GET /_api/job/{id}`: 200 done, 204 pending, 404 unknown.
-    pub fn status(&self, id: u64) -> Option<bool> {
-        match self.jobs.lock().get(&id) {
+    pub fn status(&self, id: u64, caller: Option<&Identity>) -> Option<bool> {
+        match Self::visible(&mut self.jobs.lock(), id, caller) {
             Some(JobState::Done { .. }) => Some(true),
             Some(_) => Some(false),
             None => None,
@@ -187,11 +206,11 @@ impl JobManager {
     }
 
     /// `PUT /_api/job/{id}`: the stored response (consumed once).
-    pub fn fetch(&self, id: u64) -> Fetch {
+    pub fn fetch(&self, id: u64, caller: Option<&Identity>) -> Fetch {
         let mut jobs = self.jobs.lock();
-        match jobs.get(&id) {
+        match Self::visible(&mut jobs, id, caller) {
             Some(JobState::Done { .. }) => match jobs.remove(&id) {
-                Some(JobState::Done { response, .. }) => Fetch::Done(response),
+                Some((_, JobState::Done { response, .. })) => Fetch::Done(response),
                 _ => Fetch::Unknown,
             },
             Some(_) => Fetch::Pending,
@@ -200,9 +219,8 @@ impl JobManager {
     }
 
     /// `PUT /_api/job/{id}/cancel`: false when the job is unknown.
-    pub fn cancel(&self, id: u64) -> bool {
-        let mut jobs = self.jobs.lock();
-        match jobs.get_mut(&id) {
+    pub fn cancel(&self, id: u64, caller: Option<&Identity>) -> bool {
+        match Self::visible(&mut self.jobs.lock(), id, caller) {
             Some(JobState::Pending { cancelled }) => {
                 *cancelled = true;
                 true
@@ -213,36 +231,48 @@ impl JobManager {
     }
 
     /// `DELETE /_api/job/{id}`: false when unknown.
-    pub fn delete(&self, id: u64) -> bool {
-        self.jobs.lock().remove(&id).is_some()
+    pub fn delete(&self, id: u64, caller: Option<&Identity>) -> bool {
+        let mut jobs = self.jobs.lock();
+        Self::visible(&mut jobs, id, caller).is_some() && jobs.remove(&id).is_some()
     }
 
-    /// `DELETE /_api/job/all`: forgets every finished and queued job.
-    pub fn delete_all(&self) {
-        self.jobs
-            .lock()
-            .retain(|_, s| matches!(s, JobState::Running));
+    /// `DELETE /_api/job/all`: forgets every finished and queued job of the caller.
+    pub fn delete_all(&self, caller: Option<&Identity>) {
+        self.jobs.lock().retain(|_, (owner, s)| {
+            matches!(s, JobState::Running) || !owns(owner.as_ref(), caller)
+        });
     }
 
-    /// `DELETE /_api/job/expired?stamp=`: forgets finished jobs older than `stamp`.
-    pub fn delete_expired(&self, stamp: f64) {
-        self.jobs.lock().retain(|_, s| match s {
-            JobState::Done { finished_at, .. } => *finished_at >= stamp,
+    /// `DELETE /_api/job/expired?stamp=`: forgets the caller's finished jobs older than
+    /// `stamp`.
+    pub fn delete_expired(&self, stamp: f64, caller: Option<&Identity>) {
+        self.jobs.lock().retain(|_, (owner, s)| match s {
+            JobState::Done { finished_at, .. } => {
+                *finished_at >= stamp || !owns(owner.as_ref(), caller)
+            }
             _ => true,
         });
     }
 
-    /// Ids of done (`true`) or pending (`false`) jobs, at most `count`.
-    pub fn list(&self, done: bool, count: usize) -> Vec<String> {
+    /// Ids of the caller's done (`true`) or pending (`false`) jobs, at most `count`.
+    pub fn list(&self, done: bool, count: usize, caller: Option<&Identity>) -> Vec<String> {
         let jobs = self.jobs.lock();
         let mut ids: Vec<u64> = jobs
             .iter()
-            .filter(|(_, s)| matches!(s, JobState::Done { .. }) == done)
+            .filter(|(_, (owner, s))| {
+                owns(owner.as_ref(), caller) && matches!(s, JobState::Done { .. }) == done
+            })
             .map(|(id, _)| *id)
             .collect();
         ids.sort_unstable();
         ids.into_iter().take(count).map(|i| i.to_string()).collect()
     }
+}
+
+/// Whether `caller` may see a job queued by `owner`: the superuser sees every job, a user
+/// only their own.
+fn owns(owner: Option<&Identity>, caller: Option<&Identity>) -> bool {
+    matches!(caller, Some(Identity::Superuser)) || owner == caller
 }
 
 fn stored(response: Response) -> StoredResponse {

@@ -7,9 +7,13 @@
 //! durability of the writes it reports, which the transport awaits without blocking a worker
 //! before it writes the bytes. The batch API and the job queue call [`handle`] the same way.
 
+pub mod access;
 pub mod api;
+pub mod auth;
 pub mod jobs;
 pub mod json;
+pub mod ownership;
+pub mod query_access;
 pub mod request;
 pub mod response;
 pub mod state;
@@ -28,9 +32,13 @@ pub const ALLOWED_METHODS: &str = "DELETE, GET, HEAD, OPTIONS, PATCH, POST, PUT"
 
 /// Answers one request, without any transport: the connection loop, the batch API, the
 /// async job queue and the handler tests all come through here.
-pub fn handle(state: &ServerState, request: Request) -> Response {
+pub fn handle(state: &ServerState, mut request: Request) -> Response {
     if request.method == Method::OPTIONS {
         return Response::empty(200).with_header(http::header::ALLOW, ALLOWED_METHODS);
+    }
+    // Authentication and every right of the route, before anything else looks at it.
+    if let Some(refused) = access::admit(state, &mut request) {
+        return refused;
     }
     if let Some(mode) = request.header(&request::X_ARANGO_ASYNC) {
         let mode = mode.trim();
@@ -48,7 +56,12 @@ pub fn handle(state: &ServerState, request: Request) -> Response {
     if let Err(e) = state.check_database(&request.database) {
         return e.into();
     }
-    api::route(state, &request)
+    if let Err(e) = state.ownership.check(&request) {
+        return e.into();
+    }
+    let response = api::route(state, &request);
+    state.ownership.record(&request, &response);
+    response
 }
 
 /// 404 for an unknown path: ArangoDB answers with an error body naming the path.

@@ -136,6 +136,11 @@ pub struct Request {
     pub headers: HeaderMap,
     /// The body, already de-chunked and decompressed.
     pub body: Bytes,
+    /// Who the request runs as: `None` until the dispatcher authenticated it
+    /// ([`crate::access::admit`]); batch parts and queued jobs carry their outer request's.
+    pub identity: Option<crate::auth::Identity>,
+    /// The client's address, when the request came from a socket (for the login throttle).
+    pub peer: Option<std::net::IpAddr>,
 }
 
 fn invalid_utf8() -> Error {
@@ -230,6 +235,8 @@ impl Request {
             query: parse_query(raw_query)?,
             headers,
             body,
+            identity: None,
+            peer: None,
         })
     }
 

@@ -8,6 +8,7 @@ use quiver_aql::QueryService;
 use quiver_core::{Core, Database};
 use quiver_errors::Result;
 
+use crate::auth::{AuthConfig, Authenticator};
 use crate::jobs::JobManager;
 
 /// Server settings (from the command line / configuration file).
@@ -27,6 +28,8 @@ pub struct ServerConfig {
     /// Inactivity after which a stream transaction is aborted
     /// (`--transaction.streaming-idle-timeout`).
     pub stream_idle_timeout: std::time::Duration,
+    /// Authentication (on by default; handler tests say explicitly when they turn it off).
+    pub auth: AuthConfig,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +41,7 @@ impl Default for ServerConfig {
             async_queue_capacity: 4096,
             async_workers: 2,
             stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
+            auth: AuthConfig::default(),
         }
     }
 }
@@ -54,13 +58,22 @@ pub struct ServerState {
     pub jobs: JobManager,
     /// When the server started (for `/_admin/status`).
     pub started: Instant,
+    /// Users, credentials, JWT secrets.
+    pub auth: Authenticator,
+    /// Who created each cursor and stream transaction.
+    pub ownership: crate::ownership::Ownership,
 }
 
 impl ServerState {
-    /// Builds the state and starts the async job workers.
+    /// Builds the state (loading the users of `_system/_users`, creating `root` on first
+    /// start, and the JWT secrets) and starts the async job workers.
     pub fn new(config: ServerConfig, core: Arc<Core>) -> std::io::Result<Arc<ServerState>> {
         let workers = config.async_workers;
+        let auth = Authenticator::new(config.auth.clone(), core.clone(), &config.data_dir)
+            .map_err(|e| std::io::Error::other(e.message))?;
         let state = Arc::new(ServerState {
+            auth,
+            ownership: Default::default(),
             queries: QueryService::over_core(core.clone()),
             core,
             jobs: JobManager::new(config.async_queue_capacity),

@@ -225,6 +225,8 @@ async fn connection(
     mut conn_stopped: watch::Receiver<bool>,
     _open: OpenConnection,
 ) {
+    // The client's address, for the login throttle.
+    let peer = stream.peer_addr().ok().map(|a| a.ip());
     // A connection that has sent nothing yet is simply closed at shutdown.
     let opening = tokio::select! {
         o = opening(&stream) => o,
@@ -232,10 +234,10 @@ async fn connection(
     };
     match opening {
         Opening::Http1 => {}
-        Opening::Http2 => return http2_connection(state, stream, conn_stopped).await,
+        Opening::Http2 => return http2_connection(state, stream, peer, conn_stopped).await,
         Opening::H2cUpgrade(upgrade) => {
             if let Some(io) = h2c::switch(stream, upgrade, PREFACE_WAIT).await {
-                http2_connection(state, io, conn_stopped).await;
+                http2_connection(state, io, peer, conn_stopped).await;
             }
             return;
         }
@@ -247,7 +249,7 @@ async fn connection(
     let state = Arc::new(state);
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(answer(&state, req).await) }
+        async move { Ok::<_, Infallible>(answer(&state, req, peer).await) }
     });
     let mut conn = Box::pin(
         http1::Builder::new()
@@ -341,6 +343,7 @@ async fn opening(stream: &TcpStream) -> Opening {
 async fn http2_connection<S>(
     state: Arc<ServerState>,
     stream: S,
+    peer: Option<std::net::IpAddr>,
     mut conn_stopped: watch::Receiver<bool>,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
@@ -350,7 +353,7 @@ async fn http2_connection<S>(
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
         async move {
-            let mut response = answer(&state, req).await;
+            let mut response = answer(&state, req, peer).await;
             // Connection-specific headers do not exist in HTTP/2 (RFC 9113 §8.2.2).
             response.headers_mut().remove(header::CONNECTION);
             Ok::<_, Infallible>(response)
@@ -526,6 +529,8 @@ fn placement(req: &Request) -> Placement {
         // at concurrency 1, and in place the worker's other connections still move on.
         Some("cursor" | "query" | "explain" | "batch") => Placement::InPlace,
         Some("import" | "transaction") => Placement::BlockingPool,
+        // Password hashing (Argon2) takes milliseconds: user changes and logins.
+        Some("user" | "auth") if req.method != Method::GET => Placement::BlockingPool,
         Some("collection") | Some("database") if req.method != Method::GET => {
             Placement::BlockingPool
         }
@@ -544,12 +549,14 @@ fn placement(req: &Request) -> Placement {
 async fn answer(
     state: &Arc<ServerState>,
     req: hyper::Request<Incoming>,
+    peer: Option<std::net::IpAddr>,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
     let origin = parts.headers.get(header::ORIGIN).cloned();
     let close = wants_close(&parts);
     let response = match read_request(state, parts, body).await {
-        Ok(request) => {
+        Ok(mut request) => {
+            request.peer = peer;
             let preflight = origin.is_some() && request.method == Method::OPTIONS;
             let request_headers = if preflight {
                 request
@@ -604,8 +611,16 @@ async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
         Placement::Inline => guarded(&state, request),
         // Queries known to finish in microseconds skip the hand-off below.
         Placement::InPlace if request.segments.get(1).is_some_and(|s| s == "cursor") => {
+            // The inline path skips `handle`: admit the request here (handle re-checks it).
+            let mut request = request;
+            if let Some(refused) = crate::access::admit(&state, &mut request) {
+                return refused;
+            }
             match guarded_inline(&state, &request) {
-                Some(response) => response,
+                Some(response) => {
+                    state.ownership.record(&request, &response);
+                    response
+                }
                 None if multi_thread => tokio::task::block_in_place(|| guarded(&state, request)),
                 None => {
                     let joined = tokio::task::spawn_blocking(move || {

@@ -20,6 +20,7 @@ fn fixture() -> Fixture {
     let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
     let config = ServerConfig {
         data_dir: dir.path().to_path_buf(),
+        auth: quiver_server::auth::AuthConfig::disabled(),
         async_workers: 1,
         ..ServerConfig::default()
     };

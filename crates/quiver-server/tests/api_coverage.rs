@@ -119,14 +119,17 @@ struct Fixture {
     _dir: tempfile::TempDir,
 }
 
-/// A server state built as crates/quiver-server/tests/handlers.rs builds it (the
-/// configuration's defaults), with a database, a document and an edge collection with one
+/// HTTP Basic for root with the empty password a fresh data directory starts with.
+const ROOT_BASIC: &str = "Basic cm9vdDo=";
+
+/// A server state built with the configuration's defaults (authentication on), with a database, a document and an edge collection with one
 /// document each, and a named graph over them.
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
     let config = ServerConfig {
         data_dir: dir.path().to_path_buf(),
+        // Authentication on, as the binary's default; every request is root's (empty password).
         async_queue_capacity: 4,
         async_workers: 1,
         ..ServerConfig::default()
@@ -175,7 +178,7 @@ impl Fixture {
     }
 
     fn call(&self, method: Method, target: &str, body: Option<&Value>) -> Response {
-        let mut req = Request::build(method, target);
+        let mut req = Request::build(method, target).with_header("authorization", ROOT_BASIC);
         if let Some(b) = body {
             req = req.with_body(serde_json::to_vec(b).unwrap());
         }

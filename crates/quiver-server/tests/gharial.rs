@@ -20,6 +20,8 @@ fn fixture() -> Fixture {
         data_dir: dir.path().to_path_buf(),
         async_queue_capacity: 4,
         async_workers: 1,
+        // These tests exercise the handlers, not authentication (tests/access.rs does).
+        auth: quiver_server::auth::AuthConfig::disabled(),
         ..ServerConfig::default()
     };
     Fixture {

@@ -65,6 +65,7 @@ fn http2_prior_knowledge_is_served_like_http1() {
     let state = ServerState::new(
         ServerConfig {
             data_dir: dir.path().to_path_buf(),
+            auth: quiver_server::auth::AuthConfig::disabled(),
             async_workers: 1,
             max_body_size: MAX_BODY,
             ..ServerConfig::default()
@@ -181,6 +182,7 @@ fn http1_requests_starting_like_the_preface_stay_http1() {
     let state = ServerState::new(
         ServerConfig {
             data_dir: dir.path().to_path_buf(),
+            auth: quiver_server::auth::AuthConfig::disabled(),
             async_workers: 1,
             ..ServerConfig::default()
         },
@@ -229,6 +231,7 @@ fn h2c_upgrade_answers_the_request_on_stream_one_over_http2() {
     let state = ServerState::new(
         ServerConfig {
             data_dir: dir.path().to_path_buf(),
+            auth: quiver_server::auth::AuthConfig::disabled(),
             async_workers: 1,
             ..ServerConfig::default()
         },
@@ -302,6 +305,7 @@ fn a_connection_that_sent_nothing_is_closed_at_shutdown_at_once() {
     let state = ServerState::new(
         ServerConfig {
             data_dir: dir.path().to_path_buf(),
+            auth: quiver_server::auth::AuthConfig::disabled(),
             async_workers: 1,
             ..ServerConfig::default()
         },

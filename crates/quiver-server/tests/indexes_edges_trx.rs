@@ -24,6 +24,8 @@ fn fixture_with(stream_idle_timeout: std::time::Duration) -> Fixture {
         async_queue_capacity: 4,
         async_workers: 1,
         stream_idle_timeout,
+        // These tests exercise the handlers, not authentication (tests/access.rs does).
+        auth: quiver_server::auth::AuthConfig::disabled(),
         ..ServerConfig::default()
     };
     Fixture {

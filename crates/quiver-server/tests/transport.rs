@@ -64,6 +64,8 @@ fn connections_spread_over_runtimes_are_all_served_and_shut_down() {
         ServerConfig {
             data_dir: dir.path().to_path_buf(),
             async_workers: 1,
+            // These tests exercise the handlers, not authentication (tests/access.rs does).
+            auth: quiver_server::auth::AuthConfig::disabled(),
             ..ServerConfig::default()
         },
         core.clone(),

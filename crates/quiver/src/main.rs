@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use quiver_core::{Core, CoreOptions, EngineOptions};
+use quiver_server::auth::AuthConfig;
 use quiver_server::{ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
@@ -111,6 +112,66 @@ struct ServeOptions {
         help_heading = "Server"
     )]
     threads: usize,
+
+    /// Require authentication (HTTP Basic or a JWT) for the database APIs.
+    #[arg(
+        long = "server.authentication",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Authentication"
+    )]
+    authentication: bool,
+
+    /// Require authentication only for the system APIs (`/_api`, `/_admin`, `/_open`).
+    #[arg(
+        long = "server.authentication-system-only",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Authentication"
+    )]
+    authentication_system_only: bool,
+
+    /// Secret for signing and verifying JWTs (prefer the keyfile: a command line is visible
+    /// to other users of the machine).
+    #[arg(
+        long = "server.jwt-secret",
+        value_name = "SECRET",
+        help_heading = "Authentication"
+    )]
+    jwt_secret: Option<String>,
+
+    /// File holding the JWT secret (reloadable through POST /_admin/server/jwt).
+    #[arg(
+        long = "server.jwt-secret-keyfile",
+        value_name = "FILE",
+        help_heading = "Authentication"
+    )]
+    jwt_secret_keyfile: Option<PathBuf>,
+
+    /// Folder of JWT secrets, one per file: the first by name signs, all verify
+    /// (reloadable through POST /_admin/server/jwt).
+    #[arg(
+        long = "server.jwt-secret-folder",
+        value_name = "DIR",
+        help_heading = "Authentication"
+    )]
+    jwt_secret_folder: Option<PathBuf>,
+
+    /// Lifetime of the JWTs POST /_open/auth issues, in seconds.
+    #[arg(
+        long = "server.session-timeout",
+        value_name = "SECONDS",
+        default_value_t = 3600.0,
+        value_parser = parse_seconds,
+        help_heading = "Authentication"
+    )]
+    session_timeout: f64,
 
     /// Data directory (created on first start).
     #[arg(
@@ -477,7 +538,7 @@ fn read_config_file(
 
 /// Splits `--name=value` arguments read from a configuration file into those `quiver serve`
 /// knows and the names of the others. An arangod.conf names options of features QuiverDB does
-/// not have (JavaScript, Foxx, authentication, statistics, …); a user switching over should be
+/// not have (JavaScript, Foxx, statistics, …); a user switching over should be
 /// able to start with it, so those are reported and skipped instead of refusing to start (on
 /// the command line an unknown option stays an error).
 fn split_known_options(file_args: Vec<String>) -> (Vec<String>, Vec<String>) {
@@ -633,10 +694,21 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         max_body_size: usize::try_from(options.max_body_size).unwrap_or(usize::MAX),
         async_queue_capacity: options.max_queue_size,
         stream_idle_timeout: Duration::from_secs_f64(options.stream_idle_timeout),
+        auth: AuthConfig {
+            enabled: options.authentication,
+            system_only: options.authentication_system_only,
+            jwt_secret: options.jwt_secret.clone(),
+            jwt_secret_keyfile: options.jwt_secret_keyfile.clone(),
+            jwt_secret_folder: options.jwt_secret_folder.clone(),
+            session_timeout: Duration::from_secs_f64(options.session_timeout),
+            // As ArangoDB's docker images: the password root gets when it is created.
+            initial_root_password: std::env::var("ARANGODB_DEFAULT_ROOT_PASSWORD")
+                .unwrap_or_default(),
+        },
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
-        .map_err(|e| format!("cannot start job workers: {e}"))?;
+        .map_err(|e| format!("cannot start the server: {e}"))?;
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;
@@ -648,6 +720,13 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             handle.local_addr,
             options.directory.display()
         );
+        // After the startup line, which supervisors and tests read first.
+        if options.authentication && state.auth.root_password_is_empty() {
+            println!(
+                "warning: authentication is on and user 'root' has an empty password; \
+                 set one (PUT /_api/user/root) or start with ARANGODB_DEFAULT_ROOT_PASSWORD on a new data directory"
+            );
+        }
         use std::io::Write;
         let _ = std::io::stdout().flush();
         signals.wait().await;
@@ -858,22 +937,19 @@ mod tests {
             [
                 "--database.directory=/tmp/q",
                 "--server.endpoint=tcp://127.0.0.1:9",
+                "--server.authentication=true",
                 "--log.level=info",
             ]
         );
         assert_eq!(
             ignored,
-            [
-                "server.authentication",
-                "server.storage-engine",
-                "javascript.startup-directory"
-            ]
+            ["server.storage-engine", "javascript.startup-directory"]
         );
         let mut all = vec!["quiver".to_string()];
         all.extend(known);
         assert!(Cli::try_parse_from(all).is_ok());
         // On the command line an unknown option is still an error.
-        assert!(Cli::try_parse_from(["quiver", "--server.authentication=true"]).is_err());
+        assert!(Cli::try_parse_from(["quiver", "--server.storage-engine=auto"]).is_err());
     }
 
     #[test]

@@ -298,7 +298,12 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
         .map(|p| {
             (
                 p.content_id,
-                parse_embedded(p.message, &req.database, Some(&req.body)),
+                // Each part runs as the batch's caller and needs its own route's rights.
+                crate::access::admit_part(
+                    state,
+                    req,
+                    parse_embedded(p.message, &req.database, Some(&req.body)),
+                ),
             )
         })
         .collect();

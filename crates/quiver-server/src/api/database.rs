@@ -22,8 +22,19 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             Ok(Response::ok_result(200, json!(state.core.database_names())))
         }
         (&Method::GET | &Method::HEAD, ["user"]) => {
-            // Authentication is not enforced: the caller may access every database.
-            Ok(Response::ok_result(200, json!(state.core.database_names())))
+            // Only the databases the caller may use.
+            let names = state.core.database_names();
+            let visible: Vec<String> = match &req.identity {
+                Some(crate::auth::Identity::User(me)) => match state.auth.users().get(me) {
+                    Some(user) => names
+                        .into_iter()
+                        .filter(|db| user.database_level(db) > crate::auth::Level::None)
+                        .collect(),
+                    None => Vec::new(),
+                },
+                _ => names,
+            };
+            Ok(Response::ok_result(200, json!(visible)))
         }
         (&Method::GET | &Method::HEAD, ["current"]) => {
             let db = state.database(&req.database)?;
@@ -49,7 +60,12 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         (&Method::DELETE, [name]) => {
             require_system(req)?;
             state.core.drop_database(name)?;
-            Ok(Response::ok_result(200, json!(true)))
+            // A database created later under the same name starts without old grants.
+            let mut response = Response::ok_result(200, json!(true));
+            for committed in state.auth.users().forget_database(name)? {
+                response.wait_for(Box::new(committed));
+            }
+            Ok(response)
         }
         (&Method::DELETE, []) => Err(Error::with_message(
             ErrorCode::HttpBadParameter,
@@ -88,6 +104,8 @@ fn create(state: &ServerState, req: &Request) -> Result<Response> {
                         "each entry of 'users' needs a 'username'",
                     ));
                 }
+                let username = user.get("username").or_else(|| user.get("user"));
+                crate::auth::store::validate_name(username.and_then(Value::as_str).unwrap_or(""))?;
             }
         }
         // ArangoDB answers malformed `users` and `options` with 400/400 (HTTP bad parameter).
@@ -109,5 +127,44 @@ fn create(state: &ServerState, req: &Request) -> Result<Response> {
         }
     };
     state.core.create_database(&name, options)?;
-    Ok(Response::ok_result(201, json!(true)))
+    let mut response = Response::ok_result(201, json!(true));
+    // The listed users (created when missing) and the creator administrate the new database,
+    // with read-write on all its collections, as ArangoDB does.
+    let mut administrators: Vec<String> = Vec::new();
+    if let Some(crate::auth::Identity::User(me)) = &req.identity {
+        administrators.push(me.to_string());
+    }
+    for user in body
+        .get("users")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let username = user
+            .get("username")
+            .or_else(|| user.get("user"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if state.auth.users().get(username).is_none() {
+            let password = user.get("passwd").and_then(Value::as_str).unwrap_or("");
+            let active = user.get("active").and_then(Value::as_bool).unwrap_or(true);
+            let extra = match user.get("extra") {
+                Some(extra @ Value::Object(_)) => extra.clone(),
+                _ => json!({}),
+            };
+            let hash = crate::auth::password::hash(password)?;
+            let record = crate::auth::UserStore::new_record(username, hash, active, extra);
+            response.wait_for(Box::new(state.auth.users().create(record)?));
+        }
+        administrators.push(username.to_owned());
+    }
+    for user in administrators {
+        let users = state.auth.users();
+        let rw = Some(crate::auth::Level::ReadWrite);
+        let (_, committed) = users.set_database_level(&user, &name, rw)?;
+        response.wait_for(Box::new(committed));
+        let (_, committed) = users.set_collection_level(&user, &name, "*", rw)?;
+        response.wait_for(Box::new(committed));
+    }
+    Ok(response)
 }

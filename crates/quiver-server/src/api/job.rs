@@ -18,6 +18,8 @@ fn parse_id(text: &str) -> Option<u64> {
 /// Routes `/_api/job/...`.
 pub fn route(state: &ServerState, req: &Request) -> Response {
     let jobs = &state.jobs;
+    // Every call sees only the caller's own jobs.
+    let caller = req.identity.as_ref();
     let rest = req.suffix(2);
     match (&req.method, rest.as_slice()) {
         (&Method::GET, [kind @ ("pending" | "done")]) => {
@@ -25,10 +27,10 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
                 .param("count")
                 .and_then(|c| c.parse::<usize>().ok())
                 .unwrap_or(100);
-            Response::json(200, &jobs.list(*kind == "done", count))
+            Response::json(200, &jobs.list(*kind == "done", count, caller))
         }
         (&Method::GET, [id]) => match parse_id(id) {
-            Some(id) => match jobs.status(id) {
+            Some(id) => match jobs.status(id, caller) {
                 Some(true) => Response::empty(200),
                 Some(false) => Response::empty(204),
                 None => unknown_job(),
@@ -39,7 +41,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             )
             .into(),
         },
-        (&Method::PUT, [id]) => match parse_id(id).map(|id| (id, jobs.fetch(id))) {
+        (&Method::PUT, [id]) => match parse_id(id).map(|id| (id, jobs.fetch(id, caller))) {
             Some((id, Fetch::Done(stored))) => {
                 let mut response = Response::empty(stored.status.as_u16());
                 response.content_type = stored.content_type;
@@ -54,11 +56,11 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             _ => unknown_job(),
         },
         (&Method::PUT, [id, "cancel"]) => match parse_id(id) {
-            Some(id) if jobs.cancel(id) => Response::json(200, &json!({"result": true})),
+            Some(id) if jobs.cancel(id, caller) => Response::json(200, &json!({"result": true})),
             _ => unknown_job(),
         },
         (&Method::DELETE, ["all"]) => {
-            jobs.delete_all();
+            jobs.delete_all(caller);
             Response::json(200, &json!({"result": true}))
         }
         (&Method::DELETE, ["expired"]) => {
@@ -69,11 +71,11 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
                 )
                 .into();
             };
-            jobs.delete_expired(stamp);
+            jobs.delete_expired(stamp, caller);
             Response::json(200, &json!({"result": true}))
         }
         (&Method::DELETE, [id]) => match parse_id(id) {
-            Some(id) if jobs.delete(id) => Response::json(200, &json!({"result": true})),
+            Some(id) if jobs.delete(id, caller) => Response::json(200, &json!({"result": true})),
             _ => unknown_job(),
         },
         (_, []) => Error::with_message(ErrorCode::HttpBadParameter, "missing job id").into(),

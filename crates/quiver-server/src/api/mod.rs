@@ -11,7 +11,11 @@ pub mod gharial;
 pub mod import;
 pub mod index;
 pub mod job;
+pub mod open;
+pub mod server_jwt;
+pub mod token;
 pub mod transaction;
+pub mod user;
 pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -39,10 +43,18 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
+            "user" => user::route(state, req),
+            "token" => token::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),
         },
+        (Some("_admin"), Some("server"))
+            if req.segments.get(2) == Some("jwt") && req.segments.len() == 3 =>
+        {
+            server_jwt::route(state, req)
+        }
         (Some("_admin"), Some(_)) => return admin::admin(state, req),
+        (Some("_open"), Some(_)) => open::route(state, req),
         _ => return not_found(req),
     };
     result.unwrap_or_else(Response::from)

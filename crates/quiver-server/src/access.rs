@@ -1,0 +1,500 @@
+//! Authorization in one place: the access each route needs ([`need`], one table for every
+//! route family of [`crate::api::route`]) and the check of a request's identity against it
+//! ([`admit`]), called by [`crate::handle`] before routing, by the batch API for every part
+//! and by the transport before the inline cursor path. Handlers never check rights
+//! themselves, except the user API, which filters what a non-administrator may see.
+
+use http::{HeaderName, Method};
+use quiver_errors::{Error, ErrorCode, Result};
+
+use crate::auth::{unauthorized, Identity, Level, Outcome};
+use crate::query_access::{collections_of, QueryCollections};
+use crate::{Request, Response, ServerState};
+
+/// `x-omit-www-authenticate`: a 401 without `WWW-Authenticate` (no browser dialog).
+pub static X_OMIT_WWW_AUTHENTICATE: HeaderName = HeaderName::from_static("x-omit-www-authenticate");
+
+/// Where a route names its collection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CollectionAt {
+    /// Path segment `n` (`/_api/document/{c}` is segment 2).
+    Segment(usize),
+    /// A query parameter (`?collection=c`).
+    Param(&'static str),
+}
+
+/// The access a route needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Nothing: no credentials needed (`/_open/*`, availability).
+    Open,
+    /// Any authenticated caller; the handler shows only the caller's own data.
+    Authenticated,
+    /// The request's database at this level.
+    Database(Level),
+    /// The request's database at least `ro` and the collection at this level.
+    Collection(CollectionAt, Level),
+    /// The request's database at `rw` and the collection at `rw` (index changes).
+    DatabaseAndCollection(CollectionAt),
+    /// An AQL query: the database `ro`, and every collection it may read `ro`, every one it
+    /// may write `rw` ([`crate::query_access`]).
+    Query,
+    /// Server administration: `rw` on `_system`.
+    Admin,
+    /// The named user (path segment `n`) themself, or an administrator.
+    SelfOrAdmin(usize),
+    /// Only the superuser (a JWT signed with the server's secret).
+    Superuser,
+    /// A path this table does not list: checked as [`Need::Admin`], so a route added to the
+    /// router without an entry here is refused to everyone but administrators (who get the
+    /// router's answer, e.g. 404 for unknown paths). The route table test fails on it.
+    Unlisted,
+}
+
+/// The access `req` needs ([`Need::Unlisted`] for paths outside the table).
+pub fn need(req: &Request, system_only: bool) -> Need {
+    use CollectionAt::{Param, Segment};
+    use Level::{ReadOnly as RO, ReadWrite as RW};
+    let seg = |i: usize| req.segments.get(i);
+    let read = matches!(req.method, Method::GET | Method::HEAD);
+    let first = seg(0).unwrap_or("");
+    if system_only && !first.starts_with('_') {
+        // Not a system API (`--server.authentication-system-only`).
+        return Need::Open;
+    }
+    match (first, seg(1)) {
+        ("_open", Some(_)) => Need::Open,
+        ("_admin", Some("server")) => match seg(2) {
+            Some("availability") => Need::Open,
+            Some("jwt") => Need::Superuser,
+            Some("mode") if !read => Need::Admin,
+            Some("role" | "id" | "mode") => Need::Database(RO),
+            _ => Need::Unlisted,
+        },
+        ("_admin", Some("version" | "time" | "status" | "echo")) => Need::Database(RO),
+        ("_admin", Some("license")) if read => Need::Database(RO),
+        ("_admin", Some("license")) => Need::Admin,
+        ("_admin", _) => Need::Unlisted,
+        ("_api", Some(family)) => match family {
+            "version" | "engine" | "key-generators" | "endpoint" => Need::Database(RO),
+            // Every part of a batch is checked on its own.
+            "batch" => Need::Database(RO),
+            "job" => Need::Database(RO),
+            "database" => match (seg(2), read) {
+                (Some("user"), true) => Need::Authenticated,
+                (Some("current"), true) => Need::Database(RO),
+                _ => Need::Admin,
+            },
+            "collection" => match (seg(2), seg(3), &req.method) {
+                (None, _, &Method::POST) => Need::Database(RW),
+                (None, _, _) => Need::Database(RO),
+                (Some(_), Some("truncate"), _) => Need::Collection(Segment(2), RW),
+                (Some(_), _, _) if read => Need::Collection(Segment(2), RO),
+                // properties, rename, load, unload, compact, drop …
+                (Some(_), _, _) => Need::DatabaseAndCollection(Segment(2)),
+            },
+            "document" => {
+                let at = if seg(2).is_some() {
+                    Segment(2)
+                } else {
+                    Param("collection")
+                };
+                let only_get = req.method == Method::PUT && req.bool_param("onlyget", false);
+                Need::Collection(at, if read || only_get { RO } else { RW })
+            }
+            "import" => Need::Collection(Param("collection"), RW),
+            "edges" => Need::Collection(Segment(2), RO),
+            "index" => match (seg(2), read) {
+                (None, true) => Need::Collection(Param("collection"), RO),
+                (None, false) => Need::DatabaseAndCollection(Param("collection")),
+                (Some(_), true) if seg(3).is_some() => Need::Collection(Segment(2), RO),
+                (Some(_), true) => Need::Database(RO),
+                (Some(_), false) if seg(3).is_some() => Need::DatabaseAndCollection(Segment(2)),
+                (Some(_), false) => Need::Database(RW),
+            },
+            "gharial" => match (seg(3), seg(4)) {
+                (Some("vertex" | "edge"), Some(_)) if seg(5).is_some() || !read => {
+                    Need::Collection(Segment(4), if read { RO } else { RW })
+                }
+                _ if read => Need::Database(RO),
+                _ => Need::Database(RW),
+            },
+            "transaction" => match (seg(2), &req.method) {
+                // JavaScript transactions (501) would run arbitrary code.
+                (None, &Method::POST) => Need::Database(RW),
+                _ => Need::Database(RO),
+            },
+            "cursor" => match (seg(2), &req.method) {
+                (None, &Method::POST) => Need::Query,
+                _ => Need::Database(RO),
+            },
+            "explain" => Need::Database(RO),
+            "query" => match seg(2) {
+                None => Need::Database(RO),
+                Some(_) if read => Need::Database(RO),
+                Some(_) => Need::Database(RW),
+            },
+            // A user's access tokens: the user themself or an administrator.
+            "token" => Need::SelfOrAdmin(2),
+            "query-cache" if read => Need::Database(RO),
+            "query-cache" => Need::Database(RW),
+            "user" => match (seg(2), seg(3), read) {
+                (None, _, true) => Need::Authenticated,
+                (Some(_), None, _) if req.method == Method::PUT || req.method == Method::PATCH => {
+                    Need::SelfOrAdmin(2)
+                }
+                (Some(_), _, true) => Need::SelfOrAdmin(2),
+                _ => Need::Admin,
+            },
+            _ => Need::Unlisted,
+        },
+        _ => Need::Unlisted,
+    }
+}
+
+/// Authenticates `request` (unless it already carries an identity: batch parts and queued
+/// jobs carry their outer request's) and checks it against what its route needs. Returns
+/// the refusal to send, if any: 401 (no or wrong credentials, no access to the database) or 403
+/// (not enough rights), with ArangoDB's error envelope.
+pub fn admit(state: &ServerState, request: &mut Request) -> Option<Response> {
+    let auth = &state.auth;
+    let need = need(request, auth.config().system_only);
+    if request.identity.is_none() {
+        let header = request.header(http::header::AUTHORIZATION);
+        match auth.authenticate(header, request.peer) {
+            Outcome::Authenticated(identity) => request.identity = Some(identity),
+            // Open routes serve callers without (valid) credentials.
+            _ if need == Need::Open => return None,
+            _ => return Some(refusal(request, unauthorized())),
+        }
+    }
+    check(state, request, need)
+        .err()
+        .map(|e| refusal(request, e))
+}
+
+/// [`admit`] for a part of a batch: the part runs as the batch's caller, whatever its own
+/// headers say.
+pub fn admit_part(state: &ServerState, outer: &Request, part: Result<Request>) -> Result<Request> {
+    let mut part = part?;
+    part.identity = outer.identity.clone();
+    part.peer = outer.peer;
+    if part.identity.is_none() {
+        // The batch itself was admitted, so it has an identity; anything else is a bug.
+        return Err(Error::with_message(
+            ErrorCode::Internal,
+            "batch part without a caller",
+        ));
+    }
+    let need = need(&part, state.auth.config().system_only);
+    check(state, &part, need)?;
+    Ok(part)
+}
+
+fn refusal(request: &Request, err: Error) -> Response {
+    let response = Response::from(err);
+    if response.status.as_u16() != 401 || request.headers.contains_key(&X_OMIT_WWW_AUTHENTICATE) {
+        return response;
+    }
+    response
+        .with_header(http::header::WWW_AUTHENTICATE, "Basic, realm=\"ArangoDB\"")
+        .with_header(
+            http::header::WWW_AUTHENTICATE,
+            "Bearer, token_type=\"JWT\", realm=\"ArangoDB\"",
+        )
+}
+
+fn forbidden() -> Error {
+    Error::new(ErrorCode::Forbidden)
+}
+
+/// Checks an authenticated request against `need`.
+fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
+    let user = match &req.identity {
+        None if need == Need::Open => return Ok(()),
+        None => return Err(unauthorized()),
+        Some(Identity::Superuser) => return Ok(()),
+        Some(Identity::User(name)) => name,
+    };
+    if need == Need::Open {
+        return Ok(());
+    }
+    let Some(record) = state.auth.users().get(user) else {
+        // Removed since it authenticated (a queued job, a long batch).
+        return Err(unauthorized());
+    };
+    let db = &*req.database;
+    let database = |min: Level| {
+        let level = record.database_level(db);
+        if level == Level::None {
+            // ArangoDB answers a database the user may not use with 401.
+            Err(unauthorized())
+        } else if level < min {
+            Err(forbidden())
+        } else {
+            Ok(())
+        }
+    };
+    let collection_name = |at: CollectionAt| -> Option<&str> {
+        match at {
+            CollectionAt::Segment(i) => req.segments.get(i),
+            CollectionAt::Param(name) => req.param(name),
+        }
+        .map(|c| c.split('/').next().unwrap_or(c))
+    };
+    let collection = |at: CollectionAt, min: Level| match collection_name(at) {
+        // Without a collection the handler fails with 400/404; the database check suffices.
+        None => Ok(()),
+        Some(c) if record.collection_level(db, c) < min => Err(forbidden()),
+        Some(_) => Ok(()),
+    };
+    match need {
+        Need::Open | Need::Authenticated => Ok(()),
+        Need::Database(min) => database(min),
+        Need::Collection(at, min) => {
+            database(Level::ReadOnly)?;
+            collection(at, min)
+        }
+        Need::DatabaseAndCollection(at) => {
+            database(Level::ReadWrite)?;
+            collection(at, Level::ReadWrite)
+        }
+        Need::Query => {
+            database(Level::ReadOnly)?;
+            let collections = query_collections(state, req).ok_or_else(forbidden)?;
+            for name in &collections.read {
+                let min = if collections.written.contains(name) {
+                    Level::ReadWrite
+                } else {
+                    Level::ReadOnly
+                };
+                if record.collection_level(db, name) < min {
+                    return Err(forbidden());
+                }
+            }
+            Ok(())
+        }
+        Need::Admin | Need::Unlisted if record.is_admin() => Ok(()),
+        Need::Admin | Need::Unlisted => Err(forbidden()),
+        Need::SelfOrAdmin(at) if record.is_admin() || req.segments.get(at) == Some(user) => Ok(()),
+        Need::SelfOrAdmin(_) => Err(forbidden()),
+        Need::Superuser => Err(forbidden()),
+    }
+}
+
+/// The collections the query of a cursor request may read and write
+/// ([`crate::query_access`]); an empty set for a body without a query (the handler answers
+/// 400), `None` for a query that cannot be tokenized.
+fn query_collections(state: &ServerState, req: &Request) -> Option<QueryCollections> {
+    let body = match crate::json::parse_body(&req.body) {
+        Ok(Some(body)) => body,
+        _ => return Some(QueryCollections::default()),
+    };
+    let Some(query) = body.get("query").and_then(|q| q.as_str()) else {
+        return Some(QueryCollections::default());
+    };
+    let db = state.database(&req.database).ok();
+    collections_of(query, body.get("bindVars"), |name| {
+        db.as_ref().is_some_and(|db| db.collection(name).is_ok())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Level::{ReadOnly as RO, ReadWrite as RW};
+
+    fn need_of(method: Method, target: &str) -> Need {
+        need(&Request::build(method, target), true)
+    }
+
+    /// The quoted words of `source` between `from` and `to`.
+    fn quoted_between(source: &str, from: &str, to: &str) -> Vec<String> {
+        let start = source.find(from).expect("start marker") + from.len();
+        let end = start + source[start..].find(to).expect("end marker");
+        source[start..end]
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Every API family the router knows, and every `/_admin` route, has an entry in the
+    /// table: adding a route without one fails here.
+    #[test]
+    fn every_routed_family_is_in_the_table() {
+        let router = include_str!("api/mod.rs");
+        let families = quoted_between(
+            router,
+            "Some(family)) => match family {",
+            "_ => return not_found",
+        );
+        assert!(families.len() >= 18, "{families:?}");
+        let admin = include_str!("api/admin.rs");
+        let start = admin.find("match rest.as_slice() {").expect("admin router");
+        let admin_routes: Vec<String> = admin[start..]
+            .lines()
+            .map(str::trim)
+            .take_while(|l| !l.starts_with("_ => not_found"))
+            .filter(|l| l.starts_with("[\""))
+            .map(|l| {
+                l[1..l.find(']').expect("pattern end")]
+                    .replace(['"', ' '], "")
+                    .replace(',', "/")
+            })
+            .collect();
+        assert!(admin_routes.len() >= 8, "{admin_routes:?}");
+        let methods = [
+            Method::GET,
+            Method::POST,
+            Method::PUT,
+            Method::PATCH,
+            Method::DELETE,
+        ];
+        for family in &families {
+            for tail in ["", "/x", "/x/y", "/x/y/z/w"] {
+                for method in &methods {
+                    let target = format!("/_api/{family}{tail}");
+                    assert_ne!(
+                        need_of(method.clone(), &target),
+                        Need::Unlisted,
+                        "{method} {target}"
+                    );
+                }
+            }
+        }
+        for route in &admin_routes {
+            for method in &methods {
+                let target = format!("/_admin/{route}");
+                assert_ne!(
+                    need_of(method.clone(), &target),
+                    Need::Unlisted,
+                    "{method} {target}"
+                );
+            }
+        }
+        assert_eq!(need_of(Method::GET, "/_api/nonexistent"), Need::Unlisted);
+        assert_eq!(need_of(Method::GET, "/_admin/nonexistent"), Need::Unlisted);
+    }
+
+    #[test]
+    fn open_routes_are_exactly_the_documented_ones() {
+        assert_eq!(need_of(Method::POST, "/_open/auth"), Need::Open);
+        assert_eq!(
+            need_of(Method::GET, "/_admin/server/availability"),
+            Need::Open
+        );
+        assert_eq!(need_of(Method::GET, "/_db/x/_open/auth"), Need::Open);
+        // With authentication for system APIs only, other paths need none.
+        assert_eq!(need_of(Method::GET, "/myapp/x"), Need::Open);
+        assert_eq!(need_of(Method::GET, "/"), Need::Open);
+        assert_eq!(
+            need(&Request::build(Method::GET, "/myapp/x"), false),
+            Need::Unlisted
+        );
+        for (method, target) in [
+            (Method::GET, "/_api/version"),
+            (Method::GET, "/_admin/status"),
+            (Method::GET, "/_api/database/user"),
+            (Method::GET, "/_api/user"),
+        ] {
+            assert_ne!(need_of(method, target), Need::Open, "{target}");
+        }
+    }
+
+    #[test]
+    fn route_families_map_to_their_rights() {
+        use CollectionAt::{Param, Segment};
+        let cases = [
+            (
+                Method::GET,
+                "/_api/document/c/k",
+                Need::Collection(Segment(2), RO),
+            ),
+            (
+                Method::POST,
+                "/_api/document/c",
+                Need::Collection(Segment(2), RW),
+            ),
+            (
+                Method::POST,
+                "/_api/document?collection=c",
+                Need::Collection(Param("collection"), RW),
+            ),
+            (
+                Method::PUT,
+                "/_api/document/c?onlyget=true",
+                Need::Collection(Segment(2), RO),
+            ),
+            (
+                Method::DELETE,
+                "/_api/document/c/k",
+                Need::Collection(Segment(2), RW),
+            ),
+            (
+                Method::POST,
+                "/_api/import?collection=c",
+                Need::Collection(Param("collection"), RW),
+            ),
+            (Method::POST, "/_api/collection", Need::Database(RW)),
+            (Method::GET, "/_api/collection", Need::Database(RO)),
+            (
+                Method::PUT,
+                "/_api/collection/c/truncate",
+                Need::Collection(Segment(2), RW),
+            ),
+            (
+                Method::DELETE,
+                "/_api/collection/c",
+                Need::DatabaseAndCollection(Segment(2)),
+            ),
+            (
+                Method::GET,
+                "/_api/collection/c/count",
+                Need::Collection(Segment(2), RO),
+            ),
+            (
+                Method::POST,
+                "/_api/index?collection=c",
+                Need::DatabaseAndCollection(Param("collection")),
+            ),
+            (Method::POST, "/_api/cursor", Need::Query),
+            (Method::PUT, "/_api/cursor/1", Need::Database(RO)),
+            (Method::POST, "/_api/database", Need::Admin),
+            (Method::DELETE, "/_api/database/x", Need::Admin),
+            (Method::GET, "/_api/database", Need::Admin),
+            (Method::GET, "/_api/database/user", Need::Authenticated),
+            (Method::POST, "/_api/user", Need::Admin),
+            (Method::GET, "/_api/user/ann", Need::SelfOrAdmin(2)),
+            (Method::PATCH, "/_api/user/ann", Need::SelfOrAdmin(2)),
+            (Method::DELETE, "/_api/user/ann", Need::Admin),
+            (Method::PUT, "/_api/user/ann/database/db", Need::Admin),
+            (Method::GET, "/_api/user/ann/database", Need::SelfOrAdmin(2)),
+            (Method::GET, "/_admin/server/jwt", Need::Superuser),
+            (Method::POST, "/_api/token/ann", Need::SelfOrAdmin(2)),
+            (Method::DELETE, "/_api/token/ann/12", Need::SelfOrAdmin(2)),
+            (Method::POST, "/_admin/server/jwt", Need::Superuser),
+            (Method::PUT, "/_admin/server/mode", Need::Admin),
+            (
+                Method::POST,
+                "/_api/gharial/g/vertex/v",
+                Need::Collection(Segment(4), RW),
+            ),
+            (
+                Method::GET,
+                "/_api/gharial/g/vertex/v/k",
+                Need::Collection(Segment(4), RO),
+            ),
+            (Method::POST, "/_api/gharial", Need::Database(RW)),
+            (Method::GET, "/_api/gharial", Need::Database(RO)),
+        ];
+        for (method, target, expected) in cases {
+            assert_eq!(
+                need_of(method.clone(), target),
+                expected,
+                "{method} {target}"
+            );
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! ArangoDB's bearer tokens: HS256 JSON Web Tokens with `iss` = `arangodb`, signed with the
+//! server's active secret and accepted under any of its secrets (active first, then the
+//! passive ones of `--server.jwt-secret-folder`).
+//!
+//! Two forms: a user token (`preferred_username`, issued by `POST /_open/auth`, one hour by
+//! default) and a superuser token (`server_id`, no `preferred_username`), which only someone
+//! holding a secret can make.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use quiver_errors::{Error, ErrorCode, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The issuer every token must name.
+pub const ISSUER: &str = "arangodb";
+/// Most secrets one server holds (a folder with more files is refused).
+pub const MAX_SECRETS: usize = 64;
+/// How far in the future `iat` may lie (clock skew between issuer and server).
+const IAT_SKEW_SECS: f64 = 60.0;
+
+/// What a valid token says about its bearer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bearer {
+    /// `server_id` without `preferred_username`.
+    Superuser,
+    /// `preferred_username`.
+    User(String),
+}
+
+/// The claims QuiverDB reads and writes.
+#[derive(Debug, Serialize, Deserialize)]
+struct Claims {
+    iss: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    iat: Option<serde_json::Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    exp: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    preferred_username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_id: Option<String>,
+}
+
+/// The secrets of the server: the first signs, all verify.
+pub struct Secrets {
+    keys: Vec<(EncodingKey, DecodingKey)>,
+    digests: Vec<String>,
+    validation: Validation,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+impl Secrets {
+    /// Builds the key set from secrets in order (the first is the active one).
+    pub fn new(secrets: &[Vec<u8>]) -> Result<Secrets> {
+        if secrets.is_empty() || secrets.len() > MAX_SECRETS {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("need 1 to {MAX_SECRETS} JWT secrets, got {}", secrets.len()),
+            ));
+        }
+        if secrets.iter().any(|s| s.is_empty()) {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "a JWT secret must not be empty",
+            ));
+        }
+        let mut validation = Validation::new(Algorithm::HS256);
+        validation.required_spec_claims = ["iss".to_owned()].into_iter().collect();
+        validation.set_issuer(&[ISSUER]);
+        validation.validate_exp = true;
+        validation.leeway = 0;
+        validation.validate_aud = false;
+        Ok(Secrets {
+            keys: secrets
+                .iter()
+                .map(|s| (EncodingKey::from_secret(s), DecodingKey::from_secret(s)))
+                .collect(),
+            digests: secrets
+                .iter()
+                .map(|s| {
+                    Sha256::digest(s)
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect()
+                })
+                .collect(),
+            validation,
+        })
+    }
+
+    /// SHA-256 of the active secret and of the passive ones (`GET /_admin/server/jwt`).
+    pub fn digests(&self) -> (&str, &[String]) {
+        (&self.digests[0], &self.digests[1..])
+    }
+
+    /// A user token for `user` valid for `lifetime`.
+    pub fn issue_user_token(&self, user: &str, lifetime: Duration) -> Result<String> {
+        let now = now_secs();
+        let claims = Claims {
+            iss: ISSUER.to_owned(),
+            iat: Some(now.into()),
+            exp: Some(now + lifetime.as_secs()),
+            preferred_username: Some(user.to_owned()),
+            server_id: None,
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.keys[0].0)
+            .map_err(|e| Error::with_message(ErrorCode::Internal, format!("signing a JWT: {e}")))
+    }
+
+    /// A superuser token signed with the active secret (for tests and tools).
+    pub fn issue_superuser_token(&self, server_id: &str, lifetime: Duration) -> Result<String> {
+        let now = now_secs();
+        let claims = Claims {
+            iss: ISSUER.to_owned(),
+            iat: Some(now.into()),
+            exp: Some(now + lifetime.as_secs()),
+            preferred_username: None,
+            server_id: Some(server_id.to_owned()),
+        };
+        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.keys[0].0)
+            .map_err(|e| Error::with_message(ErrorCode::Internal, format!("signing a JWT: {e}")))
+    }
+
+    /// Checks a token: signature under one of the secrets (HS256 only), `iss` = `arangodb`,
+    /// `exp` (when present) not passed, `iat` (when present) a number not in the future, and
+    /// either `preferred_username` or `server_id`. `None` for anything else.
+    pub fn verify(&self, token: &str) -> Option<Bearer> {
+        // The signature check is the only costly step; a token is at most a few hundred
+        // bytes, so bound it before trying every secret.
+        if token.len() > 8192 {
+            return None;
+        }
+        let claims = self.keys.iter().find_map(|(_, key)| {
+            jsonwebtoken::decode::<Claims>(token, key, &self.validation)
+                .ok()
+                .map(|data| data.claims)
+        })?;
+        if claims.iss != ISSUER {
+            return None;
+        }
+        if let Some(iat) = &claims.iat {
+            match iat.as_f64() {
+                Some(iat) if iat <= now_secs() as f64 + IAT_SKEW_SECS => {}
+                _ => return None,
+            }
+        }
+        match (claims.preferred_username, claims.server_id) {
+            (Some(user), _) if !user.is_empty() => Some(Bearer::User(user)),
+            (None, Some(_)) => Some(Bearer::Superuser),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use base64::Engine;
+
+    fn sign(secret: &[u8], claims: serde_json::Value, alg: Algorithm) -> String {
+        jsonwebtoken::encode(
+            &Header::new(alg),
+            &claims,
+            &EncodingKey::from_secret(secret),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn user_and_superuser_tokens_verify() {
+        let secrets = Secrets::new(&[b"one".to_vec(), b"two".to_vec()]).unwrap();
+        let token = secrets
+            .issue_user_token("ann", Duration::from_secs(3600))
+            .unwrap();
+        assert_eq!(secrets.verify(&token), Some(Bearer::User("ann".into())));
+        let now = now_secs();
+        // Signed with the passive secret: accepted.
+        let su = sign(
+            b"two",
+            serde_json::json!({"iss": "arangodb", "server_id": "x", "iat": now, "exp": now + 60}),
+            Algorithm::HS256,
+        );
+        assert_eq!(secrets.verify(&su), Some(Bearer::Superuser));
+        // ArangoDB's superuser tokens may omit exp and iat; iat may be fractional.
+        let bare = sign(
+            b"one",
+            serde_json::json!({"iss": "arangodb", "server_id": "x"}),
+            Algorithm::HS256,
+        );
+        assert_eq!(secrets.verify(&bare), Some(Bearer::Superuser));
+        let frac = sign(
+            b"one",
+            serde_json::json!({"iss": "arangodb", "preferred_username": "b", "iat": 1537789.557}),
+            Algorithm::HS256,
+        );
+        assert_eq!(secrets.verify(&frac), Some(Bearer::User("b".into())));
+    }
+
+    #[test]
+    fn bad_tokens_are_refused() {
+        let secrets = Secrets::new(&[b"one".to_vec()]).unwrap();
+        let now = now_secs();
+        let good = serde_json::json!({"iss": "arangodb", "preferred_username": "ann", "iat": now, "exp": now + 60});
+        let refused = [
+            // Another secret.
+            sign(b"other", good.clone(), Algorithm::HS256),
+            // Another algorithm, same secret.
+            sign(b"one", good.clone(), Algorithm::HS384),
+            // Expired.
+            sign(
+                b"one",
+                serde_json::json!({"iss": "arangodb", "preferred_username": "ann", "exp": now - 1}),
+                Algorithm::HS256,
+            ),
+            // Wrong or missing issuer.
+            sign(
+                b"one",
+                serde_json::json!({"iss": "other", "preferred_username": "ann"}),
+                Algorithm::HS256,
+            ),
+            sign(
+                b"one",
+                serde_json::json!({"preferred_username": "ann"}),
+                Algorithm::HS256,
+            ),
+            // Issued in the future.
+            sign(
+                b"one",
+                serde_json::json!({"iss": "arangodb", "preferred_username": "ann", "iat": now + 3600}),
+                Algorithm::HS256,
+            ),
+            // Neither a user nor a server.
+            sign(
+                b"one",
+                serde_json::json!({"iss": "arangodb"}),
+                Algorithm::HS256,
+            ),
+            sign(
+                b"one",
+                serde_json::json!({"iss": "arangodb", "preferred_username": ""}),
+                Algorithm::HS256,
+            ),
+            // exp that is not a number.
+            sign(
+                b"one",
+                serde_json::json!({"iss": "arangodb", "server_id": "x", "exp": "never"}),
+                Algorithm::HS256,
+            ),
+        ];
+        for token in &refused {
+            assert_eq!(secrets.verify(token), None, "{token}");
+        }
+        // alg "none" with the signature stripped.
+        let header = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .encode(br#"{"alg":"none","typ":"JWT"}"#);
+        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(good.to_string());
+        assert_eq!(secrets.verify(&format!("{header}.{body}.")), None);
+        for junk in ["", ".", "..", "a.b.c", "x", &"a".repeat(10_000)] {
+            assert_eq!(secrets.verify(junk), None);
+        }
+    }
+
+    #[test]
+    fn secret_sets_are_bounded_and_digested() {
+        assert!(Secrets::new(&[]).is_err());
+        assert!(Secrets::new(&[Vec::new()]).is_err());
+        assert!(Secrets::new(&vec![b"s".to_vec(); MAX_SECRETS + 1]).is_err());
+        let s = Secrets::new(&[b"a".to_vec(), b"b".to_vec()]).unwrap();
+        let (active, passive) = s.digests();
+        assert_eq!(
+            active,
+            "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
+        );
+        assert_eq!(passive.len(), 1);
+    }
+}

@@ -1,0 +1,540 @@
+//! Authentication: who a request runs as (docs/design/security.md).
+//!
+//! [`Authenticator::authenticate`] reads the `Authorization` header once per request:
+//! `Basic` credentials are looked up in the credential cache (a SHA-256 of the header and a
+//! map lookup; Argon2 only for a credential not seen before, under the login throttle),
+//! `bearer` tokens are verified with one HMAC per secret tried. What a caller may do is
+//! decided by [`crate::access`].
+
+pub mod cache;
+pub mod config;
+pub mod identity;
+pub mod jwt;
+pub mod level;
+pub mod password;
+pub mod store;
+pub mod throttle;
+pub mod tokens;
+pub mod user;
+
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use base64::Engine;
+use parking_lot::RwLock;
+use quiver_core::Core;
+use quiver_errors::{Error, ErrorCode, Result};
+
+pub use config::AuthConfig;
+pub use identity::Identity;
+pub use level::Level;
+pub use store::UserStore;
+pub use user::UserRecord;
+
+use cache::{CredentialCache, Verified};
+use jwt::{Bearer, Secrets};
+use throttle::Throttle;
+
+/// What the `Authorization` header of a request established.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Valid credentials (or authentication is off).
+    Authenticated(Identity),
+    /// No `Authorization` header.
+    Missing,
+    /// Credentials that are wrong, expired, for an inactive or unknown user, malformed, or
+    /// refused by the login throttle.
+    Invalid,
+}
+
+/// Authentication state of a server.
+pub struct Authenticator {
+    config: AuthConfig,
+    users: UserStore,
+    secrets: RwLock<Arc<Secrets>>,
+    data_dir: std::path::PathBuf,
+    cache: CredentialCache,
+    throttle: Throttle,
+}
+
+impl Authenticator {
+    /// Loads the users (creating `root` on first start) and the JWT secrets.
+    pub fn new(config: AuthConfig, core: Arc<Core>, data_dir: &Path) -> Result<Authenticator> {
+        let users = UserStore::open(core, &config.initial_root_password)?;
+        let secrets = if config.enabled {
+            config.load_secrets(data_dir)?
+        } else {
+            // Nothing verifies tokens; a throwaway secret keeps the type simple.
+            let mut secret = vec![0u8; 32];
+            rand::RngCore::fill_bytes(&mut rand::rngs::OsRng, &mut secret);
+            vec![secret]
+        };
+        let secrets = Secrets::new(&secrets)?;
+        Ok(Authenticator {
+            config,
+            users,
+            secrets: RwLock::new(Arc::new(secrets)),
+            data_dir: data_dir.to_owned(),
+            cache: CredentialCache::default(),
+            throttle: Throttle::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &AuthConfig {
+        &self.config
+    }
+
+    /// Whether authentication is on.
+    pub fn enabled(&self) -> bool {
+        self.config.enabled
+    }
+
+    /// The users.
+    pub fn users(&self) -> &UserStore {
+        &self.users
+    }
+
+    /// The current JWT secrets.
+    pub fn secrets(&self) -> Arc<Secrets> {
+        self.secrets.read().clone()
+    }
+
+    /// Re-reads the secret files (`POST /_admin/server/jwt`); 400/10 unless the secrets come
+    /// from `--server.jwt-secret-keyfile` or `--server.jwt-secret-folder`.
+    pub fn reload_secrets(&self) -> Result<Arc<Secrets>> {
+        if !self.config.reloadable() {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "JWT secrets can be reloaded only from --server.jwt-secret-keyfile or --server.jwt-secret-folder",
+            ));
+        }
+        let secrets = Arc::new(Secrets::new(&self.config.load_secrets(&self.data_dir)?)?);
+        *self.secrets.write() = secrets.clone();
+        Ok(secrets)
+    }
+
+    /// Whether `root` logs in with an empty password (the binary warns at startup).
+    pub fn root_password_is_empty(&self) -> bool {
+        self.users
+            .get(store::ROOT)
+            .is_some_and(|root| password::verify("", &root.password_hash))
+    }
+
+    /// Establishes who sends a request from its `Authorization` header; `client` is the peer
+    /// address (for the login throttle).
+    pub fn authenticate(&self, authorization: Option<&str>, client: Option<IpAddr>) -> Outcome {
+        if !self.config.enabled {
+            return Outcome::Authenticated(Identity::Superuser);
+        }
+        let Some(header) = authorization else {
+            return Outcome::Missing;
+        };
+        let header = header.trim();
+        let (scheme, value) = header.split_once(' ').unwrap_or((header, ""));
+        let value = value.trim();
+        if scheme.eq_ignore_ascii_case("basic") {
+            self.basic(header, value, client)
+        } else if scheme.eq_ignore_ascii_case("bearer") {
+            self.bearer(value)
+        } else {
+            Outcome::Invalid
+        }
+    }
+
+    fn basic(&self, header: &str, encoded: &str, client: Option<IpAddr>) -> Outcome {
+        let key = CredentialCache::key(header);
+        if let Some(hit) = self.cache.get(&key) {
+            let user = self.users.get(&hit.user);
+            let still_valid = match (&user, hit.matched, hit.token) {
+                // Verified with an access token: the user still holds it, unexpired.
+                (Some(user), true, Some(id)) => {
+                    user.active
+                        && user
+                            .tokens
+                            .iter()
+                            .any(|t| t.id == id && now_secs() < t.valid_until)
+                }
+                // Verified with the password: the password is unchanged.
+                (Some(user), true, None) => {
+                    user.active && Some(user.password_hash.as_str()) == hit.password_hash.as_deref()
+                }
+                // The same wrong credential again (no hash, no new guess), while the user's
+                // password (or absence) is unchanged.
+                (_, false, _) => {
+                    if user.as_ref().map(|u| u.password_hash.as_str())
+                        == hit.password_hash.as_deref()
+                    {
+                        return Outcome::Invalid;
+                    }
+                    false
+                }
+                (None, true, _) => false,
+            };
+            if still_valid {
+                return Outcome::Authenticated(Identity::User(hit.user));
+            }
+            self.cache.remove(&key);
+        }
+        let Some((name, password)) = decode_basic(encoded) else {
+            return Outcome::Invalid;
+        };
+        let checked_against = self
+            .users
+            .get(&name)
+            .map(|u| Arc::<str>::from(u.password_hash.as_str()));
+        match self.login(&name, &password, client) {
+            Ok((user, token)) => {
+                let name: Arc<str> = user.name.as_str().into();
+                self.cache.insert(
+                    key,
+                    Verified {
+                        user: name.clone(),
+                        password_hash: Some(user.password_hash.as_str().into()),
+                        matched: true,
+                        token,
+                    },
+                );
+                Outcome::Authenticated(Identity::User(name))
+            }
+            Err(LoginRefused::Throttled) => Outcome::Invalid,
+            Err(LoginRefused::Wrong) => {
+                self.cache.insert(
+                    key,
+                    Verified {
+                        user: name.as_str().into(),
+                        password_hash: checked_against,
+                        matched: false,
+                        token: None,
+                    },
+                );
+                Outcome::Invalid
+            }
+        }
+    }
+
+    fn bearer(&self, token: &str) -> Outcome {
+        match self.secrets().verify(token) {
+            Some(Bearer::Superuser) => Outcome::Authenticated(Identity::Superuser),
+            Some(Bearer::User(name)) => match self.users.get(&name) {
+                Some(user) if user.active => Outcome::Authenticated(Identity::User(name.into())),
+                _ => Outcome::Invalid,
+            },
+            None => Outcome::Invalid,
+        }
+    }
+
+    /// Checks a user name and password (Basic credentials not cached yet, `POST /_open/auth`)
+    /// under the login throttle. The password may be one of the user's unexpired access
+    /// tokens; the result names the token then.
+    pub fn login(
+        &self,
+        name: &str,
+        password: &str,
+        client: Option<IpAddr>,
+    ) -> std::result::Result<(Arc<UserRecord>, Option<u64>), LoginRefused> {
+        if !self.throttle.allows(client, name) {
+            return Err(LoginRefused::Throttled);
+        }
+        let user = self.users.get(name);
+        let token = match &user {
+            Some(user) if password.starts_with(tokens::PREFIX) => {
+                tokens::matching(user, password, now_secs())
+            }
+            _ => None,
+        };
+        // An unknown user costs a hash too, so timing does not tell which names exist.
+        let ok = match &user {
+            Some(user) => {
+                user.active && (token.is_some() || password::verify(password, &user.password_hash))
+            }
+            None => {
+                password::verify(password, DUMMY_HASH);
+                false
+            }
+        };
+        match (ok, user) {
+            (true, Some(user)) => {
+                self.throttle.succeeded(client);
+                Ok((user, token))
+            }
+            _ => {
+                self.throttle.failed(client, name);
+                Err(LoginRefused::Wrong)
+            }
+        }
+    }
+}
+
+/// Unix time in seconds.
+pub fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Why [`Authenticator::login`] refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoginRefused {
+    /// Unknown user, inactive user or wrong password.
+    Wrong,
+    /// Too many failures (the password was not checked).
+    Throttled,
+}
+
+/// An Argon2id hash of a random password, verified against for unknown users.
+const DUMMY_HASH: &str =
+    "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$2T6tT4FQ8NoD0lf4ymnVzZRMZzJZoXvdkBvmL1TbW0c";
+
+/// Splits `base64(name:password)`.
+fn decode_basic(encoded: &str) -> Option<(String, String)> {
+    if encoded.len() > 4096 {
+        return None;
+    }
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    let (name, password) = text.split_once(':')?;
+    Some((name.to_owned(), password.to_owned()))
+}
+
+/// 401 with errorNum 11, ArangoDB's answer to missing or wrong credentials.
+pub fn unauthorized() -> Error {
+    Error::with_message(
+        ErrorCode::Forbidden,
+        "not authorized to execute this request",
+    )
+    .with_status(401)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiver_core::CoreOptions;
+
+    fn basic(user: &str, password: &str) -> String {
+        format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+        )
+    }
+
+    #[test]
+    fn basic_bearer_and_the_credential_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+        let config = AuthConfig {
+            initial_root_password: "pw".into(),
+            ..AuthConfig::default()
+        };
+        let auth = Authenticator::new(config, core.clone(), dir.path()).unwrap();
+        assert!(!auth.root_password_is_empty());
+        let root = Outcome::Authenticated(Identity::User("root".into()));
+        assert_eq!(auth.authenticate(None, None), Outcome::Missing);
+        assert_eq!(auth.authenticate(Some(&basic("root", "pw")), None), root);
+        assert_eq!(auth.cache.len(), 1);
+        assert_eq!(auth.authenticate(Some(&basic("root", "pw")), None), root);
+        // The same wrong password, repeated, is one guess for the throttle (and one hash).
+        let client = Some(IpAddr::from([10, 9, 9, 9]));
+        for _ in 0..3 * throttle::CLIENT_LIMIT {
+            assert_eq!(
+                auth.authenticate(Some(&basic("root", "no")), client),
+                Outcome::Invalid
+            );
+        }
+        assert_eq!(
+            auth.authenticate(Some(&basic("root", "pw ")), client),
+            Outcome::Invalid
+        );
+        assert!(auth.login("root", "pw", client).is_ok());
+        // An access token works as the password until it expires or is revoked, also from
+        // the credential cache.
+        let (secret, token) = tokens::generate(5, "svc", now_secs() + 3600, now_secs());
+        auth.users()
+            .add_token("root", token)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        let (_, used) = auth.login("root", &secret, None).unwrap();
+        assert_eq!(used, Some(5));
+        assert_eq!(auth.authenticate(Some(&basic("root", &secret)), None), root);
+        assert_eq!(auth.authenticate(Some(&basic("root", &secret)), None), root);
+        auth.users()
+            .remove_token("root", 5)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("root", &secret)), None),
+            Outcome::Invalid
+        );
+        let (expired, token) = tokens::generate(6, "old", now_secs() - 1, now_secs() - 10);
+        auth.users()
+            .add_token("root", token)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert!(auth.login("root", &expired, None).is_err());
+        // A refused credential counts only until its user changes: here, until it exists.
+        assert_eq!(
+            auth.authenticate(Some(&basic("later", "x")), None),
+            Outcome::Invalid
+        );
+        let later = UserStore::new_record(
+            "later",
+            password::hash("x").unwrap(),
+            true,
+            serde_json::json!({}),
+        );
+        auth.users().create(later).unwrap().wait().unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("later", "x")), None),
+            Outcome::Authenticated(Identity::User("later".into()))
+        );
+        assert_eq!(
+            auth.authenticate(Some(&basic("nobody", "pw")), None),
+            Outcome::Invalid
+        );
+        assert_eq!(auth.authenticate(Some("Basic !!!"), None), Outcome::Invalid);
+        assert_eq!(auth.authenticate(Some("Digest x"), None), Outcome::Invalid);
+        let token = auth
+            .secrets()
+            .issue_user_token("root", config::DEFAULT_SESSION_TIMEOUT)
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&format!("bearer {token}")), None),
+            root
+        );
+        let su = auth
+            .secrets()
+            .issue_superuser_token("t", config::DEFAULT_SESSION_TIMEOUT)
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&format!("Bearer {su}")), None),
+            Outcome::Authenticated(Identity::Superuser)
+        );
+        // A password change makes the cached credential invalid at once.
+        let change = store::UserChange {
+            password_hash: Some(password::hash("new").unwrap()),
+            ..Default::default()
+        };
+        auth.users()
+            .change("root", change)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("root", "pw")), None),
+            Outcome::Invalid
+        );
+        assert_eq!(auth.authenticate(Some(&basic("root", "new")), None), root);
+        // Deactivation too, for Basic and for tokens.
+        let change = store::UserChange {
+            active: Some(false),
+            ..Default::default()
+        };
+        auth.users()
+            .change("root", change)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(
+            auth.authenticate(Some(&basic("root", "new")), None),
+            Outcome::Invalid
+        );
+        assert_eq!(
+            auth.authenticate(Some(&format!("bearer {token}")), None),
+            Outcome::Invalid
+        );
+        core.shutdown().unwrap();
+    }
+
+    #[test]
+    fn the_throttle_refuses_even_the_right_password() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+        let auth = Authenticator::new(AuthConfig::default(), core.clone(), dir.path()).unwrap();
+        assert!(auth.root_password_is_empty());
+        let attacker = Some(IpAddr::from([10, 1, 1, 1]));
+        for _ in 0..throttle::CLIENT_LIMIT {
+            assert!(auth.login("root", "guess", attacker).is_err());
+        }
+        assert!(auth.login("root", "", attacker).is_err());
+        // root from elsewhere is not locked out.
+        assert!(auth
+            .login("root", "", Some(IpAddr::from([10, 2, 2, 2])))
+            .is_ok());
+        core.shutdown().unwrap();
+    }
+
+    /// One authenticator for the property test (its data directory lives as long as the
+    /// test binary).
+    fn shared() -> &'static Authenticator {
+        static SHARED: std::sync::OnceLock<(tempfile::TempDir, Authenticator)> =
+            std::sync::OnceLock::new();
+        &SHARED
+            .get_or_init(|| {
+                let dir = tempfile::tempdir().unwrap();
+                let core =
+                    Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+                let config = AuthConfig {
+                    initial_root_password: "pw".into(),
+                    ..AuthConfig::default()
+                };
+                let auth = Authenticator::new(config, core, dir.path()).unwrap();
+                (dir, auth)
+            })
+            .1
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        /// The Authorization header and JWT parsing: arbitrary text, arbitrary bytes behind
+        /// each scheme, and tokens of three arbitrary base64url parts never panic and never
+        /// authenticate.
+        #[test]
+        fn arbitrary_authorization_headers_never_authenticate(
+            text in "\\PC{0,120}",
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..90),
+            parts in proptest::collection::vec("[A-Za-z0-9_-]{0,40}", 3),
+            scheme in proptest::sample::select(vec!["Basic ", "basic ", "Bearer ", "bearer ", "", "Basic"]),
+        ) {
+            let auth = shared();
+            let encoded = base64::engine::general_purpose::STANDARD.encode(&bytes);
+            let headers = [
+                text.clone(),
+                format!("{scheme}{text}"),
+                format!("{scheme}{encoded}"),
+                format!("{scheme}{}", parts.join(".")),
+            ];
+            for header in &headers {
+                let outcome = auth.authenticate(Some(header), Some(IpAddr::from([10, 7, 7, 7])));
+                proptest::prop_assert_ne!(
+                    std::mem::discriminant(&outcome),
+                    std::mem::discriminant(&Outcome::Authenticated(Identity::Superuser)),
+                    "{}", header
+                );
+            }
+            proptest::prop_assert!(auth.secrets().verify(&text).is_none());
+        }
+    }
+
+    #[test]
+    fn disabled_means_superuser() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+        let auth = Authenticator::new(AuthConfig::disabled(), core.clone(), dir.path()).unwrap();
+        assert_eq!(
+            auth.authenticate(Some("Basic garbage"), None),
+            Outcome::Authenticated(Identity::Superuser)
+        );
+        core.shutdown().unwrap();
+    }
+}

@@ -1,0 +1,135 @@
+//! The collections an AQL query may read and write, found from its tokens, for the access
+//! check of `POST /_api/cursor` ([`crate::access`]).
+//!
+//! An over-approximation, so that the check refuses rather than misses: every identifier or
+//! `@@bind` collection parameter that names an existing collection counts as read (unless it
+//! is an attribute name after `.` or an object key before `:`), as does a string literal that
+//! is a document handle (`"c/key"`, e.g. for `DOCUMENT()`) of an existing collection or a
+//! function's first argument naming one (`COLLECTION_COUNT("c")`); once a query has a data
+//! modification keyword, every collection after a later `IN` or `INTO` counts as written.
+//! Not covered: collections reached only through a named graph (`GRAPH "g"`) or computed
+//! strings.
+
+use std::collections::BTreeSet;
+
+use quiver_aql::lexer::{tokenize, Kw, Tok};
+use serde_json::Value;
+
+/// Collections a query reads and writes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct QueryCollections {
+    /// Read (includes every written one).
+    pub read: BTreeSet<String>,
+    /// Written.
+    pub written: BTreeSet<String>,
+}
+
+/// Most tokens looked at; a longer query is refused by the caller (counted as unreadable).
+const MAX_TOKENS: usize = 1 << 20;
+
+/// The collections of `query` (with `bind_vars` for `@@name`) among those `exists` knows;
+/// `None` if the query cannot be tokenized or is too long (it would fail anyway).
+pub fn collections_of(
+    query: &str,
+    bind_vars: Option<&Value>,
+    exists: impl Fn(&str) -> bool,
+) -> Option<QueryCollections> {
+    let tokens = tokenize(query).ok()?;
+    if tokens.len() > MAX_TOKENS {
+        return None;
+    }
+    let mut out = QueryCollections::default();
+    let mut modifies = false;
+    let mut target_next = false;
+    for (i, token) in tokens.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|p| &tokens[p].tok);
+        let next = tokens.get(i + 1).map(|t| &t.tok);
+        let attribute = prev == Some(&Tok::Sym(".")) || next == Some(&Tok::Sym(":"));
+        let name = match &token.tok {
+            Tok::Kw(Kw::Insert | Kw::Update | Kw::Replace | Kw::Remove | Kw::Upsert)
+                if !attribute =>
+            {
+                modifies = true;
+                None
+            }
+            Tok::Kw(Kw::In | Kw::Into) if modifies => {
+                target_next = true;
+                continue;
+            }
+            Tok::Ident(n) | Tok::QuotedIdent(n) if !attribute => Some(n.clone()),
+            Tok::BindColl(n) => bind_vars
+                .and_then(|b| b.get(format!("@{n}")))
+                .and_then(|v| v.as_str())
+                .map(str::to_owned),
+            Tok::Str(s) => {
+                let handle = s.split_once('/').map(|(c, _)| c);
+                match handle {
+                    Some(c) => Some(c.to_owned()),
+                    None if prev == Some(&Tok::Sym("(")) => Some(s.clone()),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        if let Some(name) = name.filter(|n| exists(n)) {
+            if target_next {
+                out.written.insert(name.clone());
+            }
+            out.read.insert(name);
+        }
+        target_next = false;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn of(query: &str) -> QueryCollections {
+        let known = ["orders", "secret", "users", "edges"];
+        collections_of(query, Some(&json!({"@c": "secret"})), |n| {
+            known.contains(&n)
+        })
+        .unwrap()
+    }
+
+    fn set(names: &[&str]) -> BTreeSet<String> {
+        names.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn reads_and_writes_are_found() {
+        let q = of("FOR d IN orders FILTER d.secret == 1 RETURN {users: d}");
+        assert_eq!(q.read, set(&["orders"]));
+        assert!(q.written.is_empty());
+        let q = of("FOR d IN orders INSERT d INTO secret");
+        assert_eq!(
+            (q.read, q.written),
+            (set(&["orders", "secret"]), set(&["secret"]))
+        );
+        let q = of("INSERT {a: (FOR x IN users RETURN x)} INTO orders");
+        assert_eq!(
+            q.written,
+            set(&["users", "orders"]),
+            "over-approximated, never missed"
+        );
+        let q = of("UPSERT {a: 1} INSERT {a: 1} UPDATE {b: 2} IN `orders`");
+        assert_eq!(q.written, set(&["orders"]));
+        let q = of("FOR d IN @@c REMOVE d IN @@c");
+        assert_eq!(q.written, set(&["secret"]));
+        let q = of("FOR v IN 1..2 OUTBOUND 'users/1' edges RETURN v");
+        assert_eq!(q.read, set(&["users", "edges"]));
+        let q = of("WITH users RETURN DOCUMENT(\"secret/s1\")");
+        assert_eq!(q.read, set(&["users", "secret"]));
+        let q = of("RETURN COLLECTION_COUNT('secret')");
+        assert_eq!(q.read, set(&["secret"]));
+        let q = of("RETURN {update: 1, remove: 2}");
+        assert!(q.read.is_empty() && q.written.is_empty());
+        let q = of("FOR d IN orders FILTER d.kind == 'secret' RETURN d.update");
+        assert_eq!(q.read, set(&["orders"]));
+        assert!(q.written.is_empty());
+        assert!(collections_of("FOR d IN 'unterminated", None, |_| true).is_none());
+    }
+}

@@ -1,0 +1,275 @@
+//! Authentication and permissions through `quiver_server::handle` with authentication on:
+//! the 401 answer, users and grants, batch parts running as the batch's caller, AQL
+//! collection checks and job ownership.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use http::Method;
+use quiver_core::{Core, CoreOptions};
+use quiver_server::auth::AuthConfig;
+use quiver_server::{handle, Request, Response, ServerConfig, ServerState};
+use serde_json::{json, Value};
+
+struct Fixture {
+    state: Arc<ServerState>,
+    _dir: tempfile::TempDir,
+}
+
+fn basic(user: &str, password: &str) -> String {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"));
+    format!("Basic {encoded}")
+}
+
+const ROOT: &str = "root";
+const ROOT_PASSWORD: &str = "secret root";
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+    let config = ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        async_queue_capacity: 4,
+        async_workers: 1,
+        auth: AuthConfig {
+            initial_root_password: ROOT_PASSWORD.into(),
+            ..AuthConfig::default()
+        },
+        ..ServerConfig::default()
+    };
+    Fixture {
+        state: ServerState::new(config, core).unwrap(),
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    fn call(
+        &self,
+        auth: Option<&str>,
+        method: Method,
+        target: &str,
+        body: Option<Value>,
+    ) -> Response {
+        let mut req = Request::build(method, target);
+        if let Some(auth) = auth {
+            req = req.with_header("authorization", auth);
+        }
+        if let Some(b) = body {
+            req = req.with_body(serde_json::to_vec(&b).unwrap());
+        }
+        handle(&self.state, req).settle_blocking()
+    }
+
+    fn root(&self, method: Method, target: &str, body: Option<Value>) -> Response {
+        self.call(Some(&basic(ROOT, ROOT_PASSWORD)), method, target, body)
+    }
+}
+
+fn json_of(r: &Response) -> Value {
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+#[test]
+fn unauthenticated_requests_get_401_with_both_challenges() {
+    let f = fixture();
+    let r = f.call(None, Method::GET, "/_api/version", None);
+    assert_eq!(r.status.as_u16(), 401);
+    assert_eq!(
+        json_of(&r),
+        json!({"code": 401, "error": true, "errorMessage": "not authorized to execute this request", "errorNum": 11})
+    );
+    let challenges: Vec<_> = r
+        .headers
+        .iter()
+        .filter(|(n, _)| n == http::header::WWW_AUTHENTICATE)
+        .map(|(_, v)| v.to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        challenges,
+        [
+            "Basic, realm=\"ArangoDB\"",
+            "Bearer, token_type=\"JWT\", realm=\"ArangoDB\""
+        ]
+    );
+    let omitted = handle(
+        &f.state,
+        Request::build(Method::GET, "/_api/version").with_header("x-omit-www-authenticate", "x"),
+    );
+    assert_eq!(omitted.status.as_u16(), 401);
+    assert!(omitted
+        .headers
+        .iter()
+        .all(|(n, _)| n != http::header::WWW_AUTHENTICATE));
+    assert_eq!(
+        f.call(Some(&basic(ROOT, "")), Method::GET, "/_api/version", None)
+            .status
+            .as_u16(),
+        401
+    );
+    assert_eq!(
+        f.root(Method::GET, "/_api/version", None).status.as_u16(),
+        200
+    );
+    assert_eq!(
+        f.call(None, Method::GET, "/_admin/server/availability", None)
+            .status
+            .as_u16(),
+        200
+    );
+}
+
+#[test]
+fn grants_batch_parts_aql_and_jobs() {
+    let f = fixture();
+    assert_eq!(
+        f.root(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "shop"}))
+        )
+        .status
+        .as_u16(),
+        201
+    );
+    for c in ["orders", "secret"] {
+        let r = f.root(
+            Method::POST,
+            "/_db/shop/_api/collection",
+            Some(json!({"name": c})),
+        );
+        assert_eq!(r.status.as_u16(), 200);
+    }
+    let r = f.root(
+        Method::POST,
+        "/_api/user",
+        Some(json!({"user": "ann", "passwd": "pw"})),
+    );
+    assert_eq!(r.status.as_u16(), 201);
+    let ann = basic("ann", "pw");
+    // No grant yet: the database is closed (401), then read-only, then orders read-write.
+    assert_eq!(
+        f.call(Some(&ann), Method::GET, "/_db/shop/_api/collection", None)
+            .status
+            .as_u16(),
+        401
+    );
+    let r = f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop",
+        Some(json!({"grant": "ro"})),
+    );
+    assert_eq!(
+        (r.status.as_u16(), json_of(&r)["shop"].clone()),
+        (200, json!("ro"))
+    );
+    assert_eq!(
+        f.call(Some(&ann), Method::GET, "/_db/shop/_api/collection", None)
+            .status
+            .as_u16(),
+        200
+    );
+    let insert = |auth: &str| {
+        f.call(
+            Some(auth),
+            Method::POST,
+            "/_db/shop/_api/document/orders",
+            Some(json!({})),
+        )
+        .status
+        .as_u16()
+    };
+    assert_eq!(insert(&ann), 403);
+    let r = f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop/orders",
+        Some(json!({"grant": "rw"})),
+    );
+    assert_eq!(r.status.as_u16(), 200);
+    assert_eq!(insert(&ann), 202);
+    f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop/secret",
+        Some(json!({"grant": "none"})),
+    );
+
+    // Batch parts run as the batch's caller; their own Authorization headers change nothing.
+    let root = basic(ROOT, ROOT_PASSWORD);
+    let body = format!(
+        "--XB\r\nContent-Type: application/x-arango-batchpart\r\n\r\nPOST /_api/document/secret HTTP/1.1\r\nAuthorization: {root}\r\n\r\n{{}}\r\n\
+         --XB\r\nContent-Type: application/x-arango-batchpart\r\n\r\nPOST /_api/document/orders HTTP/1.1\r\n\r\n{{}}\r\n\
+         --XB\r\nContent-Type: application/x-arango-batchpart\r\n\r\nPOST /_api/document/orders HTTP/1.1\r\n\r\n{{}}\r\n--XB--\r\n"
+    );
+    let req = Request::build(Method::POST, "/_db/shop/_api/batch")
+        .with_header("authorization", &ann)
+        .with_header("content-type", "multipart/form-data; boundary=XB")
+        .with_body(body);
+    let r = handle(&f.state, req).settle_blocking();
+    let text = String::from_utf8_lossy(&r.body).to_string();
+    let statuses: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("HTTP/1.1 "))
+        .map(|l| &l[..3])
+        .collect();
+    assert_eq!(statuses, ["403", "202", "202"], "{text}");
+    assert_eq!(r.header("x-arango-errors"), Some("1"));
+
+    // AQL: every collection the query may read needs ro, every one it may write rw.
+    let query = |q: &str| {
+        f.call(
+            Some(&ann),
+            Method::POST,
+            "/_db/shop/_api/cursor",
+            Some(json!({"query": q})),
+        )
+        .status
+        .as_u16()
+    };
+    assert_eq!(query("FOR d IN orders RETURN d"), 201);
+    assert_eq!(query("INSERT {} INTO orders"), 201);
+    assert_eq!(query("FOR d IN secret RETURN d"), 403);
+    assert_eq!(query("FOR d IN orders INSERT d INTO secret"), 403);
+    assert_eq!(query("RETURN DOCUMENT('secret/x')"), 403);
+
+    // Async jobs: queued with the caller's rights, results only for the caller.
+    let req = Request::build(Method::GET, "/_db/shop/_api/collection/orders/count")
+        .with_header("authorization", &ann)
+        .with_header("x-arango-async", "store");
+    let r = handle(&f.state, req);
+    assert_eq!(r.status.as_u16(), 202);
+    let job = r.header("x-arango-async-id").unwrap().to_owned();
+    let status = |auth: &str| {
+        f.call(
+            Some(auth),
+            Method::GET,
+            &format!("/_db/shop/_api/job/{job}"),
+            None,
+        )
+        .status
+        .as_u16()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while status(&ann) != 200 {
+        assert!(std::time::Instant::now() < deadline, "job never finished");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        status(&root),
+        404,
+        "root is a user too: not the job's owner"
+    );
+
+    // Removing the user closes everything at once.
+    assert_eq!(
+        f.root(Method::DELETE, "/_api/user/ann", None)
+            .status
+            .as_u16(),
+        202
+    );
+    assert_eq!(
+        f.call(Some(&ann), Method::GET, "/_db/shop/_api/collection", None)
+            .status
+            .as_u16(),
+        401
+    );
+}
