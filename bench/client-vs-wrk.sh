@@ -9,6 +9,7 @@
 # Writes OUT_DIR/client-vs-wrk.csv (one row per measurement) and prints a median table with
 # quiver bench's share of wrk's requests/s. wrk and quiver bench alternate so that both see
 # the same machine state; wrk runs 1 thread at c=1 and 2 threads otherwise (one per core).
+# Both send root's Basic credentials, as against a QuiverDB server (the floor ignores them).
 source "$(dirname "$0")/common.sh"
 cd "$REPO"
 OUT=${1:-docs/benchmarks/results}
@@ -37,7 +38,7 @@ echo "tool,concurrency,round,requests_per_second" > "$CSV"
 for c in $CONCURRENCY; do
   t=2; [ "$c" = 1 ] && t=1
   for r in $(seq "$ROUNDS"); do
-    w=$(timeout $((DURATION + 20)) wrk -t$t -c"$c" -d"${DURATION}s" --timeout 5s "$URL" \
+    w=$(timeout $((DURATION + 20)) wrk -t$t -c"$c" -d"${DURATION}s" --timeout 5s "${AUTH[@]}" "$URL" \
         | awk '/Requests\/sec/ {print $2}')
     echo "wrk,$c,$r,$w" >> "$CSV"
     sleep 1

@@ -6,6 +6,9 @@
 #
 #   bench/edge-index-restart-ab.sh A_BIN B_BIN DATA_DIR [ROUNDS]
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 A=$1 B=$2 DIR=$3 ROUNDS=${4:-3}
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 url=http://127.0.0.1:$port
@@ -17,9 +20,9 @@ for r in $(seq "$ROUNDS"); do
     "$bin" serve --server.endpoint "tcp://127.0.0.1:$port" --database.directory "$DIR" \
       --log.level info >"$DIR.restart.log" 2>&1 &
     pid=$!
-    for _ in $(seq 1200); do curl -fs "$url/_api/version" >/dev/null && break; sleep 0.05; done
+    for _ in $(seq 1200); do curl -fs "${AUTH[@]}" "$url/_api/version" >/dev/null && break; sleep 0.05; done
     t1=$(date +%s.%N)
-    curl -fs -X POST "$url/_db/pokec/_api/cursor" -d "$query" >/dev/null || echo "graph query failed" >&2
+    curl -fs "${AUTH[@]}" -X POST "$url/_db/pokec/_api/cursor" -d "$query" >/dev/null || echo "graph query failed" >&2
     t2=$(date +%s.%N)
     cpu=$(awk '{ sub(/.*\) /, ""); print ($12 + $13) / 100 }' "/proc/$pid/stat")
     python3 -c "import sys; t0, t1, t2 = map(float, sys.argv[3:6]); print(f'round {sys.argv[1]} build {sys.argv[2]}: up {t1 - t0:.2f} s, first graph query {t2 - t0:.2f} s, CPU {sys.argv[6]} s')" \

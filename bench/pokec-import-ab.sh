@@ -4,8 +4,13 @@
 #
 #   bench/pokec-import-ab.sh A_BIN B_BIN DATA_DIR      (DATA_DIR written by `quiver bench pokec generate`)
 #
-# Env: ROUNDS (default 2). The load client is B_BIN's `bench pokec load`.
+# Env: ROUNDS (default 2). The load client is B_BIN's `bench pokec load`; it sends root's empty
+# password (--server.username/--server.password), so B_BIN must be a build whose pokec client
+# has those options when A_BIN keeps authentication on.
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 A=$1 B=$2 DATA=$3 ROUNDS=${ROUNDS:-2}
 for r in $(seq "$ROUNDS"); do
   for name in A B; do
@@ -14,7 +19,7 @@ for r in $(seq "$ROUNDS"); do
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     "$bin" serve --server.endpoint "tcp://127.0.0.1:$port" --database.directory "$dir" >/dev/null 2>&1 &
     pid=$!
-    for _ in $(seq 100); do curl -fs "http://127.0.0.1:$port/_api/version" >/dev/null && break; sleep 0.1; done
+    for _ in $(seq 100); do curl -fs "${AUTH[@]}" "http://127.0.0.1:$port/_api/version" >/dev/null && break; sleep 0.1; done
     report=$dir.json
     "$B" bench pokec load --endpoint "tcp://127.0.0.1:$port" --dir "$DATA" --server-pid "$pid" \
       --report "$report" >/dev/null

@@ -6,6 +6,9 @@
 #
 #   bench/restart-memory-ab.sh A_BIN B_BIN [DOCS] [ROUNDS]
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 A=$1 B=$2 DOCS=${3:-2000000} ROUNDS=${4:-2}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
@@ -16,13 +19,13 @@ start() { # bin; sets pid, returns once the server answers
   "$1" serve --server.endpoint "tcp://127.0.0.1:$port" --database.directory "$dir/data" \
     --log.level warning >"$dir/log" 2>&1 &
   pid=$!
-  for _ in $(seq 600); do curl -fs "$url/_api/version" >/dev/null && return; sleep 0.02; done
+  for _ in $(seq 600); do curl -fs "${AUTH[@]}" "$url/_api/version" >/dev/null && return; sleep 0.02; done
   echo "server did not come up" >&2
   exit 1
 }
 
 start "$A"
-curl -fs -X POST "$url/_api/collection" -d '{"name":"c"}' >/dev/null
+curl -fs "${AUTH[@]}" -X POST "$url/_api/collection" -d '{"name":"c"}' >/dev/null
 python3 - "$DOCS" "$dir" <<'PY'
 import sys
 n, d = int(sys.argv[1]), sys.argv[2]
@@ -33,7 +36,7 @@ for part in range(0, n, chunk):
             f.write('{"a":%d}\n' % i)
 PY
 for part in "$dir"/part*.jsonl; do
-  curl -fs -X POST "$url/_api/import?collection=c&type=documents" --data-binary "@$part" >/dev/null
+  curl -fs "${AUTH[@]}" -X POST "$url/_api/import?collection=c&type=documents" --data-binary "@$part" >/dev/null
 done
 kill -TERM "$pid"; wait "$pid" || true
 
@@ -44,7 +47,7 @@ for r in $(seq "$ROUNDS"); do
     start "$bin"
     t1=$(date +%s.%N)
     sleep 1
-    count=$(curl -fs "$url/_api/collection/c/count" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')
+    count=$(curl -fs "${AUTH[@]}" "$url/_api/collection/c/count" | python3 -c 'import json,sys; print(json.load(sys.stdin)["count"])')
     anon=$(awk '/RssAnon/{print $2}' "/proc/$pid/status")
     python3 -c "import sys; r, n, t0, t1, c, a = sys.argv[1:]; print(f'round {r} build {n}: up {float(t1) - float(t0):.2f} s, {c} documents, RssAnon {int(a) / 1024:.0f} MiB ({int(a) * 1024 / int(c):.0f} bytes/doc)')" \
       "$r" "$name" "$t0" "$t1" "$count" "$anon"

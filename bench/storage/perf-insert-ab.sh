@@ -10,6 +10,9 @@
 #
 # Needs wrk, curl and perf (with access to the syscalls tracepoints).
 set -uo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 [ $# -ge 3 ] || { echo "usage: $0 ROUNDS CONCURRENCY QUIVER_BIN [QUIVER_BIN...]" >&2; exit 2; }
 ROUNDS=$1; C=$2; shift 2
 WORK=$(mktemp -d ${TMPDIR:-/tmp}/perfab.XXXX)
@@ -19,6 +22,7 @@ trap cleanup EXIT
 cat > "$WORK/post.lua" <<'LUA'
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Basic cm9vdDo="
 wrk.body = '{"name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}'
 LUA
 for r in $(seq "$ROUNDS"); do
@@ -29,13 +33,13 @@ for r in $(seq "$ROUNDS"); do
     for _ in $(seq 100); do grep -qs listening "$WORK/log" && break; sleep 0.1; done
     port=$(grep -o '127.0.0.1:[0-9]*' "$WORK/log" | head -1 | cut -d: -f2)
     url=http://127.0.0.1:$port
-    curl -sf -X POST "$url/_api/collection" -d '{"name":"profiles"}' >/dev/null
+    curl -sf "${AUTH[@]}" -X POST "$url/_api/collection" -d '{"name":"profiles"}' >/dev/null
     wrk -t2 -c$C -d6s -s "$WORK/post.lua" "$url/_api/document/profiles" > "$WORK/wrk" &
     WPID=$!
     sleep 1
-    c0=$(curl -sf "$url/_api/collection/profiles/count" | grep -o '"count":[0-9]*' | cut -d: -f2)
+    c0=$(curl -sf "${AUTH[@]}" "$url/_api/collection/profiles/count" | grep -o '"count":[0-9]*' | cut -d: -f2)
     perf stat -x, -e task-clock,context-switches,syscalls:sys_enter_sched_yield,syscalls:sys_enter_pwrite64,syscalls:sys_enter_futex,page-faults -p $PID -- sleep 4 2> "$WORK/perf"
-    c1=$(curl -sf "$url/_api/collection/profiles/count" | grep -o '"count":[0-9]*' | cut -d: -f2)
+    c1=$(curl -sf "${AUTH[@]}" "$url/_api/collection/profiles/count" | grep -o '"count":[0-9]*' | cut -d: -f2)
     wait $WPID
     n=$((c1 - c0))
     awk -F, -v b="$(basename "$bin")" -v r="$r" -v n="$n" '

@@ -4,7 +4,8 @@ tiny scale against the real `quiver` binary.
 Checks the generated files, that the import leaves exactly the generated counts in database
 `pokec` (through python-arango), and that every workload either matches the checksums the
 generator computed (neighbor counts, path lengths, aggregation total, read/write counts) or is
-reported as not implemented by the server (501) — nothing may fail.
+reported as not implemented by the server (501) — nothing may fail. The server keeps
+authentication on; the bench client sends root's empty password, and a wrong one is refused.
 """
 import json
 import os
@@ -58,13 +59,27 @@ def test_bad_scale_is_rejected(tmp_path):
 
 @pytest.fixture()
 def server(tmp_path):
-    """A server of its own without authentication: `quiver bench pokec` sends no credentials
-    (the pokec client has no Authorization setting)."""
+    """A server of its own with authentication on (the default): `quiver bench pokec` sends
+    root's empty password unless told otherwise (--server.username/--server.password)."""
     from conftest import Server
 
-    srv = Server(tmp_path / "pokec-db", extra_args=["--server.authentication", "false"]).start()
+    srv = Server(tmp_path / "pokec-db").start()
     yield srv
     srv.stop()
+
+
+def test_wrong_password_is_refused(dataset, server):
+    out, _ = dataset
+    endpoint = f"tcp://127.0.0.1:{server.port}"
+    for sub in ["load", "run"]:
+        proc = subprocess.run(pokec_cmd() + [sub, "--endpoint", endpoint, "--dir", str(out),
+                                             "--server.password", "wrong"],
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, (sub, proc.stdout, proc.stderr)
+        assert "HTTP 401" in proc.stderr, (sub, proc.stderr)
+    # Nothing was imported: the refused load could not create database `pokec`.
+    sys_db = ArangoClient(hosts=server.url).db("_system", username="root", password="")
+    assert not sys_db.has_database("pokec")
 
 
 def test_load_and_run(dataset, server, tmp_path):
@@ -78,7 +93,7 @@ def test_load_and_run(dataset, server, tmp_path):
     assert load["profiles"]["requests"] > 1  # batches really were split
     assert load["peakRssKiB"] > 0
 
-    db = ArangoClient(hosts=server.url).db("pokec")
+    db = ArangoClient(hosts=server.url).db("pokec", username="root", password="")
     assert db.collection("profiles").count() == 490
     relations = db.collection("relations")
     assert relations.count() == 9187

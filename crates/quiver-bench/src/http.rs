@@ -249,6 +249,15 @@ fn base64(input: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(input)
 }
 
+/// The `Authorization` header value of HTTP Basic authentication for `username`/`password`
+/// (arangobench's `--server.username` and `--server.password`).
+pub fn basic_authorization(username: &str, password: &str) -> String {
+    format!(
+        "Basic {}",
+        base64(format!("{username}:{password}").as_bytes())
+    )
+}
+
 /// Connection settings shared by every client of a run.
 #[derive(Clone, Debug)]
 pub struct ClientSettings {
@@ -278,12 +287,9 @@ impl ClientSettings {
                 format!("'{}' resolves to no address", config.endpoint.host),
             ));
         }
-        let authorization = config.authentication.then(|| {
-            format!(
-                "Basic {}",
-                base64(format!("{}:{}", config.username, config.password).as_bytes())
-            )
-        });
+        let authorization = config
+            .authentication
+            .then(|| basic_authorization(&config.username, &config.password));
         Ok(ClientSettings {
             addrs,
             host_header: config.endpoint.host_header(),

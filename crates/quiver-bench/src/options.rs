@@ -11,7 +11,7 @@ use crate::case_kind::CaseKind;
 
 /// arangobench's boolean options take a value (`--keep-alive false`) but may also be given
 /// bare (`--quiet`), which means `true`.
-fn parse_bool(text: &str) -> Result<bool, String> {
+pub(crate) fn parse_bool(text: &str) -> Result<bool, String> {
     match text.to_ascii_lowercase().as_str() {
         "true" | "yes" | "on" | "1" | "y" => Ok(true),
         "false" | "no" | "off" | "0" | "n" => Ok(false),

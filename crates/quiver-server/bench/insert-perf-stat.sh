@@ -9,6 +9,9 @@
 # Env: CONCURRENCY (default 16), DURATION (seconds per measurement, default 4), ROUNDS
 # (default 3). Prints one CSV line per measurement (all figures per request) and the medians.
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 cd "$(dirname "$0")/../../.."
 : "${QUIVER_BIN:?set QUIVER_BIN}" "${QUIVER_BASE_BIN:?set QUIVER_BASE_BIN}"
 DURATION=${DURATION:-4}
@@ -33,12 +36,13 @@ for s in base new; do
   port=$(grep -o '127.0.0.1:[0-9]*' "$WORK/$s.log" | head -1 | cut -d: -f2)
   [ -n "$port" ] || { echo "$s did not start" >&2; cat "$WORK/$s.log" >&2; exit 1; }
   URL[$s]=http://127.0.0.1:$port
-  curl -sf -X POST "${URL[$s]}/_api/collection" -d '{"name":"profiles"}' >/dev/null
+  curl -sf "${AUTH[@]}" -X POST "${URL[$s]}/_api/collection" -d '{"name":"profiles"}' >/dev/null
 done
 BODY='{"name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}'
 cat > "$WORK/post.lua" <<LUA
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Basic cm9vdDo="
 wrk.body = '$BODY'
 LUA
 

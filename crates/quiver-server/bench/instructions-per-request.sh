@@ -12,6 +12,9 @@
 # with N1 and N2 sequential requests over one keep-alive connection; the difference divided by
 # N2 - N1 is the per-request count (start-up and shutdown cancel out).
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install -y valgrind)" >&2; exit 1; }
 OP=${OP:-read}
 N1=${N1:-500}
@@ -30,12 +33,14 @@ import http.client, sys
 port, n, method, path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 body = ('{"query":"RETURN 1"}' if path.endswith("cursor") else
         '{"name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}')
+# Root's empty password, as curl sends it (builds without authentication ignore it).
+auth = {"Authorization": "Basic cm9vdDo="}
 c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
 for _ in range(n):
     if method == "POST":
-        c.request(method, path, body=body, headers={"Content-Type": "application/json"})
+        c.request(method, path, body=body, headers={**auth, "Content-Type": "application/json"})
     else:
-        c.request(method, path)
+        c.request(method, path, headers=auth)
     r = c.getresponse()
     r.read()
     assert r.status < 300, (r.status, path)
@@ -56,8 +61,8 @@ count() { # kind binary requests -> total instructions
   port=$(grep -o '127.0.0.1:[0-9]*' "$dir/log" | head -1 | cut -d: -f2)
   [ -n "$port" ] || { echo "server did not start" >&2; cat "$dir"/*.log >&2; exit 1; }
   if [ "$kind" != floor ]; then
-    curl -sf -X POST "http://127.0.0.1:$port/_api/collection" -d '{"name":"profiles"}' >/dev/null
-    curl -sf -X POST "http://127.0.0.1:$port/_api/document/profiles" \
+    curl -sf "${AUTH[@]}" -X POST "http://127.0.0.1:$port/_api/collection" -d '{"name":"profiles"}' >/dev/null
+    curl -sf "${AUTH[@]}" -X POST "http://127.0.0.1:$port/_api/document/profiles" \
       -d '{"_key":"12345","name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}' >/dev/null
   fi
   python3 "$WORK/client.py" "$port" "$n" "$METHOD" "$URLPATH"

@@ -15,6 +15,9 @@
 # steadier one: it does not depend on how much CPU the other processes left to the server and to
 # wrk. Stops with an error if any server answers a non-2xx status.
 set -euo pipefail
+# Every request carries root's empty password (HTTP Basic): servers with authentication on
+# accept it, builds without authentication ignore the header.
+AUTH=(-H "Authorization: Basic cm9vdDo=")
 cd "$(dirname "$0")/../../.."
 TARGET=${CARGO_TARGET_DIR:-target}
 DURATION=${DURATION:-5}
@@ -63,8 +66,8 @@ if [ -n "${BPID:-}" ]; then
 fi
 for s in $SERVERS; do
   [ "$s" = floor ] && continue
-  curl -sf -X POST "${URL[$s]}/_api/collection" -d '{"name":"profiles"}' >/dev/null
-  curl -sf -X POST "${URL[$s]}/_api/document/profiles" -d "{\"_key\":\"12345\",${BODY:1}" >/dev/null
+  curl -sf "${AUTH[@]}" -X POST "${URL[$s]}/_api/collection" -d '{"name":"profiles"}' >/dev/null
+  curl -sf "${AUTH[@]}" -X POST "${URL[$s]}/_api/document/profiles" -d "{\"_key\":\"12345\",${BODY:1}" >/dev/null
 done
 
 cat > "$WORK/post.lua" <<LUA
@@ -82,7 +85,7 @@ run() { # pid url threads conns [script] -> "requests_per_second,server_cpu_us_p
   local extra=() before after
   [ -n "${5:-}" ] && extra=(-s "$5")
   before=$(cpu_ticks "$1")
-  timeout $((DURATION + 20)) wrk -t"$3" -c"$4" -d"${DURATION}s" --timeout 5s "${extra[@]}" "$2" \
+  timeout $((DURATION + 20)) wrk -t"$3" -c"$4" -d"${DURATION}s" --timeout 5s "${AUTH[@]}" "${extra[@]}" "$2" \
     >"$WORK/wrk.out"
   after=$(cpu_ticks "$1")
   # A server that answers errors is fast and wrong: never count that as throughput.

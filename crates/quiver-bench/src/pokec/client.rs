@@ -13,7 +13,13 @@ use crate::options::Endpoint;
 
 pub const DATABASE: &str = "pokec";
 
-pub fn settings(endpoint: &str, timeout: Duration) -> Result<ClientSettings, Error> {
+/// Connection settings for `endpoint`; `authorization` is the `Authorization` header every
+/// request carries (None: no header).
+pub fn settings(
+    endpoint: &str,
+    authorization: Option<String>,
+    timeout: Duration,
+) -> Result<ClientSettings, Error> {
     use std::net::ToSocketAddrs;
     let endpoint = Endpoint::parse(endpoint)?;
     let addrs = (endpoint.host.as_str(), endpoint.port)
@@ -28,7 +34,7 @@ pub fn settings(endpoint: &str, timeout: Duration) -> Result<ClientSettings, Err
     Ok(ClientSettings {
         addrs,
         host_header: endpoint.host_header(),
-        authorization: None,
+        authorization,
         keep_alive: true,
         connect_timeout: Duration::from_secs(10),
         request_timeout: timeout,

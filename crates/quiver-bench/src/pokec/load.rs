@@ -18,6 +18,8 @@ use crate::http::{HttpClient, Method};
 #[derive(Clone, Debug)]
 pub struct LoadOptions {
     pub endpoint: String,
+    /// The `Authorization` header of every request (None: no header).
+    pub authorization: Option<String>,
     pub dir: std::path::PathBuf,
     pub connections: usize,
     /// Bytes of JSON lines per import request.
@@ -130,7 +132,11 @@ pub async fn import_file(
         }
     });
     let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    let settings = settings(&opts.endpoint, Duration::from_secs(600))?;
+    let settings = settings(
+        &opts.endpoint,
+        opts.authorization.clone(),
+        Duration::from_secs(600),
+    )?;
     let path = format!("/_api/import?collection={collection}&type=documents");
     let mut tasks = Vec::new();
     for _ in 0..opts.connections {
@@ -219,7 +225,11 @@ pub fn load(opts: &LoadOptions) -> Result<Value, Error> {
     let monitor = Monitor::start(opts.server_pid, opts.max_rss_kib);
     let runtime = super::client::runtime()?;
     let report = runtime.block_on(async {
-        let settings = settings(&opts.endpoint, Duration::from_secs(600))?;
+        let settings = settings(
+            &opts.endpoint,
+            opts.authorization.clone(),
+            Duration::from_secs(600),
+        )?;
         let mut control = HttpClient::new(settings, "_system");
         control.retry_stale = true;
         create_schema(&mut control).await?;

@@ -52,6 +52,8 @@ enum Command {
         batch_bytes: usize,
         #[command(flatten)]
         server: ServerArgs,
+        #[command(flatten)]
+        credentials: CredentialArgs,
         /// Write the import report (JSON) here as well as to stdout.
         #[arg(long)]
         report: Option<PathBuf>,
@@ -74,6 +76,8 @@ enum Command {
         restrict: usize,
         #[command(flatten)]
         server: ServerArgs,
+        #[command(flatten)]
+        credentials: CredentialArgs,
         /// Import report to embed into the run report.
         #[arg(long)]
         import_report: Option<PathBuf>,
@@ -99,6 +103,31 @@ struct ServerArgs {
 impl ServerArgs {
     fn limit_kib(&self) -> u64 {
         (self.max_rss_gib * 1024.0 * 1024.0) as u64
+    }
+}
+
+/// HTTP Basic credentials, with arangobench's option names and defaults (root, empty
+/// password, authentication on).
+#[derive(clap::Args, Debug)]
+struct CredentialArgs {
+    /// User name for HTTP Basic authentication.
+    #[arg(long = "server.username", default_value = "root")]
+    username: String,
+    /// Password for HTTP Basic authentication.
+    #[arg(long = "server.password", default_value = "")]
+    password: String,
+    /// Send an Authorization header at all.
+    #[arg(long = "server.authentication", default_value = "true", num_args = 0..=1,
+          default_missing_value = "true", value_parser = crate::options::parse_bool,
+          action = clap::ArgAction::Set)]
+    authentication: bool,
+}
+
+impl CredentialArgs {
+    /// The `Authorization` header every request carries (None with authentication off).
+    fn authorization(&self) -> Option<String> {
+        self.authentication
+            .then(|| crate::http::basic_authorization(&self.username, &self.password))
     }
 }
 
@@ -135,10 +164,12 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             connections,
             batch_bytes,
             server,
+            credentials,
             report,
         } => {
             let opts = load::LoadOptions {
                 endpoint,
+                authorization: credentials.authorization(),
                 dir,
                 connections,
                 batch_bytes: batch_bytes.clamp(1 << 10, 256 << 20),
@@ -158,12 +189,14 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             tests,
             restrict,
             server,
+            credentials,
             import_report,
             report,
             csv,
         } => {
             let opts = workload::RunOptions {
                 endpoint,
+                authorization: credentials.authorization(),
                 dir,
                 connections,
                 tests,
@@ -205,5 +238,57 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             eprintln!("quiver bench pokec: {} (error {})", e.message, e.number());
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("pokec").chain(args.iter().copied())).unwrap()
+    }
+
+    fn credentials(cli: Cli) -> CredentialArgs {
+        match cli.command {
+            Command::Load { credentials, .. } | Command::Run { credentials, .. } => credentials,
+            Command::Generate { .. } => panic!("generate has no credentials"),
+        }
+    }
+
+    #[test]
+    fn load_and_run_send_roots_empty_password_by_default() {
+        for sub in ["load", "run"] {
+            let c = credentials(parse(&[sub, "--dir", "/tmp/x"]));
+            // base64("root:")
+            assert_eq!(
+                c.authorization().as_deref(),
+                Some("Basic cm9vdDo="),
+                "{sub}"
+            );
+        }
+    }
+
+    #[test]
+    fn credentials_follow_arangobench_options() {
+        let c = credentials(parse(&[
+            "run",
+            "--dir",
+            "/tmp/x",
+            "--server.username",
+            "bench",
+            "--server.password",
+            "s3cret",
+        ]));
+        // base64("bench:s3cret")
+        assert_eq!(c.authorization().as_deref(), Some("Basic YmVuY2g6czNjcmV0"));
+        let off = credentials(parse(&[
+            "load",
+            "--dir",
+            "/tmp/x",
+            "--server.authentication",
+            "false",
+        ]));
+        assert_eq!(off.authorization(), None);
     }
 }

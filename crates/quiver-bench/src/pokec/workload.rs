@@ -43,6 +43,8 @@ const MAX_BATCHES: usize = 100_000;
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub endpoint: String,
+    /// The `Authorization` header of every request (None: no header).
+    pub authorization: Option<String>,
     pub dir: std::path::PathBuf,
     pub connections: usize,
     pub tests: Vec<String>,
@@ -362,7 +364,11 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
     let load_start = loadavg();
     let monitor = Monitor::start(opts.server_pid, opts.max_rss_kib);
     let cpu_before = monitor.now().map(|u| u.cpu_seconds);
-    let settings = settings(&opts.endpoint, Duration::from_secs(600))?;
+    let settings = settings(
+        &opts.endpoint,
+        opts.authorization.clone(),
+        Duration::from_secs(600),
+    )?;
     let runtime = super::client::runtime()?;
     let over = monitor.over_limit();
     let selected = |name: &str| opts.tests.iter().any(|t| t == name);
@@ -661,6 +667,7 @@ mod tests {
     fn unknown_tests_and_bad_connection_counts_are_rejected() {
         let opts = RunOptions {
             endpoint: "tcp://127.0.0.1:1".into(),
+            authorization: None,
             dir: std::path::PathBuf::from("/nonexistent"),
             connections: 25,
             tests: vec!["neighbours".into()],

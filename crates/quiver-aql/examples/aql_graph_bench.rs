@@ -2,7 +2,7 @@
 //! a hard path) through the query service over quiver-core, no HTTP. Builds a random
 //! power-law-ish graph first.
 //!
-//! `cargo run --release -p quiver-aql --example graph_bench -- <vertices> <avg out-degree> <queries>`
+//! `cargo run --release -p quiver-aql --example aql_graph_bench -- <vertices> <avg out-degree> <queries>`
 
 use std::sync::Arc;
 use std::time::Instant;
