@@ -1,5 +1,6 @@
 //! The hyper 1.x connection loop: HTTP/1.1 (keep-alive, pipelining) and HTTP/2 (prior
-//! knowledge or `Upgrade: h2c`) on the same port, body limits, request-body decompression, common headers and
+//! knowledge or `Upgrade: h2c`) on the same port, or over TLS (`ssl://` endpoints, HTTP/2
+//! chosen by ALPN, see [`tls`]), body limits, request-body decompression, common headers and
 //! CORS. Everything else happens in [`crate::handle`].
 //!
 //! hyper is used directly rather than through a web framework: routing is ArangoDB's own
@@ -31,6 +32,9 @@ use tokio::sync::watch;
 use crate::{Request, Response, ServerState, ALLOWED_METHODS};
 
 mod h2c;
+pub mod tls;
+
+pub use tls::{TlsConfig, TlsProtocol};
 
 /// Headers ArangoDB sends on every response (http-api.md §1.6).
 const STATIC_HEADERS: &[(&str, &str)] = &[
@@ -104,6 +108,19 @@ pub fn serve(state: Arc<ServerState>, listener: TcpListener) -> std::io::Result<
     serve_on(state, listener, vec![tokio::runtime::Handle::current()])
 }
 
+/// As [`serve_on`], for an `ssl://` endpoint: every connection first completes a TLS handshake
+/// (at most [`tls::HANDSHAKE_WAIT`]; a failed one just closes that connection), then speaks
+/// HTTP/2 if the client chose `h2` by ALPN, HTTP/1.1 otherwise. Placement, accounting and
+/// shutdown are those of [`serve_on`].
+pub fn serve_tls_on(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    workers: Vec<tokio::runtime::Handle>,
+    tls: TlsConfig,
+) -> std::io::Result<ServeHandle> {
+    start(state, listener, workers, Some(tls))
+}
+
 /// Serves `state` on `listener` until [`ServeHandle::shutdown`], spreading the connections
 /// over `workers` (runtimes): the accept loop runs on the current runtime (the listener's),
 /// and each new connection goes to the worker runtime with the fewest open connections and
@@ -122,6 +139,16 @@ pub fn serve_on(
     listener: TcpListener,
     workers: Vec<tokio::runtime::Handle>,
 ) -> std::io::Result<ServeHandle> {
+    start(state, listener, workers, None)
+}
+
+/// Starts the accept loop of [`serve_on`] and [`serve_tls_on`].
+fn start(
+    state: Arc<ServerState>,
+    listener: TcpListener,
+    workers: Vec<tokio::runtime::Handle>,
+    tls: Option<TlsConfig>,
+) -> std::io::Result<ServeHandle> {
     if workers.is_empty() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
@@ -130,7 +157,7 @@ pub fn serve_on(
     }
     let local_addr = listener.local_addr()?;
     let (stop, stopped) = watch::channel(false);
-    let task = tokio::spawn(accept_loop(state, listener, stopped, workers));
+    let task = tokio::spawn(accept_loop(state, listener, stopped, workers, tls));
     Ok(ServeHandle {
         local_addr,
         stop,
@@ -143,6 +170,7 @@ async fn accept_loop(
     listener: TcpListener,
     mut stopped: watch::Receiver<bool>,
     workers: Vec<tokio::runtime::Handle>,
+    tls: Option<TlsConfig>,
 ) {
     // Open connections per worker: where the next one goes, and what shutdown waits for.
     let loads: Vec<Arc<AtomicUsize>> = workers
@@ -171,6 +199,7 @@ async fn accept_loop(
             .expect("serve_on checked that there is a worker");
         let state = state.clone();
         let conn_stopped = stopped.clone();
+        let tls = tls.clone();
         let open = OpenConnection::new(load);
         // A socket is registered with the reactor of the runtime that accepted it: it moves
         // to its worker's runtime as a std socket (still non-blocking) and is registered
@@ -185,7 +214,10 @@ async fn accept_loop(
         };
         worker.spawn(async move {
             match TcpStream::from_std(stream) {
-                Ok(stream) => connection(state, stream, conn_stopped, open).await,
+                Ok(stream) => match tls {
+                    None => connection(state, stream, conn_stopped, open).await,
+                    Some(tls) => tls_connection(state, stream, tls, conn_stopped, open).await,
+                },
                 Err(e) => tracing::warn!("cannot register a connection with its worker: {e}"),
             }
         });
@@ -242,6 +274,44 @@ async fn connection(
             return;
         }
     }
+    http1_connection(state, stream, peer, conn_stopped).await;
+}
+
+/// Serves one connection of an `ssl://` endpoint until the client closes it or the server
+/// stops; `_open` counts it while it is open (the handshake included).
+async fn tls_connection(
+    state: Arc<ServerState>,
+    stream: TcpStream,
+    tls: TlsConfig,
+    mut conn_stopped: watch::Receiver<bool>,
+    _open: OpenConnection,
+) {
+    let peer = stream.peer_addr().ok().map(|a| a.ip());
+    // A connection still in its handshake is simply closed at shutdown.
+    let stream = tokio::select! {
+        s = tls.handshake(stream) => match s {
+            Some(stream) => stream,
+            None => return,
+        },
+        _ = conn_stopped.changed() => return,
+    };
+    if tls::negotiated_h2(&stream) {
+        http2_connection(state, stream, peer, conn_stopped).await;
+    } else {
+        http1_connection(state, stream, peer, conn_stopped).await;
+    }
+}
+
+/// Serves HTTP/1.1 on `stream` (a socket, or a TLS stream over one) until the client closes
+/// it or the server stops.
+async fn http1_connection<S>(
+    state: Arc<ServerState>,
+    stream: S,
+    peer: Option<std::net::IpAddr>,
+    mut conn_stopped: watch::Receiver<bool>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     // Each request's future needs its own reference to the state. Taking it from a
     // per-connection `Arc` keeps that reference count on the connection's worker; the
     // server-wide one is shared by every worker, and bumping it per request moved its
@@ -381,9 +451,11 @@ async fn http2_connection<S>(
 /// left to the connection loop, which closes the socket once hyper is done: after a request
 /// head hyper refused, hyper has already shut the socket down without writing anything, and
 /// ArangoDB answers such a request with an error (http-api.md §1.2).
-struct DeferredShutdown(TokioIo<TcpStream>);
+struct DeferredShutdown<S>(TokioIo<S>);
 
-impl hyper::rt::Read for DeferredShutdown {
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Read
+    for DeferredShutdown<S>
+{
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -393,7 +465,9 @@ impl hyper::rt::Read for DeferredShutdown {
     }
 }
 
-impl hyper::rt::Write for DeferredShutdown {
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Write
+    for DeferredShutdown<S>
+{
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -484,7 +558,10 @@ fn refused_response_bytes(err: &Error) -> Vec<u8> {
 /// Writes the answer to a refused request and closes the connection. Bounded: at most 5 s and
 /// 4 MiB of further input, which is read and discarded after our FIN, because closing a socket
 /// with unread input sends a reset that can make the client drop the answer unread.
-async fn answer_refused(mut stream: TcpStream, err: &Error) {
+async fn answer_refused<S>(mut stream: S, err: &Error)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     use tokio::io::AsyncReadExt;
     let bytes = refused_response_bytes(err);
     let _ = tokio::time::timeout(Duration::from_secs(5), async {

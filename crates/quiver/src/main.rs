@@ -76,14 +76,29 @@ struct ServeOptions {
     )]
     configuration: Option<PathBuf>,
 
-    /// Endpoint to listen on: tcp://HOST:PORT (port 0 picks a free port).
+    /// Endpoint to listen on: tcp://HOST:PORT, or ssl://HOST:PORT for TLS (needs
+    /// --ssl.keyfile); port 0 picks a free port. Repeat to listen on several at once.
     #[arg(
         long = "server.endpoint",
         value_name = "ENDPOINT",
         default_value = "tcp://127.0.0.1:8529",
         help_heading = "Server"
     )]
-    endpoint: String,
+    endpoint: Vec<String>,
+
+    /// PEM file with the server certificate (chain) and its private key, for ssl:// endpoints.
+    #[arg(long = "ssl.keyfile", value_name = "FILE", help_heading = "SSL")]
+    ssl_keyfile: Option<PathBuf>,
+
+    /// TLS versions of ssl:// endpoints: 5 = TLSv1.2, 6 = TLSv1.3, 9 = TLSv1.2 or higher,
+    /// negotiated (1 to 4, SSL and TLSv1.0, are refused).
+    #[arg(
+        long = "ssl.protocol",
+        value_name = "PROTOCOL",
+        default_value_t = 9,
+        help_heading = "SSL"
+    )]
+    ssl_protocol: u32,
 
     /// Largest accepted request body in bytes, after decompression (413 beyond).
     #[arg(
@@ -578,22 +593,51 @@ fn configuration_path(args: &[String]) -> Option<PathBuf> {
     None
 }
 
-/// Parses `tcp://host:port`, `http://host:port` or `host:port`.
-fn parse_endpoint(endpoint: &str) -> Result<SocketAddr, String> {
-    let rest = endpoint
-        .strip_prefix("tcp://")
-        .or_else(|| endpoint.strip_prefix("http+tcp://"))
-        .or_else(|| endpoint.strip_prefix("http://"))
-        .unwrap_or(endpoint);
-    if endpoint.starts_with("ssl://") || endpoint.starts_with("unix://") {
-        return Err(format!(
-            "unsupported endpoint '{endpoint}' (only tcp:// is supported)"
-        ));
-    }
-    rest.to_socket_addrs()
+/// A `--server.endpoint`: where to listen, and whether connections speak TLS.
+#[derive(Debug, PartialEq, Eq)]
+struct Endpoint {
+    addr: SocketAddr,
+    tls: bool,
+}
+
+/// Parses `tcp://host:port` (also `http+tcp://`, `http://` or no scheme) and `ssl://host:port`
+/// (also `http+ssl://`, `https://`).
+fn parse_endpoint(endpoint: &str) -> Result<Endpoint, String> {
+    const PLAIN: [&str; 3] = ["tcp://", "http+tcp://", "http://"];
+    const TLS: [&str; 3] = ["ssl://", "http+ssl://", "https://"];
+    let strip = |schemes: [&str; 3]| schemes.iter().find_map(|s| endpoint.strip_prefix(s));
+    let (rest, tls) = match (strip(PLAIN), strip(TLS)) {
+        (Some(rest), _) => (rest, false),
+        (None, Some(rest)) => (rest, true),
+        (None, None) if endpoint.contains("://") => {
+            return Err(format!(
+                "unsupported endpoint '{endpoint}' (tcp:// and ssl:// are supported)"
+            ))
+        }
+        (None, None) => (endpoint, false),
+    };
+    let addr = rest
+        .to_socket_addrs()
         .map_err(|e| format!("invalid endpoint '{endpoint}': {e}"))?
         .next()
-        .ok_or_else(|| format!("endpoint '{endpoint}' does not resolve"))
+        .ok_or_else(|| format!("endpoint '{endpoint}' does not resolve"))?;
+    Ok(Endpoint { addr, tls })
+}
+
+/// The TLS settings of the ssl:// endpoints, if there is one: a keyfile is then required.
+fn tls_config(
+    endpoints: &[Endpoint],
+    options: &ServeOptions,
+) -> Result<Option<quiver_server::TlsConfig>, String> {
+    if !endpoints.iter().any(|e| e.tls) {
+        return Ok(None);
+    }
+    let protocol = quiver_server::TlsProtocol::from_arango(options.ssl_protocol)?;
+    let keyfile = options
+        .ssl_keyfile
+        .as_ref()
+        .ok_or("an ssl:// endpoint needs --ssl.keyfile (PEM with certificate and private key)")?;
+    quiver_server::TlsConfig::from_keyfile(keyfile, protocol).map(Some)
 }
 
 /// `LEVEL` or ArangoDB's `topic=LEVEL`; an unknown level is an error, as in arangod (it used to
@@ -628,7 +672,13 @@ fn init_logging(level: &str) {
 
 fn serve(options: ServeOptions) -> Result<(), String> {
     init_logging(&options.log_level);
-    let addr = parse_endpoint(&options.endpoint)?;
+    let endpoints = options
+        .endpoint
+        .iter()
+        .map(|e| parse_endpoint(e))
+        .collect::<Result<Vec<_>, String>>()?;
+    // Checked before the data directory is opened: a bad keyfile is a startup error.
+    let tls = tls_config(&endpoints, &options)?;
     std::fs::create_dir_all(&options.directory).map_err(|e| {
         format!(
             "cannot create data directory {}: {e}",
@@ -674,22 +724,32 @@ fn serve(options: ServeOptions) -> Result<(), String> {
                 .map_err(|e| format!("cannot start runtime: {e}"))
         })
         .collect::<Result<Vec<_>, String>>()?;
-    let workers = runtimes.iter().map(|rt| rt.handle().clone()).collect();
+    let workers: Vec<_> = runtimes.iter().map(|rt| rt.handle().clone()).collect();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start runtime: {e}"))?;
 
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(addr))
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
-    // The bound address, not the configured one: with port 0 `/_api/endpoint` must name the
-    // port the kernel picked.
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let mut listeners = Vec::with_capacity(endpoints.len());
+    for endpoint in &endpoints {
+        let addr = endpoint.addr;
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind(addr))
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        listeners.push((listener, endpoint.tls));
+    }
+    // The bound addresses, not the configured ones: with port 0 the startup line and
+    // `/_api/endpoint` must name the port the kernel picked.
+    let mut bound = Vec::with_capacity(listeners.len());
+    for (listener, tls) in &listeners {
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read a bound address: {e}"))?;
+        bound.push(format!("{}://{addr}", if *tls { "ssl" } else { "tcp" }));
+    }
     let config = ServerConfig {
-        endpoint: format!("tcp://{bound}"),
+        // `/_api/endpoint` reports the first endpoint.
+        endpoint: bound.first().cloned().unwrap_or_default(),
         data_dir: options.directory.clone(),
         max_body_size: usize::try_from(options.max_body_size).unwrap_or(usize::MAX),
         async_queue_capacity: options.max_queue_size,
@@ -712,12 +772,23 @@ fn serve(options: ServeOptions) -> Result<(), String> {
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;
-        let handle = quiver_server::serve_on(state.clone(), listener, workers)
-            .map_err(|e| format!("cannot serve: {e}"))?;
+        let mut handles = Vec::with_capacity(listeners.len());
+        for (listener, is_tls) in listeners {
+            let handle = match (&tls, is_tls) {
+                (Some(tls), true) => quiver_server::serve_tls_on(
+                    state.clone(),
+                    listener,
+                    workers.clone(),
+                    tls.clone(),
+                ),
+                _ => quiver_server::serve_on(state.clone(), listener, workers.clone()),
+            };
+            handles.push(handle.map_err(|e| format!("cannot serve: {e}"))?);
+        }
         println!(
-            "QuiverDB {} listening on tcp://{} (data directory {})",
+            "QuiverDB {} listening on {} (data directory {})",
             env!("CARGO_PKG_VERSION"),
-            handle.local_addr,
+            bound.join(", "),
             options.directory.display()
         );
         // After the startup line, which supervisors and tests read first.
@@ -731,7 +802,14 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         let _ = std::io::stdout().flush();
         signals.wait().await;
         println!("shutting down");
-        handle.shutdown(Duration::from_secs(5)).await;
+        // All endpoints at once: each lets its connections finish within the same 5 s.
+        let stopping: Vec<_> = handles
+            .into_iter()
+            .map(|handle| tokio::spawn(handle.shutdown(Duration::from_secs(5))))
+            .collect();
+        for stop in stopping {
+            let _ = stop.await;
+        }
         Ok::<(), String>(())
     });
     state.shutdown();
@@ -859,13 +937,20 @@ mod tests {
 
     #[test]
     fn endpoints() {
+        let addr = "127.0.0.1:8529".parse().unwrap();
         assert_eq!(
             parse_endpoint("tcp://127.0.0.1:8529").unwrap(),
-            "127.0.0.1:8529".parse().unwrap()
+            Endpoint { addr, tls: false }
         );
-        assert_eq!(parse_endpoint("127.0.0.1:0").unwrap().port(), 0);
-        assert!(parse_endpoint("ssl://127.0.0.1:1").is_err());
+        assert_eq!(parse_endpoint("127.0.0.1:0").unwrap().addr.port(), 0);
+        assert_eq!(
+            parse_endpoint("ssl://127.0.0.1:8529").unwrap(),
+            Endpoint { addr, tls: true }
+        );
+        assert!(parse_endpoint("http+ssl://127.0.0.1:1").unwrap().tls);
+        assert!(parse_endpoint("unix:///tmp/arangod.sock").is_err());
         assert!(parse_endpoint("tcp://nonsense").is_err());
+        assert!(parse_endpoint("ssl://nonsense").is_err());
     }
 
     #[test]
@@ -883,7 +968,7 @@ mod tests {
         all.extend(args);
         all.push("--database.directory=/tmp/y".into());
         let cli = Cli::try_parse_from(all).unwrap();
-        assert_eq!(cli.serve.endpoint, "tcp://127.0.0.1:9999");
+        assert_eq!(cli.serve.endpoint, ["tcp://127.0.0.1:9999"]);
         assert_eq!(cli.serve.directory, PathBuf::from("/tmp/y"));
         assert_eq!(cli.serve.journal_size, 1 << 20);
         std::fs::write(&path, "[server]\nnot a key value line\n").unwrap();
@@ -981,7 +1066,35 @@ mod tests {
     fn serve_is_the_default_and_flags_parse() {
         let cli = Cli::try_parse_from(["quiver"]).unwrap();
         assert!(cli.command.is_none());
-        assert_eq!(cli.serve.endpoint, "tcp://127.0.0.1:8529");
+        assert_eq!(cli.serve.endpoint, ["tcp://127.0.0.1:8529"]);
+        assert_eq!(cli.serve.ssl_protocol, 9);
+        let cli = Cli::try_parse_from([
+            "quiver",
+            "--server.endpoint",
+            "tcp://127.0.0.1:1",
+            "--server.endpoint=ssl://127.0.0.1:2",
+            "--ssl.protocol",
+            "5",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.serve.endpoint,
+            ["tcp://127.0.0.1:1", "ssl://127.0.0.1:2"]
+        );
+        let endpoints: Vec<Endpoint> = cli
+            .serve
+            .endpoint
+            .iter()
+            .map(|e| parse_endpoint(e).unwrap())
+            .collect();
+        // An ssl:// endpoint needs a keyfile; the protocol is checked first.
+        let err = tls_config(&endpoints, &cli.serve).err().unwrap();
+        assert!(err.contains("--ssl.keyfile"), "{err}");
+        let mut options = cli.serve;
+        options.ssl_protocol = 4;
+        let err = tls_config(&endpoints, &options).err().unwrap();
+        assert!(err.contains("not supported"), "{err}");
+        assert!(tls_config(&endpoints[..1], &options).unwrap().is_none());
         let cli = Cli::try_parse_from([
             "quiver",
             "serve",
