@@ -52,6 +52,10 @@ def test_databases_lifecycle_and_isolation(sys_db, client):
     with pytest.raises(DatabaseCreateError) as e:
         sys_db.create_database("_bad")
     assert e.value.error_code == 1229
+    for bad in ["..", ".hidden", "x/../..", "a:b", "1db", " db"]:
+        with pytest.raises(DatabaseCreateError) as e:
+            sys_db.create_database(bad)
+        assert e.value.error_code == 1229, bad
     with pytest.raises(DatabaseCreateError) as e:
         a.create_database("from_non_system")
     assert e.value.error_code == 1230

@@ -234,19 +234,7 @@ impl Core {
     /// caller may create databases (only from `_system`, 1230) is checked by the caller.
     pub fn create_database(&self, name: &str, options: Value) -> Result<Arc<Database>> {
         let _changed = CatalogChange;
-        if let Err(err) = validate_database_name(name, self.settings.naming) {
-            if name != SYSTEM_DATABASE
-                && self.settings.naming == NamingConvention::Extended
-                && !name.is_empty()
-                && !is_nfc_normalized(name)
-            {
-                return Err(Error::with_message(
-                    ErrorCode::IllegalName,
-                    "database name is not properly UTF-8 NFC-normalized",
-                ));
-            }
-            return Err(err);
-        }
+        validate_database_name(name, self.settings.naming)?;
         if name == SYSTEM_DATABASE {
             return Err(Error::new(ErrorCode::DuplicateName));
         }
@@ -335,10 +323,6 @@ impl Core {
     pub fn database_names(&self) -> Vec<String> {
         self.databases.read().keys().cloned().collect()
     }
-}
-
-fn is_nfc_normalized(name: &str) -> bool {
-    unicode_normalization::is_nfc(name)
 }
 
 #[derive(Default)]

@@ -10,6 +10,7 @@
 pub mod access;
 pub mod api;
 pub mod auth;
+pub mod cors;
 pub mod jobs;
 pub mod json;
 pub mod ownership;

@@ -30,6 +30,8 @@ pub struct ServerConfig {
     pub stream_idle_timeout: std::time::Duration,
     /// Authentication (on by default; handler tests say explicitly when they turn it off).
     pub auth: AuthConfig,
+    /// Origins whose cross-origin requests may carry credentials (`--http.trusted-origin`).
+    pub trusted_origins: crate::cors::TrustedOrigins,
 }
 
 impl Default for ServerConfig {
@@ -42,6 +44,7 @@ impl Default for ServerConfig {
             async_workers: 2,
             stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
             auth: AuthConfig::default(),
+            trusted_origins: crate::cors::TrustedOrigins::None,
         }
     }
 }

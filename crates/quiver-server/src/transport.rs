@@ -29,7 +29,8 @@ use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-use crate::{Request, Response, ServerState, ALLOWED_METHODS};
+use crate::cors::CorsRequest;
+use crate::{Request, Response, ServerState};
 
 mod h2c;
 pub mod tls;
@@ -82,8 +83,6 @@ fn header_template() -> &'static HeaderMap {
         headers
     })
 }
-
-const EXPOSED_HEADERS: &str = "etag, content-encoding, content-length, location, server, x-arango-errors, x-arango-async-id, x-arango-error-codes";
 
 /// A running server: its bound address and a way to stop it.
 pub struct ServeHandle {
@@ -629,32 +628,24 @@ async fn answer(
     peer: Option<std::net::IpAddr>,
 ) -> hyper::Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let origin = parts.headers.get(header::ORIGIN).cloned();
+    let cors = CorsRequest::from_headers(parts.method == Method::OPTIONS, &parts.headers);
     let close = wants_close(&parts);
     let response = match read_request(state, parts, body).await {
         Ok(mut request) => {
             request.peer = peer;
-            let preflight = origin.is_some() && request.method == Method::OPTIONS;
-            let request_headers = if preflight {
-                request
-                    .headers
-                    .get(header::ACCESS_CONTROL_REQUEST_HEADERS)
-                    .cloned()
-            } else {
-                None
-            };
             let response = dispatch(state, request).await.settle().await;
             let mut out = to_hyper(response, close);
-            if let Some(origin) = origin {
-                add_cors(out.headers_mut(), origin, preflight, request_headers);
+            if let Some(cors) = &cors {
+                cors.add_headers(out.headers_mut(), &state.config.trusted_origins);
             }
             return out;
         }
         Err(err) => Response::from(err),
     };
     let mut out = to_hyper(response, close);
-    if let Some(origin) = origin {
-        add_cors(out.headers_mut(), origin, false, None);
+    if let Some(cors) = cors {
+        cors.without_preflight()
+            .add_headers(out.headers_mut(), &state.config.trusted_origins);
     }
     out
 }
@@ -945,41 +936,6 @@ fn to_hyper(response: Response, close: bool) -> hyper::Response<Full<Bytes>> {
         headers.append(name, value);
     }
     out
-}
-
-fn add_cors(
-    headers: &mut HeaderMap,
-    origin: HeaderValue,
-    preflight: bool,
-    request_headers: Option<HeaderValue>,
-) {
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    headers.insert(
-        header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
-        HeaderValue::from_static("false"),
-    );
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static(EXPOSED_HEADERS),
-    );
-    if preflight {
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static(ALLOWED_METHODS),
-        );
-        if let Some(h) = request_headers {
-            let trimmed = h.to_str().map(str::trim).unwrap_or("");
-            if !trimmed.is_empty() {
-                if let Ok(v) = HeaderValue::from_str(trimmed) {
-                    headers.insert(header::ACCESS_CONTROL_ALLOW_HEADERS, v);
-                }
-            }
-        }
-        headers.insert(
-            header::ACCESS_CONTROL_MAX_AGE,
-            HeaderValue::from_static("1800"),
-        );
-    }
 }
 
 #[cfg(test)]

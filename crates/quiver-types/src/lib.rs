@@ -1,14 +1,22 @@
 //! Identifier types and naming rules shared by every layer: document revisions (ArangoDB's
 //! hybrid-logical-clock `_rev`), document keys, document handles and database/collection names.
 
+pub mod names;
 pub mod order;
+
+pub use names::{
+    is_system_name, validate_analyzer_name, validate_collection_name, validate_database_name,
+    validate_index_name, validate_view_name, NamingConvention, ANALYZER_NAME_LENGTH_MAX,
+    COLLECTION_NAME_LENGTH_MAX, DATABASE_NAME_LENGTH_MAX_EXTENDED,
+    DATABASE_NAME_LENGTH_MAX_TRADITIONAL, INDEX_NAME_LENGTH_MAX, VIEW_NAME_LENGTH_MAX_EXTENDED,
+    VIEW_NAME_LENGTH_MAX_TRADITIONAL,
+};
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use quiver_errors::{Error, ErrorCode, Result};
-use unicode_normalization::is_nfc;
 
 /// ArangoDB's alphabet for encoding revisions: a URL-safe base64 whose order matches the
 /// numeric order of the digits ('-' is 0, '_' is 1, then A-Z, a-z, 0-9).
@@ -161,92 +169,6 @@ impl<'a> DocumentId<'a> {
     }
 }
 
-/// How strictly names are checked: ArangoDB's traditional ASCII names or its extended
-/// (UTF-8, NFC-normalized) names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NamingConvention {
-    /// Letters, digits, `_` and `-` only.
-    Traditional,
-    /// Most UTF-8 characters; see [`validate_collection_name`].
-    Extended,
-}
-
-/// The longest collection name, in bytes.
-pub const COLLECTION_NAME_LENGTH_MAX: usize = 256;
-/// The longest database name in traditional naming, in bytes.
-pub const DATABASE_NAME_LENGTH_MAX_TRADITIONAL: usize = 64;
-/// The longest database name in extended naming, in bytes.
-pub const DATABASE_NAME_LENGTH_MAX_EXTENDED: usize = 128;
-
-fn extended_name_ok(name: &str, allow_system: bool) -> bool {
-    let Some(first) = name.chars().next() else {
-        return false;
-    };
-    if first.is_ascii_digit() || first == ' ' || (first == '_' && !allow_system) {
-        return false;
-    }
-    if name.ends_with(' ') || !is_nfc(name) {
-        return false;
-    }
-    name.chars()
-        .all(|c| c != '/' && c != ':' && !c.is_control())
-}
-
-fn traditional_name_ok(name: &str, allow_system: bool) -> bool {
-    let bytes = name.as_bytes();
-    let Some(&first) = bytes.first() else {
-        return false;
-    };
-    let first_ok = first.is_ascii_alphabetic() || (first == b'_' && allow_system);
-    first_ok
-        && bytes[1..]
-            .iter()
-            .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// Checks a collection name (error 1208 "illegal name" otherwise). System collections start
-/// with `_` and are only allowed when `allow_system` is set.
-pub fn validate_collection_name(
-    name: &str,
-    allow_system: bool,
-    convention: NamingConvention,
-) -> Result<()> {
-    let ok = name.len() <= COLLECTION_NAME_LENGTH_MAX
-        && match convention {
-            NamingConvention::Traditional => traditional_name_ok(name, allow_system),
-            NamingConvention::Extended => extended_name_ok(name, allow_system),
-        };
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(ErrorCode::IllegalName))
-    }
-}
-
-/// Checks a database name (error 1229 "database name invalid" otherwise).
-pub fn validate_database_name(name: &str, convention: NamingConvention) -> Result<()> {
-    let ok = match convention {
-        NamingConvention::Traditional => {
-            name.len() <= DATABASE_NAME_LENGTH_MAX_TRADITIONAL
-                && (name == "_system" || traditional_name_ok(name, false))
-        }
-        NamingConvention::Extended => {
-            name.len() <= DATABASE_NAME_LENGTH_MAX_EXTENDED
-                && (name == "_system" || extended_name_ok(name, false))
-        }
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::new(ErrorCode::DatabaseNameInvalid))
-    }
-}
-
-/// Whether a collection name denotes a system collection.
-pub fn is_system_name(name: &str) -> bool {
-    name.starts_with('_')
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,30 +253,5 @@ mod tests {
                 ErrorCode::DocumentHandleBad
             );
         }
-    }
-
-    #[test]
-    fn collection_names() {
-        use NamingConvention::*;
-        assert!(validate_collection_name("users", false, Traditional).is_ok());
-        assert!(validate_collection_name("_graphs", true, Traditional).is_ok());
-        assert!(validate_collection_name("_graphs", false, Traditional).is_err());
-        assert!(validate_collection_name("1abc", false, Traditional).is_err());
-        assert!(validate_collection_name("a/b", false, Extended).is_err());
-        assert!(validate_collection_name("Möbel", false, Extended).is_ok());
-        assert!(validate_collection_name("Möbel", false, Traditional).is_err());
-        assert!(validate_collection_name(&"a".repeat(257), false, Extended).is_err());
-        assert!(validate_collection_name("", false, Extended).is_err());
-    }
-
-    #[test]
-    fn database_names() {
-        use NamingConvention::*;
-        assert!(validate_database_name("_system", Traditional).is_ok());
-        assert!(validate_database_name("shop", Traditional).is_ok());
-        assert!(validate_database_name("_shop", Traditional).is_err());
-        assert!(validate_database_name(&"a".repeat(65), Traditional).is_err());
-        assert!(validate_database_name("Ünïcödé", Extended).is_ok());
-        assert!(validate_database_name("a:b", Extended).is_err());
     }
 }

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use quiver_core::{Core, CoreOptions, EngineOptions};
+use quiver_core::{Core, CoreOptions, EngineOptions, NamingConvention};
 use quiver_server::auth::AuthConfig;
+use quiver_server::cors::TrustedOrigins;
 use quiver_server::{ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
@@ -218,6 +219,31 @@ struct ServeOptions {
         help_heading = "Database"
     )]
     ignore_datafile_errors: bool,
+
+    /// Allow most UTF-8 characters in database, collection, view and index names (ArangoDB's
+    /// extended naming convention; `false` keeps the traditional ASCII names).
+    #[arg(
+        long = "database.extended-names",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Database"
+    )]
+    extended_names: bool,
+
+    /// An origin (`https://app.example.com`) whose cross-origin requests may carry
+    /// credentials (`Access-Control-Allow-Credentials: true`); repeatable or comma-separated;
+    /// `all` trusts every origin, `none` (the default) none.
+    #[arg(
+        long = "http.trusted-origin",
+        value_name = "ORIGIN",
+        action = clap::ArgAction::Append,
+        value_delimiter = ',',
+        help_heading = "Server"
+    )]
+    trusted_origins: Vec<String>,
 
     /// Interval of the background sync of the write-ahead log, in milliseconds.
     #[arg(
@@ -691,6 +717,11 @@ fn serve(options: ServeOptions) -> Result<(), String> {
         CoreOptions {
             engine,
             ttl_frequency: Duration::from_millis(options.ttl_frequency.max(1)),
+            naming: if options.extended_names {
+                NamingConvention::Extended
+            } else {
+                NamingConvention::Traditional
+            },
             ..CoreOptions::default()
         },
     )
@@ -765,6 +796,7 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             initial_root_password: std::env::var("ARANGODB_DEFAULT_ROOT_PASSWORD")
                 .unwrap_or_default(),
         },
+        trusted_origins: TrustedOrigins::parse(&options.trusted_origins),
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
@@ -1116,6 +1148,32 @@ mod tests {
             }
             _ => panic!("expected serve"),
         }
+    }
+
+    #[test]
+    fn naming_and_trusted_origin_flags() {
+        let defaults = Cli::try_parse_from(["quiver"]).unwrap().serve;
+        assert!(defaults.extended_names);
+        assert!(defaults.trusted_origins.is_empty());
+        let cli = Cli::try_parse_from([
+            "quiver",
+            "--database.extended-names",
+            "false",
+            "--http.trusted-origin",
+            "http://a.test",
+            "--http.trusted-origin=https://b.test/,https://c.test",
+        ])
+        .unwrap();
+        assert!(!cli.serve.extended_names);
+        assert_eq!(
+            TrustedOrigins::parse(&cli.serve.trusted_origins),
+            TrustedOrigins::Listed(vec![
+                "http://a.test".into(),
+                "https://b.test".into(),
+                "https://c.test".into()
+            ])
+        );
+        assert!(Cli::try_parse_from(["quiver", "--database.extended-names", "maybe"]).is_err());
     }
 
     #[test]
