@@ -285,7 +285,9 @@ impl<'a> Parser<'a> {
             if ends {
                 break;
             }
-            if matches!(self.peek(), Tok::Eof | Tok::Sym(")")) {
+            // A query may end after a modification: at the end of the text, of a
+            // parenthesized subquery or of a function argument.
+            if matches!(self.peek(), Tok::Eof | Tok::Sym(")") | Tok::Sym(",")) {
                 if matches!(ops.last(), Some(Op::Modify(_))) {
                     break;
                 }
@@ -994,25 +996,7 @@ impl<'a> Parser<'a> {
                 self.advance();
                 let saved = self.no_in;
                 self.no_in = false;
-                let result = if matches!(
-                    self.peek(),
-                    Tok::Kw(
-                        Kw::For
-                            | Kw::Let
-                            | Kw::Return
-                            | Kw::With
-                            | Kw::Insert
-                            | Kw::Update
-                            | Kw::Replace
-                            | Kw::Remove
-                            | Kw::Upsert
-                            | Kw::Collect
-                    )
-                ) {
-                    self.query().map(|q| Expr::Subquery(Box::new(q)))
-                } else {
-                    self.expr()
-                };
+                let result = self.expression_or_query();
                 self.no_in = saved;
                 let e = result?;
                 self.expect_sym(")")?;
@@ -1046,6 +1030,30 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// An expression, or a subquery when the next token starts a query (inside parentheses
+    /// and as a function argument, ArangoDB's `expression_or_query`).
+    fn expression_or_query(&mut self) -> Result<Expr> {
+        if matches!(
+            self.peek(),
+            Tok::Kw(
+                Kw::For
+                    | Kw::Let
+                    | Kw::Return
+                    | Kw::With
+                    | Kw::Insert
+                    | Kw::Update
+                    | Kw::Replace
+                    | Kw::Remove
+                    | Kw::Upsert
+                    | Kw::Collect
+            )
+        ) {
+            self.query().map(|q| Expr::Subquery(Box::new(q)))
+        } else {
+            self.expr()
+        }
+    }
+
     fn call(&mut self, name: String) -> Result<Expr> {
         self.expect_sym("(")?;
         self.enter()?;
@@ -1054,7 +1062,9 @@ impl<'a> Parser<'a> {
         let mut args = Vec::new();
         let mut result = Ok(());
         while !self.is_sym(")") {
-            match self.expr() {
+            // ArangoDB's `expression_or_query`: `LENGTH(FOR d IN c RETURN d)` passes the
+            // subquery's result array without extra parentheses.
+            match self.expression_or_query() {
                 Ok(e) => args.push(e),
                 Err(e) => {
                     result = Err(e);

@@ -1191,18 +1191,23 @@ impl<'a> Planner<'a> {
                 def.check_arity(args.len()).map_err(|e| {
                     Error::with_message(e.code, format!("AQL: {} (while parsing)", e.message))
                 })?;
+                // `LENGTH(users)` and `COUNT(users)` count the collection's documents, as
+                // ArangoDB rewrites them into `COLLECTION_COUNT("users")`.
+                if let ("LENGTH" | "COUNT", [arg]) = (def.name, args.as_slice()) {
+                    if let Some(coll) = self.collection_argument(arg) {
+                        let name = self.resolve_collection_name(&coll)?;
+                        let count = functions::lookup("COLLECTION_COUNT").ok_or_else(|| {
+                            Error::with_message(ErrorCode::Internal, "COLLECTION_COUNT missing")
+                        })?;
+                        return Ok(CExpr::Call(count, vec![CExpr::Const(Value::String(name))]));
+                    }
+                }
                 let mut compiled = Vec::with_capacity(args.len());
-                for a in args {
-                    // Some functions take a collection by bare name (COLLECTION_COUNT(users)).
-                    match a {
-                        Expr::Name(n) if self.lookup_var(n).is_none() && def.reads_data => {
-                            let name =
-                                self.resolve_collection_name(&CollectionRef::Name(n.clone()))?;
-                            compiled.push(CExpr::Const(Value::String(name)));
-                        }
-                        Expr::BindCollection(n) if def.reads_data => {
-                            let name =
-                                self.resolve_collection_name(&CollectionRef::Bind(n.clone()))?;
+                for (position, a) in args.iter().enumerate() {
+                    // Some arguments take a collection by bare name (DOCUMENT(users, "a")).
+                    match self.collection_argument(a) {
+                        Some(coll) if def.takes_collection_at(position) => {
+                            let name = self.resolve_collection_name(&coll)?;
                             compiled.push(CExpr::Const(Value::String(name)));
                         }
                         _ => compiled.push(self.compile(a, plan)?),
@@ -1229,6 +1234,16 @@ impl<'a> Planner<'a> {
             }
         };
         Ok(fold(c))
+    }
+
+    /// The collection a function argument names: a bare name that is no variable in scope,
+    /// or a collection bind parameter. None for every other expression.
+    fn collection_argument(&self, arg: &Expr) -> Option<CollectionRef> {
+        match arg {
+            Expr::Name(n) if self.lookup_var(n).is_none() => Some(CollectionRef::Name(n.clone())),
+            Expr::BindCollection(n) => Some(CollectionRef::Bind(n.clone())),
+            _ => None,
+        }
     }
 
     fn name_error(&mut self, name: &str) -> Error {

@@ -77,6 +77,41 @@ fn single_batch_results_have_no_cursor() {
 }
 
 #[test]
+fn complete_first_batches_keep_no_cursor_whatever_the_options() {
+    let (_, s) = service_with_docs(0);
+    // batchSize equal to the result size, default batchSize, and a stream whose first pull
+    // reaches the end: ArangoDB answers without `id` and keeps nothing.
+    for (batch_size, options, counted) in [
+        (json!(3), json!({}), false),
+        (json!(3), json!({"count": true}), true),
+        (json!(3), json!({"allowRetry": true}), false),
+        (json!(3), json!({"allowRetry": true, "count": true}), true),
+        (json!(1000), json!({"allowRetry": true}), false),
+        (json!(3), json!({"stream": true}), false),
+        (json!(5), json!({"stream": true, "allowRetry": true}), false),
+    ] {
+        let mut body = json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": batch_size});
+        let count = options.get("count").cloned();
+        if let Some(c) = count {
+            body["count"] = c;
+        }
+        let mut opts = options.clone();
+        if let Some(o) = opts.as_object_mut() {
+            o.remove("count");
+        }
+        body["options"] = opts;
+        let r = post(&s, body.clone());
+        assert_eq!(r["result"], json!([1, 2, 3]), "{body}");
+        assert_eq!(r["hasMore"], false, "{body}");
+        assert!(r.get("id").is_none(), "{body}: {r}");
+        assert!(r.get("nextBatchId").is_none(), "{body}: {r}");
+        assert_eq!(r.get("count").is_some(), counted, "{body}: {r}");
+        assert!(r["extra"]["stats"].is_object(), "{body}: {r}");
+        assert_eq!(s.open_cursors(), 0, "{body}");
+    }
+}
+
+#[test]
 fn full_count_reports_rows_before_limit() {
     let (_, s) = service_with_docs(50);
     let r = post(
@@ -164,8 +199,12 @@ fn allow_retry_refetches_last_batch_and_keeps_cursor_deletable() {
     let (_, last) = s.next_batch("_system", &id, Some("2")).unwrap();
     assert_eq!(last["result"], json!([3]));
     assert_eq!(last["hasMore"], false);
+    // The last batch names no cursor (as ArangoDB's), yet the cursor stays for a retry.
+    assert!(last.get("id").is_none(), "{last}");
+    assert!(last.get("nextBatchId").is_none(), "{last}");
     let (_, retry) = s.next_batch("_system", &id, Some("2")).unwrap();
     assert_eq!(retry["result"], json!([3]));
+    assert!(retry.get("id").is_none(), "{retry}");
     let (code, del) = s.delete_cursor("_system", &id).unwrap();
     assert_eq!(code, 202);
     assert_eq!(del["id"], id.as_str());

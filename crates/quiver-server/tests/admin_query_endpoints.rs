@@ -141,6 +141,31 @@ fn a_cursor_batch_is_fetched_again_with_allow_retry() {
     assert_eq!(second["result"], json!([2]));
     let again = f.ok(Method::POST, &format!("/_api/cursor/{id}/2"), None, 200);
     assert_eq!(again["result"], json!([2]));
+    // The last batch names no cursor; it can still be fetched again.
+    let last = f.ok(Method::POST, &format!("/_api/cursor/{id}/3"), None, 200);
+    assert_eq!(last["result"], json!([3]));
+    assert_eq!(last["hasMore"], false);
+    assert!(last.get("id").is_none(), "{last}");
+    let last_again = f.ok(Method::POST, &format!("/_api/cursor/{id}/3"), None, 200);
+    assert_eq!(last_again["result"], json!([3]));
+    // A first batch that holds everything creates no cursor, allowRetry or not.
+    for options in [
+        json!({"allowRetry": true}),
+        json!({"allowRetry": true, "stream": true}),
+    ] {
+        let whole = f.ok(
+            Method::POST,
+            "/_api/cursor",
+            Some(
+                json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": 3, "count": true,
+                        "options": options}),
+            ),
+            201,
+        );
+        assert_eq!(whole["hasMore"], false, "{whole}");
+        assert!(whole.get("id").is_none(), "{whole}");
+        assert!(whole.get("nextBatchId").is_none(), "{whole}");
+    }
     // Skipping a batch is refused.
     let r = f.call(Method::POST, &format!("/_api/cursor/{id}/5"), None);
     assert_eq!(r.status.as_u16(), 400, "{r:?}");

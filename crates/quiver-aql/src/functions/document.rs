@@ -11,7 +11,7 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("KEYS", 1, 3, attributes),
     def("ENTRIES", 1, 1, entries),
     def("HAS", 2, 2, has),
-    def("IS_SAME_COLLECTION", 2, 2, is_same_collection),
+    def("IS_SAME_COLLECTION", 2, 2, is_same_collection).with_collection_args(&[0, 1]),
     def("KEEP", 2, VARIADIC, keep),
     def("KEEP_RECURSIVE", 2, VARIADIC, keep_recursive),
     def("MATCHES", 2, 3, matches),

@@ -31,10 +31,10 @@ pub(crate) const FUNCTIONS: &[FunctionDef] = &[
     def("GEO_POLYGON", 1, 1, geo_polygon),
     def("GEO_MULTIPOLYGON", 1, 1, geo_multipolygon),
     def("IS_IN_POLYGON", 2, 3, is_in_polygon),
-    reading("NEAR", 3, 5, near),
-    reading("WITHIN", 4, 5, within),
-    reading("WITHIN_RECTANGLE", 5, 5, within_rectangle),
-    reading("FULLTEXT", 3, 4, fulltext_fn),
+    reading("NEAR", 3, 5, near).with_collection_args(&[0]),
+    reading("WITHIN", 4, 5, within).with_collection_args(&[0]),
+    reading("WITHIN_RECTANGLE", 5, 5, within_rectangle).with_collection_args(&[0]),
+    reading("FULLTEXT", 3, 4, fulltext_fn).with_collection_args(&[0]),
 ];
 
 /// Parses a GeoJSON argument; on failure registers the parser's reason and yields None.

@@ -53,6 +53,10 @@ pub struct FunctionDef {
     pub cacheable: bool,
     /// Reads collections through [`FunctionContext::data`] (`DOCUMENT`, `COLLECTION_COUNT`).
     pub reads_data: bool,
+    /// Argument positions where a bare collection name (`DOCUMENT(users, "a")`) or a
+    /// collection bind parameter stands for the collection's name as a string: ArangoDB's
+    /// `h` in a function signature.
+    pub collection_args: &'static [usize],
     pub implementation: FunctionImpl,
 }
 
@@ -68,6 +72,20 @@ impl std::fmt::Debug for FunctionDef {
 }
 
 impl FunctionDef {
+    /// The same row with `positions` taking a collection by name (see
+    /// [`FunctionDef::collection_args`]).
+    pub(crate) const fn with_collection_args(self, positions: &'static [usize]) -> FunctionDef {
+        FunctionDef {
+            collection_args: positions,
+            ..self
+        }
+    }
+
+    /// Whether a bare collection name is accepted at argument `position`.
+    pub fn takes_collection_at(&self, position: usize) -> bool {
+        self.collection_args.contains(&position)
+    }
+
     /// Calls the function, attributing warnings to it. Argument counts are the planner's job
     /// (error 1541 at compile time); they are re-checked here so that dynamic calls (`CALL`,
     /// `APPLY`) and careless callers cannot index out of bounds.
@@ -315,6 +333,7 @@ pub(crate) const fn def(
         deterministic: true,
         cacheable: true,
         reads_data: false,
+        collection_args: &[],
         implementation,
     }
 }
@@ -333,6 +352,7 @@ pub(crate) const fn volatile(
         deterministic: false,
         cacheable: false,
         reads_data: false,
+        collection_args: &[],
         implementation,
     }
 }
@@ -351,6 +371,7 @@ pub(crate) const fn reading(
         deterministic: false,
         cacheable: false,
         reads_data: true,
+        collection_args: &[],
         implementation,
     }
 }

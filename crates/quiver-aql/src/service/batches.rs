@@ -33,8 +33,7 @@ impl QueryService {
         }
     }
 
-    /// Stores the cursor if it has more to give (or must stay for retries) and sets the
-    /// status code.
+    /// Stores the cursor if it has more to give and sets the status code.
     pub(super) fn respond_first(
         &self,
         mut body: Value,
@@ -42,8 +41,9 @@ impl QueryService {
         code: u16,
     ) -> Result<ServiceReply> {
         body["code"] = json!(code);
-        let keep = !cursor.exhausted || cursor.allow_retry;
-        if keep {
+        // As ArangoDB 3.12: a first batch that holds the whole result creates no cursor, with
+        // or without `count`, `stream` or `allowRetry` (its body has no `id` to ask it with).
+        if !cursor.exhausted {
             let id = body["id"].as_str().map(str::to_string);
             if let Some(id) = id {
                 self.cursors.insert(id, cursor)?;
@@ -78,11 +78,11 @@ impl QueryService {
         let mut body = Map::with_capacity(10);
         body.insert("result".into(), Value::Array(values));
         body.insert("hasMore".into(), json!(has_more));
-        let id = id.unwrap_or_else(|| self.new_id().to_string());
-        if has_more || cursor.allow_retry {
-            body.insert("id".into(), json!(id));
-        }
+        // `id` and `nextBatchId` only while there is more, as ArangoDB's cursors write them;
+        // a retriable cursor's last batch omits them too (the client already has the id).
         if has_more {
+            let id = id.unwrap_or_else(|| self.new_id().to_string());
+            body.insert("id".into(), json!(id));
             body.insert(
                 "nextBatchId".into(),
                 json!((cursor.batch_id + 1).to_string()),

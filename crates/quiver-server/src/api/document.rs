@@ -6,7 +6,10 @@ use bytes::Bytes;
 use http::header::{ETAG, LOCATION};
 use http::{HeaderName, HeaderValue, Method};
 use percent_encoding::{utf8_percent_encode, AsciiSet, CONTROLS};
-use quiver_core::{revision_matches, Collection, Committed, DocumentReader, OpResult, Revision};
+use quiver_core::{
+    revision_matches, Collection, Committed, DocumentReader, OpResult, Revision, WriteKind,
+    WriteOptions,
+};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
@@ -148,15 +151,31 @@ fn single_status(synced: bool, remove: bool) -> u16 {
     }
 }
 
+/// Whether a write answers as synchronous (201, or 200 for a removal) rather than 202, by
+/// ArangoDB 3.12's rule: the request asked for `waitForSync`, or the collection has the
+/// property and at least one item was stored (a removed, replaced or updated document, a
+/// `versionAttribute` no-op counts; an ignored insert or a failed item does not). A
+/// multi-document write whose items all fail therefore answers 202 on a `waitForSync`
+/// collection.
+fn answered_synced<'a>(
+    requested: bool,
+    coll: &Collection,
+    mut results: impl Iterator<Item = &'a OpResult>,
+) -> bool {
+    requested || (coll.wait_for_sync() && results.any(|op| op.kind != WriteKind::Ignored))
+}
+
 /// Builds a single-document write response and keeps the write's durability pending.
 fn single_write(
     req: &Request,
+    coll: &Collection,
     committed: Committed<OpResult>,
-    silent: bool,
+    opts: &WriteOptions,
     remove: bool,
 ) -> Response {
-    let mut response =
-        single_write_response(req, committed.value(), committed.synced(), silent, remove);
+    let result = committed.value();
+    let synced = answered_synced(opts.wait_for_sync, coll, std::iter::once(result));
+    let mut response = single_write_response(req, result, synced, opts.silent, remove);
     response.wait_for(Box::new(committed) as Box<dyn Durability>);
     response
 }
@@ -252,7 +271,6 @@ pub(crate) fn insert_run(
             )
         }
     };
-    let synced = committed.synced();
     let mut results = committed.value().iter();
     let out = responses
         .into_iter()
@@ -260,7 +278,10 @@ pub(crate) fn insert_run(
         .map(|(done, req)| match done {
             Some(r) => r,
             None => match results.next() {
-                Some(Ok(op)) => single_write_response(req, op, synced, opts.silent, false),
+                Some(Ok(op)) => {
+                    let synced = answered_synced(opts.wait_for_sync, &coll, std::iter::once(op));
+                    single_write_response(req, op, synced, opts.silent, false)
+                }
                 Some(Err(e)) => e.clone().into(),
                 None => Error::new(ErrorCode::Internal).into(),
             },
@@ -272,11 +293,15 @@ pub(crate) fn insert_run(
 /// Builds a multi-document response: an array of results and error objects (or `{}` /
 /// errors only when silent).
 fn multi_write(
+    coll: &Collection,
     committed: Committed<Vec<Result<OpResult>>>,
-    silent: bool,
+    opts: &WriteOptions,
     remove: bool,
 ) -> Response {
-    let mut response = multi_response(committed.value(), committed.synced(), silent, remove);
+    let results = committed.value();
+    let stored = results.iter().filter_map(|r| r.as_ref().ok());
+    let synced = answered_synced(opts.wait_for_sync, coll, stored);
+    let mut response = multi_response(results, synced, opts.silent, remove);
     response.wait_for(Box::new(committed) as Box<dyn Durability>);
     response
 }
@@ -345,12 +370,12 @@ fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
         // does not look at never become `Value`s.
         let doc = crate::json::encode_document(&req.body)?;
         let committed = with_writer(state, req, |w| w.insert_encoded(&coll, doc, &opts))?;
-        return Ok(single_write(req, committed, opts.silent, false));
+        return Ok(single_write(req, &coll, committed, &opts, false));
     }
     match required_body(req)? {
         Value::Array(docs) => {
             let committed = with_writer(state, req, |w| w.insert_many(&coll, docs, &opts))?;
-            Ok(multi_write(committed, opts.silent, false))
+            Ok(multi_write(&coll, committed, &opts, false))
         }
         mut doc @ Value::Object(_) => {
             // The old form `POST /_api/document?collection=e&from=..&to=..` for edges.
@@ -361,7 +386,7 @@ fn insert(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
                 map.entry("_to").or_insert_with(|| to.into());
             }
             let committed = with_writer(state, req, |w| w.insert(&coll, doc, &opts))?;
-            Ok(single_write(req, committed, opts.silent, false))
+            Ok(single_write(req, &coll, committed, &opts, false))
         }
         _ => Err(Error::new(ErrorCode::DocumentTypeInvalid)),
     }
@@ -385,7 +410,7 @@ fn modify_many(state: &ServerState, req: &Request, name: &str) -> Result<Respons
         Method::PATCH => w.modify_many(&coll, items, &opts, true),
         _ => w.remove_many(&coll, &items, &opts),
     })?;
-    Ok(multi_write(committed, opts.silent, remove))
+    Ok(multi_write(&coll, committed, &opts, remove))
 }
 
 fn read_many(state: &ServerState, req: &Request, name: &str) -> Result<Response> {
@@ -482,13 +507,13 @@ fn single(state: &ServerState, req: &Request, name: &str, key: &str) -> Result<R
                     w.update(&coll, Some(key), doc, &opts)
                 }
             })?;
-            Ok(single_write(req, committed, opts.silent, false))
+            Ok(single_write(req, &coll, committed, &opts, false))
         }
         Method::DELETE => {
             let coll = collection(state, req, name)?;
             let opts = write_options(req)?;
             let committed = with_writer(state, req, |w| w.remove(&coll, key, &opts))?;
-            Ok(single_write(req, committed, opts.silent, true))
+            Ok(single_write(req, &coll, committed, &opts, true))
         }
         _ => Ok(method_not_allowed()),
     }
