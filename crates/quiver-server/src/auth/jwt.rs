@@ -6,9 +6,11 @@
 //! default) and a superuser token (`server_id`, no `preferred_username`), which only someone
 //! holding a secret can make.
 
+use std::collections::HashMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use parking_lot::RwLock;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -43,11 +45,29 @@ struct Claims {
     server_id: Option<String>,
 }
 
+/// Most verified tokens remembered by one set of secrets.
+pub const VERIFIED_CAPACITY: usize = 16_384;
+
+/// A token that passed [`Secrets::verify`] once: what it names and until when it counts.
+#[derive(Clone)]
+struct VerifiedToken {
+    bearer: Bearer,
+    exp: Option<u64>,
+}
+
 /// The secrets of the server: the first signs, all verify.
+///
+/// Verified tokens are remembered (keyed by the SHA-256 of the token, as Basic credentials are
+/// in `cache.rs`), so a client that sends the same token with every request costs one hash and
+/// a map lookup instead of base64, JSON and an HMAC per secret; a remembered token still
+/// counts only until its `exp`. Reloading the secrets builds a new `Secrets`, so nothing
+/// verified under a retired secret outlives it. Bounded: when full, the map is emptied and
+/// refills from the next requests.
 pub struct Secrets {
     keys: Vec<(EncodingKey, DecodingKey)>,
     digests: Vec<String>,
     validation: Validation,
+    verified: RwLock<HashMap<[u8; 32], VerifiedToken>>,
 }
 
 fn now_secs() -> u64 {
@@ -93,6 +113,7 @@ impl Secrets {
                 })
                 .collect(),
             validation,
+            verified: RwLock::new(HashMap::new()),
         })
     }
 
@@ -133,11 +154,36 @@ impl Secrets {
     /// `exp` (when present) not passed, `iat` (when present) a number not in the future, and
     /// either `preferred_username` or `server_id`. `None` for anything else.
     pub fn verify(&self, token: &str) -> Option<Bearer> {
+        self.verify_at(token, now_secs())
+    }
+
+    /// [`Secrets::verify`] with the clock a remembered token's `exp` is compared with.
+    fn verify_at(&self, token: &str, now: u64) -> Option<Bearer> {
         // The signature check is the only costly step; a token is at most a few hundred
         // bytes, so bound it before trying every secret.
         if token.len() > 8192 {
             return None;
         }
+        let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(hit) = self.verified.read().get(&key) {
+            // Expired since it was verified: refused by its own claim, nothing to recheck.
+            return match hit.exp {
+                Some(exp) if now > exp => None,
+                _ => Some(hit.bearer.clone()),
+            };
+        }
+        let verified = self.verify_uncached(token)?;
+        let mut map = self.verified.write();
+        if map.len() >= VERIFIED_CAPACITY {
+            map.clear();
+        }
+        map.insert(key, verified.clone());
+        assert!(map.len() <= VERIFIED_CAPACITY);
+        Some(verified.bearer)
+    }
+
+    /// The full check of a token not remembered yet.
+    fn verify_uncached(&self, token: &str) -> Option<VerifiedToken> {
         let claims = self.keys.iter().find_map(|(_, key)| {
             jsonwebtoken::decode::<Claims>(token, key, &self.validation)
                 .ok()
@@ -152,17 +198,53 @@ impl Secrets {
                 _ => return None,
             }
         }
-        match (claims.preferred_username, claims.server_id) {
-            (Some(user), _) if !user.is_empty() => Some(Bearer::User(user)),
-            (None, Some(_)) => Some(Bearer::Superuser),
-            _ => None,
-        }
+        let bearer = match (claims.preferred_username, claims.server_id) {
+            (Some(user), _) if !user.is_empty() => Bearer::User(user),
+            (None, Some(_)) => Bearer::Superuser,
+            _ => return None,
+        };
+        Some(VerifiedToken {
+            bearer,
+            exp: claims.exp,
+        })
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verified_tokens_are_remembered_until_their_exp() {
+        let secrets = Secrets::new(&[b"first secret".to_vec()]).unwrap();
+        let token = secrets
+            .issue_user_token("alice", Duration::from_secs(60))
+            .unwrap();
+        let now = now_secs();
+        assert!(matches!(secrets.verify_at(&token, now), Some(Bearer::User(u)) if u == "alice"));
+        assert_eq!(secrets.verified.read().len(), 1);
+        // The remembered token answers without a new check, and stops at its exp.
+        assert!(matches!(
+            secrets.verify_at(&token, now + 60),
+            Some(Bearer::User(_))
+        ));
+        assert!(secrets.verify_at(&token, now + 61).is_none());
+        // A token under another secret is never remembered, nor accepted.
+        let other = Secrets::new(&[b"other secret".to_vec()]).unwrap();
+        let forged = other
+            .issue_user_token("alice", Duration::from_secs(60))
+            .unwrap();
+        assert!(secrets.verify(&forged).is_none());
+        assert_eq!(secrets.verified.read().len(), 1);
+        // Bounded: a full map is emptied before the next token is remembered.
+        for i in 0..VERIFIED_CAPACITY + 3 {
+            let t = secrets
+                .issue_user_token(&format!("u{i}"), Duration::from_secs(60))
+                .unwrap();
+            assert!(secrets.verify(&t).is_some());
+            assert!(secrets.verified.read().len() <= VERIFIED_CAPACITY);
+        }
+    }
     use base64::Engine;
 
     fn sign(secret: &[u8], claims: serde_json::Value, alg: Algorithm) -> String {

@@ -3,7 +3,8 @@
 //! [`Authenticator::authenticate`] reads the `Authorization` header once per request:
 //! `Basic` credentials are looked up in the credential cache (a SHA-256 of the header and a
 //! map lookup; Argon2 only for a credential not seen before, under the login throttle),
-//! `bearer` tokens are verified with one HMAC per secret tried. What a caller may do is
+//! `bearer` tokens are verified once with one HMAC per secret tried, then remembered until
+//! their `exp` (`jwt::Secrets::verify`). What a caller may do is
 //! decided by [`crate::access`].
 
 pub mod cache;
