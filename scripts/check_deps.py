@@ -15,14 +15,17 @@ ALLOWED = {
     "quiver-errors": set(),
     "quiver-types": {"quiver-errors"},
     "quiver-storage": {"quiver-errors", "quiver-types"},
-    "quiver-core": {"quiver-errors", "quiver-types", "quiver-storage"},
+    "quiver-search": {"quiver-errors", "quiver-types"},
+    "quiver-core": {"quiver-errors", "quiver-types", "quiver-storage", "quiver-search"},
     "quiver-graph": {"quiver-errors", "quiver-types"},
-    "quiver-aql": {"quiver-errors", "quiver-types", "quiver-core", "quiver-graph"},
-    "quiver-server": {"quiver-errors", "quiver-types", "quiver-core", "quiver-aql", "quiver-graph"},
+    "quiver-aql": {"quiver-errors", "quiver-types", "quiver-core", "quiver-graph", "quiver-search"},
+    "quiver-server": {
+        "quiver-errors", "quiver-types", "quiver-core", "quiver-aql", "quiver-graph", "quiver-search",
+    },
     "quiver-bench": {"quiver-errors"},
     "quiver": {
         "quiver-errors", "quiver-types", "quiver-storage", "quiver-core", "quiver-aql",
-        "quiver-server", "quiver-bench",
+        "quiver-server", "quiver-bench", "quiver-search",
     },
 }
 
