@@ -79,3 +79,52 @@ pub fn report(command: &Command, matches: &ArgMatches) -> StartupOptions {
     }
     StartupOptions::new(options)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Arg;
+
+    #[test]
+    fn values_are_typed_defaults_described_and_secrets_left_out() {
+        let command = Command::new("t")
+            .arg(
+                Arg::new("endpoint")
+                    .long("server.endpoint")
+                    .action(ArgAction::Append)
+                    .default_value("tcp://x:1"),
+            )
+            .arg(
+                Arg::new("threads")
+                    .long("server.threads")
+                    .default_value("0")
+                    .help("Threads."),
+            )
+            .arg(Arg::new("secret").long("server.jwt-secret"))
+            .arg(
+                Arg::new("json")
+                    .long("log.use-json-format")
+                    .default_value("false"),
+            );
+        let matches = command.clone().get_matches_from([
+            "t",
+            "--server.threads=4",
+            "--server.jwt-secret=hush",
+        ]);
+        let report = report(&command, &matches);
+        assert_eq!(report.values["server.threads"], 4);
+        assert_eq!(report.values["server.endpoint"], json!(["tcp://x:1"]));
+        assert_eq!(report.values["log.use-json-format"], false);
+        assert!(report.values.get("server.jwt-secret").is_none());
+        let d = &report.descriptions["server.threads"];
+        assert_eq!(d["section"], "server");
+        assert_eq!(d["description"], "Threads.");
+        assert_eq!(d["default"], 0);
+        assert_eq!(d["type"], "uint64");
+        assert_eq!(
+            report.descriptions["log.use-json-format"]["type"],
+            "boolean"
+        );
+        assert!(report.descriptions.get("server.jwt-secret").is_none());
+    }
+}
