@@ -32,6 +32,34 @@ pub struct ServerConfig {
     pub auth: AuthConfig,
     /// Origins whose cross-origin requests may carry credentials (`--http.trusted-origin`).
     pub trusted_origins: crate::cors::TrustedOrigins,
+    /// How long a connection may idle or dribble a request before it is closed.
+    pub http_timeouts: HttpTimeouts,
+}
+
+/// Read timeouts of client connections; a zero duration turns that timeout off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpTimeouts {
+    /// A connection with no request in progress is closed after this long
+    /// (`--http.keep-alive-timeout`, ArangoDB's default 300 s); also the wait for the first
+    /// request of a new connection.
+    pub keep_alive: std::time::Duration,
+    /// From the first byte of a request head to its end (`--http.request-header-timeout`):
+    /// a client dribbling its headers (slowloris) is cut off after this long.
+    pub request_header: std::time::Duration,
+    /// The longest pause between two pieces of a request body
+    /// (`--http.request-body-timeout`); a request whose body stalls this long is answered
+    /// 408 and its connection closed.
+    pub request_body: std::time::Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> HttpTimeouts {
+        HttpTimeouts {
+            keep_alive: std::time::Duration::from_secs(300),
+            request_header: std::time::Duration::from_secs(30),
+            request_body: std::time::Duration::from_secs(60),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -45,6 +73,7 @@ impl Default for ServerConfig {
             stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
+            http_timeouts: HttpTimeouts::default(),
         }
     }
 }

@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use quiver_core::{Core, CoreOptions, EngineOptions, NamingConvention};
 use quiver_server::auth::AuthConfig;
 use quiver_server::cors::TrustedOrigins;
-use quiver_server::{ServerConfig, ServerState};
+use quiver_server::{HttpTimeouts, ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
 // glibc's allocator spends a large share of the batch and import paths consolidating free
@@ -244,6 +244,39 @@ struct ServeOptions {
         help_heading = "Server"
     )]
     trusted_origins: Vec<String>,
+
+    /// Seconds a connection may stay open with no request in progress (also the wait for a
+    /// new connection's first request); 0 keeps idle connections open for good.
+    #[arg(
+        long = "http.keep-alive-timeout",
+        value_name = "SECONDS",
+        default_value_t = 300.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    keep_alive_timeout: f64,
+
+    /// Seconds a client may take to send a request head once it has begun (slow clients
+    /// are disconnected); 0 turns the limit off.
+    #[arg(
+        long = "http.request-header-timeout",
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    request_header_timeout: f64,
+
+    /// Seconds a request body may stall between two pieces before the request is answered
+    /// 408 and its connection closed; 0 turns the limit off.
+    #[arg(
+        long = "http.request-body-timeout",
+        value_name = "SECONDS",
+        default_value_t = 60.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    request_body_timeout: f64,
 
     /// Interval of the background sync of the write-ahead log, in milliseconds.
     #[arg(
@@ -797,6 +830,11 @@ fn serve(options: ServeOptions) -> Result<(), String> {
                 .unwrap_or_default(),
         },
         trusted_origins: TrustedOrigins::parse(&options.trusted_origins),
+        http_timeouts: HttpTimeouts {
+            keep_alive: Duration::from_secs_f64(options.keep_alive_timeout),
+            request_header: Duration::from_secs_f64(options.request_header_timeout),
+            request_body: Duration::from_secs_f64(options.request_body_timeout),
+        },
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
