@@ -114,7 +114,9 @@ impl QueryService {
     }
 
     /// Parses, plans and optimizes a query (or takes its plan from the plan cache) and opens
-    /// its transaction (unless one is `given`).
+    /// its transaction (unless one is `given`); `limits` (kill flag, `maxRuntime`) are
+    /// checked throughout.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
         db: &str,
@@ -123,6 +125,7 @@ impl QueryService {
         rules: &[String],
         full_count: bool,
         given: Option<Box<dyn crate::source::Transaction>>,
+        limits: &Limits,
     ) -> Result<Prepared> {
         let t0 = Instant::now();
         // Read before planning: a catalog change landing meanwhile makes this entry stale.
@@ -148,7 +151,7 @@ impl QueryService {
                 cached: Some(hit),
             });
         }
-        let ast = parser::parse(query)?;
+        let ast = parser::parse_within(query, Some(limits))?;
         let parsing = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let leased = given.is_some();
@@ -156,7 +159,7 @@ impl QueryService {
             Some(txn) => txn,
             None => self.source.begin(db, &[])?,
         };
-        let mut plan = plan::build(&ast, bind_vars, &*txn)?;
+        let mut plan = plan::build(&ast, bind_vars, &*txn, limits)?;
         let mut indexes = crate::index_select::IndexCatalog {
             hints: plan.index_hints.clone(),
             ..Default::default()
@@ -174,8 +177,9 @@ impl QueryService {
                 rules: RuleSelection::from_options(rules),
                 full_count,
                 indexes,
+                limits: limits.clone(),
             },
-        );
+        )?;
         crate::index_select::check_forced_hints(&plan)?;
         if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
@@ -225,20 +229,8 @@ impl QueryService {
             req.stream = false;
         }
         self.purge_expired();
-        let Prepared {
-            txn,
-            plan,
-            parsing,
-            optimizing,
-            cached,
-        } = self.prepare(
-            db,
-            &req.query,
-            &req.bind_vars,
-            &req.rules,
-            req.full_count,
-            given,
-        )?;
+        // The query is listed (and can be killed) and its `maxRuntime` runs from before it is
+        // parsed, as in ArangoDB.
         let killed = Arc::new(AtomicBool::new(false));
         let limits = Limits {
             deadline: (req.max_runtime > 0.0)
@@ -246,6 +238,32 @@ impl QueryService {
             killed: killed.clone(),
             memory_limit: req.memory_limit,
         };
+        let query_id = self.new_id();
+        self.queries.register(query_id, db, &req, killed, false);
+        let prepared = self.prepare(
+            db,
+            &req.query,
+            &req.bind_vars,
+            &req.rules,
+            req.full_count,
+            given,
+            &limits,
+        );
+        let Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing,
+            cached,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                self.queries.unregister(query_id, 0, e.number());
+                return Err(e);
+            }
+        };
+        self.queries
+            .set_modification(query_id, plan.is_modification);
         let ctx = ExecCtx::new(
             txn,
             db,
@@ -253,9 +271,6 @@ impl QueryService {
             limits,
             req.profile >= 2,
         );
-        let query_id = self.new_id();
-        self.queries
-            .register(query_id, db, &req, killed, plan.is_modification);
         let mut exec = Execution::new(&plan, ctx);
         let started = Instant::now();
         if req.stream {
@@ -487,7 +502,15 @@ impl QueryService {
             all_plans,
         } = req;
         let t0 = Instant::now();
-        let Prepared { txn, plan, .. } = self.prepare(db, query, bind_vars, rules, false, None)?;
+        let Prepared { txn, plan, .. } = self.prepare(
+            db,
+            query,
+            bind_vars,
+            rules,
+            false,
+            None,
+            &Limits::unlimited(),
+        )?;
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
         let rules_executed = plan.rules.len();
