@@ -34,6 +34,11 @@ pub struct ServerConfig {
     pub trusted_origins: crate::cors::TrustedOrigins,
     /// How long a connection may idle or dribble a request before it is closed.
     pub http_timeouts: HttpTimeouts,
+    /// The memory budget (estimated bytes) of a query without its own `memoryLimit`
+    /// (`--query.memory-limit`; 0 = none).
+    pub query_memory_limit: u64,
+    /// The budget of all running queries together (`--query.global-memory-limit`; 0 = none).
+    pub query_global_memory_limit: u64,
 }
 
 /// Read timeouts of client connections; a zero duration turns that timeout off.
@@ -74,6 +79,8 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
             http_timeouts: HttpTimeouts::default(),
+            query_memory_limit: quiver_aql::exec::DEFAULT_MEMORY_CAP,
+            query_global_memory_limit: 0,
         }
     }
 }
@@ -106,7 +113,12 @@ impl ServerState {
         let state = Arc::new(ServerState {
             auth,
             ownership: Default::default(),
-            queries: QueryService::over_core(core.clone()),
+            queries: {
+                let queries = QueryService::over_core(core.clone());
+                queries
+                    .set_memory_limits(config.query_memory_limit, config.query_global_memory_limit);
+                queries
+            },
             core,
             jobs: JobManager::new(config.async_queue_capacity),
             config,

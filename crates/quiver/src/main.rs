@@ -278,6 +278,26 @@ struct ServeOptions {
     )]
     request_body_timeout: f64,
 
+    /// Memory budget of one AQL query that sets no memoryLimit, in estimated bytes (0 = no
+    /// limit); default as ArangoDB: 75 % of the RAM beyond a 20 % reserve, at least 25 %.
+    #[arg(
+        long = "query.memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    query_memory_limit: Option<u64>,
+
+    /// Memory budget of all running AQL queries together, in estimated bytes (0 = no
+    /// limit); default as ArangoDB: 90 % of the RAM beyond a 10 % reserve, at least 25 %.
+    #[arg(
+        long = "query.global-memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    query_global_memory_limit: Option<u64>,
+
     /// Interval of the background sync of the write-ahead log, in milliseconds.
     #[arg(
         long = "wal.sync-interval",
@@ -461,6 +481,19 @@ fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
         Ok(0.0) => Ok(0.0),
         _ => parse_seconds(text),
     }
+}
+
+/// The machine's RAM in bytes (`MemTotal` of /proc/meminfo; 0 when unknown, which means no
+/// default limit), for the default query memory limits.
+fn physical_memory() -> u64 {
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib.saturating_mul(1024))
 }
 
 /// A share between 0 and 1.
@@ -830,6 +863,12 @@ fn serve(options: ServeOptions) -> Result<(), String> {
                 .unwrap_or_default(),
         },
         trusted_origins: TrustedOrigins::parse(&options.trusted_origins),
+        query_memory_limit: options.query_memory_limit.unwrap_or_else(|| {
+            quiver_aql::limits::default_memory_limit(physical_memory(), 0.2, 0.75)
+        }),
+        query_global_memory_limit: options.query_global_memory_limit.unwrap_or_else(|| {
+            quiver_aql::limits::default_memory_limit(physical_memory(), 0.1, 0.9)
+        }),
         http_timeouts: HttpTimeouts {
             keep_alive: Duration::from_secs_f64(options.keep_alive_timeout),
             request_header: Duration::from_secs_f64(options.request_header_timeout),

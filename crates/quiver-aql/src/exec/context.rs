@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::Row;
 use crate::expr::eval::{eval, EnvState, EvalEnv};
+use crate::limits::GlobalCharge;
 pub use crate::limits::{check_limits, memory_error, memory_limit, Limits, DEFAULT_MEMORY_CAP};
 use crate::source::Transaction;
 use crate::value::{estimate_size, Warning};
@@ -46,6 +47,8 @@ pub struct ExecCtx {
     pub memory: u64,
     pub profile: bool,
     ticks: u32,
+    /// This query's share of the memory of all running queries, given back when it ends.
+    global: GlobalCharge,
 }
 
 impl ExecCtx {
@@ -60,7 +63,9 @@ impl ExecCtx {
         env.killed = Some(limits.killed.clone());
         env.deadline = limits.deadline;
         env.memory_limit = Some(memory_limit(&limits));
+        let global = GlobalCharge::new(limits.global.clone());
         ExecCtx {
+            global,
             txn,
             database: database.to_string(),
             env,
@@ -98,6 +103,7 @@ impl ExecCtx {
 
     /// Accounts `bytes` more buffered memory.
     pub fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.global.charge(bytes)?;
         self.memory += bytes;
         self.stats.peak_memory = self.stats.peak_memory.max(self.memory);
         let limit = memory_limit(&self.limits);
@@ -108,6 +114,7 @@ impl ExecCtx {
     }
 
     pub fn release(&mut self, bytes: u64) {
+        self.global.release(bytes);
         self.memory = self.memory.saturating_sub(bytes);
     }
 

@@ -28,9 +28,10 @@ use std::time::{Duration, Instant, SystemTime};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
-use crate::exec::{ExecCtx, Execution, Limits};
+use crate::exec::{ExecCtx, Execution, Limits, DEFAULT_MEMORY_CAP};
 use crate::explain;
 use crate::expr::eval::EnvState;
+use crate::limits::GlobalMemory;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
@@ -54,6 +55,10 @@ pub struct QueryService {
     /// Ids of queries and cursors (one sequence, as in ArangoDB).
     next_id: AtomicU64,
     plans: PlanCache,
+    /// `--query.memory-limit`: the budget of a query that sets no `memoryLimit`.
+    default_memory_limit: AtomicU64,
+    /// What all running queries hold (`--query.global-memory-limit`).
+    memory: Arc<GlobalMemory>,
 }
 
 /// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
@@ -106,6 +111,32 @@ impl QueryService {
             queries: QueryRegistry::new(),
             next_id: AtomicU64::new(seed + 1),
             plans: PlanCache::default(),
+            default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
+            memory: Arc::new(GlobalMemory::default()),
+        }
+    }
+
+    /// Sets `--query.memory-limit` (the budget of a query without its own `memoryLimit`;
+    /// 0 = none) and `--query.global-memory-limit` (all running queries together; 0 = none).
+    pub fn set_memory_limits(&self, per_query: u64, global: u64) {
+        let per_query = if per_query == 0 { u64::MAX } else { per_query };
+        self.default_memory_limit
+            .store(per_query, Ordering::Relaxed);
+        self.memory.set_limit(global);
+    }
+
+    /// Estimated bytes held by running queries now.
+    pub fn memory_in_use(&self) -> u64 {
+        self.memory.used()
+    }
+
+    /// A query's budget: its own `memoryLimit` (which may exceed the server's default, as
+    /// with ArangoDB's default `--query.memory-limit-override`), else the server's.
+    fn memory_limit_for(&self, requested: u64) -> u64 {
+        if requested > 0 {
+            requested
+        } else {
+            self.default_memory_limit.load(Ordering::Relaxed)
         }
     }
 
@@ -236,7 +267,8 @@ impl QueryService {
             deadline: (req.max_runtime > 0.0)
                 .then(|| Instant::now() + Duration::from_secs_f64(req.max_runtime.min(1e9))),
             killed: killed.clone(),
-            memory_limit: req.memory_limit,
+            memory_limit: self.memory_limit_for(req.memory_limit),
+            global: Some(self.memory.clone()),
         };
         let query_id = self.new_id();
         self.queries.register(query_id, db, &req, killed, false);
@@ -416,7 +448,8 @@ impl QueryService {
             deadline: (req.max_runtime > 0.0)
                 .then(|| started + Duration::from_secs_f64(req.max_runtime.min(1e9))),
             killed: Arc::new(AtomicBool::new(false)),
-            memory_limit: req.memory_limit,
+            memory_limit: self.memory_limit_for(req.memory_limit),
+            global: Some(self.memory.clone()),
         };
         let ctx = ExecCtx::new(
             Box::new(NoData),
