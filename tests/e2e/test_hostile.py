@@ -797,3 +797,38 @@ def test_14_slow_and_idle_connections_are_closed(tmp_root):
         assert r.status_code == 200
     finally:
         srv.stop()
+
+
+def test_15_accept_failures_back_off_and_log_once(tmp_root):
+    """When the server runs out of file descriptors, failed accepts are logged once for the
+    burst (and once when accepting works again), not many times a second, and the server
+    recovers when descriptors are free again."""
+    import shutil
+    import subprocess
+    import time
+    if not shutil.which("prlimit"):
+        pytest.fail("prlimit (util-linux) is needed for this test")
+    srv = Server(tmp_root / ("emfile-" + uuid.uuid4().hex[:6])).start()
+    try:
+        open_fds = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+        limit = open_fds + 20
+        subprocess.run(["prlimit", "--pid", str(srv.proc.pid), f"--nofile={limit}:{limit}"], check=True)
+        held = []
+        for _ in range(60):
+            try:
+                held.append(_connect(srv, timeout=2))
+            except OSError:
+                break
+        # The kernel keeps accepting into the backlog; the server's accepts fail meanwhile.
+        time.sleep(3)
+        failures = [line for line in srv.output if "accept failed" in line]
+        assert len(failures) == 1, failures
+        for s in held:
+            s.close()
+        time.sleep(2.5)
+        r = requests.get(srv.url + "/_api/version", auth=ROOT, timeout=TIMEOUT)
+        assert r.status_code == 200
+        assert any("accepting connections again after" in line for line in srv.output), srv.output[-5:]
+        assert len([line for line in srv.output if "accept failed" in line]) == 1
+    finally:
+        srv.stop()
