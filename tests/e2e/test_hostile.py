@@ -623,3 +623,216 @@ def test_09_integral_doubles_render_like_arangodb(hostile):
     assert b'"x":1,' in r.content and b'"y":2.5' in r.content, r.content
     r = requests.post(url + "/_db/hx/_api/cursor", data=b'{"query":"RETURN [1.0, @v]","bindVars":{"v":4.0}}', auth=ROOT, timeout=TIMEOUT)
     assert b'"result":[[1,4]]' in r.content, r.content
+
+
+# -- HTTP/1.1 framing and connection limits ---------------------------------------------------
+
+def _read_responses(sock, limit=10):
+    """Reads complete HTTP/1.1 responses (Content-Length or chunked) from `sock` until it
+    closes, times out or `limit` responses arrived; returns [(status, headers, body)]."""
+    buf = b""
+    out = []
+    closed = False
+
+    def fill():
+        nonlocal buf, closed
+        try:
+            c = sock.recv(65536)
+        except (ConnectionResetError, socket.timeout):
+            c = b""
+        if not c:
+            closed = True
+        buf += c
+
+    while len(out) < limit:
+        while b"\r\n\r\n" not in buf and not closed:
+            fill()
+        if b"\r\n\r\n" not in buf:
+            break
+        head, _, rest = buf.partition(b"\r\n\r\n")
+        status = int(head.split(b" ", 2)[1])
+        headers = {}
+        for line in head.split(b"\r\n")[1:]:
+            k, _, v = line.partition(b":")
+            headers[k.strip().lower()] = v.strip()
+        if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+            while b"\r\n0\r\n\r\n" not in rest and not rest.startswith(b"0\r\n\r\n") and not closed:
+                buf = head + b"\r\n\r\n" + rest
+                fill()
+                head, _, rest = buf.partition(b"\r\n\r\n")
+            end = rest.find(b"0\r\n\r\n") + 5 if rest.startswith(b"0\r\n\r\n") else rest.find(b"\r\n0\r\n\r\n") + 7
+            body, buf = _dechunk(rest[:end]), rest[end:]
+        else:
+            length = int(headers.get(b"content-length", b"0"))
+            while len(rest) < length and not closed:
+                buf = head + b"\r\n\r\n" + rest
+                fill()
+                head, _, rest = buf.partition(b"\r\n\r\n")
+            body, buf = rest[:length], rest[length:]
+        out.append((status, headers, body))
+    return out
+
+
+def _connect(server, timeout=TIMEOUT):
+    return socket.create_connection(("127.0.0.1", server.port), timeout=timeout)
+
+
+def _post(path, body, extra=b""):
+    return (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n" + extra
+            + b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+
+
+def test_10_pipelined_answers_come_before_the_refusal(hostile):
+    """Every pipelined request that was executed is answered, in order, before the 400 for a
+    malformed one that follows it in the same packet, and before the close."""
+    key = "pipelined-" + uuid.uuid4().hex[:8]
+    for closing in (b"", b"Connection: close\r\n"):
+        data = with_root_credentials(
+            _post(b"/_db/hx/_api/document/v", json.dumps({"_key": key + str(len(closing))}).encode())
+            + b"GET /_api/version HTTP/1.1\r\nHost: x\r\n\r\n"
+        ) + b"GET /_api/version HTTP/1.1\r\nBad Header\r\n" + closing + b"\r\n"
+        with _connect(hostile.server) as s:
+            s.sendall(data)
+            got = _read_responses(s)
+        assert [g[0] for g in got] == [202, 200, 400], [(g[0], g[2][:100]) for g in got]
+        assert json.loads(got[0][2])["_key"] == key + str(len(closing))
+        assert json.loads(got[1][2])["server"] == "arango"
+        env = json.loads(got[2][2])
+        assert env["error"] is True and env["code"] == 400, env
+    hostile.settle("pipelined before malformed")
+
+
+def test_11_half_close_after_a_complete_request_is_answered(hostile):
+    for data in (b"GET /_api/version HTTP/1.1\r\nHost: x\r\n\r\n",
+                 _post(b"/_db/hx/_api/cursor", b'{"query":"RETURN SLEEP(0.2) || 7"}')):
+        with _connect(hostile.server) as s:
+            s.sendall(with_root_credentials(data))
+            s.shutdown(socket.SHUT_WR)
+            got = _read_responses(s)
+        assert len(got) == 1 and got[0][0] in (200, 201), got
+
+
+def test_12_invalid_chunk_size_is_answered_400(hostile):
+    for chunks in (b"zz\r\nabc\r\n0\r\n\r\n", b"3\r\n{}}xx\r\n0\r\n\r\n", b"ffffffffffffffffffff\r\n"):
+        data = with_root_credentials(
+            b"POST /_db/hx/_api/cursor HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        ) + chunks
+        with _connect(hostile.server) as s:
+            s.sendall(data)
+            got = _read_responses(s)
+        assert len(got) == 1 and got[0][0] == 400, (chunks, got)
+        env = json.loads(got[0][2])
+        assert env["error"] is True and env["errorNum"] == 400, env
+    hostile.settle("invalid chunk size")
+
+
+def test_13_too_many_header_fields_get_a_true_message(hostile):
+    headers = b"".join(b"X-H%d: v\r\n" % i for i in range(150))
+    with _connect(hostile.server) as s:
+        s.sendall(with_root_credentials(b"GET /_api/version HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n"))
+        got = _read_responses(s)
+    assert len(got) == 1 and got[0][0] == 431, got
+    env = json.loads(got[0][2])
+    assert env["errorNum"] == 431 and "header fields" in env["errorMessage"], env
+    assert "bytes" not in env["errorMessage"], env
+    hostile.settle("too many headers")
+
+
+def test_14_slow_and_idle_connections_are_closed(tmp_root):
+    """With short timeouts set by flags: 200 connections dribbling a request head
+    (slowloris), an idle keep-alive connection, a silent new connection and a stalled body
+    are all closed after their timeout, and the server keeps serving."""
+    srv = Server(tmp_root / ("timeouts-" + uuid.uuid4().hex[:6]), extra_args=[
+        "--http.keep-alive-timeout", "1.5",
+        "--http.request-header-timeout", "1",
+        "--http.request-body-timeout", "1",
+    ]).start()
+    try:
+        import time
+        # Slowloris: a head begun and never finished, one more header every 0.2 s.
+        dribblers = [_connect(srv, timeout=5) for _ in range(200)]
+        for s in dribblers:
+            s.sendall(with_root_credentials(b"GET /_api/version HTTP/1.1\r\nHost: x\r\n"))
+        started = time.time()
+        open_ = set(range(len(dribblers)))
+        while open_ and time.time() - started < 8:
+            for i in list(open_):
+                try:
+                    dribblers[i].sendall(b"X-Slow: 1\r\n")
+                except OSError:
+                    open_.discard(i)
+            time.sleep(0.2)
+        took = time.time() - started
+        for s in dribblers:
+            s.close()
+        assert not open_, f"{len(open_)} dribbling connections still open after {took:.1f} s"
+        assert took >= 0.9, took
+
+        # An idle keep-alive connection: answered, then closed after the keep-alive timeout.
+        with _connect(srv) as s:
+            s.sendall(with_root_credentials(b"GET /_api/version HTTP/1.1\r\nHost: x\r\n\r\n"))
+            got = _read_responses(s, limit=1)
+            assert got and got[0][0] == 200, got
+            idle_from = time.time()
+            assert s.recv(1) == b""
+            idle = time.time() - idle_from
+        assert 1.2 <= idle <= 6, idle
+
+        # A new connection that sends nothing.
+        with _connect(srv) as s:
+            silent_from = time.time()
+            assert s.recv(1) == b""
+            assert time.time() - silent_from <= 6
+
+        # A body that stalls: 408, then the close.
+        with _connect(srv) as s:
+            s.sendall(with_root_credentials(
+                b"POST /_db/_system/_api/cursor HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"query\":"))
+            got = _read_responses(s)
+        assert len(got) == 1 and got[0][0] == 408, got
+        assert json.loads(got[0][2])["errorNum"] == 408
+
+        # The server still answers normally.
+        r = requests.get(srv.url + "/_api/version", auth=ROOT, timeout=TIMEOUT)
+        assert r.status_code == 200
+    finally:
+        srv.stop()
+
+
+def test_15_accept_failures_back_off_and_log_once(tmp_root):
+    """When the server runs out of file descriptors, failed accepts are logged once for the
+    burst (and once when accepting works again), not many times a second, and the server
+    recovers when descriptors are free again."""
+    import shutil
+    import subprocess
+    import time
+    if not shutil.which("prlimit"):
+        pytest.fail("prlimit (util-linux) is needed for this test")
+    srv = Server(tmp_root / ("emfile-" + uuid.uuid4().hex[:6])).start()
+    try:
+        open_fds = len(os.listdir(f"/proc/{srv.proc.pid}/fd"))
+        limit = open_fds + 20
+        subprocess.run(["prlimit", "--pid", str(srv.proc.pid), f"--nofile={limit}:{limit}"], check=True)
+        held = []
+        for _ in range(60):
+            try:
+                held.append(_connect(srv, timeout=2))
+            except OSError:
+                break
+        # The kernel keeps accepting into the backlog; the server's accepts fail meanwhile.
+        time.sleep(3)
+        failures = [line for line in srv.output if "accept failed" in line]
+        assert len(failures) == 1, failures
+        for s in held:
+            s.close()
+        time.sleep(2.5)
+        r = requests.get(srv.url + "/_api/version", auth=ROOT, timeout=TIMEOUT)
+        assert r.status_code == 200
+        assert any("accepting connections again after" in line for line in srv.output), srv.output[-5:]
+        # Draining the backlog may start one more short burst; each burst is logged once
+        # when it starts and once when it ends, never per failed accept.
+        bursts = len([line for line in srv.output if "accept failed" in line])
+        recoveries = len([line for line in srv.output if "accepting connections again after" in line])
+        assert 1 <= bursts <= recoveries + 1 and bursts <= 3, srv.output[-8:]
+    finally:
+        srv.stop()

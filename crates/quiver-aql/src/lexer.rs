@@ -71,6 +71,7 @@ pub fn tokenize(query: &str) -> Result<Vec<Token>> {
     let mut pos = 0usize;
     let mut line = 1usize;
     let mut line_start = 0usize;
+    let mut columns = Columns::default();
     let err = |message: &str, at: usize, line: usize, line_start: usize| -> Error {
         Error::with_message(
             ErrorCode::QueryParse,
@@ -227,7 +228,7 @@ pub fn tokenize(query: &str) -> Result<Vec<Token>> {
             start,
             end: pos,
             line: tok_line,
-            column: column_of(query, tok_line_start, start),
+            column: columns.at(query, tok_line_start, start),
         });
     }
     tokens.push(Token {
@@ -235,9 +236,46 @@ pub fn tokenize(query: &str) -> Result<Vec<Token>> {
         start: query.len(),
         end: query.len(),
         line,
-        column: column_of(query, line_start, query.len()),
+        column: columns.at(query, line_start, query.len()),
     });
     Ok(tokens)
+}
+
+/// Token columns computed incrementally: tokens come in order, so the characters between the
+/// previous token and this one are counted once, and a query on one long line costs O(n) in
+/// total instead of O(n) per token.
+#[derive(Default)]
+struct Columns {
+    /// Byte offset of the line the last answer was on.
+    line_start: usize,
+    /// Byte offset of the last answer, and its 1-based column.
+    at: usize,
+    column: usize,
+}
+
+impl Columns {
+    fn at(&mut self, query: &str, line_start: usize, at: usize) -> usize {
+        let at = at.min(query.len());
+        let column = if self.column > 0 && self.line_start == line_start && self.at <= at {
+            self.column + count_chars(query, self.at, at)
+        } else {
+            column_of(query, line_start, at)
+        };
+        // At most one column per byte since the line began (a full recount would make debug
+        // builds quadratic again; the tests compare against `column_of`).
+        debug_assert!(column >= 1 && column <= at.saturating_sub(line_start) + 1);
+        *self = Columns {
+            line_start,
+            at,
+            column,
+        };
+        column
+    }
+}
+
+/// Characters in `query[from..to]` (bytes if the range does not fall on char boundaries).
+fn count_chars(query: &str, from: usize, to: usize) -> usize {
+    query.get(from..to).map_or(to - from, |s| s.chars().count())
 }
 
 fn prev_is_value(tokens: &[Token]) -> bool {
@@ -410,6 +448,40 @@ mod tests {
 
     fn toks(q: &str) -> Vec<Tok> {
         tokenize(q).unwrap().into_iter().map(|t| t.tok).collect()
+    }
+
+    #[test]
+    fn columns_match_a_full_recount() {
+        let query = "LET `é` = 'ü\nx' /* ß\n */ RETURN [`é`,\n  \"€\", 1..2]  // end\nFOR x IN y";
+        for token in tokenize(query).unwrap() {
+            let line_start = query[..token.start].rfind('\n').map_or(0, |i| i + 1);
+            assert_eq!(
+                token.column,
+                column_of(query, line_start, token.start),
+                "{token:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_long_line_lexes_in_linear_time() {
+        // 1 MB on one line: about 200,000 tokens; counting from the line start for each would
+        // be 10¹¹ character steps.
+        let mut query = String::from("RETURN [");
+        while query.len() < 1_000_000 {
+            query.push_str("'ä',1,");
+        }
+        query.push_str("2]");
+        let started = std::time::Instant::now();
+        let tokens = tokenize(&query).unwrap();
+        assert!(tokens.len() > 300_000);
+        let last = &tokens[tokens.len() - 2];
+        assert_eq!(last.column, query[..last.start].chars().count() + 1);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "took {:?}",
+            started.elapsed()
+        );
     }
 
     #[test]

@@ -15,9 +15,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use quiver_errors::{Error, Result};
+
 use crate::ast::BinOp;
+use crate::limits::Limits;
 
 mod graph;
+mod hoist;
 use crate::expr::{CExpr, Slot};
 use crate::index_select::{conjuncts, rebuild_and};
 use crate::plan::{ListSource, Node, NodeKind, Plan, QueryPlan};
@@ -91,17 +95,20 @@ pub struct OptimizeOptions {
     pub full_count: bool,
     /// The secondary indexes of the collections read (empty: only the primary index is used).
     pub indexes: crate::index_select::IndexCatalog,
+    /// The query's kill flag and `maxRuntime`, checked before each rule on each pipeline.
+    pub limits: Limits,
 }
 
-/// Runs all enabled rules and records which ones fired in `plan.rules`.
-pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) {
+/// Runs all enabled rules and records which ones fired in `plan.rules`; fails (1500) when the
+/// query is killed or runs out of `maxRuntime` meanwhile.
+pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) -> Result<()> {
     let result_slot = match plan.root.nodes.last().map(|n| &n.kind) {
         Some(NodeKind::Return { input, .. }) => Some(*input),
         _ => None,
     };
     let mut fired: Vec<String> = Vec::new();
     let root = std::mem::take(&mut plan.root);
-    plan.root = optimize_pipeline(root, options, &mut fired, result_slot);
+    plan.root = optimize_pipeline(root, options, &mut fired, result_slot)?;
     if options.full_count {
         if let Some(node) = plan
             .root
@@ -121,6 +128,7 @@ pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) {
         .filter(|r| fired.iter().any(|f| f == *r) && seen.insert(**r))
         .map(|r| r.to_string())
         .collect();
+    Ok(())
 }
 
 fn optimize_pipeline(
@@ -128,7 +136,7 @@ fn optimize_pipeline(
     options: &OptimizeOptions,
     fired: &mut Vec<String>,
     _result: Option<Slot>,
-) -> Plan {
+) -> Result<Plan> {
     // Subqueries first, so the outer rules see their final variable usage.
     for node in &mut plan.nodes {
         if let NodeKind::Subquery { plan: sub, .. } = &mut node.kind {
@@ -137,28 +145,31 @@ fn optimize_pipeline(
                 Some(NodeKind::Return { input, .. }) => Some(*input),
                 _ => None,
             };
-            *sub = Arc::new(optimize_pipeline(inner, options, fired, result));
+            *sub = Arc::new(optimize_pipeline(inner, options, fired, result)?);
         }
     }
     type Rule = fn(&mut Plan, &OptimizeOptions) -> bool;
     let run = |name: &str, plan: &mut Plan, rule: Rule, fired: &mut Vec<String>| {
+        options.limits.check()?;
         if options.rules.is_enabled(name) && rule(plan, options) {
             fired.push(name.to_string());
         }
+        Ok::<(), Error>(())
     };
     run(
         "move-calculations-up",
         &mut plan,
         move_calculations_up,
         fired,
-    );
-    run("move-filters-up", &mut plan, move_filters_up, fired);
+    )?;
+    run("move-filters-up", &mut plan, move_filters_up, fired)?;
     run(
         "remove-unnecessary-filters",
         &mut plan,
         remove_unnecessary_filters,
         fired,
-    );
+    )?;
+    options.limits.check()?;
     if options.rules.is_enabled("use-indexes") {
         let (mut changed, mut covered) = use_indexes(&mut plan);
         let (secondary, secondary_covered, sort_removed) =
@@ -176,6 +187,7 @@ fn optimize_pipeline(
             remove_unnecessary_filters(&mut plan, options);
         }
     }
+    options.limits.check()?;
     if options.rules.is_enabled("geo-index-optimizer")
         && crate::geo_select::use_geo_indexes(&mut plan, &options.indexes)
     {
@@ -188,34 +200,34 @@ fn optimize_pipeline(
         &mut plan,
         graph::optimize_traversals,
         fired,
-    );
+    )?;
     run(
         "remove-unnecessary-calculations",
         &mut plan,
         remove_unnecessary_calculations,
         fired,
-    );
+    )?;
     run(
         "remove-redundant-sorts",
         &mut plan,
         remove_redundant_sorts,
         fired,
-    );
+    )?;
     run(
         "remove-collect-variables",
         &mut plan,
         remove_collect_variables,
         fired,
-    );
-    run("sort-limit", &mut plan, sort_limit, fired);
-    run("optimize-count", &mut plan, optimize_count, fired);
+    )?;
+    run("sort-limit", &mut plan, sort_limit, fired)?;
+    run("optimize-count", &mut plan, optimize_count, fired)?;
     run(
         "reduce-extraction-to-projection",
         &mut plan,
         reduce_extraction_to_projection,
         fired,
-    );
-    plan
+    )?;
+    Ok(plan)
 }
 
 /// Slots read by nodes at positions `from..` (including subquery pipelines).
@@ -227,70 +239,18 @@ fn reads_after(plan: &Plan, from: usize) -> HashSet<Slot> {
     set
 }
 
-/// Where a node that reads `vars` may move up to: just after the last node defining one of
-/// them, but never above a node that changes the row stream's meaning (LIMIT, COLLECT,
-/// WINDOW, data modification, RETURN; SORT too for calculations with side effects).
-fn earliest_position(plan: &Plan, j: usize, vars: &HashSet<Slot>) -> usize {
-    let mut p = j;
-    while p > 1 {
-        let prev = &plan.nodes[p - 1].kind;
-        let barrier = matches!(
-            prev,
-            NodeKind::Limit { .. }
-                | NodeKind::Collect { .. }
-                | NodeKind::Window { .. }
-                | NodeKind::Modify(_)
-                | NodeKind::Return { .. }
-                | NodeKind::NoResults
-        );
-        if barrier || prev.writes().iter().any(|w| vars.contains(w)) {
-            break;
-        }
-        p -= 1;
-    }
-    p
-}
-
-fn move_node(plan: &mut Plan, from: usize, to: usize) {
-    let node = plan.nodes.remove(from);
-    plan.nodes.insert(to, node);
-}
-
 fn move_calculations_up(plan: &mut Plan, _: &OptimizeOptions) -> bool {
-    let mut changed = false;
-    let mut j = 1;
-    while j < plan.nodes.len() {
-        if let NodeKind::Calculation { expr, .. } = &plan.nodes[j].kind {
-            if expr.is_deterministic() {
-                let vars = expr.vars();
-                let p = earliest_position(plan, j, &vars);
-                // Only worth it when we jump over a loop.
-                if p < j && plan.nodes[p..j].iter().any(|n| n.kind.is_loop()) {
-                    move_node(plan, j, p);
-                    changed = true;
-                }
-            }
-        }
-        j += 1;
-    }
-    changed
+    hoist::hoist(plan, |kind| match kind {
+        NodeKind::Calculation { expr, .. } if expr.is_deterministic() => Some(expr.vars()),
+        _ => None,
+    })
 }
 
 fn move_filters_up(plan: &mut Plan, _: &OptimizeOptions) -> bool {
-    let mut changed = false;
-    let mut j = 1;
-    while j < plan.nodes.len() {
-        if let NodeKind::Filter { input } = &plan.nodes[j].kind {
-            let vars: HashSet<Slot> = [*input].into_iter().collect();
-            let p = earliest_position(plan, j, &vars);
-            if p < j && plan.nodes[p..j].iter().any(|n| n.kind.is_loop()) {
-                move_node(plan, j, p);
-                changed = true;
-            }
-        }
-        j += 1;
-    }
-    changed
+    hoist::hoist(plan, |kind| match kind {
+        NodeKind::Filter { input } => Some([*input].into_iter().collect()),
+        _ => None,
+    })
 }
 
 fn const_of(plan: &Plan, slot: Slot) -> Option<&Value> {
@@ -461,43 +421,47 @@ fn use_indexes(plan: &mut Plan) -> (bool, bool) {
 }
 
 fn remove_unnecessary_calculations(plan: &mut Plan, _: &OptimizeOptions) -> bool {
-    let mut changed = false;
     let result_slot = match plan.nodes.last().map(|n| &n.kind) {
         Some(NodeKind::Return { input, .. }) => Some(*input),
         _ => None,
     };
-    loop {
-        let mut removed = false;
-        let mut j = 1;
-        while j < plan.nodes.len() {
-            let out = match &plan.nodes[j].kind {
-                NodeKind::Calculation { out, expr } if expr.is_deterministic() => *out,
-                _ => {
-                    j += 1;
-                    continue;
-                }
-            };
-            if Some(out) != result_slot
-                && !reads_after(plan, j + 1).contains(&out)
-                && !subplans_read(plan, out)
+    let in_subplans = subplan_reads(plan);
+    // One backward pass: a calculation goes when no node kept after it reads its result.
+    // Dropping a calculation can make the ones feeding it unused too; walking backwards
+    // sees those next, so this reaches the same end as removing one at a time until nothing
+    // changes, in linear time.
+    let mut read_later: HashSet<Slot> = HashSet::new();
+    let mut keep = vec![true; plan.nodes.len()];
+    for (j, node) in plan.nodes.iter().enumerate().skip(1).rev() {
+        if let NodeKind::Calculation { out, expr } = &node.kind {
+            if expr.is_deterministic()
+                && Some(*out) != result_slot
+                && !read_later.contains(out)
+                && !in_subplans.contains(out)
             {
-                plan.nodes.remove(j);
-                removed = true;
-                changed = true;
+                keep[j] = false;
                 continue;
             }
-            j += 1;
         }
-        if !removed {
-            break;
-        }
+        read_later.extend(node.kind.reads());
     }
+    let changed = keep.contains(&false);
+    let mut flags = keep.into_iter();
+    plan.nodes.retain(|_| flags.next().unwrap_or(true));
     changed
 }
 
-/// Whether any subquery pipeline reads `slot` (outer variables are visible inside).
-fn subplans_read(plan: &Plan, slot: Slot) -> bool {
-    plan.nodes.iter().any(|n| matches!(&n.kind, NodeKind::Subquery { plan, .. } if plan.nodes.iter().any(|m| m.kind.reads().contains(&slot))))
+/// Slots read by the nodes of any subquery pipeline (outer variables are visible inside).
+fn subplan_reads(plan: &Plan) -> HashSet<Slot> {
+    let mut set = HashSet::new();
+    for n in &plan.nodes {
+        if let NodeKind::Subquery { plan, .. } = &n.kind {
+            for m in &plan.nodes {
+                set.extend(m.kind.reads());
+            }
+        }
+    }
+    set
 }
 
 fn remove_redundant_sorts(plan: &mut Plan, _: &OptimizeOptions) -> bool {
@@ -538,23 +502,27 @@ fn remove_redundant_sorts(plan: &mut Plan, _: &OptimizeOptions) -> bool {
 
 fn remove_collect_variables(plan: &mut Plan, _: &OptimizeOptions) -> bool {
     let mut changed = false;
-    for j in 1..plan.nodes.len() {
-        let into_slot = match &plan.nodes[j].kind {
-            NodeKind::Collect {
-                into: Some((slot, _)),
-                ..
-            } => *slot,
-            _ => continue,
-        };
-        if !reads_after(plan, j + 1).contains(&into_slot) && !subplans_read(plan, into_slot) {
-            let last_is_return_of = matches!(plan.nodes.last().map(|n| &n.kind), Some(NodeKind::Return { input, .. }) if *input == into_slot);
-            if !last_is_return_of {
-                if let NodeKind::Collect { into, .. } = &mut plan.nodes[j].kind {
+    let in_subplans = subplan_reads(plan);
+    let returned = match plan.nodes.last().map(|n| &n.kind) {
+        Some(NodeKind::Return { input, .. }) => Some(*input),
+        _ => None,
+    };
+    // Backwards, collecting what the nodes after each COLLECT read as we go.
+    let mut read_later: HashSet<Slot> = HashSet::new();
+    for node in plan.nodes.iter_mut().skip(1).rev() {
+        if let NodeKind::Collect { into, .. } = &mut node.kind {
+            if let Some((into_slot, _)) = into {
+                let into_slot = *into_slot;
+                if !read_later.contains(&into_slot)
+                    && !in_subplans.contains(&into_slot)
+                    && returned != Some(into_slot)
+                {
                     *into = None;
                     changed = true;
                 }
             }
         }
+        read_later.extend(node.kind.reads());
     }
     changed
 }

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::ast::*;
 use crate::lexer::{column_of, near, tokenize, Kw, Tok, Token, CONTEXT_WORDS};
+use crate::limits::Limits;
 
 /// Deepest nesting of expressions/subqueries accepted; deeper input fails cleanly instead of
 /// exhausting the thread's stack.
@@ -34,6 +35,12 @@ type ExpansionClauses = (
 
 /// Parses a complete query.
 pub fn parse(query: &str) -> Result<Query> {
+    parse_within(query, None)
+}
+
+/// Parses a complete query, checking `limits` (kill flag, `maxRuntime`) once the text is
+/// tokenized and at every statement.
+pub fn parse_within(query: &str, limits: Option<&Limits>) -> Result<Query> {
     if query.trim().is_empty() {
         return Err(Error::with_message(
             ErrorCode::QueryParse,
@@ -41,9 +48,13 @@ pub fn parse(query: &str) -> Result<Query> {
         ));
     }
     let tokens = tokenize(query)?;
+    if let Some(limits) = limits {
+        limits.check()?;
+    }
     let mut parser = Parser {
         query,
         tokens,
+        limits,
         pos: 0,
         depth: 0,
         weight: 0,
@@ -59,6 +70,7 @@ pub fn parse(query: &str) -> Result<Query> {
 
 struct Parser<'a> {
     query: &'a str,
+    limits: Option<&'a Limits>,
     tokens: Vec<Token>,
     pos: usize,
     depth: usize,
@@ -279,6 +291,9 @@ impl<'a> Parser<'a> {
         }
         let mut ops = Vec::new();
         loop {
+            if let Some(limits) = self.limits {
+                limits.check()?;
+            }
             let op = self.operation()?;
             let ends = matches!(op, Op::Return { .. });
             ops.push(op);

@@ -14,7 +14,9 @@ use crate::ast::{self, CollectionRef, Expr, ModifyKind, ObjectKey, Op};
 use crate::expr::eval::{eval, EnvState, EvalEnv};
 use crate::expr::{CExpr, CKey, Slot};
 use crate::functions;
+use crate::limits::{memory_error, memory_limit, Limits};
 use crate::source::{Transaction, WriteOptions};
+use crate::value::estimate_size;
 
 mod geo_search;
 mod graph;
@@ -325,12 +327,79 @@ pub struct QueryPlan {
     pub index_hints: HashMap<Slot, IndexHint>,
 }
 
+/// The variables in scope while planning: one frame per (sub)query, innermost last, each
+/// in declaration order, and an index from each name to its visible slots, so that a lookup
+/// costs one hash probe however many variables are declared (a query of n `LET`s plans in
+/// O(n), not O(n²)). The innermost, most recent declaration of a name is the one seen.
+struct Scopes {
+    frames: Vec<Vec<(String, Slot)>>,
+    visible: HashMap<String, Vec<Slot>>,
+}
+
+impl Default for Scopes {
+    fn default() -> Scopes {
+        Scopes {
+            frames: vec![Vec::new()],
+            visible: HashMap::new(),
+        }
+    }
+}
+
+impl Scopes {
+    /// The innermost frame's variables, in declaration order.
+    fn current(&self) -> &[(String, Slot)] {
+        self.frames.last().map_or(&[], Vec::as_slice)
+    }
+
+    fn declare(&mut self, name: String, slot: Slot) {
+        let frame = self
+            .frames
+            .last_mut()
+            .expect("the query's frame is never popped");
+        self.visible.entry(name.clone()).or_default().push(slot);
+        frame.push((name, slot));
+    }
+
+    fn lookup(&self, name: &str) -> Option<Slot> {
+        self.visible
+            .get(name)
+            .and_then(|slots| slots.last())
+            .copied()
+    }
+
+    /// Hides the innermost frame's variables from position `len` on.
+    fn truncate_current(&mut self, len: usize) {
+        let Some(frame) = self.frames.last_mut() else {
+            return;
+        };
+        let len = len.min(frame.len());
+        for (name, slot) in frame.drain(len..).rev() {
+            let slots = self.visible.get_mut(&name);
+            let popped = slots.and_then(|slots| slots.pop());
+            assert_eq!(popped, Some(slot), "scope index out of step for '{name}'");
+            if self.visible.get(&name).is_some_and(Vec::is_empty) {
+                self.visible.remove(&name);
+            }
+        }
+    }
+
+    fn push_frame(&mut self) {
+        self.frames.push(Vec::new());
+    }
+
+    fn pop_frame(&mut self) {
+        self.truncate_current(0);
+        self.frames.pop();
+        debug_assert!(!self.frames.is_empty(), "the query's frame was popped");
+    }
+}
+
 struct Planner<'a> {
     bind: &'a Map<String, Value>,
     used_binds: HashSet<String>,
     txn: &'a dyn Transaction,
     vars: Vec<VarInfo>,
-    scopes: Vec<Vec<(String, Slot)>>,
+    scopes: Scopes,
     /// Per scope: where the variables of the first FOR loop begin. COLLECT ends the loop
     /// scopes (as ArangoDB's parser does), hiding everything declared from there on, while
     /// variables declared before the first loop stay visible.
@@ -339,20 +408,27 @@ struct Planner<'a> {
     next_id: usize,
     modified: HashSet<String>,
     index_hints: HashMap<Slot, IndexHint>,
+    limits: &'a Limits,
+    /// Estimated bytes of the constants folded so far, charged to the query's budget.
+    folded_bytes: u64,
 }
 
-/// Plans `query`; `txn` is used only to check collections exist.
+/// Plans `query`; `txn` is used only to check collections exist. `limits` (kill flag,
+/// `maxRuntime`) are checked at every statement.
 pub fn build(
     query: &ast::Query,
     bind: &Map<String, Value>,
     txn: &dyn Transaction,
+    limits: &Limits,
 ) -> Result<QueryPlan> {
     let mut planner = Planner {
+        limits,
+        folded_bytes: 0,
         bind,
         used_binds: HashSet::new(),
         txn,
         vars: Vec::new(),
-        scopes: vec![Vec::new()],
+        scopes: Scopes::default(),
         loop_marks: vec![None],
         collections: BTreeMap::new(),
         next_id: 1,
@@ -577,27 +653,19 @@ impl<'a> Planner<'a> {
             ));
         }
         let slot = self.new_var(name, true);
-        self.scopes
-            .last_mut()
-            .expect("scope stack is never empty")
-            .push((name.to_string(), slot));
+        self.scopes.declare(name.to_string(), slot);
         Ok(slot)
     }
 
     fn mark_loop(&mut self) {
-        let len = self.scopes.last().map_or(0, Vec::len);
+        let len = self.scopes.current().len();
         if let Some(mark) = self.loop_marks.last_mut() {
             mark.get_or_insert(len);
         }
     }
 
     fn lookup_var(&self, name: &str) -> Option<Slot> {
-        self.scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| n == name)
-            .map(|(_, s)| *s)
+        self.scopes.lookup(name)
     }
 
     fn bind_value(&mut self, name: &str) -> Result<Value> {
@@ -645,6 +713,7 @@ impl<'a> Planner<'a> {
         let mut plan = Plan::default();
         self.node(&mut plan, NodeKind::Singleton);
         for op in &query.ops {
+            self.limits.check()?;
             self.plan_op(op, &mut plan)?;
         }
         Ok(plan)
@@ -832,7 +901,7 @@ impl<'a> Planner<'a> {
                 let aggregates = self.plan_aggregates(aggregates, plan)?;
                 for a in &aggregates {
                     let name = self.vars[a.out].name.clone();
-                    self.scopes.last_mut().expect("scope").push((name, a.out));
+                    self.scopes.declare(name, a.out);
                 }
                 self.node(
                     plan,
@@ -911,7 +980,7 @@ impl<'a> Planner<'a> {
                 let visible: Vec<(String, Slot)> = if c.keep.is_empty() {
                     let mut seen = HashSet::new();
                     let from = self.loop_marks.last().copied().flatten().unwrap_or(0);
-                    let mut list: Vec<(String, Slot)> = self.scopes.last().expect("scope")[from..]
+                    let mut list: Vec<(String, Slot)> = self.scopes.current()[from..]
                         .iter()
                         .rev()
                         .filter(|(n, s)| self.vars[*s].user && seen.insert(n.clone()))
@@ -948,8 +1017,9 @@ impl<'a> Planner<'a> {
         };
         // COLLECT ends the scope of the current loop variables.
         let keep_from = self.loop_marks.last().copied().flatten();
-        let scope = self.scopes.last_mut().expect("scope");
-        scope.truncate(keep_from.unwrap_or(scope.len()));
+        if let Some(from) = keep_from {
+            self.scopes.truncate_current(from);
+        }
         *self.loop_marks.last_mut().expect("scope") = None;
         let mut group_slots = Vec::new();
         for (name, input) in groups {
@@ -963,7 +1033,7 @@ impl<'a> Planner<'a> {
                     format!("AQL: variable '{name}' is assigned multiple times (while parsing)"),
                 ));
             }
-            self.scopes.last_mut().expect("scope").push((name, a.out));
+            self.scopes.declare(name, a.out);
         }
         let into = match into {
             Some((name, kind)) => Some((self.declare(&name)?, kind)),
@@ -1026,10 +1096,11 @@ impl<'a> Planner<'a> {
         // OLD is visible inside UPSERT's update expression.
         let old_slot = self.new_var("OLD", true);
         let upsert_update = if m.kind == ModifyKind::Upsert {
-            self.scopes.push(vec![("OLD".to_string(), old_slot)]);
+            self.scopes.push_frame();
+            self.scopes.declare("OLD".to_string(), old_slot);
             self.loop_marks.push(None);
             let compiled = m.third.as_ref().map(|e| self.compile(e, plan)).transpose();
-            self.scopes.pop();
+            self.scopes.pop_frame();
             self.loop_marks.pop();
             compiled?
         } else {
@@ -1049,12 +1120,11 @@ impl<'a> Planner<'a> {
             ModifyKind::Remove => (false, true),
             _ => (true, true),
         };
-        let scope = self.scopes.last_mut().expect("scope");
         if has_new {
-            scope.push(("NEW".to_string(), new_slot));
+            self.scopes.declare("NEW".to_string(), new_slot);
         }
         if has_old {
-            scope.push(("OLD".to_string(), old_slot));
+            self.scopes.declare("OLD".to_string(), old_slot);
         }
         let spec = ModifySpec {
             kind: m.kind,
@@ -1216,10 +1286,10 @@ impl<'a> Planner<'a> {
                 CExpr::Call(def, compiled)
             }
             Expr::Subquery(q) => {
-                self.scopes.push(Vec::new());
+                self.scopes.push_frame();
                 self.loop_marks.push(None);
                 let sub = self.plan_query(q);
-                self.scopes.pop();
+                self.scopes.pop_frame();
                 self.loop_marks.pop();
                 let sub = sub?;
                 let out = self.temp();
@@ -1233,7 +1303,26 @@ impl<'a> Planner<'a> {
                 return Ok(CExpr::Var(out));
             }
         };
-        Ok(fold(c))
+        self.fold_charged(c)
+    }
+
+    /// Folds `c` and charges what the folded value adds beyond the constants it was made of
+    /// to the query's memory budget: constants computed at plan time count like values
+    /// buffered at run time (error 32 beyond `memoryLimit`).
+    fn fold_charged(&mut self, c: CExpr) -> Result<CExpr> {
+        let limit = memory_limit(self.limits);
+        let consumed = constant_operands_size(&c);
+        // A value larger than the whole budget is not built here; left for run time, it
+        // fails there under the same limit.
+        let folded = fold_within(c, Some(limit));
+        if let CExpr::Const(v) = &folded {
+            let added = estimate_size(v).saturating_sub(consumed);
+            self.folded_bytes = self.folded_bytes.saturating_add(added);
+            if self.folded_bytes > limit {
+                return Err(memory_error(limit));
+            }
+        }
+        Ok(folded)
     }
 
     /// The collection a function argument names: a bare name that is no variable in scope,
@@ -1268,6 +1357,13 @@ const FOLD_BUDGET: std::time::Duration = std::time::Duration::from_millis(20);
 /// no side effects. Expressions that warn or fail are left for run time so the warning or
 /// error is reported there, as ArangoDB does.
 pub fn fold(c: CExpr) -> CExpr {
+    fold_within(c, None)
+}
+
+/// [`fold`], where a function may build no single value larger than `budget` bytes
+/// (estimated; `FunctionContext::reserve`): beyond it the expression is left for run time,
+/// where the query's memory limit fails it.
+pub fn fold_within(c: CExpr, budget: Option<u64>) -> CExpr {
     let foldable = match &c {
         CExpr::Const(_) | CExpr::Var(_) | CExpr::Current => return c,
         CExpr::Array(items) => items.iter().all(is_const),
@@ -1297,6 +1393,7 @@ pub fn fold(c: CExpr) -> CExpr {
     // huge bind parameters) gives up folding after a short budget and runs at execution
     // time, under the query's limits.
     state.deadline = Some(std::time::Instant::now() + FOLD_BUDGET);
+    state.memory_limit = budget;
     let mut env = EvalEnv {
         txn: None,
         database: "_system",
@@ -1305,6 +1402,36 @@ pub fn fold(c: CExpr) -> CExpr {
     match eval(&c, &[], None, &mut env) {
         Ok(v) if state.warnings.is_empty() => CExpr::Const(v),
         _ => c,
+    }
+}
+
+/// The estimated size of the constants `c` is computed from (its direct operands): what
+/// folding `c` consumes.
+fn constant_operands_size(c: &CExpr) -> u64 {
+    let size = |e: &CExpr| match e {
+        CExpr::Const(v) => estimate_size(v),
+        _ => 0,
+    };
+    match c {
+        CExpr::Array(items) => items.iter().map(size).sum(),
+        CExpr::Object(members) => members
+            .iter()
+            .map(|(k, v)| {
+                size(v)
+                    + match k {
+                        CKey::Computed(e) => size(e),
+                        _ => 0,
+                    }
+            })
+            .sum(),
+        CExpr::Attribute(e, _) | CExpr::Unary(_, e) => size(e),
+        CExpr::Index(a, b) | CExpr::Binary(_, a, b) | CExpr::ArrayCompare(_, _, a, b) => {
+            size(a) + size(b)
+        }
+        CExpr::Ternary(a, b, d) => size(a) + b.as_deref().map_or(0, size) + size(d),
+        CExpr::Call(_, args) => args.iter().map(size).sum(),
+        CExpr::Expansion { input, .. } => size(input),
+        _ => 0,
     }
 }
 

@@ -2,6 +2,7 @@
 //! 400/600, which serde_json's own `Value` would silently resolve to the last one).
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 use std::fmt;
 
 use quiver_core::EncodedDocument;
@@ -164,6 +165,43 @@ impl<'de> de::Deserialize<'de> for Name<'de> {
     }
 }
 
+/// The attribute names of one object seen so far, for the duplicate check: a linear scan
+/// while the object is small (cheaper than hashing a few dozen names), a hash set past that,
+/// so that an object of n attributes is checked in O(n), never O(n²).
+#[derive(Default)]
+struct NameSet<'de> {
+    few: Vec<Name<'de>>,
+    many: HashSet<Cow<'de, str>>,
+}
+
+impl<'de> NameSet<'de> {
+    /// Objects up to this many attributes are checked by a linear scan.
+    const SCAN_LIMIT: usize = 16;
+
+    fn is_empty(&self) -> bool {
+        self.few.is_empty() && self.many.is_empty()
+    }
+
+    /// Adds `name`; gives it back if it was seen before.
+    fn insert(&mut self, name: Name<'de>) -> Option<Name<'de>> {
+        if self.many.is_empty() {
+            if self.few.iter().any(|seen| seen.0 == name.0) {
+                return Some(name);
+            }
+            if self.few.len() < Self::SCAN_LIMIT {
+                self.few.push(name);
+                return None;
+            }
+            self.many = self.few.drain(..).map(|seen| seen.0).collect();
+        }
+        if self.many.contains(&name.0) {
+            return Some(name);
+        }
+        self.many.insert(name.0);
+        None
+    }
+}
+
 fn duplicate<E: de::Error>(name: &str) -> E {
     E::custom(format!("duplicate attribute name '{name}'"))
 }
@@ -182,9 +220,7 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
         let doc = self.doc;
-        // Names seen so far, for the duplicate check (objects are small; a linear scan beats
-        // hashing up to a few dozen names).
-        let mut names: Vec<Name<'de>> = Vec::with_capacity(16);
+        let mut names = NameSet::default();
         while let Some(name) = map.next_key::<Name<'de>>()? {
             // As in [`StrictValue`], the value is read before the name is checked, so that a
             // body with both a duplicate and a later syntax error reports the same error.
@@ -215,10 +251,9 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
                     })?;
                 }
             }
-            if names.iter().any(|seen| seen.0 == name.0) {
+            if let Some(name) = names.insert(name) {
                 return Err(duplicate(&name.0));
             }
-            names.push(name);
         }
         Ok(())
     }
@@ -315,7 +350,7 @@ impl<'de> Visitor<'de> for Transcode<'_> {
             return Err(de::Error::custom("too deeply nested"));
         }
         self.out.push(b'{');
-        let mut names: Vec<Name<'de>> = Vec::new();
+        let mut names = NameSet::default();
         while let Some(name) = map.next_key::<Name<'de>>()? {
             if !names.is_empty() {
                 self.out.push(b',');
@@ -326,10 +361,9 @@ impl<'de> Visitor<'de> for Transcode<'_> {
                 out: &mut *self.out,
                 depth: self.depth + 1,
             })?;
-            if names.iter().any(|seen| seen.0 == name.0) {
+            if let Some(name) = names.insert(name) {
                 return Err(duplicate(&name.0));
             }
-            names.push(name);
         }
         self.out.push(b'}');
         Ok(())
@@ -359,6 +393,63 @@ mod tests {
         assert_eq!(err.code, ErrorCode::HttpCorruptedJson);
         assert!(parse(br#"{"a":{"b":1},"b":{"b":2}}"#).is_ok());
         assert!(parse(br#"[{"a":1},{"a":1,"x":{"y":1,"y":2}}]"#).is_err());
+    }
+
+    /// `{"a0":0,"a1":1,…}` with `n` attributes, then `tail` (e.g. a repeated name).
+    fn wide_object(n: usize, tail: &str) -> String {
+        let mut text = String::from("{");
+        for i in 0..n {
+            text.push_str(&format!("\"a{i}\":{i},"));
+        }
+        text.push_str(tail);
+        text.push('}');
+        text
+    }
+
+    #[test]
+    fn wide_objects_are_checked_in_linear_time() {
+        // 200,000 names: a pairwise comparison would take 2·10¹⁰ string comparisons (minutes
+        // in a debug build); the hash set takes well under a second.
+        let n = 200_000;
+        let started = std::time::Instant::now();
+        let unique = wide_object(n, "\"last\":1");
+        assert!(encode_document(unique.as_bytes()).is_ok());
+        assert!(parse(unique.as_bytes()).is_ok());
+        let nested = format!("{{\"outer\":{unique}}}");
+        assert!(encode_document(nested.as_bytes()).is_ok());
+        let repeated = wide_object(n, "\"a7\":1");
+        let err = encode_document(repeated.as_bytes()).unwrap_err();
+        assert!(
+            err.message.contains("duplicate attribute name 'a7'"),
+            "{}",
+            err.message
+        );
+        let nested = format!("{{\"outer\":{repeated}}}");
+        let err = encode_document(nested.as_bytes()).unwrap_err();
+        assert!(
+            err.message.contains("duplicate attribute name 'a7'"),
+            "{}",
+            err.message
+        );
+        assert!(parse(repeated.as_bytes()).is_err());
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "took {:?}",
+            started.elapsed()
+        );
+    }
+
+    #[test]
+    fn duplicates_found_on_both_sides_of_the_scan_limit() {
+        for n in [1, 15, 16, 17, 40] {
+            for repeat in [0, n / 2, n - 1] {
+                let text = wide_object(n, &format!("\"a{repeat}\":1"));
+                assert!(encode_document(text.as_bytes()).is_err(), "{n} {repeat}");
+                let nested = format!("{{\"x\":{text}}}");
+                assert!(encode_document(nested.as_bytes()).is_err(), "{n} {repeat}");
+            }
+            assert!(encode_document(wide_object(n, "\"b\":1").as_bytes()).is_ok());
+        }
     }
 
     #[test]

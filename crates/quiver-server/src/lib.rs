@@ -24,7 +24,7 @@ pub mod transport;
 
 pub use request::{parse_bool, Request, DEFAULT_DATABASE};
 pub use response::{Durability, Response, JSON_CONTENT_TYPE};
-pub use state::{ServerConfig, ServerState};
+pub use state::{HttpTimeouts, ServerConfig, ServerState};
 pub use transport::{serve, serve_on, serve_tls_on, ServeHandle, TlsConfig, TlsProtocol};
 
 use http::Method;

@@ -38,6 +38,13 @@ pub struct ServerConfig {
     pub log: Arc<crate::log::LogControl>,
     /// The options the server runs with, for `/_admin/options*`.
     pub startup_options: Arc<StartupOptions>,
+    /// How long a connection may idle or dribble a request before it is closed.
+    pub http_timeouts: HttpTimeouts,
+    /// The memory budget (estimated bytes) of a query without its own `memoryLimit`
+    /// (`--query.memory-limit`; 0 = none).
+    pub query_memory_limit: u64,
+    /// The budget of all running queries together (`--query.global-memory-limit`; 0 = none).
+    pub query_global_memory_limit: u64,
 }
 
 /// The server's options as `/_admin/options` and `/_admin/options-description` show them.
@@ -79,6 +86,32 @@ impl StartupOptions {
     }
 }
 
+/// Read timeouts of client connections; a zero duration turns that timeout off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpTimeouts {
+    /// A connection with no request in progress is closed after this long
+    /// (`--http.keep-alive-timeout`, ArangoDB's default 300 s); also the wait for the first
+    /// request of a new connection.
+    pub keep_alive: std::time::Duration,
+    /// From the first byte of a request head to its end (`--http.request-header-timeout`):
+    /// a client dribbling its headers (slowloris) is cut off after this long.
+    pub request_header: std::time::Duration,
+    /// The longest pause between two pieces of a request body
+    /// (`--http.request-body-timeout`); a request whose body stalls this long is answered
+    /// 408 and its connection closed.
+    pub request_body: std::time::Duration,
+}
+
+impl Default for HttpTimeouts {
+    fn default() -> HttpTimeouts {
+        HttpTimeouts {
+            keep_alive: std::time::Duration::from_secs(300),
+            request_header: std::time::Duration::from_secs(30),
+            request_body: std::time::Duration::from_secs(60),
+        }
+    }
+}
+
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
@@ -93,6 +126,9 @@ impl Default for ServerConfig {
             export_metrics_api: true,
             log: Arc::default(),
             startup_options: Arc::new(StartupOptions::new([])),
+            http_timeouts: HttpTimeouts::default(),
+            query_memory_limit: quiver_aql::exec::DEFAULT_MEMORY_CAP,
+            query_global_memory_limit: 0,
         }
     }
 }
@@ -128,7 +164,12 @@ impl ServerState {
             auth,
             ownership: Default::default(),
             statistics: Arc::default(),
-            queries: QueryService::over_core(core.clone()),
+            queries: {
+                let queries = QueryService::over_core(core.clone());
+                queries
+                    .set_memory_limits(config.query_memory_limit, config.query_global_memory_limit);
+                queries
+            },
             core,
             jobs: JobManager::new(config.async_queue_capacity),
             config,

@@ -32,8 +32,13 @@ use tokio::sync::watch;
 use crate::cors::CorsRequest;
 use crate::{Request, Response, ServerState};
 
+mod accept_backoff;
 mod h2c;
+mod read_deadline;
 pub mod tls;
+
+use accept_backoff::AcceptBackoff;
+use read_deadline::{ConnectionClock, Phase, Watched};
 
 pub use tls::{TlsConfig, TlsProtocol};
 
@@ -176,17 +181,24 @@ async fn accept_loop(
         .iter()
         .map(|_| Arc::new(AtomicUsize::new(0)))
         .collect();
+    let mut backoff = AcceptBackoff::default();
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
             _ = stopped.changed() => break,
         };
         let (stream, _) = match accepted {
-            Ok(a) => a,
+            Ok(a) => {
+                backoff.succeeded();
+                a
+            }
             Err(e) => {
                 // Out of file descriptors and the like: back off instead of spinning.
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(50)).await;
+                let wait = backoff.failed(&e);
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = stopped.changed() => break,
+                }
                 continue;
             }
         };
@@ -268,12 +280,24 @@ async fn connection(
 ) {
     // The client's address, for the login throttle.
     let peer = stream.peer_addr().ok().map(|a| a.ip());
-    // A connection that has sent nothing yet is simply closed at shutdown.
+    // A connection that has sent nothing yet is simply closed at shutdown, or when it has
+    // sent nothing for the keep-alive timeout.
+    let keep_alive = state.config.http_timeouts.keep_alive;
+    let first_bytes = async {
+        if keep_alive.is_zero() {
+            opening(&stream).await
+        } else {
+            tokio::time::timeout(keep_alive, opening(&stream))
+                .await
+                .unwrap_or(Opening::Closed)
+        }
+    };
     let opening = tokio::select! {
-        o = opening(&stream) => o,
+        o = first_bytes => o,
         _ = conn_stopped.changed() => return,
     };
     match opening {
+        Opening::Closed => return,
         Opening::Http1 => {}
         Opening::Http2 => return http2_connection(state, stream, peer, conn_stopped).await,
         Opening::H2cUpgrade(upgrade) => {
@@ -326,19 +350,34 @@ async fn http1_connection<S>(
     // server-wide one is shared by every worker, and bumping it per request moved its
     // cache line between the cores.
     let state = Arc::new(state);
+    let clock = Arc::new(ConnectionClock::new(state.config.http_timeouts));
+    let service_clock = Arc::clone(&clock);
     let service = service_fn(move |req| {
         let state = Arc::clone(&state);
-        async move { Ok::<_, Infallible>(answer(&state, req, peer).await) }
+        let clock = Arc::clone(&service_clock);
+        async move {
+            clock.request_started();
+            let response = answer(&state, req, peer).await;
+            clock.request_answered();
+            Ok::<_, Infallible>(response)
+        }
     });
+    let io = DeferredShutdown::new(TokioIo::new(Watched::new(stream, Arc::clone(&clock))));
     let mut conn = Box::pin(
         http1::Builder::new()
             .keep_alive(true)
-            .pipeline_flush(true)
+            // Every answer is flushed before the next pipelined request is parsed: when a
+            // later request turns out malformed, hyper ends the connection and what it still
+            // held unwritten would be lost, for requests already executed.
+            .pipeline_flush(false)
+            // A client that sends a request and then shuts down its sending side still
+            // gets its answer.
+            .half_close(true)
             // arangod sends no `Date` header (http-api.md §1.6); hyper's would add 37
             // bytes to every answer for the client to parse.
             .auto_date_header(false)
             .max_buf_size(MAX_HEAD_BYTES)
-            .serve_connection(DeferredShutdown(TokioIo::new(stream)), service),
+            .serve_connection(io, service),
     );
     let result = tokio::select! {
         r = conn.as_mut() => r,
@@ -348,12 +387,23 @@ async fn http1_connection<S>(
                 .await
                 .unwrap_or(Ok(()))
         }
+        phase = clock.expired() => {
+            if phase == Phase::Head {
+                tracing::debug!("closing a connection whose request head did not arrive in time");
+            }
+            Ok(())
+        }
     };
-    // hyper 1.x ends a connection whose request head it cannot parse with an error,
-    // without writing anything; the socket is still open (see DeferredShutdown), so
-    // the ArangoDB answer goes out through it before the close.
-    let mut stream = Pin::into_inner(conn).into_parts().io.0.into_inner();
-    match result.as_ref().err().and_then(refused_request_error) {
+    // hyper 1.x ends a connection whose request head it cannot parse with an error (its
+    // own bare answer held back by DeferredShutdown); the socket is still open, so the
+    // ArangoDB answer goes out through it before the close.
+    let parts = Pin::into_inner(conn).into_parts();
+    let refused = result
+        .as_ref()
+        .err()
+        .and_then(|e| refused_request_error(e, parts.read_buf.len()));
+    let mut stream = parts.io.into_inner(refused.is_some()).await.inner;
+    match refused {
         Some(err) => answer_refused(stream, &err).await,
         None => {
             let _ = tokio::time::timeout(Duration::from_secs(5), stream.shutdown()).await;
@@ -375,6 +425,8 @@ const OPENING_BYTES: usize = 4096;
 
 /// The protocol a connection opens with.
 enum Opening {
+    /// Nothing arrived within the keep-alive timeout.
+    Closed,
     Http1,
     /// HTTP/2 with prior knowledge: the connection starts with the preface.
     Http2,
@@ -458,9 +510,55 @@ async fn http2_connection<S>(
 
 /// The connection's socket as hyper sees it, except that hyper's close (`poll_shutdown`) is
 /// left to the connection loop, which closes the socket once hyper is done: after a request
-/// head hyper refused, hyper has already shut the socket down without writing anything, and
-/// ArangoDB answers such a request with an error (http-api.md §1.2).
-struct DeferredShutdown<S>(TokioIo<S>);
+/// head hyper refused, the loop answers with ArangoDB's error envelope (http-api.md §1.2).
+/// hyper writes a bare answer of its own first (status line, `connection: close`,
+/// `content-length: 0`); that one is held back here, and dropped when the connection ends
+/// with the parse error it answered. (Any other write first sends what is held, so a body
+/// that happened to end with the same bytes is only delayed, never lost.)
+struct DeferredShutdown<S> {
+    io: TokioIo<S>,
+    held: Option<&'static [u8]>,
+}
+
+/// The answers hyper writes itself to a request head it cannot parse.
+const HYPER_REFUSALS: [&[u8]; 3] = [
+    b"HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+    b"HTTP/1.1 414 URI Too Long\r\nconnection: close\r\ncontent-length: 0\r\n\r\n",
+];
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> DeferredShutdown<S> {
+    fn new(io: TokioIo<S>) -> DeferredShutdown<S> {
+        DeferredShutdown { io, held: None }
+    }
+
+    /// Writes what is held back, if anything.
+    fn poll_release(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        while let Some(held) = self.held {
+            let n = std::task::ready!(hyper::rt::Write::poll_write(
+                Pin::new(&mut self.io),
+                cx,
+                held
+            ))?;
+            if n == 0 {
+                return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+            }
+            self.held = (n < held.len()).then(|| &held[n..]);
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    /// The socket back, dropping a held refusal of hyper's (`refused`) or sending it.
+    async fn into_inner(mut self, refused: bool) -> S {
+        if refused {
+            self.held = None;
+        } else {
+            let release = std::future::poll_fn(|cx| self.poll_release(cx));
+            let _ = tokio::time::timeout(Duration::from_secs(5), release).await;
+        }
+        self.io.into_inner()
+    }
+}
 
 impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Read
     for DeferredShutdown<S>
@@ -470,7 +568,7 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Read
         cx: &mut Context<'_>,
         buf: hyper::rt::ReadBufCursor<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+        Pin::new(&mut self.get_mut().io).poll_read(cx, buf)
     }
 }
 
@@ -482,7 +580,20 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Write
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        let this = self.get_mut();
+        std::task::ready!(this.poll_release(cx))?;
+        let Some(refusal) = HYPER_REFUSALS.iter().find(|r| buf.ends_with(r)) else {
+            return Pin::new(&mut this.io).poll_write(cx, buf);
+        };
+        let before = &buf[..buf.len() - refusal.len()];
+        if !before.is_empty() {
+            let n = std::task::ready!(Pin::new(&mut this.io).poll_write(cx, before))?;
+            if n < before.len() {
+                return Poll::Ready(Ok(n));
+            }
+        }
+        this.held = Some(refusal);
+        Poll::Ready(Ok(buf.len()))
     }
 
     fn poll_write_vectored(
@@ -490,15 +601,26 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin> hyper::rt::Write
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.get_mut().0).poll_write_vectored(cx, bufs)
+        let last = bufs.iter().rev().find(|b| !b.is_empty());
+        let may_end_in_refusal =
+            last.is_some_and(|b| HYPER_REFUSALS.iter().any(|r| b.ends_with(r)));
+        if may_end_in_refusal || self.held.is_some() {
+            // Rare: one slice at a time through the checks above.
+            let first = bufs
+                .iter()
+                .find(|b| !b.is_empty())
+                .map_or(&[][..], |b| &b[..]);
+            return self.poll_write(cx, first);
+        }
+        Pin::new(&mut self.get_mut().io).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.io.is_write_vectored()
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        Pin::new(&mut self.get_mut().io).poll_flush(cx)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -514,16 +636,29 @@ const MAX_HEAD_BYTES: usize = 1024 * 1024;
 /// hyper's own limit is 64 KiB.
 const MAX_URI_BYTES: usize = 16 * 1024;
 
+/// The most header fields a request may have (hyper's, which parses them on the stack).
+/// ArangoDB counts only the head's size; 100 fields is several times what any driver or
+/// proxy sends, and a request with more is answered 431 with a message that says so.
+const MAX_HEADER_FIELDS: usize = 100;
+
 /// The ArangoDB error for a connection hyper ended because it could not parse a request head,
 /// or `None` for other connection errors (client gone, I/O), which get no answer.
-fn refused_request_error(e: &hyper::Error) -> Option<Error> {
+/// `unparsed_head` is how many bytes of the refused head hyper held.
+fn refused_request_error(e: &hyper::Error, unparsed_head: usize) -> Option<Error> {
     if e.is_parse_too_large() {
-        // hyper's public API does not tell an over-long request-target from an over-long head;
-        // its message does ("URI too long" vs "message head is too large").
+        // hyper's public API does not tell an over-long request-target from an over-long head
+        // or from too many header fields; its message tells the first ("URI too long" vs
+        // "message head is too large"), and a head refused before it reached the size limit
+        // had too many fields.
         return Some(if e.to_string().contains("URI") {
             Error::with_message(
                 ErrorCode::HttpUriTooLong,
                 format!("request-URI exceeds the maximum of {MAX_URI_BYTES} bytes"),
+            )
+        } else if unparsed_head < MAX_HEAD_BYTES {
+            Error::with_message(
+                ErrorCode::HttpRequestHeaderFieldsTooLarge,
+                format!("request has more than {MAX_HEADER_FIELDS} header fields"),
             )
         } else {
             Error::with_message(
@@ -640,7 +775,7 @@ async fn answer(
     let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let cors = CorsRequest::from_headers(parts.method == Method::OPTIONS, &parts.headers);
-    let close = wants_close(&parts);
+    let mut close = wants_close(&parts);
     let method = parts.method.clone();
     let response = match read_request(state, parts, body).await {
         Ok(mut request) => {
@@ -665,7 +800,12 @@ async fn answer(
             }
             return out;
         }
-        Err(err) => Response::from(err),
+        Err(RequestError::Refused(err)) => Response::from(err),
+        Err(RequestError::Unreadable(err)) => {
+            // The body's framing is broken or it stalled: the next request cannot be found.
+            close = true;
+            Response::from(err)
+        }
     };
     let now = std::time::Instant::now();
     let sent_bytes = response.body.len();
@@ -759,11 +899,26 @@ fn guarded(state: &ServerState, request: Request) -> Response {
     .unwrap_or_else(|_| Error::with_message(ErrorCode::Internal, "handler panicked").into())
 }
 
+/// Why a request was not handed to the dispatcher.
+enum RequestError {
+    /// Refused (too large, bad encoding, URI too long); the connection can go on.
+    Refused(Error),
+    /// Its body could not be read to the end (broken chunked framing, a stall longer than
+    /// the body timeout): answered, then the connection is closed.
+    Unreadable(Error),
+}
+
+impl From<Error> for RequestError {
+    fn from(err: Error) -> RequestError {
+        RequestError::Refused(err)
+    }
+}
+
 async fn read_request(
     state: &ServerState,
     parts: http::request::Parts,
     mut body: Incoming,
-) -> Result<Request, Error> {
+) -> Result<Request, RequestError> {
     let limit = state.config.max_body_size;
     let http2 = parts.version == http::Version::HTTP_2;
     let too_large = |body: Incoming| {
@@ -778,21 +933,31 @@ async fn read_request(
     // hyper has parsed `Content-Length` into the body's size hint (exact for such bodies,
     // no lower bound for chunked ones, which `Limited` bounds while reading).
     if hyper::body::Body::size_hint(&body).lower() > limit as u64 {
-        return Err(too_large(body));
+        return Err(too_large(body).into());
     }
-    let collected = read_body(Limited::new(&mut body, limit)).await;
+    let stall = state.config.http_timeouts.request_body;
+    let collected = read_body(Limited::new(&mut body, limit), stall).await;
     let mut bytes = match collected {
         Ok(b) => b,
-        Err(e) => {
+        Err(BodyError::Stalled) => {
+            return Err(RequestError::Unreadable(Error::with_message(
+                ErrorCode::HttpRequestTimeout,
+                format!(
+                    "request body stalled for more than {} s",
+                    stall.as_secs_f64()
+                ),
+            )));
+        }
+        Err(BodyError::Read(e)) => {
             if e.downcast_ref::<http_body_util::LengthLimitError>()
                 .is_some()
             {
-                return Err(too_large(body));
+                return Err(too_large(body).into());
             }
-            return Err(Error::with_message(
+            return Err(RequestError::Unreadable(Error::with_message(
                 ErrorCode::HttpBadParameter,
                 format!("cannot read request body: {e}"),
-            ));
+            )));
         }
     };
     let mut headers = parts.headers;
@@ -819,9 +984,10 @@ async fn read_request(
         return Err(Error::with_message(
             ErrorCode::HttpUriTooLong,
             format!("request-URI exceeds the maximum of {MAX_URI_BYTES} bytes"),
-        ));
+        )
+        .into());
     }
-    Request::new(parts.method, target, headers, bytes)
+    Ok(Request::new(parts.method, target, headers, bytes)?)
 }
 
 /// How much of a refused HTTP/2 request body is read and discarded, at most, and for how long.
@@ -856,7 +1022,9 @@ fn drain_refused_body(mut body: Incoming) {
 /// returned `Pending`, and waking the task for it re-queues it as a yield, which tokio answers
 /// by waking a second worker thread. For a small POST that doubled the server's CPU time per
 /// request (two extra context switches).
-async fn read_body<B>(body: B) -> Result<Bytes, B::Error>
+///
+/// `stall` bounds the wait for each piece of the body (zero: no bound).
+async fn read_body<B>(body: B, stall: Duration) -> Result<Bytes, BodyError<B::Error>>
 where
     B: hyper::body::Body<Data = Bytes> + Unpin,
 {
@@ -864,10 +1032,18 @@ where
     let mut first: Option<Bytes> = None;
     let mut rest: Vec<u8> = Vec::new();
     while !body.is_end_stream() {
-        let Some(frame) = body.frame().await else {
+        // `timeout` polls the read first and arms its timer only when the read has to wait.
+        let next = if stall.is_zero() {
+            body.frame().await
+        } else {
+            tokio::time::timeout(stall, body.frame())
+                .await
+                .map_err(|_| BodyError::Stalled)?
+        };
+        let Some(frame) = next else {
             break;
         };
-        let Ok(data) = frame?.into_data() else {
+        let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
             continue; // trailers
         };
         match &first {
@@ -885,6 +1061,14 @@ where
     } else {
         Bytes::from(rest)
     })
+}
+
+/// Why [`read_body`] stopped before the end of the body.
+enum BodyError<E> {
+    /// The body's own error (framing, size limit, connection).
+    Read(E),
+    /// No piece of the body arrived within the body timeout.
+    Stalled,
 }
 
 /// Inflates a `gzip` or `deflate` body, refusing to produce more than `limit` bytes (a

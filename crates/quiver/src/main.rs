@@ -14,7 +14,7 @@ use quiver_server::auth::AuthConfig;
 use quiver_server::cors::TrustedOrigins;
 use quiver_server::log::{LogControl, LogOptions};
 use quiver_server::state::StartupOptions;
-use quiver_server::{ServerConfig, ServerState};
+use quiver_server::{HttpTimeouts, ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
 // glibc's allocator spends a large share of the batch and import paths consolidating free
@@ -248,6 +248,59 @@ struct ServeOptions {
         help_heading = "Server"
     )]
     trusted_origins: Vec<String>,
+
+    /// Seconds a connection may stay open with no request in progress (also the wait for a
+    /// new connection's first request); 0 keeps idle connections open for good.
+    #[arg(
+        long = "http.keep-alive-timeout",
+        value_name = "SECONDS",
+        default_value_t = 300.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    keep_alive_timeout: f64,
+
+    /// Seconds a client may take to send a request head once it has begun (slow clients
+    /// are disconnected); 0 turns the limit off.
+    #[arg(
+        long = "http.request-header-timeout",
+        value_name = "SECONDS",
+        default_value_t = 30.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    request_header_timeout: f64,
+
+    /// Seconds a request body may stall between two pieces before the request is answered
+    /// 408 and its connection closed; 0 turns the limit off.
+    #[arg(
+        long = "http.request-body-timeout",
+        value_name = "SECONDS",
+        default_value_t = 60.0,
+        value_parser = parse_seconds_or_zero,
+        help_heading = "Server"
+    )]
+    request_body_timeout: f64,
+
+    /// Memory budget of one AQL query that sets no memoryLimit, in estimated bytes (0 = no
+    /// limit); default as ArangoDB: 75 % of the RAM beyond a 20 % reserve, at least 25 %.
+    #[arg(
+        long = "query.memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    query_memory_limit: Option<u64>,
+
+    /// Memory budget of all running AQL queries together, in estimated bytes (0 = no
+    /// limit); default as ArangoDB: 90 % of the RAM beyond a 10 % reserve, at least 25 %.
+    #[arg(
+        long = "query.global-memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    query_global_memory_limit: Option<u64>,
 
     /// Interval of the background sync of the write-ahead log, in milliseconds.
     #[arg(
@@ -494,6 +547,19 @@ fn parse_seconds_or_zero(text: &str) -> Result<f64, String> {
         Ok(0.0) => Ok(0.0),
         _ => parse_seconds(text),
     }
+}
+
+/// The machine's RAM in bytes (`MemTotal` of /proc/meminfo; 0 when unknown, which means no
+/// default limit), for the default query memory limits.
+fn physical_memory() -> u64 {
+    let Ok(info) = std::fs::read_to_string("/proc/meminfo") else {
+        return 0;
+    };
+    info.lines()
+        .find_map(|line| line.strip_prefix("MemTotal:"))
+        .and_then(|rest| rest.trim().strip_suffix("kB"))
+        .and_then(|kib| kib.trim().parse::<u64>().ok())
+        .map_or(0, |kib| kib.saturating_mul(1024))
 }
 
 /// A share between 0 and 1.
@@ -854,6 +920,17 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         export_metrics_api: options.export_metrics_api,
         log: Arc::new(log),
         startup_options: Arc::new(startup_options),
+        query_memory_limit: options.query_memory_limit.unwrap_or_else(|| {
+            quiver_aql::limits::default_memory_limit(physical_memory(), 0.2, 0.75)
+        }),
+        query_global_memory_limit: options.query_global_memory_limit.unwrap_or_else(|| {
+            quiver_aql::limits::default_memory_limit(physical_memory(), 0.1, 0.9)
+        }),
+        http_timeouts: HttpTimeouts {
+            keep_alive: Duration::from_secs_f64(options.keep_alive_timeout),
+            request_header: Duration::from_secs_f64(options.request_header_timeout),
+            request_body: Duration::from_secs_f64(options.request_body_timeout),
+        },
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())

@@ -3,15 +3,15 @@
 //! `maxRuntime`, the kill flag) checked while rows are pulled.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use quiver_errors::{Error, ErrorCode, Result};
+use quiver_errors::Result;
 use serde_json::Value;
 
 use super::Row;
 use crate::expr::eval::{eval, EnvState, EvalEnv};
+use crate::limits::GlobalCharge;
+pub use crate::limits::{check_limits, memory_error, memory_limit, Limits, DEFAULT_MEMORY_CAP};
 use crate::source::Transaction;
 use crate::value::{estimate_size, Warning};
 
@@ -37,19 +37,6 @@ pub struct Stats {
     pub nodes: HashMap<usize, NodeStats>,
 }
 
-/// Runtime limits of one query.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    pub deadline: Option<Instant>,
-    pub killed: Arc<AtomicBool>,
-    /// Bytes (estimated); 0 = the engine's default cap.
-    pub memory_limit: u64,
-}
-
-/// Without an explicit `memoryLimit` a query may still not buffer more than this (estimated)
-/// so that one query cannot take the server down.
-pub const DEFAULT_MEMORY_CAP: u64 = 4 << 30;
-
 /// Shared state of one running query.
 pub struct ExecCtx {
     pub txn: Box<dyn Transaction>,
@@ -60,6 +47,8 @@ pub struct ExecCtx {
     pub memory: u64,
     pub profile: bool,
     ticks: u32,
+    /// This query's share of the memory of all running queries, given back when it ends.
+    global: GlobalCharge,
 }
 
 impl ExecCtx {
@@ -73,7 +62,10 @@ impl ExecCtx {
         let mut env = env;
         env.killed = Some(limits.killed.clone());
         env.deadline = limits.deadline;
+        env.memory_limit = Some(memory_limit(&limits));
+        let global = GlobalCharge::new(limits.global.clone());
         ExecCtx {
+            global,
             txn,
             database: database.to_string(),
             env,
@@ -111,6 +103,7 @@ impl ExecCtx {
 
     /// Accounts `bytes` more buffered memory.
     pub fn charge(&mut self, bytes: u64) -> Result<()> {
+        self.global.charge(bytes)?;
         self.memory += bytes;
         self.stats.peak_memory = self.stats.peak_memory.max(self.memory);
         let limit = memory_limit(&self.limits);
@@ -121,43 +114,13 @@ impl ExecCtx {
     }
 
     pub fn release(&mut self, bytes: u64) {
+        self.global.release(bytes);
         self.memory = self.memory.saturating_sub(bytes);
     }
 
     pub(super) fn warn(&mut self, w: Warning) -> Result<()> {
         self.env.warn(w)
     }
-}
-
-/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans).
-pub(super) fn check_limits(limits: &Limits) -> Result<()> {
-    if limits.killed.load(AtomicOrdering::Relaxed) {
-        return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
-    }
-    if let Some(deadline) = limits.deadline {
-        if Instant::now() > deadline {
-            return Err(Error::with_message(
-                ErrorCode::QueryKilled,
-                "query killed (maxRuntime exceeded)",
-            ));
-        }
-    }
-    Ok(())
-}
-
-pub(super) fn memory_limit(limits: &Limits) -> u64 {
-    if limits.memory_limit == 0 {
-        DEFAULT_MEMORY_CAP
-    } else {
-        limits.memory_limit
-    }
-}
-
-pub(super) fn memory_error(limit: u64) -> Error {
-    Error::with_message(
-        ErrorCode::ResourceLimit,
-        format!("AQL: query would use more memory than allowed (limit: {limit} bytes) (while executing)"),
-    )
 }
 
 pub(super) fn row_size(row: &Row) -> u64 {

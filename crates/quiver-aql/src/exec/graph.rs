@@ -94,10 +94,7 @@ impl TxnEdges<'_> {
             return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
         }
         if self.deadline.is_some_and(|d| Instant::now() > d) {
-            return Err(Error::with_message(
-                ErrorCode::QueryKilled,
-                "query killed (maxRuntime exceeded)",
-            ));
+            return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
         }
         if self.table.borrow().memory_bytes() > self.memory_limit {
             return Err(Error::with_message(

@@ -234,6 +234,15 @@ impl Operator for StackCheckOp {
     }
 }
 
+/// Dropping the pipeline recurses through it as pulling does (each operator owns its input):
+/// a pipeline of 20,000 nodes overflowed the stack when it was dropped.
+impl Drop for StackCheckOp {
+    fn drop(&mut self) {
+        let inner = std::mem::replace(&mut self.inner, Box::new(NoResultsOp));
+        crate::deep(move || drop(inner));
+    }
+}
+
 struct ProfiledOp {
     id: usize,
     inner: Op,
@@ -327,15 +336,18 @@ mod tests {
             .unwrap();
         let txn = source.begin("_system", &[]).unwrap();
         let ast = crate::parser::parse(query).unwrap();
-        let mut plan = crate::plan::build(&ast, &Map::new(), &*txn).unwrap();
+        let limits = crate::limits::Limits::unlimited();
+        let mut plan = crate::plan::build(&ast, &Map::new(), &*txn, &limits).unwrap();
         crate::optimizer::optimize(
             &mut plan,
             &OptimizeOptions {
                 rules: RuleSelection::from_options(&[]),
                 full_count: false,
                 indexes: Default::default(),
+                limits,
             },
-        );
+        )
+        .unwrap();
         plan
     }
 

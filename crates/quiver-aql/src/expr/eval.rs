@@ -32,6 +32,9 @@ pub struct EnvState {
     /// on a single call (`SLEEP`, the Levenshtein and n-gram functions, geo scans).
     pub killed: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
     pub deadline: Option<std::time::Instant>,
+    /// The query's memory budget (bytes, estimated): a function that would build one value
+    /// larger than this fails with 32 before it allocates (`FunctionContext::reserve`).
+    pub memory_limit: Option<u64>,
 }
 
 impl EnvState {
@@ -43,6 +46,7 @@ impl EnvState {
             regexes: HashMap::new(),
             killed: None,
             deadline: None,
+            memory_limit: None,
         }
     }
 
@@ -315,6 +319,7 @@ fn eval_inner(
                     ctx.max_warnings = env.state.max_warnings;
                     ctx.killed = env.state.killed.as_deref();
                     ctx.deadline = env.state.deadline;
+                    ctx.memory_limit = env.state.memory_limit;
                     let r = def.invoke(&mut ctx, &values);
                     let warnings = ctx.take_warnings();
                     (r, warnings)
@@ -323,6 +328,7 @@ fn eval_inner(
                     let mut ctx = FunctionContext::new();
                     ctx.killed = env.state.killed.as_deref();
                     ctx.deadline = env.state.deadline;
+                    ctx.memory_limit = env.state.memory_limit;
                     let r = def.invoke(&mut ctx, &values);
                     (r, ctx.take_warnings())
                 }

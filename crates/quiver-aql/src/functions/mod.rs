@@ -203,6 +203,9 @@ pub struct FunctionContext<'a> {
     pub killed: Option<&'a std::sync::atomic::AtomicBool>,
     /// The query's `maxRuntime` deadline, for the same functions.
     pub deadline: Option<std::time::Instant>,
+    /// The query's memory budget (bytes, estimated as `value::estimate_size` does), for
+    /// functions that build large values ([`FunctionContext::reserve`]).
+    pub memory_limit: Option<u64>,
     /// Name of the function being executed, for warning texts.
     function: &'static str,
 }
@@ -216,6 +219,7 @@ impl<'a> FunctionContext<'a> {
             max_warnings: 1000,
             killed: None,
             deadline: None,
+            memory_limit: None,
             function: "",
         }
     }
@@ -228,6 +232,7 @@ impl<'a> FunctionContext<'a> {
             max_warnings: 1000,
             killed: None,
             deadline: None,
+            memory_limit: None,
             function: "",
         }
     }
@@ -242,6 +247,16 @@ impl<'a> FunctionContext<'a> {
     /// Takes the warnings registered so far.
     pub fn take_warnings(&mut self) -> Vec<Warning> {
         std::mem::take(&mut self.warnings)
+    }
+
+    /// `Err(32 resource limit exceeded)` when one value of `bytes` (estimated) would not fit
+    /// in the query's memory budget: called before building it, so that a query under a
+    /// `memoryLimit` fails instead of allocating gigabytes first.
+    pub fn reserve(&self, bytes: u64) -> Result<()> {
+        match self.memory_limit {
+            Some(limit) if bytes > limit => Err(crate::limits::memory_error(limit)),
+            _ => Ok(()),
+        }
     }
 
     /// Whether the query was asked to stop (killed, or past its `maxRuntime`).

@@ -281,6 +281,8 @@ fn range(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             format!("RANGE() would produce {count} values, more than the limit of {MAX_RANGE}"),
         ));
     }
+    // 24 bytes for the array and 16 per number, as `value::estimate_size` counts them.
+    ctx.reserve(24 + 16 * count.max(0.0) as u64)?;
     // Accumulate like ArangoDB does, so that fractional steps end on the same value.
     let mut out = Vec::with_capacity(count.max(0.0) as usize + 1);
     let mut x = start;

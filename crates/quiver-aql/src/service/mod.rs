@@ -29,9 +29,10 @@ use std::time::{Duration, Instant, SystemTime};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
-use crate::exec::{ExecCtx, Execution, Limits};
+use crate::exec::{ExecCtx, Execution, Limits, DEFAULT_MEMORY_CAP};
 use crate::explain;
 use crate::expr::eval::EnvState;
+use crate::limits::GlobalMemory;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
@@ -56,6 +57,10 @@ pub struct QueryService {
     /// Ids of queries and cursors (one sequence, as in ArangoDB).
     next_id: AtomicU64,
     plans: PlanCache,
+    /// `--query.memory-limit`: the budget of a query that sets no `memoryLimit`.
+    default_memory_limit: AtomicU64,
+    /// What all running queries hold (`--query.global-memory-limit`).
+    memory: Arc<GlobalMemory>,
 }
 
 /// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
@@ -108,6 +113,32 @@ impl QueryService {
             queries: QueryRegistry::new(),
             next_id: AtomicU64::new(seed + 1),
             plans: PlanCache::default(),
+            default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
+            memory: Arc::new(GlobalMemory::default()),
+        }
+    }
+
+    /// Sets `--query.memory-limit` (the budget of a query without its own `memoryLimit`;
+    /// 0 = none) and `--query.global-memory-limit` (all running queries together; 0 = none).
+    pub fn set_memory_limits(&self, per_query: u64, global: u64) {
+        let per_query = if per_query == 0 { u64::MAX } else { per_query };
+        self.default_memory_limit
+            .store(per_query, Ordering::Relaxed);
+        self.memory.set_limit(global);
+    }
+
+    /// Estimated bytes held by running queries now.
+    pub fn memory_in_use(&self) -> u64 {
+        self.memory.used()
+    }
+
+    /// A query's budget: its own `memoryLimit` (which may exceed the server's default, as
+    /// with ArangoDB's default `--query.memory-limit-override`), else the server's.
+    fn memory_limit_for(&self, requested: u64) -> u64 {
+        if requested > 0 {
+            requested
+        } else {
+            self.default_memory_limit.load(Ordering::Relaxed)
         }
     }
 
@@ -116,7 +147,9 @@ impl QueryService {
     }
 
     /// Parses, plans and optimizes a query (or takes its plan from the plan cache) and opens
-    /// its transaction (unless one is `given`).
+    /// its transaction (unless one is `given`); `limits` (kill flag, `maxRuntime`) are
+    /// checked throughout.
+    #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
         db: &str,
@@ -125,6 +158,7 @@ impl QueryService {
         rules: &[String],
         full_count: bool,
         given: Option<Box<dyn crate::source::Transaction>>,
+        limits: &Limits,
     ) -> Result<Prepared> {
         let t0 = Instant::now();
         // Read before planning: a catalog change landing meanwhile makes this entry stale.
@@ -150,7 +184,7 @@ impl QueryService {
                 cached: Some(hit),
             });
         }
-        let ast = parser::parse(query)?;
+        let ast = parser::parse_within(query, Some(limits))?;
         let parsing = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let leased = given.is_some();
@@ -158,7 +192,7 @@ impl QueryService {
             Some(txn) => txn,
             None => self.source.begin(db, &[])?,
         };
-        let mut plan = plan::build(&ast, bind_vars, &*txn)?;
+        let mut plan = plan::build(&ast, bind_vars, &*txn, limits)?;
         let mut indexes = crate::index_select::IndexCatalog {
             hints: plan.index_hints.clone(),
             ..Default::default()
@@ -176,8 +210,9 @@ impl QueryService {
                 rules: RuleSelection::from_options(rules),
                 full_count,
                 indexes,
+                limits: limits.clone(),
             },
-        );
+        )?;
         crate::index_select::check_forced_hints(&plan)?;
         if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
@@ -227,27 +262,42 @@ impl QueryService {
             req.stream = false;
         }
         self.purge_expired();
-        let Prepared {
-            txn,
-            plan,
-            parsing,
-            optimizing,
-            cached,
-        } = self.prepare(
+        // The query is listed (and can be killed) and its `maxRuntime` runs from before it is
+        // parsed, as in ArangoDB.
+        let killed = Arc::new(AtomicBool::new(false));
+        let limits = Limits {
+            deadline: (req.max_runtime > 0.0)
+                .then(|| Instant::now() + Duration::from_secs_f64(req.max_runtime.min(1e9))),
+            killed: killed.clone(),
+            memory_limit: self.memory_limit_for(req.memory_limit),
+            global: Some(self.memory.clone()),
+        };
+        let query_id = self.new_id();
+        self.queries.register(query_id, db, &req, killed, false);
+        let prepared = self.prepare(
             db,
             &req.query,
             &req.bind_vars,
             &req.rules,
             req.full_count,
             given,
-        )?;
-        let killed = Arc::new(AtomicBool::new(false));
-        let limits = Limits {
-            deadline: (req.max_runtime > 0.0)
-                .then(|| Instant::now() + Duration::from_secs_f64(req.max_runtime.min(1e9))),
-            killed: killed.clone(),
-            memory_limit: req.memory_limit,
+            &limits,
+        );
+        let Prepared {
+            txn,
+            plan,
+            parsing,
+            optimizing,
+            cached,
+        } = match prepared {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                self.queries.unregister(query_id, 0, e.number());
+                return Err(e);
+            }
         };
+        self.queries
+            .set_modification(query_id, plan.is_modification);
         let ctx = ExecCtx::new(
             txn,
             db,
@@ -255,9 +305,6 @@ impl QueryService {
             limits,
             req.profile >= 2,
         );
-        let query_id = self.new_id();
-        self.queries
-            .register(query_id, db, &req, killed, plan.is_modification);
         let mut exec = Execution::new(&plan, ctx);
         let started = Instant::now();
         if req.stream {
@@ -403,7 +450,8 @@ impl QueryService {
             deadline: (req.max_runtime > 0.0)
                 .then(|| started + Duration::from_secs_f64(req.max_runtime.min(1e9))),
             killed: Arc::new(AtomicBool::new(false)),
-            memory_limit: req.memory_limit,
+            memory_limit: self.memory_limit_for(req.memory_limit),
+            global: Some(self.memory.clone()),
         };
         let ctx = ExecCtx::new(
             Box::new(NoData),
@@ -490,7 +538,15 @@ impl QueryService {
             all_plans,
         } = req;
         let t0 = Instant::now();
-        let Prepared { txn, plan, .. } = self.prepare(db, query, bind_vars, rules, false, None)?;
+        let Prepared { txn, plan, .. } = self.prepare(
+            db,
+            query,
+            bind_vars,
+            rules,
+            false,
+            None,
+            &Limits::unlimited(),
+        )?;
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
         let rules_executed = plan.rules.len();

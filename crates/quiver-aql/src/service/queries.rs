@@ -130,6 +130,13 @@ impl QueryRegistry {
         );
     }
 
+    /// Records whether a registered query writes, known once it is planned.
+    pub(super) fn set_modification(&self, id: u64, modification: bool) {
+        if let Some(q) = self.running.lock().get_mut(&id) {
+            q.modification = modification;
+        }
+    }
+
     pub(super) fn unregister(&self, id: u64, peak_memory: u64, exit_code: u32) {
         let Some(q) = self.running.lock().remove(&id) else {
             return;

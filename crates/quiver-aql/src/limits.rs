@@ -1,0 +1,201 @@
+//! What ends a query early: its kill flag (`DELETE /_api/query/{id}`), its `maxRuntime`
+//! deadline and its memory limit. The executor checks them while rows are pulled; the
+//! parser, planner and optimizer check the kill flag and the deadline in their loops over
+//! statements and nodes, so that a query too big to prepare in time fails like one too slow
+//! to run. As in ArangoDB, running out of `maxRuntime` is being killed: error 1500
+//! "query killed".
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use quiver_errors::{Error, ErrorCode, Result};
+
+/// Runtime limits of one query.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    pub deadline: Option<Instant>,
+    pub killed: Arc<AtomicBool>,
+    /// Bytes (estimated); 0 = the engine's default cap.
+    pub memory_limit: u64,
+    /// What all running queries hold together (`--query.global-memory-limit`).
+    pub global: Option<Arc<GlobalMemory>>,
+}
+
+/// The memory (estimated bytes) all running queries hold together, against
+/// `--query.global-memory-limit` (0 = no limit).
+#[derive(Debug, Default)]
+pub struct GlobalMemory {
+    used: AtomicU64,
+    limit: AtomicU64,
+}
+
+impl GlobalMemory {
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes, AtomicOrdering::Relaxed);
+    }
+
+    /// Bytes held by running queries now.
+    pub fn used(&self) -> u64 {
+        self.used.load(AtomicOrdering::Relaxed)
+    }
+
+    fn charge(&self, bytes: u64) -> Result<()> {
+        let now = self.used.fetch_add(bytes, AtomicOrdering::Relaxed) + bytes;
+        let limit = self.limit.load(AtomicOrdering::Relaxed);
+        if limit > 0 && now > limit {
+            self.used.fetch_sub(bytes, AtomicOrdering::Relaxed);
+            return Err(Error::with_message(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "AQL: all running queries together would use more memory than allowed (global limit: {limit} bytes) (while executing)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    fn release(&self, bytes: u64) {
+        let before = self.used.fetch_sub(bytes, AtomicOrdering::Relaxed);
+        debug_assert!(
+            before >= bytes,
+            "released more global query memory than charged"
+        );
+    }
+}
+
+/// One query's share of the [`GlobalMemory`]: whatever it still holds is given back when it
+/// is dropped (the query ended, failed or was killed).
+#[derive(Debug, Default)]
+pub struct GlobalCharge {
+    memory: Option<Arc<GlobalMemory>>,
+    held: u64,
+}
+
+impl GlobalCharge {
+    pub fn new(memory: Option<Arc<GlobalMemory>>) -> GlobalCharge {
+        GlobalCharge { memory, held: 0 }
+    }
+
+    /// Fails with 32 when all queries together would pass the global limit.
+    pub fn charge(&mut self, bytes: u64) -> Result<()> {
+        if let Some(memory) = &self.memory {
+            memory.charge(bytes)?;
+            self.held += bytes;
+        }
+        Ok(())
+    }
+
+    pub fn release(&mut self, bytes: u64) {
+        let bytes = bytes.min(self.held);
+        if let Some(memory) = &self.memory {
+            memory.release(bytes);
+        }
+        self.held -= bytes;
+    }
+}
+
+impl Drop for GlobalCharge {
+    fn drop(&mut self) {
+        let held = self.held;
+        self.release(held);
+    }
+}
+
+/// ArangoDB's default for `--query.memory-limit` (`reserve` 0.2, `share` 0.75) and
+/// `--query.global-memory-limit` (0.1, 0.9) on a machine with `available` bytes of RAM:
+/// keep `reserve` of the memory (at least 256 MiB) back, allow `share` of the rest, but never
+/// less than a quarter of the memory; 0 (no limit) when the memory is unknown.
+pub fn default_memory_limit(available: u64, reserve: f64, share: f64) -> u64 {
+    if available == 0 {
+        return 0;
+    }
+    let kept = ((available as f64) * reserve).max((256u64 << 20) as f64);
+    let allowed = ((available as f64) - kept).max(0.0) * share;
+    (allowed as u64).max(available / 4)
+}
+
+/// Without an explicit `memoryLimit` a query may still not buffer more than this (estimated)
+/// so that one query cannot take the server down.
+pub const DEFAULT_MEMORY_CAP: u64 = 4 << 30;
+
+impl Limits {
+    /// No deadline, never killed, the default memory cap.
+    pub fn unlimited() -> Limits {
+        Limits {
+            deadline: None,
+            killed: Arc::new(AtomicBool::new(false)),
+            memory_limit: 0,
+            global: None,
+        }
+    }
+
+    /// Fails with 1500 once the query was killed or ran past its `maxRuntime`.
+    pub fn check(&self) -> Result<()> {
+        check_limits(self)
+    }
+}
+
+/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans).
+pub fn check_limits(limits: &Limits) -> Result<()> {
+    if limits.killed.load(AtomicOrdering::Relaxed) {
+        return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+    }
+    if let Some(deadline) = limits.deadline {
+        if Instant::now() > deadline {
+            return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
+        }
+    }
+    Ok(())
+}
+
+pub fn memory_limit(limits: &Limits) -> u64 {
+    if limits.memory_limit == 0 {
+        DEFAULT_MEMORY_CAP
+    } else {
+        limits.memory_limit
+    }
+}
+
+pub fn memory_error(limit: u64) -> Error {
+    Error::with_message(
+        ErrorCode::ResourceLimit,
+        format!("AQL: query would use more memory than allowed (limit: {limit} bytes) (while executing)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_limits_follow_arangodb_for_common_sizes() {
+        const MIB: u64 = 1 << 20;
+        // Per query (reserve 0.2, share 0.75), as ArangoDB documents them.
+        assert_eq!(default_memory_limit(128 * MIB, 0.2, 0.75), 32 * MIB);
+        assert_eq!(default_memory_limit(512 * MIB, 0.2, 0.75), 192 * MIB);
+        assert_eq!(default_memory_limit(24576 * MIB, 0.2, 0.75) / MIB, 14745);
+        // All queries (reserve 0.1, share 0.9).
+        assert_eq!(default_memory_limit(4096 * MIB, 0.1, 0.9) / MIB, 3317);
+        assert_eq!(default_memory_limit(0, 0.2, 0.75), 0);
+    }
+
+    #[test]
+    fn global_memory_is_shared_and_given_back() {
+        let global = Arc::new(GlobalMemory::default());
+        global.set_limit(1000);
+        let mut a = GlobalCharge::new(Some(global.clone()));
+        let mut b = GlobalCharge::new(Some(global.clone()));
+        a.charge(600).unwrap();
+        let err = b.charge(500).unwrap_err();
+        assert_eq!(err.code, ErrorCode::ResourceLimit);
+        assert_eq!(global.used(), 600);
+        b.charge(400).unwrap();
+        a.release(100);
+        assert_eq!(global.used(), 900);
+        drop(a);
+        assert_eq!(global.used(), 400);
+        drop(b);
+        assert_eq!(global.used(), 0);
+    }
+}

@@ -1,0 +1,100 @@
+//! A query's memory budget (`memoryLimit`) covers constants computed at plan time and the
+//! results a non-streaming cursor accumulates: exceeding it fails the query with 32, early,
+//! instead of growing the process.
+
+mod support;
+
+use std::sync::Arc;
+
+use quiver_aql::source::memory::MemorySource;
+use quiver_aql::QueryService;
+use serde_json::json;
+
+fn service() -> QueryService {
+    QueryService::new(Arc::new(MemorySource::new()))
+}
+
+#[test]
+fn constants_folded_at_plan_time_are_charged() {
+    let s = service();
+    let query = "LET a = RANGE(1, 1e7) LET b = RANGE(1, 1e7) LET c = RANGE(1, 1e7) \
+                 RETURN LENGTH(a) + LENGTH(b) + LENGTH(c)";
+    let err = s
+        .create_cursor(
+            "_system",
+            support::cursor(&json!({"query": query, "memoryLimit": 1_000_000})),
+        )
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+    // Each constant fits alone; together they do not.
+    let query = "LET a = RANGE(1, 20000) LET b = RANGE(1, 20000) LET c = RANGE(1, 20000) \
+                 RETURN LENGTH(a) + LENGTH(b) + LENGTH(c)";
+    let err = s
+        .create_cursor(
+            "_system",
+            support::cursor(&json!({"query": query, "memoryLimit": 700_000})),
+        )
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+    // Under the limit the same query runs.
+    let (_, reply) = s
+        .create_cursor(
+            "_system",
+            support::cursor(&json!({"query": query, "memoryLimit": 10_000_000})),
+        )
+        .unwrap();
+    assert_eq!(reply["result"], json!([60000]));
+}
+
+#[test]
+fn accumulated_results_stop_at_the_limit() {
+    let s = service();
+    let err = s
+        .create_cursor(
+            "_system",
+            support::cursor(&json!({
+                "query": "FOR a IN 1..1e5 FOR b IN 1..1e5 RETURN [a, b]",
+                "memoryLimit": 1_000_000,
+            })),
+        )
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+}
+
+#[test]
+fn the_server_default_applies_to_queries_without_their_own_limit() {
+    let s = service();
+    s.set_memory_limits(500_000, 0);
+    let query = json!({"query": "FOR i IN 1..100000 RETURN i"});
+    let err = s
+        .create_cursor("_system", support::cursor(&query))
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+    // A query's own memoryLimit may be higher than the server's default.
+    let query = json!({"query": "FOR i IN 1..100000 RETURN i", "memoryLimit": 10_000_000});
+    let (_, reply) = s.create_cursor("_system", support::cursor(&query)).unwrap();
+    assert_eq!(reply["extra"]["stats"]["scannedFull"], 0);
+}
+
+#[test]
+fn all_queries_together_stay_under_the_global_limit() {
+    let s = service();
+    s.set_memory_limits(0, 1_000_000);
+    // A streaming cursor holds its share while it is open.
+    let streaming = json!({"query": "FOR i IN 1..20000 SORT i DESC RETURN i",
+                           "batchSize": 1, "options": {"stream": true}});
+    let (_, first) = s
+        .create_cursor("_system", support::cursor(&streaming))
+        .unwrap();
+    assert_eq!(first["hasMore"], true);
+    let held = s.memory_in_use();
+    assert!(held > 0, "an open streaming cursor holds no memory");
+    let big = json!({"query": "FOR i IN 1..100000 RETURN i"});
+    let err = s
+        .create_cursor("_system", support::cursor(&big))
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+    assert!(err.message.contains("global"), "{}", err.message);
+    // A failed query gives its share back.
+    assert_eq!(s.memory_in_use(), held);
+}
