@@ -278,21 +278,19 @@ def test_graph_viewer_expands_a_10000_vertex_neighbourhood(browser, web_db):
     assert nodes == 1 + FANOUT + FANOUT * FANOUT, nodes
     total_ms = int(viewer.get_attribute("data-first-render-ms"))
     render_ms = int(viewer.get_attribute("data-render-ms"))
-    # The page stays responsive while the layout runs: a script round trip is answered quickly.
-    started = time.perf_counter()
-    browser.execute_script("return 1")
-    responsive_ms = (time.perf_counter() - started) * 1000
-    frames = browser.execute_async_script(
-        "const done = arguments[0]; let n = 0; const t0 = performance.now();"
-        "const f = () => { n++; if (performance.now() - t0 < 1000) requestAnimationFrame(f); else done(n); };"
+    # The page stays responsive while the layout runs: frames keep coming, none waits long.
+    frames, longest = browser.execute_async_script(
+        "const done = arguments[0]; let n = 0, longest = 0; const t0 = performance.now(); let last = t0;"
+        "const f = (t) => { n++; longest = Math.max(longest, t - last); last = t;"
+        "  if (t - t0 < 1000) requestAnimationFrame(f); else done([n, Math.round(longest)]); };"
         "requestAnimationFrame(f);"
     )
     TIMINGS["graph_viewer"] = {
         "vertices": nodes,
         "first_render_ms_including_query": total_ms,
         "first_render_ms_after_data": render_ms,
-        "script_round_trip_ms_during_layout": round(responsive_ms, 1),
         "frames_in_one_second_during_layout": frames,
+        "longest_frame_ms_during_layout": longest,
         "initial_small_graph_ms": int(viewer_first),
     }
     assert frames >= 5, f"the page froze: {frames} frames in a second"

@@ -106,10 +106,10 @@ export async function render(root) {
       timeCount: m('arangodb_client_connection_statistics_total_time_count') ?? stats?.client?.totalTime?.count,
       memory: m('arangodb_process_statistics_resident_set_size') ?? stats?.system?.residentSize,
       connections: m('arangodb_client_connection_statistics_client_connections') ?? stats?.client?.httpConnections,
-      cursors: m('arangodb_aql_cursors_active') ?? sumMatching(metrics, /cursor.*(active|open)/),
+      cursors: m('arangodb_aql_cursors_active'),
       queries: m('arangodb_aql_current_query'),
-      wal: sumMatching(metrics, /^quiver_wal_.*(pending|sealed).*/),
-      compaction: sumMatching(metrics, /^quiver_compaction_.*(runs|total)$/),
+      wal: m('quiver_wal_segments_pending'),
+      compaction: m('quiver_compaction_runs_total'),
     };
     if (previous && cur.requests !== undefined && previous.requests !== undefined) {
       const seconds = (cur.t - previous.t) / 1000;
@@ -135,11 +135,4 @@ export async function render(root) {
   await sample();
   const timer = setInterval(sample, POLL_MS);
   return () => clearInterval(timer);
-}
-
-function sumMatching(metrics, pattern) {
-  if (!metrics) return undefined;
-  let total;
-  for (const [k, v] of metrics) if (pattern.test(k) && !k.endsWith('_bucket')) total = (total || 0) + v;
-  return total;
 }

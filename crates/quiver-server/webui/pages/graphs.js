@@ -146,7 +146,6 @@ async function renderViewer(root, name) {
       box.dataset.renderMs = String(Math.round(drawn - received));
       box.dataset.nodes = view.stats.nodes;
       status();
-      setTimeout(() => view.fit(), 1500);
     } catch (err) { notify(err.message, 'error'); }
   };
 

@@ -134,7 +134,6 @@ export async function render(root) {
       graphView.add(vertices, edges);
       box.dataset.nodes = graphView.stats.nodes;
       box.dataset.edges = graphView.stats.edges;
-      setTimeout(() => graphView && graphView.fit(), 600);
     } else if (view === 'plan') {
       mount(output, planView(last.plan));
     } else if (view === 'profile') {
