@@ -186,6 +186,25 @@ def test_create_collection_insert_and_edit_document(browser, web_db):
         browser,
         lambda d: session.get(f"{base}/_db/{db}/_api/document/people/ann").json().get("age") == 42,
     )
+    # Upload of a JSONL file through /_api/import.
+    upload = Path(tempfile.mkdtemp(prefix="quiver-upload-")) / "people.jsonl"
+    upload.write_text('{"_key": "bob", "age": 30}\n{"_key": "cy", "age": 25}\n')
+    file_input = browser.find_element(By.CSS_SELECTOR, "#tab-documents input[type=file]")
+    browser.execute_script("arguments[0].hidden = false", file_input)
+    file_input.send_keys(str(upload))
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, '#documents-table tr[data-key="cy"]'))
+    assert session.get(f"{base}/_db/{db}/_api/collection/people/count").json()["count"] == 3
+    # Properties: waitForSync switched on through the form.
+    go(browser, base, db, "collection/people/properties")
+    checkbox = css(browser, "#tab-properties input[type=checkbox]")
+    checkbox.click()
+    with_text(browser, "#tab-properties button", "Save").click()
+    wait(
+        browser,
+        lambda d: session.get(f"{base}/_db/{db}/_api/collection/people/properties").json()["waitForSync"],
+    )
+    go(browser, base, db, "collection/people/figures")
+    wait(browser, lambda d: "3" in d.find_element(By.ID, "figures-table").text)
     # Indexes tab: create a persistent index through the form.
     go(browser, base, db, "collection/people/indexes")
     set_text(browser, css(browser, "#index-fields"), "name")
@@ -228,6 +247,16 @@ def test_aql_table_plan_profile_and_traversal_graph(browser, web_db):
     cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "#result-table tbody tr td")]
     assert "Berlin" in cells and "Rome" in cells
     shot(browser, "query-table")
+
+    # A saved query comes back from the list.
+    css(browser, "#save-query").click()
+    css(browser, "#saved-query-name").send_keys("sorted cities")
+    dialog_button(browser, "OK").click()
+    set_text(browser, css(browser, "#aql-input"), "RETURN 1")
+    saved = css(browser, "#saved-queries")
+    wait(browser, lambda d: with_text(d, "#saved-queries option", "sorted cities")).click()
+    wait(browser, lambda d: d.find_element(By.ID, "aql-input").get_attribute("value").startswith("FOR c IN cities"))
+    assert saved.get_attribute("value") == "0"
 
     css(browser, "#explain-query").click()
     css(browser, "#plan-view")
@@ -336,7 +365,7 @@ def test_document_browser_first_render_on_a_large_collection(browser, web_db):
     }
 
 
-def test_dashboard_users_and_logs_pages(browser, web_db):
+def test_dashboard_updates(browser, web_db):
     db, base, _ = web_db
     go(browser, base, db, "dashboard")
     charts = css(browser, "#dashboard-charts")
@@ -347,11 +376,34 @@ def test_dashboard_users_and_logs_pages(browser, web_db):
     assert int(memory_chart.get_attribute("data-samples") or 0) >= 3
     shot(browser, "dashboard")
 
+
+def test_users_permissions_logs_and_logout(browser, web_db):
+    db, base, _ = web_db
     go(browser, base, db, "users")
     wait(browser, lambda d: "root" in d.find_element(By.ID, "users-table").text)
+    css(browser, "#create-user").click()
+    name = "webui_" + uuid.uuid4().hex[:6]
+    css(browser, "#user-name").send_keys(name)
+    css(browser, "#user-password").send_keys("secret")
+    dialog_button(browser, "Save").click()
+    wait(browser, lambda d: with_text(d, "#users-table a", name)).click()
+    row = wait(
+        browser,
+        lambda d: next(
+            (r for r in d.find_elements(By.CSS_SELECTOR, "#permissions-table tbody tr") if r.text.startswith(db)),
+            False,
+        ),
+    )
+    select = row.find_element(By.TAG_NAME, "select")
+    select.find_element(By.CSS_SELECTOR, "option[value=rw]").click()
+    wait(
+        browser,
+        lambda d: requests.get(f"{base}/_db/{db}/_api/version", auth=(name, "secret")).status_code == 200,
+    )
     shot(browser, "users")
+    requests.delete(f"{base}/_api/user/{name}", auth=ROOT)
     go(browser, base, db, "logs")
-    wait(browser, lambda d: d.find_element(By.ID, "log-entries").text.strip())
+    wait(browser, lambda d: d.find_elements(By.CSS_SELECTOR, "#log-entries table tbody tr"))
     shot(browser, "logs")
     # Logging out drops the token and shows the login form again.
     css(browser, "#logout").click()

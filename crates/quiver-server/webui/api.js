@@ -19,9 +19,15 @@ export const session = {
   get token() { return sessionStorage.getItem(TOKEN); },
   get user() { return sessionStorage.getItem(USER); },
   get database() {
-    return sessionStorage.getItem(DATABASE) || initialDatabase();
+    return sessionStorage.getItem(DATABASE) || databaseOfAddress() || '_system';
   },
-  set database(name) { sessionStorage.setItem(DATABASE, name); },
+  /** Switches the database; the page's address follows, so a reload stays in it. */
+  set database(name) {
+    sessionStorage.setItem(DATABASE, name);
+    if (databaseOfAddress() !== name) {
+      history.replaceState(null, '', `/_db/${encodeURIComponent(name)}/_admin/aardvark/index.html${location.hash}`);
+    }
+  },
   /** Called with the reason when the session ends: a 401 from the server, or a log out. */
   onEnd(fn) { listeners.push(fn); },
   logout(reason = '') {
@@ -31,10 +37,10 @@ export const session = {
   },
 };
 
-/** The database of the page's own address: /_db/{db}/_admin/aardvark/index.html. */
-function initialDatabase() {
+/** The database of the page's own address (/_db/{db}/_admin/aardvark/index.html), if any. */
+export function databaseOfAddress() {
   const m = location.pathname.match(/^\/_db\/([^/]+)\//);
-  return m ? decodeURIComponent(m[1]) : '_system';
+  return m ? decodeURIComponent(m[1]) : null;
 }
 
 /** POST /_open/auth; keeps the JWT for this browser tab. */

@@ -2,7 +2,7 @@
 // hash router that hands each route to one page module.
 
 import { h, mount, notify } from './dom.js';
-import { api, get, login, session } from './api.js';
+import { api, databaseOfAddress, get, login, session } from './api.js';
 
 const PAGES = [
   { route: 'dashboard', label: 'Dashboard', load: () => import('./pages/dashboard.js') },
@@ -20,6 +20,8 @@ const root = document.getElementById('app');
 let current = null; // the page's cleanup function, if it registered one
 
 session.onEnd((reason) => showLogin(reason));
+// The address names the database to open (a bookmark, a link, a reload).
+if (databaseOfAddress()) session.database = databaseOfAddress();
 
 function parseHash() {
   const parts = location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
