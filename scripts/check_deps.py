@@ -13,19 +13,24 @@ import check_module_cycles
 
 ALLOWED = {
     "quiver-errors": set(),
+    "quiver-metrics": set(),
     "quiver-types": {"quiver-errors"},
     "quiver-storage": {"quiver-errors", "quiver-types"},
     "quiver-search": {"quiver-errors", "quiver-types"},
     "quiver-core": {"quiver-errors", "quiver-types", "quiver-storage", "quiver-search"},
     "quiver-graph": {"quiver-errors", "quiver-types"},
-    "quiver-aql": {"quiver-errors", "quiver-types", "quiver-core", "quiver-graph", "quiver-search"},
+    "quiver-aql": {
+        "quiver-errors", "quiver-types", "quiver-core", "quiver-graph", "quiver-search",
+        "quiver-metrics",
+    },
     "quiver-server": {
         "quiver-errors", "quiver-types", "quiver-core", "quiver-aql", "quiver-graph", "quiver-search",
+        "quiver-metrics",
     },
     "quiver-bench": {"quiver-errors"},
     "quiver": {
         "quiver-errors", "quiver-types", "quiver-storage", "quiver-core", "quiver-aql",
-        "quiver-server", "quiver-bench", "quiver-search",
+        "quiver-server", "quiver-bench", "quiver-search", "quiver-metrics",
     },
 }
 

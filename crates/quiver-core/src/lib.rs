@@ -76,6 +76,7 @@ mod staging;
 mod streams;
 mod ttl;
 mod txn;
+mod txn_stats;
 mod unique;
 
 pub use catalog::{
@@ -98,8 +99,11 @@ pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
+pub use txn_stats::{transaction_counts, TransactionCounts};
 
-pub use quiver_storage::{CollectionId, CompactionReport, DatabaseId, EngineOptions};
+pub use quiver_storage::{
+    CollectionId, CompactionReport, DatabaseId, EngineOptions, EngineStats, FSYNC_SECONDS_BUCKETS,
+};
 pub use quiver_types::{NamingConvention, Revision};
 
 /// Settings shared by every database and collection of one core.

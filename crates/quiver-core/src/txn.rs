@@ -333,6 +333,8 @@ pub struct Transaction {
     staging: Staging,
     read_set: HashSet<CollectionId>,
     allow_implicit: bool,
+    /// Its place in the transaction counts (an abort unless marked committed).
+    counted: crate::txn_stats::Counted,
 }
 
 impl std::fmt::Debug for Transaction {
@@ -365,6 +367,7 @@ impl Transaction {
             staging,
             read_set,
             allow_implicit: options.allow_implicit,
+            counted: crate::txn_stats::Counted::start(),
         })
     }
 
@@ -443,7 +446,9 @@ impl Transaction {
     /// written), 1203 when a written collection was dropped, engine errors.
     pub fn commit(self) -> Result<Committed<()>> {
         let staging = self.staging;
+        let counted = self.counted;
         if staging.is_empty() {
+            counted.commit();
             return Ok(Committed::new((), None, || staging.sync));
         }
         let mut colls: Vec<Arc<Collection>> = staging.written.values().cloned().collect();
@@ -489,6 +494,7 @@ impl Transaction {
         }
         let ticket = commit_staged(self.db.engine(), &staging, &colls)?;
         drop(guards);
+        counted.commit();
         Ok(Committed::new((), ticket, || staging.sync))
     }
 

@@ -74,6 +74,14 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             _ => Need::Unlisted,
         },
         ("_admin", Some("version" | "time" | "status" | "echo")) => Need::Database(RO),
+        // Metrics and statistics: read access to any database (ArangoDB without
+        // `--server.harden`).
+        ("_admin", Some("metrics" | "statistics" | "statistics-description")) => Need::Database(RO),
+        ("_admin", Some("database")) if seg(2) == Some("target-version") => Need::Database(RO),
+        // `--log.api-enabled true`: administrators.
+        ("_admin", Some("log")) => Need::Admin,
+        // `--server.options-api jwt` (ArangoDB's default): superuser JWTs only.
+        ("_admin", Some("options" | "options-description")) => Need::Superuser,
         ("_admin", Some("license")) if read => Need::Database(RO),
         ("_admin", Some("license")) => Need::Admin,
         ("_admin", _) => Need::Unlisted,
@@ -164,7 +172,10 @@ pub fn admit(state: &ServerState, request: &mut Request) -> Option<Response> {
     if request.identity.is_none() {
         let header = request.header(http::header::AUTHORIZATION);
         match auth.authenticate(header, request.peer) {
-            Outcome::Authenticated(identity) => request.identity = Some(identity),
+            Outcome::Authenticated(identity) => {
+                state.statistics.caller(&identity);
+                request.identity = Some(identity);
+            }
             // Open routes serve callers without (valid) credentials.
             _ if need == Need::Open => return None,
             _ => return Some(refusal(request, unauthorized())),

@@ -13,11 +13,13 @@ pub mod auth;
 pub mod cors;
 pub mod jobs;
 pub mod json;
+pub mod log;
 pub mod ownership;
 pub mod query_access;
 pub mod request;
 pub mod response;
 pub mod state;
+pub mod stats;
 pub mod transport;
 pub mod webui;
 
@@ -42,6 +44,9 @@ pub fn handle(state: &ServerState, mut request: Request) -> Response {
     if let Some(refused) = access::admit(state, &mut request) {
         return refused;
     }
+    if let Some(read) = request.received.take() {
+        state.statistics.dispatched(read.elapsed());
+    }
     if let Some(mode) = request.header(&request::X_ARANGO_ASYNC) {
         let mode = mode.trim();
         let store = mode.eq_ignore_ascii_case("store");
@@ -52,6 +57,7 @@ pub fn handle(state: &ServerState, mut request: Request) -> Response {
             }
             let mut queued = request;
             queued.headers.remove(&request::X_ARANGO_ASYNC);
+            state.statistics.asynchronous.inc();
             return state.jobs.submit(queued, store);
         }
     }

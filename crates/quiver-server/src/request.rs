@@ -141,6 +141,9 @@ pub struct Request {
     pub identity: Option<crate::auth::Identity>,
     /// The client's address, when the request came from a socket (for the login throttle).
     pub peer: Option<std::net::IpAddr>,
+    /// When the transport finished reading it (for the queue-time statistics; taken by the
+    /// dispatcher, so a request is timed once).
+    pub received: Option<std::time::Instant>,
 }
 
 fn invalid_utf8() -> Error {
@@ -237,6 +240,7 @@ impl Request {
             body,
             identity: None,
             peer: None,
+            received: None,
         })
     }
 

@@ -32,6 +32,51 @@ pub struct ServerConfig {
     pub auth: AuthConfig,
     /// Origins whose cross-origin requests may carry credentials (`--http.trusted-origin`).
     pub trusted_origins: crate::cors::TrustedOrigins,
+    /// Whether `/_admin/metrics` is served (`--server.export-metrics-api`).
+    pub export_metrics_api: bool,
+    /// The log: levels per topic, outputs, recent entries.
+    pub log: Arc<crate::log::LogControl>,
+    /// The options the server runs with, for `/_admin/options*`.
+    pub startup_options: Arc<StartupOptions>,
+}
+
+/// The server's options as `/_admin/options` and `/_admin/options-description` show them.
+#[derive(Clone, Debug, Default)]
+pub struct StartupOptions {
+    /// `{"section.name": value}` of every option, secrets left out.
+    pub values: serde_json::Value,
+    /// `{"section.name": {section, description, type, default, …}}`, secrets left out.
+    pub descriptions: serde_json::Value,
+}
+
+impl StartupOptions {
+    /// Whether an option's value must never be shown (ArangoDB leaves out every option whose
+    /// name mentions a password or a secret).
+    pub fn is_secret(name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        ["passwd", "password", "secret"]
+            .iter()
+            .any(|word| name.contains(word))
+    }
+
+    /// Options from `(name, value, description)` triples, secrets dropped.
+    pub fn new(
+        options: impl IntoIterator<Item = (String, serde_json::Value, serde_json::Value)>,
+    ) -> StartupOptions {
+        let mut values = serde_json::Map::new();
+        let mut descriptions = serde_json::Map::new();
+        for (name, value, description) in options {
+            if StartupOptions::is_secret(&name) {
+                continue;
+            }
+            values.insert(name.clone(), value);
+            descriptions.insert(name, description);
+        }
+        StartupOptions {
+            values: values.into(),
+            descriptions: descriptions.into(),
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -45,6 +90,9 @@ impl Default for ServerConfig {
             stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
+            export_metrics_api: true,
+            log: Arc::default(),
+            startup_options: Arc::new(StartupOptions::new([])),
         }
     }
 }
@@ -65,6 +113,8 @@ pub struct ServerState {
     pub auth: Authenticator,
     /// Who created each cursor and stream transaction.
     pub ownership: crate::ownership::Ownership,
+    /// Request and connection statistics.
+    pub statistics: Arc<crate::stats::RequestStatistics>,
 }
 
 impl ServerState {
@@ -77,6 +127,7 @@ impl ServerState {
         let state = Arc::new(ServerState {
             auth,
             ownership: Default::default(),
+            statistics: Arc::default(),
             queries: QueryService::over_core(core.clone()),
             core,
             jobs: JobManager::new(config.async_queue_capacity),

@@ -199,7 +199,7 @@ async fn accept_loop(
         let state = state.clone();
         let conn_stopped = stopped.clone();
         let tls = tls.clone();
-        let open = OpenConnection::new(load);
+        let open = OpenConnection::new(load, &state.statistics);
         // A socket is registered with the reactor of the runtime that accepted it: it moves
         // to its worker's runtime as a std socket (still non-blocking) and is registered
         // there. (Also when the worker is this runtime: two `epoll_ctl` calls per connection
@@ -233,18 +233,28 @@ async fn accept_loop(
 /// Counts a connection in its worker's load while it lives: dropped when the connection's
 /// task ends, however it ends (a panic included, which would otherwise leave the worker looking
 /// busier than it is for good, and make every shutdown wait its whole grace period).
-struct OpenConnection(Arc<AtomicUsize>);
+/// It also counts the connection in the connection statistics while it lives.
+struct OpenConnection {
+    load: Arc<AtomicUsize>,
+    _record: crate::stats::ConnectionRecord,
+}
 
 impl OpenConnection {
-    fn new(load: &Arc<AtomicUsize>) -> OpenConnection {
+    fn new(
+        load: &Arc<AtomicUsize>,
+        statistics: &Arc<crate::stats::RequestStatistics>,
+    ) -> OpenConnection {
         load.fetch_add(1, Ordering::AcqRel);
-        OpenConnection(Arc::clone(load))
+        OpenConnection {
+            load: Arc::clone(load),
+            _record: statistics.connection_opened(),
+        }
     }
 }
 
 impl Drop for OpenConnection {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.load.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -627,13 +637,28 @@ async fn answer(
     req: hyper::Request<Incoming>,
     peer: Option<std::net::IpAddr>,
 ) -> hyper::Response<Full<Bytes>> {
+    let started = std::time::Instant::now();
     let (parts, body) = req.into_parts();
     let cors = CorsRequest::from_headers(parts.method == Method::OPTIONS, &parts.headers);
     let close = wants_close(&parts);
+    let method = parts.method.clone();
     let response = match read_request(state, parts, body).await {
         Ok(mut request) => {
             request.peer = peer;
-            let response = dispatch(state, request).await.settle().await;
+            let read = std::time::Instant::now();
+            request.received = Some(read);
+            let received_bytes = request.body.len();
+            let logged = crate::log::request_log::RequestLine::start(&request);
+            let response = dispatch(state, request).await;
+            let handled = std::time::Instant::now();
+            let response = response.settle().await;
+            let sent_bytes = response.body.len();
+            if let Some(line) = logged {
+                line.finish(response.status, started);
+            }
+            state
+                .statistics
+                .answered(&method, received_bytes, sent_bytes, started, read, handled);
             let mut out = to_hyper(response, close);
             if let Some(cors) = &cors {
                 cors.add_headers(out.headers_mut(), &state.config.trusted_origins);
@@ -642,6 +667,11 @@ async fn answer(
         }
         Err(err) => Response::from(err),
     };
+    let now = std::time::Instant::now();
+    let sent_bytes = response.body.len();
+    state
+        .statistics
+        .answered(&method, 0, sent_bytes, started, now, now);
     let mut out = to_hyper(response, close);
     if let Some(cors) = cors {
         cors.without_preflight()

@@ -240,13 +240,49 @@ pub struct VerifyReport {
     pub bytes: u64,
 }
 
-/// Engine-wide counters (for tests, benchmarks and metrics).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Upper bounds (seconds) of the buckets of [`EngineStats::fsync_buckets`]: 100 µs doubling
+/// up to about 1.6 s, then `+Inf`.
+pub const FSYNC_SECONDS_BUCKETS: [f64; 15] = [
+    0.0001, 0.0002, 0.0004, 0.0008, 0.0016, 0.0032, 0.0064, 0.0128, 0.0256, 0.0512, 0.1024, 0.2048,
+    0.4096, 0.8192, 1.6384,
+];
+
+/// Engine-wide counters since open (for tests, benchmarks and metrics).
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct EngineStats {
-    /// Batches committed since open.
+    /// Batches committed.
     pub commits: u64,
-    /// fdatasync calls on WAL segments since open.
+    /// fdatasync calls on WAL segments.
     pub wal_syncs: u64,
+    /// Bytes of markers appended to the WAL.
+    pub wal_bytes: u64,
+    /// WAL segments started.
+    pub wal_segments_started: u64,
+    /// WAL segments sealed.
+    pub wal_segments_sealed: u64,
+    /// Sealed WAL segments collected into journals.
+    pub wal_segments_collected: u64,
+    /// Sealed WAL segments waiting for the collector now.
+    pub wal_segments_pending: u64,
+    /// Writers that had to wait for the write-throttle.
+    pub wal_throttled: u64,
+    /// Group-commit rounds that ran fdatasync.
+    pub group_commit_rounds: u64,
+    /// Writers that waited for a group commit.
+    pub group_commit_waits: u64,
+    /// Group-commit rounds per fdatasync duration: one count per bucket of
+    /// [`FSYNC_SECONDS_BUCKETS`] plus the `+Inf` bucket (not cumulative).
+    pub fsync_buckets: Vec<u64>,
+    /// Group-commit rounds timed.
+    pub fsync_count: u64,
+    /// Their total fdatasync time in seconds.
+    pub fsync_seconds: f64,
+    /// Compaction passes that rewrote datafiles.
+    pub compaction_runs: u64,
+    /// Datafiles compacted.
+    pub compaction_files: u64,
+    /// Bytes the compactor reclaimed.
+    pub compaction_bytes_reclaimed: u64,
 }
 
 /// Count and total size of one kind of file.

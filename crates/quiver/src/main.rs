@@ -6,10 +6,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+mod startup_options;
+
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use quiver_core::{Core, CoreOptions, EngineOptions, NamingConvention};
 use quiver_server::auth::AuthConfig;
 use quiver_server::cors::TrustedOrigins;
+use quiver_server::log::{LogControl, LogOptions};
+use quiver_server::state::StartupOptions;
 use quiver_server::{ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
@@ -392,8 +396,9 @@ struct ServeOptions {
     )]
     stream_idle_timeout: f64,
 
-    /// Log level: fatal, error, warning, info, debug, trace (ArangoDB's `topic=level` form is
-    /// accepted; the level applies to everything).
+    /// Log level: fatal, error, warning, info, debug or trace for topic general, or
+    /// `topic=level` for one topic (aql, authentication, communication, engines, general,
+    /// queries, requests, ssl, startup, trx, ttl, views; `all` for every one). Repeatable.
     #[arg(
         long = "log.level",
         value_name = "LEVEL",
@@ -401,7 +406,68 @@ struct ServeOptions {
         value_parser = parse_log_level,
         help_heading = "Logging"
     )]
-    log_level: String,
+    log_level: Vec<String>,
+
+    /// Where log lines go: `-` (stdout), `+` (stderr), `file://PATH` or a path. Repeatable;
+    /// stderr when not given.
+    #[arg(long = "log.output", value_name = "OUTPUT", help_heading = "Logging")]
+    log_output: Vec<String>,
+
+    /// Write log lines as JSON objects (`time`, `pid`, `level`, `topic`, `message`).
+    #[arg(
+        long = "log.use-json-format",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Logging"
+    )]
+    log_json: bool,
+
+    /// Serve the metrics API (`/_admin/metrics`).
+    #[arg(
+        long = "server.export-metrics-api",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Server"
+    )]
+    export_metrics_api: bool,
+
+    /// Seconds after which a finished AQL query counts as slow (slow-query log and list).
+    #[arg(
+        long = "query.slow-threshold",
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        value_parser = parse_seconds,
+        help_heading = "Queries"
+    )]
+    slow_threshold: f64,
+
+    /// Seconds after which a finished streaming AQL query counts as slow.
+    #[arg(
+        long = "query.slow-streaming-threshold",
+        value_name = "SECONDS",
+        default_value_t = 10.0,
+        value_parser = parse_seconds,
+        help_heading = "Queries"
+    )]
+    slow_streaming_threshold: f64,
+
+    /// Track running and slow AQL queries (`/_api/query/current`, `/_api/query/slow`).
+    #[arg(
+        long = "query.tracking",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Queries"
+    )]
+    query_tracking: bool,
 }
 
 fn parse_flag(text: &str) -> Result<bool, String> {
@@ -680,24 +746,12 @@ fn parse_log_level(text: &str) -> Result<String, String> {
     }
 }
 
-fn init_logging(level: &str) {
-    // ArangoDB accepts `topic=level`; the last level given is what counts here.
-    let level = level.rsplit('=').next().unwrap_or("info").trim();
-    let filter = match level.to_ascii_lowercase().as_str() {
-        "fatal" | "error" | "err" => "error",
-        "warning" | "warn" => "warn",
-        "debug" => "debug",
-        "trace" => "trace",
-        _ => "info",
-    };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-        .with_writer(std::io::stderr)
-        .try_init();
-}
-
-fn serve(options: ServeOptions) -> Result<(), String> {
-    init_logging(&options.log_level);
+fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), String> {
+    let log = LogControl::install(&LogOptions {
+        levels: options.log_level.clone(),
+        outputs: options.log_output.clone(),
+        json: options.log_json,
+    })?;
     let endpoints = options
         .endpoint
         .iter()
@@ -797,10 +851,25 @@ fn serve(options: ServeOptions) -> Result<(), String> {
                 .unwrap_or_default(),
         },
         trusted_origins: TrustedOrigins::parse(&options.trusted_origins),
+        export_metrics_api: options.export_metrics_api,
+        log: Arc::new(log),
+        startup_options: Arc::new(startup_options),
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
         .map_err(|e| format!("cannot start the server: {e}"))?;
+    state
+        .queries
+        .set_properties(
+            quiver_server::DEFAULT_DATABASE,
+            &quiver_aql::PropertiesUpdate {
+                enabled: Some(options.query_tracking),
+                slow_query_threshold: Some(options.slow_threshold),
+                slow_streaming_query_threshold: Some(options.slow_streaming_threshold),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| format!("cannot set the query tracking options: {}", e.message))?;
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;
@@ -822,6 +891,13 @@ fn serve(options: ServeOptions) -> Result<(), String> {
             env!("CARGO_PKG_VERSION"),
             bound.join(", "),
             options.directory.display()
+        );
+        tracing::info!(
+            target: "quiver::startup",
+            "QuiverDB {} (ArangoDB {}) ready for business on {}",
+            env!("CARGO_PKG_VERSION"),
+            quiver_server::api::admin::ARANGO_VERSION,
+            bound.join(", ")
         );
         // After the startup line, which supervisors and tests read first.
         if options.authentication && state.auth.root_password_is_empty() {
@@ -936,7 +1012,20 @@ fn main() -> ExitCode {
         }
     }
     args.extend(rest);
-    let cli = Cli::parse_from(args);
+    let command = Cli::command();
+    let matches = command.clone().get_matches_from(args);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    // The options `/_admin/options` reports: those of the `serve` subcommand when it is used.
+    let startup_options = match matches.subcommand() {
+        Some(("serve", sub)) => command
+            .find_subcommand("serve")
+            .map(|serve| startup_options::report(serve, sub))
+            .unwrap_or_default(),
+        _ => startup_options::report(&command, &matches),
+    };
     let options = match cli.command {
         Some(Command::Serve(o)) => *o,
         Some(Command::Bench { args }) => {
@@ -945,7 +1034,7 @@ fn main() -> ExitCode {
         }
         None => cli.serve,
     };
-    match serve(options) {
+    match serve(options, startup_options) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("quiver: {e}");

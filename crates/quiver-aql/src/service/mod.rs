@@ -17,6 +17,7 @@
 mod batches;
 mod cursors;
 mod queries;
+mod query_metrics;
 mod request;
 mod response;
 
@@ -40,6 +41,7 @@ use crate::value::estimate_size;
 use batches::cursor_with_values;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
 use queries::QueryRegistry;
+pub use query_metrics::QueryFigures;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
 
@@ -420,6 +422,7 @@ impl QueryService {
             Ok(())
         })();
         cached.ran(started.elapsed());
+        self.queries.metrics.finished(started.elapsed(), false);
         outcome?;
         let (stats, warnings) = exec.finish()?;
         let execution_time = started.elapsed().as_secs_f64();
@@ -564,6 +567,11 @@ impl QueryService {
             })
             .collect();
         Ok((200, Value::Array(list)))
+    }
+
+    /// The AQL figures for monitoring.
+    pub fn figures(&self) -> QueryFigures {
+        self.queries.figures(self.open_cursors() as u64)
     }
 
     /// Number of open cursors (for tests and metrics).

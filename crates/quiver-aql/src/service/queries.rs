@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
+use super::query_metrics::{QueryFigures, QueryMetrics};
 use super::request::{CursorRequest, PropertiesUpdate};
 use super::ServiceReply;
 
@@ -80,6 +81,8 @@ pub(super) struct QueryRegistry {
     /// The slow-query log would record queries taking about as long as an inline one
     /// (threshold near zero): inline runs are not registered, so they are off then.
     log_fast_queries: AtomicBool,
+    /// Counts and times of finished queries.
+    pub(super) metrics: QueryMetrics,
 }
 
 impl QueryRegistry {
@@ -89,6 +92,7 @@ impl QueryRegistry {
             slow: Mutex::new(HashMap::new()),
             properties: Mutex::new(QueryProperties::default()),
             log_fast_queries: AtomicBool::new(false),
+            metrics: QueryMetrics::new(),
         }
     }
 
@@ -131,13 +135,29 @@ impl QueryRegistry {
             return;
         };
         let props = self.properties.lock().clone();
-        let runtime = q.started_at.elapsed().as_secs_f64();
+        let took = q.started_at.elapsed();
+        let runtime = took.as_secs_f64();
         let threshold = if q.stream {
             props.slow_streaming_query_threshold
         } else {
             props.slow_query_threshold
         };
-        if props.enabled && props.track_slow_queries && runtime >= threshold {
+        let slow = props.enabled && props.track_slow_queries && runtime >= threshold;
+        self.metrics.finished(took, slow);
+        if slow {
+            // The slow-query log (topic `queries`, as ArangoDB's), the query cut to
+            // `maxQueryStringLength` characters.
+            let shown: String = q
+                .query
+                .chars()
+                .take(usize::try_from(props.max_query_string_length).unwrap_or(usize::MAX))
+                .collect();
+            tracing::warn!(
+                target: "quiver::queries",
+                "slow query: '{shown}', database: {}, id: {id}, peak memory usage: {peak_memory}, \
+                 took: {runtime:.6} s",
+                q.database,
+            );
             let mut slow = self.slow.lock();
             let list = slow.entry(q.database.clone()).or_default();
             let mut entry = Self::query_json(id, &q, peak_memory);
@@ -165,6 +185,12 @@ impl QueryRegistry {
             "stream": q.stream,
             "modificationQuery": q.modification,
         })
+    }
+
+    /// The AQL figures, with `cursors` open cursors.
+    pub(super) fn figures(&self, cursors: u64) -> QueryFigures {
+        let running = self.running.lock().len() as u64;
+        self.metrics.figures(running, 0, cursors)
     }
 
     /// `GET /_api/query/current`.

@@ -42,6 +42,15 @@ fn version_body(req: &Request) -> serde_json::Value {
     v
 }
 
+/// The version as ArangoDB's number: major * 10000 + minor * 100 + patch (`31204`).
+fn numeric_version() -> String {
+    let mut parts = ARANGO_VERSION
+        .split('.')
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    (next() * 10000 + next() * 100 + next()).to_string()
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/etc/hostname")
         .map(|s| s.trim().to_string())
@@ -216,6 +225,12 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
             )
         }
         ["echo"] => echo(req),
+        ["database", "target-version"] => {
+            if !is_get(req) {
+                return method_not_allowed();
+            }
+            Response::ok_envelope(200, json!({"version": numeric_version()}))
+        }
         _ => not_found(req),
     }
 }

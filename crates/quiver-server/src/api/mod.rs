@@ -11,8 +11,12 @@ pub mod gharial;
 pub mod import;
 pub mod index;
 pub mod job;
+pub mod log;
+pub mod metrics;
 pub mod open;
+pub mod options;
 pub mod server_jwt;
+pub mod statistics;
 pub mod token;
 pub mod transaction;
 pub mod user;
@@ -54,6 +58,15 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             server_jwt::route(state, req)
         }
         (Some("_admin"), Some("aardvark")) => return crate::webui::serve(req),
+        (Some("_admin"), Some("metrics")) => return metrics::route(state, req),
+        (Some("_admin"), Some("log")) => return log::route(state, req),
+        (Some("_admin"), Some(page)) if req.segments.len() == 2 => match page {
+            "statistics" => return statistics::statistics(state, req),
+            "statistics-description" => return statistics::description(state, req),
+            "options" => return options::options(state, req),
+            "options-description" => return options::description(state, req),
+            _ => return admin::admin(state, req),
+        },
         (Some("_admin"), Some(_)) => return admin::admin(state, req),
         (Some("_open"), Some(_)) => open::route(state, req),
         (None, _) => return crate::webui::root_redirect(req),

@@ -128,7 +128,7 @@ export async function render(root) {
     root.dataset.samples = String(samples);
     status.textContent = `${samples} samples, every ${POLL_MS / 1000} s${problems.length ? ` — ${problems.join('; ')}` : ''}`;
     if (metrics) {
-      const rows = [...metrics.entries()].filter(([k]) => /^quiver_(wal|compaction|group_commit|collector)/.test(k)).sort();
+      const rows = [...metrics.entries()].filter(([k]) => /^quiver_(wal|compaction|group_commit|collector)/.test(k) && !k.endsWith('_bucket')).sort();
       mount(storage, rows.length ? table([['Metric', ([k]) => k], ['Value', ([, v]) => num(3)(v)]], rows) : h('p', { class: 'muted' }, 'no quiver_wal_* or quiver_compaction_* metrics reported'));
     }
   };

@@ -131,6 +131,7 @@ impl Inner {
                 tracing::warn!("preparing the next WAL segment: {}", e);
             }
             let retain = self.collect_segment(&seg, &mut scratch)?;
+            super::counters::EngineCounters::bump(&self.counters.wal_segments_collected, 1);
             let mut wal = self.wal.lock();
             wal.sealed.retain(|s| s.fid != seg.fid);
             self.pending_segments

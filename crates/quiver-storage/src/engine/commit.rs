@@ -295,6 +295,7 @@ impl Inner {
             return Ok(());
         }
         let deadline = Instant::now() + self.options.wal_throttle_wait;
+        super::counters::EngineCounters::bump(&self.counters.wal_throttled, 1);
         let mut guard = self.throttle.lock();
         loop {
             self.check_open()?;

@@ -6,6 +6,7 @@
 //! refused); inputs are unlisted only by the swap and unlinked only after it; the result's
 //! offsets stay within its length.
 
+use super::counters::EngineCounters;
 use crate::files::{self, DataFile};
 use crate::format::{self, FileKind, Footer, MarkerType, ScanEnd};
 use crate::index::Loc;
@@ -98,6 +99,12 @@ impl Inner {
             report.markers_dropped += r.markers_dropped;
         }
         *last = Some(Instant::now());
+        if report.files_compacted > 0 {
+            let counters = &self.counters;
+            EngineCounters::bump(&counters.compaction_runs, 1);
+            EngineCounters::bump(&counters.compaction_files, report.files_compacted as u64);
+            EngineCounters::bump(&counters.compaction_bytes_reclaimed, report.bytes_reclaimed);
+        }
         *col.compaction_status.lock() = if report.files_compacted > 0 {
             format!(
                 "compacted {} datafile(s), reclaimed {} bytes",

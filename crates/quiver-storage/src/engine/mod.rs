@@ -39,6 +39,7 @@ mod collector;
 mod commit;
 mod compaction_plan;
 mod compactor;
+mod counters;
 mod figures;
 mod journal;
 mod maintenance;
@@ -238,7 +239,7 @@ impl Engine {
 
     /// Engine-wide counters.
     pub fn stats(&self) -> EngineStats {
-        EngineStats {
+        let mut stats = EngineStats {
             commits: self
                 .inner
                 .commits
@@ -247,7 +248,15 @@ impl Engine {
                 .inner
                 .wal_syncs
                 .load(std::sync::atomic::Ordering::Relaxed),
-        }
+            wal_segments_pending: self
+                .inner
+                .pending_segments
+                .load(std::sync::atomic::Ordering::Relaxed)
+                as u64,
+            ..EngineStats::default()
+        };
+        self.inner.counters.fill(&mut stats);
+        stats
     }
 
     /// The oldest tick any live snapshot reads at (the newest visible tick when none is
@@ -307,6 +316,8 @@ pub(crate) struct Inner {
     lock_file: Mutex<Option<File>>,
     pub wal_syncs: AtomicU64,
     pub commits: AtomicU64,
+    /// Activity counters for monitoring.
+    counters: counters::EngineCounters,
     /// Mirror of `SyncState::durable` readable without the sync mutex (commit path).
     durable_tick: AtomicU64,
     /// Mirror of `WalState::sealed.len()` for the throttle check before the WAL mutex.

@@ -173,6 +173,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         lock_file: Mutex::new(Some(lock)),
         wal_syncs: AtomicU64::new(0),
         commits: AtomicU64::new(0),
+        counters: super::counters::EngineCounters::new(),
         durable_tick: AtomicU64::new(0),
         pending_segments: AtomicUsize::new(0),
         throttle: Mutex::new(()),

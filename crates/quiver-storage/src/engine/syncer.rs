@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use super::counters::EngineCounters;
 use super::{Background, Inner};
 
 #[derive(Default)]
@@ -35,6 +36,7 @@ impl Inner {
             return Ok(());
         }
         s.waiters += 1;
+        EngineCounters::bump(&self.counters.group_commit_waits, 1);
         let result = loop {
             if let Some(e) = self.poisoned.read().as_ref() {
                 break Err(e.clone());
@@ -75,6 +77,7 @@ impl Inner {
             }
         }
         self.sync.lock().waiters += 1;
+        EngineCounters::bump(&self.counters.group_commit_waits, 1);
         let _waiting = Waiting(self);
         self.request_sync(tick);
         let _ = rx.wait_for(|(d, failed)| *d >= tick || *failed).await;
@@ -110,6 +113,7 @@ impl Inner {
         if target <= self.sync.lock().durable {
             return Ok(false);
         }
+        let started = Instant::now();
         for seg in &segs {
             let r = files::check(&self.options.io_hooks, FailPoint::WalSync)
                 .and_then(|_| seg.file.sync_data());
@@ -122,6 +126,8 @@ impl Inner {
             }
             self.wal_syncs.fetch_add(1, Ordering::Relaxed);
         }
+        EngineCounters::bump(&self.counters.group_commit_rounds, 1);
+        self.counters.fsync_times.record(started.elapsed());
         let mut s = self.sync.lock();
         if target > s.durable {
             s.durable = target;

@@ -6,6 +6,7 @@
 //! stay below 4 GiB); the written tick only grows. A broken segment (failed write) is never
 //! appended to again.
 
+use super::counters::EngineCounters;
 use crate::files::{self, AppendMap, DataFile};
 use crate::format::{self, FileKind, MarkerType, FLAG_COMMIT, FLAG_SYNC};
 use crate::{FailPoint, JOURNAL_SIZE_FLOOR};
@@ -60,6 +61,7 @@ impl Inner {
     pub(super) fn seal_segment(&self, wal: &mut WalState) -> Option<AppendMap> {
         let map = wal.map.take();
         if let Some(seg) = wal.segment.take() {
+            EngineCounters::bump(&self.counters.wal_segments_sealed, 1);
             wal.sealed.push(seg.clone());
             self.pending_segments
                 .store(wal.sealed.len(), Ordering::Release);
@@ -76,6 +78,7 @@ impl Inner {
     /// Starts the next segment: the spare if `need` bytes fit it, else one created inline.
     fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
         let header_len = format::padded(format::FILE_HEADER_LEN) as u64;
+        EngineCounters::bump(&self.counters.wal_segments_started, 1);
         if let Some((spare, size, map)) = wal.spare.take() {
             if header_len + need <= size {
                 wal.segment = Some(spare);
@@ -260,6 +263,7 @@ impl Inner {
             }
         };
         wal.offset += need;
+        EngineCounters::bump(&self.counters.wal_bytes, need);
         assert!(
             commit_tick > wal.written_tick,
             "the written tick only grows"
