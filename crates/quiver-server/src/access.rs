@@ -64,6 +64,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
     }
     match (first, seg(1)) {
         ("_open", Some(_)) => Need::Open,
+        // The web interface: its redirect and its static files (docs/design/webui.md).
+        ("", None) | ("_admin", Some("aardvark")) => Need::Open,
         ("_admin", Some("server")) => match seg(2) {
             Some("availability") => Need::Open,
             Some("jwt") => Need::Superuser,

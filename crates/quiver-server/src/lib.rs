@@ -21,6 +21,7 @@ pub mod response;
 pub mod state;
 pub mod stats;
 pub mod transport;
+pub mod webui;
 
 pub use request::{parse_bool, Request, DEFAULT_DATABASE};
 pub use response::{Durability, Response, JSON_CONTENT_TYPE};

@@ -1146,6 +1146,12 @@ fn to_hyper(response: Response, close: bool) -> hyper::Response<Full<Bytes>> {
             headers.remove(header::CONTENT_TYPE);
         }
     }
+    // A response's own Cache-Control (or Pragma, Expires) replaces the template's.
+    for (name, _) in &response.headers {
+        if STATIC_HEADERS.iter().any(|(n, _)| name == *n) {
+            headers.remove(name);
+        }
+    }
     for (name, value) in response.headers {
         headers.append(name, value);
     }

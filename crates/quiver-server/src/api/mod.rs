@@ -57,6 +57,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
         {
             server_jwt::route(state, req)
         }
+        (Some("_admin"), Some("aardvark")) => return crate::webui::serve(req),
         (Some("_admin"), Some("metrics")) => return metrics::route(state, req),
         (Some("_admin"), Some("log")) => return log::route(state, req),
         (Some("_admin"), Some(page)) if req.segments.len() == 2 => match page {
@@ -68,6 +69,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
         },
         (Some("_admin"), Some(_)) => return admin::admin(state, req),
         (Some("_open"), Some(_)) => open::route(state, req),
+        (None, _) => return crate::webui::root_redirect(req),
         _ => return not_found(req),
     };
     result.unwrap_or_else(Response::from)
