@@ -5,9 +5,11 @@
 //! - `load` imports it through `POST /_api/import`;
 //! - `run` runs the workloads and reports times, checksums and server resources.
 
+pub mod arango_http;
 pub mod client;
 pub mod gen;
 pub mod load;
+pub mod peer;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -195,8 +197,6 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             csv,
         } => {
             let opts = workload::RunOptions {
-                endpoint,
-                authorization: credentials.authorization(),
                 dir,
                 connections,
                 tests,
@@ -205,31 +205,33 @@ pub fn run_cli(args: Vec<String>) -> i32 {
                 max_rss_kib: server.limit_kib(),
                 progress: true,
             };
-            workload::run(&opts).and_then(|mut r| {
-                if let Some(p) = import_report {
-                    r["import"] = load::read_json(&p)?;
-                }
-                if let Some(p) = report {
-                    write(&p, &pretty(&r))?;
-                }
-                if let Some(p) = csv {
-                    write(&p, &workload::csv(&r))?;
-                }
-                let bad = r["workloads"]
-                    .as_array()
-                    .map(Vec::as_slice)
-                    .unwrap_or(&[])
-                    .iter()
-                    .filter(|w| w["status"] != "ok" && w["status"] != "not implemented")
-                    .count();
-                if bad > 0 {
-                    return Err(Error::with_message(
-                        ErrorCode::Internal,
-                        format!("{bad} workload(s) failed or were stopped"),
-                    ));
-                }
-                Ok(())
-            })
+            arango_http::ArangoHttp::new(&endpoint, credentials.authorization())
+                .and_then(|peer| workload::run(peer, &opts))
+                .and_then(|mut r| {
+                    if let Some(p) = import_report {
+                        r["import"] = load::read_json(&p)?;
+                    }
+                    if let Some(p) = report {
+                        write(&p, &pretty(&r))?;
+                    }
+                    if let Some(p) = csv {
+                        write(&p, &workload::csv(&r))?;
+                    }
+                    let bad = r["workloads"]
+                        .as_array()
+                        .map(Vec::as_slice)
+                        .unwrap_or(&[])
+                        .iter()
+                        .filter(|w| w["status"] != "ok" && w["status"] != "not implemented")
+                        .count();
+                    if bad > 0 {
+                        return Err(Error::with_message(
+                            ErrorCode::Internal,
+                            format!("{bad} workload(s) failed or were stopped"),
+                        ));
+                    }
+                    Ok(())
+                })
         }
     };
     match result {
