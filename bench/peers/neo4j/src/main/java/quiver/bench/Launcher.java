@@ -58,6 +58,7 @@ public final class Launcher {
                 "--quote=\u0001",
                 "--id-type=STRING",
                 "--overwrite-destination=true",
+                "--report-file=" + home.resolve("import.report"),
                 "--threads=" + Runtime.getRuntime().availableProcessors(),
                 "neo4j"));
         return AdminTool.execute(new ExecutionContext(home, conf), command.toArray(String[]::new));
