@@ -98,34 +98,94 @@ pub struct Usage {
     pub cpu_seconds: f64,
 }
 
-/// Reads VmRSS, VmHWM and user+system CPU time of `pid`.
+/// The fields of `/proc/PID/stat` after the command name (which may contain spaces).
+fn stat_fields(pid: u32) -> Option<Vec<u64>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    // Index 0 is the state letter; parse it as 0 so indexes match stat(5) minus 3.
+    Some(
+        after
+            .split_whitespace()
+            .map(|f| f.parse::<u64>().unwrap_or(0))
+            .collect(),
+    )
+}
+
+/// A `kB` field of a /proc status-like file.
+fn kib_field(text: &str, name: &str) -> u64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+/// `pid` and every process descending from it (a server of several processes, such as
+/// PostgreSQL's postmaster and its backends). Bounded by the number of processes in /proc.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut parent_of = Vec::new();
+    if let Ok(entries) = std::fs::read_dir("/proc") {
+        for entry in entries.flatten() {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            // stat(5) field 4 (ppid) is index 1 here.
+            if let Some(ppid) = stat_fields(p).and_then(|f| f.get(1).copied()) {
+                parent_of.push((p, ppid as u32));
+            }
+        }
+    }
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let parent = tree[i];
+        tree.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    tree
+}
+
+/// Memory and user+system CPU time of the server `pid`. One process: VmRSS and VmHWM. A
+/// process tree: the sum of the processes' proportional set sizes (shared memory such as
+/// PostgreSQL's buffers counted once, not once per backend), for both current and peak, and
+/// the sum of their CPU times plus what the root collected from exited children.
 pub fn usage(pid: u32) -> Option<Usage> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let field = |name: &str| -> u64 {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces; the fields after its closing parenthesis are fixed.
-    let after = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    // utime and stime are fields 14 and 15 of stat (indexes 11 and 12 after the name), in
+    let root = stat_fields(pid)?;
+    // utime, stime, cutime, cstime are stat(5) fields 14-17 (indexes 11-14 here), in
     // USER_HZ ticks, which the Linux ABI fixes at 100 on the architectures we run on.
-    let cpu_seconds = (ticks(11) + ticks(12)) as f64 / 100.0;
+    let tick = |f: &Vec<u64>, i: usize| f.get(i).copied().unwrap_or(0);
+    let tree = process_tree(pid);
+    if tree.len() == 1 {
+        return Some(Usage {
+            rss_kib: kib_field(&status, "VmRSS:"),
+            hwm_kib: kib_field(&status, "VmHWM:"),
+            cpu_seconds: (tick(&root, 11) + tick(&root, 12)) as f64 / 100.0,
+        });
+    }
+    let mut pss = 0;
+    let mut ticks = tick(&root, 13) + tick(&root, 14);
+    for p in tree {
+        if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")) {
+            pss += kib_field(&rollup, "Pss:");
+        }
+        if let Some(f) = stat_fields(p) {
+            ticks += tick(&f, 11) + tick(&f, 12);
+        }
+    }
     Some(Usage {
-        rss_kib: field("VmRSS:"),
-        hwm_kib: field("VmHWM:"),
-        cpu_seconds,
+        rss_kib: pss,
+        hwm_kib: pss,
+        cpu_seconds: ticks as f64 / 100.0,
     })
 }
 
@@ -192,6 +252,20 @@ pub fn runtime() -> Result<tokio::runtime::Runtime, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn usage_of_a_process_tree_counts_its_children() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let tree = process_tree(std::process::id());
+        assert!(tree.contains(&child.id()), "{tree:?}");
+        let u = usage(std::process::id()).unwrap();
+        assert!(u.rss_kib > 0 && u.hwm_kib == u.rss_kib);
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     #[test]
     fn usage_of_this_process() {

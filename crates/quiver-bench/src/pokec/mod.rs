@@ -5,9 +5,13 @@
 //! - `load` imports it through `POST /_api/import`;
 //! - `run` runs the workloads and reports times, checksums and server resources.
 
+pub mod arango_http;
 pub mod client;
 pub mod gen;
 pub mod load;
+pub mod neo4j;
+pub mod peer;
+pub mod postgres;
 pub mod workload;
 
 use std::path::PathBuf;
@@ -58,8 +62,30 @@ enum Command {
         #[arg(long)]
         report: Option<PathBuf>,
     },
+    /// Write the TSV input of Neo4j's bulk importer (bench/peers/neo4j) from a data set.
+    Neo4jFiles {
+        /// Directory written by `generate`.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Where profiles.tsv and relations.tsv go.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Load a data set into a peer database: PostgreSQL by COPY (tables, indexes, ANALYZE),
+    /// Neo4j after its bulk import (the uniqueness constraint on `_key`).
+    LoadPeer {
+        #[command(flatten)]
+        peer: PeerArgs,
+        #[arg(long)]
+        dir: PathBuf,
+        /// Write the load report (JSON) here as well as to stdout.
+        #[arg(long)]
+        report: Option<PathBuf>,
+    },
     /// Run the workloads against an imported data set.
     Run {
+        #[command(flatten)]
+        peer: PeerArgs,
         #[arg(long, default_value = "tcp://127.0.0.1:8529")]
         endpoint: String,
         #[arg(long)]
@@ -88,6 +114,43 @@ enum Command {
         #[arg(long)]
         csv: Option<PathBuf>,
     },
+}
+
+/// Which database `run` and `load-peer` talk to, and where.
+#[derive(clap::Args, Debug)]
+struct PeerArgs {
+    /// quiver (any ArangoDB-compatible server, at --endpoint), postgresql-tabular,
+    /// postgresql-jsonb (at --postgres) or neo4j (at --bolt).
+    #[arg(long, default_value = "quiver")]
+    database: String,
+    /// libpq-style connection string of the PostgreSQL peers.
+    #[arg(
+        long,
+        default_value = "host=127.0.0.1 port=5432 user=postgres dbname=pokec"
+    )]
+    postgres: String,
+    /// host:port of Neo4j's Bolt connector.
+    #[arg(long, default_value = "127.0.0.1:7687")]
+    bolt: String,
+}
+
+impl PeerArgs {
+    fn layout(&self) -> Option<postgres::Layout> {
+        match self.database.as_str() {
+            "postgresql-tabular" => Some(postgres::Layout::Tabular),
+            "postgresql-jsonb" => Some(postgres::Layout::Jsonb),
+            _ => None,
+        }
+    }
+}
+
+fn unknown_database(name: &str) -> Error {
+    Error::with_message(
+        ErrorCode::BadParameter,
+        format!(
+            "unknown database '{name}'; known: quiver, postgresql-tabular, postgresql-jsonb, neo4j"
+        ),
+    )
 }
 
 #[derive(clap::Args, Debug)]
@@ -182,7 +245,15 @@ pub fn run_cli(args: Vec<String>) -> i32 {
                 report.map_or(Ok(()), |p| write(&p, &pretty(&r)))
             })
         }
+        Command::Neo4jFiles { dir, out } => {
+            neo4j::write_import_files(&dir, &out).map(|r| print!("{}", pretty(&r)))
+        }
+        Command::LoadPeer { peer, dir, report } => load_peer(&peer, &dir).and_then(|r| {
+            print!("{}", pretty(&r));
+            report.map_or(Ok(()), |p| write(&p, &pretty(&r)))
+        }),
         Command::Run {
+            peer,
             endpoint,
             dir,
             connections,
@@ -195,8 +266,6 @@ pub fn run_cli(args: Vec<String>) -> i32 {
             csv,
         } => {
             let opts = workload::RunOptions {
-                endpoint,
-                authorization: credentials.authorization(),
                 dir,
                 connections,
                 tests,
@@ -205,7 +274,7 @@ pub fn run_cli(args: Vec<String>) -> i32 {
                 max_rss_kib: server.limit_kib(),
                 progress: true,
             };
-            workload::run(&opts).and_then(|mut r| {
+            run_peer(&peer, &endpoint, credentials.authorization(), &opts).and_then(|mut r| {
                 if let Some(p) = import_report {
                     r["import"] = load::read_json(&p)?;
                 }
@@ -241,6 +310,45 @@ pub fn run_cli(args: Vec<String>) -> i32 {
     }
 }
 
+/// Loads `dir` into the PostgreSQL or Neo4j peer, timing it.
+fn load_peer(peer: &PeerArgs, dir: &std::path::Path) -> Result<serde_json::Value, Error> {
+    let runtime = client::runtime()?;
+    let started = std::time::Instant::now();
+    let mut report = runtime.block_on(async {
+        if let Some(layout) = peer.layout() {
+            postgres::Postgres::new(&peer.postgres, layout)
+                .load(dir)
+                .await
+        } else if peer.database == "neo4j" {
+            let neo = neo4j::Neo4j::new(&peer.bolt, 1);
+            neo.prepare().await?;
+            Ok(serde_json::json!({"step": "uniqueness constraint on PROFILES._key"}))
+        } else {
+            Err(unknown_database(&peer.database))
+        }
+    })?;
+    report["database"] = serde_json::json!(peer.database);
+    report["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
+    Ok(report)
+}
+
+/// Runs the workloads against the database `peer` names.
+fn run_peer(
+    peer: &PeerArgs,
+    endpoint: &str,
+    authorization: Option<String>,
+    opts: &workload::RunOptions,
+) -> Result<serde_json::Value, Error> {
+    if let Some(layout) = peer.layout() {
+        return workload::run(postgres::Postgres::new(&peer.postgres, layout), opts);
+    }
+    match peer.database.as_str() {
+        "quiver" => workload::run(arango_http::ArangoHttp::new(endpoint, authorization)?, opts),
+        "neo4j" => workload::run(neo4j::Neo4j::new(&peer.bolt, opts.connections), opts),
+        other => Err(unknown_database(other)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,7 +360,7 @@ mod tests {
     fn credentials(cli: Cli) -> CredentialArgs {
         match cli.command {
             Command::Load { credentials, .. } | Command::Run { credentials, .. } => credentials,
-            Command::Generate { .. } => panic!("generate has no credentials"),
+            _ => panic!("only load and run have credentials"),
         }
     }
 

@@ -1,7 +1,7 @@
-//! The benchmark's workloads with the queries of the ArangoDB adapter (2018, arangojs):
-//! every request goes through one of `connections` keep-alive connections (the adapter's
-//! http.Agent had 25 sockets and queued all requests at once), timing is wall clock from the
-//! first request to the last answer, as benchmark.js measured it.
+//! The benchmark's workloads, run against any database through its [`Peer`] adapter: every
+//! job goes through one of `connections` client connections (the 2018 harness's pools had
+//! 25), timing is wall clock from the first request to the last answer, as benchmark.js
+//! measured it, and every answer is checked against the generator's expected results.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -10,18 +10,11 @@ use std::time::{Duration, Instant};
 use quiver_errors::{Error, ErrorCode};
 use serde_json::{json, Value};
 
-use super::client::{call, server_error, settings, Monitor, DATABASE};
+use super::client::Monitor;
 use super::gen::{self, Spec};
 use super::load::read_json;
-use crate::http::{ClientSettings, HttpClient, Method};
+use super::peer::{Connection, Job, Peer};
 use crate::report::new_histogram;
-
-pub const NEIGHBORS: &str =
-    "FOR v IN OUTBOUND @key relations OPTIONS {bfs: true, uniqueVertices: \"global\"} RETURN v._id";
-pub const NEIGHBORS2: &str = "FOR v IN 1..2 OUTBOUND @key relations OPTIONS {bfs: true, uniqueVertices: \"global\"} RETURN v._id";
-pub const NEIGHBORS2DATA: &str = "FOR v IN 1..2 OUTBOUND @key relations OPTIONS {bfs: true, uniqueVertices: \"global\"} RETURN v";
-pub const SHORTEST: &str = "FOR v IN OUTBOUND SHORTEST_PATH @from TO @to relations RETURN v._id";
-pub const AGGREGATION: &str = "FOR x IN profiles COLLECT age = x.AGE WITH COUNT INTO counter RETURN {age: age, amount: counter}";
 
 /// Test order of one run of the 2018 harness (runTest.sh).
 pub const ALL_TESTS: [&str; 9] = [
@@ -36,15 +29,8 @@ pub const ALL_TESTS: [&str; 9] = [
     "neighbors2data",
 ];
 
-/// Continuation requests of one cursor are bounded; 100,000 batches of 1,000 rows is far
-/// beyond any benchmark query result.
-const MAX_BATCHES: usize = 100_000;
-
 #[derive(Clone, Debug)]
 pub struct RunOptions {
-    pub endpoint: String,
-    /// The `Authorization` header of every request (None: no header).
-    pub authorization: Option<String>,
     pub dir: std::path::PathBuf,
     pub connections: usize,
     pub tests: Vec<String>,
@@ -54,19 +40,6 @@ pub struct RunOptions {
     pub server_pid: Option<u32>,
     pub max_rss_kib: u64,
     pub progress: bool,
-}
-
-enum Job {
-    Read(String),
-    Write(usize),
-    Query(&'static str, Value),
-}
-
-/// What one request returned.
-struct Answer {
-    rows: u64,
-    /// Sum of `amount` of aggregation rows.
-    amounts: u64,
 }
 
 /// How a workload ended.
@@ -91,98 +64,60 @@ struct Outcome {
     status: Status,
 }
 
-async fn run_job(
-    client: &mut HttpClient,
-    job: &Job,
-    bodies: &[Vec<u8>],
-    write_collection: &str,
-) -> Result<Answer, Error> {
-    match job {
-        Job::Read(key) => {
-            let path = format!("/_api/document/profiles/{key}");
-            let response = client.get(&path).await?;
-            if response.status != 200 {
-                return Err(server_error("read", &response));
-            }
-            Ok(Answer {
-                rows: 1,
-                amounts: 0,
-            })
-        }
-        Job::Write(i) => {
-            let path = format!("/_api/document/{write_collection}");
-            let body = bodies.get(*i).map(Vec::as_slice).unwrap_or(b"{}");
-            let response = client
-                .request(Method::Post, &path, None, body, false)
-                .await?;
-            if response.status != 201 && response.status != 202 {
-                return Err(server_error("write", &response));
-            }
-            Ok(Answer {
-                rows: 1,
-                amounts: 0,
-            })
-        }
-        Job::Query(query, bind) => {
-            let body = json!({"query": query, "bindVars": bind});
-            let mut page = call(client, Method::Post, "/_api/cursor", Some(&body), &[201]).await?;
-            let mut answer = Answer {
-                rows: 0,
-                amounts: 0,
-            };
-            for _ in 0..MAX_BATCHES {
-                let result = page["result"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-                answer.rows += result.len() as u64;
-                answer.amounts += result
-                    .iter()
-                    .filter_map(|r| r["amount"].as_u64())
-                    .sum::<u64>();
-                if page["hasMore"] != json!(true) {
-                    return Ok(answer);
-                }
-                let id = page["id"].as_str().unwrap_or_default().to_string();
-                page = call(
-                    client,
-                    Method::Put,
-                    &format!("/_api/cursor/{id}"),
-                    None,
-                    &[200],
-                )
-                .await?;
-            }
-            Err(Error::with_message(
-                ErrorCode::ResourceLimit,
-                "cursor has too many batches",
-            ))
-        }
-    }
+/// What the jobs of one workload share.
+struct Shared {
+    bodies: Arc<Vec<Value>>,
+    over_limit: Arc<AtomicBool>,
+    /// Writes go to a durable write target.
+    sync: bool,
 }
 
-/// Runs `jobs` over `connections` connections; a job answered with "not implemented" stops
-/// the workload (the rest would answer the same), as do the memory limit and any other error.
-async fn run_jobs(
-    settings: &ClientSettings,
+/// Runs `jobs` over `connections` connections of `peer`; a job answered with "not
+/// implemented" stops the workload (the rest would answer the same), as do the memory limit
+/// and any other error. Connections are opened before the clock starts.
+async fn run_jobs<P: Peer>(
+    peer: &P,
     jobs: Vec<Job>,
     connections: usize,
-    bodies: Arc<Vec<Vec<u8>>>,
-    write_collection: &'static str,
-    over_limit: Arc<AtomicBool>,
+    shared: &Shared,
     path_query: bool,
 ) -> Outcome {
+    let mut out = Outcome {
+        queries: jobs.len(),
+        succeeded: 0,
+        total: Duration::ZERO,
+        latencies: new_histogram(),
+        rows: 0,
+        path_lengths: 0,
+        empty_paths: 0,
+        amounts: 0,
+        status: Status::Ok,
+    };
+    let mut opened = Vec::new();
+    for _ in 0..connections.min(jobs.len()).max(1) {
+        match peer.connect().await {
+            Ok(c) => opened.push(c),
+            Err(e) => {
+                out.status =
+                    Status::Failed(format!("connect: {} (error {})", e.message, e.number()));
+                return out;
+            }
+        }
+    }
     let jobs = Arc::new(jobs);
     let next = Arc::new(AtomicUsize::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..connections.min(jobs.len()).max(1) {
+    for mut connection in opened {
         let (jobs, next, stop, bodies, over) = (
             jobs.clone(),
             next.clone(),
             stop.clone(),
-            bodies.clone(),
-            over_limit.clone(),
+            shared.bodies.clone(),
+            shared.over_limit.clone(),
         );
-        let mut client = HttpClient::new(settings.clone(), DATABASE);
+        let sync = shared.sync;
         tasks.push(tokio::spawn(async move {
             let mut hist = new_histogram();
             let (mut ok, mut rows, mut lengths, mut empty, mut amounts) = (0usize, 0, 0, 0, 0);
@@ -199,7 +134,7 @@ async fn run_jobs(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let t = Instant::now();
-                match run_job(&mut client, job, &bodies, write_collection).await {
+                match connection.run(job, &bodies, sync).await {
                     Ok(a) => {
                         let _ = hist.record(t.elapsed().as_nanos().max(1) as u64);
                         ok += 1;
@@ -227,17 +162,6 @@ async fn run_jobs(
             (hist, ok, rows, lengths, empty, amounts, status)
         }));
     }
-    let mut out = Outcome {
-        queries: jobs.len(),
-        succeeded: 0,
-        total: Duration::ZERO,
-        latencies: new_histogram(),
-        rows: 0,
-        path_lengths: 0,
-        empty_paths: 0,
-        amounts: 0,
-        status: Status::Ok,
-    };
     for task in tasks {
         match task.await {
             Ok((hist, ok, rows, lengths, empty, amounts, status)) => {
@@ -269,32 +193,6 @@ fn keys(value: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn vertex(key: &str) -> Value {
-    json!(format!("profiles/{key}"))
-}
-
-/// Recreates the write target (`profiles_temp`), as the harness did before each write test.
-async fn recreate(client: &mut HttpClient, sync: bool) -> Result<(), Error> {
-    call(
-        client,
-        Method::Delete,
-        "/_api/collection/profiles_temp",
-        None,
-        &[200, 404],
-    )
-    .await?;
-    let body = json!({"name": "profiles_temp", "waitForSync": sync});
-    call(
-        client,
-        Method::Post,
-        "/_api/collection",
-        Some(&body),
-        &[200],
-    )
-    .await?;
-    Ok(())
-}
-
 /// The machine's 1/5/15-minute load averages: the machine is shared, so every report says
 /// how busy it was.
 fn loadavg() -> Value {
@@ -307,8 +205,7 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Runs the selected workloads and returns the report.
-pub fn run(opts: &RunOptions) -> Result<Value, Error> {
+fn validate(opts: &RunOptions) -> Result<(), Error> {
     if opts.connections == 0 || opts.connections > 256 {
         return Err(Error::with_message(
             ErrorCode::BadParameter,
@@ -323,6 +220,12 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Runs the selected workloads against `peer` and returns the report.
+pub fn run<P: Peer>(peer: P, opts: &RunOptions) -> Result<Value, Error> {
+    validate(opts)?;
     let dir = &opts.dir;
     let meta = read_json(&dir.join("meta.json"))?;
     let reads = keys(&read_json(&dir.join("ids100000.json"))?);
@@ -364,44 +267,36 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
     let load_start = loadavg();
     let monitor = Monitor::start(opts.server_pid, opts.max_rss_kib);
     let cpu_before = monitor.now().map(|u| u.cpu_seconds);
-    let settings = settings(
-        &opts.endpoint,
-        opts.authorization.clone(),
-        Duration::from_secs(600),
-    )?;
     let runtime = super::client::runtime()?;
     let over = monitor.over_limit();
     let selected = |name: &str| opts.tests.iter().any(|t| t == name);
     let write_tests = selected("singleWrite") || selected("singleWriteSync");
-    // Bodies are serialized before timing starts, like the harness loading bodies100000.json.
-    let bodies: Arc<Vec<Vec<u8>>> = Arc::new(if write_tests {
+    // Bodies are generated before timing starts, like the harness loading bodies100000.json;
+    // each adapter serializes them per insert, as the drivers did.
+    let bodies: Arc<Vec<Value>> = Arc::new(if write_tests {
         (0..limit(gen::READ_IDS) as u64)
-            .map(|i| serde_json::to_vec(&gen::write_body(&spec, i)).unwrap_or_default())
+            .map(|i| gen::write_body(&spec, i))
             .collect()
     } else {
         Vec::new()
     });
+    let plain = Shared {
+        bodies: bodies.clone(),
+        over_limit: over.clone(),
+        sync: false,
+    };
+    let peer = &peer;
 
-    let results = runtime.block_on(async {
-        let mut control = HttpClient::new(settings.clone(), DATABASE);
-        control.retry_stale = true;
+    let (results, description) = runtime.block_on(async {
+        let description = peer.describe().await;
         let mut results: Vec<Value> = Vec::new();
 
-        // Warmup (RocksDB variant): aggregation, edge index into memory, 1,000 reads.
+        // Warmup: the aggregation, the database's own step, 1,000 reads.
         let t = Instant::now();
-        let agg = vec![Job::Query(AGGREGATION, json!({}))];
-        let w1 = run_jobs(&settings, agg, 1, bodies.clone(), "", over.clone(), false).await;
-        call(
-            &mut control,
-            Method::Put,
-            "/_api/collection/relations/loadIndexesIntoMemory",
-            None,
-            &[200],
-        )
-        .await?;
+        let w1 = run_jobs(peer, vec![Job::Aggregate], 1, &plain, false).await;
+        peer.warm_up().await?;
         let jobs = warmup.iter().map(|k| Job::Read(k.clone())).collect();
-        let mut w2 = run_jobs(&settings, jobs, opts.connections, bodies.clone(), "", over.clone(), false)
-            .await;
+        let mut w2 = run_jobs(peer, jobs, opts.connections, &plain, false).await;
         let warm_status = [&w1.status, &w2.status]
             .into_iter()
             .find(|s| **s != Status::Ok)
@@ -418,59 +313,49 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
         for name in ALL_TESTS.iter().filter(|n| selected(n)) {
             let name = *name;
             let conns = opts.connections;
+            let neighbor_jobs = |starts: usize, make: fn(String) -> Job| -> Vec<Job> {
+                reads.iter().take(limit(starts)).map(|k| make(k.clone())).collect()
+            };
             let (outcome, result, want): (Outcome, Value, Value) = match name {
                 "singleRead" => {
                     let jobs = reads.iter().map(|k| Job::Read(k.clone())).collect();
-                    let o = run_jobs(&settings, jobs, conns, bodies.clone(), "", over.clone(), false)
-                        .await;
+                    let o = run_jobs(peer, jobs, conns, &plain, false).await;
                     let r = json!(o.succeeded);
                     (o, r, json!(reads.len()))
                 }
                 "singleWrite" | "singleWriteSync" => {
-                    recreate(&mut control, name == "singleWriteSync").await?;
+                    let sync = name == "singleWriteSync";
+                    peer.recreate_write_target(sync).await?;
                     let jobs = (0..bodies.len()).map(Job::Write).collect();
-                    let o = run_jobs(
-                        &settings,
-                        jobs,
-                        conns,
-                        bodies.clone(),
-                        "profiles_temp",
-                        over.clone(),
-                        false,
-                    )
-                    .await;
-                    let count = call(
-                        &mut control,
-                        Method::Get,
-                        "/_api/collection/profiles_temp/count",
-                        None,
-                        &[200],
-                    )
-                    .await?["count"]
-                        .as_u64()
-                        .unwrap_or(0);
+                    let shared = Shared {
+                        bodies: bodies.clone(),
+                        over_limit: over.clone(),
+                        sync,
+                    };
+                    let o = run_jobs(peer, jobs, conns, &shared, false).await;
+                    let count = peer.count_write_target().await?;
                     (o, json!(count), json!(bodies.len()))
                 }
                 "aggregation" => {
-                    let jobs = vec![Job::Query(AGGREGATION, json!({}))];
-                    let o = run_jobs(&settings, jobs, 1, bodies.clone(), "", over.clone(), false)
-                        .await;
+                    let o = run_jobs(peer, vec![Job::Aggregate], 1, &plain, false).await;
                     let r = json!(o.amounts);
                     (o, r, json!(profiles))
                 }
-                "neighbors" | "neighbors2" | "neighbors2data" => {
-                    let (query, starts) = match name {
-                        "neighbors" => (NEIGHBORS, gen::NEIGHBOR_STARTS),
-                        "neighbors2" => (NEIGHBORS2, gen::NEIGHBOR_STARTS),
-                        _ => (NEIGHBORS2DATA, gen::NEIGHBOR_DATA_STARTS),
-                    };
-                    let jobs = reads
-                        .iter()
-                        .take(limit(starts))
-                        .map(|k| Job::Query(query, json!({"key": vertex(k)})))
-                        .collect();
-                    let o = run_jobs(&settings, jobs, conns, bodies.clone(), "", over.clone(), false)
-                        .await;
+                "neighbors" => {
+                    let jobs = neighbor_jobs(gen::NEIGHBOR_STARTS, Job::Neighbors);
+                    let o = run_jobs(peer, jobs, conns, &plain, false).await;
+                    let r = json!(o.rows);
+                    (o, r, expected[name].clone())
+                }
+                "neighbors2" => {
+                    let jobs = neighbor_jobs(gen::NEIGHBOR_STARTS, Job::Neighbors2);
+                    let o = run_jobs(peer, jobs, conns, &plain, false).await;
+                    let r = json!(o.rows);
+                    (o, r, expected[name].clone())
+                }
+                "neighbors2data" => {
+                    let jobs = neighbor_jobs(gen::NEIGHBOR_DATA_STARTS, Job::Neighbors2Data);
+                    let o = run_jobs(peer, jobs, conns, &plain, false).await;
                     let r = json!(o.rows);
                     (o, r, expected[name].clone())
                 }
@@ -479,25 +364,23 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
                         .iter()
                         .map(|p| {
                             let (from, to) = (p["from"].as_str(), p["to"].as_str());
-                            Job::Query(
-                                SHORTEST,
-                                json!({"from": vertex(from.unwrap_or("")), "to": vertex(to.unwrap_or(""))}),
+                            Job::Shortest(
+                                from.unwrap_or("").to_string(),
+                                to.unwrap_or("").to_string(),
                             )
                         })
                         .collect();
-                    let o = run_jobs(&settings, jobs, conns, bodies.clone(), "", over.clone(), true)
-                        .await;
+                    let o = run_jobs(peer, jobs, conns, &plain, true).await;
                     let r = json!({"pathLengthSum": o.path_lengths, "emptyPaths": o.empty_paths});
                     (o, r, json!({"pathLengthSum": expected["shortestPathLengthSum"], "emptyPaths": 0}))
                 }
                 _ => {
                     let (from, to) = (hard["from"].as_str(), hard["to"].as_str());
-                    let jobs = vec![Job::Query(
-                        SHORTEST,
-                        json!({"from": vertex(from.unwrap_or("")), "to": vertex(to.unwrap_or(""))}),
+                    let jobs = vec![Job::Shortest(
+                        from.unwrap_or("").to_string(),
+                        to.unwrap_or("").to_string(),
                     )];
-                    let o = run_jobs(&settings, jobs, 1, bodies.clone(), "", over.clone(), true)
-                        .await;
+                    let o = run_jobs(peer, jobs, 1, &plain, true).await;
                     let r = json!({"rows": o.rows});
                     (o, r, json!({"rows": 0}))
                 }
@@ -512,11 +395,13 @@ pub fn run(opts: &RunOptions) -> Result<Value, Error> {
                 println!("{}", summary_line(results.last().unwrap_or(&Value::Null)));
             }
         }
-        Ok::<_, Error>(results)
+        Ok::<_, Error>((results, description))
     })?;
     let usage = monitor.now();
     Ok(json!({
         "benchmark": "pokec",
+        "database": peer.name(),
+        "databaseInfo": description,
         "dataset": meta,
         "connections": opts.connections,
         "restrict": opts.restrict,
@@ -665,9 +550,9 @@ mod tests {
 
     #[test]
     fn unknown_tests_and_bad_connection_counts_are_rejected() {
+        let peer =
+            || super::super::arango_http::ArangoHttp::new("tcp://127.0.0.1:1", None).unwrap();
         let opts = RunOptions {
-            endpoint: "tcp://127.0.0.1:1".into(),
-            authorization: None,
             dir: std::path::PathBuf::from("/nonexistent"),
             connections: 25,
             tests: vec!["neighbours".into()],
@@ -676,19 +561,25 @@ mod tests {
             max_rss_kib: 1,
             progress: false,
         };
-        let e = run(&opts).unwrap_err();
+        let e = run(peer(), &opts).unwrap_err();
         assert_eq!(e.number(), 10);
         assert!(e.message.contains("unknown test 'neighbours'"));
-        let e = run(&RunOptions {
-            connections: 0,
-            ..opts.clone()
-        })
+        let e = run(
+            peer(),
+            &RunOptions {
+                connections: 0,
+                ..opts.clone()
+            },
+        )
         .unwrap_err();
         assert_eq!(e.number(), 10);
-        let e = run(&RunOptions {
-            tests: vec!["singleRead".into()],
-            ..opts
-        })
+        let e = run(
+            peer(),
+            &RunOptions {
+                tests: vec!["singleRead".into()],
+                ..opts
+            },
+        )
         .unwrap_err();
         assert_eq!(e.number(), 25, "missing data directory: {}", e.message);
     }
