@@ -23,9 +23,10 @@ ALLOWED = {
         "quiver-errors", "quiver-types", "quiver-core", "quiver-aql", "quiver-graph", "quiver-search",
     },
     "quiver-bench": {"quiver-errors"},
+    "quiver-tools": {"quiver-errors"},
     "quiver": {
         "quiver-errors", "quiver-types", "quiver-storage", "quiver-core", "quiver-aql",
-        "quiver-server", "quiver-bench", "quiver-search",
+        "quiver-server", "quiver-bench", "quiver-tools", "quiver-search",
     },
 }
 

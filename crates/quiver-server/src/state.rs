@@ -65,6 +65,8 @@ pub struct ServerState {
     pub auth: Authenticator,
     /// Who created each cursor and stream transaction.
     pub ownership: crate::ownership::Ownership,
+    /// Running dump batches of the replication API.
+    pub dump_batches: crate::dump_batches::DumpBatches,
 }
 
 impl ServerState {
@@ -77,6 +79,7 @@ impl ServerState {
         let state = Arc::new(ServerState {
             auth,
             ownership: Default::default(),
+            dump_batches: Default::default(),
             queries: QueryService::over_core(core.clone()),
             core,
             jobs: JobManager::new(config.async_queue_capacity),

@@ -12,6 +12,8 @@ pub mod import;
 pub mod index;
 pub mod job;
 pub mod open;
+pub mod replication;
+pub mod restore;
 pub mod server_jwt;
 pub mod token;
 pub mod transaction;
@@ -40,6 +42,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "document" => document::route(state, req),
             "import" => import::route(state, req),
             "index" => index::route(state, req),
+            "replication" => replication::route(state, req),
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
