@@ -113,6 +113,9 @@ pub fn need(req: &Request, system_only: bool) -> Need {
                 }
                 _ => Need::Database(RO),
             },
+            // The parallel dump reads any collection it is given: administrators only (ArangoDB
+            // lets administrators dump everything and checks other users per collection).
+            "dump" => Need::Admin,
             "edges" => Need::Collection(Segment(2), RO),
             "index" => match (seg(2), read) {
                 (None, true) => Need::Collection(Param("collection"), RO),
@@ -487,6 +490,7 @@ mod tests {
             (Method::POST, "/_admin/server/jwt", Need::Superuser),
             (Method::PUT, "/_admin/server/mode", Need::Admin),
             (Method::POST, "/_api/replication/batch", Need::Database(RO)),
+            (Method::POST, "/_api/dump/start", Need::Admin),
             (
                 Method::GET,
                 "/_api/replication/inventory",

@@ -37,7 +37,22 @@ pub struct Batch {
     view: ReadView,
     expires: Mutex<Instant>,
     cursors: Mutex<HashMap<String, Arc<Mutex<Cursor>>>>,
+    /// The parallel dump protocol (`/_api/dump`): what remains and what was handed out.
+    parallel: Mutex<ParallelState>,
 }
+
+/// State of a parallel dump (`/_api/dump/next`): the collections still to read, in order, and
+/// the batches handed out but not yet acknowledged (kept for retries; at most
+/// [`MAX_UNACKNOWLEDGED`]).
+#[derive(Default)]
+struct ParallelState {
+    shards: std::collections::VecDeque<String>,
+    batch_size: usize,
+    delivered: std::collections::BTreeMap<u64, (String, Chunk)>,
+}
+
+/// Batches of a parallel dump a client may leave unacknowledged (its prefetch window).
+pub const MAX_UNACKNOWLEDGED: usize = 64;
 
 /// Where the dump of one collection stands in a batch.
 pub struct Cursor {
@@ -97,6 +112,7 @@ impl DumpBatches {
             view,
             expires: Mutex::new(Instant::now() + ttl_of(ttl_seconds)),
             cursors: Mutex::new(HashMap::new()),
+            parallel: Mutex::new(ParallelState::default()),
         };
         registry.batches.insert(id, Arc::new(batch));
         assert!(registry.batches.len() <= MAX_BATCHES);
@@ -158,6 +174,65 @@ impl Registry {
 }
 
 impl Batch {
+    /// Makes this batch a parallel dump of the collections `shards` (each must exist), in
+    /// batches of about `batch_size` bytes.
+    pub fn set_parallel(&self, shards: Vec<String>, batch_size: usize) -> Result<()> {
+        for name in &shards {
+            self.view.collection(name)?;
+        }
+        let mut parallel = self.parallel.lock();
+        parallel.shards = shards.into_iter().collect();
+        parallel.batch_size = batch_size.max(1);
+        Ok(())
+    }
+
+    /// Batch number `batch_id` of a parallel dump: the collection it belongs to and its
+    /// documents (JSON lines), or `None` when every collection is done. `last_batch`
+    /// acknowledges the batches up to it, which are forgotten; asking for a batch number
+    /// again (a retry) gives the same batch. Error 400/10 when more than
+    /// [`MAX_UNACKNOWLEDGED`] batches are outstanding.
+    pub fn next_parallel(
+        &self,
+        batch_id: u64,
+        last_batch: Option<u64>,
+    ) -> Result<Option<(String, Chunk)>> {
+        let mut parallel = self.parallel.lock();
+        if let Some(last) = last_batch {
+            parallel.delivered.retain(|id, _| *id > last);
+        }
+        if let Some(found) = parallel.delivered.get(&batch_id) {
+            return Ok(Some(found.clone()));
+        }
+        if parallel.delivered.len() >= MAX_UNACKNOWLEDGED {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("more than {MAX_UNACKNOWLEDGED} dump batches are not acknowledged"),
+            ));
+        }
+        loop {
+            let Some(name) = parallel.shards.front().cloned() else {
+                return Ok(None);
+            };
+            let position = self
+                .cursors
+                .lock()
+                .get(&name)
+                .map_or(0, |c| c.lock().emitted);
+            let chunk = self.next_chunk(&name, position, parallel.batch_size, false)?;
+            if !chunk.more {
+                parallel.shards.pop_front();
+            }
+            if chunk.body.is_empty() {
+                continue;
+            }
+            parallel
+                .delivered
+                .insert(batch_id, (name.clone(), chunk.clone()));
+            assert!(parallel.delivered.len() <= MAX_UNACKNOWLEDGED);
+            return Ok(Some((name, chunk)));
+        }
+    }
+
     /// The tick of the batch's read view.
     pub fn tick(&self) -> u64 {
         self.view.snapshot().tick()

@@ -367,3 +367,84 @@ fn restoring_a_system_collection_keeps_it_and_replaces_its_content() {
     let (_, count) = f.json(Method::GET, "/_api/collection/_graphs/count", None);
     assert_eq!(count["count"], 0);
 }
+
+#[test]
+fn parallel_dump_hands_out_every_document_once_with_retries() {
+    let f = fixture();
+    for name in ["p1", "p2", "empty"] {
+        f.json(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({ "name": name })),
+        );
+    }
+    for name in ["p1", "p2"] {
+        let docs: Vec<Value> = (0..300)
+            .map(|i| json!({"_key": format!("{name}-{i}"), "pad": "z".repeat(100)}))
+            .collect();
+        f.json(
+            Method::POST,
+            &format!("/_api/document/{name}"),
+            Some(json!(docs)),
+        );
+    }
+    let r = f.call(
+        Method::POST,
+        "/_api/dump/start",
+        Some(json!({"batchSize": 4096, "prefetchCount": 2, "parallelism": 2, "shards": ["p1", "p2", "empty"]})),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let id = r.header("x-arango-dump-id").unwrap().to_string();
+    // Writes after the start are not part of the dump.
+    f.json(
+        Method::POST,
+        "/_api/document/p1",
+        Some(json!({"_key": "late"})),
+    );
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut last: Option<u64> = None;
+    for batch_id in 1..10_000u64 {
+        let ack = last.map(|l| format!("&lastBatch={l}")).unwrap_or_default();
+        let target = format!("/_api/dump/next/{id}?batchId={batch_id}{ack}");
+        let r = f.call(Method::POST, &target, None);
+        if r.status == 204 {
+            break;
+        }
+        assert_eq!(r.status, 200, "{r:?}");
+        // A retry of the same batch gives the same bytes.
+        let again = f.call(Method::POST, &target, None);
+        assert_eq!(again.body, r.body);
+        let shard = r.header("x-arango-dump-shard-id").unwrap().to_string();
+        for line in String::from_utf8(r.body.to_vec()).unwrap().lines() {
+            let doc: Value = serde_json::from_str(line).unwrap();
+            let key = doc["_key"].as_str().unwrap().to_string();
+            assert!(key.starts_with(&shard), "{key} in a batch of {shard}");
+            assert!(
+                seen.insert(key, shard.clone()).is_none(),
+                "handed out twice"
+            );
+        }
+        last = Some(batch_id);
+    }
+    assert_eq!(seen.len(), 600);
+    assert!(!seen.contains_key("late"));
+    assert_eq!(
+        f.call(Method::DELETE, &format!("/_api/dump/{id}"), None)
+            .status,
+        200
+    );
+    let (status, body) = f.json(
+        Method::POST,
+        &format!("/_api/dump/next/{id}?batchId=1"),
+        None,
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (404, Some(1600)));
+    let (status, _) = f.json(
+        Method::POST,
+        "/_api/dump/start",
+        Some(json!({"shards": ["nope"]})),
+    );
+    assert_eq!(status, 404);
+    let (status, _) = f.json(Method::POST, "/_api/dump/next/1", None);
+    assert_eq!(status, 400);
+}

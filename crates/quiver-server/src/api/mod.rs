@@ -6,6 +6,7 @@ pub mod collection;
 pub mod cursor;
 pub mod database;
 pub mod document;
+pub mod dump;
 pub mod edges;
 pub mod gharial;
 pub mod import;
@@ -43,6 +44,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "import" => import::route(state, req),
             "index" => index::route(state, req),
             "replication" => replication::route(state, req),
+            "dump" => dump::route(state, req),
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
