@@ -310,3 +310,32 @@ def test_hand_written_3_12_dump_restores_and_the_project_dump_matches_it(server,
                 assert ours[file_name] == content, file_name
     finally:
         sys_db.delete_database(name, ignore_missing=True)
+
+
+def test_ctrl_c_stops_a_restore_cleanly(server, db, target, tmp_path):
+    coll = db.create_collection("many")
+    for start in range(0, 40000, 10000):
+        coll.import_bulk([{"_key": f"k{i}", "v": i} for i in range(start, start + 10000)])
+    out = tmp_path / "dump"
+    run_tool("dump", "--server.endpoint", endpoint(server), "--server.database", db.name,
+             "--output-directory", str(out))
+    proc = subprocess.Popen(
+        [quiver_bin(), "restore", "--server.endpoint", endpoint(target),
+         "--server.database", db.name, "--create-database", "true",
+         "--input-directory", str(out), "--batch-size", "1024", "--progress", "false"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    restored = target.client().db("_system", username="root", password="")
+    # Interrupt once the restore is under way (its collection exists and data arrives).
+    for _ in range(600):
+        if restored.has_database(db.name):
+            tdb = target.client().db(db.name, username="root", password="")
+            if tdb.has_collection("many") and tdb.collection("many").count() > 0:
+                break
+        threading.Event().wait(0.05)
+    proc.send_signal(2)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 1, stderr
+    assert "interrupted" in stderr
+    tdb = target.client().db(db.name, username="root", password="")
+    assert 0 < tdb.collection("many").count() < 40000

@@ -1,10 +1,11 @@
-//! QuiverDB's data tools: `quiver dump` and `quiver restore`, compatible with arangodump and
-//! arangorestore in options, behaviour and directory format. They talk HTTP to any
+//! QuiverDB's data tools: `quiver dump`, `quiver restore` and `quiver import`, compatible with
+//! arangodump, arangorestore and arangoimport in options, behaviour and formats. They talk HTTP to any
 //! ArangoDB-compatible server and never link server internals.
 
 pub mod client;
 pub mod dump;
 pub mod dump_format;
+pub mod import;
 pub mod options;
 pub mod progress;
 pub mod restore;
@@ -13,9 +14,9 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 
-use options::{DumpOptions, RestoreOptions};
+use options::{DumpOptions, ImportOptions, RestoreOptions};
 
-/// Runs `quiver <tool> args…` (`tool` is `dump` or `restore`); `interrupted` is set by the
+/// Runs `quiver <tool> args…` (`tool` is `dump`, `restore` or `import`); `interrupted` is set by the
 /// caller's Ctrl-C handler. Returns the exit status: 0 on success, 1 on any failure, 2 for
 /// bad options.
 pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
@@ -36,6 +37,19 @@ pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
                     "Processed {} database(s), {} collection(s), read {} document(s)",
                     s.databases, s.collections, s.documents
                 )
+            }),
+            Err(e) => return usage(e),
+        },
+        "import" => match ImportOptions::try_parse_from(argv) {
+            Ok(options) => import::run(&options, interrupted).and_then(|s| {
+                if s.errors > 0 {
+                    Err(quiver_errors::Error::with_message(
+                        quiver_errors::ErrorCode::BadParameter,
+                        format!("{} document(s) were not imported", s.errors),
+                    ))
+                } else {
+                    Ok(())
+                }
             }),
             Err(e) => return usage(e),
         },

@@ -210,3 +210,77 @@ mod tests {
         assert_eq!(o.batch_size, 8 * 1024 * 1024);
     }
 }
+
+/// `quiver import`: arangoimport's options.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "quiver import",
+    about = "Import JSON, JSON lines, CSV or TSV into QuiverDB or any ArangoDB-compatible server (arangoimport's options)",
+    disable_version_flag = true
+)]
+pub struct ImportOptions {
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// The file to import (`-` for standard input; `.gz` files are decompressed).
+    #[arg(long = "file")]
+    pub file: String,
+    /// Input format: json, jsonl, csv or tsv.
+    #[arg(long = "type", default_value = "json", value_parser = ["json", "jsonl", "csv", "tsv"])]
+    pub kind: String,
+    /// Target collection.
+    #[arg(long = "collection")]
+    pub collection: String,
+    /// Create the collection when it does not exist.
+    #[arg(long = "create-collection", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub create_collection: bool,
+    /// Type of a created collection: document or edge.
+    #[arg(long = "create-collection-type", default_value = "document", value_parser = ["document", "edge"])]
+    pub create_collection_type: String,
+    /// What to do with a document whose key exists: error, update, replace or ignore.
+    #[arg(long = "on-duplicate", default_value = "error", value_parser = ["error", "update", "replace", "ignore"])]
+    pub on_duplicate: String,
+    /// Remove all documents of the collection before the import.
+    #[arg(long = "overwrite", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub overwrite: bool,
+    /// Maximum size of one request in bytes.
+    #[arg(long = "batch-size", default_value_t = 8 * 1024 * 1024)]
+    pub batch_size: u64,
+    /// Requests in flight.
+    #[arg(long = "threads", default_value_t = 2)]
+    pub threads: usize,
+    /// Prefix for `_from` values without a collection.
+    #[arg(long = "from-collection-prefix")]
+    pub from_collection_prefix: Option<String>,
+    /// Prefix for `_to` values without a collection.
+    #[arg(long = "to-collection-prefix")]
+    pub to_collection_prefix: Option<String>,
+    /// Apply the prefixes also to `_from`/`_to` values that hold a collection already.
+    #[arg(long = "overwrite-collection-prefix", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub overwrite_collection_prefix: bool,
+    /// Field separator of csv and tsv input (default `,` for csv, a tab for tsv).
+    #[arg(long = "separator")]
+    pub separator: Option<String>,
+    /// Quote character of csv input.
+    #[arg(long = "quote", default_value = "\"")]
+    pub quote: String,
+    /// Rename a column: `old=new` (repeatable).
+    #[arg(long = "translate", action = ArgAction::Append)]
+    pub translate: Vec<String>,
+    /// Drop an attribute from every document (repeatable).
+    #[arg(long = "remove-attribute", action = ArgAction::Append)]
+    pub remove_attribute: Vec<String>,
+    /// Turn csv/tsv values `null`, `true`, `false` and numbers into JSON values.
+    #[arg(long = "convert", default_value = "true", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub convert: bool,
+    /// Lines to skip at the start of csv/tsv input (before the header).
+    #[arg(long = "skip-lines", default_value_t = 0)]
+    pub skip_lines: u64,
+    /// Show progress.
+    #[arg(long = "progress", default_value = "true", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub progress: bool,
+}
