@@ -1,10 +1,12 @@
-//! QuiverDB's data tools: `quiver dump`, `quiver restore` and `quiver import`, compatible with
-//! arangodump, arangorestore and arangoimport in options, behaviour and formats. They talk HTTP to any
+//! QuiverDB's data tools: `quiver dump`, `quiver restore`, `quiver import` and `quiver export`,
+//! compatible with arangodump, arangorestore, arangoimport and arangoexport in options,
+//! behaviour and formats. They talk HTTP to any
 //! ArangoDB-compatible server and never link server internals.
 
 pub mod client;
 pub mod dump;
 pub mod dump_format;
+pub mod export;
 pub mod import;
 pub mod options;
 pub mod progress;
@@ -14,9 +16,9 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 
-use options::{DumpOptions, ImportOptions, RestoreOptions};
+use options::{DumpOptions, ExportOptions, ImportOptions, RestoreOptions};
 
-/// Runs `quiver <tool> args…` (`tool` is `dump`, `restore` or `import`); `interrupted` is set by the
+/// Runs `quiver <tool> args…` (`tool` is `dump`, `restore`, `import` or `export`); `interrupted` is set by the
 /// caller's Ctrl-C handler. Returns the exit status: 0 on success, 1 on any failure, 2 for
 /// bad options.
 pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
@@ -51,6 +53,10 @@ pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
                     Ok(())
                 }
             }),
+            Err(e) => return usage(e),
+        },
+        "export" => match ExportOptions::try_parse_from(argv) {
+            Ok(options) => export::run(&options, interrupted).map(|_| ()),
             Err(e) => return usage(e),
         },
         other => {

@@ -284,3 +284,48 @@ pub struct ImportOptions {
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub progress: bool,
 }
+
+/// `quiver export`: arangoexport's options (json, jsonl and csv output).
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "quiver export",
+    about = "Export collections or a query's results as JSON, JSON lines or CSV (arangoexport's options)",
+    disable_version_flag = true
+)]
+pub struct ExportOptions {
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Output format: json, jsonl or csv.
+    #[arg(long = "type", default_value = "json", value_parser = ["json", "jsonl", "csv"])]
+    pub kind: String,
+    /// A collection to export (repeatable); one file each.
+    #[arg(long = "collection", action = ArgAction::Append)]
+    pub collections: Vec<String>,
+    /// An AQL query whose results are exported (into `query.<type>`).
+    #[arg(long = "custom-query")]
+    pub custom_query: Option<String>,
+    /// Bind parameters of the custom query, as a JSON object.
+    #[arg(long = "custom-query-bindvars")]
+    pub custom_query_bindvars: Option<String>,
+    /// Attributes to export, comma-separated (required for csv).
+    #[arg(long = "fields")]
+    pub fields: Option<String>,
+    /// Output directory.
+    #[arg(long = "output-directory", default_value = "export")]
+    pub output_directory: PathBuf,
+    /// Overwrite files in an existing output directory.
+    #[arg(long = "overwrite", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub overwrite: bool,
+    /// Compress the output files with gzip.
+    #[arg(long = "compress-output", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub compress_output: bool,
+    /// Documents per cursor batch.
+    #[arg(long = "documents-per-batch", default_value_t = 1000)]
+    pub documents_per_batch: u64,
+    /// Show progress.
+    #[arg(long = "progress", default_value = "true", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub progress: bool,
+}

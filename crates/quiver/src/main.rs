@@ -82,6 +82,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Export collections or a query as JSON, JSON lines or CSV (arangoexport-compatible).
+    #[command(disable_help_flag = true)]
+    Export {
+        /// Options passed to the export tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
@@ -972,7 +979,8 @@ fn main() -> ExitCode {
     }
     // `quiver dump|restore ...` hand their raw arguments to the data tools, with a Ctrl-C
     // handler that asks them to stop between requests.
-    if let Some(tool @ ("dump" | "restore" | "import")) = raw.get(1).map(String::as_str) {
+    if let Some(tool @ ("dump" | "restore" | "import" | "export")) = raw.get(1).map(String::as_str)
+    {
         let interrupted = watch_interrupt();
         let code = quiver_tools::run_cli(tool, raw[2..].to_vec(), &interrupted);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
@@ -1023,6 +1031,10 @@ fn main() -> ExitCode {
         }
         Some(Command::Import { args }) => {
             let code = quiver_tools::run_cli("import", args, &watch_interrupt());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Some(Command::Export { args }) => {
+            let code = quiver_tools::run_cli("export", args, &watch_interrupt());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         None => cli.serve,
