@@ -28,9 +28,10 @@ ALLOWED = {
         "quiver-metrics",
     },
     "quiver-bench": {"quiver-errors"},
+    "quiver-tools": {"quiver-errors"},
     "quiver": {
         "quiver-errors", "quiver-types", "quiver-storage", "quiver-core", "quiver-aql",
-        "quiver-server", "quiver-bench", "quiver-search", "quiver-metrics",
+        "quiver-server", "quiver-bench", "quiver-tools", "quiver-search", "quiver-metrics",
     },
 }
 

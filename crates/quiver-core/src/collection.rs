@@ -1069,6 +1069,16 @@ impl Collection {
         self.handle_reservation(&mut keygen, reservation)
     }
 
+    /// Sets the key generator's last value to at least `last_value` (arangorestore's
+    /// `keyOptions.lastValue`), persisting a reservation beyond it when needed. Error 1203
+    /// after a drop.
+    pub fn restore_key_generator(self: &Arc<Self>, last_value: u64) -> Result<()> {
+        self.check_usable()?;
+        let mut keygen = self.keygen.lock();
+        let reservation = keygen.raise_last(last_value);
+        self.handle_reservation(&mut keygen, reservation)
+    }
+
     pub(crate) fn note_revision(&self, rev: Revision) {
         self.last_revision.fetch_max(rev.0, Ordering::AcqRel);
     }

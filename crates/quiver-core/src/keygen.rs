@@ -294,6 +294,17 @@ impl KeyGenState {
         Ok((key, reservation))
     }
 
+    /// Raises the last value to `value` (a restored collection's `lastValue`), so that
+    /// generated keys continue where the dumped collection stopped; a lower value changes
+    /// nothing.
+    pub fn raise_last(&mut self, value: u64) -> Reservation {
+        if !self.numeric() || value <= self.last {
+            return Reservation::Unchanged;
+        }
+        self.last = value;
+        self.reserve_for(value)
+    }
+
     /// Observes a user-supplied key so that later generated keys stay above it (ArangoDB's
     /// `track`): decimal keys for traditional/autoincrement, 16-hex-digit keys for padded.
     pub fn track(&mut self, key: &str) -> Reservation {
@@ -327,6 +338,26 @@ impl KeyGenState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn raise_last_continues_after_the_restored_value() {
+        let options = KeyOptions::from_json(Some(&serde_json::json!({
+            "type": "autoincrement", "offset": 5, "increment": 10
+        })))
+        .unwrap();
+        let mut gen = KeyGenState::new(options, 0, u64::MAX);
+        assert_eq!(gen.raise_last(35), Reservation::Unchanged);
+        assert_eq!(gen.generate().unwrap().0, "45");
+        assert_eq!(gen.raise_last(20), Reservation::Unchanged);
+        assert_eq!(gen.generate().unwrap().0, "55");
+        let mut uuid = KeyGenState::new(
+            KeyOptions::from_json(Some(&serde_json::json!({"type": "uuid"}))).unwrap(),
+            0,
+            0,
+        );
+        assert_eq!(uuid.raise_last(99), Reservation::Unchanged);
+        assert_eq!(uuid.last, 0);
+    }
 
     fn state(json: Value) -> KeyGenState {
         KeyGenState::new(KeyOptions::from_json(Some(&json)).unwrap(), 0, u64::MAX)

@@ -113,6 +113,19 @@ pub fn need(req: &Request, system_only: bool) -> Need {
                 Need::Collection(at, if read || only_get { RO } else { RW })
             }
             "import" => Need::Collection(Param("collection"), RW),
+            // arangodump reads through batches; arangorestore creates collections, indexes
+            // and documents.
+            "replication" => match seg(2) {
+                Some("dump") => Need::Collection(Param("collection"), RO),
+                Some("restore-data") => Need::Collection(Param("collection"), RW),
+                Some("restore-collection" | "restore-indexes" | "restore-view") => {
+                    Need::Database(RW)
+                }
+                _ => Need::Database(RO),
+            },
+            // The parallel dump reads any collection it is given: administrators only (ArangoDB
+            // lets administrators dump everything and checks other users per collection).
+            "dump" => Need::Admin,
             "edges" => Need::Collection(Segment(2), RO),
             "index" => match (seg(2), read) {
                 (None, true) => Need::Collection(Param("collection"), RO),
@@ -489,6 +502,28 @@ mod tests {
             (Method::DELETE, "/_api/token/ann/12", Need::SelfOrAdmin(2)),
             (Method::POST, "/_admin/server/jwt", Need::Superuser),
             (Method::PUT, "/_admin/server/mode", Need::Admin),
+            (Method::POST, "/_api/replication/batch", Need::Database(RO)),
+            (Method::POST, "/_api/dump/start", Need::Admin),
+            (
+                Method::GET,
+                "/_api/replication/inventory",
+                Need::Database(RO),
+            ),
+            (
+                Method::GET,
+                "/_api/replication/dump?collection=c",
+                Need::Collection(Param("collection"), RO),
+            ),
+            (
+                Method::PUT,
+                "/_api/replication/restore-collection",
+                Need::Database(RW),
+            ),
+            (
+                Method::PUT,
+                "/_api/replication/restore-data?collection=c",
+                Need::Collection(Param("collection"), RW),
+            ),
             (
                 Method::POST,
                 "/_api/gharial/g/vertex/v",

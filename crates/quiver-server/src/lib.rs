@@ -11,6 +11,7 @@ pub mod access;
 pub mod api;
 pub mod auth;
 pub mod cors;
+pub mod dump_batches;
 pub mod jobs;
 pub mod json;
 pub mod log;

@@ -151,6 +151,8 @@ pub struct ServerState {
     pub ownership: crate::ownership::Ownership,
     /// Request and connection statistics.
     pub statistics: Arc<crate::stats::RequestStatistics>,
+    /// Running dump batches of the replication API.
+    pub dump_batches: crate::dump_batches::DumpBatches,
 }
 
 impl ServerState {
@@ -164,6 +166,7 @@ impl ServerState {
             auth,
             ownership: Default::default(),
             statistics: Arc::default(),
+            dump_batches: Default::default(),
             queries: {
                 let queries = QueryService::over_core(core.clone());
                 queries

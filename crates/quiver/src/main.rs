@@ -65,6 +65,34 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Dump databases (arangodump-compatible); `quiver dump --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Dump {
+        /// Options passed to the dump tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Restore a dump (arangorestore-compatible); `quiver restore --help` lists its options.
+    #[command(disable_help_flag = true)]
+    Restore {
+        /// Options passed to the restore tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Import JSON, JSON lines, CSV or TSV (arangoimport-compatible); `quiver import --help`.
+    #[command(disable_help_flag = true)]
+    Import {
+        /// Options passed to the import tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Export collections or a query as JSON, JSON lines or CSV (arangoexport-compatible).
+    #[command(disable_help_flag = true)]
+    Export {
+        /// Options passed to the export tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
@@ -1054,11 +1082,60 @@ impl ShutdownSignals {
     }
 }
 
+/// A flag set on the first Ctrl-C (SIGINT) or SIGTERM, watched on a thread of its own; a
+/// second signal ends the process at once.
+fn watch_interrupt() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let setter = flag.clone();
+    let spawned = std::thread::Builder::new()
+        .name("quiver-signals".into())
+        .spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()
+            else {
+                return;
+            };
+            runtime.block_on(async move {
+                use tokio::signal::unix::{signal, SignalKind};
+                let (Ok(mut int), Ok(mut term)) = (
+                    signal(SignalKind::interrupt()),
+                    signal(SignalKind::terminate()),
+                ) else {
+                    return;
+                };
+                for _ in 0..2 {
+                    tokio::select! {
+                        _ = int.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                    if setter.swap(true, Ordering::SeqCst) {
+                        std::process::exit(130);
+                    }
+                    eprintln!("interrupted: stopping after the current request");
+                }
+            });
+        });
+    if spawned.is_err() {
+        eprintln!("warning: cannot watch for Ctrl-C");
+    }
+    flag
+}
+
 fn main() -> ExitCode {
     let raw: Vec<String> = std::env::args().collect();
     // `quiver bench ...` hands its raw arguments to the load generator untouched.
     if raw.get(1).map(String::as_str) == Some("bench") {
         let code = quiver_bench::run_cli(raw[2..].to_vec());
+        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+    }
+    // `quiver dump|restore ...` hand their raw arguments to the data tools, with a Ctrl-C
+    // handler that asks them to stop between requests.
+    if let Some(tool @ ("dump" | "restore" | "import" | "export")) = raw.get(1).map(String::as_str)
+    {
+        let interrupted = watch_interrupt();
+        let code = quiver_tools::run_cli(tool, raw[2..].to_vec(), &interrupted);
         return ExitCode::from(u8::try_from(code).unwrap_or(1));
     }
     // Configuration file values go first so that command-line options override them.
@@ -1107,6 +1184,23 @@ fn main() -> ExitCode {
         Some(Command::Serve(o)) => *o,
         Some(Command::Bench { args }) => {
             let code = quiver_bench::run_cli(args);
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        // Reached only after options before the tool name (handled before parsing otherwise).
+        Some(Command::Dump { args }) => {
+            let code = quiver_tools::run_cli("dump", args, &watch_interrupt());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Some(Command::Restore { args }) => {
+            let code = quiver_tools::run_cli("restore", args, &watch_interrupt());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Some(Command::Import { args }) => {
+            let code = quiver_tools::run_cli("import", args, &watch_interrupt());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Some(Command::Export { args }) => {
+            let code = quiver_tools::run_cli("export", args, &watch_interrupt());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         None => cli.serve,

@@ -6,6 +6,7 @@ pub mod collection;
 pub mod cursor;
 pub mod database;
 pub mod document;
+pub mod dump;
 pub mod edges;
 pub mod gharial;
 pub mod import;
@@ -15,6 +16,8 @@ pub mod log;
 pub mod metrics;
 pub mod open;
 pub mod options;
+pub mod replication;
+pub mod restore;
 pub mod server_jwt;
 pub mod statistics;
 pub mod token;
@@ -44,6 +47,8 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "document" => document::route(state, req),
             "import" => import::route(state, req),
             "index" => index::route(state, req),
+            "replication" => replication::route(state, req),
+            "dump" => dump::route(state, req),
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),

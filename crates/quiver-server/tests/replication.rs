@@ -1,0 +1,450 @@
+//! Handler tests (no socket) for the replication API as arangodump and arangorestore use it:
+//! dump batches and their consistent read views, the inventory, chunked dumps with retries,
+//! and `restore-collection`/`restore-indexes`/`restore-data`/`restore-view`.
+
+use std::sync::Arc;
+
+use http::Method;
+use quiver_core::{Core, CoreOptions};
+use quiver_server::{handle, Request, Response, ServerConfig, ServerState};
+use serde_json::{json, Value};
+
+struct Fixture {
+    state: Arc<ServerState>,
+    _dir: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let config = ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        async_queue_capacity: 4,
+        async_workers: 1,
+        auth: quiver_server::auth::AuthConfig::disabled(),
+        ..ServerConfig::default()
+    };
+    Fixture {
+        state: ServerState::new(config, core).unwrap(),
+        _dir: dir,
+    }
+}
+
+impl Fixture {
+    fn call(&self, method: Method, target: &str, body: Option<Value>) -> Response {
+        let mut req = Request::build(method, target);
+        if let Some(b) = body {
+            req = req.with_body(serde_json::to_vec(&b).unwrap());
+        }
+        handle(&self.state, req).settle_blocking()
+    }
+
+    fn raw(&self, method: Method, target: &str, body: &str) -> Response {
+        let req = Request::build(method, target).with_body(body.as_bytes().to_vec());
+        handle(&self.state, req).settle_blocking()
+    }
+
+    fn json(&self, method: Method, target: &str, body: Option<Value>) -> (u16, Value) {
+        let r = self.call(method, target, body);
+        let status = r.status.as_u16();
+        (status, r.body_json().unwrap_or(Value::Null))
+    }
+
+    fn batch(&self) -> String {
+        let (status, body) = self.json(
+            Method::POST,
+            "/_api/replication/batch",
+            Some(json!({"ttl": 60})),
+        );
+        assert_eq!(status, 200, "{body}");
+        body["id"].as_str().unwrap().to_string()
+    }
+
+    /// All chunks of a collection's dump, following checkmore/lastincluded.
+    fn dump_all(&self, batch: &str, coll: &str, chunk: usize) -> Vec<Value> {
+        let mut from = 0u64;
+        let mut docs = Vec::new();
+        for _ in 0..10_000 {
+            let r = self.call(
+                Method::GET,
+                &format!("/_api/replication/dump?collection={coll}&batchId={batch}&useEnvelope=false&from={from}&chunkSize={chunk}"),
+                None,
+            );
+            assert!(matches!(r.status.as_u16(), 200 | 204), "{r:?}");
+            if r.status.as_u16() == 200 {
+                assert!(r
+                    .content_type
+                    .as_ref()
+                    .unwrap()
+                    .to_str()
+                    .unwrap()
+                    .starts_with("application/x-arango-dump"));
+            }
+            for line in String::from_utf8(r.body.to_vec()).unwrap().lines() {
+                docs.push(serde_json::from_str::<Value>(line).unwrap());
+            }
+            let more = r.header("x-arango-replication-checkmore").unwrap() == "true";
+            let last: u64 = r
+                .header("x-arango-replication-lastincluded")
+                .unwrap()
+                .parse()
+                .unwrap();
+            if !more {
+                return docs;
+            }
+            assert!(last > from);
+            from = last;
+        }
+        panic!("dump did not end");
+    }
+}
+
+#[test]
+fn a_batch_dumps_the_snapshot_it_started_with() {
+    let f = fixture();
+    f.json(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let docs: Vec<Value> = (0..500)
+        .map(|i| json!({"_key": format!("k{i}"), "pad": "x".repeat(100)}))
+        .collect();
+    assert_eq!(
+        f.json(Method::POST, "/_api/document/c", Some(json!(docs)))
+            .0,
+        202
+    );
+    let batch = f.batch();
+    // Writes after the batch started are not in its dump.
+    f.json(
+        Method::POST,
+        "/_api/document/c",
+        Some(json!({"_key": "late"})),
+    );
+    f.json(Method::DELETE, "/_api/document/c/k0", None);
+    let dumped = f.dump_all(&batch, "c", 4096);
+    assert_eq!(dumped.len(), 500);
+    assert!(dumped.iter().any(|d| d["_key"] == "k0"));
+    assert!(!dumped.iter().any(|d| d["_key"] == "late"));
+    assert!(dumped
+        .iter()
+        .all(|d| d["_id"].as_str().unwrap().starts_with("c/") && d["_rev"].is_string()));
+    // A new batch sees the writes.
+    let again = f.batch();
+    let dumped = f.dump_all(&again, "c", 1 << 20);
+    assert_eq!(dumped.len(), 500);
+    assert!(dumped.iter().any(|d| d["_key"] == "late"));
+    assert_eq!(
+        f.call(
+            Method::DELETE,
+            &format!("/_api/replication/batch/{batch}"),
+            None
+        )
+        .status,
+        204
+    );
+    let (status, body) = f.json(
+        Method::DELETE,
+        &format!("/_api/replication/batch/{batch}"),
+        None,
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (404, Some(1600)));
+}
+
+#[test]
+fn a_retried_chunk_repeats_and_a_wrong_position_is_refused() {
+    let f = fixture();
+    f.json(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
+    let docs: Vec<Value> = (0..50)
+        .map(|i| json!({"i": i, "pad": "y".repeat(200)}))
+        .collect();
+    f.json(Method::POST, "/_api/document/c", Some(json!(docs)));
+    let batch = f.batch();
+    let target = |from: u64| {
+        format!("/_api/replication/dump?collection=c&batchId={batch}&useEnvelope=false&from={from}&chunkSize=1000")
+    };
+    let first = f.call(Method::GET, &target(0), None);
+    let last: u64 = first
+        .header("x-arango-replication-lastincluded")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let second = f.call(Method::GET, &target(last), None);
+    let retry = f.call(Method::GET, &target(last), None);
+    assert_eq!(second.body, retry.body);
+    let (status, body) = f.json(Method::GET, &target(9999), None);
+    assert_eq!((status, body["errorNum"].as_u64()), (400, Some(10)));
+    // Enveloped lines by default, as ArangoDB's replication dump.
+    let other = f.batch();
+    let r = f.call(
+        Method::GET,
+        &format!("/_api/replication/dump?collection=c&batchId={other}"),
+        None,
+    );
+    let line: Value = serde_json::from_str(
+        String::from_utf8(r.body.to_vec())
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(line["type"], 2300);
+    assert!(line["data"]["_key"].is_string());
+    // Without a batch there is no dump.
+    let (status, _) = f.json(Method::GET, "/_api/replication/dump?collection=c", None);
+    assert_eq!(status, 400);
+    let (status, body) = f.json(
+        Method::GET,
+        "/_api/replication/dump?collection=c&batchId=424242",
+        None,
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (404, Some(1600)));
+}
+
+#[test]
+fn inventory_lists_collections_with_indexes_and_key_state() {
+    let f = fixture();
+    f.json(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "e", "type": 3})),
+    );
+    f.json(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "a", "keyOptions": {"type": "autoincrement", "offset": 5, "increment": 10}})),
+    );
+    f.json(Method::POST, "/_api/document/a", Some(json!([{}, {}])));
+    f.json(
+        Method::POST,
+        "/_api/index?collection=a",
+        Some(json!({"type": "persistent", "fields": ["x"], "name": "by_x"})),
+    );
+    let (status, inv) = f.json(
+        Method::GET,
+        "/_api/replication/inventory?includeSystem=false",
+        None,
+    );
+    assert_eq!(status, 200, "{inv}");
+    let names: Vec<&str> = inv["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["parameters"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "e"]);
+    let a = &inv["collections"][0];
+    assert_eq!(a["parameters"]["keyOptions"]["lastValue"], 15);
+    assert_eq!(a["indexes"].as_array().unwrap().len(), 1);
+    assert_eq!(a["indexes"][0]["name"], "by_x");
+    assert!(!a["indexes"][0]["id"].as_str().unwrap().contains('/'));
+    assert_eq!(inv["properties"]["name"], "_system");
+    let (_, with_system) = f.json(Method::GET, "/_api/replication/inventory", None);
+    assert!(with_system["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["parameters"]["name"] == "_graphs"));
+}
+
+#[test]
+fn restore_creates_collections_indexes_and_data() {
+    let f = fixture();
+    let structure = json!({
+        "parameters": {"name": "r", "type": 2, "waitForSync": true, "id": "999",
+            "keyOptions": {"type": "autoincrement", "allowUserKeys": true, "offset": 100, "increment": 10, "lastValue": 120},
+            "numberOfShards": 1, "shardKeys": ["_key"]},
+        "indexes": [{"id": "7", "type": "hash", "fields": ["v"], "unique": true, "name": "by_v"}]
+    });
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-collection",
+        Some(structure.clone()),
+    );
+    assert_eq!(status, 200, "{body}");
+    // Exists now: only overwrite replaces it.
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-collection",
+        Some(structure.clone()),
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (409, Some(1207)));
+    assert_eq!(
+        f.json(
+            Method::PUT,
+            "/_api/replication/restore-collection?overwrite=true",
+            Some(structure.clone())
+        )
+        .0,
+        200
+    );
+    let data = "{\"_key\":\"100\",\"_id\":\"r/100\",\"_rev\":\"_abc---\",\"v\":1}\n\
+                {\"type\":2300,\"data\":{\"_key\":\"110\",\"v\":2}}\n\
+                {\"type\":2300,\"data\":{\"_key\":\"gone\",\"v\":3}}\n\
+                {\"type\":2302,\"data\":{\"_key\":\"gone\"}}\n";
+    let r = f.raw(
+        Method::PUT,
+        "/_api/replication/restore-data?collection=r",
+        data,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    assert_eq!(
+        f.json(
+            Method::PUT,
+            "/_api/replication/restore-indexes?collection=r",
+            Some(structure)
+        )
+        .0,
+        200
+    );
+    let (_, count) = f.json(Method::GET, "/_api/collection/r/count", None);
+    assert_eq!(count["count"], 2);
+    let (_, props) = f.json(Method::GET, "/_api/collection/r/properties", None);
+    assert_eq!(props["waitForSync"], true);
+    assert_eq!(props["keyOptions"]["lastValue"], 120);
+    let (_, created) = f.json(Method::POST, "/_api/document/r", Some(json!({"v": 9})));
+    assert_eq!(created["_key"], "130");
+    let (status, body) = f.json(Method::POST, "/_api/document/r", Some(json!({"v": 1})));
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (409, Some(1210)),
+        "the unique index is back"
+    );
+    // Restored revisions are the server's own.
+    let (_, doc) = f.json(Method::GET, "/_api/document/r/100", None);
+    assert_ne!(doc["_rev"], "_abc---");
+    // Bad data: line numbers in the message, nothing partial reported as success.
+    let (status, body) = {
+        let r = f.raw(
+            Method::PUT,
+            "/_api/replication/restore-data?collection=r",
+            "{\"_key\":\"x\"}\nnot json\n",
+        );
+        (r.status.as_u16(), r.body_json().unwrap())
+    };
+    assert_eq!(status, 400);
+    assert!(
+        body["errorMessage"].as_str().unwrap().contains("line 2"),
+        "{body}"
+    );
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-view",
+        Some(json!({"name": "v", "type": "arangosearch"})),
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (501, Some(9)));
+    let (status, _) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-collection",
+        Some(json!({"indexes": []})),
+    );
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn restoring_a_system_collection_keeps_it_and_replaces_its_content() {
+    let f = fixture();
+    let (_, inv) = f.json(Method::GET, "/_api/replication/inventory", None);
+    let graphs = inv["collections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["parameters"]["name"] == "_graphs")
+        .unwrap()
+        .clone();
+    f.json(
+        Method::POST,
+        "/_api/gharial",
+        Some(json!({"name": "g", "edgeDefinitions": []})),
+    );
+    assert_eq!(
+        f.json(
+            Method::PUT,
+            "/_api/replication/restore-collection?overwrite=true",
+            Some(graphs)
+        )
+        .0,
+        200
+    );
+    let (_, count) = f.json(Method::GET, "/_api/collection/_graphs/count", None);
+    assert_eq!(count["count"], 0);
+}
+
+#[test]
+fn parallel_dump_hands_out_every_document_once_with_retries() {
+    let f = fixture();
+    for name in ["p1", "p2", "empty"] {
+        f.json(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({ "name": name })),
+        );
+    }
+    for name in ["p1", "p2"] {
+        let docs: Vec<Value> = (0..300)
+            .map(|i| json!({"_key": format!("{name}-{i}"), "pad": "z".repeat(100)}))
+            .collect();
+        f.json(
+            Method::POST,
+            &format!("/_api/document/{name}"),
+            Some(json!(docs)),
+        );
+    }
+    let r = f.call(
+        Method::POST,
+        "/_api/dump/start",
+        Some(json!({"batchSize": 4096, "prefetchCount": 2, "parallelism": 2, "shards": ["p1", "p2", "empty"]})),
+    );
+    assert_eq!(r.status, 201, "{r:?}");
+    let id = r.header("x-arango-dump-id").unwrap().to_string();
+    // Writes after the start are not part of the dump.
+    f.json(
+        Method::POST,
+        "/_api/document/p1",
+        Some(json!({"_key": "late"})),
+    );
+    let mut seen: std::collections::HashMap<String, String> = Default::default();
+    let mut last: Option<u64> = None;
+    for batch_id in 1..10_000u64 {
+        let ack = last.map(|l| format!("&lastBatch={l}")).unwrap_or_default();
+        let target = format!("/_api/dump/next/{id}?batchId={batch_id}{ack}");
+        let r = f.call(Method::POST, &target, None);
+        if r.status == 204 {
+            break;
+        }
+        assert_eq!(r.status, 200, "{r:?}");
+        // A retry of the same batch gives the same bytes.
+        let again = f.call(Method::POST, &target, None);
+        assert_eq!(again.body, r.body);
+        let shard = r.header("x-arango-dump-shard-id").unwrap().to_string();
+        for line in String::from_utf8(r.body.to_vec()).unwrap().lines() {
+            let doc: Value = serde_json::from_str(line).unwrap();
+            let key = doc["_key"].as_str().unwrap().to_string();
+            assert!(key.starts_with(&shard), "{key} in a batch of {shard}");
+            assert!(
+                seen.insert(key, shard.clone()).is_none(),
+                "handed out twice"
+            );
+        }
+        last = Some(batch_id);
+    }
+    assert_eq!(seen.len(), 600);
+    assert!(!seen.contains_key("late"));
+    assert_eq!(
+        f.call(Method::DELETE, &format!("/_api/dump/{id}"), None)
+            .status,
+        200
+    );
+    let (status, body) = f.json(
+        Method::POST,
+        &format!("/_api/dump/next/{id}?batchId=1"),
+        None,
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (404, Some(1600)));
+    let (status, _) = f.json(
+        Method::POST,
+        "/_api/dump/start",
+        Some(json!({"shards": ["nope"]})),
+    );
+    assert_eq!(status, 404);
+    let (status, _) = f.json(Method::POST, "/_api/dump/next/1", None);
+    assert_eq!(status, 400);
+}
