@@ -77,6 +77,10 @@ mod streams;
 mod ttl;
 mod txn;
 mod unique;
+mod view_analyzers;
+mod view_feed;
+mod view_links;
+mod views;
 
 pub use catalog::{
     catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
@@ -98,6 +102,7 @@ pub use schema::validate_with_schema;
 pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
+pub use views::{View, ARANGOSEARCH};
 
 pub use quiver_storage::{CollectionId, CompactionReport, DatabaseId, EngineOptions};
 pub use quiver_types::{NamingConvention, Revision};
