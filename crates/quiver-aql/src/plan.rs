@@ -727,6 +727,14 @@ impl<'a> Planner<'a> {
                         return self.plan_view(var, view, search.as_ref(), options.as_ref(), plan);
                     }
                 }
+                if let (Some(c), Some(_)) = (&collection, search) {
+                    // An unknown name is 1203; a collection cannot be searched.
+                    self.resolve_collection_name(c)?;
+                    return Err(Error::with_message(
+                        ErrorCode::QueryParse,
+                        "AQL: SEARCH is only allowed on views (while parsing)",
+                    ));
+                }
                 if search.is_some() {
                     return Err(Error::with_message(
                         ErrorCode::QueryParse,

@@ -3,4 +3,7 @@
 //! the catalog of analyzers and views and feeds views from committed writes; AQL compiles
 //! `SEARCH` expressions onto the index's queries.
 
+pub mod analyzer;
 pub mod index;
+
+pub use analyzer::{Analyzer, AnalyzerDefinition, Feature, Token};

@@ -225,15 +225,12 @@ impl Transaction for CoreTransaction {
                 format!("collection or view not found: {view}"),
             )
         })?;
-        let ids = match collections {
-            None => None,
-            Some(names) => Some(
-                names
-                    .iter()
-                    .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
-                    .collect::<Vec<_>>(),
-            ),
-        };
+        let ids: Option<Vec<u64>> = collections.map(|names| {
+            names
+                .iter()
+                .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
+                .collect()
+        });
         let hits = v.search(query, ids.as_deref(), scorers, wait_for_sync)?;
         let mut names: HashMap<u64, Option<String>> = HashMap::new();
         let mut out = Vec::with_capacity(hits.len());

@@ -176,27 +176,22 @@ impl SearchQuery {
                 lower,
                 upper,
             } => {
-                let (prefix, encode_bound): (String, Box<dyn Fn(&SearchValue) -> Option<String>>) =
-                    match lower.as_ref().or(upper.as_ref()).map(|b| &b.0) {
-                        Some(SearchValue::Number(_)) => (
-                            encode::number_prefix(path),
-                            Box::new(|v: &SearchValue| match v {
-                                SearchValue::Number(n) => Some(encode::number_term(path, *n)),
-                                _ => None,
-                            }),
-                        ),
-                        Some(SearchValue::String(_)) => (
-                            encode::string_prefix(path, analyzer),
-                            Box::new(|v: &SearchValue| match v {
-                                SearchValue::String(s) => {
-                                    Some(encode::string_term(path, analyzer, s))
-                                }
-                                _ => None,
-                            }),
-                        ),
-                        // Ranges over booleans or null, or without any bound, match nothing.
-                        _ => return Ok(Box::new(EmptyQuery)),
-                    };
+                let numeric = match lower.as_ref().or(upper.as_ref()).map(|b| &b.0) {
+                    Some(SearchValue::Number(_)) => true,
+                    Some(SearchValue::String(_)) => false,
+                    // Ranges over booleans or null, or without any bound, match nothing.
+                    _ => return Ok(Box::new(EmptyQuery)),
+                };
+                let prefix = if numeric {
+                    encode::number_prefix(path)
+                } else {
+                    encode::string_prefix(path, analyzer)
+                };
+                let encode_bound = |v: &SearchValue| match (v, numeric) {
+                    (SearchValue::Number(n), true) => Some(encode::number_term(path, *n)),
+                    (SearchValue::String(s), false) => Some(encode::string_term(path, analyzer, s)),
+                    _ => None,
+                };
                 let bound =
                     |b: &Option<(SearchValue, bool)>, open_end: String| -> Option<Bound<Term>> {
                         Some(match b {
