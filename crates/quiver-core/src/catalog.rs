@@ -651,12 +651,24 @@ impl Database {
 }
 
 impl ViewHost for Database {
-    fn collection_named(&self, name: &str) -> Result<Arc<Collection>> {
-        self.collection(name)
+    fn collection_id(&self, name: &str) -> Result<CollectionId> {
+        Ok(self.collection(name)?.id())
     }
 
-    fn collection_with_id(&self, id: CollectionId) -> Option<Arc<Collection>> {
-        self.collections.read().by_id.get(&id).cloned()
+    fn collection_name(&self, id: CollectionId) -> Option<String> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| c.name().to_string())
+    }
+
+    fn linked_views(&self, id: CollectionId) -> Option<Arc<crate::view_links::LinkedViews>> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| Arc::clone(&c.views))
     }
 
     fn has_collection_named(&self, name: &str) -> bool {

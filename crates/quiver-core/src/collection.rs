@@ -386,7 +386,7 @@ pub struct Collection {
     /// Indexes with an in-memory structure (persistent family), in creation order.
     maintained: RwLock<Arc<Vec<Arc<MaintainedIndex>>>>,
     /// The views linked to this collection (fed from its commits).
-    pub(crate) views: crate::view_links::LinkedViews,
+    pub(crate) views: Arc<crate::view_links::LinkedViews>,
 }
 
 /// What a query planner needs to know about one index of a collection.

@@ -19,16 +19,20 @@ use quiver_storage::{CollectionId, Engine};
 use quiver_types::{validate_view_name, NamingConvention};
 use serde_json::{json, Map, Value};
 
-use crate::collection::Collection;
 use crate::view_feed::{DocumentSource, ViewFeed};
+use crate::view_links::LinkedViews;
 
 /// The view types this server knows.
 pub const ARANGOSEARCH: &str = "arangosearch";
 
 /// What the view catalog needs from its database (implemented by `Database`).
 pub(crate) trait ViewHost {
-    fn collection_named(&self, name: &str) -> Result<Arc<Collection>>;
-    fn collection_with_id(&self, id: CollectionId) -> Option<Arc<Collection>>;
+    /// The id of collection `name`; 1203 when there is none.
+    fn collection_id(&self, name: &str) -> Result<CollectionId>;
+    /// The name of collection `id`, if it exists.
+    fn collection_name(&self, id: CollectionId) -> Option<String>;
+    /// The views linked to collection `id` (its write path feeds them), if it exists.
+    fn linked_views(&self, id: CollectionId) -> Option<Arc<LinkedViews>>;
     fn has_collection_named(&self, name: &str) -> bool;
     /// Stores the catalog's JSON in the database's catalog entry.
     fn persist_views(&self, views: Value) -> Result<()>;
@@ -424,7 +428,7 @@ impl ViewCatalog {
             let Ok(cid) = cid.parse::<CollectionId>() else {
                 continue;
             };
-            if host.collection_with_id(cid).is_some() {
+            if host.collection_name(cid).is_some() {
                 links.insert(cid, LinkDefinition::from_json(link)?);
             }
         }
@@ -474,13 +478,13 @@ impl ViewCatalog {
         cid: CollectionId,
         link: LinkDefinition,
     ) {
-        let Some(coll) = host.collection_with_id(cid) else {
+        let Some(linked) = host.linked_views(cid) else {
             return;
         };
         let engine = host.engine().clone();
         // Registered before the documents are read (when the indexer gets to the build), so
         // no commit falls between the two.
-        coll.views.add(&view.feed);
+        linked.add(&view.feed);
         let source: DocumentSource = Box::new(move || {
             let snapshot = engine.snapshot();
             let iter = snapshot.scan(cid)?;
@@ -494,8 +498,8 @@ impl ViewCatalog {
     }
 
     fn detach(&self, host: &dyn ViewHost, view: &Arc<View>, cid: CollectionId) {
-        if let Some(coll) = host.collection_with_id(cid) {
-            coll.views.remove(&view.feed);
+        if let Some(linked) = host.linked_views(cid) {
+            linked.remove(&view.feed);
         }
         view.feed.unlink(cid);
         view.links.write().remove(&cid);
@@ -547,9 +551,9 @@ impl ViewCatalog {
             return Err(bad("'links' must be an object"));
         };
         for (name, def) in map {
-            let coll = host.collection_named(name)?;
+            let cid = host.collection_id(name)?;
             if def.is_null() {
-                out.push((coll.id(), None));
+                out.push((cid, None));
                 continue;
             }
             let mut link = LinkDefinition::from_json(def)?;
@@ -563,7 +567,7 @@ impl ViewCatalog {
                     ));
                 }
             }
-            out.push((coll.id(), Some(link)));
+            out.push((cid, Some(link)));
         }
         Ok(out)
     }
@@ -710,8 +714,8 @@ impl ViewCatalog {
     fn forget(&self, host: &dyn ViewHost, view: &Arc<View>) {
         view.dropped.store(true, Ordering::Release);
         for cid in view.linked_collections() {
-            if let Some(coll) = host.collection_with_id(cid) {
-                coll.views.remove(&view.feed);
+            if let Some(linked) = host.linked_views(cid) {
+                linked.remove(&view.feed);
             }
         }
         view.feed.stop();
@@ -765,8 +769,8 @@ impl ViewCatalog {
         view.settings.read().to_json(&mut obj);
         let mut links = Map::new();
         for (cid, link) in view.links.read().iter() {
-            if let Some(coll) = host.collection_with_id(*cid) {
-                links.insert(coll.name().to_string(), link.to_json());
+            if let Some(name) = host.collection_name(*cid) {
+                links.insert(name, link.to_json());
             }
         }
         obj.insert("links".into(), Value::Object(links));
