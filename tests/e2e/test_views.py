@@ -127,7 +127,20 @@ def test_search_links_over_several_collections(db):
         "RETURN found"
     )
     assert list(db.aql.execute(q)) == [["1"], ["3"]]
-    plan = db.aql.explain(f"FOR d IN docs SEARCH d.n == 1 RETURN d")
+    cursor = db.aql.execute(
+        f"FOR d IN docs SEARCH d.n >= 1 {SEARCH_SYNC} LIMIT 1 RETURN d._key", full_count=True
+    )
+    assert len(list(cursor)) == 1
+    assert cursor.statistics()["fullCount"] == 3
+    # ... and with traversals: from each found document along its edges.
+    edges = db.create_collection(unique("e"), edge=True)
+    edges.insert({"_from": f"{a.name}/1", "_to": f"{b.name}/3"})
+    q = (
+        f"FOR d IN docs SEARCH d.n == 1 {SEARCH_SYNC} "
+        f"FOR v IN 1 OUTBOUND d {edges.name} RETURN [d._key, v._key]"
+    )
+    assert list(db.aql.execute(q)) == [["1", "3"]]
+    plan = db.aql.explain("FOR d IN docs SEARCH d.n == 1 RETURN d")
     assert "EnumerateViewNode" in [n["type"] for n in plan["nodes"]]
     # Dropping a linked collection drops its link.
     db.delete_collection(b.name)
