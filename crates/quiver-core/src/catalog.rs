@@ -16,6 +16,7 @@ use crate::keygen::KeyGenState;
 use crate::streams::StreamTransactions;
 use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
+use crate::views::{View, ViewCatalog, ViewHost};
 use crate::{ComputedValuesEvaluator, Settings};
 
 /// Bumped after every change of what queries plan against (databases, collections, their
@@ -144,6 +145,10 @@ impl Core {
                 ddl: Mutex::new(()),
                 dropped: AtomicBool::new(false),
                 settings: Arc::clone(&settings),
+                views: ViewCatalog::new(
+                    views_directory(dir, entry.id),
+                    crate::view_analyzers::analyzer_source(name),
+                ),
             };
             {
                 let mut maps = db.collections.write();
@@ -168,6 +173,7 @@ impl Core {
                     maps.insert(coll);
                 }
             }
+            db.views.load(&db, entry.meta.get("views"));
             databases.insert(name.to_string(), Arc::new(db));
         }
         let databases = Arc::new(RwLock::new(databases));
@@ -214,6 +220,9 @@ impl Core {
     /// Syncs and closes the engine. The core must not be used afterwards.
     pub fn shutdown(&self) -> Result<()> {
         self.ttl.stop();
+        for db in self.databases() {
+            db.views.stop_all();
+        }
         self.engine.shutdown()
     }
 
@@ -268,6 +277,10 @@ impl Core {
             ddl: Mutex::new(()),
             dropped: AtomicBool::new(false),
             settings: Arc::clone(&self.settings),
+            views: ViewCatalog::new(
+                views_directory(&self.directory, id),
+                crate::view_analyzers::analyzer_source(name),
+            ),
         });
         if name == SYSTEM_DATABASE {
             db.ensure_system_collections()?;
@@ -292,6 +305,7 @@ impl Core {
         let db = self.database(name)?;
         self.engine.drop_database(db.id)?;
         db.dropped.store(true, Ordering::Release);
+        db.views.drop_all(&*db);
         for coll in db.collections() {
             coll.mark_dropped();
         }
@@ -348,6 +362,12 @@ pub struct Database {
     ddl: Mutex<()>,
     dropped: AtomicBool,
     pub(crate) settings: Arc<Settings>,
+    views: ViewCatalog,
+}
+
+/// Where the indexes of a database's views live.
+fn views_directory(data: &Path, db: DatabaseId) -> std::path::PathBuf {
+    data.join("views").join(db.to_string())
 }
 
 impl std::fmt::Debug for Database {
@@ -434,6 +454,7 @@ impl Database {
             .read()
             .by_name
             .contains_key(spec.name.as_str())
+            || self.views.contains(&spec.name)
         {
             return Err(Error::with_message(
                 ErrorCode::DuplicateName,
@@ -515,9 +536,12 @@ impl Database {
             self.engine.drop_collection(coll.id())?;
             coll.mark_dropped();
         }
-        let mut maps = self.collections.write();
-        maps.by_name.remove(&*coll.name());
-        maps.by_id.remove(&coll.id());
+        {
+            let mut maps = self.collections.write();
+            maps.by_name.remove(&*coll.name());
+            maps.by_id.remove(&coll.id());
+        }
+        self.views.collection_dropped(self, coll.id())?;
         Ok(coll.id())
     }
 
@@ -540,7 +564,7 @@ impl Database {
             ));
         }
         validate_collection_name(new_name, false, self.settings.naming)?;
-        if self.collections.read().by_name.contains_key(new_name) {
+        if self.collections.read().by_name.contains_key(new_name) || self.views.contains(new_name) {
             return Err(Error::with_message(
                 ErrorCode::DuplicateName,
                 "duplicate name",
@@ -575,5 +599,98 @@ impl Database {
         self.collection(name)
             .map(|c| c.collection_type() == CollectionType::Edge)
             .unwrap_or(false)
+    }
+}
+
+/// Views: `/_api/view` and AQL's `FOR … IN view SEARCH …` (see `views.rs`).
+impl Database {
+    /// Creates a view (`type` must be `arangosearch`). Errors: 1208 bad name, 1207 taken by a
+    /// view or collection, 10 bad properties or link, 1203 unknown linked collection.
+    pub fn create_view(&self, name: &str, view_type: &str, body: &Value) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.create(self, name, view_type, body)
+    }
+
+    /// A view by name or id; 1203 otherwise.
+    pub fn view(&self, name_or_id: &str) -> Result<Arc<View>> {
+        self.check_usable()?;
+        self.views.get(name_or_id)
+    }
+
+    /// Every view, sorted by name.
+    pub fn views(&self) -> Vec<Arc<View>> {
+        self.views.list()
+    }
+
+    /// Replaces (`partial` false) or partially updates a view's properties and links.
+    pub fn update_view(&self, name_or_id: &str, body: &Value, partial: bool) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.update(self, name_or_id, body, partial)
+    }
+
+    /// Renames a view. Errors: 1203, 1208, 1207.
+    pub fn rename_view(&self, name_or_id: &str, new_name: &str) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.rename(self, name_or_id, new_name)
+    }
+
+    /// Drops a view. Errors: 1203.
+    pub fn drop_view(&self, name_or_id: &str) -> Result<()> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.drop_view(self, name_or_id)
+    }
+
+    /// A view's properties with its links by collection name.
+    pub fn view_properties(&self, view: &View) -> Value {
+        self.views.properties_json(self, view)
+    }
+}
+
+impl ViewHost for Database {
+    fn collection_id(&self, name: &str) -> Result<CollectionId> {
+        Ok(self.collection(name)?.id())
+    }
+
+    fn collection_name(&self, id: CollectionId) -> Option<String> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| c.name().to_string())
+    }
+
+    fn linked_views(&self, id: CollectionId) -> Option<Arc<crate::view_links::LinkedViews>> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| Arc::clone(&c.views))
+    }
+
+    fn has_collection_named(&self, name: &str) -> bool {
+        self.collections.read().by_name.contains_key(name)
+    }
+
+    fn persist_views(&self, views: Value) -> Result<()> {
+        self.engine.update_database(
+            self.id,
+            json!({"name": self.name, "options": self.options, "views": views}),
+        )
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn naming(&self) -> NamingConvention {
+        self.settings.naming
+    }
+
+    fn database_name(&self) -> &str {
+        &self.name
     }
 }

@@ -78,6 +78,10 @@ mod ttl;
 mod txn;
 mod txn_stats;
 mod unique;
+mod view_analyzers;
+mod view_feed;
+mod view_links;
+mod views;
 
 pub use catalog::{
     catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
@@ -100,6 +104,7 @@ pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 pub use txn_stats::{transaction_counts, TransactionCounts};
+pub use views::{View, ARANGOSEARCH};
 
 pub use quiver_storage::{
     CollectionId, CompactionReport, DatabaseId, EngineOptions, EngineStats, FSYNC_SECONDS_BUCKETS,

@@ -161,6 +161,9 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             "token" => Need::SelfOrAdmin(2),
             "query-cache" if read => Need::Database(RO),
             "query-cache" => Need::Database(RW),
+            // Views: reading needs read access to the database, changes need write access.
+            "view" if read => Need::Database(RO),
+            "view" => Need::Database(RW),
             "user" => match (seg(2), seg(3), read) {
                 (None, _, true) => Need::Authenticated,
                 (Some(_), None, _) if req.method == Method::PUT || req.method == Method::PATCH => {

@@ -23,6 +23,7 @@ mod modify;
 mod returning;
 mod sort;
 mod subquery;
+mod view;
 mod window;
 
 use std::collections::{HashSet, VecDeque};
@@ -205,6 +206,7 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                 spec: spec.clone(),
             }),
             NodeKind::Graph(g) => Box::new(graph::GraphOp::new(op, g)),
+            NodeKind::EnumerateView(v) => Box::new(view::ViewOp::new(op, (**v).clone())),
             NodeKind::NoResults => Box::new(NoResultsOp),
         };
         op = if profile {

@@ -206,6 +206,54 @@ fn key_of(doc: &Value) -> Result<String> {
 }
 
 impl Transaction for CoreTransaction {
+    fn is_view(&self, name: &str) -> bool {
+        self.reader().database().view(name).is_ok()
+    }
+
+    fn search_view(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[super::Scorer],
+        wait_for_sync: bool,
+    ) -> Result<Vec<super::ViewHit>> {
+        let db = self.reader().database();
+        let v = db.view(view).map_err(|_| {
+            Error::with_message(
+                ErrorCode::DataSourceNotFound,
+                format!("collection or view not found: {view}"),
+            )
+        })?;
+        let ids: Option<Vec<u64>> = collections.map(|names| {
+            names
+                .iter()
+                .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
+                .collect()
+        });
+        let hits = v.search(query, ids.as_deref(), scorers, wait_for_sync)?;
+        let mut names: HashMap<u64, Option<String>> = HashMap::new();
+        let mut out = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let name = names
+                .entry(hit.collection)
+                .or_insert_with(|| {
+                    db.collection_by_id(hit.collection)
+                        .ok()
+                        .map(|c| c.name().to_string())
+                })
+                .clone();
+            if let Some(collection) = name {
+                out.push(super::ViewHit {
+                    collection,
+                    key: hit.key,
+                    scores: hit.scores,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
         let coll = self.coll(collection)?;
         Ok(coll

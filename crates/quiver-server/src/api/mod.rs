@@ -23,6 +23,7 @@ pub mod statistics;
 pub mod token;
 pub mod transaction;
 pub mod user;
+pub mod view;
 pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -53,6 +54,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "gharial" => gharial::route(state, req),
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
+            "view" => view::route(state, req),
             "token" => token::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),
