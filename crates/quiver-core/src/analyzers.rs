@@ -334,7 +334,10 @@ pub fn create(
     }
     let coll = analyzers_collection(db)?;
     let mut stored = Map::new();
-    stored.insert("_key".into(), json!(bare));
+    // The name is the key where it can be (extended names may not be valid keys).
+    if quiver_types::validate_key(bare).is_ok() {
+        stored.insert("_key".into(), json!(bare));
+    }
     stored.insert("name".into(), json!(bare));
     stored.insert("type".into(), json!(wanted.kind));
     stored.insert("properties".into(), wanted.properties.clone());
