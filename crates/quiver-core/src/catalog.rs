@@ -122,6 +122,7 @@ impl Core {
             max_transaction_size: options.max_transaction_size,
             default_journal_size: options.engine.journal_size_default,
             evaluator: RwLock::new(None),
+            analyzer_usage: RwLock::new(None),
         });
         let mut databases = BTreeMap::new();
         for entry in engine.catalog() {
@@ -210,6 +211,12 @@ impl Core {
     /// engine's). Until one is registered, computed values are not applied.
     pub fn set_computed_values_evaluator(&self, evaluator: Arc<dyn ComputedValuesEvaluator>) {
         *self.settings.evaluator.write() = Some(evaluator);
+    }
+
+    /// Registers who answers "which views use this analyzer" (normally the views catalog);
+    /// dropping an analyzer without `force` fails while it is in use.
+    pub fn set_analyzer_usage(&self, usage: Arc<dyn crate::analyzer_usage::AnalyzerUsage>) {
+        *self.settings.analyzer_usage.write() = Some(usage);
     }
 
     /// The naming convention in effect.

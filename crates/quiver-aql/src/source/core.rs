@@ -47,6 +47,7 @@ impl DataSource for CoreSource {
         Ok(Box::new(CoreTransaction {
             reader,
             collections: Mutex::new(HashMap::new()),
+            analyzers: Some((Arc::clone(&self.core), db)),
         }))
     }
 }
@@ -108,6 +109,7 @@ pub fn leased(trx: quiver_core::Transaction, back: LeaseReturn) -> Box<dyn Trans
             wrote: false,
         }),
         collections: Mutex::new(HashMap::new()),
+        analyzers: None,
     })
 }
 
@@ -115,6 +117,9 @@ struct CoreTransaction {
     reader: Reader,
     /// Resolved collection handles (a query touches a handful, looked up per row).
     collections: Mutex<HashMap<String, Arc<Collection>>>,
+    /// Where analyzer names resolve (`TOKENS()`): the core and the query's database; a
+    /// leased stream transaction knows only the built-ins.
+    analyzers: Option<(Arc<Core>, Arc<quiver_core::Database>)>,
 }
 
 impl CoreTransaction {
@@ -343,6 +348,13 @@ impl Transaction for CoreTransaction {
 
     fn collection_schema(&self, collection: &str) -> Result<Value> {
         Ok(self.coll(collection)?.schema().unwrap_or(Value::Null))
+    }
+
+    fn analyzer(&self, name: &str) -> Result<Arc<quiver_core::analyzers::Analyzer>> {
+        match &self.analyzers {
+            Some((core, db)) => quiver_core::analyzers::lookup(core, db, name),
+            None => quiver_core::analyzers::builtin(name),
+        }
     }
 
     fn geo_lookup(

@@ -251,6 +251,11 @@ pub trait Transaction: Send {
             "COLLECTIONS() is not available for this data source",
         ))
     }
+    /// The analyzer `name` as the transaction's database resolves it (`TOKENS()`); a source
+    /// without an analyzer catalog knows only the built-ins. Errors: 404/1202 when unknown.
+    fn analyzer(&self, name: &str) -> Result<std::sync::Arc<quiver_core::analyzers::Analyzer>> {
+        quiver_core::analyzers::builtin(name)
+    }
     /// The `schema` property of `collection` (`SCHEMA_GET()`): null when it has none; 1203 when
     /// the collection does not exist. A source without schemas has none to report.
     fn collection_schema(&self, collection: &str) -> Result<Value> {

@@ -1,6 +1,7 @@
 //! One module per API family; [`route`] picks the family from the first path segments.
 
 pub mod admin;
+pub mod analyzer;
 pub mod batch;
 pub mod collection;
 pub mod cursor;
@@ -52,6 +53,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "dump" => dump::route(state, req),
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
+            "analyzer" => analyzer::route(state, req),
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
             "view" => view::route(state, req),
