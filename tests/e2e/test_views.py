@@ -210,3 +210,30 @@ def test_view_survives_restart_and_kill(tmp_root):
         assert _search_count(db, "tv", "ANALYZER(d.text == 'later', 'text_en')") == 300
     finally:
         srv.stop()
+
+
+def test_custom_analyzers_in_links_and_in_use_needs_force(db):
+    """A link may name a custom analyzer of the view's database or of _system; the view indexes
+    with it, and dropping an analyzer a view uses needs force."""
+    from arango.exceptions import AnalyzerDeleteError
+
+    coll = db.create_collection(unique("csvdocs"))
+    name = unique("csv")
+    db.create_analyzer(name, "delimiter", {"delimiter": ","}, ["frequency", "norm", "position"])
+    coll.insert_many([{"_key": "a", "tags": "red,green"}, {"_key": "b", "tags": "blue"}])
+    view = unique("tagview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"tags": {"analyzers": [name]}}}}})
+    q = (f"FOR d IN {view} SEARCH ANALYZER(d.tags == 'green', '{name}') {SEARCH_SYNC} "
+         "RETURN d._key")
+    assert list(db.aql.execute(q)) == ["a"]
+    # Written after the view exists: indexed with the custom analyzer too.
+    coll.insert({"_key": "c", "tags": "green,blue"})
+    q = (f"FOR d IN {view} SEARCH ANALYZER(d.tags == 'blue', '{name}') {SEARCH_SYNC} "
+         "SORT d._key RETURN d._key")
+    assert list(db.aql.execute(q)) == ["b", "c"]
+    with pytest.raises(AnalyzerDeleteError) as err:
+        db.delete_analyzer(name)
+    assert err.value.http_code == 409 and err.value.error_code == 1200
+    db.delete_view(view)
+    assert db.delete_analyzer(name)

@@ -14,10 +14,11 @@
 //! Built analyzers are shared: [`lookup`] keeps the last built analyzers in a bounded map
 //! keyed by their stored definition, so a repeated lookup costs a key read and a hash.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::analyzer::{parse_features, BUILTIN_NAMES};
 pub use quiver_search::analyzer::{Analyzer, AnalyzerDefinition, Feature, Token};
@@ -37,6 +38,15 @@ const BUILT_CACHE_MAX: usize = 1024;
 /// Serializes analyzer creation and removal (rare; one lock keeps "exists?" then "store"
 /// race free).
 static ANALYZER_DDL: Mutex<()> = parking_lot::const_mutex(());
+
+/// Moves on after every stored analyzer is created or removed (once the write is committed):
+/// caches of resolved names (a view's analyzers) compare it and start over when it moved.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The current analyzer generation (see [`GENERATION`]).
+pub fn generation() -> u64 {
+    GENERATION.load(Ordering::Acquire)
+}
 
 /// Built analyzers by stored definition (see the module docs).
 static BUILT: Mutex<Option<HashMap<String, Arc<Analyzer>>>> = parking_lot::const_mutex(None);
@@ -145,21 +155,42 @@ fn not_found(normalized: &str) -> Error {
 /// The analyzer `name` as seen from database `db` (built-ins, `name`, `::name`, `db::name`,
 /// `_system::name`). Errors: 404/1202 when unknown or not reachable from `db`.
 pub fn lookup(core: &Core, db: &Arc<Database>, name: &str) -> Result<Arc<Analyzer>> {
-    let normalized = normalize(db.name(), name);
-    match resolve(db.name(), name) {
+    lookup_with(db.name(), name, |target| {
+        if target == db.name() {
+            Some(Arc::clone(db))
+        } else {
+            core.database(target).ok()
+        }
+    })
+}
+
+/// [`lookup`] over the core's map of databases (what a view's analyzer source holds).
+pub(crate) fn lookup_among(
+    databases: &RwLock<BTreeMap<String, Arc<Database>>>,
+    current: &str,
+    name: &str,
+) -> Result<Arc<Analyzer>> {
+    lookup_with(current, name, |target| {
+        databases.read().get(target).cloned()
+    })
+}
+
+fn lookup_with(
+    current: &str,
+    name: &str,
+    database: impl Fn(&str) -> Option<Arc<Database>>,
+) -> Result<Arc<Analyzer>> {
+    let normalized = normalize(current, name);
+    match resolve(current, name) {
         (None, bare) => {
             let builtin = Analyzer::builtin(bare).ok_or_else(|| not_found(&normalized))?;
             Ok(Arc::new(builtin))
         }
         (Some(target), bare) => {
-            if target != db.name() && target != SYSTEM_DATABASE {
+            if target != current && target != SYSTEM_DATABASE {
                 return Err(not_found(&normalized));
             }
-            let holder = if target == db.name() {
-                Arc::clone(db)
-            } else {
-                core.database(target).map_err(|_| not_found(&normalized))?
-            };
+            let holder = database(target).ok_or_else(|| not_found(&normalized))?;
             let doc = find_stored(&holder, bare)?.ok_or_else(|| not_found(&normalized))?;
             let def = stored_definition(target, &doc).ok_or_else(|| not_found(&normalized))?;
             build(&def)
@@ -348,6 +379,7 @@ pub fn create(
     let mut options = InsertOptions::new();
     options.wait_for_sync = true;
     let committed = coll.insert(Value::Object(stored), &options)?;
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     Ok(committed.map(|_| Created {
         definition: wanted,
         created: true,
@@ -437,6 +469,7 @@ pub fn remove(
     let mut options = RemoveOptions::new();
     options.wait_for_sync = true;
     let committed = coll.remove(key, &options)?;
+    GENERATION.fetch_add(1, Ordering::AcqRel);
     Ok(committed.map(|_| normalized))
 }
 

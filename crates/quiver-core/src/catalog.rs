@@ -124,7 +124,13 @@ impl Core {
             evaluator: RwLock::new(None),
             analyzer_usage: RwLock::new(None),
         });
-        let mut databases = BTreeMap::new();
+        // Shared from the start: views resolve analyzers (their own database's and
+        // `_system`'s) through it while they rebuild in the background.
+        let databases: crate::view_analyzers::DatabaseMap = Arc::new(RwLock::new(BTreeMap::new()));
+        *settings.analyzer_usage.write() =
+            Some(Arc::new(crate::view_analyzers::ViewsUsingAnalyzers {
+                databases: Arc::clone(&databases),
+            }));
         for entry in engine.catalog() {
             let Some(name) = entry.meta.get("name").and_then(Value::as_str) else {
                 tracing::warn!(
@@ -148,7 +154,7 @@ impl Core {
                 settings: Arc::clone(&settings),
                 views: ViewCatalog::new(
                     views_directory(dir, entry.id),
-                    crate::view_analyzers::analyzer_source(name),
+                    crate::view_analyzers::analyzer_source(name, Arc::clone(&databases)),
                 ),
             };
             {
@@ -174,10 +180,10 @@ impl Core {
                     maps.insert(coll);
                 }
             }
-            db.views.load(&db, entry.meta.get("views"));
-            databases.insert(name.to_string(), Arc::new(db));
+            let db = Arc::new(db);
+            databases.write().insert(name.to_string(), Arc::clone(&db));
+            db.views.load(db.as_ref(), entry.meta.get("views"));
         }
-        let databases = Arc::new(RwLock::new(databases));
         let ttl = TtlWorker::spawn(Arc::downgrade(&databases), options.ttl_frequency);
         let core = Core {
             directory: dir.to_path_buf(),
@@ -286,7 +292,7 @@ impl Core {
             settings: Arc::clone(&self.settings),
             views: ViewCatalog::new(
                 views_directory(&self.directory, id),
-                crate::view_analyzers::analyzer_source(name),
+                crate::view_analyzers::analyzer_source(name, Arc::clone(&self.databases)),
             ),
         });
         if name == SYSTEM_DATABASE {

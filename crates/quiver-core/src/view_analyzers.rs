@@ -1,32 +1,63 @@
 //! The analyzers a database's views index and search with, behind the index's
-//! `AnalyzerSource`: names as links and `ANALYZER()` give them (`identity` and ArangoDB's other
-//! built-ins such as `text_en`). Analyzers are built once per name and kept.
+//! `AnalyzerSource`: names as links and `ANALYZER()` give them — ArangoDB's built-ins
+//! (`identity`, `text_en`, …) and the custom analyzers of the analyzer catalog
+//! (`crate::analyzers`: `name`, `::name`, `db::name`, `_system::name`). Resolved analyzers are
+//! kept per name until an analyzer is created or removed anywhere (the catalog's generation
+//! moves), so indexing a document costs a map read per analyzer.
+//!
+//! The same module answers the catalog's question "which views use this analyzer" (so that
+//! dropping one a view uses needs `force`).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 use quiver_search::index::AnalyzerSource;
 use quiver_search::Analyzer;
 
+use crate::analyzer_usage::AnalyzerUsage;
+use crate::analyzers;
+use crate::catalog::Database;
+
 /// At most this many analyzer names are remembered (names are user input).
 const MAX_CACHED: usize = 1024;
 
+/// The core's databases by name, shared with the catalog.
+pub(crate) type DatabaseMap = Arc<RwLock<BTreeMap<String, Arc<Database>>>>;
+
+struct Resolved {
+    generation: u64,
+    by_name: HashMap<String, Option<Arc<Analyzer>>>,
+}
+
 struct DatabaseAnalyzers {
-    cache: RwLock<HashMap<String, Option<Arc<Analyzer>>>>,
+    database: String,
+    databases: DatabaseMap,
+    cache: RwLock<Resolved>,
 }
 
 impl DatabaseAnalyzers {
     fn resolve(&self, name: &str) -> Option<Arc<Analyzer>> {
-        if let Some(found) = self.cache.read().get(name) {
-            return found.clone();
+        let generation = analyzers::generation();
+        {
+            let cache = self.cache.read();
+            if cache.generation == generation {
+                if let Some(found) = cache.by_name.get(name) {
+                    return found.clone();
+                }
+            }
         }
-        let built = Analyzer::builtin(name).map(Arc::new);
+        let found = analyzers::lookup_among(&self.databases, &self.database, name).ok();
         let mut cache = self.cache.write();
-        if cache.len() < MAX_CACHED {
-            cache.insert(name.to_string(), built.clone());
+        if cache.generation != generation {
+            cache.by_name.clear();
+            cache.generation = generation;
         }
-        built
+        // An unknown name is not remembered: its database may still be opening.
+        if found.is_some() && cache.by_name.len() < MAX_CACHED {
+            cache.by_name.insert(name.to_string(), found.clone());
+        }
+        found
     }
 }
 
@@ -43,10 +74,39 @@ impl AnalyzerSource for DatabaseAnalyzers {
     }
 }
 
-/// The analyzers of database `database`.
-pub(crate) fn analyzer_source(database: &str) -> Arc<dyn AnalyzerSource> {
-    let _ = database;
+/// The analyzers of database `database`, resolved through the core's `databases`.
+pub(crate) fn analyzer_source(database: &str, databases: DatabaseMap) -> Arc<dyn AnalyzerSource> {
     Arc::new(DatabaseAnalyzers {
-        cache: RwLock::new(HashMap::new()),
+        database: database.to_string(),
+        databases,
+        cache: RwLock::new(Resolved {
+            generation: analyzers::generation(),
+            by_name: HashMap::new(),
+        }),
     })
+}
+
+/// Which views use an analyzer: every view of every database whose links name it (names
+/// normalized from the view's database).
+pub(crate) struct ViewsUsingAnalyzers {
+    pub(crate) databases: DatabaseMap,
+}
+
+impl AnalyzerUsage for ViewsUsingAnalyzers {
+    fn users_of(&self, analyzer: &str) -> Vec<String> {
+        let databases: Vec<Arc<Database>> = self.databases.read().values().cloned().collect();
+        let mut users = Vec::new();
+        for db in databases {
+            for view in db.views() {
+                let uses = view
+                    .analyzer_names()
+                    .iter()
+                    .any(|name| analyzers::normalize(db.name(), name) == analyzer);
+                if uses {
+                    users.push(format!("{}::{}", db.name(), view.name()));
+                }
+            }
+        }
+        users
+    }
 }
