@@ -70,6 +70,7 @@ pub mod geo;
 mod geo_index;
 pub mod graphs;
 mod index;
+mod key_range;
 mod keygen;
 mod lookup;
 mod options;

@@ -198,9 +198,10 @@ impl QueryService {
             ..Default::default()
         };
         for name in plan.collections.keys() {
-            let list = txn.secondary_indexes(name)?;
-            if !list.is_empty() {
-                let count = txn.count(name)?;
+            let mut list = vec![crate::index_select::primary_index()];
+            list.extend(txn.secondary_indexes(name)?);
+            // Views and other sources without a count have no indexes to choose from.
+            if let Ok(count) = txn.count(name) {
                 indexes.collections.insert(name.clone(), (count, list));
             }
         }
