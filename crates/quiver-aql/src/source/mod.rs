@@ -230,6 +230,17 @@ pub trait Transaction: Send {
         None
     }
 
+    /// A document as JSON text (with `_id`), for results that pass documents through
+    /// without looking inside them. The text parses to what [`Transaction::get`] returns.
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        match self.get(collection, key)? {
+            Some(doc) => serde_json::to_string(&doc)
+                .map(Some)
+                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string())),
+            None => Ok(None),
+        }
+    }
+
     /// Whether a document exists, without necessarily reading it (graph operations check
     /// vertices they only need the `_id` of).
     fn exists(&self, collection: &str, key: &str) -> Result<bool> {
