@@ -27,7 +27,8 @@ def test_kill_minus_nine_cycles_lose_nothing_acknowledged(tmp_root):
     # The clients did write between the kills, in every shape.
     for kind in ("insert", "multi_post", "trx_commit", "import_documents", "create"):
         assert ops.get(kind, 0) > 0, (kind, ops)
-    assert time.time() - started < 150, summary["seconds"]
+    # A guard against a hang, not a benchmark: about a minute on an idle 2-core machine.
+    assert time.time() - started < 240, summary["seconds"]
 
 
 def test_the_check_finds_a_lost_write_and_a_stray_document(tmp_root):
