@@ -27,8 +27,9 @@ def test_kill_minus_nine_cycles_lose_nothing_acknowledged(tmp_root):
     # The clients did write between the kills, in every shape.
     for kind in ("insert", "multi_post", "trx_commit", "import_documents", "create"):
         assert ops.get(kind, 0) > 0, (kind, ops)
-    # A guard against a hang, not a benchmark: about a minute on an idle 2-core machine.
-    assert time.time() - started < 240, summary["seconds"]
+    # A guard against a hang, not a benchmark (247 s measured on the 2-core machine at load
+    # average 20; most of a cycle is the debug binary's restart).
+    assert time.time() - started < 600, summary["seconds"]
 
 
 def test_the_check_finds_a_lost_write_and_a_stray_document(tmp_root):
