@@ -17,6 +17,7 @@ pub mod log;
 pub mod metrics;
 pub mod open;
 pub mod options;
+pub mod refused;
 pub mod replication;
 pub mod restore;
 pub mod server_jwt;
@@ -34,6 +35,9 @@ use crate::{not_found, Request, Response, ServerState};
 
 /// Routes a request whose database exists.
 pub fn route(state: &ServerState, req: &Request) -> Response {
+    if let Some(refused) = refused::refusal(req) {
+        return refused;
+    }
     let first = req.segments.first();
     let second = req.segments.get(1);
     let result = match (first, second) {
