@@ -251,6 +251,18 @@ impl DataFile {
         })
     }
 
+    /// Where the file is now (it may have been renamed since it was opened).
+    pub fn path(&self) -> PathBuf {
+        self.path.lock().clone()
+    }
+
+    /// Records the outcome of a full verification made elsewhere (startup proves every
+    /// sealed datafile once); a later [`DataFile::verified_sealed`] returns it without a
+    /// second pass. No effect if the outcome is already known.
+    pub fn set_verified_sealed(&self, intact: bool) {
+        let _ = self.verified.set(intact);
+    }
+
     pub fn read_all(&self) -> io::Result<Vec<u8>> {
         let len = self.len() as usize;
         let mut buf = vec![0u8; len];

@@ -123,6 +123,11 @@ pub struct EngineOptions {
     /// `--database.ignore-datafile-errors`: open collections with corrupt datafiles, keeping
     /// every intact marker (salvage mode).
     pub ignore_datafile_errors: bool,
+    /// Whether `open` proves every sealed datafile that has a hint file intact (one
+    /// sequential CRC pass per file, in parallel) before trusting the hint: a damaged one is
+    /// then scanned instead, which reports the damage (error 1000) or salvages it. On by
+    /// default; docs/benchmarks/reliability.md has its cost.
+    pub verify_datafiles_on_open: bool,
     /// `--compaction.*`.
     pub compaction: CompactionOptions,
     /// Whether the collector moves sealed WAL segments into journals in a background thread
@@ -154,6 +159,7 @@ impl Default for EngineOptions {
             sync_interval: Duration::from_millis(100),
             wal_logfile_size: 32 * 1024 * 1024,
             ignore_datafile_errors: false,
+            verify_datafiles_on_open: true,
             compaction: CompactionOptions::default(),
             background_collector: true,
             io_hooks: None,
@@ -172,6 +178,7 @@ impl fmt::Debug for EngineOptions {
             .field("sync_interval", &self.sync_interval)
             .field("wal_logfile_size", &self.wal_logfile_size)
             .field("ignore_datafile_errors", &self.ignore_datafile_errors)
+            .field("verify_datafiles_on_open", &self.verify_datafiles_on_open)
             .field("compaction", &self.compaction)
             .field("background_collector", &self.background_collector)
             .field("io_hooks", &self.io_hooks.is_some())

@@ -60,11 +60,13 @@ pub(super) fn recover_collection(
         let path = if d.exists() { d } else { j };
         DataFile::open(fid, &path).ok()
     };
-    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles);
+    let verify = inner.options.verify_datafiles_on_open;
+    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles, verify);
     let mut all: Vec<(u64, bool)> = manifest.datafiles.iter().map(|f| (*f, false)).collect();
     all.extend(manifest.journal.map(|f| (f, true)));
     for (fid, is_journal) in all {
-        let Some(file) = open_any(fid) else {
+        let proven = preloaded.get_mut(&fid).and_then(|p| p.file.take());
+        let Some(file) = proven.or_else(|| open_any(fid)) else {
             return Err(Error::with_message(
                 ErrorCode::CorruptedCollection,
                 format!(
@@ -183,20 +185,30 @@ fn recover_file(
             return Err(Error::with_message(
                 ErrorCode::CorruptedDatafile,
                 format!(
-                    "collection {}: {} {fid} is corrupt at offset {} (start with \
-                     --database.ignore-datafile-errors to salvage the intact markers)",
+                    "collection {}: {} {} is corrupt at offset {}: {} of its markers lie \
+                     behind the damage (start with --database.ignore-datafile-errors to \
+                     salvage the intact markers)",
                     col.id,
                     if is_journal { "journal" } else { "datafile" },
-                    scan.bad_offset.unwrap_or(0)
+                    file.path().display(),
+                    scan.bad_offset.unwrap_or(0),
+                    format::salvage(&image[scan.bad_offset.unwrap_or(0).min(image.len())..]).len()
                 ),
             ));
         }
         ScanEnd::Corrupt => {
-            tracing::warn!(
-                "collection {}: salvaging intact markers of corrupt file {fid}",
-                col.id
-            );
-            format::salvage(&image)
+            let found = format::salvage(&image);
+            inner.note_salvage(format!(
+                "collection {}: {} {} is corrupt at offset {}; kept its {} intact markers \
+                 (the scan before the damage had found {})",
+                col.id,
+                if is_journal { "journal" } else { "datafile" },
+                file.path().display(),
+                scan.bad_offset.unwrap_or(0),
+                found.len(),
+                scan.markers.len()
+            ));
+            found
         }
         _ => scan.markers.clone(),
     };
@@ -340,6 +352,9 @@ fn index_markers(
 }
 
 struct Preloaded {
+    /// The datafile, opened and proven intact against its footer (`None` when not
+    /// verified: `verify_datafiles_on_open` off).
+    file: Option<Arc<DataFile>>,
     pub(super) stats: FileStats,
     pub(super) max_tick: u64,
     pub(super) max_rev: u64,
@@ -349,8 +364,16 @@ struct Preloaded {
 
 /// Loads the hint files of sealed datafiles into the index, several files in parallel (the
 /// index shards take concurrent inserts; "highest tick wins" makes the order irrelevant).
-/// Files without a valid hint are left to the caller, which scans them.
-fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64, Preloaded> {
+/// Files without a valid hint are left to the caller, which scans them. With `verify`, a
+/// hint is used only after its datafile passed one sequential CRC pass ending in a footer
+/// that matches its markers (a bit flip, torn sector or lost tail under an intact hint is
+/// then left to the caller's scan, which reports it or salvages).
+fn preload_hints(
+    index: &PrimaryIndex,
+    dir: &Path,
+    fids: &[u64],
+    verify: bool,
+) -> HashMap<u64, Preloaded> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = Mutex::new(HashMap::new());
     let threads = std::thread::available_parallelism()
@@ -369,6 +392,7 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                     continue;
                 };
                 let mut p = Preloaded {
+                    file: None,
                     stats: FileStats {
                         docs: 0,
                         doc_bytes: 0,
@@ -392,6 +416,12 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                 let footer_end = format::padded(needed as usize) + format::FOOTER_LEN;
                 if parsed.is_none() || p.stats.size < footer_end as u64 {
                     continue;
+                }
+                if verify {
+                    match prove_intact(fid, &datafile_path(dir, fid)) {
+                        Some(file) => p.file = Some(file),
+                        None => continue,
+                    }
                 }
                 let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
                     p.max_tick = p.max_tick.max(tick);
@@ -419,6 +449,29 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
         }
     });
     results.into_inner()
+}
+
+/// Opens a sealed datafile and checks every marker's CRC and its footer (count and CRC of
+/// CRCs) in one sequential pass over its read-only map: the file if intact, `None` if
+/// damaged or unreadable. The outcome is remembered on the file, so storage-order scans do
+/// not verify it again.
+fn prove_intact(fid: u64, path: &Path) -> Option<Arc<DataFile>> {
+    let file = DataFile::open(fid, path).ok()?;
+    let scan = match file.map() {
+        Some(map) => format::scan(&map),
+        None => format::scan(&file.read_all().ok()?),
+    };
+    let intact = scan.end == ScanEnd::Sealed && scan.bad_offset.is_none() && footer_ok(&scan);
+    if !intact {
+        tracing::error!(
+            "datafile {} fails its checksum verification (damage at offset {}); scanning it",
+            path.display(),
+            scan.bad_offset.unwrap_or(scan.valid_end)
+        );
+        return None;
+    }
+    file.set_verified_sealed(true);
+    Some(file)
 }
 
 /// Runs `f(0..n)` on up to one thread per core and returns the results in order.

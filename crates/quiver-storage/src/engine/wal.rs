@@ -39,6 +39,8 @@ pub(super) struct WalState {
     /// rotation.
     pub(super) spare: Option<(Arc<DataFile>, u64, Option<AppendMap>)>,
     pub(super) written_tick: u64,
+    /// The segment holding the batch of `written_tick` (`0`: none since startup).
+    pub(super) written_fid: u64,
 }
 
 /// What [`Inner::append_locked`] wrote, and where.
@@ -269,6 +271,7 @@ impl Inner {
             "the written tick only grows"
         );
         wal.written_tick = commit_tick;
+        wal.written_fid = seg.fid;
         Ok(Appended {
             fid: seg.fid,
             base,
