@@ -291,6 +291,9 @@ pub struct EngineStats {
     pub compaction_files: u64,
     /// Bytes the compactor reclaimed.
     pub compaction_bytes_reclaimed: u64,
+    /// Markers whose checksum failed when read at run time (point reads, scans, compaction,
+    /// verify); each read answered error 1000.
+    pub checksum_failures: u64,
 }
 
 /// Count and total size of one kind of file.

@@ -289,3 +289,43 @@ fn a_torn_sector_or_cut_anywhere_in_a_datafile_is_detected_at_startup() {
     }
     assert!(detected > cases.len() / 2, "{detected} of {}", cases.len());
 }
+
+/// Damage that appears while the engine runs (after startup proved the file): the read of
+/// the damaged document fails with error 1000 every time, never returns other bytes, and
+/// each failure is counted; other documents read normally.
+#[test]
+fn a_checksum_failure_at_run_time_fails_the_read_and_is_counted() {
+    let dir = scratch();
+    let (db, a, model) = sealed_datafiles(dir.path());
+    let victim = first_datafile_with_hint(dir.path(), db, a);
+    let e = open(dir.path());
+    assert_eq!(contents(&e, a), model);
+    assert_eq!(e.stats().checksum_failures, 0);
+    let image = fs::read(&victim).unwrap();
+    let m = format::scan(&image).markers[1];
+    let key = {
+        let marker = format::decode(&image[m.offset..]).unwrap();
+        format::data_body(&marker).unwrap().key.to_string()
+    };
+    // Bit rot under the running engine: one byte in place (the file keeps its size, so
+    // its read-only map stays valid).
+    let at = m.offset + m.len - 3;
+    let f = fs::OpenOptions::new().write(true).open(&victim).unwrap();
+    std::os::unix::fs::FileExt::write_all_at(&f, &[image[at] ^ 0x10], at as u64).unwrap();
+    drop(f);
+    for round in 1..=2u64 {
+        let err = e
+            .snapshot()
+            .get(a, &key)
+            .expect_err("damaged bytes were returned");
+        assert_eq!(err.code, ErrorCode::CorruptedDatafile);
+        assert!(
+            err.message.contains(&format!("offset {}", m.offset)),
+            "{err}"
+        );
+        assert_eq!(e.stats().checksum_failures, round);
+    }
+    let other = model.keys().find(|k| **k != key).unwrap();
+    assert_eq!(get(&e, a, other).as_ref(), model.get(other));
+    e.shutdown().unwrap();
+}

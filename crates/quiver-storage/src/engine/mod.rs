@@ -40,6 +40,7 @@ mod commit;
 mod compaction_plan;
 mod compactor;
 mod counters;
+mod damage_report;
 mod durable_record;
 mod figures;
 mod journal;
@@ -336,6 +337,8 @@ pub(crate) struct Inner {
     /// What startup salvaged or found lost (`--database.ignore-datafile-errors`); written
     /// into the salvage report at the end of `open`.
     salvage_notes: Mutex<Vec<String>>,
+    /// Damaged locations already logged (`damage_report.rs`).
+    damage_logged: Mutex<damage_report::LoggedDamage>,
 }
 
 impl Drop for Inner {

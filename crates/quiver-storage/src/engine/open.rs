@@ -182,6 +182,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         throttle_cv: Condvar::new(),
         durable_record: Mutex::new(None),
         salvage_notes: Mutex::new(Vec::new()),
+        damage_logged: Mutex::new(Default::default()),
     }
 }
 

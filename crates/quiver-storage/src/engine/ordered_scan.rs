@@ -26,7 +26,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 
-use super::{Collection, SnapshotState};
+use super::{Collection, Inner, SnapshotState};
 use crate::files::DataFile;
 use crate::format;
 use crate::index::{Loc, SCAN_CHUNK};
@@ -220,7 +220,13 @@ impl OrderedScan {
             prefetch(&self.files, ahead);
         }
         self.pos += 1;
-        Some(read(&self.files, slot, &mut self.scratch, self.col.id))
+        Some(read(
+            &self.files,
+            slot,
+            &mut self.scratch,
+            self.col.id,
+            self.snap.inner(),
+        ))
     }
 
     /// Splits this (not yet started) scan into up to `parts` scans over disjoint sets of
@@ -330,6 +336,7 @@ fn read<'a>(
     slot: Slot,
     scratch: &'a mut Vec<u8>,
     cid: u64,
+    inner: &Inner,
 ) -> Result<RawDocument<'a>> {
     let pinned = files
         .get(slot.file())
@@ -360,7 +367,10 @@ fn read<'a>(
     } else {
         format::decode(buf)
     }
-    .map_err(|_| bad("damaged (checksum mismatch)"))?;
+    .map_err(|_| {
+        let err = bad("damaged (checksum mismatch)");
+        inner.checksum_failure(pinned.file.fid, slot.offset() as u64, err)
+    })?;
     let body = format::data_body(&marker).map_err(|_| bad("malformed"))?;
     Ok(RawDocument {
         key: body.key,
