@@ -329,3 +329,71 @@ fn a_checksum_failure_at_run_time_fails_the_read_and_is_counted() {
     assert_eq!(get(&e, a, other).as_ref(), model.get(other));
     e.shutdown().unwrap();
 }
+
+/// The case: a MANIFEST that omits a datafile. The file used to be deleted as a
+/// leftover with its documents; now the collection fails naming it, and salvage opens
+/// without it, keeps it aside as `.orphan` and reports it.
+#[test]
+fn a_datafile_the_manifest_omits_fails_the_collection_and_salvage_sets_it_aside() {
+    let dir = scratch();
+    let (db, a, model) = {
+        // Collected, not compacted: one sealed datafile per few documents.
+        let e = open(dir.path());
+        let db = new_db(&e);
+        let a = new_col(&e, db);
+        let model = fill(&e, a, 24, 900);
+        e.collect().unwrap();
+        e.shutdown().unwrap();
+        (db, a, model)
+    };
+    let cdir = col_dir(dir.path(), db, a);
+    let manifest_path = cdir.join("MANIFEST");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(&manifest_path).unwrap()).unwrap();
+    let listed = manifest["datafiles"].as_array().unwrap().clone();
+    assert!(listed.len() >= 2, "{manifest}");
+    let omitted = listed[0].as_u64().unwrap();
+    manifest["datafiles"] = serde_json::Value::Array(listed[1..].to_vec());
+    fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let victim = cdir.join(format!("datafile-{omitted}.db"));
+    let image = fs::read(&victim).unwrap();
+    let only_there: Vec<String> = format::scan(&image)
+        .markers
+        .iter()
+        .map(|m| {
+            let marker = format::decode(&image[m.offset..]).unwrap();
+            format::data_body(&marker).unwrap().key.to_string()
+        })
+        .collect();
+    assert!(!only_there.is_empty());
+    let name = victim.file_name().unwrap().to_string_lossy().to_string();
+    {
+        let e = open(dir.path());
+        let err = col_status(&e, a).expect_err("a datafile lost from the MANIFEST went unnoticed");
+        assert_eq!(err.code, ErrorCode::CorruptedDatafile);
+        assert!(err.to_string().contains(&name), "{err}");
+        assert!(
+            err.to_string()
+                .contains(&format!("{} document(s)", only_there.len())),
+            "{err}"
+        );
+        e.shutdown().unwrap();
+    }
+    assert!(victim.exists(), "the refused start deleted the only copy");
+    let mut expected = model.clone();
+    for k in &only_there {
+        expected.remove(k);
+    }
+    {
+        let e = Engine::open(dir.path(), salvage_opts()).unwrap();
+        assert_eq!(contents(&e, a), expected);
+        e.shutdown().unwrap();
+    }
+    assert!(cdir.join(format!("{name}.orphan")).exists());
+    let reports = reports(dir.path());
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].contains(&name), "{}", reports[0]);
+    let e = open(dir.path());
+    assert_eq!(contents(&e, a), expected);
+    e.shutdown().unwrap();
+}
