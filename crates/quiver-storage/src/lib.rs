@@ -104,6 +104,12 @@ pub enum FailPoint {
 pub trait IoHooks: Send + Sync {
     /// Fails the step at `point` by returning an error.
     fn check(&self, point: FailPoint) -> std::io::Result<()>;
+
+    /// The free space the engine sees on its file system, in bytes (`None`: ask the file
+    /// system). Tests model a nearly full disk with it.
+    fn free_space(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Startup options of the engine.
