@@ -40,6 +40,8 @@ mod commit;
 mod compaction_plan;
 mod compactor;
 mod counters;
+mod damage_report;
+mod durable_record;
 mod figures;
 mod journal;
 mod key_range;
@@ -47,6 +49,7 @@ mod maintenance;
 mod open;
 mod ordered_scan;
 mod recovery;
+mod salvage_report;
 mod scratch;
 mod snapshot;
 mod syncer;
@@ -327,6 +330,15 @@ pub(crate) struct Inner {
     /// Throttled writers wait on this; the collector notifies it per collected segment.
     throttle: Mutex<()>,
     throttle_cv: Condvar,
+    /// `wal/durable-tick`, rewritten by the syncer after every group commit
+    /// (`durable_record.rs`): `None` until the first one, `Some(None)` once it could not be
+    /// opened or written (not retried).
+    durable_record: Mutex<Option<Option<File>>>,
+    /// What startup salvaged or found lost (`--database.ignore-datafile-errors`); written
+    /// into the salvage report at the end of `open`.
+    salvage_notes: Mutex<Vec<String>>,
+    /// Damaged locations already logged (`damage_report.rs`).
+    damage_logged: Mutex<damage_report::LoggedDamage>,
 }
 
 impl Drop for Inner {
