@@ -329,3 +329,24 @@ pub struct ExportOptions {
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub progress: bool,
 }
+
+/// `quiver backup`: arangobackup's operations against a running server.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "quiver backup",
+    about = "Create, list, restore or delete hot backups of a running server (arangobackup's options)",
+    disable_version_flag = true
+)]
+pub struct BackupOptions {
+    /// create, list, restore or delete.
+    #[arg(value_parser = ["create", "list", "restore", "delete"])]
+    pub operation: String,
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Label of a new backup (its id is `<UTC time>_<label>`).
+    #[arg(long = "label")]
+    pub label: Option<String>,
+    /// Id of the backup to restore, delete or list.
+    #[arg(long = "identifier")]
+    pub identifier: Option<String>,
+}

@@ -1,6 +1,7 @@
 //! One module per API family; [`route`] picks the family from the first path segments.
 
 pub mod admin;
+pub mod backup;
 pub mod batch;
 pub mod collection;
 pub mod cursor;
