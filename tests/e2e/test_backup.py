@@ -1,6 +1,6 @@
-"""Hot backups end to end: `quiver backup create` while writers run, `list`, a second server
-started on the backup directory holds a state that existed, `delete`; a user who is not an
-administrator gets 403, an unknown id 404."""
+"""Hot backups end to end: `quiver backup create` while writers run, `list`, `restore` copies
+the backup into an empty directory and a second server started on it holds a state that
+existed, `delete`; a user who is not an administrator gets 403, an unknown id 404."""
 import subprocess
 import threading
 
@@ -61,7 +61,32 @@ def test_backup_during_writes_opens_on_a_second_server(tmp_path):
         r = s.post(server.url + "/_admin/backup/list", json={}, timeout=30)
         assert backup_id in r.json()["result"]["list"]
 
-        copy = Server(tmp_path / "data" / "backups" / backup_id).start()
+        r = s.post(server.url + "/_admin/backup/restore", json={"id": backup_id}, timeout=30)
+        assert (r.status_code, r.json()["errorNum"]) == (501, 9), r.text
+        assert backup_id in r.json()["errorMessage"]
+        restored = backup_cli(
+            server,
+            "restore",
+            "--identifier",
+            backup_id,
+            "--database.directory",
+            str(tmp_path / "data"),
+            "--target-directory",
+            str(tmp_path / "restored"),
+        )
+        assert restored.returncode == 0, restored.stderr
+        again = backup_cli(
+            server,
+            "restore",
+            "--identifier",
+            backup_id,
+            "--database.directory",
+            str(tmp_path / "data"),
+            "--target-directory",
+            str(tmp_path / "restored"),
+        )
+        assert again.returncode != 0 and "not empty" in again.stderr, again
+        copy = Server(tmp_path / "restored").start()
         c = requests.post(
             copy.url + "/_api/cursor",
             json={"query": "FOR d IN c COLLECT i = d.i WITH COUNT INTO n RETURN [i, n]"},

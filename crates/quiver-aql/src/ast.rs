@@ -30,6 +30,8 @@ pub enum Op {
     For {
         var: String,
         source: Expr,
+        /// `SEARCH condition` (the source is then a view).
+        search: Option<Expr>,
         options: Option<Expr>,
     },
     /// Graph traversals and path searches (`FOR v, e, p IN 1..3 OUTBOUND s edges`,

@@ -375,6 +375,29 @@ fn nodes_json(
                 }
             }
             NodeKind::Graph(g) => graph::node_fields(&mut m, g, database, vars),
+            NodeKind::EnumerateView(v) => {
+                m.insert("database".into(), json!(database));
+                m.insert("view".into(), json!(v.view));
+                m.insert("outVariable".into(), var(vars, v.out));
+                m.insert("options".into(), v.options.clone());
+                m.insert("noMaterialization".into(), json!(false));
+                m.insert(
+                    "scorers".into(),
+                    Value::Array(
+                        v.scorers
+                            .iter()
+                            .map(|(scorer, slot)| {
+                                let (name, args) = match scorer {
+                                    quiver_search::index::Scorer::Bm25 { k, b } => ("BM25", json!([k, b])),
+                                    quiver_search::index::Scorer::Tfidf { with_norms } => ("TFIDF", json!([with_norms])),
+                                };
+                                json!({"name": name, "arguments": args, "variable": var(vars, *slot)})
+                            })
+                            .collect(),
+                    ),
+                );
+                m.insert("condition".into(), json!({"search": v.condition.is_some()}));
+            }
             NodeKind::Modify(spec) => {
                 m.insert("database".into(), json!(database));
                 m.insert("collection".into(), json!(spec.collection));

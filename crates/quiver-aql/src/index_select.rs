@@ -8,6 +8,12 @@
 //! getting the sort's cost as a bonus. Sparse indexes are only used when the conditions on all
 //! their fields exclude null (constants known at plan time), since they leave such documents
 //! out. `indexHint` / `forceIndexHint` in `FOR … OPTIONS` restrict the choice.
+//!
+//! The primary index takes part as one more candidate ([`primary_index`]: unique, one field
+//! `_key`), so `_key` ranges and `SORT d._key` (ascending or descending) become an
+//! `IndexNode` over it; the data source answers its lookups in AQL order (quiver-core's
+//! `key_range.rs`). Equality and `IN` on `_key`/`_id` are taken earlier by the optimizer's
+//! `PrimaryIndex` candidate.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,6 +31,23 @@ pub struct IndexCatalog {
     pub collections: HashMap<String, (u64, Vec<IndexMeta>)>,
     /// Loop variable slot → its `indexHint` options.
     pub hints: HashMap<Slot, IndexHint>,
+}
+
+/// The primary index as an index-selection candidate (id 0, as ArangoDB numbers it).
+pub fn primary_index() -> IndexMeta {
+    IndexMeta {
+        id: quiver_core::PRIMARY_INDEX_ID,
+        name: "primary".to_string(),
+        kind: "primary".to_string(),
+        fields: vec!["_key".to_string()],
+        unique: true,
+        sparse: false,
+        selectivity: 1.0,
+        description: serde_json::json!({
+            "id": "0", "type": "primary", "name": "primary", "fields": ["_key"],
+            "unique": true, "sparse": false, "selectivityEstimate": 1
+        }),
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -421,7 +444,12 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             })
             .collect();
         // A SORT right after the stretch, over attributes of the loop variable.
-        let sort_at = (end < plan.nodes.len())
+        // Only a loop with no loop before it produces rows in its own order: behind an outer
+        // loop, a SORT orders the rows of all its iterations together.
+        let outermost = plan.nodes[..i]
+            .iter()
+            .all(|n| matches!(n.kind, NodeKind::Singleton | NodeKind::Calculation { .. }));
+        let sort_at = (outermost && end < plan.nodes.len())
             .then(|| match &plan.nodes[end].kind {
                 NodeKind::Sort { keys, .. } => {
                     let mut out = Vec::new();
@@ -444,7 +472,10 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
         let mut best: Option<(f64, &IndexMeta, Option<Match>, Option<bool>)> = None;
         for ix in indexes {
             // Geo, fulltext and ttl indexes have no value order to look up in.
-            if !matches!(ix.kind.as_str(), "persistent" | "hash" | "skiplist") {
+            if !matches!(
+                ix.kind.as_str(),
+                "persistent" | "hash" | "skiplist" | "primary"
+            ) {
                 continue;
             }
             if let Some(h) = hint {
@@ -459,6 +490,16 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             let mut cost = match &m {
                 Some(m) => estimate(ix, m, *count),
                 // Only the sort: a full walk of a non-sparse index instead of scan + sort.
+                // The primary index's walk for a sort alone is left to a geo index, which
+                // `geo-index-optimizer` (after this rule) may use for the filter.
+                None if ix.kind == "primary"
+                    && indexes.iter().any(|g| g.kind.starts_with("geo")) =>
+                {
+                    continue
+                }
+                // The primary index's walk for a sort alone: only when no index serves the
+                // filter (it then costs what the scan and sort it replaces cost).
+                None if order.is_some() && ix.kind == "primary" => 1e300,
                 None if order.is_some() && !ix.sparse => *count as f64,
                 None => continue,
             };
@@ -536,7 +577,8 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
 /// Whether a persistent index (by its description: non-expanded `fields`, `storedValues`)
 /// can produce documents holding just the top-level attributes `names`.
 pub fn covers(index: &IndexMeta, names: &std::collections::BTreeSet<String>) -> bool {
-    if index.fields.iter().any(|f| f.contains("[*]")) {
+    // The primary index holds no values to build documents from (its lookups read them).
+    if index.kind == "primary" || index.fields.iter().any(|f| f.contains("[*]")) {
         return false;
     }
     let stored: Vec<&str> = index

@@ -418,16 +418,16 @@ impl<'a> Parser<'a> {
         if vars.len() != 1 {
             return Err(self.unexpected());
         }
-        if self.is_kw(Kw::Search) {
-            return Err(Error::with_message(
-                ErrorCode::NotImplemented,
-                "SEARCH on views is not supported yet",
-            ));
-        }
+        let search = if self.eat_kw(Kw::Search) {
+            Some(self.expr()?)
+        } else {
+            None
+        };
         let options = self.options()?;
         Ok(Op::For {
             var: vars.remove(0),
             source,
+            search,
             options,
         })
     }

@@ -21,9 +21,11 @@ use crate::value::estimate_size;
 mod geo_search;
 mod graph;
 mod index_scan;
+mod view_search;
 pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
 pub use index_scan::{EqCond, IndexHint, IndexScan};
+pub use view_search::{Compare, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]
@@ -144,6 +146,8 @@ pub enum NodeKind {
     Modify(Box<ModifySpec>),
     /// Traversals and path searches (`plan::graph`).
     Graph(Box<GraphNode>),
+    /// `FOR d IN view SEARCH …` (`plan::view_search`).
+    EnumerateView(Box<ViewNode>),
     NoResults,
 }
 
@@ -164,6 +168,7 @@ impl NodeKind {
             NodeKind::Return { .. } => "ReturnNode",
             NodeKind::Modify(m) => m.kind.node_name(),
             NodeKind::Graph(g) => g.type_name(),
+            NodeKind::EnumerateView(_) => "EnumerateViewNode",
             NodeKind::NoResults => "NoResultsNode",
         }
     }
@@ -243,6 +248,13 @@ impl NodeKind {
                 }
             }
             NodeKind::Graph(g) => set = g.reads(),
+            NodeKind::EnumerateView(v) => {
+                if let Some(c) = &v.condition {
+                    c.visit_vars(&mut |s| {
+                        set.insert(s);
+                    });
+                }
+            }
             NodeKind::Singleton
             | NodeKind::EnumerateCollection { .. }
             | NodeKind::Limit { .. }
@@ -276,6 +288,9 @@ impl NodeKind {
             NodeKind::Window { aggregates, .. } => aggregates.iter().map(|a| a.out).collect(),
             NodeKind::Modify(m) => m.out_new.iter().chain(m.out_old.iter()).copied().collect(),
             NodeKind::Graph(g) => g.writes(),
+            NodeKind::EnumerateView(v) => std::iter::once(v.out)
+                .chain(v.scorers.iter().map(|s| s.1))
+                .collect(),
             _ => Vec::new(),
         }
     }
@@ -289,6 +304,7 @@ impl NodeKind {
                 | NodeKind::IndexScan(_)
                 | NodeKind::EnumerateList { .. }
                 | NodeKind::Graph(_)
+                | NodeKind::EnumerateView(_)
         )
     }
 }
@@ -325,6 +341,21 @@ pub struct QueryPlan {
     pub bind_names: Vec<String>,
     /// `indexHint` / `forceIndexHint` of collection loops, by loop variable slot.
     pub index_hints: HashMap<Slot, IndexHint>,
+}
+
+impl QueryPlan {
+    /// Whether the query's results are documents as stored JSON text (`Value::String`s, or
+    /// null for a missing vertex) rather than values: the top-level `RETURN` returns a
+    /// traversal's vertex variable in [`Produce::Raw`] mode.
+    pub fn raw_result(&self) -> bool {
+        let Some(NodeKind::Return { input, .. }) = self.root.nodes.last().map(|n| &n.kind) else {
+            return false;
+        };
+        self.root.nodes.iter().any(|n| {
+            matches!(&n.kind, NodeKind::Graph(g)
+                if g.vertex_out == Some(*input) && g.vertex_mode == Produce::Raw)
+        })
+    }
 }
 
 /// The variables in scope while planning: one frame per (sub)query, innermost last, each
@@ -411,6 +442,8 @@ struct Planner<'a> {
     limits: &'a Limits,
     /// Estimated bytes of the constants folded so far, charged to the query's budget.
     folded_bytes: u64,
+    /// The variables of view loops with their EnumerateViewNode's id (scorers attach there).
+    view_vars: Vec<(Slot, usize)>,
 }
 
 /// Plans `query`; `txn` is used only to check collections exist. `limits` (kill flag,
@@ -434,6 +467,7 @@ pub fn build(
         next_id: 1,
         modified: HashSet::new(),
         index_hints: HashMap::new(),
+        view_vars: Vec::new(),
     };
     for name in &query.with {
         let name = planner.resolve_collection_name(&collection_ref_of_with(name))?;
@@ -534,9 +568,13 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
         for op in &q.ops {
             match op {
                 Op::For {
-                    source, options, ..
+                    source,
+                    search,
+                    options,
+                    ..
                 } => {
                     expr(source, out);
+                    search.iter().for_each(|e| expr(e, out));
                     options.iter().for_each(|e| expr(e, out));
                 }
                 Op::Traversal(g) => {
@@ -680,6 +718,18 @@ impl<'a> Planner<'a> {
         })
     }
 
+    /// The view `c` names, if it names one.
+    fn view_name(&mut self, c: &CollectionRef) -> Result<Option<String>> {
+        let name = match c {
+            CollectionRef::Name(n) => n.clone(),
+            CollectionRef::Bind(n) => match self.bind_value(&format!("@{n}"))? {
+                Value::String(s) => s,
+                _ => return Ok(None),
+            },
+        };
+        Ok(self.txn.is_view(&name).then_some(name))
+    }
+
     fn resolve_collection_name(&mut self, c: &CollectionRef) -> Result<String> {
         let name = match c {
             CollectionRef::Name(n) => n.clone(),
@@ -746,6 +796,7 @@ impl<'a> Planner<'a> {
             Op::For {
                 var,
                 source,
+                search,
                 options,
             } => {
                 let collection = match source {
@@ -755,6 +806,25 @@ impl<'a> Planner<'a> {
                     Expr::BindCollection(n) => Some(CollectionRef::Bind(n.clone())),
                     _ => None,
                 };
+                if let Some(c) = &collection {
+                    if let Some(view) = self.view_name(c)? {
+                        return self.plan_view(var, view, search.as_ref(), options.as_ref(), plan);
+                    }
+                }
+                if let (Some(c), Some(_)) = (&collection, search) {
+                    // An unknown name is 1203; a collection cannot be searched.
+                    self.resolve_collection_name(c)?;
+                    return Err(Error::with_message(
+                        ErrorCode::QueryParse,
+                        "AQL: SEARCH is only allowed on views (while parsing)",
+                    ));
+                }
+                if search.is_some() {
+                    return Err(Error::with_message(
+                        ErrorCode::QueryParse,
+                        "AQL: SEARCH is only allowed on views (while parsing)",
+                    ));
+                }
                 if let Some(c) = collection {
                     let name = self.resolve_collection_name(&c)?;
                     if self.modified.contains(&name) {
@@ -1246,6 +1316,9 @@ impl<'a> Planner<'a> {
                 Box::new(self.compile(b, plan)?),
             ),
             Expr::Call(name, args) => {
+                if let Some(score) = self.scorer_call(name, args, plan)? {
+                    return Ok(score);
+                }
                 if name.contains("::") {
                     return Err(Error::with_message(
                         ErrorCode::QueryFunctionNotFound,

@@ -16,6 +16,7 @@ use crate::keygen::KeyGenState;
 use crate::streams::StreamTransactions;
 use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
+use crate::views::{View, ViewCatalog, ViewHost};
 use crate::{ComputedValuesEvaluator, Settings};
 
 /// Bumped after every change of what queries plan against (databases, collections, their
@@ -121,8 +122,15 @@ impl Core {
             max_transaction_size: options.max_transaction_size,
             default_journal_size: options.engine.journal_size_default,
             evaluator: RwLock::new(None),
+            analyzer_usage: RwLock::new(None),
         });
-        let mut databases = BTreeMap::new();
+        // Shared from the start: views resolve analyzers (their own database's and
+        // `_system`'s) through it while they rebuild in the background.
+        let databases: crate::view_analyzers::DatabaseMap = Arc::new(RwLock::new(BTreeMap::new()));
+        *settings.analyzer_usage.write() =
+            Some(Arc::new(crate::view_analyzers::ViewsUsingAnalyzers {
+                databases: Arc::clone(&databases),
+            }));
         for entry in engine.catalog() {
             let Some(name) = entry.meta.get("name").and_then(Value::as_str) else {
                 tracing::warn!(
@@ -144,6 +152,10 @@ impl Core {
                 ddl: Mutex::new(()),
                 dropped: AtomicBool::new(false),
                 settings: Arc::clone(&settings),
+                views: ViewCatalog::new(
+                    views_directory(dir, entry.id),
+                    crate::view_analyzers::analyzer_source(name, Arc::clone(&databases)),
+                ),
             };
             {
                 let mut maps = db.collections.write();
@@ -168,9 +180,10 @@ impl Core {
                     maps.insert(coll);
                 }
             }
-            databases.insert(name.to_string(), Arc::new(db));
+            let db = Arc::new(db);
+            databases.write().insert(name.to_string(), Arc::clone(&db));
+            db.views.load(db.as_ref(), entry.meta.get("views"));
         }
-        let databases = Arc::new(RwLock::new(databases));
         let ttl = TtlWorker::spawn(Arc::downgrade(&databases), options.ttl_frequency);
         let core = Core {
             directory: dir.to_path_buf(),
@@ -206,6 +219,12 @@ impl Core {
         *self.settings.evaluator.write() = Some(evaluator);
     }
 
+    /// Registers who answers "which views use this analyzer" (normally the views catalog);
+    /// dropping an analyzer without `force` fails while it is in use.
+    pub fn set_analyzer_usage(&self, usage: Arc<dyn crate::analyzer_usage::AnalyzerUsage>) {
+        *self.settings.analyzer_usage.write() = Some(usage);
+    }
+
     /// The naming convention in effect.
     pub fn naming(&self) -> NamingConvention {
         self.settings.naming
@@ -214,6 +233,9 @@ impl Core {
     /// Syncs and closes the engine. The core must not be used afterwards.
     pub fn shutdown(&self) -> Result<()> {
         self.ttl.stop();
+        for db in self.databases() {
+            db.views.stop_all();
+        }
         self.engine.shutdown()
     }
 
@@ -268,6 +290,10 @@ impl Core {
             ddl: Mutex::new(()),
             dropped: AtomicBool::new(false),
             settings: Arc::clone(&self.settings),
+            views: ViewCatalog::new(
+                views_directory(&self.directory, id),
+                crate::view_analyzers::analyzer_source(name, Arc::clone(&self.databases)),
+            ),
         });
         if name == SYSTEM_DATABASE {
             db.ensure_system_collections()?;
@@ -292,6 +318,7 @@ impl Core {
         let db = self.database(name)?;
         self.engine.drop_database(db.id)?;
         db.dropped.store(true, Ordering::Release);
+        db.views.drop_all(&*db);
         for coll in db.collections() {
             coll.mark_dropped();
         }
@@ -348,6 +375,12 @@ pub struct Database {
     ddl: Mutex<()>,
     dropped: AtomicBool,
     pub(crate) settings: Arc<Settings>,
+    views: ViewCatalog,
+}
+
+/// Where the indexes of a database's views live.
+fn views_directory(data: &Path, db: DatabaseId) -> std::path::PathBuf {
+    data.join("views").join(db.to_string())
 }
 
 impl std::fmt::Debug for Database {
@@ -434,6 +467,7 @@ impl Database {
             .read()
             .by_name
             .contains_key(spec.name.as_str())
+            || self.views.contains(&spec.name)
         {
             return Err(Error::with_message(
                 ErrorCode::DuplicateName,
@@ -515,9 +549,12 @@ impl Database {
             self.engine.drop_collection(coll.id())?;
             coll.mark_dropped();
         }
-        let mut maps = self.collections.write();
-        maps.by_name.remove(&*coll.name());
-        maps.by_id.remove(&coll.id());
+        {
+            let mut maps = self.collections.write();
+            maps.by_name.remove(&*coll.name());
+            maps.by_id.remove(&coll.id());
+        }
+        self.views.collection_dropped(self, coll.id())?;
         Ok(coll.id())
     }
 
@@ -540,7 +577,7 @@ impl Database {
             ));
         }
         validate_collection_name(new_name, false, self.settings.naming)?;
-        if self.collections.read().by_name.contains_key(new_name) {
+        if self.collections.read().by_name.contains_key(new_name) || self.views.contains(new_name) {
             return Err(Error::with_message(
                 ErrorCode::DuplicateName,
                 "duplicate name",
@@ -575,5 +612,98 @@ impl Database {
         self.collection(name)
             .map(|c| c.collection_type() == CollectionType::Edge)
             .unwrap_or(false)
+    }
+}
+
+/// Views: `/_api/view` and AQL's `FOR … IN view SEARCH …` (see `views.rs`).
+impl Database {
+    /// Creates a view (`type` must be `arangosearch`). Errors: 1208 bad name, 1207 taken by a
+    /// view or collection, 10 bad properties or link, 1203 unknown linked collection.
+    pub fn create_view(&self, name: &str, view_type: &str, body: &Value) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.create(self, name, view_type, body)
+    }
+
+    /// A view by name or id; 1203 otherwise.
+    pub fn view(&self, name_or_id: &str) -> Result<Arc<View>> {
+        self.check_usable()?;
+        self.views.get(name_or_id)
+    }
+
+    /// Every view, sorted by name.
+    pub fn views(&self) -> Vec<Arc<View>> {
+        self.views.list()
+    }
+
+    /// Replaces (`partial` false) or partially updates a view's properties and links.
+    pub fn update_view(&self, name_or_id: &str, body: &Value, partial: bool) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.update(self, name_or_id, body, partial)
+    }
+
+    /// Renames a view. Errors: 1203, 1208, 1207.
+    pub fn rename_view(&self, name_or_id: &str, new_name: &str) -> Result<Arc<View>> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.rename(self, name_or_id, new_name)
+    }
+
+    /// Drops a view. Errors: 1203.
+    pub fn drop_view(&self, name_or_id: &str) -> Result<()> {
+        let _changed = CatalogChange;
+        self.check_usable()?;
+        self.views.drop_view(self, name_or_id)
+    }
+
+    /// A view's properties with its links by collection name.
+    pub fn view_properties(&self, view: &View) -> Value {
+        self.views.properties_json(self, view)
+    }
+}
+
+impl ViewHost for Database {
+    fn collection_id(&self, name: &str) -> Result<CollectionId> {
+        Ok(self.collection(name)?.id())
+    }
+
+    fn collection_name(&self, id: CollectionId) -> Option<String> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| c.name().to_string())
+    }
+
+    fn linked_views(&self, id: CollectionId) -> Option<Arc<crate::view_links::LinkedViews>> {
+        self.collections
+            .read()
+            .by_id
+            .get(&id)
+            .map(|c| Arc::clone(&c.views))
+    }
+
+    fn has_collection_named(&self, name: &str) -> bool {
+        self.collections.read().by_name.contains_key(name)
+    }
+
+    fn persist_views(&self, views: Value) -> Result<()> {
+        self.engine.update_database(
+            self.id,
+            json!({"name": self.name, "options": self.options, "views": views}),
+        )
+    }
+
+    fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    fn naming(&self) -> NamingConvention {
+        self.settings.naming
+    }
+
+    fn database_name(&self) -> &str {
+        &self.name
     }
 }

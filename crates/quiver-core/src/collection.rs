@@ -385,6 +385,8 @@ pub struct Collection {
     unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
     /// Indexes with an in-memory structure (persistent family), in creation order.
     maintained: RwLock<Arc<Vec<Arc<MaintainedIndex>>>>,
+    /// The views linked to this collection (fed from its commits).
+    pub(crate) views: Arc<crate::view_links::LinkedViews>,
 }
 
 /// What a query planner needs to know about one index of a collection.
@@ -479,6 +481,7 @@ impl Collection {
             edge_index,
             unique_indexes: RwLock::new(Arc::new(unique)),
             maintained: RwLock::new(Arc::new(maintained)),
+            views: Default::default(),
         }
     }
 
@@ -651,6 +654,7 @@ impl Collection {
     /// creation registers under it.
     pub(crate) fn has_write_hooks(&self) -> bool {
         self.edge_index.is_some()
+            || !self.views.is_empty()
             || !self.unique_indexes.read().is_empty()
             || !self.maintained.read().is_empty()
     }
@@ -1335,6 +1339,14 @@ impl Collection {
         }
         for index in self.unique_indexes().iter() {
             index.truncated();
+        }
+        if !self.views.is_empty() {
+            let change = crate::view_feed::Change::RemoveAll {
+                collection: self.id,
+            };
+            for feed in self.views.feeds() {
+                feed.changes(vec![change.clone()]);
+            }
         }
         self.note_revision(self.engine.hlc().next());
         drop(guard);

@@ -10,6 +10,7 @@ use quiver_storage::{CollectionId, CommitTicket, Engine};
 
 use crate::collection::Collection;
 use crate::staging::Staging;
+use crate::view_feed::Change;
 use crate::{edge_index, secondary};
 
 /// Commits everything `staging` holds as one engine batch: secondary-index and edge-index
@@ -57,6 +58,7 @@ pub(crate) fn commit_staged(
     pending.committed(ticket.tick, horizon);
     edges.committed(ticket.tick, horizon);
     crate::staging::record_indexes(&staging.entries, coll_of);
+    feed_views(staging, colls);
     for coll in colls {
         let newest = staging
             .entries
@@ -69,4 +71,34 @@ pub(crate) fn commit_staged(
         }
     }
     Ok(Some(ticket))
+}
+
+/// Hands the committed changes of collections with linked views to the views' feeds (only
+/// after the engine commit succeeded, so no uncommitted write ever reaches a view). One flag
+/// read per collection when no view is linked.
+fn feed_views(staging: &Staging, colls: &[Arc<Collection>]) {
+    for coll in colls {
+        if coll.views.is_empty() {
+            continue;
+        }
+        let changes: Vec<Change> = staging
+            .entries
+            .iter()
+            .filter(|((cid, _), _)| *cid == coll.id())
+            .map(|((cid, key), entry)| match &entry.current {
+                Some((_, body)) => Change::Put {
+                    collection: *cid,
+                    key: key.clone(),
+                    body: body.clone(),
+                },
+                None => Change::Remove {
+                    collection: *cid,
+                    key: key.clone(),
+                },
+            })
+            .collect();
+        for feed in coll.views.feeds() {
+            feed.changes(changes.clone());
+        }
+    }
 }

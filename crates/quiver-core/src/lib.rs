@@ -28,6 +28,9 @@
 //! - Index definitions (`Collection::indexes`, `index`, `create_index`, `drop_index`) with
 //!   enforcement of unique persistent indexes on every write path; ttl indexes expire
 //!   documents in a background thread ([`CoreOptions::ttl_frequency`]).
+//! - Analyzers ([`analyzers`]): custom analyzers in each database's `_analyzers` collection in
+//!   ArangoDB's format, resolved by name (`name`, `::name`, `db::name`, built-ins) to
+//!   ready-to-run `quiver_search::Analyzer`s.
 //! - Named graphs ([`graphs`]): definitions in each database's `_graphs` collection in
 //!   ArangoDB's format, their validation, and vertex removal with its edges in one transaction.
 //!
@@ -51,6 +54,8 @@
 //! evaluator for their AQL expressions is registered with
 //! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
+pub mod analyzer_usage;
+pub mod analyzers;
 mod auto_commit;
 mod catalog;
 mod collection;
@@ -65,6 +70,7 @@ pub mod geo;
 mod geo_index;
 pub mod graphs;
 mod index;
+mod key_range;
 mod keygen;
 mod lookup;
 mod options;
@@ -78,6 +84,10 @@ mod ttl;
 mod txn;
 mod txn_stats;
 mod unique;
+mod view_analyzers;
+mod view_feed;
+mod view_links;
+mod views;
 
 pub use catalog::{
     catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
@@ -100,6 +110,7 @@ pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 pub use txn_stats::{transaction_counts, TransactionCounts};
+pub use views::{View, ARANGOSEARCH};
 
 pub use quiver_storage::{
     CollectionId, CompactionReport, DatabaseId, EngineOptions, EngineStats, FSYNC_SECONDS_BUCKETS,
@@ -112,6 +123,8 @@ pub(crate) struct Settings {
     pub max_transaction_size: usize,
     pub default_journal_size: u64,
     pub evaluator: parking_lot::RwLock<Option<std::sync::Arc<dyn ComputedValuesEvaluator>>>,
+    pub analyzer_usage:
+        parking_lot::RwLock<Option<std::sync::Arc<dyn analyzer_usage::AnalyzerUsage>>>,
 }
 
 impl std::fmt::Debug for Settings {

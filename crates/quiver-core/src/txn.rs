@@ -239,6 +239,18 @@ impl DocumentReader for ReadView {
         reverse: bool,
     ) -> Result<DocumentIter> {
         coll.check_usable()?;
+        if index == crate::key_range::PRIMARY_INDEX_ID {
+            let scan = || Ok(Box::new(self.scan(coll)?) as crate::key_range::Documents);
+            let found = crate::key_range::primary_lookup(
+                scan,
+                &self.snapshot,
+                coll,
+                false,
+                ranges,
+                reverse,
+            )?;
+            return Ok(DocumentIter::new(found));
+        }
         let scan = IndexScan::new(
             coll,
             index,
@@ -259,6 +271,9 @@ impl DocumentReader for ReadView {
         attrs: &[String],
     ) -> Result<Option<DocumentIter>> {
         coll.check_usable()?;
+        if index == crate::key_range::PRIMARY_INDEX_ID {
+            return Ok(None);
+        }
         let scan = IndexScan::new(
             coll,
             index,
@@ -592,6 +607,18 @@ impl DocumentReader for Transaction {
         self.check_read(coll)?;
         let cid = coll.id();
         let staged_here = self.staging.entries.keys().any(|(c, _)| *c == cid);
+        if index == crate::key_range::PRIMARY_INDEX_ID {
+            let scan = || Ok(Box::new(self.scan(coll)?) as crate::key_range::Documents);
+            let found = crate::key_range::primary_lookup(
+                scan,
+                &self.staging.snapshot,
+                coll,
+                staged_here,
+                ranges,
+                reverse,
+            )?;
+            return Ok(DocumentIter::new(found));
+        }
         if !staged_here {
             let scan = IndexScan::new(
                 coll,
@@ -618,7 +645,9 @@ impl DocumentReader for Transaction {
         self.check_read(coll)?;
         let cid = coll.id();
         // Staged versions are merged in from their bodies: the plain lookup does that.
-        if self.staging.entries.keys().any(|(c, _)| *c == cid) {
+        if index == crate::key_range::PRIMARY_INDEX_ID
+            || self.staging.entries.keys().any(|(c, _)| *c == cid)
+        {
             return Ok(None);
         }
         let scan = IndexScan::new(

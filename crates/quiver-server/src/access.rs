@@ -153,6 +153,9 @@ pub fn need(req: &Request, system_only: bool) -> Need {
                 (None, &Method::POST) => Need::Query,
                 _ => Need::Database(RO),
             },
+            // Analyzers of `_system` need `ro` there too; the handler asks `may_read_system`.
+            "analyzer" if read => Need::Database(RO),
+            "analyzer" => Need::Database(RW),
             "explain" => Need::Database(RO),
             "query" => match seg(2) {
                 None => Need::Database(RO),
@@ -163,6 +166,9 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             "token" => Need::SelfOrAdmin(2),
             "query-cache" if read => Need::Database(RO),
             "query-cache" => Need::Database(RW),
+            // Views: reading needs read access to the database, changes need write access.
+            "view" if read => Need::Database(RO),
+            "view" => Need::Database(RW),
             "user" => match (seg(2), seg(3), read) {
                 (None, _, true) => Need::Authenticated,
                 (Some(_), None, _) if req.method == Method::PUT || req.method == Method::PATCH => {
@@ -307,6 +313,18 @@ fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
         Need::SelfOrAdmin(at) if record.is_admin() || req.segments.get(at) == Some(user) => Ok(()),
         Need::SelfOrAdmin(_) => Err(forbidden()),
         Need::Superuser => Err(forbidden()),
+    }
+}
+
+/// Whether the caller of `req` may read `_system` (analyzers of `_system` are listed and read
+/// from other databases only then, as ArangoDB does).
+pub fn may_read_system(state: &ServerState, req: &Request) -> bool {
+    match &req.identity {
+        Some(Identity::Superuser) => true,
+        Some(Identity::User(name)) => state.auth.users().get(name).is_some_and(|record| {
+            record.database_level(quiver_core::SYSTEM_DATABASE) >= Level::ReadOnly
+        }),
+        None => false,
     }
 }
 

@@ -1,5 +1,6 @@
 //! Handler tests (no socket) for the hot-backup API `/_admin/backup/*`: create, list, a
-//! server opened on the copy, restore's answer, delete, unknown ids and bad labels.
+//! server opened on the copy, restore's answer, upload and download refused, delete, unknown
+//! ids and bad labels.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -99,6 +100,17 @@ fn backups_are_created_listed_opened_and_deleted() {
     assert_eq!((s, b["errorNum"].clone()), (400, json!(400)), "{b}");
     let (s, _) = call(&server, Method::GET, "/_admin/backup/list", json!({}));
     assert_eq!(s, 405);
+    let (s, b) = call(&server, Method::POST, "/_admin/backup/restore", json!({}));
+    assert_eq!((s, b["errorNum"].clone()), (501, json!(9)), "{b}");
+    for op in ["upload", "download"] {
+        let (s, b) = call(
+            &server,
+            Method::POST,
+            &format!("/_admin/backup/{op}"),
+            json!({"id": id}),
+        );
+        assert_eq!((s, b["errorNum"].clone()), (501, json!(31)), "{op} {b}");
+    }
 
     let (s, b) = call(
         &server,

@@ -8,7 +8,7 @@
 use std::collections::btree_map;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
@@ -147,6 +147,18 @@ pub(crate) struct PrimaryIndex {
     /// tombstones, versions under a truncate): 0 means a pass would find nothing, so the
     /// compactor's periodic check skips its walk over every key of an insert-only collection.
     stale: AtomicU64,
+    /// Set (for good) once a key outside [`binary_ordered_key`]'s alphabet was installed:
+    /// from then on the byte order of this index's keys may differ from AQL's string order.
+    mixed_order: AtomicBool,
+}
+
+/// Whether `key` uses only characters on which byte order and AQL's string order (the
+/// collation of `quiver_types::compare_strings`) agree: `-`, digits and lower-case ASCII
+/// letters (ranked `-` < digits < letters in both). Two such keys compare the same either way,
+/// which is what lets a key range be read from the primary index in byte order.
+pub fn binary_ordered_key(key: &str) -> bool {
+    key.bytes()
+        .all(|b| b == b'-' || b.is_ascii_digit() || b.is_ascii_lowercase())
 }
 
 fn shard_of(key: &str) -> usize {
@@ -166,7 +178,20 @@ impl PrimaryIndex {
             truncates: RwLock::new(Vec::new()),
             last_truncate: AtomicU64::new(0),
             stale: AtomicU64::new(0),
+            mixed_order: AtomicBool::new(false),
         }
+    }
+
+    fn note_key(&self, key: &str) {
+        if !binary_ordered_key(key) && !self.mixed_order.load(Ordering::Relaxed) {
+            self.mixed_order.store(true, Ordering::Release);
+        }
+    }
+
+    /// Whether every key ever installed here is [`binary_ordered_key`] (so byte order is AQL
+    /// order for all of them). Sticky: a removed key does not clear it.
+    pub fn binary_ordered(&self) -> bool {
+        !self.mixed_order.load(Ordering::Acquire)
     }
 
     /// The truncate tick in effect for a snapshot at `tick`: versions at or below it are
@@ -229,6 +254,7 @@ impl PrimaryIndex {
 
     /// Installs a new newest version; returns whether the key was alive before.
     pub fn install(&self, key: &str, version: Version, horizon: u64) -> bool {
+        self.note_key(key);
         // Installs run under the WAL mutex, after every truncate below their tick.
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
@@ -270,6 +296,7 @@ impl PrimaryIndex {
         horizon: u64,
         write: impl FnOnce() -> std::result::Result<Version, E>,
     ) -> std::result::Result<bool, E> {
+        self.note_key(key);
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
@@ -330,6 +357,7 @@ impl PrimaryIndex {
 
     /// Recovery: keeps the version with the highest tick for each key.
     pub fn recover(&self, key: &str, version: Version) {
+        self.note_key(key);
         if version.tick <= self.last_truncate() {
             // Dead already: a truncate found earlier covers it (any later find is newer).
             return;
@@ -587,6 +615,61 @@ impl PrimaryIndex {
             }
         }
         last.map(|k| Box::from(k.as_str()))
+    }
+}
+
+impl PrimaryIndex {
+    /// Up to `limit` keys of `shard` within `(lower, upper)`, ascending (descending when
+    /// `reverse`), with their version visible at `tick`; and the last key examined (`None` =
+    /// the range is exhausted in this shard). The next chunk continues after (before) it.
+    pub fn visible_range(
+        &self,
+        shard: usize,
+        (lower, upper): (Bound<&str>, Bound<&str>),
+        reverse: bool,
+        tick: u64,
+        limit: usize,
+    ) -> VisibleChunk {
+        let floor = self.floor(tick);
+        let guard = self.shards[shard].read();
+        let mut out = Vec::new();
+        let mut last = None;
+        let mut examined = 0;
+        let mut take = |k: &IndexKey, e: &Entry| {
+            if let Some(v) = e.visible(tick) {
+                if !v.is_removed() && v.tick > floor {
+                    out.push((Box::from(k.as_str()), *v));
+                }
+            }
+        };
+        // An empty or inverted range has nothing (BTreeMap::range would panic on it).
+        let empty = match (lower, upper) {
+            (Bound::Included(a), Bound::Included(b)) => a > b,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
+            | (Bound::Excluded(a), Bound::Included(b)) => a >= b,
+            _ => false,
+        };
+        if empty {
+            return (out, None);
+        }
+        let range = guard.range::<str, _>((lower, upper));
+        if reverse {
+            for (k, e) in range.rev().take(limit) {
+                take(k, e);
+                last = Some(k);
+                examined += 1;
+            }
+        } else {
+            for (k, e) in range.take(limit) {
+                take(k, e);
+                last = Some(k);
+                examined += 1;
+            }
+        }
+        if examined < limit {
+            return (out, None);
+        }
+        (out, last.map(|k| Box::from(k.as_str())))
     }
 }
 

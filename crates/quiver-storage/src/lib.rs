@@ -13,8 +13,9 @@ mod index;
 pub use collection_options::{
     check_journal_size, CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
 };
-pub use engine::{plan, Engine, FileStat, ScanIter};
+pub use engine::{plan, Engine, FileStat, KeyRangeIter, ScanIter};
 pub use engine::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
+pub use index::binary_ordered_key;
 
 use std::fmt;
 use std::sync::Arc;
@@ -497,6 +498,24 @@ impl Snapshot {
     /// the `engine::ordered_scan` module notes for consistency and checksum handling.
     pub fn ordered_scan(&self, cid: CollectionId) -> Result<OrderedScan> {
         self.state.ordered_scan(cid)
+    }
+
+    /// The documents alive in this snapshot whose keys lie within `bounds`, in byte order of
+    /// the keys (descending when `reverse`), read lazily from the primary index: stopping
+    /// after `n` documents costs about `n` reads (the `engine::key_range` module notes).
+    pub fn key_range(
+        &self,
+        cid: CollectionId,
+        bounds: (std::ops::Bound<String>, std::ops::Bound<String>),
+        reverse: bool,
+    ) -> Result<KeyRangeIter> {
+        self.state.key_range(cid, bounds, reverse)
+    }
+
+    /// Whether every key collection `cid` ever held is [`binary_ordered_key`], so that byte
+    /// order (that of [`Snapshot::key_range`]) is AQL's string order among its keys.
+    pub fn keys_binary_ordered(&self, cid: CollectionId) -> Result<bool> {
+        self.state.keys_binary_ordered(cid)
     }
 
     /// The snapshot's tick.

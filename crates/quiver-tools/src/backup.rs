@@ -1,5 +1,10 @@
 //! `quiver backup create|list|restore|delete`: arangobackup's operations, sent to the
-//! server's `/_admin/backup/*` API.
+//! server's `/_admin/backup/*` API. A running server does not restore in place, so
+//! `restore --database.directory D --target-directory T` copies the backup `D/backups/<id>`
+//! into the empty directory `T` without contacting the server; starting a server on `T`
+//! restores the backed-up state and leaves the backup itself untouched.
+
+use std::path::Path;
 
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
@@ -8,6 +13,23 @@ use crate::options::BackupOptions;
 
 /// Runs one operation and prints its outcome; returns the ids it created, listed or deleted.
 pub fn run(options: &BackupOptions) -> Result<Vec<String>> {
+    if let (Some(data), Some(target), Some(id)) = (
+        &options.database_directory,
+        &options.target_directory,
+        &options.identifier,
+    ) {
+        let files = restore_copy(&data.join("backups").join(id), target)?;
+        println!(
+            "restored backup {id} into {} ({files} files)",
+            target.display()
+        );
+        return Ok(vec![id.clone()]);
+    }
+    if options.database_directory.is_some() || options.target_directory.is_some() {
+        return Err(bad(
+            "--database.directory and --target-directory go together, with --identifier, for restore",
+        ));
+    }
     let client = options.server.connection()?.client();
     let op = options.operation.as_str();
     let mut body = json!({});
@@ -15,12 +37,7 @@ pub fn run(options: &BackupOptions) -> Result<Vec<String>> {
         body["label"] = json!(label);
     }
     match (op, &options.identifier) {
-        ("restore" | "delete", None) => {
-            return Err(Error::with_message(
-                ErrorCode::BadParameter,
-                format!("'{op}' needs --identifier"),
-            ))
-        }
+        ("restore" | "delete", None) => return Err(bad(&format!("'{op}' needs --identifier"))),
         (_, Some(id)) => body["id"] = json!(id),
         _ => {}
     }
@@ -50,4 +67,58 @@ pub fn run(options: &BackupOptions) -> Result<Vec<String>> {
         _ => println!("{op}d backup {}", ids.join(", ")),
     }
     Ok(ids)
+}
+
+fn bad(message: &str) -> Error {
+    Error::with_message(ErrorCode::BadParameter, message)
+}
+
+/// Copies the backup directory `source` (it must hold `backup.json`) into `target`, which must
+/// be missing or empty; returns the number of files copied. Copies, never hard links: the
+/// restored server writes to its files and the backup must stay as it was. Hand-written
+/// because it is a plain walk of a directory tree a few levels deep; no link or special file
+/// is followed (the engine writes none).
+pub fn restore_copy(source: &Path, target: &Path) -> Result<u64> {
+    if !source.join("backup.json").is_file() {
+        return Err(Error::with_message(
+            ErrorCode::HttpNotFound,
+            format!("no backup at {}", source.display()),
+        ));
+    }
+    if target.exists() {
+        let mut entries = std::fs::read_dir(target).map_err(|e| io(target, e))?;
+        if entries.next().is_some() {
+            return Err(bad(&format!(
+                "the target directory {} is not empty",
+                target.display()
+            )));
+        }
+    }
+    copy_tree(source, target)
+}
+
+fn copy_tree(source: &Path, target: &Path) -> Result<u64> {
+    std::fs::create_dir_all(target).map_err(|e| io(target, e))?;
+    let mut files = 0;
+    for entry in std::fs::read_dir(source).map_err(|e| io(source, e))? {
+        let entry = entry.map_err(|e| io(source, e))?;
+        let kind = entry.file_type().map_err(|e| io(&entry.path(), e))?;
+        let to = target.join(entry.file_name());
+        if kind.is_dir() {
+            files += copy_tree(&entry.path(), &to)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &to).map_err(|e| io(&entry.path(), e))?;
+            files += 1;
+        } else {
+            return Err(bad(&format!(
+                "{} is neither a file nor a directory",
+                entry.path().display()
+            )));
+        }
+    }
+    Ok(files)
+}
+
+fn io(path: &Path, e: std::io::Error) -> Error {
+    Error::with_message(ErrorCode::IoError, format!("{}: {e}", path.display()))
 }

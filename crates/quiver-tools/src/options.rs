@@ -283,6 +283,12 @@ pub struct ImportOptions {
     #[arg(long = "progress", default_value = "true", num_args = 0..=1,
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub progress: bool,
+    /// All or nothing (`/_api/import`'s `complete=true`): the whole input goes in one request
+    /// of at most 512 MiB; a malformed line or a refused document stores nothing and fails
+    /// the import naming the line.
+    #[arg(long = "complete", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub complete: bool,
 }
 
 /// `quiver export`: arangoexport's options (json, jsonl and csv output).
@@ -349,4 +355,11 @@ pub struct BackupOptions {
     /// Id of the backup to restore, delete or list.
     #[arg(long = "identifier")]
     pub identifier: Option<String>,
+    /// restore: the server's data directory, which holds `backups/<identifier>`.
+    #[arg(long = "database.directory")]
+    pub database_directory: Option<std::path::PathBuf>,
+    /// restore: an empty or new directory that receives a copy of the backup; a server
+    /// started with `--database.directory` on it opens the backed-up state.
+    #[arg(long = "target-directory")]
+    pub target_directory: Option<std::path::PathBuf>,
 }

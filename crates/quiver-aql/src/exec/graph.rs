@@ -214,6 +214,14 @@ impl Fetch<'_> {
             (Produce::Skip, _) => return Ok(Value::Null),
             (_, None) => None,
             (Produce::Full, Some((c, k))) => self.get(c, k)?,
+            (Produce::Raw, Some((c, k))) => {
+                self.lookups += 1;
+                match self.txn.get_json(c, k) {
+                    Ok(text) => text.map(Value::String),
+                    Err(e) if e.code == ErrorCode::DataSourceNotFound => None,
+                    Err(e) => return Err(e),
+                }
+            }
             (Produce::IdOnly, Some((c, k))) => {
                 self.lookups += 1;
                 let exists = match self.txn.exists(c, k) {

@@ -120,6 +120,10 @@ impl DataAccess for TxnData<'_> {
         self.txn.collection_schema(collection)
     }
 
+    fn analyzer(&self, name: &str) -> Result<std::sync::Arc<quiver_core::analyzers::Analyzer>> {
+        self.txn.analyzer(name)
+    }
+
     fn scan(&self, collection: &str) -> Result<crate::source::DocIter> {
         self.txn.scan(collection)
     }

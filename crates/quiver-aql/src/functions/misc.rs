@@ -50,7 +50,6 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     // Deferred to later issues; see docs/aql-functions.md.
     reading("SCHEMA_GET", 1, 1, schema_get),
     reading("SCHEMA_VALIDATE", 2, 2, schema_validate),
-    def("TOKENS", 1, 2, not_implemented),
     def("ANALYZER", 2, 2, not_implemented),
     def("BOOST", 2, 2, not_implemented),
     def("EXISTS", 1, 3, not_implemented),
@@ -795,10 +794,5 @@ mod tests {
                 .number(),
             9
         );
-    }
-
-    #[test]
-    fn deferred_functions_say_so() {
-        assert_eq!(error("TOKENS", vec![json!("a"), json!("text_en")]), 9);
     }
 }

@@ -30,6 +30,7 @@ mod geo;
 mod misc;
 mod numeric;
 mod string;
+mod tokens;
 mod types;
 
 /// Signature of every function implementation: arguments are borrowed, the result is owned.
@@ -172,6 +173,11 @@ pub trait DataAccess {
             ErrorCode::NotImplemented,
             "COLLECTIONS() is not available in this context",
         ))
+    }
+    /// The analyzer `name` as the query's database resolves it (`TOKENS()`); only the
+    /// built-ins where no database is at hand. Errors: 404/1202 when unknown.
+    fn analyzer(&self, name: &str) -> Result<std::sync::Arc<quiver_core::analyzers::Analyzer>> {
+        quiver_core::analyzers::builtin(name)
     }
     /// The authenticated user (`CURRENT_USER()`), None without authentication.
     fn current_user(&self) -> Option<String> {
@@ -413,6 +419,7 @@ const TABLES: &[&[FunctionDef]] = &[
     date::FUNCTIONS,
     bits::FUNCTIONS,
     misc::FUNCTIONS,
+    tokens::FUNCTIONS,
     geo::FUNCTIONS,
 ];
 

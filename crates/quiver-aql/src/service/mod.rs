@@ -18,6 +18,7 @@ mod batches;
 mod cursors;
 mod queries;
 mod query_metrics;
+mod reply;
 mod request;
 mod response;
 
@@ -43,6 +44,7 @@ use batches::cursor_with_values;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
 use queries::QueryRegistry;
 pub use query_metrics::QueryFigures;
+pub use reply::CursorReply;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
 
@@ -198,9 +200,10 @@ impl QueryService {
             ..Default::default()
         };
         for name in plan.collections.keys() {
-            let list = txn.secondary_indexes(name)?;
-            if !list.is_empty() {
-                let count = txn.count(name)?;
+            let mut list = vec![crate::index_select::primary_index()];
+            list.extend(txn.secondary_indexes(name)?);
+            // Views and other sources without a count have no indexes to choose from.
+            if let Ok(count) = txn.count(name) {
                 indexes.collections.insert(name.clone(), (count, list));
             }
         }
@@ -230,8 +233,14 @@ impl QueryService {
         })
     }
 
-    /// `POST /_api/cursor`.
+    /// `POST /_api/cursor`, every result row a value.
     pub fn create_cursor(&self, db: &str, req: CursorRequest) -> Result<ServiceReply> {
+        self.create_cursor_with(db, req, None)?.into_plain()
+    }
+
+    /// `POST /_api/cursor` for the HTTP layer: result rows may be documents as stored JSON
+    /// text ([`CursorReply`]), to be written into the response without parsing.
+    pub fn create_cursor_reply(&self, db: &str, req: CursorRequest) -> Result<CursorReply> {
         self.create_cursor_with(db, req, None)
     }
 
@@ -246,7 +255,7 @@ impl QueryService {
         req: CursorRequest,
         txn: Box<dyn crate::source::Transaction>,
     ) -> Result<ServiceReply> {
-        self.create_cursor_with(db, req, Some(txn))
+        self.create_cursor_with(db, req, Some(txn))?.into_plain()
     }
 
     fn create_cursor_with(
@@ -254,7 +263,7 @@ impl QueryService {
         db: &str,
         mut req: CursorRequest,
         given: Option<Box<dyn crate::source::Transaction>>,
-    ) -> Result<ServiceReply> {
+    ) -> Result<CursorReply> {
         if req.batch_size == 0 {
             return Err(bad("expecting non-zero value for 'batchSize'"));
         }
@@ -340,6 +349,7 @@ impl QueryService {
                 last_batch: None,
                 allow_retry: req.allow_retry,
                 exhausted: false,
+                raw_result: plan.raw_result(),
             };
             return self.respond_first(
                 cursor_with_values(&mut cursor, values, self, parsing, optimizing)?,
@@ -399,6 +409,7 @@ impl QueryService {
             last_batch: None,
             allow_retry: req.allow_retry,
             exhausted: false,
+            raw_result: plan.raw_result(),
         };
         let body = self.next_body(&mut cursor, None)?;
         self.respond_first(body, cursor, 201)
@@ -492,9 +503,10 @@ impl QueryService {
                 last_batch: None,
                 allow_retry: false,
                 exhausted: false,
+                raw_result: false,
             };
             let body = self.next_body(&mut cursor, None)?;
-            let (code, body) = self.respond_first(body, cursor, 201)?;
+            let CursorReply { code, body, .. } = self.respond_first(body, cursor, 201)?;
             let bytes = serde_json::to_vec(&body)
                 .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
             return Ok((code, bytes));

@@ -47,6 +47,7 @@ impl DataSource for CoreSource {
         Ok(Box::new(CoreTransaction {
             reader,
             collections: Mutex::new(HashMap::new()),
+            analyzers: Some((Arc::clone(&self.core), db)),
         }))
     }
 }
@@ -108,6 +109,7 @@ pub fn leased(trx: quiver_core::Transaction, back: LeaseReturn) -> Box<dyn Trans
             wrote: false,
         }),
         collections: Mutex::new(HashMap::new()),
+        analyzers: None,
     })
 }
 
@@ -115,6 +117,9 @@ struct CoreTransaction {
     reader: Reader,
     /// Resolved collection handles (a query touches a handful, looked up per row).
     collections: Mutex<HashMap<String, Arc<Collection>>>,
+    /// Where analyzer names resolve (`TOKENS()`): the core and the query's database; a
+    /// leased stream transaction knows only the built-ins.
+    analyzers: Option<(Arc<Core>, Arc<quiver_core::Database>)>,
 }
 
 impl CoreTransaction {
@@ -206,6 +211,54 @@ fn key_of(doc: &Value) -> Result<String> {
 }
 
 impl Transaction for CoreTransaction {
+    fn is_view(&self, name: &str) -> bool {
+        self.reader().database().view(name).is_ok()
+    }
+
+    fn search_view(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[super::Scorer],
+        wait_for_sync: bool,
+    ) -> Result<Vec<super::ViewHit>> {
+        let db = self.reader().database();
+        let v = db.view(view).map_err(|_| {
+            Error::with_message(
+                ErrorCode::DataSourceNotFound,
+                format!("collection or view not found: {view}"),
+            )
+        })?;
+        let ids: Option<Vec<u64>> = collections.map(|names| {
+            names
+                .iter()
+                .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
+                .collect()
+        });
+        let hits = v.search(query, ids.as_deref(), scorers, wait_for_sync)?;
+        let mut names: HashMap<u64, Option<String>> = HashMap::new();
+        let mut out = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let name = names
+                .entry(hit.collection)
+                .or_insert_with(|| {
+                    db.collection_by_id(hit.collection)
+                        .ok()
+                        .map(|c| c.name().to_string())
+                })
+                .clone();
+            if let Some(collection) = name {
+                out.push(super::ViewHit {
+                    collection,
+                    key: hit.key,
+                    scores: hit.scores,
+                });
+            }
+        }
+        Ok(out)
+    }
+
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
         let coll = self.coll(collection)?;
         Ok(coll
@@ -274,6 +327,24 @@ impl Transaction for CoreTransaction {
         self.reader().get(&c, key)
     }
 
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        let c = self.coll(collection)?;
+        if quiver_types::validate_key(key).is_err() {
+            return Ok(None);
+        }
+        match self.reader().get_raw(&c, key)? {
+            // Stored bodies are JSON the server serialized itself: valid UTF-8 unless the
+            // datafile is damaged, which is reported rather than passed on.
+            Some((_, raw)) => String::from_utf8(raw.to_vec()).map(Some).map_err(|_| {
+                Error::with_message(
+                    ErrorCode::Internal,
+                    format!("document '{collection}/{key}' is not valid UTF-8"),
+                )
+            }),
+            None => Ok(None),
+        }
+    }
+
     fn scan(&self, collection: &str) -> Result<DocIter> {
         let c = self.coll(collection)?;
         Ok(Box::new(self.reader().scan(&c)?))
@@ -295,6 +366,13 @@ impl Transaction for CoreTransaction {
 
     fn collection_schema(&self, collection: &str) -> Result<Value> {
         Ok(self.coll(collection)?.schema().unwrap_or(Value::Null))
+    }
+
+    fn analyzer(&self, name: &str) -> Result<Arc<quiver_core::analyzers::Analyzer>> {
+        match &self.analyzers {
+            Some((core, db)) => quiver_core::analyzers::lookup(core, db, name),
+            None => quiver_core::analyzers::builtin(name),
+        }
     }
 
     fn geo_lookup(

@@ -392,6 +392,16 @@ impl Transaction for MemoryTransaction {
         reverse: bool,
     ) -> Result<DocIter> {
         let coll = self.coll(collection)?;
+        if index == quiver_core::PRIMARY_INDEX_ID {
+            let docs = quiver_core::lookup_documents(
+                &["_key".to_string()],
+                false,
+                coll.docs.iter().map(|(k, d)| (k.clone(), d.clone())),
+                &ranges,
+                reverse,
+            );
+            return Ok(Box::new(docs.into_iter().map(Ok)));
+        }
         let (_, def) = coll
             .indexes
             .iter()

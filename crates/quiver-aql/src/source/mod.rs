@@ -35,6 +35,16 @@ pub struct IndexMeta {
 
 pub use quiver_core::IndexRange;
 
+/// One document a view search found: its collection, key and one score per scorer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewHit {
+    pub collection: String,
+    pub key: String,
+    pub scores: Vec<f64>,
+}
+
+pub use quiver_search::index::{Scorer, SearchQuery};
+
 /// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteOptions {
@@ -100,6 +110,28 @@ pub trait Transaction: Send {
     fn count(&self, collection: &str) -> Result<u64>;
     fn get(&self, collection: &str, key: &str) -> Result<Option<Value>>;
     fn scan(&self, collection: &str) -> Result<DocIter>;
+    /// Whether `name` is a view of the query's database (a backend without views has none).
+    fn is_view(&self, name: &str) -> bool {
+        let _ = name;
+        false
+    }
+    /// The documents of view `view` matching `query` (restricted to the linked collections
+    /// named in `collections` when given), with one score per scorer; with `wait_for_sync`
+    /// after every write acknowledged before the call is searchable. 1203 for an unknown view.
+    fn search_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        let _ = (query, collections, scorers, wait_for_sync);
+        Err(Error::with_message(
+            ErrorCode::DataSourceNotFound,
+            format!("AQL: collection or view not found: {view}"),
+        ))
+    }
     /// The usable secondary indexes of a collection (none for a backend without them).
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
         let _ = collection;
@@ -198,6 +230,17 @@ pub trait Transaction: Send {
         None
     }
 
+    /// A document as JSON text (with `_id`), for results that pass documents through
+    /// without looking inside them. The text parses to what [`Transaction::get`] returns.
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        match self.get(collection, key)? {
+            Some(doc) => serde_json::to_string(&doc)
+                .map(Some)
+                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string())),
+            None => Ok(None),
+        }
+    }
+
     /// Whether a document exists, without necessarily reading it (graph operations check
     /// vertices they only need the `_id` of).
     fn exists(&self, collection: &str, key: &str) -> Result<bool> {
@@ -218,6 +261,11 @@ pub trait Transaction: Send {
             ErrorCode::NotImplemented,
             "COLLECTIONS() is not available for this data source",
         ))
+    }
+    /// The analyzer `name` as the transaction's database resolves it (`TOKENS()`); a source
+    /// without an analyzer catalog knows only the built-ins. Errors: 404/1202 when unknown.
+    fn analyzer(&self, name: &str) -> Result<std::sync::Arc<quiver_core::analyzers::Analyzer>> {
+        quiver_core::analyzers::builtin(name)
     }
     /// The `schema` property of `collection` (`SCHEMA_GET()`): null when it has none; 1203 when
     /// the collection does not exist. A source without schemas has none to report.

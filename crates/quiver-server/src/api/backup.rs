@@ -6,8 +6,11 @@
 //! rest) plus `backup.json` describing it. Its id is ArangoDB's `<UTC time>_<label>`
 //! (`2026-11-26T19.30.00Z_nightly`). The copy is written under a hidden name and renamed
 //! when complete, so a listed backup is always whole. Restoring means starting a server on
-//! the copy (`--database.directory <data>/backups/<id>`); a running server cannot swap its
-//! data under its clients, so `restore` answers 501 with that directory.
+//! the copy (`--database.directory <data>/backups/<id>`, or a copy of it made by
+//! `quiver backup restore --target-directory`); a running server cannot swap its data under
+//! its clients, so `restore` answers 501/9 naming that directory. `upload` and `download`
+//! move backups to and from rclone remote repositories, an Enterprise Edition feature in
+//! ArangoDB 3.12: they answer 501/31.
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,18 +24,33 @@ use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 const META: &str = "backup.json";
 
 pub fn backup(state: &ServerState, req: &Request, op: &str) -> Response {
-    if !matches!(op, "create" | "list" | "delete" | "restore") {
+    if !matches!(
+        op,
+        "create" | "list" | "delete" | "restore" | "upload" | "download"
+    ) {
         return not_found(req);
     }
     if req.method != Method::POST {
         return method_not_allowed();
+    }
+    let root = state.core.directory().join("backups");
+    match op {
+        "upload" | "download" => {
+            return Error::with_message(
+                ErrorCode::OnlyEnterprise,
+                "backup transfer to remote repositories is only available in the Enterprise \
+                 Edition of ArangoDB",
+            )
+            .into()
+        }
+        "restore" => return refuse_restore(&root, &req.body).into(),
+        _ => {}
     }
     let outcome = crate::json::parse_body(&req.body).and_then(|body| {
         let body = body.unwrap_or_else(|| json!({}));
         if !body.is_object() {
             return Err(bad("the body must be an object"));
         }
-        let root = state.core.directory().join("backups");
         match op {
             "create" => create(state, &root, &body),
             "list" => list(&root, &body),
@@ -41,20 +59,30 @@ pub fn backup(state: &ServerState, req: &Request, op: &str) -> Response {
                     .map_err(|e| internal(format!("cannot delete the backup: {e}")))?;
                 Ok(Response::ok_envelope(200, json!({})))
             }
-            _ => {
-                let dir = existing(&root, &body)?;
-                Err(Error::with_message(
-                    ErrorCode::NotImplemented,
-                    format!(
-                        "a running server does not restore in place: stop it and start it with \
-                         --database.directory {}",
-                        dir.display()
-                    ),
-                ))
-            }
+            _ => unreachable!("restore, upload and download are answered above"),
         }
     });
     outcome.unwrap_or_else(Into::into)
+}
+
+/// `restore`'s answer, always 501/9: names the backup's directory when the body's `id` is a
+/// known backup, so the operator can start a server on it.
+fn refuse_restore(root: &Path, body: &[u8]) -> Error {
+    let dir = crate::json::parse_body(body)
+        .ok()
+        .flatten()
+        .and_then(|b| existing(root, &b).ok());
+    let message = match dir {
+        Some(dir) => format!(
+            "a running server does not restore in place: stop it and start it with \
+             --database.directory {} (or on a copy made by quiver backup restore)",
+            dir.display()
+        ),
+        None => "a running server does not restore in place: start a server on the backup's \
+                 directory under <data>/backups/<id>, or on a copy made by quiver backup restore"
+            .to_string(),
+    };
+    Error::with_message(ErrorCode::NotImplemented, message)
 }
 
 fn bad(message: &str) -> Error {

@@ -1,6 +1,7 @@
 //! One module per API family; [`route`] picks the family from the first path segments.
 
 pub mod admin;
+pub mod analyzer;
 pub mod backup;
 pub mod batch;
 pub mod collection;
@@ -24,6 +25,7 @@ pub mod statistics;
 pub mod token;
 pub mod transaction;
 pub mod user;
+pub mod view;
 pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -52,8 +54,10 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "dump" => dump::route(state, req),
             "edges" => edges::route(state, req),
             "gharial" => gharial::route(state, req),
+            "analyzer" => analyzer::route(state, req),
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
+            "view" => view::route(state, req),
             "token" => token::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),

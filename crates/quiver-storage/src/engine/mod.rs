@@ -44,6 +44,7 @@ mod compactor;
 mod counters;
 mod figures;
 mod journal;
+mod key_range;
 mod maintenance;
 mod open;
 mod ordered_scan;
@@ -56,6 +57,7 @@ mod wal_recovery;
 
 pub(crate) use collection::Collection;
 pub use compaction_plan::{plan, FileStat};
+pub use key_range::KeyRangeIter;
 pub(crate) use open::open;
 pub use ordered_scan::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 pub use snapshot::ScanIter;

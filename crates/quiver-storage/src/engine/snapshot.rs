@@ -69,7 +69,7 @@ impl Inner {
 
     /// The version of `key` visible at `tick`, read from its file; looked up again when the
     /// collector or compactor moved it meanwhile.
-    fn read_version(
+    pub(super) fn read_version(
         &self,
         col: &Collection,
         key: &str,
@@ -93,7 +93,7 @@ impl Inner {
     }
 
     /// The document of version `v` (`None` if its file is gone; error 1000 if damaged).
-    fn read_at(&self, col: &Collection, v: Version) -> Result<Option<StoredDocument>> {
+    pub(super) fn read_at(&self, col: &Collection, v: Version) -> Result<Option<StoredDocument>> {
         let Some(buf) = self.read_marker(v.loc)? else {
             return Ok(None);
         };
@@ -175,6 +175,29 @@ impl SnapshotState {
     pub fn ordered_scan(self: &Arc<Self>, cid: u64) -> Result<super::ordered_scan::OrderedScan> {
         let col = self.collection(cid)?.clone();
         Ok(super::ordered_scan::OrderedScan::new(self.clone(), col))
+    }
+
+    /// The documents of collection `cid` whose keys lie within `bounds`, in byte order of the
+    /// keys (descending when `reverse`), read lazily: see [`super::key_range`].
+    pub fn key_range(
+        self: &Arc<Self>,
+        cid: u64,
+        bounds: (std::ops::Bound<String>, std::ops::Bound<String>),
+        reverse: bool,
+    ) -> Result<super::key_range::KeyRangeIter> {
+        let col = self.collection(cid)?.clone();
+        Ok(super::key_range::KeyRangeIter::new(
+            self.clone(),
+            col,
+            bounds,
+            reverse,
+        ))
+    }
+
+    /// Whether the byte order of collection `cid`'s keys is AQL's string order for every key
+    /// it ever held (see `index::binary_ordered_key`).
+    pub fn keys_binary_ordered(&self, cid: u64) -> Result<bool> {
+        Ok(self.collection(cid)?.index.binary_ordered())
     }
 
     pub fn scan(self: &Arc<Self>, cid: u64) -> Result<ScanIter> {

@@ -1,0 +1,909 @@
+//! `FOR d IN view SEARCH condition OPTIONS {…}`: the EnumerateViewNode and the planning of
+//! SEARCH conditions. A condition is kept as a tree over attribute paths of the view variable
+//! whose operands are compiled expressions, turned into the index's `SearchQuery` per input
+//! row (operands may read outer variables). Scorer calls (`BM25(d)`, `TFIDF(d)`) on the view
+//! variable become variables the node fills with each document's score.
+
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_search::index::{ExistsKind, PhrasePart, Scorer, SearchQuery, SearchValue};
+use serde_json::{json, Value};
+
+use super::{NodeKind, Plan, Planner};
+use crate::ast::{BinOp, Expr, UnaryOp};
+use crate::expr::{CExpr, Slot};
+
+/// The analyzer of conditions outside `ANALYZER()`.
+const DEFAULT_ANALYZER: &str = "identity";
+
+/// An EnumerateViewNode.
+#[derive(Clone, Debug)]
+pub struct ViewNode {
+    pub out: Slot,
+    pub view: String,
+    /// None: every document of the view.
+    pub condition: Option<SearchCond>,
+    /// `OPTIONS {collections: [...]}`.
+    pub collections: Option<Vec<String>>,
+    /// `OPTIONS {waitForSync: true}`.
+    pub wait_for_sync: bool,
+    /// Scorers the query reads, each with the variable its score goes to.
+    pub scorers: Vec<(Scorer, Slot)>,
+    pub options: Value,
+}
+
+/// A comparison in a SEARCH condition.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Compare {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A SEARCH condition with compiled operands.
+#[derive(Clone, Debug)]
+pub enum SearchCond {
+    And(Vec<SearchCond>),
+    Or(Vec<SearchCond>),
+    Not(Box<SearchCond>),
+    Boost(Box<SearchCond>, CExpr),
+    MinMatch(Vec<SearchCond>, CExpr),
+    Compare {
+        path: String,
+        analyzer: String,
+        op: Compare,
+        value: CExpr,
+    },
+    /// `path IN array` (any element equal).
+    In {
+        path: String,
+        analyzer: String,
+        values: CExpr,
+    },
+    /// `path IN low..high`, `IN_RANGE(path, low, high, includeLow, includeHigh)`.
+    InRange {
+        path: String,
+        analyzer: String,
+        low: CExpr,
+        high: CExpr,
+        include_low: CExpr,
+        include_high: CExpr,
+    },
+    Exists {
+        path: String,
+        kind: Option<CExpr>,
+        analyzer: Option<CExpr>,
+        context_analyzer: String,
+    },
+    Phrase {
+        path: String,
+        analyzer: String,
+        parts: Vec<CExpr>,
+    },
+    StartsWith {
+        path: String,
+        analyzer: String,
+        prefixes: CExpr,
+        min_match: Option<CExpr>,
+    },
+    Like {
+        path: String,
+        analyzer: String,
+        pattern: CExpr,
+    },
+    Levenshtein {
+        path: String,
+        analyzer: String,
+        target: CExpr,
+        distance: CExpr,
+        transpositions: Option<CExpr>,
+    },
+    /// A condition not about the view's documents: true matches all, anything else none.
+    Constant(CExpr),
+}
+
+fn unsupported(what: &str) -> Error {
+    Error::with_message(
+        ErrorCode::QueryParse,
+        format!("AQL: unsupported SEARCH condition: {what} (while parsing)"),
+    )
+}
+
+fn type_error(message: String) -> Error {
+    Error::with_message(ErrorCode::BadParameter, format!("AQL: {message}"))
+}
+
+fn search_value(v: &Value) -> Option<SearchValue> {
+    match v {
+        Value::String(s) => Some(SearchValue::String(s.clone())),
+        Value::Number(n) => n.as_f64().map(SearchValue::Number),
+        Value::Bool(b) => Some(SearchValue::Bool(*b)),
+        Value::Null => Some(SearchValue::Null),
+        _ => None,
+    }
+}
+
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+impl SearchCond {
+    /// Calls `f` for every slot an operand reads.
+    pub fn visit_vars(&self, f: &mut dyn FnMut(Slot)) {
+        match self {
+            SearchCond::And(list) | SearchCond::Or(list) => {
+                list.iter().for_each(|c| c.visit_vars(f))
+            }
+            SearchCond::Not(c) => c.visit_vars(f),
+            SearchCond::Boost(c, e) => {
+                c.visit_vars(f);
+                e.visit_vars(f);
+            }
+            SearchCond::MinMatch(list, e) => {
+                list.iter().for_each(|c| c.visit_vars(f));
+                e.visit_vars(f);
+            }
+            SearchCond::Compare { value, .. } => value.visit_vars(f),
+            SearchCond::In { values, .. } => values.visit_vars(f),
+            SearchCond::InRange {
+                low,
+                high,
+                include_low,
+                include_high,
+                ..
+            } => [low, high, include_low, include_high]
+                .iter()
+                .for_each(|e| e.visit_vars(f)),
+            SearchCond::Exists { kind, analyzer, .. } => kind
+                .iter()
+                .chain(analyzer.iter())
+                .for_each(|e| e.visit_vars(f)),
+            SearchCond::Phrase { parts, .. } => parts.iter().for_each(|e| e.visit_vars(f)),
+            SearchCond::StartsWith {
+                prefixes,
+                min_match,
+                ..
+            } => {
+                prefixes.visit_vars(f);
+                min_match.iter().for_each(|e| e.visit_vars(f));
+            }
+            SearchCond::Like { pattern, .. } => pattern.visit_vars(f),
+            SearchCond::Levenshtein {
+                target,
+                distance,
+                transpositions,
+                ..
+            } => {
+                target.visit_vars(f);
+                distance.visit_vars(f);
+                transpositions.iter().for_each(|e| e.visit_vars(f));
+            }
+            SearchCond::Constant(e) => e.visit_vars(f),
+        }
+    }
+
+    /// The index query for one input row; `eval` computes an operand.
+    pub fn to_query(&self, eval: &mut dyn FnMut(&CExpr) -> Result<Value>) -> Result<SearchQuery> {
+        Ok(match self {
+            SearchCond::And(list) => SearchQuery::And(
+                list.iter()
+                    .map(|c| c.to_query(eval))
+                    .collect::<Result<_>>()?,
+            ),
+            SearchCond::Or(list) => SearchQuery::Or(
+                list.iter()
+                    .map(|c| c.to_query(eval))
+                    .collect::<Result<_>>()?,
+            ),
+            SearchCond::Not(c) => SearchQuery::Not(Box::new(c.to_query(eval)?)),
+            SearchCond::Boost(c, e) => {
+                let boost = eval(e)?.as_f64().ok_or_else(|| {
+                    type_error("BOOST() expects a number as its second argument".into())
+                })?;
+                SearchQuery::Boost(Box::new(c.to_query(eval)?), boost)
+            }
+            SearchCond::MinMatch(list, e) => {
+                let min = eval(e)?.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                    type_error("MIN_MATCH() expects a non-negative number last".into())
+                })?;
+                SearchQuery::MinMatch(
+                    list.iter()
+                        .map(|c| c.to_query(eval))
+                        .collect::<Result<_>>()?,
+                    min as usize,
+                )
+            }
+            SearchCond::Compare {
+                path,
+                analyzer,
+                op,
+                value,
+            } => {
+                let v = eval(value)?;
+                let Some(value) = search_value(&v) else {
+                    // Arrays and objects are never indexed values.
+                    return Ok(if *op == Compare::Ne {
+                        SearchQuery::All
+                    } else {
+                        SearchQuery::Nothing
+                    });
+                };
+                let bound = |inclusive: bool| Some((value.clone(), inclusive));
+                let range = |lower, upper| SearchQuery::Range {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    lower,
+                    upper,
+                };
+                let term = SearchQuery::Term {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    value: value.clone(),
+                };
+                match op {
+                    Compare::Eq => term,
+                    Compare::Ne => SearchQuery::Not(Box::new(term)),
+                    Compare::Lt => range(None, bound(false)),
+                    Compare::Le => range(None, bound(true)),
+                    Compare::Gt => range(bound(false), None),
+                    Compare::Ge => range(bound(true), None),
+                }
+            }
+            SearchCond::In {
+                path,
+                analyzer,
+                values,
+            } => match eval(values)? {
+                Value::Array(items) => SearchQuery::Or(
+                    items
+                        .iter()
+                        .filter_map(search_value)
+                        .map(|value| SearchQuery::Term {
+                            path: path.clone(),
+                            analyzer: analyzer.clone(),
+                            value,
+                        })
+                        .collect(),
+                ),
+                _ => SearchQuery::Nothing,
+            },
+            SearchCond::InRange {
+                path,
+                analyzer,
+                low,
+                high,
+                include_low,
+                include_high,
+            } => {
+                let (lo, hi) = (eval(low)?, eval(high)?);
+                let (il, ih) = (truthy(&eval(include_low)?), truthy(&eval(include_high)?));
+                let same_kind = matches!(
+                    (&lo, &hi),
+                    (Value::Number(_), Value::Number(_)) | (Value::String(_), Value::String(_))
+                );
+                if !same_kind {
+                    return Ok(SearchQuery::Nothing);
+                }
+                SearchQuery::Range {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    lower: search_value(&lo).map(|v| (v, il)),
+                    upper: search_value(&hi).map(|v| (v, ih)),
+                }
+            }
+            SearchCond::Exists {
+                path,
+                kind,
+                analyzer,
+                context_analyzer,
+            } => {
+                let kind = match kind {
+                    None => ExistsKind::Any,
+                    Some(k) => match eval(k)? {
+                        Value::String(k) => match k.as_str() {
+                            "bool" | "boolean" => ExistsKind::Type("bool".into()),
+                            "numeric" => ExistsKind::Type("number".into()),
+                            "null" => ExistsKind::Type("null".into()),
+                            "string" => ExistsKind::Type("string".into()),
+                            "analyzer" => {
+                                let name = match analyzer {
+                                    Some(a) => {
+                                        eval(a)?.as_str().map(str::to_string).ok_or_else(|| {
+                                            type_error("EXISTS() expects an analyzer name".into())
+                                        })?
+                                    }
+                                    None => context_analyzer.clone(),
+                                };
+                                ExistsKind::Analyzer(normalize_analyzer(&name))
+                            }
+                            other => {
+                                return Err(type_error(format!("EXISTS(): invalid type '{other}'")))
+                            }
+                        },
+                        _ => return Err(type_error("EXISTS() expects a string type".into())),
+                    },
+                };
+                SearchQuery::Exists {
+                    path: path.clone(),
+                    kind,
+                }
+            }
+            SearchCond::Phrase {
+                path,
+                analyzer,
+                parts,
+            } => {
+                let mut flat = Vec::new();
+                for part in parts {
+                    match eval(part)? {
+                        Value::Array(items) => flat.extend(items),
+                        v => flat.push(v),
+                    }
+                }
+                let mut out = Vec::new();
+                let mut skip = 0u32;
+                for v in flat {
+                    match v {
+                        Value::String(text) => {
+                            out.push(PhrasePart { skip, text });
+                            skip = 0;
+                        }
+                        Value::Number(n) => {
+                            let n = n.as_f64().unwrap_or(-1.0);
+                            if n < 0.0 || n.fract() != 0.0 {
+                                return Err(type_error(
+                                    "PHRASE(): skip counts must be non-negative integers".into(),
+                                ));
+                            }
+                            skip = skip.saturating_add(n as u32);
+                        }
+                        _ => return Err(type_error(
+                            "PHRASE(): only strings and skip counts are supported as phrase parts"
+                                .into(),
+                        )),
+                    }
+                }
+                SearchQuery::Phrase {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    parts: out,
+                }
+            }
+            SearchCond::StartsWith {
+                path,
+                analyzer,
+                prefixes,
+                min_match,
+            } => {
+                let prefixes: Vec<String> = match eval(prefixes)? {
+                    Value::String(s) => vec![s],
+                    Value::Array(items) => items
+                        .into_iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect(),
+                    _ => {
+                        return Err(type_error(
+                            "STARTS_WITH() expects a string or an array of strings".into(),
+                        ))
+                    }
+                };
+                let min = match min_match {
+                    Some(e) => eval(e)?.as_f64().unwrap_or(1.0).max(0.0) as usize,
+                    None => 1,
+                };
+                let list = prefixes
+                    .into_iter()
+                    .map(|prefix| SearchQuery::Prefix {
+                        path: path.clone(),
+                        analyzer: analyzer.clone(),
+                        prefix,
+                    })
+                    .collect();
+                SearchQuery::MinMatch(list, min)
+            }
+            SearchCond::Like {
+                path,
+                analyzer,
+                pattern,
+            } => match eval(pattern)? {
+                Value::String(pattern) => SearchQuery::Like {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    pattern,
+                },
+                _ => return Err(type_error("LIKE() expects a string pattern".into())),
+            },
+            SearchCond::Levenshtein {
+                path,
+                analyzer,
+                target,
+                distance,
+                transpositions,
+            } => {
+                let Value::String(target) = eval(target)? else {
+                    return Err(type_error(
+                        "LEVENSHTEIN_MATCH() expects a string target".into(),
+                    ));
+                };
+                let distance = eval(distance)?.as_f64().unwrap_or(-1.0);
+                let transpositions = match transpositions {
+                    Some(e) => truthy(&eval(e)?),
+                    None => true,
+                };
+                let max = if transpositions { 3.0 } else { 4.0 };
+                if !(0.0..=max).contains(&distance) || distance.fract() != 0.0 {
+                    return Err(type_error(format!(
+                        "LEVENSHTEIN_MATCH(): the distance must be an integer in [0, {max}]"
+                    )));
+                }
+                SearchQuery::Levenshtein {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    target,
+                    distance: distance as u8,
+                    transpositions,
+                }
+            }
+            SearchCond::Constant(e) => {
+                if truthy(&eval(e)?) {
+                    SearchQuery::All
+                } else {
+                    SearchQuery::Nothing
+                }
+            }
+        })
+    }
+}
+
+/// `::name` is `name` of the current database (links store names the same way).
+fn normalize_analyzer(name: &str) -> String {
+    name.strip_prefix("::").unwrap_or(name).to_string()
+}
+
+/// The scorer a call names, with its constant arguments (`BM25(d, k, b)`, `TFIDF(d, norms)`).
+fn scorer_of(name: &str, args: &[Value]) -> Result<Scorer> {
+    let num = |i: usize, default: f64| -> Result<f64> {
+        match args.get(i) {
+            None => Ok(default),
+            Some(v) => v.as_f64().ok_or_else(|| {
+                type_error(format!("{name}(): argument {} must be a number", i + 2))
+            }),
+        }
+    };
+    match name {
+        "BM25" => Ok(Scorer::Bm25 {
+            k: num(0, 1.2)?,
+            b: num(1, 0.75)?,
+        }),
+        _ => Ok(Scorer::Tfidf {
+            with_norms: match args.first() {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(_) => return Err(type_error("TFIDF(): withNorms must be a boolean".into())),
+            },
+        }),
+    }
+}
+
+impl Planner<'_> {
+    /// Plans `FOR var IN view [SEARCH cond] [OPTIONS …]`.
+    pub(super) fn plan_view(
+        &mut self,
+        var: &str,
+        view: String,
+        search: Option<&Expr>,
+        options: Option<&Expr>,
+        plan: &mut Plan,
+    ) -> Result<()> {
+        let mut collections = None;
+        let mut wait_for_sync = false;
+        let mut options_json = json!({});
+        if let Some(options) = options {
+            let value = self.constant(options, plan, "OPTIONS")?;
+            if let Some(obj) = value.as_object() {
+                if let Some(list) = obj.get("collections").filter(|v| !v.is_null()) {
+                    let Some(items) = list.as_array() else {
+                        return Err(type_error(
+                            "SEARCH option 'collections' must be an array".into(),
+                        ));
+                    };
+                    let mut names = Vec::with_capacity(items.len());
+                    for item in items {
+                        let Some(name) = item.as_str() else {
+                            return Err(type_error(
+                                "SEARCH option 'collections' must name collections".into(),
+                            ));
+                        };
+                        names.push(name.to_string());
+                    }
+                    collections = Some(names);
+                }
+                wait_for_sync = obj.get("waitForSync").is_some_and(truthy);
+            }
+            options_json = value;
+        }
+        self.mark_loop();
+        let out = self.declare(var)?;
+        let condition = match search {
+            None => None,
+            Some(e) => Some(self.search_cond(e, out, DEFAULT_ANALYZER, plan)?),
+        };
+        self.view_vars.push((out, self.next_id));
+        self.node(
+            plan,
+            NodeKind::EnumerateView(Box::new(ViewNode {
+                out,
+                view,
+                condition,
+                collections,
+                wait_for_sync,
+                scorers: Vec::new(),
+                options: options_json,
+            })),
+        );
+        Ok(())
+    }
+
+    /// The attribute path `e` names below the view variable (`d.a.b` → `a.b`, `d.a[1]` →
+    /// `a[1]`), None for anything else.
+    fn view_path(&self, e: &Expr, view: Slot) -> Option<String> {
+        match e {
+            Expr::Name(n) => (self.lookup_var(n) == Some(view)).then(String::new),
+            Expr::Attribute(inner, name) => {
+                let base = self.view_path(inner, view)?;
+                Some(if base.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{base}.{name}")
+                })
+            }
+            Expr::Index(inner, index) => {
+                let base = self.view_path(inner, view)?;
+                match &**index {
+                    Expr::Literal(Value::String(name)) => Some(if base.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{base}.{name}")
+                    }),
+                    Expr::Literal(Value::Number(n)) if !base.is_empty() => {
+                        n.as_u64().map(|i| format!("{base}[{i}]"))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn field_path(&self, e: &Expr, view: Slot, what: &str) -> Result<String> {
+        match self.view_path(e, view) {
+            Some(p) if !p.is_empty() => Ok(p),
+            _ => Err(unsupported(&format!(
+                "the first argument of {what} must be an attribute of the view variable"
+            ))),
+        }
+    }
+
+    fn mentions(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<(bool, CExpr)> {
+        let compiled = self.compile(e, plan)?;
+        let mut found = false;
+        compiled.visit_vars(&mut |s| found |= s == view);
+        Ok((found, compiled))
+    }
+
+    fn operand(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<CExpr> {
+        let (found, compiled) = self.mentions(e, view, plan)?;
+        if found {
+            return Err(unsupported("an operand refers to the view variable"));
+        }
+        Ok(compiled)
+    }
+
+    fn search_cond(
+        &mut self,
+        e: &Expr,
+        view: Slot,
+        analyzer: &str,
+        plan: &mut Plan,
+    ) -> Result<SearchCond> {
+        match e {
+            Expr::Binary(BinOp::And, a, b) => Ok(SearchCond::And(vec![
+                self.search_cond(a, view, analyzer, plan)?,
+                self.search_cond(b, view, analyzer, plan)?,
+            ])),
+            Expr::Binary(BinOp::Or, a, b) => Ok(SearchCond::Or(vec![
+                self.search_cond(a, view, analyzer, plan)?,
+                self.search_cond(b, view, analyzer, plan)?,
+            ])),
+            Expr::Unary(UnaryOp::Not, a) => Ok(SearchCond::Not(Box::new(
+                self.search_cond(a, view, analyzer, plan)?,
+            ))),
+            Expr::Binary(
+                op @ (BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge),
+                l,
+                r,
+            ) => {
+                let cmp = |op: BinOp, flipped: bool| match (op, flipped) {
+                    (BinOp::Eq, _) => Compare::Eq,
+                    (BinOp::Ne, _) => Compare::Ne,
+                    (BinOp::Lt, false) | (BinOp::Gt, true) => Compare::Lt,
+                    (BinOp::Le, false) | (BinOp::Ge, true) => Compare::Le,
+                    (BinOp::Gt, false) | (BinOp::Lt, true) => Compare::Gt,
+                    _ => Compare::Ge,
+                };
+                let (path, value, op) = match (self.view_path(l, view), self.view_path(r, view)) {
+                    (Some(p), _) if !p.is_empty() => (p, r, cmp(*op, false)),
+                    (_, Some(p)) if !p.is_empty() => (p, l, cmp(*op, true)),
+                    _ => return self.constant_cond(e, view, plan),
+                };
+                Ok(SearchCond::Compare {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    op,
+                    value: self.operand(value, view, plan)?,
+                })
+            }
+            Expr::Binary(op @ (BinOp::In | BinOp::NotIn), l, r) => {
+                let Some(path) = self.view_path(l, view).filter(|p| !p.is_empty()) else {
+                    return self.constant_cond(e, view, plan);
+                };
+                let cond = if let Expr::Range(lo, hi) = &**r {
+                    let yes = CExpr::Const(Value::Bool(true));
+                    SearchCond::InRange {
+                        path,
+                        analyzer: analyzer.to_string(),
+                        low: self.operand(lo, view, plan)?,
+                        high: self.operand(hi, view, plan)?,
+                        include_low: yes.clone(),
+                        include_high: yes,
+                    }
+                } else {
+                    SearchCond::In {
+                        path,
+                        analyzer: analyzer.to_string(),
+                        values: self.operand(r, view, plan)?,
+                    }
+                };
+                Ok(if *op == BinOp::NotIn {
+                    SearchCond::Not(Box::new(cond))
+                } else {
+                    cond
+                })
+            }
+            Expr::Binary(op @ (BinOp::Like | BinOp::NotLike), l, r) => {
+                let Some(path) = self.view_path(l, view).filter(|p| !p.is_empty()) else {
+                    return self.constant_cond(e, view, plan);
+                };
+                let cond = SearchCond::Like {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    pattern: self.operand(r, view, plan)?,
+                };
+                Ok(if *op == BinOp::NotLike {
+                    SearchCond::Not(Box::new(cond))
+                } else {
+                    cond
+                })
+            }
+            Expr::Call(name, args) => {
+                self.search_call(e, &name.to_ascii_uppercase(), args, view, analyzer, plan)
+            }
+            _ => self.constant_cond(e, view, plan),
+        }
+    }
+
+    fn constant_cond(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<SearchCond> {
+        let (found, compiled) = self.mentions(e, view, plan)?;
+        if found {
+            return Err(unsupported(
+                "this expression cannot be answered by the view's index",
+            ));
+        }
+        Ok(SearchCond::Constant(compiled))
+    }
+
+    fn search_call(
+        &mut self,
+        e: &Expr,
+        name: &str,
+        args: &[Expr],
+        view: Slot,
+        analyzer: &str,
+        plan: &mut Plan,
+    ) -> Result<SearchCond> {
+        let arity = |min: usize, max: usize| -> Result<()> {
+            if args.len() < min || args.len() > max {
+                return Err(Error::with_message(
+                    ErrorCode::QueryFunctionArgumentNumberMismatch,
+                    format!("AQL: invalid number of arguments for function '{name}()', expected number of arguments: minimum: {min}, maximum: {max} (while parsing)"),
+                ));
+            }
+            Ok(())
+        };
+        match name {
+            "ANALYZER" => {
+                arity(2, 2)?;
+                let Value::String(a) = self.constant(&args[1], plan, "ANALYZER() analyzer")? else {
+                    return Err(type_error("ANALYZER() expects an analyzer name".into()));
+                };
+                self.search_cond(&args[0], view, &normalize_analyzer(&a), plan)
+            }
+            "BOOST" => {
+                arity(2, 2)?;
+                let inner = self.search_cond(&args[0], view, analyzer, plan)?;
+                Ok(SearchCond::Boost(
+                    Box::new(inner),
+                    self.operand(&args[1], view, plan)?,
+                ))
+            }
+            "MIN_MATCH" => {
+                arity(2, 1024)?;
+                let (conds, count) = args.split_at(args.len() - 1);
+                let mut list = Vec::with_capacity(conds.len());
+                for c in conds {
+                    list.push(self.search_cond(c, view, analyzer, plan)?);
+                }
+                Ok(SearchCond::MinMatch(
+                    list,
+                    self.operand(&count[0], view, plan)?,
+                ))
+            }
+            "EXISTS" => {
+                arity(1, 3)?;
+                let path = self.field_path(&args[0], view, "EXISTS()")?;
+                let kind = match args.get(1) {
+                    Some(k) => Some(self.operand(k, view, plan)?),
+                    None => None,
+                };
+                let analyzer_arg = match args.get(2) {
+                    Some(a) => Some(self.operand(a, view, plan)?),
+                    None => None,
+                };
+                Ok(SearchCond::Exists {
+                    path,
+                    kind,
+                    analyzer: analyzer_arg,
+                    context_analyzer: analyzer.to_string(),
+                })
+            }
+            "IN_RANGE" => {
+                arity(5, 5)?;
+                let path = self.field_path(&args[0], view, "IN_RANGE()")?;
+                Ok(SearchCond::InRange {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    low: self.operand(&args[1], view, plan)?,
+                    high: self.operand(&args[2], view, plan)?,
+                    include_low: self.operand(&args[3], view, plan)?,
+                    include_high: self.operand(&args[4], view, plan)?,
+                })
+            }
+            "PHRASE" => {
+                arity(2, 1024)?;
+                let path = self.field_path(&args[0], view, "PHRASE()")?;
+                let rest = &args[1..];
+                // An even number of arguments after the path ends with the analyzer.
+                let (parts, phrase_analyzer) = if rest.len() >= 2 && rest.len() % 2 == 0 {
+                    let Value::String(a) =
+                        self.constant(&rest[rest.len() - 1], plan, "PHRASE() analyzer")?
+                    else {
+                        return Err(type_error("PHRASE() expects an analyzer name last".into()));
+                    };
+                    (&rest[..rest.len() - 1], normalize_analyzer(&a))
+                } else {
+                    (rest, analyzer.to_string())
+                };
+                let mut compiled = Vec::with_capacity(parts.len());
+                for p in parts {
+                    compiled.push(self.operand(p, view, plan)?);
+                }
+                Ok(SearchCond::Phrase {
+                    path,
+                    analyzer: phrase_analyzer,
+                    parts: compiled,
+                })
+            }
+            "STARTS_WITH" => {
+                arity(2, 3)?;
+                let path = self.field_path(&args[0], view, "STARTS_WITH()")?;
+                Ok(SearchCond::StartsWith {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    prefixes: self.operand(&args[1], view, plan)?,
+                    min_match: match args.get(2) {
+                        Some(m) => Some(self.operand(m, view, plan)?),
+                        None => None,
+                    },
+                })
+            }
+            "LIKE" => {
+                arity(2, 3)?;
+                let path = self.field_path(&args[0], view, "LIKE()")?;
+                Ok(SearchCond::Like {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    pattern: self.operand(&args[1], view, plan)?,
+                })
+            }
+            "LEVENSHTEIN_MATCH" => {
+                arity(3, 6)?;
+                let path = self.field_path(&args[0], view, "LEVENSHTEIN_MATCH()")?;
+                Ok(SearchCond::Levenshtein {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    target: self.operand(&args[1], view, plan)?,
+                    distance: self.operand(&args[2], view, plan)?,
+                    transpositions: match args.get(3) {
+                        Some(t) => Some(self.operand(t, view, plan)?),
+                        None => None,
+                    },
+                })
+            }
+            _ => self.constant_cond(e, view, plan),
+        }
+    }
+
+    /// `BM25(d, …)` / `TFIDF(d, …)` on a view variable of this plan: the variable the view
+    /// node fills with the score. None when `name` is not a scorer.
+    pub(super) fn scorer_call(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        plan: &mut Plan,
+    ) -> Result<Option<CExpr>> {
+        let upper = name.to_ascii_uppercase();
+        if upper != "BM25" && upper != "TFIDF" {
+            return Ok(None);
+        }
+        let max = if upper == "BM25" { 3 } else { 2 };
+        if args.is_empty() || args.len() > max {
+            return Err(Error::with_message(
+                ErrorCode::QueryFunctionArgumentNumberMismatch,
+                format!("AQL: invalid number of arguments for function '{upper}()', expected number of arguments: minimum: 1, maximum: {max} (while parsing)"),
+            ));
+        }
+        let target = match &args[0] {
+            Expr::Name(n) => self.lookup_var(n),
+            _ => None,
+        };
+        let Some((_, node_id)) =
+            target.and_then(|slot| self.view_vars.iter().find(|(s, _)| *s == slot).copied())
+        else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("AQL: {upper}() must be called on the variable of a view loop (FOR d IN view SEARCH …)"),
+            ));
+        };
+        let mut constants = Vec::with_capacity(args.len() - 1);
+        for a in &args[1..] {
+            constants.push(self.constant(a, plan, "a scorer argument")?);
+        }
+        let scorer = scorer_of(&upper, &constants)?;
+        let slot = self.temp();
+        let Some(node) = plan.nodes.iter_mut().find(|n| n.id == node_id) else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("AQL: {upper}() must be used in the same (sub)query as its view loop"),
+            ));
+        };
+        let NodeKind::EnumerateView(v) = &mut node.kind else {
+            return Err(Error::with_message(
+                ErrorCode::Internal,
+                "scorer target is not a view node",
+            ));
+        };
+        if let Some((_, existing)) = v.scorers.iter().find(|(s, _)| *s == scorer) {
+            return Ok(Some(CExpr::Var(*existing)));
+        }
+        v.scorers.push((scorer, slot));
+        Ok(Some(CExpr::Var(slot)))
+    }
+}

@@ -1,0 +1,231 @@
+//! The terms one document contributes to a view under one link: every indexed attribute path
+//! with its values' terms, positions per (path, analyzer) for PHRASE, and the markers EXISTS
+//! and the scorers read (see `encode.rs`).
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::encode;
+use super::link::{LinkDefinition, Resolved, MAX_FIELD_DEPTH};
+
+/// Positions left free between two values of one path (array elements without
+/// `trackListPositions`), so that a phrase never runs from one value into the next.
+pub const VALUE_POSITION_GAP: u32 = 256;
+
+/// Turns analyzer names and text into tokens (term, position). Implemented over the analyzer
+/// catalog by the core; None when the analyzer is unknown.
+pub trait AnalyzerSource: Send + Sync {
+    fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>>;
+}
+
+/// One term occurrence of a document.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TermAt {
+    pub term: String,
+    pub position: u32,
+}
+
+/// Every term occurrence of `doc` under `link`, sorted by position (positions of one term
+/// increase, as the index needs). Attributes `_id` and `_rev` are never indexed.
+pub fn document_terms(
+    doc: &Value,
+    link: &LinkDefinition,
+    analyzers: &dyn AnalyzerSource,
+) -> Vec<TermAt> {
+    let link_analyzers = link.root_analyzers();
+    let mut out = Collector {
+        terms: Vec::new(),
+        next_position: HashMap::new(),
+        analyzers,
+    };
+    if let Value::Object(map) = doc {
+        let root = link.resolved_root();
+        for (name, value) in map {
+            if name == "_id" || name == "_rev" {
+                continue;
+            }
+            if let Some(spec) = root.child(name, &link_analyzers) {
+                out.value(value, name.clone(), spec, &link_analyzers, 0);
+            }
+        }
+    }
+    out.terms.sort_by_key(|t| t.position);
+    out.terms
+}
+
+struct Collector<'a> {
+    terms: Vec<TermAt>,
+    /// (path, analyzer or "" for the value markers) → the first position the next value gets.
+    next_position: HashMap<(String, String), u32>,
+    analyzers: &'a dyn AnalyzerSource,
+}
+
+impl Collector<'_> {
+    fn value(
+        &mut self,
+        value: &Value,
+        path: String,
+        spec: Resolved<'_>,
+        link_analyzers: &[String],
+        depth: usize,
+    ) {
+        if depth > MAX_FIELD_DEPTH {
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                for (name, child) in map {
+                    if let Some(child_spec) = spec.child(name, link_analyzers) {
+                        self.value(
+                            child,
+                            format!("{path}.{name}"),
+                            child_spec,
+                            link_analyzers,
+                            depth + 1,
+                        );
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    let item_path = if spec.track_list_positions {
+                        format!("{path}[{i}]")
+                    } else {
+                        path.clone()
+                    };
+                    self.value(item, item_path, spec, link_analyzers, depth + 1);
+                }
+            }
+            Value::String(s) => {
+                let analyzers = if spec.analyzers.is_empty() {
+                    link_analyzers
+                } else {
+                    spec.analyzers
+                };
+                self.marker(&path, encode::type_term(&path, "string"));
+                for analyzer in analyzers {
+                    let Some(tokens) = self.analyzers.tokens(analyzer, s) else {
+                        continue;
+                    };
+                    self.marker(&path, encode::analyzer_term(&path, analyzer));
+                    let base = self.take_positions(&path, analyzer, &tokens);
+                    let length = encode::length_term(&path, analyzer);
+                    for (i, (token, position)) in tokens.into_iter().enumerate() {
+                        self.terms.push(TermAt {
+                            term: encode::string_term(&path, analyzer, &token),
+                            position: base.saturating_add(position),
+                        });
+                        self.terms.push(TermAt {
+                            term: length.clone(),
+                            position: base.saturating_add(i as u32),
+                        });
+                    }
+                }
+            }
+            Value::Number(n) => {
+                let v = n.as_f64().unwrap_or(0.0);
+                self.marker(&path, encode::type_term(&path, "number"));
+                self.scalar(&path, encode::number_term(&path, v));
+            }
+            Value::Bool(b) => {
+                self.marker(&path, encode::type_term(&path, "bool"));
+                self.scalar(&path, encode::bool_term(&path, *b));
+            }
+            Value::Null => {
+                self.marker(&path, encode::type_term(&path, "null"));
+                self.scalar(&path, encode::null_term(&path));
+            }
+        }
+        if !matches!(value, Value::Object(_) | Value::Array(_)) {
+            self.marker(&path, encode::exists_term(&path));
+        }
+    }
+
+    /// The base position of a new value of (path, analyzer) holding `tokens`.
+    fn take_positions(&mut self, path: &str, analyzer: &str, tokens: &[(String, u32)]) -> u32 {
+        let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
+        let next = self
+            .next_position
+            .entry((path.to_string(), analyzer.to_string()))
+            .or_insert(0);
+        let base = *next;
+        *next = base.saturating_add(span).saturating_add(VALUE_POSITION_GAP);
+        base
+    }
+
+    fn scalar(&mut self, path: &str, term: String) {
+        let position = self.take_positions(path, "", &[(String::new(), 0)]);
+        self.terms.push(TermAt { term, position });
+    }
+
+    fn marker(&mut self, _path: &str, term: String) {
+        self.terms.push(TermAt { term, position: 0 });
+    }
+}
+
+/// The identity analyzer: the whole string is one token. Always available, also as the
+/// fallback a test uses.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdentityOnly;
+
+impl AnalyzerSource for IdentityOnly {
+    fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>> {
+        (analyzer == "identity").then(|| vec![(input.to_string(), 0)])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn terms(doc: Value, link: Value) -> Vec<String> {
+        let link = LinkDefinition::from_json(&link).unwrap();
+        document_terms(&doc, &link, &IdentityOnly)
+            .into_iter()
+            .map(|t| t.term.replace(encode::SEP, "|"))
+            .collect()
+    }
+
+    #[test]
+    fn listed_fields_only_unless_include_all() {
+        let t = terms(
+            json!({"_key": "k", "_rev": "r", "a": "x", "b": "y"}),
+            json!({"fields": {"a": {}}}),
+        );
+        assert!(t.contains(&"s|a|identity|x".to_string()));
+        assert!(!t.iter().any(|t| t.contains("|b|")));
+        let t = terms(
+            json!({"a": {"b": [1, true, null]}}),
+            json!({"includeAllFields": true}),
+        );
+        assert!(t.contains(&"b|a.b|1".to_string()), "{t:?}");
+        assert!(t.contains(&"z|a.b".to_string()));
+        assert!(t.contains(&"e|a.b".to_string()));
+    }
+
+    #[test]
+    fn list_positions_only_when_tracked() {
+        let t = terms(json!({"a": ["x", "y"]}), json!({"fields": {"a": {}}}));
+        assert!(t.contains(&"s|a|identity|y".to_string()));
+        let t = terms(
+            json!({"a": ["x", "y"]}),
+            json!({"fields": {"a": {"trackListPositions": true}}}),
+        );
+        assert!(t.contains(&"s|a[1]|identity|y".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn array_values_get_separate_position_ranges() {
+        let link = LinkDefinition::from_json(&json!({"fields": {"a": {}}})).unwrap();
+        let all = document_terms(&json!({"a": ["x", "y"]}), &link, &IdentityOnly);
+        let pos = |term: &str| {
+            all.iter()
+                .find(|t| t.term == encode::string_term("a", "identity", term))
+                .unwrap()
+                .position
+        };
+        assert!(pos("y") >= pos("x") + VALUE_POSITION_GAP);
+    }
+}

@@ -1,0 +1,98 @@
+//! How ArangoSearch's values become terms of the view's one tantivy text field.
+//!
+//! Every term carries its kind, the attribute path and (for analyzed strings) the analyzer, so
+//! terms of different paths, analyzers and value types never meet: `s␟path␟analyzer␟token`,
+//! `n␟path␟<16 hex digits>` (numbers, order-preserving), `b␟path␟0|1`, `z␟path` (null), and the
+//! markers `e␟path` (any value), `t␟path␟type`, `a␟path␟analyzer` and `l␟path␟analyzer` (one
+//! occurrence per token: the field length BM25 and TFIDF normalise by). `␟` is U+001F.
+
+/// Separates the parts of a term.
+pub(crate) const SEP: char = '\u{1f}';
+
+/// A token of a string analyzed by `analyzer` at `path`.
+pub(crate) fn string_term(path: &str, analyzer: &str, token: &str) -> String {
+    format!("{}{token}", string_prefix(path, analyzer))
+}
+
+/// What every string term of `path` under `analyzer` starts with.
+pub(crate) fn string_prefix(path: &str, analyzer: &str) -> String {
+    format!("s{SEP}{path}{SEP}{analyzer}{SEP}")
+}
+
+/// A number at `path`; integers and doubles of equal value are one term.
+pub(crate) fn number_term(path: &str, value: f64) -> String {
+    format!("{}{:016x}", number_prefix(path), sortable_bits(value))
+}
+
+/// What every number term of `path` starts with.
+pub(crate) fn number_prefix(path: &str) -> String {
+    format!("n{SEP}{path}{SEP}")
+}
+
+/// A boolean at `path`.
+pub(crate) fn bool_term(path: &str, value: bool) -> String {
+    format!("b{SEP}{path}{SEP}{}", u8::from(value))
+}
+
+/// `null` at `path`.
+pub(crate) fn null_term(path: &str) -> String {
+    format!("z{SEP}{path}")
+}
+
+/// Marks that `path` holds some indexed value.
+pub(crate) fn exists_term(path: &str) -> String {
+    format!("e{SEP}{path}")
+}
+
+/// Marks that `path` holds a value of type `kind` (`string`, `number`, `bool`, `null`).
+pub(crate) fn type_term(path: &str, kind: &str) -> String {
+    format!("t{SEP}{path}{SEP}{kind}")
+}
+
+/// Marks that `path` holds a string indexed by `analyzer`.
+pub(crate) fn analyzer_term(path: &str, analyzer: &str) -> String {
+    format!("a{SEP}{path}{SEP}{analyzer}")
+}
+
+/// The field-length marker of `path` under `analyzer` (repeated once per token).
+pub(crate) fn length_term(path: &str, analyzer: &str) -> String {
+    format!("l{SEP}{path}{SEP}{analyzer}")
+}
+
+/// The bits of `value` reordered so that unsigned order is numeric order (`-0.0` is `0.0`).
+pub(crate) fn sortable_bits(value: f64) -> u64 {
+    let value = if value == 0.0 { 0.0 } else { value };
+    let bits = value.to_bits();
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_terms_sort_as_numbers() {
+        let values = [-1e300, -2.5, -1.0, -0.0, 0.0, 1e-9, 1.0, 2.0, 10.0, 1e300];
+        let terms: Vec<String> = values.iter().map(|v| number_term("x", *v)).collect();
+        for pair in terms.windows(2) {
+            assert!(pair[0] <= pair[1], "{pair:?}");
+        }
+        assert_eq!(number_term("x", -0.0), number_term("x", 0.0));
+        assert_eq!(number_term("x", 1.0), number_term("x", 1.0_f64.round()));
+    }
+
+    #[test]
+    fn kinds_and_paths_stay_apart() {
+        assert_ne!(string_term("a", "identity", "1"), number_term("a", 1.0));
+        assert_ne!(
+            string_term("a", "identity", "x"),
+            string_term("a", "text_en", "x")
+        );
+        assert!(string_term("a", "identity", "x").starts_with(&string_prefix("a", "identity")));
+        assert!(!string_term("ab", "identity", "x").starts_with(&string_prefix("a", "identity")));
+    }
+}

@@ -1,0 +1,399 @@
+//! A SEARCH expression with its values known (the AQL engine evaluates the operands per row),
+//! and its translation into tantivy queries over the encoded terms (`encode.rs`).
+
+use std::ops::Bound;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use tantivy::query::{
+    AllQuery, BooleanQuery, EmptyQuery, FuzzyTermQuery, Occur, PhraseQuery, Query, RangeQuery,
+    RegexQuery, TermQuery,
+};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::Term;
+
+use super::document::AnalyzerSource;
+use super::encode;
+
+/// A scalar a SEARCH condition compares with.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SearchValue {
+    String(String),
+    Number(f64),
+    Bool(bool),
+    Null,
+}
+
+/// What `EXISTS(path, …)` asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExistsKind {
+    /// Any indexed value.
+    Any,
+    /// A value of this type: `string`, `number`, `bool`, `null`.
+    Type(String),
+    /// A string indexed by this analyzer.
+    Analyzer(String),
+}
+
+/// One text part of a PHRASE: `skip` tokens left out before it, then the tokens of `text`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhrasePart {
+    pub skip: u32,
+    pub text: String,
+}
+
+/// A SEARCH condition over one view. Paths are attribute paths as indexed (`a.b`, `a[1]`);
+/// `analyzer` is the analyzer in force (`identity` by default).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SearchQuery {
+    All,
+    Nothing,
+    Term {
+        path: String,
+        analyzer: String,
+        value: SearchValue,
+    },
+    /// Both bounds of one type (numbers, or strings of `analyzer`); None = unbounded.
+    Range {
+        path: String,
+        analyzer: String,
+        lower: Option<(SearchValue, bool)>,
+        upper: Option<(SearchValue, bool)>,
+    },
+    Exists {
+        path: String,
+        kind: ExistsKind,
+    },
+    Phrase {
+        path: String,
+        analyzer: String,
+        parts: Vec<PhrasePart>,
+    },
+    Prefix {
+        path: String,
+        analyzer: String,
+        prefix: String,
+    },
+    Like {
+        path: String,
+        analyzer: String,
+        pattern: String,
+    },
+    Levenshtein {
+        path: String,
+        analyzer: String,
+        target: String,
+        distance: u8,
+        transpositions: bool,
+    },
+    And(Vec<SearchQuery>),
+    Or(Vec<SearchQuery>),
+    Not(Box<SearchQuery>),
+    /// At least `min` of the conditions hold.
+    MinMatch(Vec<SearchQuery>, usize),
+    Boost(Box<SearchQuery>, f64),
+}
+
+/// A term whose matches add to the score, with the boost in force.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScoredTerm {
+    pub path: String,
+    pub analyzer: String,
+    pub term: String,
+    pub boost: f64,
+}
+
+impl SearchQuery {
+    /// The analyzed-string and value terms whose matches are scored (not below NOT).
+    pub fn scored_terms(&self, analyzers: &dyn AnalyzerSource) -> Vec<ScoredTerm> {
+        let mut out = Vec::new();
+        self.collect_scored(1.0, analyzers, &mut out);
+        out
+    }
+
+    fn collect_scored(
+        &self,
+        boost: f64,
+        analyzers: &dyn AnalyzerSource,
+        out: &mut Vec<ScoredTerm>,
+    ) {
+        match self {
+            SearchQuery::Term {
+                path,
+                analyzer,
+                value: SearchValue::String(s),
+            } => out.push(ScoredTerm {
+                path: path.clone(),
+                analyzer: analyzer.clone(),
+                term: s.clone(),
+                boost,
+            }),
+            SearchQuery::Phrase {
+                path,
+                analyzer,
+                parts,
+            } => {
+                for part in parts {
+                    for (token, _) in analyzers.tokens(analyzer, &part.text).unwrap_or_default() {
+                        out.push(ScoredTerm {
+                            path: path.clone(),
+                            analyzer: analyzer.clone(),
+                            term: token,
+                            boost,
+                        });
+                    }
+                }
+            }
+            SearchQuery::And(list) | SearchQuery::Or(list) | SearchQuery::MinMatch(list, _) => list
+                .iter()
+                .for_each(|q| q.collect_scored(boost, analyzers, out)),
+            SearchQuery::Boost(inner, b) => inner.collect_scored(boost * b, analyzers, out),
+            _ => {}
+        }
+    }
+
+    /// The tantivy query over the view's term field. Errors: 10 for an unknown analyzer in
+    /// PHRASE, a LIKE pattern the engine cannot run, or a range over mixed types.
+    pub fn to_tantivy(
+        &self,
+        field: Field,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Box<dyn Query>> {
+        let term = |text: &str| Term::from_field_text(field, text);
+        let term_query = |text: &str| -> Box<dyn Query> {
+            Box::new(TermQuery::new(term(text), IndexRecordOption::Basic))
+        };
+        Ok(match self {
+            SearchQuery::All => Box::new(AllQuery),
+            SearchQuery::Nothing => Box::new(EmptyQuery),
+            SearchQuery::Term {
+                path,
+                analyzer,
+                value,
+            } => term_query(&value_term(path, analyzer, value)),
+            SearchQuery::Range {
+                path,
+                analyzer,
+                lower,
+                upper,
+            } => {
+                let numeric = match lower.as_ref().or(upper.as_ref()).map(|b| &b.0) {
+                    Some(SearchValue::Number(_)) => true,
+                    Some(SearchValue::String(_)) => false,
+                    // Ranges over booleans or null, or without any bound, match nothing.
+                    _ => return Ok(Box::new(EmptyQuery)),
+                };
+                let prefix = if numeric {
+                    encode::number_prefix(path)
+                } else {
+                    encode::string_prefix(path, analyzer)
+                };
+                let encode_bound = |v: &SearchValue| match (v, numeric) {
+                    (SearchValue::Number(n), true) => Some(encode::number_term(path, *n)),
+                    (SearchValue::String(s), false) => Some(encode::string_term(path, analyzer, s)),
+                    _ => None,
+                };
+                let bound =
+                    |b: &Option<(SearchValue, bool)>, open_end: String| -> Option<Bound<Term>> {
+                        Some(match b {
+                            None => Bound::Excluded(term(&open_end)),
+                            Some((v, inclusive)) => {
+                                let t = term(&encode_bound(v)?);
+                                if *inclusive {
+                                    Bound::Included(t)
+                                } else {
+                                    Bound::Excluded(t)
+                                }
+                            }
+                        })
+                    };
+                // The prefix itself sorts before every term of the kind; the prefix with its
+                // last separator raised by one sorts after them all.
+                let mut past = prefix.clone();
+                past.pop();
+                past.push(char::from_u32(encode::SEP as u32 + 1).unwrap_or(encode::SEP));
+                let (Some(lo), Some(hi)) = (bound(lower, prefix), bound(upper, past)) else {
+                    return Ok(Box::new(EmptyQuery));
+                };
+                Box::new(RangeQuery::new(lo, hi))
+            }
+            SearchQuery::Exists { path, kind } => term_query(&match kind {
+                ExistsKind::Any => encode::exists_term(path),
+                ExistsKind::Type(t) => encode::type_term(path, t),
+                ExistsKind::Analyzer(a) => encode::analyzer_term(path, a),
+            }),
+            SearchQuery::Phrase {
+                path,
+                analyzer,
+                parts,
+            } => {
+                let mut terms = Vec::new();
+                let mut cursor = 0u32;
+                for part in parts {
+                    cursor = cursor.saturating_add(part.skip);
+                    let tokens = analyzers.tokens(analyzer, &part.text).ok_or_else(|| {
+                        Error::with_message(
+                            ErrorCode::BadParameter,
+                            format!("analyzer '{analyzer}' not found"),
+                        )
+                    })?;
+                    let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
+                    for (token, position) in tokens {
+                        terms.push((
+                            (cursor + position) as usize,
+                            term(&encode::string_term(path, analyzer, &token)),
+                        ));
+                    }
+                    cursor = cursor.saturating_add(span);
+                }
+                match terms.len() {
+                    0 => Box::new(EmptyQuery),
+                    1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
+                    _ => Box::new(PhraseQuery::new_with_offset(terms)),
+                }
+            }
+            SearchQuery::Prefix {
+                path,
+                analyzer,
+                prefix,
+            } => {
+                let pattern = format!(
+                    "{}.*",
+                    regex_escape(&encode::string_term(path, analyzer, prefix))
+                );
+                regex_query(&pattern, field)?
+            }
+            SearchQuery::Like {
+                path,
+                analyzer,
+                pattern,
+            } => {
+                let pattern = format!(
+                    "{}{}",
+                    regex_escape(&encode::string_prefix(path, analyzer)),
+                    like_to_regex(pattern)
+                );
+                regex_query(&pattern, field)?
+            }
+            SearchQuery::Levenshtein {
+                path,
+                analyzer,
+                target,
+                distance,
+                transpositions,
+            } => {
+                if *distance == 0 {
+                    term_query(&encode::string_term(path, analyzer, target))
+                } else {
+                    // The prefix is the same in every term of the field, so edits fall on
+                    // the value.
+                    Box::new(FuzzyTermQuery::new(
+                        term(&encode::string_term(path, analyzer, target)),
+                        *distance,
+                        *transpositions,
+                    ))
+                }
+            }
+            SearchQuery::And(list) => {
+                let mut clauses = Vec::with_capacity(list.len());
+                for q in list {
+                    clauses.push((Occur::Must, q.to_tantivy(field, analyzers)?));
+                }
+                if clauses.is_empty() {
+                    return Ok(Box::new(AllQuery));
+                }
+                Box::new(BooleanQuery::new(clauses))
+            }
+            SearchQuery::Or(list) => {
+                let mut clauses = Vec::with_capacity(list.len());
+                for q in list {
+                    clauses.push((Occur::Should, q.to_tantivy(field, analyzers)?));
+                }
+                if clauses.is_empty() {
+                    return Ok(Box::new(EmptyQuery));
+                }
+                Box::new(BooleanQuery::new(clauses))
+            }
+            SearchQuery::Not(inner) => Box::new(BooleanQuery::new(vec![
+                (Occur::Must, Box::new(AllQuery) as Box<dyn Query>),
+                (Occur::MustNot, inner.to_tantivy(field, analyzers)?),
+            ])),
+            SearchQuery::MinMatch(list, min) => {
+                if *min == 0 {
+                    return Ok(Box::new(AllQuery));
+                }
+                if *min > list.len() {
+                    return Ok(Box::new(EmptyQuery));
+                }
+                let mut clauses = Vec::with_capacity(list.len());
+                for q in list {
+                    clauses.push((Occur::Should, q.to_tantivy(field, analyzers)?));
+                }
+                Box::new(BooleanQuery::with_minimum_required_clauses(clauses, *min))
+            }
+            SearchQuery::Boost(inner, _) => inner.to_tantivy(field, analyzers)?,
+        })
+    }
+}
+
+/// The term a `path == value` condition looks up.
+pub(crate) fn value_term(path: &str, analyzer: &str, value: &SearchValue) -> String {
+    match value {
+        SearchValue::String(s) => encode::string_term(path, analyzer, s),
+        SearchValue::Number(n) => encode::number_term(path, *n),
+        SearchValue::Bool(b) => encode::bool_term(path, *b),
+        SearchValue::Null => encode::null_term(path),
+    }
+}
+
+fn regex_query(pattern: &str, field: Field) -> Result<Box<dyn Query>> {
+    RegexQuery::from_pattern(pattern, field)
+        .map(|q| Box::new(q) as Box<dyn Query>)
+        .map_err(|e| Error::with_message(ErrorCode::BadParameter, format!("invalid pattern: {e}")))
+}
+
+/// Escapes regex metacharacters (and the control character that separates term parts).
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() * 2);
+    for c in text.chars() {
+        // regex-syntax accepts an escape before any ASCII punctuation except `<` and `>`.
+        if c.is_ascii_punctuation() && c != '<' && c != '>' {
+            out.push('\\');
+            out.push(c);
+        } else if c.is_control() {
+            out.push_str(&format!("\\x{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// AQL LIKE (`%` any run, `_` one character, `\` escapes) as a regex over a whole term.
+fn like_to_regex(pattern: &str) -> String {
+    let mut out = String::new();
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(n) => out.push_str(&regex_escape(&n.to_string())),
+                None => out.push_str("\\\\"),
+            },
+            '%' => out.push_str(".*"),
+            '_' => out.push('.'),
+            c => out.push_str(&regex_escape(&c.to_string())),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_become_anchored_regexes() {
+        assert_eq!(like_to_regex("a%b_c"), "a.*b.c");
+        assert_eq!(like_to_regex("100\\%"), "100\\%");
+        assert_eq!(like_to_regex("a.b"), "a\\.b");
+    }
+}

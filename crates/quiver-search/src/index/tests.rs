@@ -1,0 +1,349 @@
+//! The index against brute force: matching documents and BM25/TFIDF scores on small corpora
+//! computed directly from the documents (tolerance 1e-9, relative), and durability.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+
+use super::*;
+
+/// `identity`, and `words`: lower-cased whitespace-separated tokens at positions 0, 1, ….
+struct Words;
+
+impl AnalyzerSource for Words {
+    fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>> {
+        match analyzer {
+            "identity" => Some(vec![(input.to_string(), 0)]),
+            "words" => Some(
+                input
+                    .split_whitespace()
+                    .enumerate()
+                    .map(|(i, w)| (w.to_lowercase(), i as u32))
+                    .collect(),
+            ),
+            _ => None,
+        }
+    }
+}
+
+fn link() -> LinkDefinition {
+    LinkDefinition::from_json(&json!({
+        "includeAllFields": true,
+        "fields": {"text": {"analyzers": ["words", "identity"]}}
+    }))
+    .unwrap()
+}
+
+const CORPUS: &[&str] = &[
+    "the quick brown fox jumps over the lazy dog",
+    "quick quick quick",
+    "a brown dog",
+    "the fox",
+    "lazy afternoon with a lazy brown cat and a dog",
+    "nothing to see here",
+];
+
+fn build(dir: &std::path::Path) -> ViewIndex {
+    let (index, opened) = ViewIndex::open(dir).unwrap();
+    assert_eq!(opened, Opened::Created);
+    for (i, text) in CORPUS.iter().enumerate() {
+        let doc = json!({"_key": format!("k{i}"), "text": text, "n": i, "even": i % 2 == 0});
+        index
+            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .unwrap();
+    }
+    index.commit("{\"covered\":1}").unwrap();
+    index
+}
+
+fn keys(index: &ViewIndex, q: SearchQuery) -> BTreeSet<String> {
+    index
+        .search(&q, None, &[], &Words)
+        .unwrap()
+        .into_iter()
+        .map(|h| h.key)
+        .collect()
+}
+
+fn set(ks: &[usize]) -> BTreeSet<String> {
+    ks.iter().map(|i| format!("k{i}")).collect()
+}
+
+fn term(path: &str, analyzer: &str, value: SearchValue) -> SearchQuery {
+    SearchQuery::Term {
+        path: path.into(),
+        analyzer: analyzer.into(),
+        value,
+    }
+}
+
+fn word(w: &str) -> SearchQuery {
+    term("text", "words", SearchValue::String(w.into()))
+}
+
+/// BM25 or TFIDF of `query_words` for every document of CORPUS holding any of them,
+/// straight from the texts.
+fn brute_force(scorer: &Scorer, query_words: &[&str]) -> BTreeMap<String, f64> {
+    let docs: Vec<Vec<String>> = CORPUS
+        .iter()
+        .map(|t| t.split_whitespace().map(str::to_lowercase).collect())
+        .collect();
+    let n = docs.len() as f64;
+    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let mut out = BTreeMap::new();
+    for (i, doc) in docs.iter().enumerate() {
+        let mut score = 0.0;
+        let mut any = false;
+        for w in query_words {
+            let tf = doc.iter().filter(|t| t == w).count() as f64;
+            if tf == 0.0 {
+                continue;
+            }
+            any = true;
+            let df = docs.iter().filter(|d| d.iter().any(|t| t == w)).count() as f64;
+            let len = doc.len() as f64;
+            score += match scorer {
+                Scorer::Bm25 { k, b } => {
+                    let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
+                    idf * (k + 1.0) * tf / (tf + k * (1.0 - b + b * len / avg))
+                }
+                Scorer::Tfidf { with_norms } => {
+                    let idf = 1.0 + (n / (df + 1.0)).ln();
+                    tf.sqrt() * idf * if *with_norms { 1.0 / len.sqrt() } else { 1.0 }
+                }
+            };
+        }
+        if any {
+            out.insert(format!("k{i}"), score);
+        }
+    }
+    out
+}
+
+#[test]
+fn scores_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = build(dir.path());
+    let scorers = [
+        Scorer::BM25_DEFAULT,
+        Scorer::Bm25 { k: 2.0, b: 0.0 },
+        Scorer::Bm25 { k: 0.5, b: 1.0 },
+        Scorer::Tfidf { with_norms: false },
+        Scorer::Tfidf { with_norms: true },
+    ];
+    for words in [&["quick"][..], &["lazy", "dog"], &["the", "fox", "brown"]] {
+        let query = SearchQuery::Or(words.iter().map(|w| word(w)).collect());
+        let hits = index.search(&query, None, &scorers, &Words).unwrap();
+        for (i, scorer) in scorers.iter().enumerate() {
+            let expected = brute_force(scorer, words);
+            let got: BTreeMap<String, f64> =
+                hits.iter().map(|h| (h.key.clone(), h.scores[i])).collect();
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{words:?}"
+            );
+            for (key, want) in &expected {
+                let have = got[key];
+                assert!(
+                    (have - want).abs() <= 1e-9 * want.abs().max(1.0),
+                    "{scorer:?} {words:?} {key}: {have} vs {want}"
+                );
+            }
+        }
+    }
+    // BOOST multiplies a term's contribution.
+    let boosted = SearchQuery::Boost(Box::new(word("quick")), 2.5);
+    let plain = index
+        .search(&word("quick"), None, &scorers[..1], &Words)
+        .unwrap();
+    let twice = index.search(&boosted, None, &scorers[..1], &Words).unwrap();
+    for (a, b) in plain.iter().zip(&twice) {
+        assert!((a.scores[0] * 2.5 - b.scores[0]).abs() < 1e-9);
+    }
+}
+
+#[test]
+fn conditions_match_as_arangosearch() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = build(dir.path());
+    assert_eq!(keys(&index, word("fox")), set(&[0, 3]));
+    // identity and words terms are kept apart
+    assert_eq!(
+        keys(
+            &index,
+            term("text", "identity", SearchValue::String("the fox".into()))
+        ),
+        set(&[3])
+    );
+    assert!(keys(
+        &index,
+        term("text", "identity", SearchValue::String("fox".into()))
+    )
+    .is_empty());
+    assert_eq!(
+        keys(&index, term("n", "identity", SearchValue::Number(2.0))),
+        set(&[2])
+    );
+    assert_eq!(
+        keys(&index, term("even", "identity", SearchValue::Bool(true))),
+        set(&[0, 2, 4])
+    );
+    let range = SearchQuery::Range {
+        path: "n".into(),
+        analyzer: "identity".into(),
+        lower: Some((SearchValue::Number(1.0), false)),
+        upper: Some((SearchValue::Number(4.0), true)),
+    };
+    assert_eq!(keys(&index, range), set(&[2, 3, 4]));
+    let open_range = SearchQuery::Range {
+        path: "n".into(),
+        analyzer: "identity".into(),
+        lower: Some((SearchValue::Number(4.0), true)),
+        upper: None,
+    };
+    assert_eq!(keys(&index, open_range), set(&[4, 5]));
+    assert_eq!(
+        keys(
+            &index,
+            SearchQuery::And(vec![word("brown"), SearchQuery::Not(Box::new(word("cat")))])
+        ),
+        set(&[0, 2])
+    );
+    assert_eq!(
+        keys(
+            &index,
+            SearchQuery::MinMatch(vec![word("lazy"), word("dog"), word("brown")], 3)
+        ),
+        set(&[0, 4])
+    );
+    let phrase = |parts: Vec<(u32, &str)>| SearchQuery::Phrase {
+        path: "text".into(),
+        analyzer: "words".into(),
+        parts: parts
+            .into_iter()
+            .map(|(skip, text)| PhrasePart {
+                skip,
+                text: text.into(),
+            })
+            .collect(),
+    };
+    assert_eq!(keys(&index, phrase(vec![(0, "quick brown")])), set(&[0]));
+    assert_eq!(keys(&index, phrase(vec![(0, "brown quick")])), set(&[]));
+    assert_eq!(
+        keys(&index, phrase(vec![(0, "quick"), (1, "fox")])),
+        set(&[0])
+    );
+    assert_eq!(keys(&index, phrase(vec![(0, "lazy"), (2, "a")])), set(&[4]));
+    let exists = |kind| SearchQuery::Exists {
+        path: "text".into(),
+        kind,
+    };
+    assert_eq!(keys(&index, exists(ExistsKind::Any)).len(), CORPUS.len());
+    assert_eq!(
+        keys(&index, exists(ExistsKind::Type("number".into()))),
+        set(&[])
+    );
+    assert_eq!(
+        keys(&index, exists(ExistsKind::Analyzer("words".into()))).len(),
+        6
+    );
+    let prefix = SearchQuery::Prefix {
+        path: "text".into(),
+        analyzer: "words".into(),
+        prefix: "la".into(),
+    };
+    assert_eq!(keys(&index, prefix), set(&[0, 4]));
+    let like = SearchQuery::Like {
+        path: "text".into(),
+        analyzer: "identity".into(),
+        pattern: "%brown _og".into(),
+    };
+    assert_eq!(keys(&index, like), set(&[2]));
+    let fuzzy = SearchQuery::Levenshtein {
+        path: "text".into(),
+        analyzer: "words".into(),
+        target: "quack".into(),
+        distance: 1,
+        transpositions: true,
+    };
+    assert_eq!(keys(&index, fuzzy), set(&[0, 1]));
+    assert!(index
+        .search(&SearchQuery::All, Some(&[8]), &[], &Words)
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn updates_removals_and_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = build(dir.path());
+        index
+            .put(
+                7,
+                "k1",
+                document_terms(&json!({"text": "slow"}), &link(), &Words),
+            )
+            .unwrap();
+        index.remove(7, "k3");
+        index
+            .put(
+                9,
+                "other",
+                document_terms(&json!({"text": "fox"}), &link(), &Words),
+            )
+            .unwrap();
+        // Not visible before the commit.
+        assert_eq!(keys(&index, word("slow")), set(&[]));
+        index.commit("{\"covered\":2}").unwrap();
+        assert_eq!(keys(&index, word("slow")), set(&[1]));
+        assert_eq!(keys(&index, word("quick")), set(&[0]));
+        assert_eq!(
+            keys(&index, word("fox")),
+            ["k0", "other"].map(String::from).into()
+        );
+        index.remove_collection(9);
+        index.commit("{\"covered\":3}").unwrap();
+    }
+    let (index, opened) = ViewIndex::open(dir.path()).unwrap();
+    assert_eq!(opened, Opened::Existing(Some("{\"covered\":3}".into())));
+    assert_eq!(keys(&index, word("fox")), set(&[0]));
+    assert_eq!(index.num_docs(), CORPUS.len() as u64 - 1);
+}
+
+#[test]
+fn a_broken_directory_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(build(dir.path()));
+    std::fs::write(dir.path().join("meta.json"), b"{not json").unwrap();
+    let (index, opened) = ViewIndex::open(dir.path()).unwrap();
+    assert_eq!(opened, Opened::Created);
+    assert_eq!(index.num_docs(), 0);
+}
+
+#[test]
+fn values_of_other_types_never_match_strings() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = ViewIndex::open(dir.path()).unwrap();
+    let link = LinkDefinition::from_json(&json!({"includeAllFields": true})).unwrap();
+    for (key, v) in [
+        ("a", json!("1")),
+        ("b", json!(1)),
+        ("c", Value::Null),
+        ("d", json!(true)),
+    ] {
+        index
+            .put(1, key, document_terms(&json!({"v": v}), &link, &Words))
+            .unwrap();
+    }
+    index.commit("{}").unwrap();
+    let k = |q| keys(&index, q).into_iter().collect::<Vec<_>>();
+    assert_eq!(
+        k(term("v", "identity", SearchValue::String("1".into()))),
+        ["a"]
+    );
+    assert_eq!(k(term("v", "identity", SearchValue::Number(1.0))), ["b"]);
+    assert_eq!(k(term("v", "identity", SearchValue::Null)), ["c"]);
+    assert_eq!(k(term("v", "identity", SearchValue::Bool(true))), ["d"]);
+}

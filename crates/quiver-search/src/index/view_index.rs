@@ -1,0 +1,410 @@
+//! The index of one view: a tantivy index in the view's directory with one text field of
+//! encoded terms (`encode.rs`), the document's identity (`collection id/key`, stored) and its
+//! collection (to drop a link's documents at once). Writes are buffered in tantivy's writer
+//! and become searchable at [`ViewIndex::commit`], whose payload records what the commit
+//! covers; scores are computed here from the postings (`scoring.rs`), not by tantivy.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use quiver_errors::{Error, ErrorCode, Result};
+use tantivy::collector::DocSetCollector;
+use tantivy::directory::MmapDirectory;
+use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
+use tantivy::postings::Postings;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, STORED, STRING,
+};
+use tantivy::tokenizer::{PreTokenizedString, Token};
+use tantivy::{
+    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term,
+    TERMINATED,
+};
+
+use super::document::{AnalyzerSource, TermAt};
+use super::encode;
+use super::query::SearchQuery;
+use super::scoring::{FieldStats, Scorer};
+
+/// Bytes tantivy's writer may buffer before it writes a segment on its own.
+const WRITER_MEMORY: usize = 32 << 20;
+
+/// One document found by a search.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    pub collection: u64,
+    pub key: String,
+    /// One score per requested scorer, in the order requested.
+    pub scores: Vec<f64>,
+}
+
+/// How segments are merged (`consolidationPolicy` and `consolidationIntervalMsec` of the view).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Consolidation {
+    /// No merges (`consolidationIntervalMsec` 0).
+    Off,
+    /// Merge once at least this many segments of a similar size exist (tier's `segmentsMin`,
+    /// at least 2).
+    Tiered { min_segments: usize },
+}
+
+struct Fields {
+    terms: Field,
+    id: Field,
+    collection: Field,
+}
+
+/// The full-text index of one view.
+pub struct ViewIndex {
+    dir: PathBuf,
+    writer: Mutex<IndexWriter>,
+    reader: IndexReader,
+    fields: Fields,
+}
+
+impl std::fmt::Debug for ViewIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ViewIndex")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+fn schema() -> (Schema, Fields) {
+    let mut builder = Schema::builder();
+    let indexing = TextFieldIndexing::default()
+        .set_tokenizer("raw")
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let terms = builder.add_text_field(
+        "terms",
+        TextOptions::default().set_indexing_options(indexing),
+    );
+    let id = builder.add_text_field("id", STRING | STORED);
+    let collection = builder.add_text_field("collection", STRING);
+    (
+        builder.build(),
+        Fields {
+            terms,
+            id,
+            collection,
+        },
+    )
+}
+
+fn engine_error(what: &str, err: impl std::fmt::Display) -> Error {
+    Error::with_message(ErrorCode::Internal, format!("view index: {what}: {err}"))
+}
+
+/// What [`ViewIndex::open`] found in the directory.
+#[derive(Debug, PartialEq)]
+pub enum Opened {
+    /// An index, with the payload of its last commit (None if never committed).
+    Existing(Option<String>),
+    /// Nothing usable: a new, empty index was created (the directory was missing, or held
+    /// something that could not be opened and was removed).
+    Created,
+}
+
+impl ViewIndex {
+    /// Opens the index in `dir`, creating it when missing. A directory that cannot be opened
+    /// as this index is removed and replaced by an empty index (reported as
+    /// [`Opened::Created`], so the caller rebuilds it), never served.
+    pub fn open(dir: &Path) -> Result<(ViewIndex, Opened)> {
+        let existed = dir.join("meta.json").exists();
+        if existed {
+            match Self::open_in(dir, false) {
+                Ok(found) => return Ok(found),
+                Err(err) => {
+                    tracing::warn!(dir = %dir.display(), error = %err.message,
+                        "view index cannot be opened; it is rebuilt from the collections");
+                    std::fs::remove_dir_all(dir)
+                        .map_err(|e| engine_error("removing a broken index", e))?;
+                }
+            }
+        }
+        Self::open_in(dir, true)
+    }
+
+    fn open_in(dir: &Path, create: bool) -> Result<(ViewIndex, Opened)> {
+        std::fs::create_dir_all(dir).map_err(|e| engine_error("creating its directory", e))?;
+        let (schema, fields) = schema();
+        let directory = MmapDirectory::open(dir).map_err(|e| engine_error("opening", e))?;
+        let index = if create {
+            Index::create(directory, schema.clone(), Default::default())
+                .map_err(|e| engine_error("creating", e))?
+        } else {
+            let index = Index::open(directory).map_err(|e| engine_error("opening", e))?;
+            if index.schema() != schema {
+                return Err(engine_error("opening", "the schema differs"));
+            }
+            // Reading every segment's metadata catches truncated or missing files early.
+            index
+                .searchable_segment_metas()
+                .map_err(|e| engine_error("reading segments", e))?;
+            index
+        };
+        let payload = index
+            .load_metas()
+            .map_err(|e| engine_error("reading its commit", e))?
+            .payload;
+        let writer = index
+            .writer_with_num_threads(1, WRITER_MEMORY)
+            .map_err(|e| engine_error("opening its writer", e))?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| engine_error("opening its reader", e))?;
+        // A reader over every segment also checks that the segment files open.
+        let _ = reader.searcher().num_docs();
+        let opened = if create {
+            Opened::Created
+        } else {
+            Opened::Existing(payload)
+        };
+        Ok((
+            ViewIndex {
+                dir: dir.to_path_buf(),
+                writer: Mutex::new(writer),
+                reader,
+                fields,
+            },
+            opened,
+        ))
+    }
+
+    /// The directory the index lives in.
+    pub fn directory(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Sets how segments are merged.
+    pub fn set_consolidation(&self, policy: Consolidation) {
+        let writer = self.writer.lock();
+        match policy {
+            Consolidation::Off => writer.set_merge_policy(Box::new(NoMergePolicy)),
+            Consolidation::Tiered { min_segments } => {
+                let mut merge = LogMergePolicy::default();
+                merge.set_min_num_segments(min_segments.max(2));
+                writer.set_merge_policy(Box::new(merge));
+            }
+        }
+    }
+
+    fn id_term(&self, collection: u64, key: &str) -> Term {
+        Term::from_field_text(self.fields.id, &format!("{collection}/{key}"))
+    }
+
+    /// Replaces the document `collection/key` with one holding `terms` (visible after the next
+    /// commit).
+    pub fn put(&self, collection: u64, key: &str, terms: Vec<TermAt>) -> Result<()> {
+        let mut doc = TantivyDocument::new();
+        let id = format!("{collection}/{key}");
+        doc.add_text(self.fields.id, &id);
+        doc.add_text(self.fields.collection, collection.to_string());
+        let tokens: Vec<Token> = terms
+            .into_iter()
+            .map(|t| Token {
+                offset_from: 0,
+                offset_to: 0,
+                position: t.position as usize,
+                text: t.term,
+                position_length: 1,
+            })
+            .collect();
+        doc.add_pre_tokenized_text(
+            self.fields.terms,
+            PreTokenizedString {
+                text: String::new(),
+                tokens,
+            },
+        );
+        let writer = self.writer.lock();
+        writer.delete_term(self.id_term(collection, key));
+        writer
+            .add_document(doc)
+            .map_err(|e| engine_error("adding a document", e))?;
+        Ok(())
+    }
+
+    /// Removes the document `collection/key` (visible after the next commit).
+    pub fn remove(&self, collection: u64, key: &str) {
+        self.writer
+            .lock()
+            .delete_term(self.id_term(collection, key));
+    }
+
+    /// Removes every document of `collection` (a dropped link or a truncate).
+    pub fn remove_collection(&self, collection: u64) {
+        self.writer.lock().delete_term(Term::from_field_text(
+            self.fields.collection,
+            &collection.to_string(),
+        ));
+    }
+
+    /// Removes every document.
+    pub fn clear(&self) -> Result<()> {
+        self.writer
+            .lock()
+            .delete_all_documents()
+            .map(|_| ())
+            .map_err(|e| engine_error("clearing", e))
+    }
+
+    /// Makes everything written so far durable and searchable; `payload` is stored with the
+    /// commit and returned by the next [`ViewIndex::open`].
+    pub fn commit(&self, payload: &str) -> Result<()> {
+        {
+            let mut writer = self.writer.lock();
+            let mut prepared = writer
+                .prepare_commit()
+                .map_err(|e| engine_error("preparing a commit", e))?;
+            prepared.set_payload(payload);
+            prepared
+                .commit()
+                .map_err(|e| engine_error("committing", e))?;
+        }
+        self.reader
+            .reload()
+            .map_err(|e| engine_error("reloading its reader", e))
+    }
+
+    /// Live documents searchable now.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// The documents matching `query` (restricted to `collections` when given), each with
+    /// one score per scorer.
+    pub fn search(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        scorers: &[Scorer],
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Hit>> {
+        let searcher = self.reader.searcher();
+        let mut tantivy_query = query.to_tantivy(self.fields.terms, analyzers)?;
+        if let Some(ids) = collections {
+            let any_of: Vec<(Occur, Box<dyn Query>)> = ids
+                .iter()
+                .map(|id| {
+                    let term = Term::from_field_text(self.fields.collection, &id.to_string());
+                    (
+                        Occur::Should,
+                        Box::new(TermQuery::new(term, IndexRecordOption::Basic)) as Box<dyn Query>,
+                    )
+                })
+                .collect();
+            tantivy_query = Box::new(BooleanQuery::new(vec![
+                (Occur::Must, tantivy_query),
+                (
+                    Occur::Must,
+                    Box::new(BooleanQuery::new(any_of)) as Box<dyn Query>,
+                ),
+            ]));
+        }
+        let matched: HashSet<DocAddress> = searcher
+            .search(&*tantivy_query, &DocSetCollector)
+            .map_err(|e| engine_error("searching", e))?;
+        let mut scores: HashMap<DocAddress, Vec<f64>> = HashMap::new();
+        if !scorers.is_empty() {
+            let mut fields: HashMap<(String, String), (FieldStats, HashMap<DocAddress, u32>)> =
+                HashMap::new();
+            for leaf in query.scored_terms(analyzers) {
+                let field_key = (leaf.path.clone(), leaf.analyzer.clone());
+                if !fields.contains_key(&field_key) {
+                    let stats = self.field_stats(&searcher, &leaf.path, &leaf.analyzer)?;
+                    fields.insert(field_key.clone(), stats);
+                }
+                let (stats, lengths) = &fields[&field_key];
+                let term = encode::string_term(&leaf.path, &leaf.analyzer, &leaf.term);
+                let postings = self.postings(&searcher, &term)?;
+                let df = postings.len() as u64;
+                for (addr, tf) in postings {
+                    if !matched.contains(&addr) {
+                        continue;
+                    }
+                    let length = lengths.get(&addr).copied().unwrap_or(0);
+                    let entry = scores
+                        .entry(addr)
+                        .or_insert_with(|| vec![0.0; scorers.len()]);
+                    for (slot, scorer) in entry.iter_mut().zip(scorers) {
+                        *slot += scorer.term_score(tf, df, *stats, length, leaf.boost);
+                    }
+                }
+            }
+        }
+        let mut hits = Vec::with_capacity(matched.len());
+        let mut sorted: Vec<DocAddress> = matched.into_iter().collect();
+        sorted.sort();
+        for addr in sorted {
+            let doc: TantivyDocument = searcher
+                .doc(addr)
+                .map_err(|e| engine_error("reading a document's identity", e))?;
+            let Some(id) = doc.get_first(self.fields.id).and_then(|v| v.as_str()) else {
+                return Err(engine_error("reading a document's identity", "missing"));
+            };
+            let Some((collection, key)) = id
+                .split_once('/')
+                .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
+            else {
+                return Err(engine_error("reading a document's identity", id));
+            };
+            hits.push(Hit {
+                collection,
+                key: key.to_string(),
+                scores: scores
+                    .remove(&addr)
+                    .unwrap_or_else(|| vec![0.0; scorers.len()]),
+            });
+        }
+        Ok(hits)
+    }
+
+    /// Live documents holding `term` with its frequency in each.
+    fn postings(&self, searcher: &tantivy::Searcher, term: &str) -> Result<Vec<(DocAddress, u32)>> {
+        let term = Term::from_field_text(self.fields.terms, term);
+        let mut out = Vec::new();
+        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+            let inverted = segment
+                .inverted_index(self.fields.terms)
+                .map_err(|e| engine_error("reading postings", e))?;
+            let Some(mut postings) = inverted
+                .read_postings(&term, IndexRecordOption::WithFreqs)
+                .map_err(|e| engine_error("reading postings", e))?
+            else {
+                continue;
+            };
+            let alive = segment.alive_bitset();
+            let mut doc = postings.doc();
+            while doc != TERMINATED {
+                if alive.is_none_or(|a| a.is_alive(doc)) {
+                    out.push((DocAddress::new(ord as u32, doc), postings.term_freq()));
+                }
+                doc = postings.advance();
+            }
+        }
+        Ok(out)
+    }
+
+    /// The statistics of field (path, analyzer) and each live document's length in it.
+    fn field_stats(
+        &self,
+        searcher: &tantivy::Searcher,
+        path: &str,
+        analyzer: &str,
+    ) -> Result<(FieldStats, HashMap<DocAddress, u32>)> {
+        let lengths: HashMap<DocAddress, u32> = self
+            .postings(searcher, &encode::length_term(path, analyzer))?
+            .into_iter()
+            .collect();
+        let stats = FieldStats {
+            docs_with_field: lengths.len() as u64,
+            total_length: lengths.values().map(|l| u64::from(*l)).sum(),
+        };
+        Ok((stats, lengths))
+    }
+}

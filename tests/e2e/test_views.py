@@ -1,0 +1,239 @@
+"""ArangoSearch views through the real binary: /_api/view lifecycle with python-arango and raw
+HTTP, links over several collections, SEARCH with ==, PHRASE and BM25, eventual visibility and
+waitForSync, restart, kill -9 while indexing, and a rolled-back stream transaction."""
+import time
+
+import pytest
+from arango.exceptions import ViewCreateError, ViewGetError
+
+from conftest import Server, unique
+
+SEARCH_SYNC = "OPTIONS {waitForSync: true}"
+
+
+def keys(db, query, **bind):
+    return sorted(db.aql.execute(query, bind_vars=bind))
+
+
+def test_view_lifecycle_with_python_arango(db):
+    coll = db.create_collection(unique())
+    view = db.create_arangosearch_view(
+        "v1",
+        properties={
+            "commitIntervalMsec": 100,
+            "links": {coll.name: {"fields": {"text": {"analyzers": ["text_en"]}}}},
+        },
+    )
+    assert view["name"] == "v1"
+    assert view["type"] == "arangosearch"
+    assert view["commit_interval_msec"] == 100
+    assert view["links"][coll.name]["fields"]["text"]["analyzers"] == ["text_en"]
+    assert [v["name"] for v in db.views()] == ["v1"]
+    got = db.view("v1")
+    assert got["links"][coll.name]["includeAllFields"] is False
+
+    updated = db.update_view("v1", {"consolidationIntervalMsec": 0})
+    assert updated["consolidation_interval_msec"] == 0
+    assert updated["commit_interval_msec"] == 100
+    replaced = db.replace_view("v1", {"cleanupIntervalStep": 5})
+    assert replaced["cleanup_interval_step"] == 5
+    assert replaced["commit_interval_msec"] == 1000
+    assert replaced["links"] == {}
+
+    assert db.rename_view("v1", "v2")
+    assert [v["name"] for v in db.views()] == ["v2"]
+    with pytest.raises(ViewGetError) as err:
+        db.view("v1")
+    assert err.value.error_code == 1203
+    with pytest.raises(ViewCreateError) as err:
+        db.create_arangosearch_view("v2")
+    assert err.value.error_code == 1207
+    with pytest.raises(ViewCreateError) as err:
+        db.create_arangosearch_view(coll.name)
+    assert err.value.error_code == 1207
+    assert db.delete_view("v2")
+    assert db.views() == []
+
+
+def test_view_errors_over_raw_http(http, sys_db):
+    base = "/_db/_system/_api/view"
+    r = http.post(base, json={"name": "a/b", "type": "arangosearch"})
+    assert r.status_code == 400 and r.json()["errorNum"] == 1208
+    r = http.post(base, json={"name": "nt", "type": "nosuch"})
+    assert r.status_code == 400 and r.json()["errorNum"] == 10
+    r = http.post(base, json={"name": "nl", "type": "arangosearch", "links": {"missing": {}}})
+    assert r.status_code == 404 and r.json()["errorNum"] == 1203
+    r = http.get(base + "/missing/properties")
+    assert r.status_code == 404 and r.json()["errorNum"] == 1203
+    r = http.delete(base + "/missing")
+    assert r.status_code == 404 and r.json()["errorNum"] == 1203
+    r = http.post(base, json={"name": "vh", "type": "arangosearch", "commitIntervalMsec": -1})
+    assert r.status_code == 400 and r.json()["errorNum"] == 10
+    r = http.post(base, json={"name": "vh", "type": "arangosearch"})
+    assert r.status_code == 201
+    assert r.json()["name"] == "vh"
+    r = http.get(base + "/vh")
+    assert r.status_code == 200 and r.json()["type"] == "arangosearch"
+    r = http.patch(base + "/vh/properties", json={"links": {"_users": {"includeAllFields": True}}})
+    assert r.status_code == 200 and "_users" in r.json()["links"]
+    r = http.delete(base + "/vh")
+    assert r.status_code == 200 and r.json()["result"] is True
+    r = http.post("/_api/cursor", json={"query": "FOR d IN nosuchview SEARCH d.a == 1 RETURN d"})
+    assert r.status_code == 404 and r.json()["errorNum"] == 1203
+
+
+def test_search_links_over_several_collections(db):
+    a = db.create_collection(unique("a"))
+    b = db.create_collection(unique("b"))
+    a.insert_many(
+        [
+            {"_key": "1", "text": "The quick brown fox", "n": 1, "tags": ["x", "y"]},
+            {"_key": "2", "text": "A lazy brown dog", "n": 2, "tags": ["y"]},
+        ]
+    )
+    b.insert({"_key": "3", "text": "quick quick quick", "n": 3})
+    link = {"fields": {"text": {"analyzers": ["text_en", "identity"]}, "n": {}, "tags": {}}}
+    db.create_arangosearch_view("docs", properties={"links": {a.name: link, b.name: link}})
+    q = f"FOR d IN docs SEARCH ANALYZER(d.text == 'quick', 'text_en') {SEARCH_SYNC} RETURN d._key"
+    assert keys(db, q) == ["1", "3"]
+    q = f"FOR d IN docs SEARCH PHRASE(d.text, 'brown dog', 'text_en') {SEARCH_SYNC} RETURN d._key"
+    assert keys(db, q) == ["2"]
+    q = f"FOR d IN docs SEARCH d.n >= 2 {SEARCH_SYNC} RETURN d._key"
+    assert keys(db, q) == ["2", "3"]
+    q = f"FOR d IN docs SEARCH d.tags == 'y' AND d.n IN 1..1 {SEARCH_SYNC} RETURN d._key"
+    assert keys(db, q) == ["1"]
+    q = f"FOR d IN docs SEARCH d.text == 'A lazy brown dog' {SEARCH_SYNC} RETURN d._key"
+    assert keys(db, q) == ["2"]
+    q = (
+        f"FOR d IN docs SEARCH ANALYZER(d.text IN ['quick', 'fox'], 'text_en') {SEARCH_SYNC} "
+        "SORT BM25(d) DESC RETURN d._key"
+    )
+    # BM25 as ArangoSearch computes it: the rarer "fox" outweighs "quick" three times in a
+    # shorter text.
+    assert list(db.aql.execute(q)) == ["1", "3"]
+    q = (
+        f"FOR d IN docs SEARCH ANALYZER(STARTS_WITH(d.text, 'qui'), 'text_en') "
+        f"OPTIONS {{waitForSync: true, collections: ['{b.name}']}} RETURN d._key"
+    )
+    assert keys(db, q) == ["3"]
+    # SEARCH results combine with COLLECT and subqueries like any FOR.
+    q = (
+        f"FOR d IN docs SEARCH EXISTS(d.n) {SEARCH_SYNC} "
+        "COLLECT big = d.n > 1 WITH COUNT INTO c SORT big RETURN [big, c]"
+    )
+    assert list(db.aql.execute(q)) == [[False, 1], [True, 2]]
+    q = (
+        f"FOR x IN [1, 3] LET found = (FOR d IN docs SEARCH d.n == x {SEARCH_SYNC} RETURN d._key) "
+        "RETURN found"
+    )
+    assert list(db.aql.execute(q)) == [["1"], ["3"]]
+    cursor = db.aql.execute(
+        f"FOR d IN docs SEARCH d.n >= 1 {SEARCH_SYNC} LIMIT 1 RETURN d._key", full_count=True
+    )
+    assert len(list(cursor)) == 1
+    assert cursor.statistics()["fullCount"] == 3
+    # ... and with traversals: from each found document along its edges.
+    edges = db.create_collection(unique("e"), edge=True)
+    edges.insert({"_from": f"{a.name}/1", "_to": f"{b.name}/3"})
+    q = (
+        f"FOR d IN docs SEARCH d.n == 1 {SEARCH_SYNC} "
+        f"FOR v IN 1 OUTBOUND d {edges.name} RETURN [d._key, v._key]"
+    )
+    assert list(db.aql.execute(q)) == [["1", "3"]]
+    plan = db.aql.explain("FOR d IN docs SEARCH d.n == 1 RETURN d")
+    assert "EnumerateViewNode" in [n["type"] for n in plan["nodes"]]
+    # Dropping a linked collection drops its link.
+    db.delete_collection(b.name)
+    assert list(db.view("docs")["links"]) == [a.name]
+
+
+def test_eventual_visibility_and_wait_for_sync(db):
+    coll = db.create_collection(unique())
+    db.create_arangosearch_view(
+        "slow",
+        properties={"commitIntervalMsec": 60000, "links": {coll.name: {"includeAllFields": True}}},
+    )
+    coll.insert({"_key": "k", "v": 7})
+    q = "FOR d IN slow SEARCH d.v == 7 RETURN d._key"
+    # Not committed yet: the view's commit interval is a minute.
+    assert list(db.aql.execute(q)) == []
+    assert list(db.aql.execute(q.replace("RETURN", SEARCH_SYNC + " RETURN"))) == ["k"]
+    coll.delete("k")
+    assert list(db.aql.execute(q.replace("RETURN", SEARCH_SYNC + " RETURN"))) == []
+
+
+def test_rolled_back_stream_transaction_leaves_no_trace(db):
+    coll = db.create_collection(unique())
+    db.create_arangosearch_view("tv", properties={"links": {coll.name: {"includeAllFields": True}}})
+    trx = db.begin_transaction(write=[coll.name])
+    trx.collection(coll.name).insert({"_key": "gone", "v": 1})
+    trx.abort_transaction()
+    coll.insert({"_key": "kept", "v": 1})
+    q = f"FOR d IN tv SEARCH d.v == 1 {SEARCH_SYNC} RETURN d._key"
+    assert list(db.aql.execute(q)) == ["kept"]
+
+
+def _search_count(db, view, doc_filter):
+    q = f"FOR d IN {view} SEARCH {doc_filter} {SEARCH_SYNC} COLLECT WITH COUNT INTO n RETURN n"
+    return list(db.aql.execute(q))[0]
+
+
+def test_view_survives_restart_and_kill(tmp_root):
+    srv = Server(tmp_root / unique("views")).start()
+    try:
+        db = srv.client().db("_system", username="root", password="")
+        coll = db.create_collection("texts")
+        db.create_arangosearch_view(
+            "tv", properties={"links": {"texts": {"fields": {"text": {"analyzers": ["text_en"]}}}}}
+        )
+        coll.insert_many([{"_key": str(i), "text": f"word{i % 10} common"} for i in range(500)])
+        assert _search_count(db, "tv", "ANALYZER(d.text == 'common', 'text_en')") == 500
+        srv.restart()
+        db = srv.client().db("_system", username="root", password="")
+        assert _search_count(db, "tv", "ANALYZER(d.text == 'common', 'text_en')") == 500
+        assert _search_count(db, "tv", "ANALYZER(d.text == 'word3', 'text_en')") == 50
+        # Writes in flight when the process dies: after restart the view matches its collection.
+        coll = db.collection("texts")
+        coll.insert_many([{"_key": f"x{i}", "text": "later common"} for i in range(300)])
+        coll.delete_many([{"_key": str(i)} for i in range(100)])
+        srv.kill()
+        srv.start()
+        db = srv.client().db("_system", username="root", password="")
+        expected = db.collection("texts").count()
+        assert expected == 700
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if _search_count(db, "tv", "ANALYZER(d.text == 'common', 'text_en')") == expected:
+                break
+            time.sleep(0.2)
+        assert _search_count(db, "tv", "ANALYZER(d.text == 'common', 'text_en')") == expected
+        assert _search_count(db, "tv", "ANALYZER(d.text == 'later', 'text_en')") == 300
+    finally:
+        srv.stop()
+
+
+def test_custom_analyzers_in_links_and_in_use_needs_force(db):
+    """A link may name a custom analyzer of the view's database or of _system; the view indexes
+    with it, and dropping an analyzer a view uses needs force."""
+    from arango.exceptions import AnalyzerDeleteError
+
+    coll = db.create_collection(unique("csvdocs"))
+    name = unique("csv")
+    db.create_analyzer(name, "delimiter", {"delimiter": ","}, ["frequency", "norm", "position"])
+    coll.insert_many([{"_key": "a", "tags": "red,green"}, {"_key": "b", "tags": "blue"}])
+    view = unique("tagview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"tags": {"analyzers": [name]}}}}})
+    q = (f"FOR d IN {view} SEARCH ANALYZER(d.tags == 'green', '{name}') {SEARCH_SYNC} "
+         "RETURN d._key")
+    assert list(db.aql.execute(q)) == ["a"]
+    # Written after the view exists: indexed with the custom analyzer too.
+    coll.insert({"_key": "c", "tags": "green,blue"})
+    q = (f"FOR d IN {view} SEARCH ANALYZER(d.tags == 'blue', '{name}') {SEARCH_SYNC} "
+         "SORT d._key RETURN d._key")
+    assert list(db.aql.execute(q)) == ["b", "c"]
+    with pytest.raises(AnalyzerDeleteError) as err:
+        db.delete_analyzer(name)
+    assert err.value.http_code == 409 and err.value.error_code == 1200
+    db.delete_view(view)
+    assert db.delete_analyzer(name)
