@@ -13,11 +13,16 @@ use crate::options::BackupOptions;
 
 /// Runs one operation and prints its outcome; returns the ids it created, listed or deleted.
 pub fn run(options: &BackupOptions) -> Result<Vec<String>> {
-    if let (Some(data), Some(target), Some(id)) = (
+    if let ("restore", Some(data), Some(target), Some(id)) = (
+        options.operation.as_str(),
         &options.database_directory,
         &options.target_directory,
         &options.identifier,
     ) {
+        // An id names a directory under backups/, never a path elsewhere.
+        if id.is_empty() || id.starts_with('.') || id.contains(['/', '\\']) {
+            return Err(bad(&format!("'{id}' is not a backup id")));
+        }
         let files = restore_copy(&data.join("backups").join(id), target)?;
         println!(
             "restored backup {id} into {} ({files} files)",
@@ -121,4 +126,38 @@ fn copy_tree(source: &Path, target: &Path) -> Result<u64> {
 
 fn io(path: &Path, e: std::io::Error) -> Error {
     Error::with_message(ErrorCode::IoError, format!("{}: {e}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backup_is_copied_into_an_empty_directory_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("backups").join("b1");
+        std::fs::create_dir_all(source.join("engine")).unwrap();
+        std::fs::write(source.join("backup.json"), b"{}").unwrap();
+        std::fs::write(source.join("engine").join("000001.data"), b"rows").unwrap();
+
+        let target = dir.path().join("restored");
+        assert_eq!(restore_copy(&source, &target).unwrap(), 2);
+        let copied = std::fs::read(target.join("engine").join("000001.data")).unwrap();
+        assert_eq!(copied, b"rows");
+        // A copy, not a link: writing the restored file leaves the backup as taken.
+        std::fs::write(target.join("engine").join("000001.data"), b"changed").unwrap();
+        let kept = std::fs::read(source.join("engine").join("000001.data")).unwrap();
+        assert_eq!(kept, b"rows");
+
+        let again = restore_copy(&source, &target).unwrap_err();
+        assert_eq!(again.code, ErrorCode::BadParameter, "{}", again.message);
+        let empty = dir.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert_eq!(restore_copy(&source, &empty).unwrap(), 2);
+        let missing = restore_copy(
+            &dir.path().join("backups").join("nope"),
+            &dir.path().join("x"),
+        );
+        assert_eq!(missing.unwrap_err().code, ErrorCode::HttpNotFound);
+    }
 }
