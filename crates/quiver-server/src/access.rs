@@ -80,6 +80,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
         ("_admin", Some("database")) if seg(2) == Some("target-version") => Need::Database(RO),
         // `--log.api-enabled true`: administrators.
         ("_admin", Some("log")) => Need::Admin,
+        // Hot backups copy every database: administrators (ArangoDB: `rw` on `_system`).
+        ("_admin", Some("backup")) => Need::Admin,
         // `--server.options-api jwt` (ArangoDB's default): superuser JWTs only.
         ("_admin", Some("options" | "options-description")) => Need::Superuser,
         ("_admin", Some("license")) if read => Need::Database(RO),

@@ -40,6 +40,11 @@ impl std::fmt::Debug for DataFile {
 }
 
 impl DataFile {
+    /// The file's current path (a sealed journal's is its datafile name).
+    pub fn path(&self) -> PathBuf {
+        self.path.lock().clone()
+    }
+
     pub fn open(fid: u64, path: &Path) -> io::Result<Arc<DataFile>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Arc::new(DataFile {

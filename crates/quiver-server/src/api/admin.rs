@@ -225,6 +225,7 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
             )
         }
         ["echo"] => echo(req),
+        ["backup", op] => super::backup::backup(state, req, op),
         ["database", "target-version"] => {
             if !is_get(req) {
                 return method_not_allowed();

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod analyzer;
+pub mod backup;
 pub mod batch;
 pub mod collection;
 pub mod cursor;

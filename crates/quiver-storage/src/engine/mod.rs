@@ -4,6 +4,7 @@
 //!
 //! | file | owns |
 //! |---|---|
+//! | `backup.rs` | an online, consistent copy of the directory |
 //! | `open.rs` | opening a directory: lock, catalog, recovery, ticks, threads |
 //! | `catalog.rs` | databases and collections (`catalog.json`), DDL |
 //! | `collection.rs` | one collection's state: options, primary index, count history, file set |
@@ -33,6 +34,7 @@
 //! a collection's compaction lock → its file-set mutex → the WAL mutex (briefly) or the
 //! file table.
 
+mod backup;
 mod catalog;
 mod collection;
 mod collector;
@@ -104,6 +106,13 @@ impl Engine {
         Ok(Engine {
             inner: open(dir, options)?,
         })
+    }
+
+    /// Writes a consistent copy of the engine's files into `target` (hard links of sealed
+    /// datafiles, copies of the rest) while writers go on; an engine opened on `target`
+    /// holds exactly the batches committed up to the returned tick.
+    pub fn backup_to(&self, target: &Path) -> Result<u64> {
+        self.inner.backup_to(target)
     }
 
     /// Everything the engine holds, as recovered: databases with their collections.
