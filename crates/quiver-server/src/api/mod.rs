@@ -20,6 +20,7 @@ pub mod options;
 pub mod replication;
 pub mod restore;
 pub mod server_jwt;
+pub mod server_tls;
 pub mod statistics;
 pub mod token;
 pub mod transaction;
