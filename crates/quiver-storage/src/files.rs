@@ -256,11 +256,6 @@ impl DataFile {
         })
     }
 
-    /// Where the file is now (it may have been renamed since it was opened).
-    pub fn path(&self) -> PathBuf {
-        self.path.lock().clone()
-    }
-
     /// Records the outcome of a full verification made elsewhere (startup proves every
     /// sealed datafile once); a later [`DataFile::verified_sealed`] returns it without a
     /// second pass. No effect if the outcome is already known.

@@ -966,6 +966,7 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
             request_header: Duration::from_secs_f64(options.request_header_timeout),
             request_body: Duration::from_secs_f64(options.request_body_timeout),
         },
+        tls: tls.clone(),
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())

@@ -305,6 +305,14 @@ impl QueryService {
                 return Err(e);
             }
         };
+        // The caller's rights, checked at every collection the query touches while it runs.
+        let txn: Box<dyn crate::source::Transaction> = match &req.access {
+            Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(
+                txn,
+                access.clone(),
+            )),
+            None => txn,
+        };
         self.queries
             .set_modification(query_id, plan.is_modification);
         let ctx = ExecCtx::new(

@@ -5,6 +5,7 @@
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
+pub mod checked;
 pub mod core;
 pub mod memory;
 pub mod skim;

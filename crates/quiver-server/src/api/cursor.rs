@@ -49,7 +49,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
             Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
             None => {
-                cursor_reply(queries.create_cursor_reply(db, request::cursor_request(&body()?)?))
+                let mut query = request::cursor_request(&body()?)?;
+                query.access = crate::access::query_access(state, req);
+                cursor_reply(queries.create_cursor_reply(db, query))
             }
         },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
@@ -154,8 +156,10 @@ fn create_in_transaction(
         let lent = leased(lent, Arc::clone(&back));
         // Read inside the lease, as the query's own errors are: a body the service cannot
         // take ends the lease without handing the transaction back, like a failed query.
-        let reply = request::cursor_request(&body)
-            .and_then(|query| state.queries.create_cursor_in(&req.database, query, lent));
+        let reply = request::cursor_request(&body).and_then(|mut query| {
+            query.access = crate::access::query_access(state, req);
+            state.queries.create_cursor_in(&req.database, query, lent)
+        });
         match back.lock().take() {
             Some(returned) => *owned = returned,
             None => lost = true,

@@ -22,6 +22,7 @@ pub mod refused;
 pub mod replication;
 pub mod restore;
 pub mod server_jwt;
+pub mod server_tls;
 pub mod statistics;
 pub mod token;
 pub mod transaction;
