@@ -4,8 +4,8 @@
 #   off    --server.authentication false, requests without credentials;
 #   basic  authentication on, every request carries root's Basic credentials;
 #   jwt    authentication on, every request carries a bearer token from POST /_open/auth.
-# Single-document inserts (POST /_api/document/profiles, vs-floor.sh's body) and reads by key
-# (GET /_api/document/profiles/12345) at concurrency 1, 4 and 16. The goal: basic and jwt at
+# Single-document inserts and reads by key at concurrency 1, 4 and 16 (the measurement of
+# side-by-side.sh). The goal: basic and jwt at
 # ≥ 95 % of off's requests/s.
 #
 #   crates/quiver-server/bench/auth-cost.sh
@@ -19,37 +19,21 @@
 # status (a refused credential must never count as throughput).
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
+source crates/quiver-server/bench/side-by-side.sh
 TARGET=${CARGO_TARGET_DIR:-target}
-DURATION=${DURATION:-5}
-ROUNDS=${ROUNDS:-3}
-CONCURRENCY=${CONCURRENCY:-"1 4 16"}
 if [ -z "${QUIVER_BIN:-}" ]; then
   cargo build --release -p quiver --bins >&2
 fi
 QUIVER=${QUIVER_BIN:-$TARGET/release/quiver}
-command -v wrk >/dev/null || { echo "wrk not found (apt-get install -y wrk)" >&2; exit 1; }
 SERVERS="off basic jwt"
 BASIC="Basic cm9vdDo=" # root, empty password (a fresh data directory)
 
-WORK=$(mktemp -d)
-declare -A URL PID HEADER
-cleanup() { kill "${PID[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-for s in $SERVERS; do
-  flags=()
-  [ "$s" = off ] && flags=(--server.authentication false)
-  # A day's token lifetime, so that long runs never see the jwt server's token expire.
-  "$QUIVER" --server.endpoint tcp://127.0.0.1:0 --database.directory "$WORK/$s-data" \
-    --log.level warning --server.session-timeout 86400 "${flags[@]}" >"$WORK/$s.log" 2>&1 &
-  PID[$s]=$!
-done
-for s in $SERVERS; do
-  for _ in $(seq 100); do grep -qs listening "$WORK/$s.log" && break; sleep 0.1; done
-  port=$(grep -o '127.0.0.1:[0-9]*' "$WORK/$s.log" | head -1 | cut -d: -f2)
-  [ -n "$port" ] || { echo "$s server did not start" >&2; cat "$WORK/$s.log" >&2; exit 1; }
-  URL[$s]=http://127.0.0.1:$port
-done
-HEADER[off]=""
+sbs_init
+# A day's token lifetime, so that long runs never see the jwt server's token expire.
+sbs_start off "$QUIVER" --server.session-timeout 86400 --server.authentication false
+sbs_start basic "$QUIVER" --server.session-timeout 86400
+sbs_start jwt "$QUIVER" --server.session-timeout 86400
+sbs_wait
 HEADER[basic]="Authorization: $BASIC"
 jwt=$(curl -sf -X POST "${URL[jwt]}/_open/auth" -d '{"username":"root","password":""}' \
   | python3 -c 'import json, sys; print(json.load(sys.stdin)["jwt"])') \
@@ -58,113 +42,5 @@ HEADER[jwt]="Authorization: bearer $jwt"
 # The off server must really run without authentication: a request without credentials works.
 curl -sf "${URL[off]}/_api/version" >/dev/null \
   || { echo "the off server refuses requests without credentials" >&2; exit 1; }
-BODY='{"name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}'
-for s in $SERVERS; do
-  h=(); [ -n "${HEADER[$s]}" ] && h=(-H "${HEADER[$s]}")
-  curl -sf "${h[@]}" -X POST "${URL[$s]}/_api/collection" -d '{"name":"profiles"}' >/dev/null
-  curl -sf "${h[@]}" -X POST "${URL[$s]}/_api/document/profiles" -d "{\"_key\":\"12345\",${BODY:1}" \
-    >/dev/null
-done
-
-cat > "$WORK/post.lua" <<LUA
-wrk.method = "POST"
-wrk.headers["Content-Type"] = "application/json"
-wrk.body = '$BODY'
-LUA
-
-TICK=$(getconf CLK_TCK)
-cpu_ticks() { # pid -> utime+stime in clock ticks (fields 14 and 15 of /proc/PID/stat)
-  awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"
-}
-
-run() { # server path threads conns [script] -> "requests_per_second,server_cpu_us_per_request"
-  local s=$1 extra=() before after
-  [ -n "${HEADER[$s]}" ] && extra+=(-H "${HEADER[$s]}")
-  [ -n "${5:-}" ] && extra+=(-s "$5")
-  before=$(cpu_ticks "${PID[$s]}")
-  timeout $((DURATION + 20)) wrk -t"$3" -c"$4" -d"${DURATION}s" --timeout 5s "${extra[@]}" \
-    "${URL[$s]}$2" >"$WORK/wrk.out"
-  after=$(cpu_ticks "${PID[$s]}")
-  if grep -q Non-2xx "$WORK/wrk.out"; then
-    echo "error: $s server answered non-2xx responses to $2:" >&2
-    grep -E "Non-2xx|requests in" "$WORK/wrk.out" >&2
-    exit 1
-  fi
-  awk -v cpu=$((after - before)) -v tick="$TICK" '
-    / requests in / { n = $1 }
-    /Requests\/sec/ { rps = $2 }
-    END { printf "%s,%.1f\n", rps, (n > 0 ? cpu * 1e6 / tick / n : 0) }' "$WORK/wrk.out"
-}
-
-{
-echo "op,server,concurrency,round,requests_per_second,server_cpu_us_per_request"
-for c in $CONCURRENCY; do
-  t=2; [ "$c" = 1 ] && t=1
-  for r in $(seq "$ROUNDS"); do
-    # Each round starts with a different server, so no mode always runs first or last.
-    order=$(echo $SERVERS $SERVERS | cut -d' ' -f$(((r - 1) % 3 + 1))-$(((r - 1) % 3 + 3)))
-    for s in $order; do
-      # Assigned first: a failing run inside echo's arguments would not stop the script.
-      m=$(run "$s" /_api/document/profiles $t "$c" "$WORK/post.lua")
-      echo "insert,$s,$c,$r,$m"
-    done
-    for s in $order; do
-      m=$(run "$s" /_api/document/profiles/12345 $t "$c")
-      echo "read,$s,$c,$r,$m"
-    done
-  done
-done
-} | tee "$WORK/results.csv"
-
-python3 - "$WORK/results.csv" <<'PY'
-import csv, statistics, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-ops = ("insert", "read")
-concurrencies = sorted({int(r["concurrency"]) for r in rows})
-
-def cell(op, c):
-    return [r for r in rows if r["op"] == op and int(r["concurrency"]) == c]
-
-print()
-print("| operation | concurrency | off req/s | basic req/s | jwt req/s "
-      "| off CPU µs/req | basic CPU µs/req | jwt CPU µs/req |")
-print("|---|---|---|---|---|---|---|---|")
-for op in ops:
-    for c in concurrencies:
-        def med(server, field):
-            values = [float(r[field] or 0) for r in cell(op, c) if r["server"] == server]
-            return statistics.median(values) if values else 0.0
-        rps = [med(s, "requests_per_second") for s in ("off", "basic", "jwt")]
-        cpu = [med(s, "server_cpu_us_per_request") for s in ("off", "basic", "jwt")]
-        print(f"| {op} | {c} | " + " | ".join(f"{x:,.0f}" for x in rps) + " | "
-              + " | ".join(f"{x:.1f}" for x in cpu) + " |")
-print()
-# Within one round the three servers share the machine's load; the median over the rounds of
-# these ratios is the comparison the goal is about. "CPU share" is off's CPU per request over
-# the mode's: the share of off's rate the mode would reach if the server's CPU were the limit.
-print("Per-round ratios to off (median over rounds first; goal: ≥ 95 % requests/s):")
-for op in ops:
-    for c in concurrencies:
-        rounds = {}
-        for r in cell(op, c):
-            rounds.setdefault(r["round"], {})[r["server"]] = r
-        for s in ("basic", "jwt"):
-            rate, share = [], []
-            for v in rounds.values():
-                if "off" not in v or s not in v:
-                    continue
-                off_rps = float(v["off"]["requests_per_second"] or 0)
-                off_cpu = float(v["off"]["server_cpu_us_per_request"] or 0)
-                mode_cpu = float(v[s]["server_cpu_us_per_request"] or 0)
-                if off_rps:
-                    rate.append(100 * float(v[s]["requests_per_second"] or 0) / off_rps)
-                if mode_cpu:
-                    share.append(100 * off_cpu / mode_cpu)
-            if not rate:
-                continue
-            verdict = "meets" if statistics.median(rate) >= 95 else "below"
-            listed = ", ".join(f"{x:.0f}" for x in rate)
-            cpu_text = f"{statistics.median(share):.0f} %" if share else "n/a"
-            print(f"  {op} c={c} {s}/off: {statistics.median(rate):.0f} % ({listed}) {verdict}; "
-                  f"CPU share {cpu_text}")
-PY
+sbs_prepare
+sbs_measure 95
