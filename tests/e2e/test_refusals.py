@@ -31,7 +31,7 @@ def test_javascript_features_are_refused(db):
 
 def test_cluster_routes_are_refused_on_a_single_server(sys_db):
     assert refused(lambda: sys_db.cluster.health()) == (403, 11)
-    assert refused(lambda: sys_db.cluster.statistics("PRMR-1")) == (403, 11)
+    assert refused(lambda: sys_db.cluster.server_statistics("PRMR-1")) == (403, 11)
     assert refused(lambda: sys_db.cluster.toggle_maintenance_mode("on")) == (403, 11)
     assert refused(lambda: sys_db.cluster.endpoints()) == (501, 9)
     assert sys_db.role() == "SINGLE"
