@@ -761,6 +761,7 @@ scripts!(
     transactions,
     snapshots,
     restart,
+    version_attribute,
 );
 
 #[test]
