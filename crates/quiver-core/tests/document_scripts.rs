@@ -29,7 +29,7 @@
 //! Revisions print as `R1`, `R2`, … in the order first seen and generated numeric keys as `K1`,
 //! `K2`, …; scripts may use those names wherever a revision or key is expected.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::error::Error as StdError;
 use std::path::Path;
 use std::sync::Arc;
@@ -40,7 +40,10 @@ use quiver_core::{
     OpResult, OverwriteMode, ReadView, Revision, Transaction, TransactionOptions, WriteKind,
     WriteOptions, SYSTEM_DATABASE,
 };
+use script_names::Names;
 use serde_json::{Map, Value};
+
+mod script_names;
 
 type Failure = Box<dyn StdError>;
 
@@ -49,122 +52,6 @@ type Failure = Box<dyn StdError>;
 enum Mode {
     AutoCommit,
     OneOperationTransaction,
-}
-
-/// Symbolic names for what differs from run to run: revisions and generated keys.
-#[derive(Default)]
-struct Names {
-    to_name: HashMap<String, String>,
-    to_real: HashMap<String, String>,
-    revisions: usize,
-    keys: usize,
-    /// Keys scripts give themselves: shown as they are, even when all digits.
-    given_keys: HashSet<String>,
-}
-
-impl Names {
-    fn name(&mut self, real: &str, prefix: &str) -> String {
-        if let Some(name) = self.to_name.get(real) {
-            return name.clone();
-        }
-        let counter = if prefix == "R" {
-            &mut self.revisions
-        } else {
-            &mut self.keys
-        };
-        *counter += 1;
-        let name = format!("{prefix}{counter}");
-        assert!(
-            !self.to_real.contains_key(&name),
-            "symbolic name {name} given twice"
-        );
-        self.to_name.insert(real.to_string(), name.clone());
-        self.to_real.insert(name.clone(), real.to_string());
-        name
-    }
-
-    fn revision(&mut self, real: &str) -> String {
-        self.name(real, "R")
-    }
-
-    /// Whether `key` is one the server generated: all digits and not given by the script.
-    fn generated(&self, key: &str) -> bool {
-        !key.is_empty() && key.bytes().all(|b| b.is_ascii_digit()) && !self.given_keys.contains(key)
-    }
-
-    /// Generated keys are shown by name.
-    fn key(&mut self, real: &str) -> String {
-        if self.generated(real) {
-            self.name(real, "K")
-        } else {
-            real.to_string()
-        }
-    }
-
-    /// The real value behind a symbolic name (anything else unchanged).
-    fn real(&self, text: &str) -> String {
-        self.to_real
-            .get(text)
-            .cloned()
-            .unwrap_or_else(|| text.to_string())
-    }
-
-    /// `value` with revisions and generated keys shown by name, nested objects included.
-    fn show(&mut self, value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut out = Map::with_capacity(map.len());
-                for (attr, v) in map {
-                    let shown = match (attr.as_str(), v) {
-                        ("_rev" | "_oldRev", Value::String(rev)) => {
-                            Value::String(self.revision(rev))
-                        }
-                        ("_key", Value::String(key)) => Value::String(self.key(key)),
-                        ("_id", Value::String(id)) => Value::String(match id.split_once('/') {
-                            Some((coll, key)) => format!("{coll}/{}", self.key(key)),
-                            None => id.clone(),
-                        }),
-                        _ => self.show(v),
-                    };
-                    out.insert(attr.clone(), shown);
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.show(v)).collect()),
-            other => other.clone(),
-        }
-    }
-
-    /// Script input with names replaced by the real revisions and keys they stand for.
-    fn input(&mut self, value: Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(attr, v)| {
-                        let v = match (attr.as_str(), v) {
-                            ("_key", Value::String(s)) => {
-                                let real = self.real(&s);
-                                if real == s {
-                                    self.given_keys.insert(s);
-                                }
-                                Value::String(real)
-                            }
-                            ("_rev", Value::String(s)) => Value::String(self.real(&s)),
-                            ("_id", Value::String(id)) => Value::String(match id.split_once('/') {
-                                Some((coll, key)) => format!("{coll}/{}", self.real(key)),
-                                None => id,
-                            }),
-                            (_, v) => self.input(v),
-                        };
-                        (attr, v)
-                    })
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.into_iter().map(|v| self.input(v)).collect()),
-            Value::String(s) => Value::String(self.real(&s)),
-            other => other,
-        }
-    }
 }
 
 struct Runner {

@@ -402,280 +402,6 @@ fn collections() {
     );
 }
 
-#[test]
-fn documents_single() {
-    let f = fixture();
-    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
-    let r = f.call(
-        Method::POST,
-        "/_api/document/c",
-        Some(json!({"_key": "a", "v": 1})),
-    );
-    let b = assert_success(&r, 202);
-    let rev = b["_rev"].as_str().unwrap().to_string();
-    assert_eq!(r.header("etag").unwrap(), format!("\"{rev}\""));
-    assert_eq!(
-        r.header("location").unwrap(),
-        "/_db/_system/_api/document/c/a"
-    );
-    assert_eq!(b, json!({"_id": "c/a", "_key": "a", "_rev": rev}));
-    let r = f.call(
-        Method::POST,
-        "/_api/document/c?waitForSync=true&returnNew=true",
-        Some(json!({"_key": "b"})),
-    );
-    let b = assert_success(&r, 201);
-    assert_eq!(b["new"]["_key"], "b");
-    assert_error(
-        &f.call(Method::POST, "/_api/document/c", Some(json!({"_key": "a"}))),
-        409,
-        1210,
-    );
-    assert_error(
-        &f.call(
-            Method::POST,
-            "/_api/document/c",
-            Some(json!({"_key": "a b"})),
-        ),
-        400,
-        1221,
-    );
-    assert_error(
-        &f.call(Method::POST, "/_api/document/c", Some(json!(5))),
-        400,
-        1227,
-    );
-    assert_error(
-        &f.call(Method::POST, "/_api/document/nope", Some(json!({}))),
-        404,
-        1203,
-    );
-    assert_error(
-        &f.call(Method::POST, "/_api/document", Some(json!({}))),
-        400,
-        1204,
-    );
-    assert_error(
-        &f.call(Method::PUT, "/_api/document", Some(json!({}))),
-        400,
-        400,
-    );
-
-    let r = f.call(Method::GET, "/_api/document/c/a", None);
-    let doc = assert_success(&r, 200);
-    assert_eq!(doc["v"], 1);
-    assert_eq!(doc["_id"], "c/a");
-    let r = f.raw(
-        Request::build(Method::GET, "/_api/document/c/a")
-            .with_header("if-none-match", &format!("\"{rev}\"")),
-    );
-    assert_eq!(r.status.as_u16(), 304);
-    assert!(r.body.is_empty());
-    let r = f.raw(
-        Request::build(Method::GET, "/_api/document/c/a").with_header("if-match", "\"bogus\""),
-    );
-    assert_error(&r, 412, 1200);
-    assert_eq!(body(&r)["_rev"], json!(rev));
-    assert_error(
-        &f.call(Method::GET, "/_api/document/c/zzz", None),
-        404,
-        1202,
-    );
-
-    let r = f.raw(
-        Request::build(
-            Method::PATCH,
-            "/_api/document/c/a?returnOld=true&keepNull=false",
-        )
-        .with_header("if-match", &rev)
-        .with_body(r#"{"v":null,"w":2}"#),
-    );
-    let b = assert_success(&r, 202);
-    assert_eq!(b["_oldRev"], json!(rev));
-    assert_eq!(b["old"]["v"], 1);
-    let doc = body(&f.call(Method::GET, "/_api/document/c/a", None));
-    assert!(doc.get("v").is_none());
-    let r = f.raw(
-        Request::build(Method::PUT, "/_api/document/c/a")
-            .with_header("if-match", &rev)
-            .with_body("{}"),
-    );
-    assert_error(&r, 412, 1200);
-    let b = assert_success(
-        &f.call(
-            Method::PUT,
-            "/_api/document/c/a?silent=true",
-            Some(json!({"x": 1})),
-        ),
-        202,
-    );
-    assert_eq!(b, json!({}));
-    assert_error(
-        &f.call(Method::PUT, "/_api/document/c/zzz", Some(json!({}))),
-        404,
-        1202,
-    );
-    let r = f.call(Method::DELETE, "/_api/document/c/a?returnOld=true", None);
-    let b = assert_success(&r, 202);
-    assert_eq!(b["old"]["x"], 1);
-    assert!(r.header("location").is_none());
-    let r = f.call(Method::DELETE, "/_api/document/c/b?waitForSync=true", None);
-    assert_success(&r, 200);
-    assert_error(
-        &f.call(Method::DELETE, "/_api/document/c/a", None),
-        404,
-        1202,
-    );
-
-    // Overwrite modes: overwriteMode wins over overwrite.
-    f.call(
-        Method::POST,
-        "/_api/document/c",
-        Some(json!({"_key": "o", "a": 1})),
-    );
-    let b = assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/document/c?overwrite=false&overwriteMode=update&returnOld=true",
-            Some(json!({"_key": "o", "b": 2})),
-        ),
-        202,
-    );
-    assert!(b["_oldRev"].is_string());
-    assert_eq!(b["old"]["a"], 1);
-    let b = assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/document/c?overwriteMode=ignore&returnNew=true",
-            Some(json!({"_key": "o"})),
-        ),
-        202,
-    );
-    assert!(b.get("new").is_none());
-    assert_error(
-        &f.call(
-            Method::POST,
-            "/_api/document/c?overwriteMode=bogus",
-            Some(json!({})),
-        ),
-        400,
-        10,
-    );
-}
-
-#[test]
-fn documents_multi_and_edges() {
-    let f = fixture();
-    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
-    let r = f.call(
-        Method::POST,
-        "/_api/document/c",
-        Some(json!([{"_key": "a"}, {"_key": "a"}, {"_key": "b"}])),
-    );
-    let b = assert_success(&r, 202);
-    assert_eq!(b[0]["_key"], "a");
-    assert_eq!(b[1]["errorNum"], 1210);
-    assert!(b[1].get("code").is_none());
-    assert_eq!(r.header("x-arango-error-codes").unwrap(), r#"{"1210":1}"#);
-    let r = f.call(
-        Method::POST,
-        "/_api/document/c?silent=true",
-        Some(json!([{"_key": "z"}])),
-    );
-    assert_eq!(assert_success(&r, 202), json!({}));
-    assert!(r.header("x-arango-error-codes").is_none());
-    let r = f.call(
-        Method::PUT,
-        "/_api/document/c?onlyget=true",
-        Some(json!(["a", "c/b", {"_key": "zz"}])),
-    );
-    let b = assert_success(&r, 200);
-    assert_eq!(b[1]["_key"], "b");
-    assert_eq!(b[2]["errorNum"], 1202);
-    let b = assert_success(
-        &f.call(
-            Method::PATCH,
-            "/_api/document/c",
-            Some(json!([{"_key": "a", "x": 1}, {"_key": "q"}])),
-        ),
-        202,
-    );
-    assert!(b[0]["_oldRev"].is_string());
-    assert_eq!(b[1]["errorNum"], 1202);
-    let b = assert_success(
-        &f.call(
-            Method::PUT,
-            "/_api/document/c",
-            Some(json!([{"_key": "a", "y": 1}])),
-        ),
-        202,
-    );
-    assert!(b[0]["_oldRev"].is_string());
-    assert_error(
-        &f.call(Method::PUT, "/_api/document/nope", Some(json!({}))),
-        400,
-        1227,
-    );
-    let b = assert_success(
-        &f.call(
-            Method::DELETE,
-            "/_api/document/c",
-            Some(json!(["a", {"_key": "b"}, "q"])),
-        ),
-        202,
-    );
-    assert_eq!(b[2]["errorNum"], 1202);
-    assert_success(
-        &f.call(
-            Method::DELETE,
-            "/_api/document/c?waitForSync=true",
-            Some(json!(["z"])),
-        ),
-        200,
-    );
-
-    f.call(
-        Method::POST,
-        "/_api/collection",
-        Some(json!({"name": "e", "type": 3})),
-    );
-    assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/document/e",
-            Some(json!({"_from": "v/1", "_to": "v/2"})),
-        ),
-        202,
-    );
-    assert_error(
-        &f.call(
-            Method::POST,
-            "/_api/document/e",
-            Some(json!({"_from": "v/1"})),
-        ),
-        400,
-        1233,
-    );
-    assert_error(
-        &f.call(
-            Method::POST,
-            "/_api/document/e",
-            Some(json!({"_from": "x", "_to": "v/2"})),
-        ),
-        400,
-        1233,
-    );
-    // The legacy edge form with from/to parameters.
-    assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/document?collection=e&from=v/3&to=v/4",
-            Some(json!({})),
-        ),
-        202,
-    );
-}
-
 fn multipart(boundary: &str, parts: &[&str]) -> String {
     let mut out = String::new();
     for (i, p) in parts.iter().enumerate() {
@@ -981,7 +707,7 @@ fn keys(v: &Value) -> Vec<String> {
     k
 }
 
-/// Issue 3 audit: error bodies carry exactly ArangoDB 3.12's attributes. A duplicate key is
+/// Error bodies carry exactly ArangoDB 3.12's attributes. A duplicate key is
 /// the plain four-attribute envelope (python-arango compares it exactly); a multi-document
 /// item error is `error`/`errorNum`/`errorMessage` only, also for revision conflicts
 /// (python-arango counts an item with `_id` as a success).
@@ -1063,7 +789,7 @@ fn error_bodies_carry_exactly_arangodb_attributes() {
     assert_eq!(assert_success(&r, 200)["_rev"], created["_rev"]);
 }
 
-/// Issue 3 audit: a collection that was never written reports revision "0" (`revision` and
+/// A collection that was never written reports revision "0" (`revision` and
 /// `checksum`), as ArangoDB does; a written one an encoded `_rev`-style revision.
 #[test]
 fn never_written_collection_reports_revision_zero() {
@@ -1103,7 +829,7 @@ fn never_written_collection_reports_revision_zero() {
     assert_ne!(r["checksum"], "0");
 }
 
-/// Issue 3 audit: import `details` are worded as ArangoDB's import handler words them, in its
+/// Import `details` are worded as ArangoDB's import handler words them, in its
 /// order (input errors first, then refused inserts), and `complete=true` answers an input error
 /// with that error's number.
 #[test]
@@ -1213,7 +939,7 @@ fn import_details_wording() {
     }
 }
 
-/// Issue 3 audit: `PUT /_api/job/{id}/cancel` on a job still in the queue answers
+/// `PUT /_api/job/{id}/cancel` on a job still in the queue answers
 /// `{"result":true}`, and fetching the job later gives 410/21 (canceled request) instead of
 /// running it; a job that already ran keeps its result.
 #[test]
@@ -1269,7 +995,7 @@ fn async_job_cancelled_while_queued() {
     );
 }
 
-/// Issue 3 audit: collection options and properties. `journalSize`/`doCompact` at creation,
+/// Collection options and properties. `journalSize`/`doCompact` at creation,
 /// the mutable properties (`waitForSync`, `journalSize`, `doCompact`, `cacheEnabled`,
 /// `schema`, `computedValues`), immutable ones ignored as ArangoDB ignores them, ArangoDB's
 /// error numbers for bad values, the `isSystem` rules, key generators' `increment`/`offset`
@@ -1510,79 +1236,7 @@ fn collection_options_properties_and_key_generators() {
     assert_eq!(r["result"], json!(padded));
 }
 
-/// Issue 3 audit: every `overwriteMode` × `returnOld`/`returnNew` combination, on an existing
-/// and on a new key; `overwriteMode` wins over `overwrite`.
-#[test]
-fn overwrite_modes_with_return_old_and_new() {
-    let f = fixture();
-    f.call(Method::POST, "/_api/collection", Some(json!({"name": "c"})));
-    for (i, mode) in ["replace", "update", "ignore", "conflict"]
-        .iter()
-        .enumerate()
-    {
-        let key = format!("k{i}");
-        let first = assert_success(
-            &f.call(
-                Method::POST,
-                "/_api/document/c",
-                Some(json!({"_key": key, "a": 1, "o": {"x": 1}})),
-            ),
-            202,
-        );
-        let target = format!(
-            "/_api/document/c?overwrite=true&overwriteMode={mode}&returnOld=true&returnNew=true"
-        );
-        let r = f.call(
-            Method::POST,
-            &target,
-            Some(json!({"_key": key, "b": 2, "o": {"y": 2}})),
-        );
-        match *mode {
-            "conflict" => {
-                assert_error(&r, 409, 1210);
-                continue;
-            }
-            "ignore" => {
-                let b = assert_success(&r, 202);
-                assert_eq!(keys(&b), ["_id", "_key", "_rev"], "{b}");
-                assert_eq!(b["_rev"], first["_rev"]);
-            }
-            _ => {
-                let b = assert_success(&r, 202);
-                assert_eq!(
-                    keys(&b),
-                    ["_id", "_key", "_oldRev", "_rev", "new", "old"],
-                    "{b}"
-                );
-                assert_eq!(b["_oldRev"], first["_rev"]);
-                assert_eq!(b["old"]["a"], 1);
-                assert_eq!(b["new"]["_rev"], b["_rev"]);
-                assert_eq!(b["new"]["b"], 2);
-                if *mode == "update" {
-                    assert_eq!(
-                        (b["new"]["a"].clone(), b["new"]["o"].clone()),
-                        (json!(1), json!({"x": 1, "y": 2}))
-                    );
-                } else {
-                    assert!(b["new"].get("a").is_none());
-                    assert_eq!(b["new"]["o"], json!({"y": 2}));
-                }
-            }
-        }
-        // A new key is inserted by every mode: `new`, never `old` or `_oldRev`.
-        let b = assert_success(
-            &f.call(
-                Method::POST,
-                &target,
-                Some(json!({"_key": format!("n{i}")})),
-            ),
-            202,
-        );
-        assert_eq!(keys(&b), ["_id", "_key", "_rev", "new"], "{mode}: {b}");
-    }
-}
-
-/// Issue 3 audit: `checksum` covers the keys; `withRevisions` adds the revisions and `withData`
+/// `checksum` covers the keys; `withRevisions` adds the revisions and `withData`
 /// the user attributes, independent of insertion order and of the collection's name.
 #[test]
 fn checksum_flags_cover_keys_revisions_and_data() {
@@ -1626,7 +1280,7 @@ fn checksum_flags_cover_keys_revisions_and_data() {
     assert_eq!(sums("a")[2], b[2], "the same data again");
 }
 
-/// Issue 3 audit: `/_api/key-generators` and the deprecated `/_api/endpoint` (`_system` only).
+/// `/_api/key-generators` and the deprecated `/_api/endpoint` (`_system` only).
 #[test]
 fn key_generators_and_endpoint() {
     let f = fixture();
@@ -1655,7 +1309,7 @@ fn key_generators_and_endpoint() {
     );
 }
 
-/// Issue 3 audit: `overwrite=true` with `complete=true` is all or nothing, truncate included
+/// `overwrite=true` with `complete=true` is all or nothing, truncate included
 /// (ArangoDB runs both in one transaction); without `complete` the truncate and the good
 /// documents stay, as in ArangoDB.
 #[test]
@@ -1793,110 +1447,4 @@ fn single_insert_bodies_are_encoded_in_one_pass() {
     let r = post("/_api/document/c", r#"[{"_key":"q"},{"_key":"q"}]"#);
     assert_eq!(r.status.as_u16(), 202);
     assert_eq!(r.header("x-arango-error-codes").unwrap(), r#"{"1210":1}"#);
-}
-
-/// `versionAttribute`: a skipped write is ArangoDB's no-op write, a success carrying the stored
-/// document's meta (`_rev == _oldRev`) and the stored document as `old`/`new` when asked for;
-/// the stored document stays, and AQL counts it as executed with NEW = the stored document.
-#[test]
-fn version_attribute_ignored_writes() {
-    let f = fixture();
-    f.call(Method::POST, "/_api/collection", Some(json!({"name": "v"})));
-    let stored = assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/document/v",
-            Some(json!({"_key": "k", "ver": 5, "data": "old"})),
-        ),
-        202,
-    );
-    let rev = stored["_rev"].as_str().unwrap().to_string();
-    for (method, target) in [
-        (Method::PUT, "/_api/document/v/k?versionAttribute=ver&returnOld=true&returnNew=true"),
-        (Method::PATCH, "/_api/document/v/k?versionAttribute=ver&returnOld=true&returnNew=true"),
-        (Method::POST, "/_api/document/v?versionAttribute=ver&overwriteMode=replace&returnOld=true&returnNew=true"),
-        (Method::POST, "/_api/document/v?versionAttribute=ver&overwriteMode=update&waitForSync=true"),
-    ] {
-        let sync = target.contains("waitForSync");
-        let r = f.call(
-            method.clone(),
-            target,
-            Some(json!({"_key": "k", "ver": 5, "data": "new"})),
-        );
-        let b = assert_success(&r, if sync { 201 } else { 202 });
-        assert_eq!(b["_id"], "v/k", "{method} {target}");
-        assert_eq!(b["_key"], "k");
-        assert_eq!(b["_rev"], rev.as_str(), "{method} {target}");
-        assert_eq!(b["_oldRev"], rev.as_str(), "{method} {target}");
-        let stored = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
-        if target.contains("returnNew") {
-            assert_eq!(b["new"], stored, "{method} {target}");
-            assert_eq!(b["old"], stored, "{method} {target}");
-        } else {
-            assert!(b.get("old").is_none() && b.get("new").is_none(), "{b}");
-        }
-        assert_eq!(r.header("etag"), Some(format!("\"{rev}\"").as_str()));
-    }
-    let doc = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
-    assert_eq!(
-        (doc["data"].clone(), doc["_rev"].clone()),
-        (json!("old"), json!(rev))
-    );
-
-    // Without the parameter the same write happens.
-    let b = assert_success(
-        &f.call(
-            Method::PUT,
-            "/_api/document/v/k",
-            Some(json!({"ver": 5, "data": "plain"})),
-        ),
-        202,
-    );
-    assert_ne!(b["_rev"], rev.as_str());
-
-    // Multi-document: mixed outcomes, no error items, no error-codes header.
-    f.call(
-        Method::POST,
-        "/_api/document/v",
-        Some(json!({"_key": "m", "ver": 1})),
-    );
-    let r = f.call(
-        Method::PATCH,
-        "/_api/document/v?versionAttribute=ver",
-        Some(json!([
-            {"_key": "k", "ver": 4, "data": "lower"},
-            {"_key": "m", "ver": 2, "data": "higher"},
-        ])),
-    );
-    let items = assert_success(&r, 202);
-    assert!(r.header("x-arango-error-codes").is_none());
-    assert_eq!(items[0]["_rev"], items[0]["_oldRev"]);
-    assert_ne!(items[1]["_rev"], items[1]["_oldRev"]);
-    let k = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
-    let m = assert_success(&f.call(Method::GET, "/_api/document/v/m", None), 200);
-    assert_eq!(
-        (k["data"].clone(), m["data"].clone()),
-        (json!("plain"), json!("higher"))
-    );
-
-    // AQL OPTIONS: the skipped write is an executed no-op, NEW the stored document.
-    let r = assert_success(
-        &f.call(
-            Method::POST,
-            "/_api/cursor",
-            Some(
-                json!({"query": "FOR d IN [{_key: 'k', ver: 3}, {_key: 'm', ver: 9}] \
-                UPDATE d IN v OPTIONS {versionAttribute: 'ver'} RETURN NEW.ver"}),
-            ),
-        ),
-        201,
-    );
-    assert_eq!(r["result"], json!([5, 9]));
-    assert_eq!(r["extra"]["stats"]["writesExecuted"], 2);
-    assert_eq!(r["extra"]["stats"]["writesIgnored"], 0);
-    let k = assert_success(&f.call(Method::GET, "/_api/document/v/k", None), 200);
-    assert_eq!(
-        (k["ver"].clone(), k["data"].clone()),
-        (json!(5), json!("plain"))
-    );
 }
