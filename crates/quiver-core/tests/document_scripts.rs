@@ -40,10 +40,11 @@ use quiver_core::{
     OpResult, OverwriteMode, ReadView, Revision, Transaction, TransactionOptions, WriteKind,
     WriteOptions, SYSTEM_DATABASE,
 };
-use script_names::Names;
+use script_support::Names;
 use serde_json::{Map, Value};
 
-mod script_names;
+#[macro_use]
+mod script_support;
 
 type Failure = Box<dyn StdError>;
 
@@ -614,53 +615,27 @@ impl goldenscript::Runner for Runner {
     }
 }
 
-fn run_script(file: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scripts")
-        .join(file);
+fn run_script(path: &Path) {
     for mode in [Mode::AutoCommit, Mode::OneOperationTransaction] {
         let mut runner = Runner::new(mode);
-        if let Err(err) = goldenscript::run(&mut runner, &path) {
+        if let Err(err) = goldenscript::run(&mut runner, path) {
             panic!("{} ({mode:?}): {err}", path.display());
         }
     }
 }
 
-macro_rules! scripts {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                run_script(concat!(stringify!($name), ".txt"));
-            }
-        )*
-        /// The scripts run above, for the check that none in the directory is forgotten.
-        const SCRIPTS: &[&str] = &[$(stringify!($name)),*];
-    };
-}
-
 scripts!(
-    keys,
-    overwrite_modes,
-    revisions,
-    multi_document,
-    edges,
-    transactions,
-    snapshots,
-    restart,
-    version_attribute,
+    "tests/scripts",
+    run_script,
+    [
+        keys,
+        overwrite_modes,
+        revisions,
+        multi_document,
+        edges,
+        transactions,
+        snapshots,
+        restart,
+        version_attribute,
+    ]
 );
-
-#[test]
-fn every_script_file_is_run() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
-    for entry in std::fs::read_dir(&dir).expect("tests/scripts") {
-        let name = entry.expect("entry").file_name();
-        let name = name.to_string_lossy();
-        let stem = name.strip_suffix(".txt").unwrap_or(&name);
-        assert!(
-            SCRIPTS.contains(&stem),
-            "tests/scripts/{name} is not listed in scripts!()"
-        );
-    }
-}

@@ -25,10 +25,11 @@ use quiver_core::{Core, CoreOptions};
 use quiver_server::{handle, Request, ServerConfig, ServerState};
 use serde_json::{Map, Value};
 
-#[path = "../../quiver-core/tests/script_names/mod.rs"]
-mod script_names;
+#[path = "../../quiver-core/tests/script_support/mod.rs"]
+#[macro_use]
+mod script_support;
 
-use script_names::Names;
+use script_support::Names;
 
 type Failure = Box<dyn StdError>;
 
@@ -201,45 +202,19 @@ impl goldenscript::Runner for Runner {
     }
 }
 
-fn run_script(file: &str) {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/http")
-        .join(file);
-    if let Err(err) = goldenscript::run(&mut Runner::new(), &path) {
+fn run_script(path: &Path) {
+    if let Err(err) = goldenscript::run(&mut Runner::new(), path) {
         panic!("{}: {err}", path.display());
     }
 }
 
-macro_rules! scripts {
-    ($($name:ident),* $(,)?) => {
-        $(
-            #[test]
-            fn $name() {
-                run_script(concat!(stringify!($name), ".txt"));
-            }
-        )*
-        /// The scripts run above, for the check that none in the directory is forgotten.
-        const SCRIPTS: &[&str] = &[$(stringify!($name)),*];
-    };
-}
-
 scripts!(
-    documents_single,
-    documents_multi,
-    overwrite_modes,
-    version_attribute
+    "tests/http",
+    run_script,
+    [
+        documents_single,
+        documents_multi,
+        overwrite_modes,
+        version_attribute,
+    ]
 );
-
-#[test]
-fn every_script_file_is_run() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/http");
-    for entry in std::fs::read_dir(&dir).expect("tests/http") {
-        let name = entry.expect("entry").file_name();
-        let name = name.to_string_lossy();
-        let stem = name.strip_suffix(".txt").unwrap_or(&name);
-        assert!(
-            SCRIPTS.contains(&stem),
-            "tests/http/{name} is not listed in scripts!()"
-        );
-    }
-}

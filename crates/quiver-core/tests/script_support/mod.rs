@@ -1,7 +1,38 @@
-//! Symbolic names for what differs from run to run in script tests: revisions print as `R1`,
-//! `R2`, … in the order first seen, generated numeric keys as `K1`, `K2`, …, and scripts may use
-//! those names wherever a revision or key is expected. Shared by the core's document scripts and
-//! the server's HTTP scripts (included there by path).
+//! What the goldenscript tests share — the core's document scripts and the server's HTTP
+//! scripts (included there by path): symbolic names for what differs from run to run
+//! (revisions print as `R1`, `R2`, … in the order first seen, generated numeric keys as `K1`,
+//! `K2`, …, and scripts may use those names wherever a revision or key is expected), and the
+//! `scripts!` macro that makes one test per script file and checks that none is forgotten.
+
+/// One `#[test]` per script `NAME.txt` in `$dir` (relative to the crate), run by `$run`, and a
+/// test that every file in `$dir` is one of them.
+macro_rules! scripts {
+    ($dir:literal, $run:path, [$($name:ident),* $(,)?]) => {
+        $(
+            #[test]
+            fn $name() {
+                $run(&std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join($dir)
+                    .join(concat!(stringify!($name), ".txt")));
+            }
+        )*
+
+        #[test]
+        fn every_script_file_is_run() {
+            let listed = [$(concat!(stringify!($name), ".txt")),*];
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join($dir);
+            for entry in std::fs::read_dir(&dir).expect("the scripts directory") {
+                let name = entry.expect("a directory entry").file_name();
+                let name = name.to_string_lossy();
+                assert!(
+                    listed.contains(&name.as_ref()),
+                    "{}/{name} is not listed in scripts!()",
+                    $dir
+                );
+            }
+        }
+    };
+}
 
 use std::collections::{HashMap, HashSet};
 
