@@ -216,5 +216,7 @@ scripts!(
         documents_multi,
         overwrite_modes,
         version_attribute,
+        databases,
+        collections,
     ]
 );

@@ -1,7 +1,8 @@
 //! What the goldenscript tests share — the core's document scripts and the server's HTTP
 //! scripts (included there by path): symbolic names for what differs from run to run
 //! (revisions print as `R1`, `R2`, … in the order first seen, generated numeric keys as `K1`,
-//! `K2`, …, and scripts may use those names wherever a revision or key is expected), and the
+//! `K2`, …, numeric ids as `I1`, `I2`, …, and scripts may use those names wherever a revision,
+//! key or id is expected), and the
 //! `scripts!` macro that makes one test per script file and checks that none is forgotten.
 
 /// One `#[test]` per script `NAME.txt` in `$dir` (relative to the crate), run by `$run`, and a
@@ -38,27 +39,23 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
-/// Symbolic names for what differs from run to run: revisions and generated keys.
+/// Symbolic names for what differs from run to run: revisions, generated keys and ids.
 #[derive(Default)]
 pub struct Names {
     to_name: HashMap<String, String>,
     to_real: HashMap<String, String>,
-    revisions: usize,
-    keys: usize,
+    /// How many names each prefix has given out.
+    counters: HashMap<&'static str, usize>,
     /// Keys scripts give themselves: shown as they are, even when all digits.
     given_keys: HashSet<String>,
 }
 
 impl Names {
-    fn name(&mut self, real: &str, prefix: &str) -> String {
+    fn name(&mut self, real: &str, prefix: &'static str) -> String {
         if let Some(name) = self.to_name.get(real) {
             return name.clone();
         }
-        let counter = if prefix == "R" {
-            &mut self.revisions
-        } else {
-            &mut self.keys
-        };
+        let counter = self.counters.entry(prefix).or_insert(0);
         *counter += 1;
         let name = format!("{prefix}{counter}");
         assert!(
@@ -72,6 +69,23 @@ impl Names {
 
     pub fn revision(&mut self, real: &str) -> String {
         self.name(real, "R")
+    }
+
+    /// Numeric ids (collections, databases, indexes as `collection/number`) print as `I1`,
+    /// `I2`, ….
+    pub fn id(&mut self, real: &str) -> String {
+        let (prefix, number) = match real.rsplit_once('/') {
+            Some((prefix, number)) => (Some(prefix), number),
+            None => (None, real),
+        };
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return real.to_string();
+        }
+        let name = self.name(number, "I");
+        match prefix {
+            Some(prefix) => format!("{prefix}/{name}"),
+            None => name,
+        }
     }
 
     /// Whether `key` is one the server generated: all digits and not given by the script.
@@ -105,6 +119,14 @@ impl Names {
                     let shown = match (attr.as_str(), v) {
                         ("_rev" | "_oldRev", Value::String(rev)) => {
                             Value::String(self.revision(rev))
+                        }
+                        // A collection's revision; "0" before its first write.
+                        ("revision", Value::String(rev)) if rev != "0" => {
+                            Value::String(self.revision(rev))
+                        }
+                        ("id", Value::String(id)) => Value::String(self.id(id)),
+                        ("globallyUniqueId", Value::String(id)) => {
+                            Value::String(self.name(id, "G"))
                         }
                         ("_key", Value::String(key)) => Value::String(self.key(key)),
                         ("_id", Value::String(id)) => Value::String(match id.split_once('/') {
