@@ -20,6 +20,7 @@
 //!
 //! - `create_database NAME ['{options}']`, `use NAME`, `create_collection C ['{spec}']`,
 //!   `rename C NEW`, `drop C`, `properties C KEY…`, `restart` (clean shutdown and reopen)
+//! - `create_index C '{definition}'`, `index C HANDLE`, `indexes C`, `drop_index C HANDLE`
 //! - `insert C DOC|[DOC…]`, `replace C KEY|- DOC|[DOC…]`, `update C KEY|- DOC|[DOC…]`,
 //!   `remove C KEY|ITEM|[ITEM…]`, `truncate C`
 //! - `get C KEY|[ITEM…]`, `count C`, `scan C` (documents in key order)
@@ -424,6 +425,41 @@ impl goldenscript::Runner for Runner {
                 args.reject_next()?;
                 self.restart()?;
             }
+            "create_index" => {
+                let name = args.next_pos().ok_or("collection not given")?;
+                let definition = parse_json(args.next_pos().ok_or("definition not given")?)?;
+                args.reject_next()?;
+                let coll = db.collection(name).map_err(|e| self.show_error(&e))?;
+                let (index, created) = coll
+                    .create_index(&definition)
+                    .map_err(|e| self.show_error(&e))?;
+                let what = if created { "created" } else { "existing" };
+                output = format!("{what} {}\n", self.names.show(&index));
+            }
+            "index" => {
+                let name = args.next_pos().ok_or("collection not given")?;
+                let handle = self.names.real(args.next_pos().ok_or("index not given")?);
+                args.reject_next()?;
+                let coll = db.collection(name).map_err(|e| self.show_error(&e))?;
+                let index = coll.index(&handle).map_err(|e| self.show_error(&e))?;
+                output = format!("{}\n", self.names.show(&index));
+            }
+            "indexes" => {
+                let name = args.next_pos().ok_or("collection not given")?;
+                args.reject_next()?;
+                let coll = db.collection(name).map_err(|e| self.show_error(&e))?;
+                for index in coll.indexes().map_err(|e| self.show_error(&e))? {
+                    output.push_str(&format!("{}\n", self.names.show(&index)));
+                }
+            }
+            "drop_index" => {
+                let name = args.next_pos().ok_or("collection not given")?;
+                let handle = self.names.real(args.next_pos().ok_or("index not given")?);
+                args.reject_next()?;
+                let coll = db.collection(name).map_err(|e| self.show_error(&e))?;
+                let dropped = coll.drop_index(&handle).map_err(|e| self.show_error(&e))?;
+                output = format!("dropped {}\n", self.names.id(&dropped));
+            }
             "insert" => {
                 let coll = args.next_pos().ok_or("collection not given")?.to_string();
                 let body = self.document_body(args.next_pos().ok_or("document not given")?)?;
@@ -637,5 +673,6 @@ scripts!(
         snapshots,
         restart,
         version_attribute,
+        unique_indexes,
     ]
 );
