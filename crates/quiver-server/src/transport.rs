@@ -136,8 +136,9 @@ pub fn serve_tls_on(
 /// worker that go with it), so a connection's buffers, its hyper state and the task itself
 /// kept changing cores: measured side by side at concurrency 16, pinning connections this
 /// way cut the server's CPU per insert by ~0.7-2 us and raised throughput by 6-12 %
-/// (docs/benchmarks/http.md, session 6). Each runtime still has its own blocking pool, and
-/// `block_in_place` still hands a worker's other connections to another thread.
+/// (docs/benchmarks/http.md, "Connections pinned to one core each"). Each runtime still has
+/// its own blocking pool, and `block_in_place` still hands a worker's other connections to
+/// another thread.
 pub fn serve_on(
     state: Arc<ServerState>,
     listener: TcpListener,

@@ -29,7 +29,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// freed them, and this thread allocates next to nothing after startup, so without a forced
 /// collection the server kept the whole peak resident (measured with the repack: 2M
 /// documents, 268 vs 146 MiB of anonymous memory after restart; docs/benchmarks/storage.md,
-/// section 3, session 6).
+/// section 3 "Reopen time and memory per document").
 #[allow(unsafe_code)]
 fn release_freed_memory() {
     // SAFETY: `mi_collect` only walks and purges this thread's mimalloc heap, which is the
