@@ -297,11 +297,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
         match &op {
             Op::Create(c) => {
                 let result = create(&db, *c);
-                if model.contains_key(&name(*c)) {
-                    prop_assert_eq!(result, Err(ErrorCode::DuplicateName));
-                } else {
-                    prop_assert_eq!(result, Ok(()));
-                    model.insert(name(*c), Docs::new());
+                match model.entry(name(*c)) {
+                    std::collections::btree_map::Entry::Occupied(_) => {
+                        prop_assert_eq!(result, Err(ErrorCode::DuplicateName));
+                    }
+                    std::collections::btree_map::Entry::Vacant(slot) => {
+                        prop_assert_eq!(result, Ok(()));
+                        slot.insert(Docs::new());
+                    }
                 }
             }
             Op::Drop(c) => {
@@ -351,17 +354,19 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .unwrap();
                 prop_assert_eq!(results.len(), keys.len());
                 for (k, result) in keys.iter().zip(results) {
-                    if docs.contains_key(&key(*k)) {
-                        prop_assert_eq!(
-                            result.unwrap_err().code,
-                            ErrorCode::UniqueConstraintViolated
-                        );
-                    } else {
-                        prop_assert!(result.is_ok());
-                        docs.insert(
-                            key(*k),
-                            json!({"v": v, "made": "many"}).as_object().unwrap().clone(),
-                        );
+                    match docs.entry(key(*k)) {
+                        std::collections::btree_map::Entry::Occupied(_) => {
+                            prop_assert_eq!(
+                                result.unwrap_err().code,
+                                ErrorCode::UniqueConstraintViolated
+                            );
+                        }
+                        std::collections::btree_map::Entry::Vacant(slot) => {
+                            prop_assert!(result.is_ok());
+                            slot.insert(
+                                json!({"v": v, "made": "many"}).as_object().unwrap().clone(),
+                            );
+                        }
                     }
                 }
             }
