@@ -327,13 +327,17 @@ fn traversals_and_path_searches_match_brute_force() {
                 if ue_path { "path" } else { "none" },
             );
             let rows = db.query(&q);
-            let expected: Vec<Vec<String>> = g
+            let expected_walks: Vec<Vec<String>> = g
                 .walks(start, &dirs, min, max, uv_path, ue_path)
                 .iter()
                 .map(|w| g.keys(w))
                 .collect();
             let actual = key_lists(&rows, "es");
-            assert_eq!(sorted(actual.clone()), sorted(expected), "{q}");
+            assert_eq!(
+                sorted(actual.clone()),
+                sorted(expected_walks.clone()),
+                "{q}"
+            );
             for (row, keys) in rows.iter().zip(&actual) {
                 // `e` is the last edge, `v` the path's end.
                 assert_eq!(row["last"].as_str(), keys.last().map(String::as_str), "{q}");
@@ -344,6 +348,28 @@ fn traversals_and_path_searches_match_brute_force() {
                 let lengths: Vec<usize> = actual.iter().map(Vec::len).collect();
                 assert!(lengths.windows(2).all(|w| w[0] <= w[1]), "bfs order: {q}");
             }
+
+            // The same traversal reading only `v`: unless edges are compared for uniqueness
+            // (vertices "none", edges "path"), its edges are never told apart (anonymous
+            // handles), and the ends of the paths must still be the same multiset.
+            let q = format!(
+                "FOR v IN {min}..{max} OUTBOUND '{}' {graph} OPTIONS {{order: '{order}', uniqueVertices: '{}', uniqueEdges: '{}'}} RETURN v._id",
+                id(start),
+                if uv_path { "path" } else { "none" },
+                if ue_path { "path" } else { "none" },
+            );
+            let mut ends: Vec<String> = db
+                .query(&q)
+                .iter()
+                .map(|v| v.as_str().unwrap_or("?").to_string())
+                .collect();
+            ends.sort();
+            let mut expected_ends: Vec<String> = expected_walks
+                .iter()
+                .map(|keys| g.end_of(keys, start, &dirs).map(id).unwrap_or_default())
+                .collect();
+            expected_ends.sort();
+            assert_eq!(ends, expected_ends, "{q}");
 
             // uniqueVertices global with bfs: each reachable vertex once, at its distance.
             let q = format!(
@@ -371,6 +397,19 @@ fn traversals_and_path_searches_match_brute_force() {
                 .collect();
             actual.sort();
             assert_eq!(actual, expected, "{q}");
+            // Reading only `v`, the edges are anonymous: the same vertices.
+            let q = format!(
+                "FOR v IN {min}..{max} OUTBOUND '{}' {graph} OPTIONS {{bfs: true, uniqueVertices: 'global'}} RETURN v._id",
+                id(start)
+            );
+            let mut reached: Vec<String> = db
+                .query(&q)
+                .iter()
+                .map(|v| v.as_str().unwrap_or("?").to_string())
+                .collect();
+            reached.sort();
+            let expected_ids: Vec<String> = expected.iter().map(|(v, _)| v.clone()).collect();
+            assert_eq!(reached, expected_ids, "{q}");
 
             // SHORTEST_PATH, unweighted and weighted: a valid path of the optimal cost.
             let q = format!(

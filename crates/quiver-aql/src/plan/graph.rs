@@ -130,6 +130,26 @@ impl GraphNode {
         .collect()
     }
 
+    /// Whether the search must tell its edges apart: a traversal whose query never reads
+    /// `e` or `p` (not in the output, PRUNE or a pushed-down condition) and whose uniqueness
+    /// rules do not compare edges (only `uniqueVertices: "none"` with `uniqueEdges: "path"`
+    /// does; unique vertices on a path already make its edges distinct) only needs edges to
+    /// reach vertices, so the executor hands out anonymous handles without remembering the
+    /// edge keys. Every other graph operation identifies its edges.
+    pub fn identifies_edges(&self) -> bool {
+        if self.kind != GraphKind::Traversal {
+            return true;
+        }
+        let checked = self.check_reads();
+        let read = |slot: Option<Slot>, mode: Produce| {
+            slot.is_some_and(|s| mode != Produce::Skip || checked.contains(&s))
+        };
+        read(self.edge_out, self.edge_mode)
+            || read(self.path_out, self.path_mode)
+            || (self.unique_vertices == UniqueVertices::None
+                && self.unique_edges == UniqueEdges::Path)
+    }
+
     /// Slots the step check needs bound (PRUNE and pushed conditions).
     pub fn check_reads(&self) -> HashSet<Slot> {
         let mut set = HashSet::new();
