@@ -237,3 +237,29 @@ def test_custom_analyzers_in_links_and_in_use_needs_force(db):
     assert err.value.http_code == 409 and err.value.error_code == 1200
     db.delete_view(view)
     assert db.delete_analyzer(name)
+
+
+def test_ngram_match_in_search_and_as_a_filter(db):
+    """NGRAM_MATCH with a bigram analyzer: inside SEARCH through the view, and as a FILTER over
+    the collection, the same documents match (longest common bigram subsequence of at least
+    ceil(threshold * n) of the target's n bigrams)."""
+    coll = db.create_collection(unique("ngramdocs"))
+    analyzer = unique("bigram")
+    db.create_analyzer(analyzer, "ngram", {"min": 2, "max": 2, "preserveOriginal": False},
+                       ["frequency", "norm", "position"])
+    coll.insert_many([{"_key": k, "text": t} for k, t in
+                      [("a", "quick"), ("b", "quack"), ("c", "kciuq"), ("d", "quickly")]])
+    view = unique("ngramview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"text": {"analyzers": [analyzer]}}}}})
+    searched = keys(db, f"FOR d IN {view} SEARCH NGRAM_MATCH(d.text, 'quick', 0.7, @a) "
+                    f"{SEARCH_SYNC} RETURN d._key", a=analyzer)
+    # "quick": qu ui ic ck, 3 needed; "quack" shares qu, ck only; "kciuq" none in order.
+    assert searched == ["a", "d"]
+    filtered = keys(db, f"FOR d IN {coll.name} FILTER NGRAM_MATCH(d.text, 'quick', 0.7, @a) "
+                    "RETURN d._key", a=analyzer)
+    assert filtered == searched
+    assert keys(db, f"FOR d IN {view} SEARCH NGRAM_MATCH(d.text, 'quick', 0.5, @a) "
+                f"{SEARCH_SYNC} RETURN d._key", a=analyzer) == ["a", "b", "d"]
+    db.delete_view(view)
+    db.delete_analyzer(analyzer)

@@ -212,3 +212,151 @@ fn errors_and_explain() {
         .collect();
     assert!(types.contains(&"EnumerateViewNode"), "{types:?}");
 }
+
+/// The longest common subsequence of `a` and `b`, by plain recursion over suffixes with a
+/// memo (the reference the index's row-wise table is compared with).
+fn reference_lcs(a: &[String], b: &[String]) -> usize {
+    fn go(
+        a: &[String],
+        b: &[String],
+        i: usize,
+        j: usize,
+        memo: &mut std::collections::HashMap<(usize, usize), usize>,
+    ) -> usize {
+        if i == a.len() || j == b.len() {
+            return 0;
+        }
+        if let Some(v) = memo.get(&(i, j)) {
+            return *v;
+        }
+        let v = if a[i] == b[j] {
+            1 + go(a, b, i + 1, j + 1, memo)
+        } else {
+            go(a, b, i + 1, j, memo).max(go(a, b, i, j + 1, memo))
+        };
+        memo.insert((i, j), v);
+        v
+    }
+    go(a, b, 0, 0, &mut std::collections::HashMap::new())
+}
+
+/// `NGRAM_MATCH()` inside SEARCH (through the index's positional postings), as a FILTER
+/// outside SEARCH, and a brute-force reference over the analyzer's tokens agree on which
+/// documents match, for several targets and thresholds; the analyzer comes from the fourth
+/// argument or from `ANALYZER()`.
+#[test]
+fn ngram_match_agrees_with_a_brute_force_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    quiver_core::analyzers::create(
+        &db,
+        &json!({"name": "bigram", "type": "ngram", "features": ["frequency", "position"],
+            "properties": {"min": 2, "max": 2, "preserveOriginal": false, "streamType": "utf8"}}),
+        quiver_types::NamingConvention::Traditional,
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let words = db.create_collection(CollectionSpec::new("words")).unwrap();
+    let texts = [
+        "quick",
+        "quack",
+        "quirk",
+        "kciuq",
+        "quickly",
+        "thick",
+        "qu",
+        "",
+        "q",
+        "uiqck",
+        "quiqui",
+        "abracadabra",
+        "cadabra",
+        "abraham",
+    ];
+    for (i, text) in texts.iter().enumerate() {
+        words
+            .insert(
+                json!({"_key": format!("w{i}"), "text": text}),
+                &InsertOptions::default(),
+            )
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    db.create_view(
+        "grams",
+        "arangosearch",
+        &json!({"links": {"words": {"fields": {"text": {"analyzers": ["bigram"]}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let tokens = |text: &str| -> Vec<String> {
+        let out = f
+            .run(&format!("RETURN TOKENS({}, 'bigram')", json!(text)))
+            .unwrap();
+        serde_json::from_value(out[0].clone()).unwrap()
+    };
+    let mut checked = 0;
+    for target in ["quick", "quiqk", "abra", "cadabra", "kcuq", "q"] {
+        let target_grams = tokens(target);
+        for threshold in [0.1, 0.5, 0.7, 1.0] {
+            let mut expected: Vec<String> = Vec::new();
+            if !target_grams.is_empty() {
+                let needed = ((target_grams.len() as f64 * threshold).ceil() as usize).max(1);
+                for (i, text) in texts.iter().enumerate() {
+                    if reference_lcs(&target_grams, &tokens(text)) >= needed {
+                        expected.push(format!("w{i}"));
+                    }
+                }
+            }
+            expected.sort();
+            let t = json!(target);
+            let searched = f.keys(&format!(
+                "FOR d IN grams SEARCH NGRAM_MATCH(d.text, {t}, {threshold}, 'bigram') \
+                 OPTIONS {{waitForSync: true}} RETURN d._key"
+            ));
+            assert_eq!(searched, expected, "SEARCH {target} {threshold}");
+            let in_context = f.keys(&format!(
+                "FOR d IN grams SEARCH ANALYZER(NGRAM_MATCH(d.text, {t}, {threshold}), 'bigram') \
+                 OPTIONS {{waitForSync: true}} RETURN d._key"
+            ));
+            assert_eq!(in_context, expected, "ANALYZER() {target} {threshold}");
+            let filtered = f.keys(&format!(
+                "FOR d IN words FILTER NGRAM_MATCH(d.text, {t}, {threshold}, 'bigram') \
+                 RETURN d._key"
+            ));
+            assert_eq!(filtered, expected, "FILTER {target} {threshold}");
+            checked += expected.len();
+        }
+    }
+    assert!(
+        checked > 20,
+        "the corpus matches too little to test ({checked})"
+    );
+    // The default threshold is 0.7: "quick" has 4 bigrams, 3 are needed.
+    assert_eq!(
+        f.keys(
+            "FOR d IN grams SEARCH NGRAM_MATCH(d.text, 'quick', 'bigram') \
+             OPTIONS {waitForSync: true} RETURN d._key"
+        ),
+        f.keys(
+            "FOR d IN grams SEARCH NGRAM_MATCH(d.text, 'quick', 0.7, 'bigram') \
+             OPTIONS {waitForSync: true} RETURN d._key"
+        )
+    );
+    for bad in ["0", "1.5", "'x'"] {
+        let err = f
+            .run(&format!(
+                "FOR d IN grams SEARCH NGRAM_MATCH(d.text, 'quick', {bad}, 'bigram') \
+                 OPTIONS {{waitForSync: true}} RETURN d._key"
+            ))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadParameter, "{bad}: {}", err.message);
+    }
+}

@@ -379,3 +379,77 @@ fn grants_batch_parts_aql_and_jobs() {
         401
     );
 }
+
+/// A search over a view reads every collection linked to it: a user without read access to
+/// one of them is refused (403/11), even when `collections` restricts the results to the
+/// readable ones; with read access to all of them the search answers.
+#[test]
+fn view_search_needs_read_access_to_every_linked_collection() {
+    let f = fixture();
+    for c in ["open", "closed"] {
+        let r = f.root(Method::POST, "/_api/collection", Some(json!({"name": c})));
+        assert_eq!(r.status.as_u16(), 200);
+        let r = f.root(
+            Method::POST,
+            &format!("/_api/document/{c}"),
+            Some(json!({"_key": "k", "text": "hello"})),
+        );
+        assert_eq!(r.status.as_u16(), 202);
+    }
+    let r = f.root(
+        Method::POST,
+        "/_api/view",
+        Some(json!({"name": "both", "type": "arangosearch", "links": {
+            "open": {"includeAllFields": true},
+            "closed": {"includeAllFields": true}
+        }})),
+    );
+    assert_eq!(r.status.as_u16(), 201, "{}", json_of(&r));
+    let r = f.root(
+        Method::POST,
+        "/_api/user",
+        Some(json!({"user": "bob", "passwd": "pw"})),
+    );
+    assert_eq!(r.status.as_u16(), 201);
+    f.root(
+        Method::PUT,
+        "/_api/user/bob/database/_system",
+        Some(json!({"grant": "ro"})),
+    );
+    f.root(
+        Method::PUT,
+        "/_api/user/bob/database/_system/closed",
+        Some(json!({"grant": "none"})),
+    );
+    let bob = basic("bob", "pw");
+    let search = |auth: &str, options: &str| {
+        let r = f.call(
+            Some(auth),
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": format!(
+                "FOR d IN both SEARCH d.text == 'hello' OPTIONS {options} SORT d._id RETURN d._id"
+            )})),
+        );
+        (r.status.as_u16(), json_of(&r))
+    };
+    for options in [
+        "{waitForSync: true}",
+        "{waitForSync: true, collections: ['open']}",
+    ] {
+        let (status, body) = search(&bob, options);
+        assert_eq!(status, 403, "{options}: {body}");
+        assert_eq!(body["errorNum"], json!(11), "{body}");
+    }
+    let (status, body) = search(&basic(ROOT, ROOT_PASSWORD), "{waitForSync: true}");
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["result"], json!(["closed/k", "open/k"]));
+    f.root(
+        Method::PUT,
+        "/_api/user/bob/database/_system/closed",
+        Some(json!({"grant": "ro"})),
+    );
+    let (status, body) = search(&bob, "{waitForSync: true}");
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(body["result"], json!(["closed/k", "open/k"]));
+}

@@ -28,6 +28,7 @@ pub(crate) use date::{add_calendar, parse_duration};
 mod document;
 mod geo;
 mod misc;
+mod ngram_match;
 mod numeric;
 mod string;
 mod tokens;
@@ -419,6 +420,7 @@ const TABLES: &[&[FunctionDef]] = &[
     date::FUNCTIONS,
     bits::FUNCTIONS,
     misc::FUNCTIONS,
+    ngram_match::FUNCTIONS,
     tokens::FUNCTIONS,
     geo::FUNCTIONS,
 ];

@@ -19,7 +19,12 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[reading("TOKENS", 1, 2, tokens)];
 /// The deepest array nesting `TOKENS` follows (deeper input is an invalid argument).
 const NESTING_MAX: usize = 64;
 
-fn analyzer_of(ctx: &FunctionContext<'_>, name: &str) -> Result<Arc<Analyzer>> {
+/// Analyzer `name` as the query's database sees it; 400/10 naming `function` if unknown.
+pub(super) fn analyzer_of(
+    ctx: &FunctionContext<'_>,
+    function: &str,
+    name: &str,
+) -> Result<Arc<Analyzer>> {
     let found = match ctx.data {
         Some(data) => data.analyzer(name),
         None => quiver_core::analyzers::builtin(name),
@@ -27,7 +32,7 @@ fn analyzer_of(ctx: &FunctionContext<'_>, name: &str) -> Result<Arc<Analyzer>> {
     found.map_err(|_| {
         Error::with_message(
             ErrorCode::BadParameter,
-            format!("'TOKENS' AQL function: Unable to load requested analyzer '{name}'"),
+            format!("'{function}' AQL function: Unable to load requested analyzer '{name}'"),
         )
     })
 }
@@ -76,7 +81,7 @@ fn tokens(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
             ))
         }
     };
-    let analyzer = analyzer_of(ctx, name)?;
+    let analyzer = analyzer_of(ctx, "TOKENS", name)?;
     match analyze(&analyzer, &args[0], 0)? {
         Some(tokens) => Ok(tokens),
         None => Ok(ctx.invalid_argument()),

@@ -100,6 +100,12 @@ pub enum SearchCond {
         distance: CExpr,
         transpositions: Option<CExpr>,
     },
+    NgramMatch {
+        path: String,
+        analyzer: String,
+        target: CExpr,
+        threshold: Option<CExpr>,
+    },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
 }
@@ -185,6 +191,12 @@ impl SearchCond {
                 target.visit_vars(f);
                 distance.visit_vars(f);
                 transpositions.iter().for_each(|e| e.visit_vars(f));
+            }
+            SearchCond::NgramMatch {
+                target, threshold, ..
+            } => {
+                target.visit_vars(f);
+                threshold.iter().for_each(|e| e.visit_vars(f));
             }
             SearchCond::Constant(e) => e.visit_vars(f),
         }
@@ -452,6 +464,31 @@ impl SearchCond {
                     transpositions,
                 }
             }
+            SearchCond::NgramMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let Value::String(target) = eval(target)? else {
+                    return Err(type_error("NGRAM_MATCH() expects a string target".into()));
+                };
+                let threshold = match threshold {
+                    Some(e) => eval(e)?.as_f64().unwrap_or(-1.0),
+                    None => DEFAULT_NGRAM_THRESHOLD,
+                };
+                if !(threshold > 0.0 && threshold <= 1.0) {
+                    return Err(type_error(
+                        "NGRAM_MATCH(): the threshold must be a number in (0, 1]".into(),
+                    ));
+                }
+                SearchQuery::NgramMatch {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    target,
+                    threshold,
+                }
+            }
             SearchCond::Constant(e) => {
                 if truthy(&eval(e)?) {
                     SearchQuery::All
@@ -462,6 +499,9 @@ impl SearchCond {
         })
     }
 }
+
+/// ArangoDB's threshold of `NGRAM_MATCH()` when none is given.
+const DEFAULT_NGRAM_THRESHOLD: f64 = 0.7;
 
 /// `::name` is `name` of the current database (links store names the same way).
 fn normalize_analyzer(name: &str) -> String {
@@ -845,6 +885,42 @@ impl Planner<'_> {
                         Some(t) => Some(self.operand(t, view, plan)?),
                         None => None,
                     },
+                })
+            }
+            "NGRAM_MATCH" => {
+                arity(2, 4)?;
+                let path = self.field_path(&args[0], view, "NGRAM_MATCH()")?;
+                let target = self.operand(&args[1], view, plan)?;
+                // (path, target, threshold?, analyzer?): a string third argument is the
+                // analyzer; without one the analyzer in force (ANALYZER()) applies.
+                let constant_string = |arg: &Expr| matches!(arg, Expr::Literal(Value::String(_)));
+                let (threshold, analyzer_arg) = match &args[2..] {
+                    [] => (None, None),
+                    [third] if constant_string(third) => (None, Some(third)),
+                    [third] => (Some(third), None),
+                    [third, fourth, ..] => (Some(third), Some(fourth)),
+                };
+                let analyzer = match analyzer_arg {
+                    Some(a) => {
+                        let Value::String(a) = self.constant(a, plan, "NGRAM_MATCH() analyzer")?
+                        else {
+                            return Err(type_error(
+                                "NGRAM_MATCH() expects an analyzer name last".into(),
+                            ));
+                        };
+                        normalize_analyzer(&a)
+                    }
+                    None => analyzer.to_string(),
+                };
+                let threshold = match threshold {
+                    Some(t) => Some(self.operand(t, view, plan)?),
+                    None => None,
+                };
+                Ok(SearchCond::NgramMatch {
+                    path,
+                    analyzer,
+                    target,
+                    threshold,
                 })
             }
             _ => self.constant_cond(e, view, plan),

@@ -96,6 +96,10 @@ impl Transaction for CheckedTransaction {
         self.inner.is_view(name)
     }
 
+    fn view_collections(&self, view: &str) -> Result<Vec<String>> {
+        self.inner.view_collections(view)
+    }
+
     fn search_view(
         &self,
         view: &str,
@@ -104,6 +108,11 @@ impl Transaction for CheckedTransaction {
         scorers: &[Scorer],
         wait_for_sync: bool,
     ) -> Result<Vec<ViewHit>> {
+        // A search reads every linked collection, whatever `collections` restricts the
+        // results to (ArangoDB adds them all to the query's read set).
+        for collection in self.inner.view_collections(view)? {
+            self.read(&collection)?;
+        }
         for collection in collections.unwrap_or_default() {
             self.read(collection)?;
         }

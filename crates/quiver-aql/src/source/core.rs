@@ -215,6 +215,20 @@ impl Transaction for CoreTransaction {
         self.reader().database().view(name).is_ok()
     }
 
+    fn view_collections(&self, view: &str) -> Result<Vec<String>> {
+        let db = self.reader().database();
+        let v = db.view(view).map_err(|_| {
+            Error::with_message(
+                ErrorCode::DataSourceNotFound,
+                format!("collection or view not found: {view}"),
+            )
+        })?;
+        Ok(v.linked_collections()
+            .into_iter()
+            .filter_map(|id| db.collection_by_id(id).ok().map(|c| c.name().to_string()))
+            .collect())
+    }
+
     fn search_view(
         &self,
         view: &str,

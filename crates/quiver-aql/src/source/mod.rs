@@ -116,6 +116,12 @@ pub trait Transaction: Send {
         let _ = name;
         false
     }
+    /// The names of the collections linked to view `view` (what a search over it reads);
+    /// a backend without views has none.
+    fn view_collections(&self, view: &str) -> Result<Vec<String>> {
+        let _ = view;
+        Ok(Vec::new())
+    }
     /// The documents of view `view` matching `query` (restricted to the linked collections
     /// named in `collections` when given), with one score per scorer; with `wait_for_sync`
     /// after every write acknowledged before the call is searchable. 1203 for an unknown view.

@@ -13,6 +13,7 @@ use tantivy::Term;
 
 use super::document::AnalyzerSource;
 use super::encode;
+use super::ngram_similarity::NgramSimilarityQuery;
 
 /// A scalar a SEARCH condition compares with.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,6 +85,14 @@ pub enum SearchQuery {
         target: String,
         distance: u8,
         transpositions: bool,
+    },
+    /// `NGRAM_MATCH()`: the longest common subsequence of `target`'s n-grams (tokens of
+    /// `analyzer`) and the field's reaches `threshold` (0..=1) of the target's n-grams.
+    NgramMatch {
+        path: String,
+        analyzer: String,
+        target: String,
+        threshold: f64,
     },
     And(Vec<SearchQuery>),
     Or(Vec<SearchQuery>),
@@ -292,6 +301,29 @@ impl SearchQuery {
                         *transpositions,
                     ))
                 }
+            }
+            SearchQuery::NgramMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let tokens = analyzers.tokens(analyzer, target).ok_or_else(|| {
+                    Error::with_message(
+                        ErrorCode::BadParameter,
+                        format!("analyzer '{analyzer}' not found"),
+                    )
+                })?;
+                let terms: Vec<String> = tokens
+                    .into_iter()
+                    .map(|(token, _)| encode::string_term(path, analyzer, &token))
+                    .collect();
+                if terms.is_empty() {
+                    return Ok(Box::new(EmptyQuery));
+                }
+                // ArangoSearch: at least ceil(n · threshold) n-grams, and at least one.
+                let min_match = (terms.len() as f64 * threshold).ceil() as usize;
+                Box::new(NgramSimilarityQuery::new(field, terms, min_match))
             }
             SearchQuery::And(list) => {
                 let mut clauses = Vec::with_capacity(list.len());
