@@ -196,7 +196,24 @@ fn unrouted(r: &Response) -> bool {
         || (r.status.as_u16() == 405 && num == Some(405))
 }
 
-/// `file::name` references in backticks, each resolved to a test that exists.
+/// The tests a `scripts!(dir, run, [name, …])` invocation generates: one per listed script.
+fn script_tests(text: &str) -> Vec<&str> {
+    let Some(start) = text.find("scripts!(") else {
+        return Vec::new();
+    };
+    let rest = &text[start..];
+    let (Some(open), Some(close)) = (rest.find('['), rest.find(']')) else {
+        return Vec::new();
+    };
+    rest[open + 1..close]
+        .split(',')
+        .map(str::trim)
+        .filter(|name| !name.is_empty())
+        .collect()
+}
+
+/// `file::name` references in backticks, each resolved to a test that exists (a `fn`, a
+/// Python `def`, or a script listed in the file's `scripts!`).
 fn check_proof(row: &Row) -> Result<(), String> {
     let root = repo_root();
     let mut found = 0;
@@ -214,7 +231,10 @@ fn check_proof(row: &Row) -> Result<(), String> {
         else {
             return Err(format!("test file {file} not found"));
         };
-        if !(text.contains(&format!("fn {name}(")) || text.contains(&format!("def {name}("))) {
+        if !(text.contains(&format!("fn {name}("))
+            || text.contains(&format!("def {name}("))
+            || script_tests(&text).contains(&name))
+        {
             return Err(format!("{file} has no test {name}"));
         }
         found += 1;
