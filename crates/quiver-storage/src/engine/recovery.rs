@@ -215,6 +215,11 @@ fn judge_unlisted(
         }
     }
     let floor = col.index.last_truncate();
+    // Markers above the MANIFEST's collected tick are still in the WAL, which is only
+    // released once a MANIFEST records them collected: a kill -9 between the collector's
+    // journal write and its MANIFEST update leaves an unlisted journal whose markers the WAL
+    // replay brings back.
+    let collected = col.collected_tick.load(Ordering::Acquire);
     let mut lost = Vec::new();
     for (path, entries) in unlisted.iter().zip(&found) {
         let only_here = entries
@@ -222,6 +227,7 @@ fn judge_unlisted(
             .filter(|(key, tick, is_doc)| {
                 *is_doc
                     && *tick > floor
+                    && *tick <= collected
                     && col.index.newest_tick(key).is_none_or(|t| t < *tick)
                     && removed_later.get(key.as_str()).is_none_or(|t| t < tick)
             })
