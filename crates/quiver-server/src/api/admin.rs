@@ -171,6 +171,8 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
                 &json!({"mode": state.mode.name(), "writeOpsEnabled": !state.mode.is_read_only()}),
             )
         }
+        ["shutdown"] => shutdown(state, req),
+        ["compact"] => compact(state, req),
         ["server", "tls"] => super::server_tls::route(state, req),
         // Encryption at rest (Enterprise Edition) does not exist: ArangoDB's Community answer.
         ["server", "encryption"] => Error::with_message(
