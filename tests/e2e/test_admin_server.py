@@ -11,7 +11,7 @@ from arango.exceptions import (
     CollectionCreateError,
     DatabaseCompactError,
     DocumentInsertError,
-    ServerShutdownError,
+    ServerShutdownProgressError,
 )
 
 from conftest import Server
@@ -32,7 +32,7 @@ def test_delete_shutdown_stops_the_server(tmp_path):
         sys_db = srv.client().db("_system", username="root", password="")
         col = sys_db.create_collection("kept")
         col.insert({"_key": "k", "v": 1})
-        with pytest.raises(ServerShutdownError) as progress:
+        with pytest.raises(ServerShutdownProgressError) as progress:
             sys_db.shutdown_progress()
         assert progress.value.http_code == 405
         assert sys_db.shutdown() is True
