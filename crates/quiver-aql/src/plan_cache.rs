@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -65,6 +65,8 @@ pub struct CachedPlan {
     inline_ok: AtomicBool,
     /// Over-budget runs in a row.
     slow_streak: AtomicU32,
+    /// How often the plan was taken from the cache.
+    hits: AtomicU64,
 }
 
 impl CachedPlan {
@@ -121,6 +123,10 @@ struct Entry {
     rules: Box<[String]>,
     full_count: bool,
     plan: Arc<CachedPlan>,
+    /// When the plan was cached (ISO 8601, UTC).
+    created: String,
+    /// Estimated bytes: the key's texts and the plan's constants.
+    memory: u64,
 }
 
 impl Entry {
@@ -158,7 +164,51 @@ impl PlanCache {
             .iter()
             .find(|e| e.matches(key))
             .filter(|e| e.plan.version == version)
-            .map(|e| e.plan.clone())
+            .map(|e| {
+                e.plan.hits.fetch_add(1, Ordering::Relaxed);
+                e.plan.clone()
+            })
+    }
+
+    /// The plans cached for `database`, as `GET /_api/query-plan-cache` lists them.
+    pub fn entries(&self, database: &str) -> Vec<PlanEntry> {
+        let entries = self.entries.lock();
+        let mut out: Vec<PlanEntry> = entries
+            .buckets
+            .iter()
+            .flat_map(|(hash, bucket)| bucket.iter().map(move |e| (*hash, e)))
+            .filter(|(_, e)| *e.database == *database)
+            .map(|(hash, e)| PlanEntry {
+                hash,
+                query: e.query.to_string(),
+                query_hash: text_hash(&e.query),
+                binds: e.binds.to_string(),
+                full_count: e.full_count,
+                data_sources: e.plan.plan.collections.keys().cloned().collect(),
+                created: e.created.clone(),
+                hits: e.plan.hits.load(Ordering::Relaxed),
+                memory: e.memory,
+            })
+            .collect();
+        debug_assert!(
+            out.len() <= MAX_ENTRIES,
+            "the cache holds at most MAX_ENTRIES plans"
+        );
+        out.sort_by(|a, b| a.created.cmp(&b.created).then(a.query.cmp(&b.query)));
+        out
+    }
+
+    /// Drops every plan cached for `database`.
+    pub fn clear(&self, database: &str) {
+        let mut entries = self.entries.lock();
+        let mut removed = 0;
+        entries.buckets.retain(|_, bucket| {
+            let before = bucket.len();
+            bucket.retain(|e| *e.database != *database);
+            removed += before - bucket.len();
+            !bucket.is_empty()
+        });
+        entries.len -= removed;
     }
 
     /// Caches `plan` (built under catalog `version`) if it may be cached; returns the entry.
@@ -170,9 +220,10 @@ impl PlanCache {
         version: u64,
         plan: Arc<QueryPlan>,
     ) -> Option<Arc<CachedPlan>> {
-        if !key.cacheable() || !cacheable(&plan) {
+        if !key.cacheable() {
             return None;
         }
+        let weight = cacheable_weight(&plan)?;
         let trivial = is_trivial(&plan);
         let cached = Arc::new(CachedPlan {
             plan,
@@ -180,6 +231,7 @@ impl PlanCache {
             trivial,
             inline_ok: AtomicBool::new(true),
             slow_streak: AtomicU32::new(0),
+            hits: AtomicU64::new(0),
         });
         let hash = key.hash(&self.hasher);
         let mut entries = self.entries.lock();
@@ -198,6 +250,8 @@ impl PlanCache {
             rules: key.rules.into(),
             full_count: key.full_count,
             plan: cached.clone(),
+            created: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            memory: (key.query.len() + key.binds.len()) as u64 + weight,
         });
         entries.len = entries.len + 1 - removed;
         Some(cached)
@@ -263,14 +317,14 @@ fn any_node(plan: &Plan, pred: &dyn Fn(&NodeKind) -> bool) -> bool {
     })
 }
 
-/// Plans that may be cached: planning read nothing but the catalog, and their constants are
-/// of bounded size.
-fn cacheable(plan: &QueryPlan) -> bool {
+/// The estimated size of a plan's constants if it may be cached: planning read nothing but
+/// the catalog, and its constants are of bounded size.
+fn cacheable_weight(plan: &QueryPlan) -> Option<u64> {
     if any_node(
         &plan.root,
         &|k| matches!(k, NodeKind::Graph(g) if g.graph.is_some()),
     ) {
-        return false;
+        return None;
     }
     let mut weight = 0u64;
     for_each_expr(&plan.root, &mut |e| {
@@ -280,7 +334,34 @@ fn cacheable(plan: &QueryPlan) -> bool {
             }
         })
     });
-    weight <= MAX_PLAN_WEIGHT
+    (weight <= MAX_PLAN_WEIGHT).then_some(weight)
+}
+
+/// A stable hash of a query text (the first bytes of its MD5 digest, cut to 53 bits so that
+/// it survives JSON clients that read numbers as doubles): the same text always has the same
+/// `queryHash`.
+fn text_hash(text: &str) -> u64 {
+    use md5::Digest as _;
+    let digest = md5::Md5::digest(text.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_le_bytes(first) & ((1 << 53) - 1)
+}
+
+/// One cached plan as the plan cache API lists it.
+pub struct PlanEntry {
+    /// The key's hash (the cache's own bucket key).
+    pub hash: u64,
+    pub query: String,
+    pub query_hash: u64,
+    /// The serialized bind parameters the plan was built with (empty without any).
+    pub binds: String,
+    pub full_count: bool,
+    /// The collections and views the plan reads or writes.
+    pub data_sources: Vec<String>,
+    pub created: String,
+    pub hits: u64,
+    pub memory: u64,
 }
 
 /// Functions a trivial plan must not call: they read data (the inline path has no snapshot),

@@ -94,6 +94,10 @@ pub fn need(req: &Request, system_only: bool) -> Need {
         ("_admin", Some("options" | "options-description")) => Need::Superuser,
         ("_admin", Some("license")) if read => Need::Database(RO),
         ("_admin", Some("license")) => Need::Admin,
+        // Stopping the server: administrators; compacting every database: the superuser,
+        // as ArangoDB.
+        ("_admin", Some("shutdown")) => Need::Admin,
+        ("_admin", Some("compact")) => Need::Superuser,
         ("_admin", _) => Need::Unlisted,
         ("_api", Some(family)) => match family {
             "version" | "engine" | "key-generators" | "endpoint" => Need::Database(RO),
@@ -179,6 +183,10 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             },
             // A user's access tokens: the user themself or an administrator.
             "token" => Need::SelfOrAdmin(2),
+            // The simple-query API runs AQL: checked per collection as queries are.
+            "simple" => Need::Query,
+            "query-plan-cache" if read => Need::Database(RO),
+            "query-plan-cache" => Need::Database(RW),
             "query-cache" if read => Need::Database(RO),
             "query-cache" => Need::Database(RW),
             // Views: reading needs read access to the database, changes need write access.
@@ -257,8 +265,57 @@ fn forbidden() -> Error {
     Error::new(ErrorCode::Forbidden)
 }
 
-/// Checks an authenticated request against `need`.
+/// Checks an authenticated request against `need`, then against the server's read-only mode.
 fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
+    check_rights(state, req, need)?;
+    if state.mode.is_read_only() && matches!(req.identity, Some(Identity::User(_))) {
+        check_read_only(state, req, need)?;
+    }
+    Ok(())
+}
+
+/// Read-only mode (`PUT /_admin/server/mode`), as ArangoDB: it caps the rights of users (the
+/// superuser, and every caller when authentication is off, is not limited). Document writes
+/// (documents, imports, truncation, graph elements, AQL queries that write) fail with 403/1004;
+/// creating, changing or dropping databases, collections, indexes, views, analyzers, graphs
+/// and users fails with 403/11. Reads, and server administration such as switching the mode
+/// back, go on.
+fn check_read_only(state: &ServerState, req: &Request, need: Need) -> Result<()> {
+    let read_only = || Error::with_message(ErrorCode::ReadOnly, "server is in read-only mode");
+    let ddl = || Error::with_message(ErrorCode::Forbidden, "server is in read-only mode");
+    let read = matches!(req.method, Method::GET | Method::HEAD);
+    let family = match (req.segments.first(), req.segments.get(1)) {
+        (Some("_api"), Some(family)) => family,
+        _ => "",
+    };
+    match need {
+        Need::Collection(_, Level::ReadWrite) | Need::GraphRemoval => Err(read_only()),
+        Need::DatabaseAndCollection(_) => Err(ddl()),
+        Need::Database(Level::ReadWrite)
+            if matches!(
+                family,
+                "collection" | "index" | "view" | "analyzer" | "gharial" | "replication"
+            ) =>
+        {
+            Err(ddl())
+        }
+        Need::Admin | Need::SelfOrAdmin(_) if !read && matches!(family, "database" | "user") => {
+            Err(ddl())
+        }
+        // The simple-query API's removal builds its query itself.
+        Need::Query if family == "simple" && req.segments.get(2) == Some("remove-by-keys") => {
+            Err(read_only())
+        }
+        Need::Query => match query_collections(state, req) {
+            Some(found) if found.written.is_empty() => Ok(()),
+            _ => Err(read_only()),
+        },
+        _ => Ok(()),
+    }
+}
+
+/// Checks an authenticated request's rights against `need`.
+fn check_rights(state: &ServerState, req: &Request, need: Need) -> Result<()> {
     let user = match &req.identity {
         None if need == Need::Open => return Ok(()),
         None => return Err(unauthorized()),
@@ -369,7 +426,13 @@ pub fn query_access(state: &ServerState, req: &Request) -> Option<CollectionAcce
     // A user removed since it authenticated can touch nothing.
     let record = state.auth.users().get(name);
     let database = req.database.to_string();
+    // Read-only mode as the query starts: no writes for users (the check before execution
+    // already refused the writes it could see).
+    let writes_allowed = !state.mode.is_read_only();
     Some(CollectionAccess::new(move |collection, write| {
+        if write && !writes_allowed {
+            return false;
+        }
         let min = if write {
             Level::ReadWrite
         } else {

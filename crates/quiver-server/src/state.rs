@@ -157,6 +157,10 @@ pub struct ServerState {
     pub statistics: Arc<crate::stats::RequestStatistics>,
     /// Running dump batches of the replication API.
     pub dump_batches: crate::dump_batches::DumpBatches,
+    /// A shutdown asked for by `DELETE /_admin/shutdown`.
+    pub stop: crate::stop::StopRequest,
+    /// `default` or `readonly` (`/_admin/server/mode`).
+    pub mode: crate::server_mode::ServerMode,
 }
 
 impl ServerState {
@@ -171,6 +175,8 @@ impl ServerState {
             ownership: Default::default(),
             statistics: Arc::default(),
             dump_batches: Default::default(),
+            stop: Default::default(),
+            mode: Default::default(),
             queries: {
                 let queries = QueryService::over_core(core.clone());
                 queries

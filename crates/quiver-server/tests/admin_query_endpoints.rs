@@ -1,7 +1,7 @@
 //! Served endpoints of the inventory (docs/api-coverage.md) that no other handler test
 //! covers: server availability and mode, echo, engine statistics, count recalculation, the
-//! cursor batch retry, and the AQL query tracking routes (properties, current, slow, kill,
-//! rules).
+//! cursor batch retry, the AQL query tracking routes (properties, current, slow, kill,
+//! rules), the query plan cache listing, the simple-query API, compaction and shutdown.
 
 use std::sync::Arc;
 
@@ -70,13 +70,6 @@ fn server_availability_mode_echo_and_engine_statistics() {
         200,
     );
     assert_eq!(v["mode"], "default");
-    // Read-only mode is not available yet (docs/api-coverage.md), and says so.
-    let r = f.call(
-        Method::PUT,
-        "/_admin/server/mode",
-        Some(json!({"mode": "readonly"})),
-    );
-    assert_error(&r, 501, 9);
     let r = f.call(Method::PUT, "/_admin/server/mode", Some(json!({"mode": 1})));
     assert_error(&r, 400, 400);
 
@@ -273,4 +266,418 @@ fn index_types_mdi_and_inverted_are_created_and_vector_is_refused() {
     );
     assert_eq!(r.status.as_u16(), 400, "{r:?}");
     assert_eq!(r.body_json().unwrap()["error"], true);
+}
+
+fn keys_of(rows: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["_key"].as_str().unwrap().to_string())
+        .collect();
+    keys.sort();
+    keys
+}
+
+#[test]
+fn simple_queries_read_and_remove_through_aql() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "s"})),
+        200,
+    );
+    let docs: Vec<Value> = (0..5)
+        .map(|i| json!({"_key": format!("k{i}"), "n": i, "sub": {"even": i % 2 == 0}}))
+        .collect();
+    f.ok(
+        Method::POST,
+        "/_api/document/s",
+        Some(Value::Array(docs)),
+        202,
+    );
+
+    // all: a cursor with the count, honouring skip/limit and batchSize.
+    let all = f.ok(
+        Method::PUT,
+        "/_api/simple/all",
+        Some(json!({"collection": "s", "batchSize": 2})),
+        201,
+    );
+    assert_eq!(all["count"], 5);
+    assert_eq!(all["result"].as_array().unwrap().len(), 2);
+    assert_eq!(all["hasMore"], true);
+    let limited = f.ok(
+        Method::PUT,
+        "/_api/simple/all",
+        Some(json!({"collection": "s", "skip": 1, "limit": 3})),
+        201,
+    );
+    assert_eq!(limited["result"].as_array().unwrap().len(), 3);
+
+    // all-keys: paths by default, keys or ids on request.
+    let paths = f.ok(
+        Method::PUT,
+        "/_api/simple/all-keys",
+        Some(json!({"collection": "s"})),
+        201,
+    );
+    assert!(paths["result"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("/_db/_system/_api/document/s/k3")));
+    let keys = f.ok(
+        Method::PUT,
+        "/_api/simple/all-keys",
+        Some(json!({"collection": "s", "type": "key"})),
+        201,
+    );
+    let mut keys: Vec<String> = serde_json::from_value(keys["result"].clone()).unwrap();
+    keys.sort();
+    assert_eq!(keys, ["k0", "k1", "k2", "k3", "k4"]);
+
+    // by-example: dotted paths reach into sub-objects.
+    let even = f.ok(
+        Method::PUT,
+        "/_api/simple/by-example",
+        Some(json!({"collection": "s", "example": {"sub.even": true}})),
+        201,
+    );
+    assert_eq!(even["count"], 3);
+    assert_eq!(keys_of(&even["result"]), ["k0", "k2", "k4"]);
+    let r = f.call(
+        Method::PUT,
+        "/_api/simple/by-example",
+        Some(json!({"collection": "s", "example": [1]})),
+    );
+    assert_error(&r, 400, 10);
+
+    // lookup-by-keys: existing documents only, keys or ids.
+    let found = f.ok(
+        Method::PUT,
+        "/_api/simple/lookup-by-keys",
+        Some(json!({"collection": "s", "keys": ["k1", "s/k2", "nope"]})),
+        200,
+    );
+    assert_eq!(keys_of(&found["documents"]), ["k1", "k2"]);
+    let r = f.call(
+        Method::PUT,
+        "/_api/simple/lookup-by-keys",
+        Some(json!({"collection": "s", "keys": "k1"})),
+    );
+    assert_error(&r, 400, 17);
+    let r = f.call(
+        Method::PUT,
+        "/_api/simple/lookup-by-keys",
+        Some(json!({"keys": []})),
+    );
+    assert_error(&r, 400, 17);
+
+    // remove-by-keys: counts removed and ignored; old documents on request.
+    let removed = f.ok(
+        Method::PUT,
+        "/_api/simple/remove-by-keys",
+        Some(json!({"collection": "s", "keys": ["k0", "k1", "missing"]})),
+        200,
+    );
+    assert_eq!(removed["removed"], 2, "{removed}");
+    assert_eq!(removed["ignored"], 1, "{removed}");
+    assert!(removed.get("old").is_none());
+    let removed = f.ok(
+        Method::PUT,
+        "/_api/simple/remove-by-keys",
+        Some(json!({"collection": "s", "keys": ["k2"], "options": {"silent": false}})),
+        200,
+    );
+    assert_eq!(removed["old"][0]["_key"], "k2");
+    let count = f.ok(Method::GET, "/_api/collection/s/count", None, 200);
+    assert_eq!(count["count"], 2);
+
+    // Only PUT; unknown operations are unknown paths; a missing collection is 1203.
+    let r = f.call(Method::GET, "/_api/simple/all", None);
+    assert_error(&r, 405, 405);
+    let r = f.call(Method::PUT, "/_api/simple/near", Some(json!({})));
+    assert_error(&r, 404, 404);
+    let r = f.call(
+        Method::PUT,
+        "/_api/simple/all",
+        Some(json!({"collection": "none"})),
+    );
+    assert_error(&r, 404, 1203);
+}
+
+#[test]
+fn plan_cache_lists_and_clears_the_plans_of_a_database() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "p"})),
+        200,
+    );
+    let query = "FOR d IN @@c FILTER d.x == @v RETURN d";
+    for _ in 0..3 {
+        f.ok(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": query, "bindVars": {"@c": "p", "v": 1}})),
+            201,
+        );
+    }
+    let list = f.ok(Method::GET, "/_api/query-plan-cache", None, 200);
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["query"] == query)
+        .unwrap_or_else(|| panic!("{list}"))
+        .clone();
+    assert_eq!(entry["bindVars"], json!({"@c": "p"}));
+    assert_eq!(entry["dataSources"], json!(["p"]));
+    assert_eq!(entry["fullCount"], false);
+    assert!(entry["hits"].as_u64().unwrap() >= 2, "{entry}");
+    assert!(entry["memoryUsage"].as_u64().unwrap() >= query.len() as u64);
+    assert!(entry["hash"].is_string() && entry["queryHash"].is_u64());
+    assert!(entry["created"].as_str().unwrap().ends_with('Z'));
+    // Another database lists its own plans only.
+    f.ok(
+        Method::POST,
+        "/_api/database",
+        Some(json!({"name": "other"})),
+        201,
+    );
+    let other = f.ok(Method::GET, "/_db/other/_api/query-plan-cache", None, 200);
+    assert!(other
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["query"] != query));
+
+    let cleared = f.ok(Method::DELETE, "/_api/query-plan-cache", None, 200);
+    assert_eq!(cleared, json!({"error": false, "code": 200}));
+    assert_eq!(
+        f.ok(Method::GET, "/_api/query-plan-cache", None, 200),
+        json!([])
+    );
+    let r = f.call(Method::POST, "/_api/query-plan-cache", None);
+    assert_error(&r, 405, 405);
+}
+
+#[test]
+fn compact_rewrites_every_collection_and_shutdown_is_requested() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "c"})),
+        200,
+    );
+    let docs: Vec<Value> = (0..50).map(|i| json!({"_key": format!("d{i}")})).collect();
+    f.ok(
+        Method::POST,
+        "/_api/document/c",
+        Some(Value::Array(docs)),
+        202,
+    );
+    f.ok(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": "FOR d IN c FILTER d._key != 'd0' REMOVE d IN c"})),
+        201,
+    );
+    let done = f.ok(
+        Method::PUT,
+        "/_admin/compact?changeLevel=true",
+        Some(json!({"compactBottomMostLevel": true})),
+        200,
+    );
+    assert_eq!(done, json!({}));
+    // The removed documents' markers are gone from the datafiles; the live one stays.
+    let figures = f.ok(Method::GET, "/_api/collection/c/figures", None, 200);
+    assert_eq!(figures["figures"]["dead"]["count"], 0, "{figures}");
+    assert_eq!(figures["figures"]["alive"]["count"], 1, "{figures}");
+    let count = f.ok(Method::GET, "/_api/collection/c/count", None, 200);
+    assert_eq!(count["count"], 1);
+    f.ok(Method::GET, "/_api/document/c/d0", None, 200);
+    assert_error(&f.call(Method::GET, "/_admin/compact", None), 405, 405);
+    assert_error(
+        &f.call(Method::PUT, "/_admin/compact", Some(json!([1]))),
+        400,
+        10,
+    );
+
+    // GET is the Coordinators' soft shutdown progress: 405 on a single server.
+    assert_error(&f.call(Method::GET, "/_admin/shutdown", None), 405, 405);
+    assert!(!f.state.stop.is_requested());
+    let r = f.ok(Method::DELETE, "/_admin/shutdown?soft=true", None, 200);
+    assert_eq!(r, json!("OK"));
+    assert!(f.state.stop.is_requested());
+}
+
+/// Every request as root with basic authentication (empty password), authentication on.
+fn call_as_root(
+    state: &Arc<ServerState>,
+    method: Method,
+    target: &str,
+    body: Option<Value>,
+) -> Response {
+    let mut req = Request::build(method, target).with_header("authorization", "Basic cm9vdDo=");
+    if let Some(b) = body {
+        req = req.with_body(serde_json::to_vec(&b).unwrap());
+    }
+    handle(state, req).settle_blocking()
+}
+
+#[test]
+fn read_only_mode_refuses_writes_of_users_and_lets_reads_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let config = ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        async_workers: 1,
+        ..ServerConfig::default()
+    };
+    let state = ServerState::new(config, core).unwrap();
+    let call = |method: Method, target: &str, body: Option<Value>| {
+        call_as_root(&state, method, target, body)
+    };
+    let status = |r: &Response| r.status.as_u16();
+    assert_eq!(
+        status(&call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "ro"}))
+        )),
+        200
+    );
+    assert_eq!(
+        status(&call(
+            Method::POST,
+            "/_api/document/ro",
+            Some(json!({"_key": "a"}))
+        )),
+        202
+    );
+
+    let r = call(
+        Method::PUT,
+        "/_admin/server/mode",
+        Some(json!({"mode": "readonly"})),
+    );
+    assert_eq!(r.body_json().unwrap()["mode"], "readonly", "{r:?}");
+    assert_eq!(
+        call(Method::GET, "/_admin/server/mode", None)
+            .body_json()
+            .unwrap()["mode"],
+        "readonly"
+    );
+    let availability = call(Method::GET, "/_admin/server/availability", None)
+        .body_json()
+        .unwrap();
+    assert_eq!(availability["writeOpsEnabled"], false);
+
+    // Document writes: 1004.
+    assert_error(
+        &call(
+            Method::POST,
+            "/_api/document/ro",
+            Some(json!({"_key": "b"})),
+        ),
+        403,
+        1004,
+    );
+    assert_error(
+        &call(Method::DELETE, "/_api/document/ro/a", None),
+        403,
+        1004,
+    );
+    assert_error(
+        &call(Method::PUT, "/_api/collection/ro/truncate", None),
+        403,
+        1004,
+    );
+    assert_error(
+        &call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "INSERT {} INTO ro"})),
+        ),
+        403,
+        1004,
+    );
+    assert_error(
+        &call(
+            Method::PUT,
+            "/_api/simple/remove-by-keys",
+            Some(json!({"collection": "ro", "keys": ["a"]})),
+        ),
+        403,
+        1004,
+    );
+    assert_error(
+        &call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "INSERT {} INTO @@c", "bindVars": {"@c": "ro"}})),
+        ),
+        403,
+        1004,
+    );
+    // Databases and collections: 11.
+    assert_error(
+        &call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "new"})),
+        ),
+        403,
+        11,
+    );
+    assert_error(&call(Method::DELETE, "/_api/collection/ro", None), 403, 11);
+    assert_error(
+        &call(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": "newdb"})),
+        ),
+        403,
+        11,
+    );
+    // Reads go on.
+    assert_eq!(status(&call(Method::GET, "/_api/document/ro/a", None)), 200);
+    let read = call(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": "FOR d IN ro RETURN d._key"})),
+    );
+    assert_eq!(
+        read.body_json().unwrap()["result"],
+        json!(["a"]),
+        "{read:?}"
+    );
+
+    // The administrator switches back; writes work again.
+    let r = call(
+        Method::PUT,
+        "/_admin/server/mode",
+        Some(json!({"mode": "default"})),
+    );
+    assert_eq!(r.body_json().unwrap()["mode"], "default");
+    assert_eq!(
+        status(&call(
+            Method::POST,
+            "/_api/document/ro",
+            Some(json!({"_key": "b"}))
+        )),
+        202
+    );
+    assert_eq!(
+        status(&call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "new"}))
+        )),
+        200
+    );
 }

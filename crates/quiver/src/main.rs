@@ -1021,7 +1021,10 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         }
         use std::io::Write;
         let _ = std::io::stdout().flush();
-        signals.wait().await;
+        tokio::select! {
+            _ = signals.wait() => {}
+            _ = state.stop.wait() => {}
+        }
         println!("shutting down");
         // All endpoints at once: each lets its connections finish within the same 5 s.
         let stopping: Vec<_> = handles

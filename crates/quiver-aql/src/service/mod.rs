@@ -633,6 +633,51 @@ impl QueryService {
         self.queries.set_properties(update)
     }
 
+    /// `GET /_api/query-plan-cache`: the plans cached for `db` whose every collection
+    /// `access` lets the caller read (all of them without an access rule).
+    pub fn plan_cache_entries(
+        &self,
+        db: &str,
+        access: Option<&crate::source::checked::CollectionAccess>,
+    ) -> Result<ServiceReply> {
+        let readable = |sources: &[String]| {
+            access.is_none_or(|a| sources.iter().all(|c| a.check(c, false).is_ok()))
+        };
+        let list: Vec<Value> = self
+            .plans
+            .entries(db)
+            .into_iter()
+            .filter(|e| readable(&e.data_sources))
+            .map(|e| {
+                // Only the collection bind parameters are part of the listing, as in ArangoDB.
+                let binds: Map<String, Value> =
+                    serde_json::from_str::<Map<String, Value>>(&e.binds)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .filter(|(name, _)| name.starts_with('@'))
+                        .collect();
+                json!({
+                    "hash": e.hash.to_string(),
+                    "query": e.query,
+                    "queryHash": e.query_hash,
+                    "bindVars": binds,
+                    "fullCount": e.full_count,
+                    "dataSources": e.data_sources,
+                    "created": e.created,
+                    "hits": e.hits,
+                    "memoryUsage": e.memory,
+                })
+            })
+            .collect();
+        Ok((200, Value::Array(list)))
+    }
+
+    /// `DELETE /_api/query-plan-cache`: forgets the plans cached for `db`.
+    pub fn clear_plan_cache(&self, db: &str) -> Result<ServiceReply> {
+        self.plans.clear(db);
+        Ok((200, json!({"error": false, "code": 200})))
+    }
+
     /// `GET /_api/query/rules`.
     pub fn rules(&self) -> Result<ServiceReply> {
         let list: Vec<Value> = optimizer::RULES

@@ -153,44 +153,26 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
             if !is_get(req) {
                 return method_not_allowed();
             }
-            Response::ok_envelope(200, json!({"role": "SINGLE", "mode": "default"}))
+            Response::ok_envelope(200, json!({"role": "SINGLE", "mode": state.mode.name()}))
         }
         ["server", "mode"] => match req.method {
-            Method::GET | Method::HEAD => Response::ok_envelope(200, json!({"mode": "default"})),
-            Method::PUT => {
-                if req.database != crate::DEFAULT_DATABASE {
-                    return Error::new(ErrorCode::UseSystemDatabase).into();
-                }
-                let body = match crate::json::parse_body(&req.body) {
-                    Ok(b) => b,
-                    Err(e) => return e.into(),
-                };
-                match body
-                    .as_ref()
-                    .and_then(|b| b.get("mode"))
-                    .and_then(|m| m.as_str())
-                {
-                    Some("default") => Response::ok_envelope(200, json!({"mode": "default"})),
-                    Some("readonly") => Error::with_message(
-                        ErrorCode::NotImplemented,
-                        "read-only mode is not supported",
-                    )
-                    .into(),
-                    _ => Error::with_message(
-                        ErrorCode::HttpBadParameter,
-                        "mode must be 'default' or 'readonly'",
-                    )
-                    .into(),
-                }
+            Method::GET | Method::HEAD => {
+                Response::ok_envelope(200, json!({"mode": state.mode.name()}))
             }
+            Method::PUT => set_mode(state, req),
             _ => method_not_allowed(),
         },
         ["server", "availability"] => {
             if !is_get(req) {
                 return method_not_allowed();
             }
-            Response::json(200, &json!({"mode": "default", "writeOpsEnabled": true}))
+            Response::json(
+                200,
+                &json!({"mode": state.mode.name(), "writeOpsEnabled": !state.mode.is_read_only()}),
+            )
         }
+        ["shutdown"] => shutdown(state, req),
+        ["compact"] => compact(state, req),
         ["server", "tls"] => super::server_tls::route(state, req),
         // Encryption at rest (Enterprise Edition) does not exist: ArangoDB's Community answer.
         ["server", "encryption"] => Error::with_message(
@@ -285,4 +267,79 @@ fn echo(req: &Request) -> Response {
             "internals": {},
         }),
     )
+}
+
+/// `DELETE /_admin/shutdown`: answers "OK" and stops the server as SIGTERM does (requests
+/// under way get the same grace period). `soft` is a Coordinator feature; a single server
+/// shuts down normally, as ArangoDB's does. `GET` (the soft shutdown progress) exists on
+/// Coordinators only: 405 here, as a single ArangoDB server answers.
+fn shutdown(state: &ServerState, req: &Request) -> Response {
+    if req.method != Method::DELETE {
+        return method_not_allowed();
+    }
+    tracing::info!(target: "quiver::startup", "shutdown requested over HTTP");
+    state.stop.request();
+    Response::json(200, &json!("OK"))
+}
+
+/// `PUT /_admin/compact`: compacts every collection of every database now, through the
+/// storage engine's compactor, and answers `{}` when done. `changeLevel` and
+/// `compactBottomMostLevel` (RocksDB's level options, query parameters or body attributes)
+/// are accepted and have no meaning for QuiverDB's log-structured files: every compaction
+/// rewrites a collection's live data in full.
+fn compact(state: &ServerState, req: &Request) -> Response {
+    if req.method != Method::PUT {
+        return method_not_allowed();
+    }
+    match crate::json::parse_body(&req.body) {
+        Ok(None | Some(serde_json::Value::Object(_))) => {}
+        Ok(Some(_)) => {
+            return Error::with_message(ErrorCode::BadParameter, "expecting a JSON object body")
+                .into()
+        }
+        Err(e) => return e.into(),
+    }
+    for db in state.core.databases() {
+        for collection in db.collections() {
+            match collection.compact() {
+                Ok(_) => {}
+                // Dropped meanwhile: nothing left to compact.
+                Err(e) if e.code == ErrorCode::DataSourceNotFound => {}
+                Err(e) => {
+                    return Error::with_message(
+                        e.code,
+                        format!("database compaction failed: {}", e.message),
+                    )
+                    .into()
+                }
+            }
+        }
+    }
+    Response::json(200, &json!({}))
+}
+
+/// `PUT /_admin/server/mode` (administrators, checked by `crate::access`): `{"mode":
+/// "readonly"}` or `{"mode": "default"}`; answers the mode now in force.
+fn set_mode(state: &ServerState, req: &Request) -> Response {
+    let body = match crate::json::parse_body(&req.body) {
+        Ok(b) => b,
+        Err(e) => return e.into(),
+    };
+    match body
+        .as_ref()
+        .and_then(|b| b.get("mode"))
+        .and_then(|m| m.as_str())
+    {
+        Some("default") => state.mode.set_read_only(false),
+        Some("readonly") => state.mode.set_read_only(true),
+        _ => {
+            return Error::with_message(
+                ErrorCode::HttpBadParameter,
+                "mode must be 'default' or 'readonly'",
+            )
+            .into()
+        }
+    }
+    tracing::info!(target: "quiver::startup", "server mode set to {}", state.mode.name());
+    Response::ok_envelope(200, json!({"mode": state.mode.name()}))
 }

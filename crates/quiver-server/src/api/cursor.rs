@@ -10,6 +10,7 @@ use http::Method;
 use parking_lot::Mutex;
 use quiver_aql::service::CursorReply;
 use quiver_aql::source::core::{leased, LeaseReturn};
+use quiver_aql::CursorRequest;
 use quiver_core::TransactionOptions;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
@@ -83,6 +84,12 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("query", _, [] | ["current" | "slow" | "properties" | "rules"]) => {
             Ok(method_not_allowed())
         }
+        ("query-plan-cache", &Method::GET, []) => {
+            let access = crate::access::query_access(state, req);
+            reply(queries.plan_cache_entries(db, access.as_ref()))
+        }
+        ("query-plan-cache", &Method::DELETE, []) => reply(queries.clear_plan_cache(db)),
+        ("query-plan-cache", _, []) => Ok(method_not_allowed()),
         ("query-cache", &Method::GET, ["properties"]) => Ok(Response::json(200, &query_cache())),
         ("query-cache", &Method::PUT, ["properties"]) => {
             // There is no query results cache: mode "off" is the only setting, and asking for
@@ -106,6 +113,47 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("query-cache", _, [] | ["properties" | "entries"]) => Ok(method_not_allowed()),
         _ => Ok(not_found(req)),
     }
+}
+
+/// Runs `body` (a `POST /_api/cursor` body built by another endpoint) in `req`'s database
+/// with the caller's collection access, answering the cursor as `POST /_api/cursor` does.
+pub(crate) fn run_body(state: &ServerState, req: &Request, body: &Value) -> Result<Response> {
+    let mut query = request::cursor_request(body)?;
+    query.access = crate::access::query_access(state, req);
+    cursor_reply(state.queries.create_cursor_reply(&req.database, query))
+}
+
+/// Runs `body` (as [`run_body`]) to its end: every result row, and the query's `extra`
+/// (statistics, warnings). `rows_hint` (how many rows the caller expects at most) sizes the
+/// batches; the rows are fetched batch by batch until the cursor is exhausted.
+pub(crate) fn run_to_end(
+    state: &ServerState,
+    req: &Request,
+    body: &Value,
+    rows_hint: usize,
+) -> Result<(Vec<Value>, Value)> {
+    let mut query = request::cursor_request(body)?;
+    query.access = crate::access::query_access(state, req);
+    query.batch_size = rows_hint.clamp(1, CursorRequest::DEFAULT_BATCH_SIZE);
+    let db: &str = &req.database;
+    let (_, mut answer) = state.queries.create_cursor(db, query)?;
+    let mut rows = Vec::new();
+    loop {
+        if let Some(Value::Array(batch)) = answer.get_mut("result").map(Value::take) {
+            rows.extend(batch);
+        }
+        let more = answer.get("hasMore").and_then(Value::as_bool) == Some(true);
+        let id = answer.get("id").and_then(Value::as_str).map(str::to_string);
+        match (more, id) {
+            (true, Some(id)) => {
+                // Every batch but the last is full, so this ends after the query's rows.
+                answer = state.queries.next_batch(db, &id, None)?.1;
+            }
+            _ => break,
+        }
+    }
+    let extra = answer.get_mut("extra").map(Value::take).unwrap_or_default();
+    Ok((rows, extra))
 }
 
 /// `POST /_api/cursor` of a query the query service knows to be trivial (its cached plan

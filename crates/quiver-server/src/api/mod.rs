@@ -23,6 +23,7 @@ pub mod replication;
 pub mod restore;
 pub mod server_jwt;
 pub mod server_tls;
+pub mod simple;
 pub mod statistics;
 pub mod token;
 pub mod transaction;
@@ -64,7 +65,10 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "user" => user::route(state, req),
             "view" => view::route(state, req),
             "token" => token::route(state, req),
-            "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
+            "simple" => simple::route(state, req),
+            "cursor" | "query" | "explain" | "query-cache" | "query-plan-cache" => {
+                cursor::route(state, req)
+            }
             _ => return not_found(req),
         },
         (Some("_admin"), Some("server"))
