@@ -28,6 +28,7 @@ pub mod token;
 pub mod transaction;
 pub mod user;
 pub mod view;
+pub mod wal;
 pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -63,6 +64,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
             "view" => view::route(state, req),
+            "wal" => wal::route(state, req),
             "token" => token::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" => cursor::route(state, req),
             _ => return not_found(req),
