@@ -65,6 +65,24 @@ def indexes(db, name):
     )
 
 
+REV_ALPHABET = "-_ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def decode_rev(text):
+    value = 0
+    for ch in text:
+        value = value * 64 + REV_ALPHABET.index(ch)
+    return value
+
+
+def revisions(db, name):
+    return {d["_key"]: d["_rev"] for d in db.collection(name).all()}
+
+
+def index_ids(db, name):
+    return {ix["name"]: ix["id"].split("/")[-1] for ix in db.collection(name).indexes()}
+
+
 def properties(db, name):
     props = db.collection(name).properties()
     return {k: v for k, v in props.items() if k not in PROPERTY_NOISE}
@@ -170,6 +188,15 @@ def test_round_trip_into_an_empty_server(server, db, target, tmp_path, http):
         assert documents(restored, name) == documents(db, name), name
         assert indexes(restored, name) == indexes(db, name), name
         assert properties(restored, name) == properties(db, name), name
+    # Every document keeps its dumped revision and every index its id (arangorestore's
+    # behaviour); a later write gets a larger revision than any restored one.
+    for name in COLLECTIONS:
+        assert revisions(restored, name) == revisions(db, name), name
+        assert index_ids(restored, name) == index_ids(db, name), name
+    newest = max(decode_rev(r) for r in revisions(restored, "traditional").values())
+    first = min(revisions(restored, "traditional"))
+    updated = restored.collection("traditional").update({"_key": first, "i": -1})
+    assert decode_rev(updated["_rev"]) > newest
     # The named graph came back through _graphs.
     assert restored.graph("social").edge_definitions() == db.graph("social").edge_definitions()
     assert restored.collection("knows").properties()["type"] in (3, "edge")
@@ -246,7 +273,8 @@ def read_dump(directory):
         if path.name.endswith(".data.json"):
             docs = [json.loads(l) for l in path.read_text().splitlines() if l.strip()]
             files[path.name] = sorted(
-                ({k: v for k, v in d.items() if k not in ("_rev", "_id")} for d in docs),
+                # `_rev` stays: a restore keeps the dumped revisions.
+                ({k: v for k, v in d.items() if k != "_id"} for d in docs),
                 key=lambda d: d["_key"],
             )
         elif path.name == "ENCRYPTION":
@@ -257,14 +285,15 @@ def read_dump(directory):
 
 
 # What legitimately differs between two servers' dumps of the same data: the tick at dump
-# start, database and collection ids, plus the attributes only one of the servers reports
+# start, database and collection ids (not index ids or document revisions), plus the attributes only one of the servers reports
 # (a cluster's sharding attributes in ArangoDB's, the storage options in QuiverDB's).
 def comparable_structure(structure):
     keep = ("name", "type", "isSystem", "waitForSync", "keyOptions", "schema", "computedValues")
     return {
         "parameters": {k: structure["parameters"].get(k) for k in keep},
         "indexes": sorted(
-            ({k: ix.get(k) for k in ("type", "name", "fields", "unique", "sparse")}
+            # Index ids stay too.
+            ({k: ix.get(k) for k in ("id", "type", "name", "fields", "unique", "sparse")}
              for ix in structure["indexes"]),
             key=lambda ix: ix["name"],
         ),
@@ -339,3 +368,53 @@ def test_ctrl_c_stops_a_restore_cleanly(server, db, target, tmp_path):
     assert "interrupted" in stderr
     tdb = target.client().db(db.name, username="root", password="")
     assert 0 < tdb.collection("many").count() < 40000
+
+
+def test_views_and_analyzers_round_trip(server, db, target, tmp_path):
+    """Custom analyzers travel in `_analyzers` (restored first), views in `<name>.view.json`
+    (restored last) with their links; searches work on the restored server."""
+    db.create_analyzer("csv_split", "delimiter", {"delimiter": ","}, ["frequency", "norm", "position"])
+    db.create_collection("books").insert_many(
+        [{"_key": "b1", "tags": "red,blue"}, {"_key": "b2", "tags": "green"}]
+    )
+    db.create_arangosearch_view(
+        "books_view",
+        properties={"links": {"books": {"fields": {"tags": {"analyzers": ["csv_split"]}}}}},
+    )
+    out = tmp_path / "dump"
+    run_tool(
+        "dump", "--server.endpoint", endpoint(server), "--server.database", db.name,
+        "--output-directory", str(out), "--include-system-collections", "true",
+    )
+    view_file = json.loads((out / "books_view.view.json").read_text())
+    assert view_file["name"] == "books_view" and view_file["type"] == "arangosearch"
+    assert view_file["links"]["books"]["fields"]["tags"]["analyzers"] in (
+        ["csv_split"], [f"{db.name}::csv_split"]
+    )
+    with gzip.open(out / f"_analyzers_{md5('_analyzers')}.data.json.gz", "rt") as f:
+        assert any(json.loads(line)["name"] == "csv_split" for line in f if line.strip())
+
+    run_tool(
+        "restore", "--server.endpoint", endpoint(target), "--server.database", db.name,
+        "--create-database", "true", "--input-directory", str(out),
+        "--include-system-collections", "true",
+    )
+    restored = target.client().db(db.name, username="root", password="")
+    analyzer = restored.analyzer("csv_split")
+    assert analyzer["type"] == "delimiter" and analyzer["properties"]["delimiter"] == ","
+    source_view = db.view("books_view")
+    restored_view = restored.view("books_view")
+    assert restored_view["links"] == source_view["links"]
+    query = (
+        "FOR b IN books_view SEARCH ANALYZER(b.tags == 'blue', 'csv_split') "
+        "OPTIONS {waitForSync: true} RETURN b._key"
+    )
+    assert list(restored.aql.execute(query)) == ["b1"]
+    # Restoring again over it with --overwrite replaces the view and the analyzers.
+    run_tool(
+        "restore", "--server.endpoint", endpoint(target), "--server.database", db.name,
+        "--input-directory", str(out), "--include-system-collections", "true",
+        "--overwrite", "true",
+    )
+    assert [v["name"] for v in restored.views()] == ["books_view"]
+    assert list(restored.aql.execute(query)) == ["b1"]

@@ -102,7 +102,7 @@ impl Collection {
             return Err(err);
         }
         // Taken under the mutex so that revisions keep increasing in commit order.
-        let rev = self.next_revision();
+        let rev = self.revision_for(prepared.given_rev, None);
         let body = prepared.finish(rev)?;
         // The engine checks that the key is not alive in the same index descent that installs
         // it, and joins the collection's waitForSync to the request's.

@@ -794,13 +794,35 @@ impl Collection {
     /// filled from a snapshot without holding the writer lock: writers and readers go on while
     /// a large collection is indexed; only this request waits. Queries use it once it is built.
     pub fn create_index(&self, body: &Value) -> Result<(Value, bool)> {
+        self.create_index_as(body, None)
+    }
+
+    /// [`Collection::create_index`] keeping a dumped index id (`restore-indexes`): `id` is
+    /// used when no index of the collection has it, a new id otherwise; later ids continue
+    /// past it.
+    pub fn restore_index(&self, body: &Value, id: u64) -> Result<(Value, bool)> {
+        self.create_index_as(body, Some(id))
+    }
+
+    fn create_index_as(&self, body: &Value, restored_id: Option<u64>) -> Result<(Value, bool)> {
         let _changed = crate::catalog::CatalogChange;
         self.check_usable()?;
         // Writers wait while a unique constraint is checked, so that no commit slips in
         // between the scan and the registration.
         let writers = self.write_lock.lock();
-        let next_id = self.meta.read().next_index_id;
+        let next_id = {
+            let meta = self.meta.read();
+            match restored_id {
+                Some(id)
+                    if id >= FIRST_USER_INDEX_ID && !meta.indexes.iter().any(|d| d.id == id) =>
+                {
+                    id
+                }
+                _ => meta.next_index_id,
+            }
+        };
         let def = IndexDef::parse(body, next_id)?;
+        assert_eq!(def.id, next_id, "an index takes the id it is parsed with");
         {
             let meta = self.meta.read();
             if let Some(existing) = meta.indexes.iter().find(|d| d.equivalent(&def)) {
@@ -834,7 +856,7 @@ impl Collection {
         {
             let mut meta = self.meta.write();
             meta.indexes.push(def.clone());
-            meta.next_index_id = next_id + 1;
+            meta.next_index_id = meta.next_index_id.max(next_id + 1);
         }
         if let Some(index) = unique {
             let mut list = self.unique_indexes.write();
@@ -1001,6 +1023,24 @@ impl Collection {
 
     pub(crate) fn next_revision(&self) -> Revision {
         self.engine.hlc().next()
+    }
+
+    /// The revision of a write: `given` (a restored document's dumped `_rev`, restore mode
+    /// only) unless it is the revision of the version being replaced — one revision names one
+    /// version of a key, which the secondary indexes rely on — otherwise a new one. The clock
+    /// is raised past a given revision, so later writes get larger ones.
+    pub(crate) fn revision_for(
+        &self,
+        given: Option<Revision>,
+        replaced: Option<Revision>,
+    ) -> Revision {
+        match given {
+            Some(rev) if rev.0 != 0 && Some(rev) != replaced => {
+                self.engine.hlc().observe(rev);
+                rev
+            }
+            _ => self.next_revision(),
+        }
     }
 
     /// Writes the catalog entry (options, meta and the durable key generator reservation).

@@ -205,6 +205,16 @@ fn choose_key(
 /// six bits. A revision of another length makes [`PreparedInsert::finish`] encode again.
 const REV_TEXT_LEN: usize = 11;
 
+/// The body's `_rev` when the write keeps given revisions (restore mode) and it is one.
+fn given_revision(map: &Map<String, Value>, opts: &WriteOptions) -> Option<Revision> {
+    if !opts.keep_revisions {
+        return None;
+    }
+    map.get("_rev")
+        .and_then(Value::as_str)
+        .and_then(Revision::decode)
+}
+
 /// A plain insert (`overwriteMode` conflict) prepared without the collection's writer lock:
 /// everything that depends only on the request and not on what is stored. Only the
 /// existence of the key, unique constraints, the revision and the commit are left for the
@@ -221,6 +231,8 @@ pub(crate) struct PreparedInsert {
     /// An error the insert reports only if the key does not exist (computed values, schema,
     /// size): for an existing key the conflict (1210) comes first, as on the full path.
     pub deferred: Option<Error>,
+    /// The body's `_rev` in restore mode ([`WriteOptions::keep_revisions`]).
+    pub given_rev: Option<Revision>,
 }
 
 impl PreparedInsert {
@@ -283,6 +295,7 @@ fn prepare_parsed(
         body: Vec::new(),
         edge: None,
         deferred: None,
+        given_rev: None,
     };
     let checked = coll
         .apply_computed(ComputeOn::Insert, &mut map)
@@ -290,6 +303,7 @@ fn prepare_parsed(
             Some(schema) if !opts.skip_document_validation => schema.check_insert(&map),
             _ => Ok(()),
         });
+    prepared.given_rev = given_revision(&map, opts);
     if let Err(err) = checked {
         prepared.deferred = Some(err);
         return Ok(prepared);
@@ -329,6 +343,7 @@ pub(crate) fn prepare_encoded(
         body: Vec::new(),
         edge: None,
         deferred: None,
+        given_rev: None,
     };
     if prepared.key.len() + 32 + body.len() > coll.settings.max_transaction_size {
         prepared.deferred = Some(transaction_too_large());
@@ -368,7 +383,7 @@ pub(crate) fn stage_new(
     } else {
         Vec::new()
     };
-    let rev = coll.next_revision();
+    let rev = coll.revision_for(prepared.given_rev, None);
     let body = prepared.finish(rev)?;
     let edge = prepared.edge.take();
     st.stage(
@@ -533,7 +548,7 @@ fn stage_existing(
         }
     }
     let unique = check_unique(st, coll, &key, &map)?;
-    let rev = coll.next_revision();
+    let rev = coll.revision_for(given_revision(&map, opts), Some(old_rev));
     let body = encode_stored(&key, rev, &map);
     let name = coll.name();
     let old = decode_old(coll, &key, old_body, opts.return_old && !opts.silent)?;
@@ -621,6 +636,7 @@ mod tests {
             body,
             edge: None,
             deferred: None,
+            given_rev: None,
         }
     }
 

@@ -77,6 +77,10 @@ pub struct WriteOptions {
     /// Multi-document inserts only: fail the whole request with the first item's error and
     /// write nothing (the import API's `complete=true`). Otherwise items are independent.
     pub all_or_nothing: bool,
+    /// Restore mode (`restore-data`, ArangoDB's `isRestore`): a valid `_rev` in the body
+    /// becomes the written document's revision instead of a new one from the clock; the
+    /// clock is raised past it so that later writes get larger revisions.
+    pub keep_revisions: bool,
 }
 
 impl WriteOptions {

@@ -140,6 +140,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             // The parallel dump reads any collection it is given: administrators only (ArangoDB
             // lets administrators dump everything and checks other users per collection).
             "dump" => Need::Admin,
+            // WAL access: read access to the database and administrate access to `_system`.
+            "wal" => Need::Admin,
             "edges" => Need::Collection(Segment(2), RO),
             "index" => match (seg(2), read) {
                 (None, true) => Need::Collection(Param("collection"), RO),

@@ -334,6 +334,37 @@ fn every_endpoint_is_listed_once() {
     }
 }
 
+/// The summary's counts are those of the table's documented rows (the ones above the
+/// undocumented routes), so the summary cannot drift from the rows beneath it.
+#[test]
+fn the_summary_counts_the_documented_rows() {
+    let text = std::fs::read_to_string(repo_root().join("docs/api-coverage.md")).unwrap();
+    let beyond = text
+        .lines()
+        .position(|l| l.starts_with("## Beyond the documentation"))
+        .map_or(usize::MAX, |i| i + 1);
+    let documented: Vec<Row> = rows(&text)
+        .into_iter()
+        .filter(|r| r.line < beyond)
+        .collect();
+    let count = |f: fn(&Status) -> bool| documented.iter().filter(|r| f(&r.status)).count();
+    let expected = format!(
+        "{} documented endpoints: {} served, {} refused, {} missing;",
+        documented.len(),
+        count(|s| matches!(s, Status::Served)),
+        count(|s| matches!(s, Status::Refused { .. })),
+        count(|s| matches!(s, Status::Missing)),
+    );
+    let summary = text
+        .lines()
+        .find(|l| l.contains("documented endpoints:"))
+        .expect("a summary line");
+    assert!(
+        summary.starts_with(&expected),
+        "the summary says {summary:?}, the table counts {expected:?}"
+    );
+}
+
 #[test]
 fn placeholders_become_fixture_objects() {
     assert_eq!(

@@ -308,9 +308,33 @@ fn restore_creates_collections_indexes_and_data() {
         (409, Some(1210)),
         "the unique index is back"
     );
-    // Restored revisions are the server's own.
+    // Restored documents keep their dumped revisions; later writes get larger ones.
     let (_, doc) = f.json(Method::GET, "/_api/document/r/100", None);
-    assert_ne!(doc["_rev"], "_abc---");
+    assert_eq!(doc["_rev"], "_abc---");
+    let dumped = quiver_types::Revision::decode("_abc---").unwrap();
+    let (status, replaced) = f.json(Method::PUT, "/_api/document/r/100", Some(json!({"v": 5})));
+    assert_eq!(status, 201, "the collection waits for sync: {replaced}");
+    let later = quiver_types::Revision::decode(replaced["_rev"].as_str().unwrap()).unwrap();
+    assert!(later > dumped, "{replaced}");
+    let (_, created_rev) = f.json(Method::GET, "/_api/document/r/130", None);
+    assert!(
+        quiver_types::Revision::decode(created_rev["_rev"].as_str().unwrap()).unwrap() > dumped
+    );
+    // The dumped index id is kept; the next index continues past it.
+    let (_, indexes) = f.json(Method::GET, "/_api/index?collection=r", None);
+    let by_v = indexes["indexes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "by_v")
+        .unwrap();
+    assert_eq!(by_v["id"], "r/7", "{indexes}");
+    let (_, next) = f.json(
+        Method::POST,
+        "/_api/index?collection=r",
+        Some(json!({"type": "persistent", "fields": ["w"]})),
+    );
+    assert_eq!(next["id"], "r/8", "{next}");
     // Bad data: line numbers in the message, nothing partial reported as success.
     let (status, body) = {
         let r = f.raw(
@@ -325,12 +349,53 @@ fn restore_creates_collections_indexes_and_data() {
         body["errorMessage"].as_str().unwrap().contains("line 2"),
         "{body}"
     );
+    // A dumped view comes back with its links; the inventory lists it as it was dumped.
+    let view = json!({"name": "v", "type": "arangosearch", "id": "4711",
+        "globallyUniqueId": "h1/4711", "links": {"r": {"includeAllFields": true}}});
     let (status, body) = f.json(
         Method::PUT,
         "/_api/replication/restore-view",
-        Some(json!({"name": "v", "type": "arangosearch"})),
+        Some(view.clone()),
     );
-    assert_eq!((status, body["errorNum"].as_u64()), (501, Some(9)));
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-view",
+        Some(view.clone()),
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (409, Some(1207)));
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-view?overwrite=true",
+        Some(view),
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, inventory) = f.json(Method::GET, "/_api/replication/inventory", None);
+    let views = inventory["views"].as_array().unwrap();
+    assert_eq!(views.len(), 1, "{inventory}");
+    assert_eq!(views[0]["name"], "v");
+    assert_eq!(views[0]["type"], "arangosearch");
+    assert_eq!(
+        views[0]["links"]["r"]["includeAllFields"], true,
+        "{inventory}"
+    );
+    assert_ne!(views[0]["id"], "4711");
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-view",
+        Some(json!({"type": "arangosearch"})),
+    );
+    assert_eq!((status, body["errorNum"].as_u64()), (400, Some(10)));
+    let (status, body) = f.json(
+        Method::PUT,
+        "/_api/replication/restore-view",
+        Some(json!({"name": "w", "type": "arangosearch", "links": {"missing": {}}})),
+    );
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (404, Some(1203)),
+        "{body}"
+    );
     let (status, _) = f.json(
         Method::PUT,
         "/_api/replication/restore-collection",
@@ -447,4 +512,30 @@ fn parallel_dump_hands_out_every_document_once_with_retries() {
     assert_eq!(status, 404);
     let (status, _) = f.json(Method::POST, "/_api/dump/next/1", None);
     assert_eq!(status, 400);
+}
+
+#[test]
+fn wal_last_tick_follows_commits_and_tailing_is_refused() {
+    let f = fixture();
+    let (status, first) = f.json(Method::GET, "/_api/wal/lastTick", None);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["server"]["version"], "3.12.4");
+    let time = first["time"].as_str().unwrap();
+    assert!(time.len() == 20 && time.ends_with('Z'), "{time}");
+    let before: u64 = first["tick"].as_str().unwrap().parse().unwrap();
+    f.json(Method::POST, "/_api/collection", Some(json!({"name": "w"})));
+    f.json(Method::POST, "/_api/document/w", Some(json!({"a": 1})));
+    let (_, second) = f.json(Method::GET, "/_api/wal/lastTick", None);
+    let after: u64 = second["tick"].as_str().unwrap().parse().unwrap();
+    assert!(after > before, "{first} {second}");
+    let (status, _) = f.json(Method::POST, "/_api/wal/lastTick", None);
+    assert_eq!(status, 405);
+    for path in ["/_api/wal/range", "/_api/wal/tail?from=0"] {
+        let (status, body) = f.json(Method::GET, path, None);
+        assert_eq!(
+            (status, body["errorNum"].as_u64()),
+            (501, Some(9)),
+            "{path}: {body}"
+        );
+    }
 }

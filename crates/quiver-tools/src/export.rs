@@ -1,8 +1,10 @@
 //! `quiver export`: arangoexport over the cursor API. Each `--collection` (or the
 //! `--custom-query` with its bind parameters) is read through `POST /_api/cursor` and
 //! `PUT /_api/cursor/{id}` batch by batch and written to `<collection>.<type>` (`query.<type>`)
-//! in the output directory: a JSON array, JSON lines, or CSV with the `--fields` as header.
-//! A file is written under a temporary name and renamed when complete.
+//! in the output directory: a JSON array, JSON lines, CSV with the `--fields` as header, or
+//! XML. `--type xgmml` writes one graph, `--graph-name`, into `<graph-name>.xgmml`: the
+//! vertex and edge collections of the named graph's edge definitions, or the `--collection`s
+//! given. A file is written under a temporary name and renamed when complete.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::client::{encode, Client};
 use crate::dump_format::io_error;
+use crate::export_xml::{self, XgmmlStyle};
 use crate::options::ExportOptions;
 use crate::progress::{rate, Progress};
 
@@ -22,12 +25,15 @@ fn bad(message: impl Into<String>) -> Error {
 }
 
 /// One output file being written.
-struct Output {
+struct Output<'a> {
     kind: String,
     fields: Vec<String>,
     out: Box<dyn Write>,
     path: PathBuf,
     written: u64,
+    xgmml: XgmmlStyle<'a>,
+    /// xgmml: values nested too deep to be written.
+    skipped: u64,
 }
 
 /// A value as a CSV cell: strings as they are, `null` and missing values empty, other
@@ -40,11 +46,18 @@ pub fn csv_cell(value: Option<&Value>) -> String {
     }
 }
 
-impl Output {
-    fn create(path: PathBuf, kind: &str, fields: Vec<String>, compressed: bool) -> Result<Output> {
+impl<'a> Output<'a> {
+    /// Creates the file at `path` and writes the start of the format; `name` is the
+    /// collection, query or graph the file holds.
+    fn create(
+        path: PathBuf,
+        name: &str,
+        options: &'a ExportOptions,
+        fields: Vec<String>,
+    ) -> Result<Output<'a>> {
         let file = std::fs::File::create(&path).map_err(|e| io_error(&path, e))?;
         let buffered = std::io::BufWriter::with_capacity(1 << 20, file);
-        let out: Box<dyn Write> = if compressed {
+        let out: Box<dyn Write> = if options.compress_output {
             Box::new(flate2::write::GzEncoder::new(
                 buffered,
                 flate2::Compression::fast(),
@@ -53,18 +66,25 @@ impl Output {
             Box::new(buffered)
         };
         let mut output = Output {
-            kind: kind.to_string(),
+            kind: options.kind.clone(),
             fields,
             out,
             path,
             written: 0,
+            xgmml: XgmmlStyle {
+                label_attribute: &options.xgmml_label_attribute,
+                label_only: options.xgmml_label_only,
+            },
+            skipped: 0,
         };
-        match kind {
+        match output.kind.as_str() {
             "json" => output.write(b"[")?,
             "csv" => {
                 let header = csv_line(output.fields.iter().map(String::as_str))?;
                 output.write(&header)?;
             }
+            "xml" => output.write(export_xml::xml_header(name).as_bytes())?,
+            "xgmml" => output.write(export_xml::xgmml_header(name).as_bytes())?,
             _ => {}
         }
         Ok(output)
@@ -104,6 +124,8 @@ impl Output {
                 b.extend(serde_json::to_vec(doc).unwrap_or_default());
                 b
             }
+            "xml" => export_xml::xml_document(doc).into_bytes(),
+            "xgmml" => export_xml::xgmml_element(doc, &self.xgmml, &mut self.skipped).into_bytes(),
             _ => {
                 let mut b = serde_json::to_vec(doc).unwrap_or_default();
                 b.push(b'\n');
@@ -115,8 +137,18 @@ impl Output {
     }
 
     fn finish(mut self) -> Result<PathBuf> {
-        if self.kind == "json" {
-            self.write(b"\n]\n")?;
+        match self.kind.as_str() {
+            "json" => self.write(b"\n]\n")?,
+            "xml" => self.write(export_xml::XML_FOOTER.as_bytes())?,
+            "xgmml" => self.write(export_xml::XGMML_FOOTER.as_bytes())?,
+            _ => {}
+        }
+        if self.skipped > 0 {
+            eprintln!(
+                "skipped {} deep nested object(s) / array(s) in {}",
+                self.skipped,
+                self.path.display()
+            );
         }
         self.out.flush().map_err(|e| io_error(&self.path, e))?;
         drop(self.out);
@@ -150,9 +182,27 @@ pub fn run(options: &ExportOptions, interrupted: &AtomicBool) -> Result<u64> {
     if options.kind == "csv" && fields.is_empty() {
         return Err(bad("expecting --fields for the csv export"));
     }
-    if options.collections.is_empty() && options.custom_query.is_none() {
+    if options.collections.is_empty()
+        && options.custom_query.is_none()
+        && options.graph_name.is_none()
+    {
         return Err(bad(
-            "expecting at least one --collection or a --custom-query",
+            "expecting at least one --collection, a --graph-name or a --custom-query",
+        ));
+    }
+    if options.custom_query.is_some()
+        && (!options.collections.is_empty() || options.graph_name.is_some())
+    {
+        return Err(bad(
+            "expecting either a list of collections or an AQL query",
+        ));
+    }
+    if options.kind == "xgmml" && options.graph_name.is_none() {
+        return Err(bad("expecting a --graph-name to export a graph as xgmml"));
+    }
+    if options.kind != "xgmml" && options.collections.is_empty() && options.custom_query.is_none() {
+        return Err(bad(
+            "expecting at least one --collection or a --custom-query (--graph-name is for --type xgmml)",
         ));
     }
     let bind_vars: Value = match &options.custom_query_bindvars {
@@ -164,37 +214,50 @@ pub fn run(options: &ExportOptions, interrupted: &AtomicBool) -> Result<u64> {
     };
     prepare_directory(&options.output_directory, options.overwrite)?;
     let client = options.server.connection()?.client();
-    let mut jobs: Vec<(String, String, Value)> = options
-        .collections
-        .iter()
-        .map(|c| {
-            (
-                c.clone(),
-                "FOR doc IN @@collection RETURN doc".to_string(),
-                json!({"@collection": c}),
-            )
-        })
-        .collect();
-    if let Some(query) = &options.custom_query {
-        jobs.push(("query".to_string(), query.clone(), bind_vars));
+    let collection_query = |c: &String| {
+        (
+            "FOR doc IN @@collection RETURN doc".to_string(),
+            json!({"@collection": c}),
+        )
+    };
+    // Each file: its name stem and the queries whose results it holds, in order.
+    let mut jobs: Vec<(String, Vec<(String, Value)>)> = Vec::new();
+    if let (Some(graph), "xgmml") = (&options.graph_name, options.kind.as_str()) {
+        let collections = if options.collections.is_empty() {
+            graph_collections(&client, options, graph)?
+        } else {
+            options.collections.clone()
+        };
+        jobs.push((
+            graph.clone(),
+            collections.iter().map(collection_query).collect(),
+        ));
+    } else {
+        for c in &options.collections {
+            jobs.push((c.clone(), vec![collection_query(c)]));
+        }
+        if let Some(query) = &options.custom_query {
+            jobs.push(("query".to_string(), vec![(query.clone(), bind_vars)]));
+        }
     }
     let mut total = 0u64;
-    for (name, query, bind_vars) in jobs {
+    for (name, queries) in jobs {
         let gz = if options.compress_output { ".gz" } else { "" };
         let file_name = format!("{name}.{}{gz}", options.kind);
         let tmp = options.output_directory.join(format!(".{file_name}.tmp"));
-        let mut output =
-            Output::create(tmp, &options.kind, fields.clone(), options.compress_output)?;
+        let mut output = Output::create(tmp, &name, options, fields.clone())?;
         let progress = Progress::new(&format!("export {name}"), 0, options.progress);
-        let result = export_query(
-            &client,
-            options,
-            &query,
-            &bind_vars,
-            &mut output,
-            &progress,
-            interrupted,
-        );
+        let result = queries.iter().try_for_each(|(query, bind_vars)| {
+            export_query(
+                &client,
+                options,
+                query,
+                bind_vars,
+                &mut output,
+                &progress,
+                interrupted,
+            )
+        });
         progress.finish();
         result?;
         let written = output.written;
@@ -206,6 +269,35 @@ pub fn run(options: &ExportOptions, interrupted: &AtomicBool) -> Result<u64> {
     }
     eprintln!("Exported {total} document(s) ({})", rate(total, started));
     Ok(total)
+}
+
+/// The collections of named graph `graph` as arangoexport takes them: every edge
+/// definition's edge collection and its `from` and `to` vertex collections, each once.
+fn graph_collections(client: &Client, options: &ExportOptions, graph: &str) -> Result<Vec<String>> {
+    let body = client
+        .request(
+            "GET",
+            Some(options.server.database.as_str()),
+            &format!("/_api/gharial/{}", encode(graph)),
+            None,
+        )?
+        .json()?;
+    let mut collections: Vec<String> = Vec::new();
+    for definition in body["graph"]["edgeDefinitions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let names = std::iter::once(&definition["collection"])
+            .chain(definition["from"].as_array().into_iter().flatten())
+            .chain(definition["to"].as_array().into_iter().flatten());
+        for name in names.filter_map(Value::as_str) {
+            if !collections.iter().any(|c| c == name) {
+                collections.push(name.to_string());
+            }
+        }
+    }
+    Ok(collections)
 }
 
 fn prepare_directory(dir: &Path, overwrite: bool) -> Result<()> {

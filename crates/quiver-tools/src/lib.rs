@@ -9,6 +9,7 @@ pub mod client;
 pub mod dump;
 pub mod dump_format;
 pub mod export;
+pub mod export_xml;
 pub mod import;
 pub mod options;
 pub mod progress;

@@ -291,19 +291,30 @@ pub struct ImportOptions {
     pub complete: bool,
 }
 
-/// `quiver export`: arangoexport's options (json, jsonl and csv output).
+/// `quiver export`: arangoexport's options (json, jsonl, csv, xml and xgmml output).
 #[derive(Parser, Debug, Clone)]
 #[command(
     name = "quiver export",
-    about = "Export collections or a query's results as JSON, JSON lines or CSV (arangoexport's options)",
+    about = "Export collections, a query's results or a graph as JSON, JSON lines, CSV, XML or XGMML (arangoexport's options)",
     disable_version_flag = true
 )]
 pub struct ExportOptions {
     #[command(flatten)]
     pub server: ServerOptions,
-    /// Output format: json, jsonl or csv.
-    #[arg(long = "type", default_value = "json", value_parser = ["json", "jsonl", "csv"])]
+    /// Output format: json, jsonl, csv, xml or xgmml (xgmml needs --graph-name).
+    #[arg(long = "type", default_value = "json", value_parser = ["json", "jsonl", "csv", "xml", "xgmml"])]
     pub kind: String,
+    /// xgmml: the graph to export (into `<graph-name>.xgmml`): the named graph's collections,
+    /// or the `--collection`s given.
+    #[arg(long = "graph-name")]
+    pub graph_name: Option<String>,
+    /// xgmml: the attribute whose string value labels nodes and edges.
+    #[arg(long = "xgmml-label-attribute", default_value = "label")]
+    pub xgmml_label_attribute: String,
+    /// xgmml: write only the labels, no attributes.
+    #[arg(long = "xgmml-label-only", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub xgmml_label_only: bool,
     /// A collection to export (repeatable); one file each.
     #[arg(long = "collection", action = ArgAction::Append)]
     pub collections: Vec<String>,

@@ -2,7 +2,8 @@
 //! that the dump is complete (`dump.json`) and unencrypted, create the database if asked,
 //! then per collection (on `--threads` workers; document collections before edge
 //! collections) `restore-collection`, the data in requests of at most `--batch-size` bytes
-//! (`restore-data`), `restore-indexes`; views last.
+//! (`restore-data`), `restore-indexes` — `_analyzers` first, edge collections after document
+//! collections — and views last (`restore-view`).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -17,6 +18,9 @@ use crate::client::{encode, Client, Connection};
 use crate::dump_format::{self, io_error};
 use crate::options::RestoreOptions;
 use crate::progress::{rate, Progress};
+
+/// The system collection holding a database's custom analyzers.
+const ANALYZERS_COLLECTION: &str = "_analyzers";
 
 /// What a restore did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -141,12 +145,16 @@ fn restore_database(
         .collect();
     let progress = Progress::new(&format!("restore {db}"), 0, options.progress);
     let failures: Mutex<Vec<Error>> = Mutex::new(Vec::new());
-    // Document collections first, then edge collections: each group on the workers.
-    let (documents, edges): (Vec<Value>, Vec<Value>) = structures
+    // `_analyzers` first (views and links name its analyzers), then document collections,
+    // then edge collections, as arangorestore does: each group on the workers.
+    let (analyzers, others): (Vec<Value>, Vec<Value>) = structures
         .iter()
         .cloned()
+        .partition(|s| s["parameters"]["name"] == ANALYZERS_COLLECTION);
+    let (documents, edges): (Vec<Value>, Vec<Value>) = others
+        .into_iter()
         .partition(|s| s["parameters"]["type"].as_u64() != Some(3));
-    for group in [documents, edges] {
+    for group in [analyzers, documents, edges] {
         let queue = Mutex::new(group.into_iter());
         std::thread::scope(|scope| {
             for _ in 0..options.threads.clamp(1, 64) {

@@ -29,6 +29,7 @@ pub mod token;
 pub mod transaction;
 pub mod user;
 pub mod view;
+pub mod wal;
 pub mod write_options;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -64,6 +65,7 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "transaction" => transaction::route(state, req),
             "user" => user::route(state, req),
             "view" => view::route(state, req),
+            "wal" => wal::route(state, req),
             "token" => token::route(state, req),
             "simple" => simple::route(state, req),
             "cursor" | "query" | "explain" | "query-cache" | "query-plan-cache" => {

@@ -4,7 +4,8 @@
 //! answers when the feature is absent: a server started with `--javascript.enabled false`
 //! answers the JavaScript routes with 501 and error 9, a single server answers the cluster
 //! administration routes with 403 and error 11 and `/_api/cluster/endpoints` with 501 and
-//! error 9.
+//! error 9. The WAL's tick ranges and tailing (`/_api/wal/range`, `/_api/wal/tail`) answer
+//! 501 and error 9: the engine keeps no replication log to serve them from.
 
 use quiver_errors::{Error, ErrorCode};
 
@@ -18,6 +19,9 @@ struct Refusal {
 }
 
 const NO_JAVASCRIPT: &str = "JavaScript operations are disabled";
+
+const NO_WAL_TAILING: &str = "the storage engine folds its write-ahead log into per-collection \
+     datafiles and keeps no replication log to serve tick ranges or tail operations from";
 
 const REFUSALS: &[Refusal] = &[
     Refusal {
@@ -49,6 +53,16 @@ const REFUSALS: &[Refusal] = &[
         prefix: &["_admin", "cluster"],
         code: ErrorCode::Forbidden,
         message: "only allowed on coordinators",
+    },
+    Refusal {
+        prefix: &["_api", "wal", "range"],
+        code: ErrorCode::NotImplemented,
+        message: NO_WAL_TAILING,
+    },
+    Refusal {
+        prefix: &["_api", "wal", "tail"],
+        code: ErrorCode::NotImplemented,
+        message: NO_WAL_TAILING,
     },
     Refusal {
         prefix: &["_api", "cluster"],

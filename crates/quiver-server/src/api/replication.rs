@@ -126,11 +126,18 @@ fn inventory(state: &ServerState, req: &Request) -> Result<Response> {
         .iter()
         .map(|c| collection_entry(c))
         .collect::<Result<Vec<_>>>()?;
+    // Every view with its properties and links by collection name, as arangodump writes
+    // them into `<name>.view.json`.
+    let views: Vec<Value> = db
+        .views()
+        .iter()
+        .map(|view| db.view_properties(view))
+        .collect();
     Ok(Response::json(
         200,
         &json!({
             "collections": collections,
-            "views": [],
+            "views": views,
             "properties": database_properties(&db),
             "state": server_state(tick),
             "tick": tick.to_string(),

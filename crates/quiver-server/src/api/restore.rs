@@ -1,7 +1,8 @@
 //! `PUT /_api/replication/restore-*`: what arangorestore calls to bring a dump back —
 //! `restore-collection` (create, or with `overwrite=true` recreate, a collection from its
-//! dumped `parameters`, key generator state included), `restore-indexes`, `restore-data`
-//! (JSON lines, plain documents or `{"type":…,"data":…}` envelopes) and `restore-view`.
+//! dumped `parameters`, key generator state included), `restore-indexes` (dumped index ids
+//! kept), `restore-data` (JSON lines, plain documents or `{"type":…,"data":…}` envelopes;
+//! every document keeps its dumped `_rev`) and `restore-view`.
 
 use std::sync::Arc;
 
@@ -26,10 +27,7 @@ pub fn route(state: &ServerState, req: &Request, what: &str) -> Result<Response>
         "restore-collection" => restore_collection(&db, req),
         "restore-indexes" => restore_indexes(&db, req),
         "restore-data" => restore_data(&db, req),
-        "restore-view" => Err(Error::with_message(
-            ErrorCode::NotImplemented,
-            "restoring views is not supported: this server has no views yet",
-        )),
+        "restore-view" => restore_view(&db, req),
         other => unreachable!("restore route '{other}' is not dispatched here"),
     }
 }
@@ -123,19 +121,33 @@ fn restore_indexes(db: &Arc<Database>, req: &Request) -> Result<Response> {
             continue;
         }
         let mut definition = index;
+        // The dumped id (`"123"` or `"collection/123"`) comes back with the index.
+        let dumped_id = dumped_index_id(&definition);
         if let Some(map) = definition.as_object_mut() {
-            // Index ids are the server's; the definition is what comes back.
             map.remove("id");
             map.remove("selectivityEstimate");
             map.remove("figures");
         }
-        match coll.create_index(&definition) {
+        let created = match dumped_id {
+            Some(id) => coll.restore_index(&definition, id),
+            None => coll.create_index(&definition),
+        };
+        match created {
             Ok(_) => {}
             Err(_) if force => {}
             Err(err) => return Err(err),
         }
     }
     Ok(Response::ok_result(200, json!(true)))
+}
+
+/// The numeric id of a dumped index definition: a number, a decimal string or a handle.
+fn dumped_index_id(definition: &Value) -> Option<u64> {
+    match definition.get("id")? {
+        Value::Number(n) => n.as_u64(),
+        Value::String(text) => text.rsplit('/').next()?.parse().ok(),
+        _ => None,
+    }
 }
 
 /// One line of a dump's data: a document to store or a key to remove.
@@ -162,8 +174,8 @@ fn parse_line(line: &str, number: usize) -> Result<DataLine> {
         && object.get("type").is_some_and(Value::is_u64)
         && object.get("data").is_some_and(Value::is_object);
     if !enveloped {
+        // `_rev` stays: restore mode keeps the dumped revision.
         object.remove("_id");
-        object.remove("_rev");
         return Ok(DataLine::Store(Value::Object(object)));
     }
     let marker = object["type"].as_u64().unwrap_or(0);
@@ -173,7 +185,6 @@ fn parse_line(line: &str, number: usize) -> Result<DataLine> {
     match marker {
         MARKER_DOCUMENT | MARKER_EDGE => {
             data.remove("_id");
-            data.remove("_rev");
             Ok(DataLine::Store(Value::Object(data)))
         }
         MARKER_REMOVE => match data.get("_key") {
@@ -198,6 +209,7 @@ fn restore_data(db: &Arc<Database>, req: &Request) -> Result<Response> {
     let mut opts = WriteOptions::new();
     opts.overwrite_mode = OverwriteMode::Replace;
     opts.silent = true;
+    opts.keep_revisions = true;
     let mut response = Response::ok_result(200, json!(true));
     let mut pending: Vec<Value> = Vec::new();
     let flush = |pending: &mut Vec<Value>, response: &mut Response| -> Result<()> {
@@ -240,4 +252,37 @@ fn restore_data(db: &Arc<Database>, req: &Request) -> Result<Response> {
     }
     flush(&mut pending, &mut response)?;
     Ok(response)
+}
+
+/// Creates a view from its dumped definition (a `<name>.view.json` file: the view's
+/// properties with links by collection name). An existing view of that name is a conflict
+/// (1207) unless `overwrite=true`, which drops it first.
+fn restore_view(db: &Arc<Database>, req: &Request) -> Result<Response> {
+    let mut body = super::body_json(req)?.ok_or_else(|| bad("request body is missing"))?;
+    let Some(map) = body.as_object_mut() else {
+        return Err(bad("view definition is invalid: expecting an object"));
+    };
+    // The dumping server's identifiers are not part of the definition.
+    for noise in ["id", "globallyUniqueId", "planId", "objectId"] {
+        map.remove(noise);
+    }
+    let name = match map.get("name") {
+        Some(Value::String(name)) if !name.is_empty() => name.clone(),
+        _ => return Err(bad("view definition is invalid: 'name' missing")),
+    };
+    let view_type = match map.get("type") {
+        Some(Value::String(kind)) => kind.clone(),
+        _ => return Err(bad("view definition is invalid: 'type' missing")),
+    };
+    if db.view(&name).is_ok() {
+        if !req.bool_param("overwrite", false) {
+            return Err(Error::with_message(
+                ErrorCode::DuplicateName,
+                format!("view '{name}' already exists"),
+            ));
+        }
+        db.drop_view(&name)?;
+    }
+    db.create_view(&name, &view_type, &body)?;
+    Ok(Response::ok_result(200, json!(true)))
 }
