@@ -151,6 +151,8 @@ pub struct ServerState {
     pub ownership: crate::ownership::Ownership,
     /// Request and connection statistics.
     pub statistics: Arc<crate::stats::RequestStatistics>,
+    /// The recent API calls and AQL queries (`/_admin/server/api-calls`, `aql-queries`).
+    pub recordings: crate::stats::Recordings,
     /// Running dump batches of the replication API.
     pub dump_batches: crate::dump_batches::DumpBatches,
 }
@@ -166,6 +168,7 @@ impl ServerState {
             auth,
             ownership: Default::default(),
             statistics: Arc::default(),
+            recordings: Default::default(),
             dump_batches: Default::default(),
             queries: {
                 let queries = QueryService::over_core(core.clone());

@@ -41,7 +41,13 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     match (family, &req.method, rest.as_slice()) {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
             Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
-            None => reply(queries.create_cursor(db, request::cursor_request(&body()?)?)),
+            None => {
+                let cursor = request::cursor_request(&body()?)?;
+                state
+                    .recordings
+                    .aql_query(&cursor.query, &cursor.bind_vars, db);
+                reply(queries.create_cursor(db, cursor))
+            }
         },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
             ErrorCode::HttpBadParameter,
@@ -113,6 +119,13 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
     let answer = state
         .queries
         .create_cursor_inline(&req.database, &request)?;
+    // Answered here, so [`crate::handle`] does not see it: record it as it would.
+    state
+        .recordings
+        .api_call(&req.method, &req.path, &req.database);
+    state
+        .recordings
+        .aql_query(&request.query, &request.bind_vars, &req.database);
     Some(match answer {
         Ok((status, bytes)) => Response::json_bytes(status, bytes),
         Err(e) => e.into(),
@@ -141,8 +154,12 @@ fn create_in_transaction(
         let lent = leased(lent, Arc::clone(&back));
         // Read inside the lease, as the query's own errors are: a body the service cannot
         // take ends the lease without handing the transaction back, like a failed query.
-        let reply = request::cursor_request(&body)
-            .and_then(|query| state.queries.create_cursor_in(&req.database, query, lent));
+        let reply = request::cursor_request(&body).and_then(|query| {
+            state
+                .recordings
+                .aql_query(&query.query, &query.bind_vars, &req.database);
+            state.queries.create_cursor_in(&req.database, query, lent)
+        });
         match back.lock().take() {
             Some(returned) => *owned = returned,
             None => lost = true,
