@@ -127,6 +127,14 @@ def matrix_setup(secured):
     sys_db.update_permission("mixed_u", "ro", "shop")
     sys_db.update_permission("mixed_u", "rw", "shop", "orders")
     sys_db.update_permission("mixed_u", "none", "shop", "secret")
+    # A graph that reaches the hidden collection through its edge definition.
+    shop.create_graph("hidden_graph", edge_definitions=[{
+        "edge_collection": "hidden_links", "from_vertex_collections": ["orders"],
+        "to_vertex_collections": ["secret"]}])
+    shop.collection("hidden_links").insert({"_from": "orders/k1", "_to": "secret/s1"})
+    # A vertex with an edge, removed through the graph by the matrix.
+    shop.collection("orders").insert({"_key": "v9"})
+    shop.collection("hidden_links").insert({"_from": "orders/v9", "_to": "orders/k1"})
     now = int(time.time())
     return {
         "none": basic("none_u", "pw"),
@@ -203,6 +211,27 @@ MATRIX = [
     ("DOCUMENT() of a hidden collection", "POST", "/_db/shop/_api/cursor",
      lambda: {"query": "RETURN DOCUMENT('secret/s1')"},
      {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    ("WITH a hidden collection", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "WITH secret FOR d IN orders LIMIT 1 RETURN d._key"},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    ("traversal over a graph with a hidden vertex collection", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "FOR v IN 1..2 OUTBOUND 'orders/k1' GRAPH 'hidden_graph' RETURN v"},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    ("shortest path over a graph with a hidden vertex collection", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "FOR v IN OUTBOUND SHORTEST_PATH 'orders/k1' TO 'orders/k1' GRAPH @g RETURN v",
+              "bindVars": {"g": "hidden_graph"}},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    ("k paths over a graph with a hidden vertex collection", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "FOR p IN 1..2 OUTBOUND K_PATHS 'orders/k1' TO 'orders/k1' GRAPH 'hidden_graph' RETURN p"},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    # Checked while the query runs: collections named only by computed strings or reached
+    # over the edges of an anonymous traversal.
+    ("DOCUMENT() of a computed handle", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "RETURN DOCUMENT(CONCAT('sec', 'ret/s1'))"},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
+    ("anonymous traversal into a hidden collection", "POST", "/_db/shop/_api/cursor",
+     lambda: {"query": "FOR v IN 1..1 OUTBOUND 'orders/k1' hidden_links RETURN v"},
+     {"none": 401, "ro": 201, "rw": 201, "mixed": 403, "admin": 201, "superuser": 201}),
     ("query reading _users", "POST", "/_api/cursor", lambda: {"query": "FOR u IN _users RETURN u"},
      # Callers without access to _system get 401; nobody but the superuser reads _users.
      {"none": 401, "ro": 401, "rw": 401, "mixed": 401, "admin": 403, "superuser": 201}),
@@ -230,6 +259,10 @@ MATRIX = [
      {"none": 403, "ro": 403, "rw": 403, "mixed": 403, "admin": 403, "superuser": 200}),
     ("server mode change", "PUT", "/_admin/server/mode", lambda: {"mode": "default"},
      {"none": 403, "ro": 403, "rw": 403, "mixed": 403, "admin": 200, "superuser": 200}),
+    # Removing a vertex through a graph removes its edges: mixed may write orders but not the
+    # edge collection. rw removes it; later callers find it gone.
+    ("remove a vertex with read-only edges", "DELETE", "/_db/shop/_api/gharial/hidden_graph/vertex/orders/v9", None,
+     {"none": 401, "ro": 403, "rw": 202, "mixed": 403, "admin": 404, "superuser": 404}),
 ]
 
 

@@ -1,5 +1,7 @@
 """`quiver import` end to end: CSV with conversion, renamed and removed columns; JSON lines
-with a malformed line (reported, non-zero exit, the rest imported); a gzip JSON array from
+with a malformed line (reported, non-zero exit, the rest imported), and with `--complete`
+(the line named, nothing stored); a CSV row the server refuses with `--complete` (nothing
+stored); a gzip JSON array from
 standard input; edges with collection prefixes into a created edge collection."""
 import gzip
 import subprocess
@@ -55,6 +57,36 @@ def test_jsonl_reports_a_malformed_line_and_fails(server, db, tmp_path):
     assert b"created: 2" in proc.stderr and b"warnings/errors: 1" in proc.stderr
     assert b"broken" in proc.stderr
     assert db.collection("items").count() == 2
+
+
+def test_complete_stores_nothing_and_names_the_line(server, db, tmp_path):
+    items = db.create_collection("whole")
+    path = tmp_path / "whole.jsonl"
+    path.write_text('{"_key":"one"}\n\n{"_key":"two"}\n{"_key": broken\n{"_key":"three"}\n')
+    proc = run_import(
+        server, db, "--file", str(path), "--type", "jsonl", "--collection", "whole",
+        "--complete", "true",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert b"line 4 of" in proc.stderr, proc.stderr
+    assert items.count() == 0
+    # A document the server refuses (a duplicate key) fails the one request: nothing stays.
+    table = tmp_path / "whole.csv"
+    table.write_text("_key,n\na,1\nb,2\na,3\n")
+    proc = run_import(
+        server, db, "--file", str(table), "--type", "csv", "--collection", "whole",
+        "--complete",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert b"error 1210" in proc.stderr, proc.stderr
+    assert items.count() == 0
+    path.write_text('{"_key":"one"}\n{"_key":"two"}\n')
+    proc = run_import(
+        server, db, "--file", str(path), "--type", "jsonl", "--collection", "whole", "--complete",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert b"created: 2" in proc.stderr
+    assert items.count() == 2
 
 
 def test_gzip_json_array_from_stdin_and_tsv(server, db, tmp_path):

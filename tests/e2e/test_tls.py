@@ -2,10 +2,14 @@
 certificate authority and server certificate generated here (the server's keyfile holds the
 certificate chain and the private key, as ArangoDB's server.pem). python-arango over https,
 curl over HTTP/2 chosen by ALPN, and clients speaking the wrong protocol, which are refused
-without hurting the server. Startup errors for a bad --ssl.protocol or a missing keyfile."""
+without hurting the server. Startup errors for a bad --ssl.protocol or a missing keyfile.
+`/_admin/server/tls`: the keyfile summary, and a reload that swaps the certificate new
+handshakes see."""
 import datetime
+import hashlib
 import ipaddress
 import json
+import time
 import re
 import socket
 import ssl
@@ -13,6 +17,7 @@ import subprocess
 import warnings
 
 import pytest
+import jwt
 import requests
 from arango import ArangoClient
 from cryptography import x509
@@ -216,3 +221,89 @@ def test_bad_tls_settings_stop_the_startup(tmp_root):
     # A certificate without its key.
     out = _startup_error(tmp_root, *ssl_endpoint, "--ssl.keyfile", str(ca_path))
     assert "private key" in out
+
+
+def _peer_certificate(port, ca_path):
+    """The DER certificate the server presents to a client that trusts `ca_path`."""
+    context = ssl.create_default_context(cafile=ca_path)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with context.wrap_socket(raw, server_hostname="localhost") as tls:
+            return tls.getpeercert(binary_form=True)
+
+
+def _first_certificate_der(keyfile):
+    return x509.load_pem_x509_certificate(keyfile.read_bytes()).public_bytes(serialization.Encoding.DER)
+
+
+def test_tls_keyfile_summary_and_reload(tmp_root):
+    root = tmp_root / ("tls-reload-" + unique())
+    root.mkdir()
+    first_dir, second_dir = root / "first", root / "second"
+    first_dir.mkdir()
+    second_dir.mkdir()
+    keyfile, first_ca = write_certificates(first_dir)
+    secret = "jwt-secret-of-the-tls-reload-test-0123456789"
+    now = int(time.time())
+    superuser = "bearer " + jwt.encode(
+        {"iss": "arangodb", "iat": now, "exp": now + 3600, "server_id": "e2e"}, secret, algorithm="HS256")
+    srv = Server(
+        root / "data",
+        ["--server.endpoint", "ssl://127.0.0.1:0", "--ssl.keyfile", str(keyfile),
+         "--server.jwt-secret", secret],
+    ).start()
+    try:
+        line = next(l for l in srv.startup if "listening on" in l)
+        ssl_port = int(re.search(r"ssl://127\.0\.0\.1:(\d+)", line).group(1))
+        tls_url = srv.url + "/_admin/server/tls"
+
+        def summary():
+            r = requests.get(tls_url, auth=ROOT, timeout=15)
+            assert r.status_code == 200, r.text
+            assert r.json()["error"] is False and r.json()["code"] == 200
+            return r.json()["result"]["keyfile"]
+
+        first = summary()
+        assert first["sha256"] == hashlib.sha256(keyfile.read_bytes()).hexdigest()
+        assert len(first["certificates"]) == 2  # server certificate and CA, as in the file
+        der = x509.load_pem_x509_certificate(first["certificates"][0].encode()).public_bytes(
+            serialization.Encoding.DER)
+        assert der == _first_certificate_der(keyfile) == _peer_certificate(ssl_port, str(first_ca))
+        assert re.fullmatch(r"[0-9a-f]{64}", first["privateKeySha256"])
+        assert requests.get(tls_url, timeout=15).status_code == 401
+
+        # A new certificate from another CA replaces the file; nothing changes until the reload.
+        new_keyfile, second_ca = write_certificates(second_dir)
+        keyfile.write_bytes(new_keyfile.read_bytes())
+        assert _peer_certificate(ssl_port, str(first_ca)) == der
+        # Only the superuser reloads (root is an administrator, not the superuser).
+        r = requests.post(tls_url, auth=ROOT, timeout=15)
+        assert (r.status_code, r.json()["errorNum"]) == (403, 11)
+        r = requests.post(tls_url, headers={"Authorization": superuser}, timeout=15)
+        assert r.status_code == 200, r.text
+        second = r.json()["result"]["keyfile"]
+        assert second["sha256"] == hashlib.sha256(keyfile.read_bytes()).hexdigest() != first["sha256"]
+        assert second["privateKeySha256"] != first["privateKeySha256"]
+        assert summary() == second
+        # New handshakes present the new certificate; the old CA no longer verifies it.
+        assert _peer_certificate(ssl_port, str(second_ca)) == _first_certificate_der(keyfile) != der
+        with pytest.raises(ssl.SSLCertVerificationError):
+            _peer_certificate(ssl_port, str(first_ca))
+
+        # A broken keyfile is refused and the certificate in use stays.
+        keyfile.write_text("not a certificate")
+        r = requests.post(tls_url, headers={"Authorization": superuser}, timeout=15)
+        assert (r.status_code, r.json()["errorNum"]) == (400, 10), r.text
+        assert "no certificate" in r.json()["errorMessage"]
+        assert summary() == second
+        assert _peer_certificate(ssl_port, str(second_ca)) == der_of(second)
+
+        # Encryption at rest does not exist: ArangoDB's Community answer.
+        r = requests.post(srv.url + "/_admin/server/encryption", headers={"Authorization": superuser}, timeout=15)
+        assert (r.status_code, r.json()["errorNum"]) == (404, 404)
+    finally:
+        assert srv.stop() == 0
+
+
+def der_of(keyfile_summary):
+    return x509.load_pem_x509_certificate(keyfile_summary["certificates"][0].encode()).public_bytes(
+        serialization.Encoding.DER)

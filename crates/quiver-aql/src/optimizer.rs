@@ -109,6 +109,7 @@ pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) -> Result<()> {
     let mut fired: Vec<String> = Vec::new();
     let root = std::mem::take(&mut plan.root);
     plan.root = optimize_pipeline(root, options, &mut fired, result_slot)?;
+    graph::pass_stored_vertices(&mut plan.root);
     if options.full_count {
         if let Some(node) = plan
             .root

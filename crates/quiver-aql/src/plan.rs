@@ -343,6 +343,21 @@ pub struct QueryPlan {
     pub index_hints: HashMap<Slot, IndexHint>,
 }
 
+impl QueryPlan {
+    /// Whether the query's results are documents as stored JSON text (`Value::String`s, or
+    /// null for a missing vertex) rather than values: the top-level `RETURN` returns a
+    /// traversal's vertex variable in [`Produce::Raw`] mode.
+    pub fn raw_result(&self) -> bool {
+        let Some(NodeKind::Return { input, .. }) = self.root.nodes.last().map(|n| &n.kind) else {
+            return false;
+        };
+        self.root.nodes.iter().any(|n| {
+            matches!(&n.kind, NodeKind::Graph(g)
+                if g.vertex_out == Some(*input) && g.vertex_mode == Produce::Raw)
+        })
+    }
+}
+
 /// The variables in scope while planning: one frame per (sub)query, innermost last, each
 /// in declaration order, and an index from each name to its visible slots, so that a lookup
 /// costs one hash probe however many variables are declared (a query of n `LET`s plans in

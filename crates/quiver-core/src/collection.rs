@@ -1236,7 +1236,7 @@ impl Collection {
             "documentReferences": 0,
             "waitingFor": "-",
             "compactionStatus": {"message": f.compaction_status, "time": chrono_free_now()},
-            "lastTick": f.last_tick.to_string(),
+            "lastTick": f.last_tick,
             "uncollectedLogfileEntries": f.uncollected_logfile_entries,
             "journalSize": f.journal_size,
             "documentsSize": f.alive_size,

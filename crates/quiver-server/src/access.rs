@@ -5,6 +5,7 @@
 //! themselves, except the user API, which filters what a non-administrator may see.
 
 use http::{HeaderName, Method};
+use quiver_aql::source::checked::CollectionAccess;
 use quiver_errors::{Error, ErrorCode, Result};
 
 use crate::auth::{unauthorized, Identity, Level, Outcome};
@@ -39,6 +40,10 @@ pub enum Need {
     /// An AQL query: the database `ro`, and every collection it may read `ro`, every one it
     /// may write `rw` ([`crate::query_access`]).
     Query,
+    /// A graph change that writes collections the path does not name: removing a vertex
+    /// (its edges go too; the database at `ro`) or dropping a graph with `dropCollections`
+    /// (the database at `rw`); every collection written at `rw`.
+    GraphRemoval,
     /// Server administration: `rw` on `_system`.
     Admin,
     /// The named user (path segment `n`) themself, or an administrator.
@@ -69,6 +74,9 @@ pub fn need(req: &Request, system_only: bool) -> Need {
         ("_admin", Some("server")) => match seg(2) {
             Some("availability") => Need::Open,
             Some("jwt") => Need::Superuser,
+            // Reloading the TLS keyfile: superusers only, as ArangoDB; reading it: any caller.
+            Some("tls") if req.method == Method::POST => Need::Superuser,
+            Some("tls" | "encryption") => Need::Database(RO),
             Some("mode") if !read => Need::Admin,
             Some("role" | "id" | "mode") => Need::Database(RO),
             // `--log.recording-api-enabled true` (ArangoDB's default): administrators.
@@ -86,6 +94,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
         ("_admin", Some("support-info" | "crashes" | "activities")) => Need::Admin,
         // `--log.api-enabled true`: administrators.
         ("_admin", Some("log")) => Need::Admin,
+        // Hot backups copy every database: administrators (ArangoDB: `rw` on `_system`).
+        ("_admin", Some("backup")) => Need::Admin,
         // `--server.options-api jwt` (ArangoDB's default): superuser JWTs only.
         ("_admin", Some("options" | "options-description")) => Need::Superuser,
         ("_admin", Some("license")) if read => Need::Database(RO),
@@ -141,6 +151,13 @@ pub fn need(req: &Request, system_only: bool) -> Need {
                 (Some(_), false) if seg(3).is_some() => Need::DatabaseAndCollection(Segment(2)),
                 (Some(_), false) => Need::Database(RW),
             },
+            "gharial"
+                if req.method == Method::DELETE
+                    && ((seg(3) == Some("vertex") && seg(5).is_some())
+                        || (seg(3).is_none() && req.bool_param("dropCollections", false))) =>
+            {
+                Need::GraphRemoval
+            }
             "gharial" => match (seg(3), seg(4)) {
                 (Some("vertex" | "edge"), Some(_)) if seg(5).is_some() || !read => {
                     Need::Collection(Segment(4), if read { RO } else { RW })
@@ -312,6 +329,21 @@ fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
             }
             Ok(())
         }
+        Need::GraphRemoval => {
+            // A vertex is a document write (the database `ro` suffices); dropping a graph is
+            // a database change.
+            database(if req.segments.get(3).is_some() {
+                Level::ReadOnly
+            } else {
+                Level::ReadWrite
+            })?;
+            for name in graph_removal_writes(state, req) {
+                if record.collection_level(db, &name) < Level::ReadWrite {
+                    return Err(forbidden());
+                }
+            }
+            Ok(())
+        }
         Need::Admin | Need::Unlisted if record.is_admin() => Ok(()),
         Need::Admin | Need::Unlisted => Err(forbidden()),
         Need::SelfOrAdmin(at) if record.is_admin() || req.segments.get(at) == Some(user) => Ok(()),
@@ -332,6 +364,55 @@ pub fn may_read_system(state: &ServerState, req: &Request) -> bool {
     }
 }
 
+/// The check during execution of the collections an AQL query of `req`'s caller reads and
+/// writes (`None` for the superuser): the grants as they are when the query starts, asked at
+/// every collection the query touches, including those it names only through computed
+/// strings or reaches over edges, which the check before execution cannot see.
+pub fn query_access(state: &ServerState, req: &Request) -> Option<CollectionAccess> {
+    let Some(Identity::User(name)) = &req.identity else {
+        return None;
+    };
+    // A user removed since it authenticated can touch nothing.
+    let record = state.auth.users().get(name);
+    let database = req.database.to_string();
+    Some(CollectionAccess::new(move |collection, write| {
+        let min = if write {
+            Level::ReadWrite
+        } else {
+            Level::ReadOnly
+        };
+        record
+            .as_ref()
+            .is_some_and(|r| r.collection_level(&database, collection) >= min)
+    }))
+}
+
+/// The collections a [`Need::GraphRemoval`] request writes: for a vertex, its collection and
+/// every edge collection whose edges go with it (`quiver_core::graphs::removal_write_set`); for
+/// a graph dropped with its collections, all of them. Empty when the graph does not exist (the
+/// handler answers 404).
+fn graph_removal_writes(state: &ServerState, req: &Request) -> Vec<String> {
+    let graph = state.database(&req.database).ok().and_then(|db| {
+        Some((
+            quiver_core::graphs::get(&db, req.segments.get(2)?).ok()?,
+            db,
+        ))
+    });
+    let Some((graph, db)) = graph else {
+        return Vec::new();
+    };
+    match req.segments.get(4) {
+        Some(collection) => {
+            quiver_core::graphs::removal_write_set(&db, &graph, collection).unwrap_or_default()
+        }
+        None => {
+            let mut all: Vec<String> = graph.vertex_collections().into_iter().collect();
+            all.extend(graph.edge_collections());
+            all
+        }
+    }
+}
+
 /// The collections the query of a cursor request may read and write
 /// ([`crate::query_access`]); an empty set for a body without a query (the handler answers
 /// 400), `None` for a query that cannot be tokenized.
@@ -344,9 +425,17 @@ fn query_collections(state: &ServerState, req: &Request) -> Option<QueryCollecti
         return Some(QueryCollections::default());
     };
     let db = state.database(&req.database).ok();
-    collections_of(query, body.get("bindVars"), |name| {
-        db.as_ref().is_some_and(|db| db.collection(name).is_ok())
-    })
+    collections_of(
+        query,
+        body.get("bindVars"),
+        |name| db.as_ref().is_some_and(|db| db.collection(name).is_ok()),
+        |graph| {
+            let graph = quiver_core::graphs::get(db.as_ref()?, graph).ok()?;
+            let mut members: Vec<String> = graph.vertex_collections().into_iter().collect();
+            members.extend(graph.edge_collections());
+            Some(members)
+        },
+    )
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod request;
 pub mod response;
 pub mod state;
 pub mod stats;
+pub mod tls;
 pub mod transport;
 pub mod webui;
 

@@ -7,8 +7,12 @@
 //! is a document handle (`"c/key"`, e.g. for `DOCUMENT()`) of an existing collection or a
 //! function's first argument naming one (`COLLECTION_COUNT("c")`); once a query has a data
 //! modification keyword, every collection after a later `IN` or `INTO` counts as written.
-//! Not covered: collections reached only through a named graph (`GRAPH "g"`) or computed
-//! strings.
+//! A named graph (`GRAPH "g"`, `GRAPH @g`) of a traversal, shortest path or k-paths query
+//! counts with every vertex collection (orphans included) and edge collection of its
+//! definition as read. Collections reached only through computed strings
+//! (`DOCUMENT(CONCAT(...))`) or over edges whose vertices lie in collections the query does
+//! not name are invisible here; the query's transaction checks those while it runs
+//! ([`crate::access::query_access`]).
 
 use std::collections::BTreeSet;
 
@@ -27,12 +31,15 @@ pub struct QueryCollections {
 /// Most tokens looked at; a longer query is refused by the caller (counted as unreadable).
 const MAX_TOKENS: usize = 1 << 20;
 
-/// The collections of `query` (with `bind_vars` for `@@name`) among those `exists` knows;
-/// `None` if the query cannot be tokenized or is too long (it would fail anyway).
+/// The collections of `query` (with `bind_vars` for `@@name` and `@name`) among those `exists`
+/// knows, with the collections `graph` gives for each named graph (`None` for a graph that
+/// does not exist: the query fails on it); `None` if the query cannot be tokenized or is too
+/// long (it would fail anyway).
 pub fn collections_of(
     query: &str,
     bind_vars: Option<&Value>,
     exists: impl Fn(&str) -> bool,
+    graph: impl Fn(&str) -> Option<Vec<String>>,
 ) -> Option<QueryCollections> {
     let tokens = tokenize(query).ok()?;
     if tokens.len() > MAX_TOKENS {
@@ -50,6 +57,16 @@ pub fn collections_of(
                 if !attribute =>
             {
                 modifies = true;
+                None
+            }
+            Tok::Kw(Kw::Graph) if !attribute => {
+                let graph_name = match next {
+                    Some(Tok::Str(n) | Tok::Ident(n) | Tok::QuotedIdent(n)) => Some(n.as_str()),
+                    Some(Tok::Bind(n)) => bind_vars.and_then(|b| b.get(n)).and_then(|v| v.as_str()),
+                    _ => None,
+                };
+                let members = graph_name.and_then(&graph).unwrap_or_default();
+                out.read.extend(members.into_iter().filter(|n| exists(n)));
                 None
             }
             Tok::Kw(Kw::In | Kw::Into) if modifies => {
@@ -89,9 +106,12 @@ mod tests {
 
     fn of(query: &str) -> QueryCollections {
         let known = ["orders", "secret", "users", "edges"];
-        collections_of(query, Some(&json!({"@c": "secret"})), |n| {
-            known.contains(&n)
-        })
+        collections_of(
+            query,
+            Some(&json!({"@c": "secret", "g": "social"})),
+            |n| known.contains(&n),
+            |g| (g == "social").then(|| vec!["users".to_owned(), "edges".to_owned()]),
+        )
         .unwrap()
     }
 
@@ -130,6 +150,24 @@ mod tests {
         let q = of("FOR d IN orders FILTER d.kind == 'secret' RETURN d.update");
         assert_eq!(q.read, set(&["orders"]));
         assert!(q.written.is_empty());
-        assert!(collections_of("FOR d IN 'unterminated", None, |_| true).is_none());
+        assert!(collections_of("FOR d IN 'unterminated", None, |_| true, |_| None).is_none());
+        // Named graphs: every collection of the definition, by name or bind parameter.
+        for query in [
+            "FOR v IN 1..3 OUTBOUND 'orders/1' GRAPH 'social' RETURN v",
+            "FOR v IN OUTBOUND SHORTEST_PATH 'orders/1' TO 'orders/2' GRAPH @g RETURN v",
+            "FOR p IN 1..2 OUTBOUND K_PATHS 'orders/1' TO 'orders/2' GRAPH \"social\" RETURN p",
+        ] {
+            let q = of(query);
+            assert_eq!(q.read, set(&["orders", "users", "edges"]), "{query}");
+            assert!(q.written.is_empty(), "{query}");
+        }
+        let q = of("FOR v IN 1..3 OUTBOUND 'orders/1' GRAPH 'unknown' RETURN v");
+        assert_eq!(
+            q.read,
+            set(&["orders"]),
+            "a missing graph fails the query itself"
+        );
+        let q = of("FOR d IN orders RETURN d.graph");
+        assert_eq!(q.read, set(&["orders"]));
     }
 }

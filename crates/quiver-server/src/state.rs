@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub query_memory_limit: u64,
     /// The budget of all running queries together (`--query.global-memory-limit`; 0 = none).
     pub query_global_memory_limit: u64,
+    /// The TLS settings of the `ssl://` endpoints (shared with them, so `POST
+    /// /_admin/server/tls` reloads what they use); `None` without such an endpoint.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 /// The server's options as `/_admin/options` and `/_admin/options-description` show them.
@@ -129,6 +132,7 @@ impl Default for ServerConfig {
             http_timeouts: HttpTimeouts::default(),
             query_memory_limit: quiver_aql::exec::DEFAULT_MEMORY_CAP,
             query_global_memory_limit: 0,
+            tls: None,
         }
     }
 }

@@ -35,12 +35,12 @@ use crate::{Request, Response, ServerState};
 mod accept_backoff;
 mod h2c;
 mod read_deadline;
-pub mod tls;
 
 use accept_backoff::AcceptBackoff;
 use read_deadline::{ConnectionClock, Phase, Watched};
 
-pub use tls::{TlsConfig, TlsProtocol};
+use crate::tls;
+pub use crate::tls::{TlsConfig, TlsProtocol};
 
 /// Headers ArangoDB sends on every response (http-api.md §1.6).
 const STATIC_HEADERS: &[(&str, &str)] = &[

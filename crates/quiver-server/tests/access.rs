@@ -230,6 +230,112 @@ fn grants_batch_parts_aql_and_jobs() {
     assert_eq!(query("FOR d IN secret RETURN d"), 403);
     assert_eq!(query("FOR d IN orders INSERT d INTO secret"), 403);
     assert_eq!(query("RETURN DOCUMENT('secret/x')"), 403);
+    assert_eq!(query("WITH secret FOR d IN orders RETURN d"), 403);
+    // Named graphs: every vertex and edge collection of the graph, before execution.
+    for (graph, to) in [("hidden", "secret"), ("open", "orders")] {
+        let r = f.root(
+            Method::POST,
+            "/_db/shop/_api/gharial",
+            Some(json!({"name": graph, "edgeDefinitions": [
+                {"collection": format!("{graph}_links"), "from": ["orders"], "to": [to]}
+            ]})),
+        );
+        assert_eq!(r.status.as_u16(), 202, "{graph}");
+    }
+    for (graph, want) in [("hidden", 403), ("open", 201)] {
+        for q in [
+            format!("FOR v IN 1..2 OUTBOUND 'orders/x' GRAPH '{graph}' RETURN v"),
+            format!("FOR v IN OUTBOUND SHORTEST_PATH 'orders/x' TO 'orders/y' GRAPH '{graph}' RETURN v"),
+            format!("FOR p IN 1..2 OUTBOUND K_PATHS 'orders/x' TO 'orders/y' GRAPH \"{graph}\" RETURN p"),
+        ] {
+            assert_eq!(query(&q), want, "{q}");
+        }
+    }
+    let r = f.call(
+        Some(&ann),
+        Method::POST,
+        "/_db/shop/_api/cursor",
+        Some(json!({"query": "FOR v IN ANY 'orders/x' GRAPH @g RETURN v", "bindVars": {"g": "hidden"}})),
+    );
+    assert_eq!(r.status.as_u16(), 403);
+    // During execution: collections reached only through computed strings or over edges.
+    for (collection, doc) in [
+        ("secret", json!({"_key": "s1"})),
+        ("orders", json!({"_key": "o1"})),
+        (
+            "hidden_links",
+            json!({"_from": "orders/o1", "_to": "secret/s1"}),
+        ),
+        (
+            "open_links",
+            json!({"_from": "orders/o1", "_to": "orders/o1"}),
+        ),
+    ] {
+        let r = f.root(
+            Method::POST,
+            &format!("/_db/shop/_api/document/{collection}"),
+            Some(doc),
+        );
+        assert_eq!(r.status.as_u16(), 202, "{collection}");
+    }
+    assert_eq!(query("RETURN DOCUMENT(CONCAT('sec', 'ret/s1'))"), 403);
+    assert_eq!(query("RETURN DOCUMENT(CONCAT('ord', 'ers/o1'))"), 201);
+    assert_eq!(
+        query("FOR v IN 1..1 OUTBOUND 'orders/o1' hidden_links RETURN v"),
+        403
+    );
+    assert_eq!(
+        query("FOR v IN 1..1 OUTBOUND 'orders/o1' open_links RETURN v"),
+        201
+    );
+    let r = f.root(
+        Method::POST,
+        "/_db/shop/_api/cursor",
+        Some(json!({"query": "RETURN DOCUMENT(CONCAT('sec', 'ret/s1'))._key"})),
+    );
+    assert_eq!(
+        json_of(&r)["result"],
+        json!(["s1"]),
+        "root reads everything"
+    );
+    // Removing a vertex through a graph removes its edges too: every edge collection of the
+    // graph needs rw, not only the vertex's.
+    let remove_vertex = || {
+        f.call(
+            Some(&ann),
+            Method::DELETE,
+            "/_db/shop/_api/gharial/open/vertex/orders/o1",
+            None,
+        )
+        .status
+        .as_u16()
+    };
+    assert_eq!(remove_vertex(), 403);
+    // The edges of every graph naming `orders` go too (ArangoDB's rule).
+    for (edges, want) in [("open_links", 403), ("hidden_links", 202)] {
+        let r = f.root(
+            Method::PUT,
+            &format!("/_api/user/ann/database/shop/{edges}"),
+            Some(json!({"grant": "rw"})),
+        );
+        assert_eq!(r.status.as_u16(), 200);
+        assert_eq!(remove_vertex(), want, "after rw on {edges}");
+    }
+    // Dropping a graph with its collections needs rw on all of them (ann may now write the
+    // database, but not `secret`).
+    let r = f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop",
+        Some(json!({"grant": "rw"})),
+    );
+    assert_eq!(r.status.as_u16(), 200);
+    let r = f.call(
+        Some(&ann),
+        Method::DELETE,
+        "/_db/shop/_api/gharial/hidden?dropCollections=true",
+        None,
+    );
+    assert_eq!(r.status.as_u16(), 403);
 
     // Async jobs: queued with the caller's rights, results only for the caller.
     let req = Request::build(Method::GET, "/_db/shop/_api/collection/orders/count")

@@ -225,3 +225,88 @@ fn failed_handshakes_close_only_their_connection() {
         assert_eq!(body["server"], "arango");
     });
 }
+
+/// `/_admin/server/tls` through the dispatcher: the summary of the keyfile in use, a reload
+/// after the file changed, a failed reload that keeps the settings, and `{}` without TLS.
+#[test]
+fn tls_summary_and_reload_through_the_api() {
+    use quiver_server::{handle, Request};
+    let dir = tempfile::tempdir().unwrap();
+    let keyfile = dir.path().join("server.pem");
+    let (first, _) = certificate();
+    std::fs::write(&keyfile, &first).unwrap();
+    let tls = TlsConfig::from_keyfile(&keyfile, TlsProtocol::Negotiated).unwrap();
+    let state_with = |tls: Option<TlsConfig>, sub: &str| {
+        let data = dir.path().join(sub);
+        let core = Arc::new(Core::open(&data, CoreOptions::default()).unwrap());
+        ServerState::new(
+            ServerConfig {
+                data_dir: data,
+                auth: quiver_server::auth::AuthConfig::disabled(),
+                async_workers: 1,
+                tls,
+                ..ServerConfig::default()
+            },
+            core,
+        )
+        .unwrap()
+    };
+    let state = state_with(Some(tls.clone()), "with");
+    let call = |method: http::Method| {
+        let r = handle(&state, Request::build(method, "/_admin/server/tls")).settle_blocking();
+        let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+        (r.status.as_u16(), body)
+    };
+    let sha256 = |text: &str| {
+        use sha2::Digest;
+        sha2::Sha256::digest(text.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    };
+    let (status, body) = call(http::Method::GET);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["keyfile"]["sha256"], sha256(&first));
+    assert!(first.starts_with(
+        body["result"]["keyfile"]["certificates"][0]
+            .as_str()
+            .unwrap()
+    ));
+    let (second, _) = certificate();
+    std::fs::write(&keyfile, &second).unwrap();
+    assert_eq!(
+        call(http::Method::GET).1["result"]["keyfile"]["sha256"],
+        sha256(&first)
+    );
+    let (status, body) = call(http::Method::POST);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["keyfile"]["sha256"], sha256(&second));
+    assert_eq!(
+        tls.keyfile_summary()["sha256"],
+        sha256(&second),
+        "shared with the endpoints"
+    );
+    std::fs::write(&keyfile, "garbage").unwrap();
+    let (status, body) = call(http::Method::POST);
+    assert_eq!(
+        (status, body["errorNum"].clone()),
+        (400, serde_json::json!(10)),
+        "{body}"
+    );
+    assert_eq!(
+        call(http::Method::GET).1["result"]["keyfile"]["sha256"],
+        sha256(&second)
+    );
+    assert_eq!(call(http::Method::PUT).0, 403);
+    let plain = state_with(None, "without");
+    let r = handle(
+        &plain,
+        Request::build(http::Method::GET, "/_admin/server/tls"),
+    )
+    .settle_blocking();
+    let body: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(
+        (r.status.as_u16(), body["result"].clone()),
+        (200, serde_json::json!({}))
+    );
+}

@@ -9,7 +9,8 @@
 //!        non-sync inserts/s,fdatasyncs — for bench/storage/sync_ab.py)
 //!        engine_bench --dir PATH --load-only N   (N documents into PATH, collected into
 //!        datafiles and hint files, left there for --open-only A/B runs)
-//!        engine_bench --open-only PATH           (one reopen: "seconds rss_kib count cpu")
+//!        engine_bench --open-only PATH           (one reopen: "seconds rss_kib count cpu";
+//!        with --no-verify the sealed datafiles are trusted without startup's CRC pass)
 //!        engine_bench [--dir PATH] --commit-one N (N single-document commits in one thread,
 //!        then one collector pass over them; one CSV line: commit CPU µs/doc, collect CPU
 //!        µs/doc, collect wall ms — thread CPU time, so other processes' load barely matters)
@@ -29,6 +30,8 @@ struct Args {
     open_only: Option<PathBuf>,
     dir: PathBuf,
     quick: bool,
+    /// `--no-verify`: reopen without proving the sealed datafiles intact first.
+    no_verify: bool,
     docs: u64,
     only: Option<String>,
     journal_one: Option<(u64, u64)>,
@@ -44,6 +47,7 @@ fn parse_args() -> Args {
         open_only: None,
         dir: std::env::temp_dir().join(format!("quiver-engine-bench-{}", std::process::id())),
         quick: false,
+        no_verify: false,
         docs: 1_000_000,
         only: None,
         journal_one: None,
@@ -68,6 +72,7 @@ fn parse_args() -> Args {
                 ));
             }
             "--open-only" => args.open_only = it.next().map(PathBuf::from),
+            "--no-verify" => args.no_verify = true,
             "--load-only" => {
                 args.load_only = Some(
                     it.next()
@@ -510,11 +515,15 @@ fn reopen(args: &Args) {
 
 /// Child process of the reopen test: opens `dir` in a fresh process so that its RSS delta is
 /// the engine's and not leftovers of the load phase; prints "seconds rss_kib_delta count".
-fn open_only(dir: &Path) {
+fn open_only(dir: &Path, verify_datafiles_on_open: bool) {
     let rss0 = rss_kib();
     let cpu0 = cpu_seconds();
     let t = Instant::now();
-    let engine = Engine::open(dir, EngineOptions::default()).unwrap();
+    let options = EngineOptions {
+        verify_datafiles_on_open,
+        ..EngineOptions::default()
+    };
+    let engine = Engine::open(dir, options).unwrap();
     let secs = t.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
     let rss1 = rss_kib();
@@ -550,7 +559,7 @@ fn reopen_in_child(dir: &Path) -> (f64, u64, u64, f64) {
 fn main() {
     let args = parse_args();
     if let Some(dir) = &args.open_only {
-        open_only(dir);
+        open_only(dir, !args.no_verify);
         return;
     }
     if let Some(n) = args.load_only {

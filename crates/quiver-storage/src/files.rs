@@ -40,6 +40,11 @@ impl std::fmt::Debug for DataFile {
 }
 
 impl DataFile {
+    /// The file's current path (a sealed journal's is its datafile name).
+    pub fn path(&self) -> PathBuf {
+        self.path.lock().clone()
+    }
+
     pub fn open(fid: u64, path: &Path) -> io::Result<Arc<DataFile>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Arc::new(DataFile {
@@ -249,6 +254,13 @@ impl DataFile {
             };
             scan.end == format::ScanEnd::Sealed && scan.bad_offset.is_none()
         })
+    }
+
+    /// Records the outcome of a full verification made elsewhere (startup proves every
+    /// sealed datafile once); a later [`DataFile::verified_sealed`] returns it without a
+    /// second pass. No effect if the outcome is already known.
+    pub fn set_verified_sealed(&self, intact: bool) {
+        let _ = self.verified.set(intact);
     }
 
     pub fn read_all(&self) -> io::Result<Vec<u8>> {
@@ -483,6 +495,39 @@ fn preallocate(file: &File, len: u64) -> io::Result<bool> {
     }
 }
 
+/// Bytes available to the engine on the file system holding `dir` (`statvfs`; the fault
+/// hooks may model a smaller disk); `None` if unknown.
+#[allow(unsafe_code)]
+pub(crate) fn free_space(dir: &Path, hooks: &Option<Arc<dyn IoHooks>>) -> Option<u64> {
+    if let Some(free) = hooks.as_ref().and_then(|h| h.free_space()) {
+        return Some(free);
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs the call fills in.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialized `st`.
+    let st = unsafe { st.assume_init() };
+    // The field types differ between targets (u64 on x86-64 Linux, narrower elsewhere).
+    #[allow(clippy::unnecessary_cast)]
+    Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
+}
+
+/// The size of a new preallocated file (WAL segment, journal): `wanted`, unless half of the
+/// `free` space is less; then that half (in whole 4 KiB pages), but never below `minimum`
+/// (what the write needs). On a nearly full disk writes keep going in smaller files, and the
+/// other half stays for the collector's copy into journals and for compaction.
+pub(crate) fn fit_to_free_space(wanted: u64, minimum: u64, free: Option<u64>) -> u64 {
+    let Some(free) = free else {
+        return wanted.max(minimum);
+    };
+    let half = free / 2 / 4096 * 4096;
+    wanted.min(half).max(minimum)
+}
+
 /// Takes an exclusive advisory lock (flock) on the directory's LOCK file; false if another
 /// process holds it. Released when the file is closed.
 #[allow(unsafe_code)]
@@ -697,6 +742,33 @@ pub(crate) fn header(kind: FileKind, fid: u64, cid: u64, size: u64) -> FileHeade
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn new_files_shrink_to_half_the_free_space_but_hold_what_is_needed() {
+        let mib = 1024 * 1024;
+        assert_eq!(fit_to_free_space(32 * mib, 4096, None), 32 * mib);
+        assert_eq!(
+            fit_to_free_space(32 * mib, 4096, Some(1024 * mib)),
+            32 * mib
+        );
+        // 18 MB free: a 9 MB (page-aligned) segment instead of a failed 32 MiB one.
+        let free = 18_000_000;
+        let got = fit_to_free_space(32 * mib, 4096, Some(free));
+        assert!(
+            got <= free / 2 && got > free / 2 - 4096 && got % 4096 == 0,
+            "{got}"
+        );
+        assert_eq!(
+            fit_to_free_space(32 * mib, 64 * 1024, Some(10_000)),
+            64 * 1024
+        );
+    }
+
+    #[test]
+    fn the_file_system_reports_free_space() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(free_space(dir.path(), &None).is_some_and(|f| f > 0));
+    }
+
     use super::*;
 
     /// Appends through the map land where `pwrite` would put them, across the windows made

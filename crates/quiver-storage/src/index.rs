@@ -355,6 +355,14 @@ impl PrimaryIndex {
         (was_alive, gone)
     }
 
+    /// Recovery: the tick of the newest version of `key` found so far (removals included).
+    pub fn newest_tick(&self, key: &str) -> Option<u64> {
+        self.shards[shard_of(key)]
+            .read()
+            .get(key)
+            .map(|e| e.head.tick)
+    }
+
     /// Recovery: keeps the version with the highest tick for each key.
     pub fn recover(&self, key: &str, version: Version) {
         self.note_key(key);

@@ -104,6 +104,12 @@ pub enum FailPoint {
 pub trait IoHooks: Send + Sync {
     /// Fails the step at `point` by returning an error.
     fn check(&self, point: FailPoint) -> std::io::Result<()>;
+
+    /// The free space the engine sees on its file system, in bytes (`None`: ask the file
+    /// system). Tests model a nearly full disk with it.
+    fn free_space(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Startup options of the engine.
@@ -123,6 +129,11 @@ pub struct EngineOptions {
     /// `--database.ignore-datafile-errors`: open collections with corrupt datafiles, keeping
     /// every intact marker (salvage mode).
     pub ignore_datafile_errors: bool,
+    /// Whether `open` proves every sealed datafile that has a hint file intact (one
+    /// sequential CRC pass per file, in parallel) before trusting the hint: a damaged one is
+    /// then scanned instead, which reports the damage (error 1000) or salvages it. On by
+    /// default; docs/benchmarks/reliability.md has its cost.
+    pub verify_datafiles_on_open: bool,
     /// `--compaction.*`.
     pub compaction: CompactionOptions,
     /// Whether the collector moves sealed WAL segments into journals in a background thread
@@ -154,6 +165,7 @@ impl Default for EngineOptions {
             sync_interval: Duration::from_millis(100),
             wal_logfile_size: 32 * 1024 * 1024,
             ignore_datafile_errors: false,
+            verify_datafiles_on_open: true,
             compaction: CompactionOptions::default(),
             background_collector: true,
             io_hooks: None,
@@ -172,6 +184,7 @@ impl fmt::Debug for EngineOptions {
             .field("sync_interval", &self.sync_interval)
             .field("wal_logfile_size", &self.wal_logfile_size)
             .field("ignore_datafile_errors", &self.ignore_datafile_errors)
+            .field("verify_datafiles_on_open", &self.verify_datafiles_on_open)
             .field("compaction", &self.compaction)
             .field("background_collector", &self.background_collector)
             .field("io_hooks", &self.io_hooks.is_some())
@@ -284,6 +297,9 @@ pub struct EngineStats {
     pub compaction_files: u64,
     /// Bytes the compactor reclaimed.
     pub compaction_bytes_reclaimed: u64,
+    /// Markers whose checksum failed when read at run time (point reads, scans, compaction,
+    /// verify); each read answered error 1000.
+    pub checksum_failures: u64,
 }
 
 /// Count and total size of one kind of file.

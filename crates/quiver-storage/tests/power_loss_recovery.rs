@@ -52,6 +52,7 @@ fn a_torn_wal_tail_whose_body_looks_like_a_marker_is_still_a_torn_tail() {
         }
     }
     assert!(torn, "did not find the large marker in the WAL");
+    lose_durable_record(dir.path());
     let e =
         Engine::open(dir.path(), opts()).expect("a torn tail of the WAL must not refuse startup");
     assert_eq!(
@@ -93,6 +94,7 @@ fn an_unsynced_wal_page_hole_recovers_point_in_time() {
         }
     }
     assert!(holed, "expected one WAL segment longer than three pages");
+    lose_durable_record(dir.path());
     let e = Engine::open(dir.path(), opts())
         .expect("a power loss in the unsynced WAL tail must not refuse startup");
     assert_eq!(
@@ -201,6 +203,9 @@ fn damage_before_a_synced_write_refuses_startup_and_salvage_keeps_it() {
     let mut image = fs::read(&with_data[0]).unwrap();
     image[4096..8192].fill(0);
     fs::write(&with_data[0], &image).unwrap();
+    // With the durable-tick record the damage is "in data that was already synced"; without
+    // it (lost), the waitForSync batch behind the damage must still make startup refuse.
+    lose_durable_record(dir.path());
     let Err(err) = Engine::open(dir.path(), opts()) else {
         panic!("damage before a sync-acknowledged write must be reported");
     };

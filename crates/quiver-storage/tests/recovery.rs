@@ -99,6 +99,7 @@ fn check_every_offset(base: &Path, file: &Path, states: &[Model], cid: u64, last
             let copy = work.path().join(format!("c{cut}-{garble}"));
             copy_dir(base, &copy);
             let target = copy.join(rel);
+            lose_durable_record(&copy);
             if garble {
                 // Garbage instead of zeros after the cut: still a torn tail.
                 let mut img = image.clone();
@@ -446,6 +447,7 @@ fn a_hole_in_the_unsynced_wal_tail_recovers_a_prefix() {
     // Batch 6 never reached the disk, later ones did (write-back in any order).
     img[ends[4]..ends[5]].fill(0);
     fs::write(&wal, &img).unwrap();
+    lose_durable_record(dir.path());
     let engine = open(dir.path());
     assert_eq!(contents(&engine, cid), states[5]);
     put(&engine, cid, "after", "hole");

@@ -21,6 +21,10 @@ use crate::progress::{rate, Progress};
 /// Error details printed at most (the counts stay exact).
 const MAX_DETAILS: usize = 100;
 
+/// The largest input `--complete` sends (in one request, so that the server can refuse it
+/// all).
+const COMPLETE_LIMIT: usize = 512 * 1024 * 1024;
+
 /// The server's counts, summed over all requests.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ImportSummary {
@@ -150,9 +154,10 @@ pub fn run(options: &ImportOptions, interrupted: &AtomicBool) -> Result<ImportSu
     let shaping = Shaping::new(&options.translate, &options.remove_attribute)?;
     prepare_collection(&client, options)?;
     let mut query = format!(
-        "/_api/import?collection={}&type=documents&onDuplicate={}&details=true&complete=false",
+        "/_api/import?collection={}&type=documents&onDuplicate={}&details=true&complete={}",
         encode(&options.collection),
-        options.on_duplicate
+        options.on_duplicate,
+        options.complete
     );
     for (name, value) in [
         ("fromPrefix", &options.from_collection_prefix),
@@ -294,6 +299,8 @@ struct Batcher<'a> {
     failure: &'a Mutex<Option<Error>>,
     interrupted: &'a AtomicBool,
     limit: usize,
+    /// `--complete`: everything in one request; exceeding `limit` is an error, not a flush.
+    complete: bool,
     body: Vec<u8>,
     documents: u64,
     lines: u64,
@@ -306,6 +313,12 @@ impl Batcher<'_> {
         self.documents += 1;
         self.lines += 1;
         if self.body.len() >= self.limit {
+            if self.complete {
+                return Err(bad(format!(
+                    "--complete imports at most {} bytes in its one request",
+                    self.limit
+                )));
+            }
             self.flush()?;
         }
         Ok(())
@@ -356,7 +369,12 @@ fn read_documents(
         sender,
         failure,
         interrupted,
-        limit: options.batch_size.clamp(1024, 256 * 1024 * 1024) as usize,
+        limit: if options.complete {
+            COMPLETE_LIMIT
+        } else {
+            options.batch_size.clamp(1024, 256 * 1024 * 1024) as usize
+        },
+        complete: options.complete,
         body: Vec::new(),
         documents: 0,
         lines: 0,
@@ -393,6 +411,7 @@ fn read_documents(
                 }
             } else {
                 let mut line = Vec::new();
+                let mut number = 0u64;
                 loop {
                     line.clear();
                     let n = input
@@ -401,9 +420,19 @@ fn read_documents(
                     if n == 0 {
                         break;
                     }
+                    number += 1;
                     let text = line.trim_ascii();
                     if text.is_empty() {
                         continue;
+                    }
+                    if options.complete {
+                        // Named with the file's own line number, before anything is sent.
+                        if let Err(e) = serde_json::from_slice::<Value>(text) {
+                            return Err(bad(format!(
+                                "line {number} of '{}' is not valid JSON: {e}",
+                                options.file
+                            )));
+                        }
                     }
                     batcher.push(&shape_line(text))?;
                 }

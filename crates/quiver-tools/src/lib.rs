@@ -1,8 +1,10 @@
-//! QuiverDB's data tools: `quiver dump`, `quiver restore`, `quiver import` and `quiver export`,
-//! compatible with arangodump, arangorestore, arangoimport and arangoexport in options,
+//! QuiverDB's data tools: `quiver dump`, `quiver restore`, `quiver import`, `quiver export`
+//! and `quiver backup`, compatible with arangodump, arangorestore, arangoimport, arangoexport
+//! and arangobackup in options,
 //! behaviour and formats. They talk HTTP to any
 //! ArangoDB-compatible server and never link server internals.
 
+pub mod backup;
 pub mod client;
 pub mod dump;
 pub mod dump_format;
@@ -16,9 +18,9 @@ use std::sync::atomic::AtomicBool;
 
 use clap::Parser;
 
-use options::{DumpOptions, ExportOptions, ImportOptions, RestoreOptions};
+use options::{BackupOptions, DumpOptions, ExportOptions, ImportOptions, RestoreOptions};
 
-/// Runs `quiver <tool> args…` (`tool` is `dump`, `restore`, `import` or `export`); `interrupted` is set by the
+/// Runs `quiver <tool> args…` (`tool` is `dump`, `restore`, `import`, `export` or `backup`); `interrupted` is set by the
 /// caller's Ctrl-C handler. Returns the exit status: 0 on success, 1 on any failure, 2 for
 /// bad options.
 pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
@@ -53,6 +55,10 @@ pub fn run_cli(tool: &str, args: Vec<String>, interrupted: &AtomicBool) -> i32 {
                     Ok(())
                 }
             }),
+            Err(e) => return usage(e),
+        },
+        "backup" => match BackupOptions::try_parse_from(argv) {
+            Ok(options) => backup::run(&options).map(|_| ()),
             Err(e) => return usage(e),
         },
         "export" => match ExportOptions::try_parse_from(argv) {

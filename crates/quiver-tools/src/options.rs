@@ -283,6 +283,12 @@ pub struct ImportOptions {
     #[arg(long = "progress", default_value = "true", num_args = 0..=1,
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub progress: bool,
+    /// All or nothing (`/_api/import`'s `complete=true`): the whole input goes in one request
+    /// of at most 512 MiB; a malformed line or a refused document stores nothing and fails
+    /// the import naming the line.
+    #[arg(long = "complete", default_value = "false", num_args = 0..=1,
+          default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
+    pub complete: bool,
 }
 
 /// `quiver export`: arangoexport's options (json, jsonl and csv output).
@@ -328,4 +334,32 @@ pub struct ExportOptions {
     #[arg(long = "progress", default_value = "true", num_args = 0..=1,
           default_missing_value = "true", value_parser = parse_bool, action = ArgAction::Set)]
     pub progress: bool,
+}
+
+/// `quiver backup`: arangobackup's operations against a running server.
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "quiver backup",
+    about = "Create, list, restore or delete hot backups of a running server (arangobackup's options)",
+    disable_version_flag = true
+)]
+pub struct BackupOptions {
+    /// create, list, restore or delete.
+    #[arg(value_parser = ["create", "list", "restore", "delete"])]
+    pub operation: String,
+    #[command(flatten)]
+    pub server: ServerOptions,
+    /// Label of a new backup (its id is `<UTC time>_<label>`).
+    #[arg(long = "label")]
+    pub label: Option<String>,
+    /// Id of the backup to restore, delete or list.
+    #[arg(long = "identifier")]
+    pub identifier: Option<String>,
+    /// restore: the server's data directory, which holds `backups/<identifier>`.
+    #[arg(long = "database.directory")]
+    pub database_directory: Option<std::path::PathBuf>,
+    /// restore: an empty or new directory that receives a copy of the backup; a server
+    /// started with `--database.directory` on it opens the backed-up state.
+    #[arg(long = "target-directory")]
+    pub target_directory: Option<std::path::PathBuf>,
 }

@@ -93,6 +93,13 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Create, list, restore or delete hot backups of a running server (arangobackup-compatible).
+    #[command(disable_help_flag = true)]
+    Backup {
+        /// The operation and options passed to the backup tool.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
 }
 
 /// Options of `quiver serve`, named like ArangoDB's (`--section.option`).
@@ -959,6 +966,7 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
             request_header: Duration::from_secs_f64(options.request_header_timeout),
             request_body: Duration::from_secs_f64(options.request_body_timeout),
         },
+        tls: tls.clone(),
         ..ServerConfig::default()
     };
     let state = ServerState::new(config, core.clone())
@@ -1132,7 +1140,8 @@ fn main() -> ExitCode {
     }
     // `quiver dump|restore ...` hand their raw arguments to the data tools, with a Ctrl-C
     // handler that asks them to stop between requests.
-    if let Some(tool @ ("dump" | "restore" | "import" | "export")) = raw.get(1).map(String::as_str)
+    if let Some(tool @ ("dump" | "restore" | "import" | "export" | "backup")) =
+        raw.get(1).map(String::as_str)
     {
         let interrupted = watch_interrupt();
         let code = quiver_tools::run_cli(tool, raw[2..].to_vec(), &interrupted);
@@ -1201,6 +1210,10 @@ fn main() -> ExitCode {
         }
         Some(Command::Export { args }) => {
             let code = quiver_tools::run_cli("export", args, &watch_interrupt());
+            return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        }
+        Some(Command::Backup { args }) => {
+            let code = quiver_tools::run_cli("backup", args, &watch_interrupt());
             return ExitCode::from(u8::try_from(code).unwrap_or(1));
         }
         None => cli.serve,

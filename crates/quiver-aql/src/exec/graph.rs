@@ -198,13 +198,21 @@ fn split_id(id: &str) -> Option<(&str, &str)> {
 }
 
 impl Fetch<'_> {
-    fn get(&mut self, collection: &str, key: &str) -> Result<Option<Value>> {
+    /// One document lookup through `read`, counted; a collection that does not exist reads
+    /// as a missing document (`T::default()`: `None`, `false`).
+    fn lookup<T: Default>(
+        &mut self,
+        read: impl FnOnce(&dyn Transaction) -> Result<T>,
+    ) -> Result<T> {
         self.lookups += 1;
-        match self.txn.get(collection, key) {
-            Ok(doc) => Ok(doc),
-            Err(e) if e.code == ErrorCode::DataSourceNotFound => Ok(None),
-            Err(e) => Err(e),
+        match read(self.txn) {
+            Err(e) if e.code == ErrorCode::DataSourceNotFound => Ok(T::default()),
+            found => found,
         }
+    }
+
+    fn get(&mut self, collection: &str, key: &str) -> Result<Option<Value>> {
+        self.lookup(|txn| txn.get(collection, key))
     }
 
     /// A vertex as `mode` asks; a vertex that does not exist is null with a warning, as in
@@ -214,13 +222,11 @@ impl Fetch<'_> {
             (Produce::Skip, _) => return Ok(Value::Null),
             (_, None) => None,
             (Produce::Full, Some((c, k))) => self.get(c, k)?,
+            (Produce::Raw, Some((c, k))) => {
+                self.lookup(|txn| txn.get_json(c, k))?.map(Value::String)
+            }
             (Produce::IdOnly, Some((c, k))) => {
-                self.lookups += 1;
-                let exists = match self.txn.exists(c, k) {
-                    Ok(b) => b,
-                    Err(e) if e.code == ErrorCode::DataSourceNotFound => false,
-                    Err(e) => return Err(e),
-                };
+                let exists = self.lookup(|txn| txn.exists(c, k))?;
                 exists.then(|| {
                     let mut m = Map::new();
                     m.insert("_key".into(), Value::String(k.to_string()));

@@ -336,6 +336,9 @@ mod tests {
         source
             .create_collection("_system", "c", false, Vec::new())
             .unwrap();
+        source
+            .create_collection("_system", "e", true, Vec::new())
+            .unwrap();
         let txn = source.begin("_system", &[]).unwrap();
         let ast = crate::parser::parse(query).unwrap();
         let limits = crate::limits::Limits::unlimited();
@@ -351,6 +354,34 @@ mod tests {
         )
         .unwrap();
         plan
+    }
+
+    #[test]
+    fn only_vertices_returned_as_they_are_pass_through_as_stored_text() {
+        let t = "FOR v IN 1..2 OUTBOUND 'c/a' e";
+        let raw = [
+            format!("{t} RETURN v"),
+            format!("{t} LIMIT 2 RETURN v"),
+            format!("{t} OPTIONS {{bfs: true}} FILTER 1 == 1 RETURN v"),
+            "FOR v, e IN 1..2 OUTBOUND 'c/a' e FILTER e.w > 1 RETURN v".to_string(),
+            "FOR v IN OUTBOUND SHORTEST_PATH 'c/a' TO 'c/b' e RETURN v".to_string(),
+        ];
+        for q in &raw {
+            assert!(planned(q).raw_result(), "{q}");
+        }
+        let parsed = [
+            format!("{t} RETURN v._key"),
+            format!("{t} RETURN DISTINCT v"),
+            format!("{t} FILTER v.x == 1 RETURN v"),
+            format!("{t} SORT v.x RETURN v"),
+            format!("{t} LET s = (RETURN v.x) RETURN v"),
+            format!("{t} RETURN [v]"),
+            format!("LET r = ({t} RETURN v) RETURN r"),
+            "FOR x IN c FOR v IN 1..2 OUTBOUND x e RETURN x".to_string(),
+        ];
+        for q in &parsed {
+            assert!(!planned(q).raw_result(), "{q}");
+        }
     }
 
     #[test]

@@ -208,3 +208,39 @@ pub(super) fn optimize_traversals(plan: &mut Plan, _: &super::OptimizeOptions) -
     }
     changed
 }
+
+/// Lets the query's traversal hand its vertices to the response as their stored JSON text
+/// ([`Produce::Raw`]) when the final `RETURN` of the top-level pipeline returns the vertex
+/// variable as it is (no `DISTINCT`) and no node in between reads it: the documents are then
+/// neither parsed nor serialized again, as ArangoDB passes VelocyPack through. Only the
+/// top-level pipeline qualifies — a subquery's results are values its parent works with.
+pub(super) fn pass_stored_vertices(plan: &mut Plan) -> bool {
+    let last = plan.nodes.len().saturating_sub(1);
+    let Some(NodeKind::Return { input, distinct }) = plan.nodes.last().map(|n| &n.kind) else {
+        return false;
+    };
+    if *distinct {
+        return false;
+    }
+    let slot = *input;
+    let Some(gi) = plan.nodes[..last]
+        .iter()
+        .position(|n| matches!(&n.kind, NodeKind::Graph(g) if g.vertex_out == Some(slot)))
+    else {
+        return false;
+    };
+    if plan.nodes[gi + 1..last]
+        .iter()
+        .any(|n| n.kind.reads().contains(&slot))
+    {
+        return false;
+    }
+    let NodeKind::Graph(g) = &mut plan.nodes[gi].kind else {
+        return false;
+    };
+    if g.vertex_mode != Produce::Full {
+        return false;
+    }
+    g.vertex_mode = Produce::Raw;
+    true
+}

@@ -25,6 +25,11 @@ pub enum Produce {
     IdOnly,
     /// Nothing reads it (rule `optimize-traversals`).
     Skip,
+    /// The whole document as its stored JSON text, in a `Value::String`: the vertex
+    /// variable is only returned by the query's final `RETURN`, so the text goes into the
+    /// response unparsed (see `optimizer::graph::pass_stored_vertices` and
+    /// `service::CursorReply`).
+    Raw,
 }
 
 /// A filter condition moved into a traversal (rule `optimize-traversals`). It is evaluated on

@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 
 use super::cursors::{Cursor, CursorData, StreamState};
 use super::response::{stats_json, warnings_json, ProfileTimings};
-use super::{bad, QueryService, ServiceReply};
+use super::{bad, CursorReply, QueryService, ServiceReply};
 use crate::exec::Execution;
 
 impl QueryService {
@@ -39,8 +39,9 @@ impl QueryService {
         mut body: Value,
         cursor: Cursor,
         code: u16,
-    ) -> Result<ServiceReply> {
+    ) -> Result<CursorReply> {
         body["code"] = json!(code);
+        let raw_result = cursor.raw_result;
         // As ArangoDB 3.12: a first batch that holds the whole result creates no cursor, with
         // or without `count`, `stream` or `allowRetry` (its body has no `id` to ask it with).
         if !cursor.exhausted {
@@ -49,7 +50,11 @@ impl QueryService {
                 self.cursors.insert(id, cursor)?;
             }
         }
-        Ok((code, body))
+        Ok(CursorReply {
+            code,
+            body,
+            raw_result,
+        })
     }
 
     /// Produces the next batch of a cursor as a response body (without `code`).
@@ -112,7 +117,18 @@ impl QueryService {
     }
 
     /// `POST|PUT /_api/cursor/{id}` (`batch_id` None) and `POST /_api/cursor/{id}/{batchId}`.
+    /// `POST /_api/cursor/{id}[/{batchId}]`, every result row a value.
     pub fn next_batch(&self, db: &str, id: &str, batch_id: Option<&str>) -> Result<ServiceReply> {
+        self.next_batch_reply(db, id, batch_id)?.into_plain()
+    }
+
+    /// The next batch for the HTTP layer: rows may be documents as stored JSON text.
+    pub fn next_batch_reply(
+        &self,
+        db: &str,
+        id: &str,
+        batch_id: Option<&str>,
+    ) -> Result<CursorReply> {
         self.purge_expired();
         let not_found = || Error::with_message(ErrorCode::CursorNotFound, "cursor not found");
         let handle = self.cursors.get(id).ok_or_else(not_found)?;
@@ -131,7 +147,11 @@ impl QueryService {
                 let mut body = cursor.last_batch.clone().ok_or_else(not_found)?;
                 body["code"] = json!(200);
                 cursor.expires = Instant::now() + cursor.ttl;
-                return Ok((200, body));
+                return Ok(CursorReply {
+                    code: 200,
+                    body,
+                    raw_result: cursor.raw_result,
+                });
             }
             if requested != cursor.batch_id + 1 {
                 return Err(bad(format!("batch id {requested} not found")));
@@ -156,11 +176,16 @@ impl QueryService {
         };
         body["code"] = json!(200);
         let remove = cursor.exhausted && !cursor.allow_retry;
+        let raw_result = cursor.raw_result;
         drop(cursor);
         if remove {
             self.cursors.remove(id);
         }
-        Ok((200, body))
+        Ok(CursorReply {
+            code: 200,
+            body,
+            raw_result,
+        })
     }
 
     fn stream_batch(&self, cursor: &mut Cursor, id: &str) -> Result<Value> {

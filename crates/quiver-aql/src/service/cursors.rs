@@ -46,6 +46,8 @@ pub(super) struct Cursor {
     pub(super) last_batch: Option<Value>,
     pub(super) allow_retry: bool,
     pub(super) exhausted: bool,
+    /// Rows are documents as stored JSON text (`QueryPlan::raw_result`).
+    pub(super) raw_result: bool,
 }
 
 /// Open cursors by id. A cursor in use is locked by its user; the registry never waits for

@@ -18,6 +18,7 @@ mod batches;
 mod cursors;
 mod queries;
 mod query_metrics;
+mod reply;
 mod request;
 mod response;
 
@@ -43,6 +44,7 @@ use batches::cursor_with_values;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
 use queries::QueryRegistry;
 pub use query_metrics::QueryFigures;
+pub use reply::CursorReply;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
 
@@ -231,8 +233,14 @@ impl QueryService {
         })
     }
 
-    /// `POST /_api/cursor`.
+    /// `POST /_api/cursor`, every result row a value.
     pub fn create_cursor(&self, db: &str, req: CursorRequest) -> Result<ServiceReply> {
+        self.create_cursor_with(db, req, None)?.into_plain()
+    }
+
+    /// `POST /_api/cursor` for the HTTP layer: result rows may be documents as stored JSON
+    /// text ([`CursorReply`]), to be written into the response without parsing.
+    pub fn create_cursor_reply(&self, db: &str, req: CursorRequest) -> Result<CursorReply> {
         self.create_cursor_with(db, req, None)
     }
 
@@ -247,7 +255,7 @@ impl QueryService {
         req: CursorRequest,
         txn: Box<dyn crate::source::Transaction>,
     ) -> Result<ServiceReply> {
-        self.create_cursor_with(db, req, Some(txn))
+        self.create_cursor_with(db, req, Some(txn))?.into_plain()
     }
 
     fn create_cursor_with(
@@ -255,7 +263,7 @@ impl QueryService {
         db: &str,
         mut req: CursorRequest,
         given: Option<Box<dyn crate::source::Transaction>>,
-    ) -> Result<ServiceReply> {
+    ) -> Result<CursorReply> {
         if req.batch_size == 0 {
             return Err(bad("expecting non-zero value for 'batchSize'"));
         }
@@ -296,6 +304,14 @@ impl QueryService {
                 self.queries.unregister(query_id, 0, e.number());
                 return Err(e);
             }
+        };
+        // The caller's rights, checked at every collection the query touches while it runs.
+        let txn: Box<dyn crate::source::Transaction> = match &req.access {
+            Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(
+                txn,
+                access.clone(),
+            )),
+            None => txn,
         };
         self.queries
             .set_modification(query_id, plan.is_modification);
@@ -341,6 +357,7 @@ impl QueryService {
                 last_batch: None,
                 allow_retry: req.allow_retry,
                 exhausted: false,
+                raw_result: plan.raw_result(),
             };
             return self.respond_first(
                 cursor_with_values(&mut cursor, values, self, parsing, optimizing)?,
@@ -400,6 +417,7 @@ impl QueryService {
             last_batch: None,
             allow_retry: req.allow_retry,
             exhausted: false,
+            raw_result: plan.raw_result(),
         };
         let body = self.next_body(&mut cursor, None)?;
         self.respond_first(body, cursor, 201)
@@ -493,9 +511,10 @@ impl QueryService {
                 last_batch: None,
                 allow_retry: false,
                 exhausted: false,
+                raw_result: false,
             };
             let body = self.next_body(&mut cursor, None)?;
-            let (code, body) = self.respond_first(body, cursor, 201)?;
+            let CursorReply { code, body, .. } = self.respond_first(body, cursor, 201)?;
             let bytes = serde_json::to_vec(&body)
                 .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
             return Ok((code, bytes));

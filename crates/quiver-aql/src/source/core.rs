@@ -327,6 +327,24 @@ impl Transaction for CoreTransaction {
         self.reader().get(&c, key)
     }
 
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        let c = self.coll(collection)?;
+        if quiver_types::validate_key(key).is_err() {
+            return Ok(None);
+        }
+        match self.reader().get_raw(&c, key)? {
+            // Stored bodies are JSON the server serialized itself: valid UTF-8 unless the
+            // datafile is damaged, which is reported rather than passed on.
+            Some((_, raw)) => String::from_utf8(raw.to_vec()).map(Some).map_err(|_| {
+                Error::with_message(
+                    ErrorCode::Internal,
+                    format!("document '{collection}/{key}' is not valid UTF-8"),
+                )
+            }),
+            None => Ok(None),
+        }
+    }
+
     fn scan(&self, collection: &str) -> Result<DocIter> {
         let c = self.coll(collection)?;
         Ok(Box::new(self.reader().scan(&c)?))

@@ -5,6 +5,7 @@
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
+pub mod checked;
 pub mod core;
 pub mod memory;
 pub mod skim;
@@ -228,6 +229,17 @@ pub trait Transaction: Send {
     fn edge_degree_hint(&self, collection: &str, vertex: &str, outbound: bool) -> Option<usize> {
         let _ = (collection, vertex, outbound);
         None
+    }
+
+    /// A document as JSON text (with `_id`), for results that pass documents through
+    /// without looking inside them. The text parses to what [`Transaction::get`] returns.
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        match self.get(collection, key)? {
+            Some(doc) => serde_json::to_string(&doc)
+                .map(Some)
+                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string())),
+            None => Ok(None),
+        }
     }
 
     /// Whether a document exists, without necessarily reading it (graph operations check

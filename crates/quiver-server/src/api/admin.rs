@@ -191,6 +191,13 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
             }
             Response::json(200, &json!({"mode": "default", "writeOpsEnabled": true}))
         }
+        ["server", "tls"] => super::server_tls::route(state, req),
+        // Encryption at rest (Enterprise Edition) does not exist: ArangoDB's Community answer.
+        ["server", "encryption"] => Error::with_message(
+            ErrorCode::HttpNotFound,
+            "encryption at rest is not supported, so there is no key to rotate",
+        )
+        .into(),
         ["server", "id"] => Error::with_message(
             ErrorCode::HttpServerError,
             "server id is only available in a cluster",
@@ -225,6 +232,7 @@ pub fn admin(state: &ServerState, req: &Request) -> Response {
             )
         }
         ["echo"] => echo(req),
+        ["backup", op] => super::backup::backup(state, req, op),
         ["database", "target-version"] => {
             if !is_get(req) {
                 return method_not_allowed();

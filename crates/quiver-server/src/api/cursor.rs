@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use http::Method;
 use parking_lot::Mutex;
+use quiver_aql::service::CursorReply;
 use quiver_aql::source::core::{leased, LeaseReturn};
 use quiver_core::TransactionOptions;
 use quiver_errors::{Error, ErrorCode, Result};
@@ -18,6 +19,12 @@ use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 fn reply(result: Result<(u16, Value)>) -> Result<Response> {
     let (status, body) = result?;
     Ok(Response::json(status, &body))
+}
+
+/// A cursor batch whose rows may be stored documents passed through as JSON text.
+fn cursor_reply(result: Result<CursorReply>) -> Result<Response> {
+    let reply = result?;
+    Ok(Response::json_bytes(reply.code, reply.to_bytes()))
 }
 
 /// `/_api/query-cache/properties`: ArangoDB's defaults, with the cache off.
@@ -42,19 +49,24 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
             Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
             None => {
-                let cursor = request::cursor_request(&body()?)?;
+                let mut query = request::cursor_request(&body()?)?;
                 state
                     .recordings
-                    .aql_query(&cursor.query, &cursor.bind_vars, db);
-                reply(queries.create_cursor(db, cursor))
+                    .aql_query(&query.query, &query.bind_vars, db);
+                query.access = crate::access::query_access(state, req);
+                cursor_reply(queries.create_cursor_reply(db, query))
             }
         },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
             ErrorCode::HttpBadParameter,
             "expecting PUT /_api/cursor/<cursor-id>",
         )),
-        ("cursor", &Method::POST | &Method::PUT, [id]) => reply(queries.next_batch(db, id, None)),
-        ("cursor", &Method::POST, [id, batch]) => reply(queries.next_batch(db, id, Some(batch))),
+        ("cursor", &Method::POST | &Method::PUT, [id]) => {
+            cursor_reply(queries.next_batch_reply(db, id, None))
+        }
+        ("cursor", &Method::POST, [id, batch]) => {
+            cursor_reply(queries.next_batch_reply(db, id, Some(batch)))
+        }
         ("cursor", &Method::DELETE, [id]) => reply(queries.delete_cursor(db, id)),
         ("cursor", _, [] | [_] | [_, _]) => Ok(method_not_allowed()),
         ("explain", &Method::POST, []) => {
@@ -154,10 +166,11 @@ fn create_in_transaction(
         let lent = leased(lent, Arc::clone(&back));
         // Read inside the lease, as the query's own errors are: a body the service cannot
         // take ends the lease without handing the transaction back, like a failed query.
-        let reply = request::cursor_request(&body).and_then(|query| {
+        let reply = request::cursor_request(&body).and_then(|mut query| {
             state
                 .recordings
                 .aql_query(&query.query, &query.bind_vars, &req.database);
+            query.access = crate::access::query_access(state, req);
             state.queries.create_cursor_in(&req.database, query, lent)
         });
         match back.lock().take() {

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod analyzer;
+pub mod backup;
 pub mod batch;
 pub mod collection;
 pub mod cursor;
@@ -18,9 +19,11 @@ pub mod log;
 pub mod metrics;
 pub mod open;
 pub mod options;
+pub mod refused;
 pub mod replication;
 pub mod restore;
 pub mod server_jwt;
+pub mod server_tls;
 pub mod statistics;
 pub mod token;
 pub mod transaction;
@@ -35,6 +38,9 @@ use crate::{not_found, Request, Response, ServerState};
 
 /// Routes a request whose database exists.
 pub fn route(state: &ServerState, req: &Request) -> Response {
+    if let Some(refused) = refused::refusal(req) {
+        return refused;
+    }
     let first = req.segments.first();
     let second = req.segments.get(1);
     let result = match (first, second) {

@@ -7,6 +7,7 @@
 //! holding a secret can make.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
@@ -27,8 +28,8 @@ const IAT_SKEW_SECS: f64 = 60.0;
 pub enum Bearer {
     /// `server_id` without `preferred_username`.
     Superuser,
-    /// `preferred_username`.
-    User(String),
+    /// `preferred_username` (shared, so a remembered token costs no allocation per request).
+    User(Arc<str>),
 }
 
 /// The claims QuiverDB reads and writes.
@@ -199,7 +200,7 @@ impl Secrets {
             }
         }
         let bearer = match (claims.preferred_username, claims.server_id) {
-            (Some(user), _) if !user.is_empty() => Bearer::User(user),
+            (Some(user), _) if !user.is_empty() => Bearer::User(user.into()),
             (None, Some(_)) => Bearer::Superuser,
             _ => return None,
         };
@@ -221,7 +222,7 @@ mod tests {
             .issue_user_token("alice", Duration::from_secs(60))
             .unwrap();
         let now = now_secs();
-        assert!(matches!(secrets.verify_at(&token, now), Some(Bearer::User(u)) if u == "alice"));
+        assert!(matches!(secrets.verify_at(&token, now), Some(Bearer::User(u)) if &*u == "alice"));
         assert_eq!(secrets.verified.read().len(), 1);
         // The remembered token answers without a new check, and stops at its exp.
         assert!(matches!(

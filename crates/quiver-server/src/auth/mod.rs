@@ -9,6 +9,7 @@
 
 pub mod cache;
 pub mod config;
+pub mod header;
 pub mod identity;
 pub mod jwt;
 pub mod level;
@@ -22,7 +23,6 @@ use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
 
-use base64::Engine;
 use parking_lot::RwLock;
 use quiver_core::Core;
 use quiver_errors::{Error, ErrorCode, Result};
@@ -132,15 +132,10 @@ impl Authenticator {
         let Some(header) = authorization else {
             return Outcome::Missing;
         };
-        let header = header.trim();
-        let (scheme, value) = header.split_once(' ').unwrap_or((header, ""));
-        let value = value.trim();
-        if scheme.eq_ignore_ascii_case("basic") {
-            self.basic(header, value, client)
-        } else if scheme.eq_ignore_ascii_case("bearer") {
-            self.bearer(value)
-        } else {
-            Outcome::Invalid
+        match header::parse(header) {
+            header::Credentials::Basic(value) => self.basic(header.trim(), value, client),
+            header::Credentials::Bearer(value) => self.bearer(value),
+            header::Credentials::Other => Outcome::Invalid,
         }
     }
 
@@ -178,7 +173,7 @@ impl Authenticator {
             }
             self.cache.remove(&key);
         }
-        let Some((name, password)) = decode_basic(encoded) else {
+        let Some((name, password)) = header::decode_basic(encoded) else {
             return Outcome::Invalid;
         };
         let checked_against = self
@@ -219,7 +214,7 @@ impl Authenticator {
         match self.secrets().verify(token) {
             Some(Bearer::Superuser) => Outcome::Authenticated(Identity::Superuser),
             Some(Bearer::User(name)) => match self.users.get(&name) {
-                Some(user) if user.active => Outcome::Authenticated(Identity::User(name.into())),
+                Some(user) if user.active => Outcome::Authenticated(Identity::User(name)),
                 _ => Outcome::Invalid,
             },
             None => Outcome::Invalid,
@@ -288,19 +283,6 @@ pub enum LoginRefused {
 const DUMMY_HASH: &str =
     "$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$2T6tT4FQ8NoD0lf4ymnVzZRMZzJZoXvdkBvmL1TbW0c";
 
-/// Splits `base64(name:password)`.
-fn decode_basic(encoded: &str) -> Option<(String, String)> {
-    if encoded.len() > 4096 {
-        return None;
-    }
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(encoded)
-        .ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    let (name, password) = text.split_once(':')?;
-    Some((name.to_owned(), password.to_owned()))
-}
-
 /// 401 with errorNum 11, ArangoDB's answer to missing or wrong credentials.
 pub fn unauthorized() -> Error {
     Error::with_message(
@@ -313,6 +295,7 @@ pub fn unauthorized() -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
     use quiver_core::CoreOptions;
 
     fn basic(user: &str, password: &str) -> String {

@@ -338,6 +338,11 @@ fn storage_metrics(page: &mut Exposition, state: &ServerState) {
         "Bytes of dead data the compactor dropped",
         e.compaction_bytes_reclaimed as f64,
     );
+    page.counter(
+        "quiver_storage_checksum_failures_total",
+        "Stored markers whose checksum failed when read (each read answered error 1000)",
+        e.checksum_failures as f64,
+    );
     page.gauge(
         "quiver_index_memory_bytes",
         "Memory of all indexes of all collections [bytes]",

@@ -309,13 +309,13 @@ impl Inner {
                 false => {
                     let scan = format::scan(&image);
                     if scan.end != ScanEnd::Sealed || !footer_ok(&scan) {
-                        return Err(corrupt(format!(
-                            "collection {}: datafile {} is damaged at offset {} (compaction \
+                        let at = scan.bad_offset.unwrap_or(scan.valid_end);
+                        let err = corrupt(format!(
+                            "collection {}: datafile {} is damaged at offset {at} (compaction \
                              refused; start with --database.ignore-datafile-errors to salvage)",
-                            col.id,
-                            input.fid,
-                            scan.bad_offset.unwrap_or(scan.valid_end)
-                        )));
+                            col.id, input.fid,
+                        ));
+                        return Err(self.checksum_failure(input.fid, at as u64, err));
                     }
                     scan.markers
                 }

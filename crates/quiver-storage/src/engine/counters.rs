@@ -64,6 +64,8 @@ pub(crate) struct EngineCounters {
     pub(crate) compaction_files: AtomicU64,
     /// Bytes of dead markers the compactor dropped.
     pub(crate) compaction_bytes_reclaimed: AtomicU64,
+    /// Markers whose checksum failed when read at run time (`damage_report.rs`).
+    pub(crate) checksum_failures: AtomicU64,
 }
 
 impl EngineCounters {
@@ -80,6 +82,7 @@ impl EngineCounters {
             compaction_runs: AtomicU64::new(0),
             compaction_files: AtomicU64::new(0),
             compaction_bytes_reclaimed: AtomicU64::new(0),
+            checksum_failures: AtomicU64::new(0),
         }
     }
 
@@ -103,6 +106,7 @@ impl EngineCounters {
         stats.compaction_runs = get(&self.compaction_runs);
         stats.compaction_files = get(&self.compaction_files);
         stats.compaction_bytes_reclaimed = get(&self.compaction_bytes_reclaimed);
+        stats.checksum_failures = get(&self.checksum_failures);
     }
 }
 

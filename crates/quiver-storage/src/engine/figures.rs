@@ -99,10 +99,9 @@ impl Inner {
             let scan = format::scan(&image);
             match (scan.end, sealed) {
                 (ScanEnd::Corrupt, _) | (ScanEnd::TornTail, _) => {
-                    return Err(bad(
-                        file.fid,
-                        format!("damaged marker at offset {}", scan.bad_offset.unwrap_or(0)),
-                    ))
+                    let at = scan.bad_offset.unwrap_or(0);
+                    let err = bad(file.fid, format!("damaged marker at offset {at}"));
+                    return Err(self.checksum_failure(file.fid, at as u64, err));
                 }
                 (ScanEnd::Clean, true) => {
                     return Err(bad(file.fid, "sealed datafile without footer".into()))

@@ -55,7 +55,11 @@ impl Inner {
     ) -> Result<()> {
         let base = col.journal_size(self.options.journal_size_default);
         let min = (format::padded(format::FILE_HEADER_LEN) + format::FOOTER_LEN) as u64 + need;
-        let size = base.max(min.div_ceil(4096) * 4096);
+        let min = (min.div_ceil(4096) * 4096).max(crate::JOURNAL_SIZE_FLOOR);
+        // Smaller on a nearly full disk, like WAL segments: the collector keeps freeing WAL
+        // segments instead of failing to create a full-size journal.
+        let free = files::free_space(&self.dir, &self.options.io_hooks);
+        let size = files::fit_to_free_space(base, min, free);
         let fid = next_tick(self);
         std::fs::create_dir_all(&col.dir)
             .map_err(|e| files::io_error(e, "creating a collection directory"))?;

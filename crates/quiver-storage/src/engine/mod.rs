@@ -4,6 +4,7 @@
 //!
 //! | file | owns |
 //! |---|---|
+//! | `backup.rs` | an online, consistent copy of the directory |
 //! | `open.rs` | opening a directory: lock, catalog, recovery, ticks, threads |
 //! | `catalog.rs` | databases and collections (`catalog.json`), DDL |
 //! | `collection.rs` | one collection's state: options, primary index, count history, file set |
@@ -33,6 +34,7 @@
 //! a collection's compaction lock → its file-set mutex → the WAL mutex (briefly) or the
 //! file table.
 
+mod backup;
 mod catalog;
 mod collection;
 mod collector;
@@ -40,6 +42,8 @@ mod commit;
 mod compaction_plan;
 mod compactor;
 mod counters;
+mod damage_report;
+mod durable_record;
 mod figures;
 mod journal;
 mod key_range;
@@ -47,6 +51,7 @@ mod maintenance;
 mod open;
 mod ordered_scan;
 mod recovery;
+mod salvage_report;
 mod scratch;
 mod snapshot;
 mod syncer;
@@ -101,6 +106,13 @@ impl Engine {
         Ok(Engine {
             inner: open(dir, options)?,
         })
+    }
+
+    /// Writes a consistent copy of the engine's files into `target` (hard links of sealed
+    /// datafiles, copies of the rest) while writers go on; an engine opened on `target`
+    /// holds exactly the batches committed up to the returned tick.
+    pub fn backup_to(&self, target: &Path) -> Result<u64> {
+        self.inner.backup_to(target)
     }
 
     /// Everything the engine holds, as recovered: databases with their collections.
@@ -327,6 +339,15 @@ pub(crate) struct Inner {
     /// Throttled writers wait on this; the collector notifies it per collected segment.
     throttle: Mutex<()>,
     throttle_cv: Condvar,
+    /// `wal/durable-tick`, rewritten by the syncer after every group commit
+    /// (`durable_record.rs`): `None` until the first one, `Some(None)` once it could not be
+    /// opened or written (not retried).
+    durable_record: Mutex<Option<Option<File>>>,
+    /// What startup salvaged or found lost (`--database.ignore-datafile-errors`); written
+    /// into the salvage report at the end of `open`.
+    salvage_notes: Mutex<Vec<String>>,
+    /// Damaged locations already logged (`damage_report.rs`).
+    damage_logged: Mutex<damage_report::LoggedDamage>,
 }
 
 impl Drop for Inner {

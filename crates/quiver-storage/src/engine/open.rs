@@ -76,6 +76,7 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
     if fresh {
         inner.persist_catalog(&inner.catalog())?;
     }
+    inner.write_salvage_report();
     start_threads(&inner)?;
     Ok(inner)
 }
@@ -154,6 +155,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
             retained: Vec::new(),
             spare: None,
             written_tick: 0,
+            written_fid: 0,
         }),
         sync: Mutex::new(SyncState::default()),
         sync_cv: Condvar::new(),
@@ -178,6 +180,9 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         pending_segments: AtomicUsize::new(0),
         throttle: Mutex::new(()),
         throttle_cv: Condvar::new(),
+        durable_record: Mutex::new(None),
+        salvage_notes: Mutex::new(Vec::new()),
+        damage_logged: Mutex::new(Default::default()),
     }
 }
 

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 
-use super::{Collection, SnapshotState};
+use super::{Collection, Inner, SnapshotState};
 use crate::files::DataFile;
 use crate::format;
 use crate::index::{Loc, SCAN_CHUNK};
@@ -220,7 +220,13 @@ impl OrderedScan {
             prefetch(&self.files, ahead);
         }
         self.pos += 1;
-        Some(read(&self.files, slot, &mut self.scratch, self.col.id))
+        Some(read(
+            &self.files,
+            slot,
+            &mut self.scratch,
+            self.col.id,
+            self.snap.inner(),
+        ))
     }
 
     /// Splits this (not yet started) scan into up to `parts` scans over disjoint sets of
@@ -330,6 +336,7 @@ fn read<'a>(
     slot: Slot,
     scratch: &'a mut Vec<u8>,
     cid: u64,
+    inner: &Inner,
 ) -> Result<RawDocument<'a>> {
     let pinned = files
         .get(slot.file())
@@ -360,7 +367,10 @@ fn read<'a>(
     } else {
         format::decode(buf)
     }
-    .map_err(|_| bad("damaged (checksum mismatch)"))?;
+    .map_err(|_| {
+        let err = bad("damaged (checksum mismatch)");
+        inner.checksum_failure(pinned.file.fid, slot.offset() as u64, err)
+    })?;
     let body = format::data_body(&marker).map_err(|_| bad("malformed"))?;
     Ok(RawDocument {
         key: body.key,
@@ -381,7 +391,13 @@ mod tests {
     /// Small files, so that a few hundred documents spread over WAL segments, a journal and
     /// several sealed datafiles; background work off, so the tests decide when it happens.
     fn open(dir: &std::path::Path) -> Engine {
+        open_with(dir, true)
+    }
+
+    /// [`open`], choosing whether startup proves the sealed datafiles intact.
+    fn open_with(dir: &std::path::Path, verify_datafiles_on_open: bool) -> Engine {
         let options = EngineOptions {
+            verify_datafiles_on_open,
             journal_size_default: 8 * 1024,
             min_journal_size: crate::JOURNAL_SIZE_FLOOR,
             sync_interval: Duration::from_millis(5),
@@ -629,13 +645,20 @@ mod tests {
             assert!(datafiles.len() > 2, "{datafiles:?}");
             victim = datafiles[1].clone();
         }
-        // Flip one byte inside a document body; the hint file stays, so the collection
-        // opens without reading the datafile and only the scan meets the damage.
+        // Flip one byte inside a document body; the hint file stays. Startup's verification
+        // finds it (the collection fails to open); without that verification (damage that
+        // appears while the server runs looks the same) only the scan meets the damage.
         let mut image = std::fs::read(&victim).unwrap();
         let m = crate::format::scan(&image).markers[2];
         image[m.offset + m.len - 2] ^= 0x20;
         std::fs::write(&victim, &image).unwrap();
-        let engine = open(dir.path());
+        {
+            let engine = open(dir.path());
+            let err = engine.snapshot().ordered_scan(cid).err().map(|e| e.code);
+            assert_eq!(err, Some(quiver_errors::ErrorCode::CorruptedDatafile));
+            engine.shutdown().unwrap();
+        }
+        let engine = open_with(dir.path(), false);
         let snap = engine.snapshot();
         for window in [super::WINDOW, 7] {
             let err = file_order(&snap, cid, window).unwrap_err();

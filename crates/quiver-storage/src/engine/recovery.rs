@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -52,7 +52,7 @@ pub(super) fn recover_collection(
     rec.max_tick = rec.max_tick.max(manifest.tick);
     let mut keep: HashSet<u64> = manifest.datafiles.iter().copied().collect();
     keep.extend(manifest.journal);
-    remove_unlisted_files(&dir, &keep, rec);
+    let unlisted = remove_unlisted_files(&dir, &keep, rec);
     let mut cf = ColFiles::default();
     let open_any = |fid: u64| -> Option<Arc<DataFile>> {
         let d = datafile_path(&dir, fid);
@@ -60,11 +60,13 @@ pub(super) fn recover_collection(
         let path = if d.exists() { d } else { j };
         DataFile::open(fid, &path).ok()
     };
-    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles);
+    let verify = inner.options.verify_datafiles_on_open;
+    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles, verify);
     let mut all: Vec<(u64, bool)> = manifest.datafiles.iter().map(|f| (*f, false)).collect();
     all.extend(manifest.journal.map(|f| (f, true)));
     for (fid, is_journal) in all {
-        let Some(file) = open_any(fid) else {
+        let proven = preloaded.get_mut(&fid).and_then(|p| p.file.take());
+        let Some(file) = proven.or_else(|| open_any(fid)) else {
             return Err(Error::with_message(
                 ErrorCode::CorruptedCollection,
                 format!(
@@ -85,6 +87,7 @@ pub(super) fn recover_collection(
         }
         recover_file(inner, col, rec, &mut cf, file, is_journal)?;
     }
+    judge_unlisted(inner, col, &unlisted)?;
     let now_listed: Vec<u64> = cf.datafiles.iter().map(|f| f.fid).collect();
     let now_journal = cf.journal.as_ref().map(|j| j.file.fid);
     if now_listed != manifest.datafiles
@@ -138,27 +141,132 @@ fn read_manifest(col: &Collection) -> std::result::Result<Manifest, Error> {
     })
 }
 
-/// Deletes the files of `dir` whose fid the MANIFEST does not list (`keep`): leftovers of
-/// an interrupted compaction or journal creation, which hold nothing that is not also
-/// elsewhere. The fids of the kept ones count as seen ticks.
-fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) {
+/// Deletes the files of `dir` whose fid the MANIFEST does not list (`keep`) — leftovers of
+/// an interrupted compaction (`compaction-*.db`), atomic replacements (`*.tmp`), hint files —
+/// except unlisted journals and datafiles, which are returned for [`judge_unlisted`]: an
+/// interrupted journal creation or compaction swap leaves ones that hold nothing that is not
+/// also elsewhere, a damaged MANIFEST ones that hold the only copy. The fids of the kept
+/// files count as seen ticks.
+fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
-        return;
+        return Vec::new();
     };
+    let mut unlisted = Vec::new();
     for entry in rd.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        if name == "MANIFEST" {
+        if name == "MANIFEST" || name.ends_with(".orphan") {
             continue;
         }
         match fid_from_name(&name) {
             Some((_, fid)) if keep.contains(&fid) => {
                 rec.max_tick = rec.max_tick.max(fid);
             }
+            Some((kind, _)) if kind == "datafile.db" || kind == "journal.db" => {
+                unlisted.push(entry.path());
+            }
             _ => {
                 let _ = std::fs::remove_file(entry.path());
             }
         }
     }
+    unlisted.sort();
+    unlisted
+}
+
+/// Judges the unlisted journals and datafiles of a collection once its listed files are in
+/// the index. A marker is accounted for when the index holds the same or a newer version of
+/// its key (removals included), a truncate covers it, or another unlisted file removes the
+/// key later; removals count as accounted (see the design note). A file whose documents are
+/// all accounted for is a harmless leftover and deleted. Otherwise the MANIFEST lost it: the
+/// collection fails with error 1000 naming the files and how many documents only they hold,
+/// or, salvaging, each is kept aside as `<name>.orphan` (not used) and reported.
+fn judge_unlisted(
+    inner: &Inner,
+    col: &Collection,
+    unlisted: &[PathBuf],
+) -> std::result::Result<(), Error> {
+    // (key, tick, is_document) of every intact data marker, per file.
+    let mut found: Vec<Vec<(String, u64, bool)>> = Vec::with_capacity(unlisted.len());
+    for path in unlisted {
+        let image = std::fs::read(path).unwrap_or_default();
+        let scan = format::scan(&image);
+        let markers = match scan.end {
+            ScanEnd::Corrupt => format::salvage(&image),
+            _ => scan.markers,
+        };
+        let mut entries = Vec::with_capacity(markers.len());
+        for m in &markers {
+            let Ok(marker) = format::decode(&image[m.offset..]) else {
+                continue;
+            };
+            if let Some((kind, key, tick, _, _, _)) = marker_entry(m, &marker) {
+                if kind != MarkerType::Truncate {
+                    entries.push((key.to_string(), tick, kind == MarkerType::Document));
+                }
+            }
+        }
+        found.push(entries);
+    }
+    let mut removed_later: HashMap<&str, u64> = HashMap::new();
+    for (key, tick, is_doc) in found.iter().flatten() {
+        if !is_doc {
+            let t = removed_later.entry(key.as_str()).or_default();
+            *t = (*t).max(*tick);
+        }
+    }
+    let floor = col.index.last_truncate();
+    let mut lost = Vec::new();
+    for (path, entries) in unlisted.iter().zip(&found) {
+        let only_here = entries
+            .iter()
+            .filter(|(key, tick, is_doc)| {
+                *is_doc
+                    && *tick > floor
+                    && col.index.newest_tick(key).is_none_or(|t| t < *tick)
+                    && removed_later.get(key.as_str()).is_none_or(|t| t < tick)
+            })
+            .count();
+        if only_here == 0 {
+            let _ = std::fs::remove_file(path);
+        } else {
+            lost.push((path, only_here));
+        }
+    }
+    if lost.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = lost
+        .iter()
+        .map(|(p, n)| format!("{} ({n} document(s))", p.display()))
+        .collect();
+    if !inner.options.ignore_datafile_errors {
+        return Err(Error::with_message(
+            ErrorCode::CorruptedDatafile,
+            format!(
+                "collection {}: the MANIFEST does not list {}, which hold documents found in \
+                 no listed file; start with --database.ignore-datafile-errors to open without \
+                 them (each is kept as <name>.orphan)",
+                col.id,
+                named.join(", ")
+            ),
+        ));
+    }
+    for (path, n) in lost {
+        let aside = path.with_extension("db.orphan");
+        let kept = std::fs::rename(path, &aside).is_ok();
+        inner.note_salvage(format!(
+            "collection {}: {} is not listed in the MANIFEST and holds {n} document(s) found \
+             in no listed file; opened without it, {}",
+            col.id,
+            path.display(),
+            if kept {
+                format!("kept as {}", aside.display())
+            } else {
+                "left in place (could not be renamed)".to_string()
+            }
+        ));
+    }
+    Ok(())
 }
 
 /// A listed file without a usable hint, scanned: its markers go into the index, then it
@@ -183,20 +291,30 @@ fn recover_file(
             return Err(Error::with_message(
                 ErrorCode::CorruptedDatafile,
                 format!(
-                    "collection {}: {} {fid} is corrupt at offset {} (start with \
-                     --database.ignore-datafile-errors to salvage the intact markers)",
+                    "collection {}: {} {} is corrupt at offset {}: {} of its markers lie \
+                     behind the damage (start with --database.ignore-datafile-errors to \
+                     salvage the intact markers)",
                     col.id,
                     if is_journal { "journal" } else { "datafile" },
-                    scan.bad_offset.unwrap_or(0)
+                    file.path().display(),
+                    scan.bad_offset.unwrap_or(0),
+                    format::salvage(&image[scan.bad_offset.unwrap_or(0).min(image.len())..]).len()
                 ),
             ));
         }
         ScanEnd::Corrupt => {
-            tracing::warn!(
-                "collection {}: salvaging intact markers of corrupt file {fid}",
-                col.id
-            );
-            format::salvage(&image)
+            let found = format::salvage(&image);
+            inner.note_salvage(format!(
+                "collection {}: {} {} is corrupt at offset {}; kept its {} intact markers \
+                 (the scan before the damage had found {})",
+                col.id,
+                if is_journal { "journal" } else { "datafile" },
+                file.path().display(),
+                scan.bad_offset.unwrap_or(0),
+                found.len(),
+                scan.markers.len()
+            ));
+            found
         }
         _ => scan.markers.clone(),
     };
@@ -340,6 +458,9 @@ fn index_markers(
 }
 
 struct Preloaded {
+    /// The datafile, opened and proven intact against its footer (`None` when not
+    /// verified: `verify_datafiles_on_open` off).
+    file: Option<Arc<DataFile>>,
     pub(super) stats: FileStats,
     pub(super) max_tick: u64,
     pub(super) max_rev: u64,
@@ -349,8 +470,16 @@ struct Preloaded {
 
 /// Loads the hint files of sealed datafiles into the index, several files in parallel (the
 /// index shards take concurrent inserts; "highest tick wins" makes the order irrelevant).
-/// Files without a valid hint are left to the caller, which scans them.
-fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64, Preloaded> {
+/// Files without a valid hint are left to the caller, which scans them. With `verify`, a
+/// hint is used only after its datafile passed one sequential CRC pass ending in a footer
+/// that matches its markers (a bit flip, torn sector or lost tail under an intact hint is
+/// then left to the caller's scan, which reports it or salvages).
+fn preload_hints(
+    index: &PrimaryIndex,
+    dir: &Path,
+    fids: &[u64],
+    verify: bool,
+) -> HashMap<u64, Preloaded> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = Mutex::new(HashMap::new());
     let threads = std::thread::available_parallelism()
@@ -369,6 +498,7 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                     continue;
                 };
                 let mut p = Preloaded {
+                    file: None,
                     stats: FileStats {
                         docs: 0,
                         doc_bytes: 0,
@@ -392,6 +522,12 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
                 let footer_end = format::padded(needed as usize) + format::FOOTER_LEN;
                 if parsed.is_none() || p.stats.size < footer_end as u64 {
                     continue;
+                }
+                if verify {
+                    match prove_intact(fid, &datafile_path(dir, fid)) {
+                        Some(file) => p.file = Some(file),
+                        None => continue,
+                    }
                 }
                 let ok = files::for_each_hint(fid, &buf, |kind, key, tick, rev, offset, len| {
                     p.max_tick = p.max_tick.max(tick);
@@ -419,6 +555,29 @@ fn preload_hints(index: &PrimaryIndex, dir: &Path, fids: &[u64]) -> HashMap<u64,
         }
     });
     results.into_inner()
+}
+
+/// Opens a sealed datafile and checks every marker's CRC and its footer (count and CRC of
+/// CRCs) in one sequential pass over its read-only map: the file if intact, `None` if
+/// damaged or unreadable. The outcome is remembered on the file, so storage-order scans do
+/// not verify it again.
+fn prove_intact(fid: u64, path: &Path) -> Option<Arc<DataFile>> {
+    let file = DataFile::open(fid, path).ok()?;
+    let scan = match file.map() {
+        Some(map) => format::scan(&map),
+        None => format::scan(&file.read_all().ok()?),
+    };
+    let intact = scan.end == ScanEnd::Sealed && scan.bad_offset.is_none() && footer_ok(&scan);
+    if !intact {
+        tracing::error!(
+            "datafile {} fails its checksum verification (damage at offset {}); scanning it",
+            path.display(),
+            scan.bad_offset.unwrap_or(scan.valid_end)
+        );
+        return None;
+    }
+    file.set_verified_sealed(true);
+    Some(file)
 }
 
 /// Runs `f(0..n)` on up to one thread per core and returns the results in order.

@@ -103,7 +103,10 @@ impl Inner {
                 col.id, v.loc.fid, v.loc.offset
             ))
         };
-        let m = format::decode(&buf).map_err(|_| bad("damaged (checksum mismatch)"))?;
+        let m = format::decode(&buf).map_err(|_| {
+            let err = bad("damaged (checksum mismatch)");
+            self.checksum_failure(v.loc.fid, u64::from(v.loc.offset), err)
+        })?;
         let body = format::data_body(&m).map_err(|_| bad("malformed"))?;
         let off = body.doc_offset;
         let len = m.len;

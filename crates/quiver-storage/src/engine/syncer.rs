@@ -15,6 +15,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use super::counters::EngineCounters;
+use super::durable_record;
 use super::{Background, Inner};
 
 #[derive(Default)]
@@ -98,13 +99,13 @@ impl Inner {
 
     /// One round of the syncer: fdatasync every segment with unsynced writes.
     pub(super) fn sync_round(&self) -> Result<bool> {
-        let (target, segs) = {
+        let (target, target_fid, segs) = {
             let mut wal = self.wal.lock();
             let mut segs: Vec<Arc<DataFile>> = std::mem::take(&mut wal.unsynced);
             if let Some(s) = &wal.segment {
                 segs.push(s.clone());
             }
-            (wal.written_tick, segs)
+            (wal.written_tick, wal.written_fid, segs)
         };
         assert!(
             target <= self.tick.load(Ordering::Relaxed),
@@ -136,7 +137,35 @@ impl Inner {
         drop(s);
         self.sync_cv.notify_all();
         self.durable_tx.send_modify(|v| v.0 = v.0.max(target));
+        if target_fid != 0 {
+            self.write_durable_record(target, target_fid);
+        }
         Ok(true)
+    }
+
+    /// Records (after the fdatasync that made it so) that `tick`, whose batch lies in
+    /// segment `fid`, is durable: startup checks the WAL against it (`durable_record.rs`).
+    /// Only the syncer calls this, so records are written in tick order. A failure only
+    /// weakens that check: warned once, never fails a commit.
+    fn write_durable_record(&self, tick: u64, fid: u64) {
+        assert!(
+            tick <= self.durable_tick.load(Ordering::Acquire),
+            "a durable-tick record above the durable tick"
+        );
+        let mut guard = self.durable_record.lock();
+        let file = guard.get_or_insert_with(|| {
+            durable_record::open_writer(&super::wal_dir(&self.dir))
+                .map_err(|e| tracing::warn!("cannot open the WAL's durable-tick record: {e}"))
+                .ok()
+        });
+        let record = durable_record::DurableRecord { tick, segment: fid };
+        if let Some(f) = file.as_ref() {
+            if let Err(e) = durable_record::write(f, record) {
+                // Given up for this process (one warning): the check only gets weaker.
+                tracing::warn!("cannot write the WAL's durable-tick record: {e}");
+                *file = None;
+            }
+        }
     }
 
     /// Makes everything written so far durable.

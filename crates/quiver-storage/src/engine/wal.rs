@@ -39,6 +39,8 @@ pub(super) struct WalState {
     /// rotation.
     pub(super) spare: Option<(Arc<DataFile>, u64, Option<AppendMap>)>,
     pub(super) written_tick: u64,
+    /// The segment holding the batch of `written_tick` (`0`: none since startup).
+    pub(super) written_fid: u64,
 }
 
 /// What [`Inner::append_locked`] wrote, and where.
@@ -105,14 +107,16 @@ impl Inner {
         Ok(())
     }
 
-    /// The size of a new segment for a batch of `need` bytes.
+    /// The size of a new segment for a batch of `need` bytes: `--wal.logfile-size`, or less
+    /// on a nearly full disk (`files::fit_to_free_space`), never less than the batch needs.
     fn segment_size(&self, need: u64) -> u64 {
+        let minimum = (format::FILE_HEADER_LEN as u64 + need + 4096).max(JOURNAL_SIZE_FLOOR);
         // Locations are 32-bit offsets: no file may reach 4 GiB (batches are capped at 1 GiB).
-        self.options
-            .wal_logfile_size
-            .min(MAX_FILE_SIZE)
-            .max(format::FILE_HEADER_LEN as u64 + need + 4096)
-            .max(JOURNAL_SIZE_FLOOR)
+        let wanted = self.options.wal_logfile_size.min(MAX_FILE_SIZE);
+        let free = files::free_space(&wal_dir(&self.dir), &self.options.io_hooks);
+        let size = files::fit_to_free_space(wanted, minimum, free);
+        assert!(size >= minimum && size <= MAX_FILE_SIZE.max(minimum));
+        size
     }
 
     /// Creates (and preallocates) a WAL segment and enters it in the file table.
@@ -269,6 +273,7 @@ impl Inner {
             "the written tick only grows"
         );
         wal.written_tick = commit_tick;
+        wal.written_fid = seg.fid;
         Ok(Appended {
             fid: seg.fid,
             base,

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::catalog::Catalog;
+use super::durable_record;
 use super::recovery::{observe, par_map, Recovered};
 use super::{wal_dir, Inner};
 
@@ -30,12 +31,19 @@ pub(super) fn recover_wal(
     // synced data and startup refuses (unless salvaging).
     let infos = par_map(segs.len(), |i| inspect_segment(segs[i].0, &segs[i].1));
     let mut infos: Vec<SegInfo> = infos.into_iter().collect::<Result<_>>()?;
+    let record = durable_record::read(&dir);
+    if let Some(r) = record {
+        check_against_record(inner, &segs, &infos, r)?;
+    }
     let mut keep = segs.len();
     let mut salvaging = None;
     if let Some(k) = infos.iter().position(|s| s.hole.is_some()) {
         let (bad_offset, before) = infos[k].hole.unwrap_or_default();
-        let evidence =
-            infos[k].tail_claim > before || infos[k + 1..].iter().any(|s| s.max_claim > before);
+        // The durable-tick record vouches like a claim: it was written after an fdatasync
+        // that covered its tick.
+        let evidence = infos[k].tail_claim > before
+            || infos[k + 1..].iter().any(|s| s.max_claim > before)
+            || record.is_some_and(|r| r.tick > before);
         // An intact sync batch behind the damage and no claim: if that batch was
         // acknowledged, the fdatasync that acknowledged it flushed the damaged range too (media
         // damage to synced data); if the power failed during that fdatasync, it is a hole.
@@ -60,11 +68,11 @@ pub(super) fn recover_wal(
                     ),
                 ));
             }
-            tracing::error!(
-                "WAL segment {} is damaged at offset {bad_offset}: salvaging every intact \
+            inner.note_salvage(format!(
+                "WAL segment {} is damaged at offset {bad_offset}: salvaged every intact \
                  batch; the damaged range is lost",
                 segs[k].1.display()
-            );
+            ));
             salvaging = Some(k);
         } else {
             tracing::warn!(
@@ -91,7 +99,81 @@ pub(super) fn recover_wal(
         inner.files.write().insert(file.fid, file.clone());
         out.push(file);
     }
+    restate_record(inner, &dir, segs, &infos);
     Ok(out)
+}
+
+/// Startup's proof that no write acknowledged as durable is gone from the WAL: the segment
+/// the durable-tick record names must still hold intact committed batches up to the
+/// recorded tick. A segment with a damaged spot followed by intact markers is judged by the
+/// hole rules instead (the record counts there as a claim). Otherwise startup refuses,
+/// naming the segment and the lost tick range, unless salvaging.
+fn check_against_record(
+    inner: &Inner,
+    segs: &[(u64, PathBuf)],
+    infos: &[SegInfo],
+    r: durable_record::DurableRecord,
+) -> Result<()> {
+    let problem = match segs.iter().position(|(fid, _)| *fid == r.segment) {
+        Some(i) if infos[i].hole.is_none() && infos[i].committed_tick < r.tick => Some(format!(
+            "WAL segment {} ends at tick {} (its intact data stops at offset {}), but writes \
+             up to tick {} were acknowledged as durable: the segment was truncated or \
+             overwritten, and every write after tick {} would be lost",
+            segs[i].1.display(),
+            infos[i].committed_tick,
+            infos[i].valid_end,
+            r.tick,
+            infos[i].committed_tick
+        )),
+        // Gone: moved into journals by the collector and unlinked. A segment deleted by
+        // damage looks the same from here (the MANIFESTs that would tell may belong to a
+        // damaged or dropped collection), so it is not judged: see docs/storage-format.md.
+        _ => None,
+    };
+    let Some(problem) = problem else {
+        return Ok(());
+    };
+    if !inner.options.ignore_datafile_errors {
+        return Err(Error::with_message(
+            ErrorCode::CorruptedDatafile,
+            format!(
+                "{problem}; start with --database.ignore-datafile-errors to open with what is \
+                 intact (a report is written into the database directory)"
+            ),
+        ));
+    }
+    inner.note_salvage(format!("{problem}; opened with what is intact"));
+    Ok(())
+}
+
+/// After recovery, points the durable-tick record at what the kept segments hold (their
+/// ticks are fdatasynced before the engine calls them durable), so a salvaged or cut WAL is
+/// not reported again at the next start; removes it when no segment holds a batch.
+fn restate_record(inner: &Inner, dir: &Path, segs: &[(u64, PathBuf)], infos: &[SegInfo]) {
+    let newest = segs
+        .iter()
+        .zip(infos)
+        .rev()
+        .find(|(_, info)| info.committed_tick > 0)
+        .map(|((fid, _), info)| durable_record::DurableRecord {
+            tick: info.committed_tick,
+            segment: *fid,
+        });
+    let Some(record) = newest else {
+        durable_record::remove(dir);
+        return;
+    };
+    let written = durable_record::open_writer(dir).and_then(|f| {
+        durable_record::write(&f, record)?;
+        Ok(f)
+    });
+    match written {
+        Ok(f) => *inner.durable_record.lock() = Some(Some(f)),
+        Err(e) => {
+            tracing::warn!("cannot write the WAL's durable-tick record: {e}");
+            durable_record::remove(dir);
+        }
+    }
 }
 
 /// The segments in `dir` (created if missing), in fid order.
@@ -155,6 +237,10 @@ struct SegInfo {
     has_sync: bool,
     /// Some intact marker after the hole ends a sync batch.
     tail_sync: bool,
+    /// Tick of the last complete batch of the intact prefix (`0`: none).
+    committed_tick: u64,
+    /// Offset after the intact prefix.
+    valid_end: usize,
 }
 
 fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
@@ -175,6 +261,14 @@ fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
             .iter()
             .any(|m| m.flags & FLAG_COMMIT != 0 && m.flags & FLAG_SYNC != 0),
         tail_sync: false,
+        committed_tick: scan
+            .markers
+            .iter()
+            .rev()
+            .find(|m| m.flags & FLAG_COMMIT != 0)
+            .map(|m| m.tick)
+            .unwrap_or(0),
+        valid_end: scan.valid_end,
     };
     if scan.end == ScanEnd::Corrupt {
         let bad = scan.bad_offset.unwrap_or(scan.valid_end);

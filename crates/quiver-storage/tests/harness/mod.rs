@@ -194,3 +194,11 @@ pub fn fill(engine: &Engine, cid: u64, n: usize, size: usize) -> BTreeMap<String
     }
     model
 }
+
+/// Models a power loss that also lost `wal/durable-tick` (it is written without fsync):
+/// then nothing vouches for the WAL's unsynced tail, which these tests damage. Had the
+/// record survived, it would name a tick before the damage (it is only written after the
+/// fdatasync it describes); tests that keep it expect the damage to be reported.
+pub fn lose_durable_record(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join("wal").join("durable-tick"));
+}

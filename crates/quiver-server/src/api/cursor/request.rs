@@ -125,6 +125,7 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
             })
             .min(100_000),
         allow_retry: as_bool(opt("allowRetry")),
+        access: None,
     })
 }
 

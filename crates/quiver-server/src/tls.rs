@@ -1,12 +1,19 @@
 //! TLS for `ssl://` endpoints: the rustls server configuration built from ArangoDB's options
-//! (`--ssl.keyfile`, `--ssl.protocol`) and the bounded handshake of an accepted connection.
+//! (`--ssl.keyfile`, `--ssl.protocol`), its reload from the keyfile (`POST
+//! /_admin/server/tls`) with the summary `/_admin/server/tls` shows, and the bounded handshake
+//! of an accepted connection.
 //!
 //! rustls with the ring provider: no system OpenSSL, and no protocol older than TLS 1.2 exists
 //! in it, which is the floor ArangoDB's own recommendations set.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
+
+use base64::Engine;
+use parking_lot::RwLock;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
 
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
@@ -18,7 +25,7 @@ use tokio_rustls::TlsAcceptor;
 /// How long a client may take to complete the TLS handshake after connecting. A client that
 /// connects and sends nothing (or speaks plain HTTP, which fails at once) costs the server at
 /// most this long.
-pub(super) const HANDSHAKE_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const HANDSHAKE_WAIT: Duration = Duration::from_secs(10);
 
 /// The ALPN protocols offered, preferred first: HTTP/2 (`h2`), then HTTP/1.1. A client that
 /// offers neither, or no ALPN at all, is served HTTP/1.1.
@@ -67,30 +74,81 @@ impl TlsProtocol {
 }
 
 /// A server's TLS settings, ready to accept connections: the certificate chain and key, the
-/// accepted versions and the ALPN protocols. Cheap to clone.
+/// accepted versions and the ALPN protocols. Cheap to clone; clones share the loaded keyfile,
+/// so a [`TlsConfig::reload`] through any clone applies to every endpoint's next handshake
+/// (connections already open keep their session).
 #[derive(Clone)]
 pub struct TlsConfig {
+    loaded: Arc<RwLock<Arc<Loaded>>>,
+    /// The keyfile to reload from (`None` for settings built from PEM text).
+    keyfile: Option<PathBuf>,
+    protocol: TlsProtocol,
+}
+
+/// One reading of the keyfile.
+struct Loaded {
     acceptor: TlsAcceptor,
+    /// What `GET /_admin/server/tls` shows of it.
+    summary: Value,
 }
 
 impl std::fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsConfig").finish_non_exhaustive()
+        f.debug_struct("TlsConfig")
+            .field("keyfile", &self.keyfile)
+            .finish_non_exhaustive()
     }
+}
+
+/// Hex SHA-256 of `bytes`.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A PEM block of `label` for `der`, 64 base64 characters a line (as OpenSSL writes them).
+fn pem_block(label: &str, der: &[u8]) -> String {
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in text.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).unwrap_or_default());
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
 }
 
 impl TlsConfig {
     /// Reads ArangoDB's keyfile: one PEM file holding the server certificate, then any
     /// intermediate certificates, and the private key (PKCS#8, PKCS#1 or SEC1).
     pub fn from_keyfile(path: &Path, protocol: TlsProtocol) -> Result<TlsConfig, String> {
-        let pem = std::fs::read(path)
-            .map_err(|e| format!("cannot read --ssl.keyfile {}: {e}", path.display()))?;
-        TlsConfig::from_pem(&pem, protocol)
-            .map_err(|e| format!("invalid --ssl.keyfile {}: {e}", path.display()))
+        let loaded = Self::load_keyfile(path, protocol)?;
+        Ok(TlsConfig {
+            loaded: Arc::new(RwLock::new(Arc::new(loaded))),
+            keyfile: Some(path.to_owned()),
+            protocol,
+        })
     }
 
     /// The settings for a PEM text holding the certificate chain and the private key.
     pub fn from_pem(pem: &[u8], protocol: TlsProtocol) -> Result<TlsConfig, String> {
+        Ok(TlsConfig {
+            loaded: Arc::new(RwLock::new(Arc::new(Self::load(pem, protocol)?))),
+            keyfile: None,
+            protocol,
+        })
+    }
+
+    fn load_keyfile(path: &Path, protocol: TlsProtocol) -> Result<Loaded, String> {
+        let pem = std::fs::read(path)
+            .map_err(|e| format!("cannot read --ssl.keyfile {}: {e}", path.display()))?;
+        Self::load(&pem, protocol)
+            .map_err(|e| format!("invalid --ssl.keyfile {}: {e}", path.display()))
+    }
+
+    fn load(pem: &[u8], protocol: TlsProtocol) -> Result<Loaded, String> {
         let chain = CertificateDer::pem_slice_iter(pem)
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("cannot read the certificates: {e}"))?;
@@ -99,6 +157,21 @@ impl TlsConfig {
         }
         let key = PrivateKeyDer::from_pem_slice(pem)
             .map_err(|e| format!("cannot read the private key: {e}"))?;
+        let key_label = match &key {
+            PrivateKeyDer::Pkcs1(_) => "RSA PRIVATE KEY",
+            PrivateKeyDer::Sec1(_) => "EC PRIVATE KEY",
+            _ => "PRIVATE KEY",
+        };
+        // ArangoDB's summary: the SHA-256 of the whole file, the certificates of the chain as
+        // PEM and the SHA-256 of the private key's PEM block.
+        let summary = json!({
+            "sha256": sha256_hex(pem),
+            "certificates": chain
+                .iter()
+                .map(|c| pem_block("CERTIFICATE", c.as_ref()))
+                .collect::<Vec<_>>(),
+            "privateKeySha256": sha256_hex(pem_block(key_label, key.secret_der()).as_bytes()),
+        });
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut config = ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(protocol.versions())
@@ -107,16 +180,36 @@ impl TlsConfig {
             .with_single_cert(chain, key)
             .map_err(|e| format!("the certificate and key do not fit: {e}"))?;
         config.alpn_protocols = ALPN_PROTOCOLS.iter().map(|p| p.to_vec()).collect();
-        Ok(TlsConfig {
+        Ok(Loaded {
             acceptor: TlsAcceptor::from(Arc::new(config)),
+            summary,
         })
+    }
+
+    /// Reads the keyfile again and uses it for every handshake from now on. On any error
+    /// (unreadable file, no certificate, a key that does not fit) the settings in use stay.
+    pub fn reload(&self) -> Result<(), String> {
+        let path = self
+            .keyfile
+            .as_ref()
+            .ok_or("these TLS settings were not read from a keyfile")?;
+        let loaded = Self::load_keyfile(path, self.protocol)?;
+        *self.loaded.write() = Arc::new(loaded);
+        Ok(())
+    }
+
+    /// ArangoDB's summary of the keyfile in use: `{"sha256", "certificates",
+    /// "privateKeySha256"}`.
+    pub fn keyfile_summary(&self) -> Value {
+        self.loaded.read().summary.clone()
     }
 
     /// Completes the server side of the handshake on `stream`, within [`HANDSHAKE_WAIT`].
     /// `None` when the client fails it (wrong protocol, plain HTTP, unknown certificate
     /// authority, no common version) or takes too long; the socket is then closed.
-    pub(super) async fn handshake(&self, stream: TcpStream) -> Option<TlsStream<TcpStream>> {
-        match tokio::time::timeout(HANDSHAKE_WAIT, self.acceptor.accept(stream)).await {
+    pub(crate) async fn handshake(&self, stream: TcpStream) -> Option<TlsStream<TcpStream>> {
+        let acceptor = self.loaded.read().acceptor.clone();
+        match tokio::time::timeout(HANDSHAKE_WAIT, acceptor.accept(stream)).await {
             Ok(Ok(stream)) => Some(stream),
             Ok(Err(e)) => {
                 tracing::debug!("TLS handshake failed: {e}");
@@ -131,7 +224,7 @@ impl TlsConfig {
 }
 
 /// Whether the client chose HTTP/2 by ALPN during the handshake.
-pub(super) fn negotiated_h2(stream: &TlsStream<TcpStream>) -> bool {
+pub(crate) fn negotiated_h2(stream: &TlsStream<TcpStream>) -> bool {
     stream.get_ref().1.alpn_protocol() == Some(b"h2")
 }
 
@@ -173,5 +266,51 @@ mod tests {
         let err = TlsConfig::from_keyfile(Path::new("/nonexistent/server.pem"), TlsProtocol::Tls12)
             .unwrap_err();
         assert!(err.contains("cannot read --ssl.keyfile"), "{err}");
+    }
+
+    #[test]
+    fn reload_swaps_the_keyfile_and_keeps_the_old_one_on_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("server.pem");
+        let write = |names: &[&str]| {
+            let cert = rcgen::generate_simple_self_signed(
+                names.iter().map(|n| n.to_string()).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let pem = format!("{}{}", cert.cert.pem(), cert.key_pair.serialize_pem());
+            std::fs::write(&path, &pem).unwrap();
+            (pem, cert.cert.pem())
+        };
+        let (first_pem, first_cert) = write(&["localhost"]);
+        let config = TlsConfig::from_keyfile(&path, TlsProtocol::Negotiated).unwrap();
+        let shared = config.clone();
+        let summary = config.keyfile_summary();
+        assert_eq!(summary["sha256"], sha256_hex(first_pem.as_bytes()));
+        assert_eq!(
+            summary["certificates"][0].as_str().unwrap().trim(),
+            first_cert.trim()
+        );
+        assert_eq!(summary["privateKeySha256"].as_str().unwrap().len(), 64);
+        let (second_pem, _) = write(&["localhost", "other.example"]);
+        config.reload().unwrap();
+        assert_eq!(
+            shared.keyfile_summary()["sha256"],
+            sha256_hex(second_pem.as_bytes()),
+            "clones see the reload"
+        );
+        assert_ne!(
+            shared.keyfile_summary()["privateKeySha256"],
+            summary["privateKeySha256"]
+        );
+        std::fs::write(&path, "not a keyfile").unwrap();
+        let err = config.reload().unwrap_err();
+        assert!(err.contains("no certificate"), "{err}");
+        assert_eq!(
+            shared.keyfile_summary()["sha256"],
+            sha256_hex(second_pem.as_bytes()),
+            "a failed reload keeps the settings in use"
+        );
+        let from_text = TlsConfig::from_pem(second_pem.as_bytes(), TlsProtocol::Tls13).unwrap();
+        assert!(from_text.reload().is_err());
     }
 }

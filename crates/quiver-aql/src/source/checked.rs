@@ -1,0 +1,302 @@
+//! A transaction that asks, before every read or write, whether the query's caller may touch
+//! the collection: the check during execution that complements the server's check of the
+//! collections a query names (ArangoDB checks a collection a query reaches only at run time —
+//! a handle computed by an expression, the far vertex of an edge — when it adds it).
+
+use std::sync::Arc;
+
+use quiver_core::analyzers::Analyzer;
+use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
+
+use super::{
+    CollectionInfo, DocIter, EdgeHits, IndexMeta, IndexRange, Scorer, SearchQuery, Transaction,
+    ViewHit, WriteOptions, WriteOutcome,
+};
+
+/// The rule: given a collection and whether the access writes, whether it is allowed.
+type Allows = dyn Fn(&str, bool) -> bool + Send + Sync;
+
+/// Whether the caller may read (`write` false) or write (`write` true) a collection.
+#[derive(Clone)]
+pub struct CollectionAccess(Arc<Allows>);
+
+impl CollectionAccess {
+    /// An access rule from a predicate over (collection, write).
+    pub fn new(allows: impl Fn(&str, bool) -> bool + Send + Sync + 'static) -> CollectionAccess {
+        CollectionAccess(Arc::new(allows))
+    }
+
+    /// 403/11 unless the rule allows the access.
+    pub fn check(&self, collection: &str, write: bool) -> Result<()> {
+        if (self.0)(collection, write) {
+            Ok(())
+        } else {
+            Err(Error::with_message(
+                ErrorCode::Forbidden,
+                format!(
+                    "not authorized to {} collection '{collection}'",
+                    if write { "write to" } else { "read from" }
+                ),
+            ))
+        }
+    }
+}
+
+impl std::fmt::Debug for CollectionAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CollectionAccess")
+    }
+}
+
+/// `inner` with every collection access checked against `access` first.
+pub struct CheckedTransaction {
+    inner: Box<dyn Transaction>,
+    access: CollectionAccess,
+}
+
+impl CheckedTransaction {
+    /// Wraps `inner`.
+    pub fn new(inner: Box<dyn Transaction>, access: CollectionAccess) -> CheckedTransaction {
+        CheckedTransaction { inner, access }
+    }
+
+    fn read(&self, collection: &str) -> Result<()> {
+        self.access.check(collection, false)
+    }
+}
+
+impl Transaction for CheckedTransaction {
+    fn collection(&self, name: &str) -> Result<CollectionInfo> {
+        self.read(name)?;
+        self.inner.collection(name)
+    }
+
+    fn count(&self, collection: &str) -> Result<u64> {
+        self.read(collection)?;
+        self.inner.count(collection)
+    }
+
+    fn get(&self, collection: &str, key: &str) -> Result<Option<Value>> {
+        self.read(collection)?;
+        self.inner.get(collection, key)
+    }
+
+    fn get_json(&self, collection: &str, key: &str) -> Result<Option<String>> {
+        self.read(collection)?;
+        self.inner.get_json(collection, key)
+    }
+
+    fn scan(&self, collection: &str) -> Result<DocIter> {
+        self.read(collection)?;
+        self.inner.scan(collection)
+    }
+
+    fn is_view(&self, name: &str) -> bool {
+        self.inner.is_view(name)
+    }
+
+    fn search_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        for collection in collections.unwrap_or_default() {
+            self.read(collection)?;
+        }
+        self.inner
+            .search_view(view, query, collections, scorers, wait_for_sync)
+    }
+
+    fn secondary_indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
+        self.read(collection)?;
+        self.inner.secondary_indexes(collection)
+    }
+
+    fn index_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+    ) -> Result<DocIter> {
+        self.read(collection)?;
+        self.inner.index_lookup(collection, index, ranges, reverse)
+    }
+
+    fn index_lookup_covering(
+        &self,
+        collection: &str,
+        index: u64,
+        ranges: Vec<IndexRange>,
+        reverse: bool,
+        attrs: &[String],
+    ) -> Result<Option<DocIter>> {
+        self.read(collection)?;
+        self.inner
+            .index_lookup_covering(collection, index, ranges, reverse, attrs)
+    }
+
+    fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {
+        self.read(collection)?;
+        self.inner.scan_projected(collection, attrs)
+    }
+
+    fn count_by_attribute(
+        &self,
+        collection: &str,
+        attr: &str,
+        check: &(dyn Fn(u64) -> Result<()> + Sync),
+    ) -> Result<Vec<(Value, u64)>> {
+        self.read(collection)?;
+        self.inner.count_by_attribute(collection, attr, check)
+    }
+
+    fn edges(
+        &self,
+        collection: &str,
+        vertex: &str,
+        outbound: bool,
+        out: &mut EdgeHits,
+    ) -> Result<()> {
+        self.read(collection)?;
+        self.inner.edges(collection, vertex, outbound, out)
+    }
+
+    fn edge_degree_hint(&self, collection: &str, vertex: &str, outbound: bool) -> Option<usize> {
+        // A planning hint, no data: refused collections fail on the read that follows.
+        self.inner.edge_degree_hint(collection, vertex, outbound)
+    }
+
+    fn exists(&self, collection: &str, key: &str) -> Result<bool> {
+        self.read(collection)?;
+        self.inner.exists(collection, key)
+    }
+
+    fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
+        self.read(collection)?;
+        self.inner.indexes(collection)
+    }
+
+    fn collections(&self) -> Result<Vec<(String, String)>> {
+        self.inner.collections()
+    }
+
+    fn analyzer(&self, name: &str) -> Result<Arc<Analyzer>> {
+        self.inner.analyzer(name)
+    }
+
+    fn collection_schema(&self, collection: &str) -> Result<Value> {
+        self.read(collection)?;
+        self.inner.collection_schema(collection)
+    }
+
+    fn geo_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        rect: &quiver_core::geo::Rect,
+    ) -> Result<Option<Vec<Value>>> {
+        self.read(collection)?;
+        self.inner.geo_lookup(collection, index, rect)
+    }
+
+    fn fulltext_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &quiver_core::fulltext::Query,
+    ) -> Result<Option<Vec<Value>>> {
+        self.read(collection)?;
+        self.inner.fulltext_lookup(collection, index, query)
+    }
+
+    fn insert(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        self.access.check(collection, true)?;
+        self.inner.insert(collection, doc, options)
+    }
+
+    fn update(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        self.access.check(collection, true)?;
+        self.inner.update(collection, doc, options)
+    }
+
+    fn replace(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        self.access.check(collection, true)?;
+        self.inner.replace(collection, doc, options)
+    }
+
+    fn remove(
+        &mut self,
+        collection: &str,
+        doc: Value,
+        options: &WriteOptions,
+    ) -> Result<WriteOutcome> {
+        self.access.check(collection, true)?;
+        self.inner.remove(collection, doc, options)
+    }
+
+    fn commit(self: Box<Self>) -> Result<()> {
+        self.inner.commit()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::memory::MemorySource;
+    use crate::source::DataSource;
+    use serde_json::json;
+
+    #[test]
+    fn refused_collections_fail_every_access_and_others_pass() {
+        let source = MemorySource::new();
+        for name in ["open", "hidden"] {
+            source
+                .create_collection("_system", name, false, vec![json!({"_key": "a"})])
+                .unwrap();
+        }
+        let access = CollectionAccess::new(|c, write| c == "open" || (c == "hidden" && !write));
+        let mut txn = CheckedTransaction::new(
+            source.begin("_system", &["open".to_owned()]).unwrap(),
+            access,
+        );
+        assert!(txn.get("open", "a").unwrap().is_some());
+        assert!(txn.get("hidden", "a").unwrap().is_some(), "read allowed");
+        let err = txn
+            .insert("hidden", json!({}), &WriteOptions::default())
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::Forbidden);
+        txn.insert("open", json!({"_key": "b"}), &WriteOptions::default())
+            .unwrap();
+        let closed = CollectionAccess::new(|c, _| c == "open");
+        let txn = CheckedTransaction::new(source.begin("_system", &[]).unwrap(), closed);
+        for err in [
+            txn.get("hidden", "a").err(),
+            txn.scan("hidden").err(),
+            txn.count("hidden").err(),
+            txn.exists("hidden", "a").err(),
+        ] {
+            assert_eq!(err.map(|e| e.code), Some(ErrorCode::Forbidden));
+        }
+        assert_eq!(txn.count("open").unwrap(), 1);
+    }
+}

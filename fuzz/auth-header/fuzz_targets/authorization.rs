@@ -1,0 +1,108 @@
+//! Any bytes as an `Authorization` header value: parsing, Basic decoding and JWT verification
+//! return an answer, never panic or hang; nothing but a token signed with the server's secret
+//! verifies.
+//!
+//! The first byte picks what the rest is: 0 — a whole header value; 1 — the claims of a token
+//! signed with the server's secret (so the claim checks after the signature are reached);
+//! anything else — a token for `bearer` (header and signature as given). Modes 2 and 3 also
+//! issue a user or superuser token for the rest as name and check that it verifies.
+#![no_main]
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use base64::Engine;
+use libfuzzer_sys::fuzz_target;
+
+#[path = "../../../crates/quiver-server/src/auth/header.rs"]
+mod header;
+#[path = "../../../crates/quiver-server/src/auth/jwt.rs"]
+mod jwt;
+
+const SECRET: &[u8] = b"fuzzing secret";
+
+fn secrets() -> &'static jwt::Secrets {
+    static SECRETS: OnceLock<jwt::Secrets> = OnceLock::new();
+    SECRETS.get_or_init(|| {
+        jwt::Secrets::new(&[SECRET.to_vec(), b"passive secret".to_vec()]).expect("secrets")
+    })
+}
+
+fn check_header(value: &str) {
+    match header::parse(value) {
+        header::Credentials::Basic(encoded) => {
+            if let Some((name, _password)) = header::decode_basic(encoded) {
+                assert!(!name.contains(':'), "the name ends at the first ':'");
+                assert!(encoded.len() <= header::MAX_BASIC_LEN);
+            }
+        }
+        header::Credentials::Bearer(token) => {
+            // Random text never carries a valid signature under the secret.
+            if let Some(bearer) = secrets().verify(token) {
+                panic!("unsigned input verified as {bearer:?}: {token:?}");
+            }
+        }
+        header::Credentials::Other => {}
+    }
+}
+
+/// A token whose payload is `claims` (any bytes), signed with the active secret, so that
+/// malformed claims reach the checks behind the signature.
+fn signed_with_secret(claims: &[u8]) -> String {
+    let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let head = engine.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+    let body = engine.encode(claims);
+    let signing_input = format!("{head}.{body}");
+    let key = jsonwebtoken::EncodingKey::from_secret(SECRET);
+    let signature = jsonwebtoken::crypto::sign(
+        signing_input.as_bytes(),
+        &key,
+        jsonwebtoken::Algorithm::HS256,
+    )
+    .expect("signing");
+    format!("{signing_input}.{signature}")
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    match mode {
+        0 => {
+            if let Ok(value) = std::str::from_utf8(rest) {
+                check_header(value);
+            }
+        }
+        1 => {
+            let token = signed_with_secret(rest);
+            if let Some(bearer) = secrets().verify(&token) {
+                // Accepted claims are well-formed: the right issuer and a subject.
+                let claims: serde_json::Value =
+                    serde_json::from_slice(rest).expect("verified claims are JSON");
+                assert_eq!(claims["iss"], jwt::ISSUER, "{bearer:?}");
+            }
+        }
+        _ => {
+            if let Ok(token) = std::str::from_utf8(rest) {
+                assert!(secrets().verify(token).is_none(), "{token:?}");
+            }
+        }
+    }
+    // Issuing and verifying round-trips for any user name or server id.
+    if let Ok(name) = std::str::from_utf8(rest) {
+        if mode == 2 && !name.is_empty() {
+            let token = secrets()
+                .issue_user_token(name, Duration::from_secs(60))
+                .expect("signing");
+            assert_eq!(secrets().verify(&token), Some(jwt::Bearer::User(name.into())));
+        }
+        if mode == 3 {
+            let token = secrets()
+                .issue_superuser_token(name, Duration::from_secs(60))
+                .expect("signing");
+            assert_eq!(secrets().verify(&token), Some(jwt::Bearer::Superuser));
+            let (active, passive) = secrets().digests();
+            assert_eq!((active.len(), passive.len()), (64, 1));
+        }
+    }
+});
