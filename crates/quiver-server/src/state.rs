@@ -34,6 +34,9 @@ pub struct ServerConfig {
     pub trusted_origins: crate::cors::TrustedOrigins,
     /// Whether `/_admin/metrics` is served (`--server.export-metrics-api`).
     pub export_metrics_api: bool,
+    /// Bytes the recent API calls and AQL queries may take (`--server.api-call-recording`,
+    /// `--server.api-recording-memory-limit` and their AQL counterparts; 0 = not recorded).
+    pub recording_limits: crate::stats::RecordingLimits,
     /// The log: levels per topic, outputs, recent entries.
     pub log: Arc<crate::log::LogControl>,
     /// The options the server runs with, for `/_admin/options*`.
@@ -127,6 +130,7 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
             export_metrics_api: true,
+            recording_limits: crate::stats::RecordingLimits::default(),
             log: Arc::default(),
             startup_options: Arc::new(StartupOptions::new([])),
             http_timeouts: HttpTimeouts::default(),
@@ -172,7 +176,7 @@ impl ServerState {
             auth,
             ownership: Default::default(),
             statistics: Arc::default(),
-            recordings: Default::default(),
+            recordings: crate::stats::Recordings::new(config.recording_limits),
             dump_batches: Default::default(),
             queries: {
                 let queries = QueryService::over_core(core.clone());

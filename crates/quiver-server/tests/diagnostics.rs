@@ -197,6 +197,8 @@ fn usage_metrics_are_an_empty_prometheus_page() {
         .unwrap()
         .starts_with("text/plain; version=0.0.4")));
     assert!(r.body.is_empty());
+    // As ArangoDB: another method is 400 with error 405.
+    error(&state, Method::POST, "/_admin/usage-metrics", 400, 405);
 }
 
 #[test]
@@ -242,20 +244,31 @@ fn public_options_are_the_curated_few() {
 fn structured_log_parameters_are_read_and_set() {
     let dir = tempfile::tempdir().unwrap();
     let state = state_over(dir.path(), ServerConfig::default());
-    let off = json!({"database": false, "username": false, "url": false});
-    assert_eq!(ok(&state, Method::GET, "/_admin/log/structured", None), off);
+    // As ArangoDB: only the parameters that are on are listed.
+    assert_eq!(
+        ok(&state, Method::GET, "/_admin/log/structured", None),
+        json!({})
+    );
     let v = ok(
         &state,
         Method::PUT,
         "/_admin/log/structured",
         Some(json!({"database": true, "url": true})),
     );
-    assert_eq!(v, json!({"database": true, "username": false, "url": true}));
+    assert_eq!(v, json!({"database": true, "url": true}));
+    // Values that are not booleans and unknown names are ignored, as ArangoDB ignores them.
+    let v = ok(
+        &state,
+        Method::PUT,
+        "/_admin/log/structured",
+        Some(json!({"username": "yes", "other": true, "database": false})),
+    );
+    assert_eq!(v, json!({"url": true}));
     let r = call(
         &state,
         Method::PUT,
         "/_admin/log/structured",
-        Some(json!({"username": "yes"})),
+        Some(json!([true])),
     );
     assert_eq!(r.status.as_u16(), 400, "{r:?}");
     assert_eq!(r.body_json().unwrap()["errorNum"], 400);

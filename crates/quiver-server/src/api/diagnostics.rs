@@ -181,7 +181,10 @@ pub fn recordings(state: &ServerState, req: &Request, what: &str) -> Response {
 /// single server has no shards, so the Prometheus page is empty.
 pub fn usage_metrics(req: &Request) -> Response {
     if !is_get(req) {
-        return method_not_allowed();
+        // ArangoDB answers this endpoint's other methods with 400 (error 405).
+        return Error::with_message(ErrorCode::HttpMethodNotAllowed, "method not supported")
+            .with_status(400)
+            .into();
     }
     let mut response = Response::empty(200);
     response.content_type = Some(http::HeaderValue::from_static(

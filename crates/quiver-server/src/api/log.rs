@@ -44,9 +44,7 @@ fn set_structured(state: &ServerState, req: &Request) -> Result<Response> {
         "structured log parameters",
     )?;
     let params = state.config.log.structured();
-    params
-        .apply(body.as_object().expect("body_object answers an object"))
-        .map_err(bad)?;
+    params.apply(body.as_object().expect("body_object answers an object"));
     Ok(Response::json(200, &params.to_json()))
 }
 

@@ -41,35 +41,28 @@ impl StructuredParams {
         }
     }
 
-    /// `{"database": bool, "username": bool, "url": bool}`.
+    /// The parameters that are on, each `true` (ArangoDB lists only those):
+    /// `{"database": true, "url": true}`.
     pub fn to_json(&self) -> Value {
         let mut map = Map::new();
         for (i, name) in NAMES.iter().enumerate() {
-            map.insert(
-                (*name).to_owned(),
-                self.on[i].load(Ordering::Relaxed).into(),
-            );
+            if self.on[i].load(Ordering::Relaxed) {
+                map.insert((*name).to_owned(), Value::Bool(true));
+            }
         }
         Value::Object(map)
     }
 
-    /// Applies `{"name": bool, …}`: unknown names are ignored (as ArangoDB does); a value
-    /// that is not a boolean fails and changes nothing.
-    pub fn apply(&self, body: &Map<String, Value>) -> Result<(), String> {
-        let mut changes = Vec::new();
+    /// Applies `{"name": bool, …}`: as ArangoDB does, unknown names and values that are
+    /// not booleans are ignored, and names left out keep their setting.
+    pub fn apply(&self, body: &Map<String, Value>) {
         for (name, value) in body {
-            let Some(i) = NAMES.iter().position(|n| n == name) else {
+            let (Some(i), Some(on)) = (NAMES.iter().position(|n| n == name), value.as_bool())
+            else {
                 continue;
             };
-            let on = value.as_bool().ok_or_else(|| {
-                format!("the value of structured log parameter '{name}' must be a boolean")
-            })?;
-            changes.push((i, on));
-        }
-        for (i, on) in changes {
             self.on[i].store(on, Ordering::Relaxed);
         }
-        Ok(())
     }
 }
 
@@ -79,17 +72,17 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn apply_sets_known_names_and_rejects_non_booleans_whole() {
+    fn apply_sets_known_booleans_and_lists_what_is_on() {
         let params = StructuredParams::default();
-        assert_eq!(
-            params.to_json(),
-            json!({"database": false, "username": false, "url": false})
-        );
-        let body = json!({"database": true, "other": 1});
-        params.apply(body.as_object().unwrap()).unwrap();
+        assert_eq!(params.to_json(), json!({}));
+        let body = json!({"database": true, "other": true});
+        params.apply(body.as_object().unwrap());
         assert!(params.snapshot().database && !params.snapshot().url);
-        let bad = json!({"url": true, "username": "yes"});
-        assert!(params.apply(bad.as_object().unwrap()).is_err());
-        assert!(!params.snapshot().url, "a failed change changes nothing");
+        assert_eq!(params.to_json(), json!({"database": true}));
+        let mixed = json!({"url": true, "username": "yes"});
+        params.apply(mixed.as_object().unwrap());
+        assert_eq!(params.to_json(), json!({"database": true, "url": true}));
+        params.apply(json!({"database": false}).as_object().unwrap());
+        assert_eq!(params.to_json(), json!({"url": true}));
     }
 }

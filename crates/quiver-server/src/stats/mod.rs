@@ -10,5 +10,5 @@ pub mod recordings;
 pub mod requests;
 pub mod statistics_json;
 
-pub use recordings::Recordings;
+pub use recordings::{RecordingLimits, Recordings};
 pub use requests::{ConnectionRecord, RequestStatistics};

@@ -143,6 +143,11 @@ impl<T: Recorded + Clone> Recorder<T> {
         }
     }
 
+    /// Whether entries are kept at all (a limit of 0 keeps none).
+    pub fn is_on(&self) -> bool {
+        self.shard_limit > 0
+    }
+
     /// Keeps `entry`, dropping the oldest of its shard beyond the limit. An entry larger
     /// than a shard's share is not kept.
     pub fn record(&self, entry: T) {
@@ -181,18 +186,42 @@ pub struct Recordings {
     pub aql_queries: Recorder<AqlQuery>,
 }
 
-impl Default for Recordings {
-    fn default() -> Recordings {
-        Recordings {
-            api_calls: Recorder::new(DEFAULT_MEMORY_LIMIT),
-            aql_queries: Recorder::new(DEFAULT_MEMORY_LIMIT),
+/// The memory each recording may take, in bytes (0: nothing is recorded).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecordingLimits {
+    pub api_calls: usize,
+    pub aql_queries: usize,
+}
+
+impl Default for RecordingLimits {
+    fn default() -> RecordingLimits {
+        RecordingLimits {
+            api_calls: DEFAULT_MEMORY_LIMIT,
+            aql_queries: DEFAULT_MEMORY_LIMIT,
         }
     }
 }
 
+impl Default for Recordings {
+    fn default() -> Recordings {
+        Recordings::new(RecordingLimits::default())
+    }
+}
+
 impl Recordings {
+    /// Recordings within `limits`.
+    pub fn new(limits: RecordingLimits) -> Recordings {
+        Recordings {
+            api_calls: Recorder::new(limits.api_calls),
+            aql_queries: Recorder::new(limits.aql_queries),
+        }
+    }
+
     /// Records a call of `method` `path` (below `/_db/{database}`).
     pub fn api_call(&self, method: &http::Method, path: &str, database: &str) {
+        if !self.api_calls.is_on() {
+            return;
+        }
         self.api_calls.record(ApiCall {
             at: Utc::now(),
             method: method.clone(),
@@ -203,6 +232,9 @@ impl Recordings {
 
     /// Records a submitted AQL query.
     pub fn aql_query(&self, query: &str, bind_vars: &Map<String, Value>, database: &str) {
+        if !self.aql_queries.is_on() {
+            return;
+        }
         self.aql_queries
             .record(AqlQuery::new(query, bind_vars, database));
     }
@@ -264,10 +296,10 @@ mod tests {
 
     #[test]
     fn entries_larger_than_a_shard_are_not_kept_and_zero_keeps_nothing() {
-        let recordings = Recordings {
-            api_calls: Recorder::new(0),
-            aql_queries: Recorder::new(SHARDS * 1024),
-        };
+        let recordings = Recordings::new(RecordingLimits {
+            api_calls: 0,
+            aql_queries: SHARDS * 1024,
+        });
         recordings.api_call(&http::Method::GET, "/_api/version", "_system");
         assert_eq!(recordings.api_calls_json(), json!({"calls": []}));
         let mut binds = Map::new();
