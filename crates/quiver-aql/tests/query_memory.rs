@@ -98,3 +98,23 @@ fn all_queries_together_stay_under_the_global_limit() {
     // A failed query gives its share back.
     assert_eq!(s.memory_in_use(), held);
 }
+
+#[test]
+fn the_global_memory_figure_moves_while_a_query_runs() {
+    let s = service();
+    assert_eq!(s.figures().running_memory, 0);
+    let streaming = json!({"query": "FOR i IN 1..20000 SORT i DESC RETURN i",
+                           "batchSize": 1, "options": {"stream": true}});
+    let (_, first) = s
+        .create_cursor("_system", support::cursor(&streaming))
+        .unwrap();
+    let held = s.figures().running_memory;
+    assert!(
+        held > 20000,
+        "a sorted stream of 20000 numbers holds {held} bytes"
+    );
+    assert_eq!(held, s.memory_in_use());
+    let id = first["id"].as_str().unwrap().to_string();
+    s.delete_cursor("_system", &id).unwrap();
+    assert_eq!(s.figures().running_memory, 0);
+}

@@ -79,6 +79,8 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             Some("tls" | "encryption") => Need::Database(RO),
             Some("mode") if !read => Need::Admin,
             Some("role" | "id" | "mode") => Need::Database(RO),
+            // `--log.recording-api-enabled true` (ArangoDB's default): administrators.
+            Some("api-calls" | "aql-queries") => Need::Admin,
             _ => Need::Unlisted,
         },
         ("_admin", Some("version" | "time" | "status" | "echo")) => Need::Database(RO),
@@ -86,6 +88,10 @@ pub fn need(req: &Request, system_only: bool) -> Need {
         // `--server.harden`).
         ("_admin", Some("metrics" | "statistics" | "statistics-description")) => Need::Database(RO),
         ("_admin", Some("database")) if seg(2) == Some("target-version") => Need::Database(RO),
+        ("_admin", Some("deployment" | "options-public" | "usage-metrics")) => Need::Database(RO),
+        // `--server.support-info-api admin` (ArangoDB's default), crash dumps and
+        // activities: administrators.
+        ("_admin", Some("support-info" | "crashes" | "activities")) => Need::Admin,
         // `--log.api-enabled true`: administrators.
         ("_admin", Some("log")) => Need::Admin,
         // Hot backups copy every database: administrators (ArangoDB: `rw` on `_system`).

@@ -51,6 +51,9 @@ pub fn handle(state: &ServerState, mut request: Request) -> Response {
     if let Some(read) = request.received.take() {
         state.statistics.dispatched(read.elapsed());
     }
+    state
+        .recordings
+        .api_call(&request.method, &request.path, &request.database);
     if let Some(mode) = request.header(&request::X_ARANGO_ASYNC) {
         let mode = mode.trim();
         let store = mode.eq_ignore_ascii_case("store");

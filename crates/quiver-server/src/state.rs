@@ -34,6 +34,9 @@ pub struct ServerConfig {
     pub trusted_origins: crate::cors::TrustedOrigins,
     /// Whether `/_admin/metrics` is served (`--server.export-metrics-api`).
     pub export_metrics_api: bool,
+    /// Bytes the recent API calls and AQL queries may take (`--server.api-call-recording`,
+    /// `--server.api-recording-memory-limit` and their AQL counterparts; 0 = not recorded).
+    pub recording_limits: crate::stats::RecordingLimits,
     /// The log: levels per topic, outputs, recent entries.
     pub log: Arc<crate::log::LogControl>,
     /// The options the server runs with, for `/_admin/options*`.
@@ -127,6 +130,7 @@ impl Default for ServerConfig {
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
             export_metrics_api: true,
+            recording_limits: crate::stats::RecordingLimits::default(),
             log: Arc::default(),
             startup_options: Arc::new(StartupOptions::new([])),
             http_timeouts: HttpTimeouts::default(),
@@ -155,6 +159,8 @@ pub struct ServerState {
     pub ownership: crate::ownership::Ownership,
     /// Request and connection statistics.
     pub statistics: Arc<crate::stats::RequestStatistics>,
+    /// The recent API calls and AQL queries (`/_admin/server/api-calls`, `aql-queries`).
+    pub recordings: crate::stats::Recordings,
     /// Running dump batches of the replication API.
     pub dump_batches: crate::dump_batches::DumpBatches,
     /// A shutdown asked for by `DELETE /_admin/shutdown`.
@@ -174,6 +180,7 @@ impl ServerState {
             auth,
             ownership: Default::default(),
             statistics: Arc::default(),
+            recordings: crate::stats::Recordings::new(config.recording_limits),
             dump_batches: Default::default(),
             stop: Default::default(),
             mode: Default::default(),

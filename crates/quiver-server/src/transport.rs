@@ -784,7 +784,10 @@ async fn answer(
             let read = std::time::Instant::now();
             request.received = Some(read);
             let received_bytes = request.body.len();
-            let logged = crate::log::request_log::RequestLine::start(&request);
+            let logged = crate::log::request_log::RequestLine::start(
+                &request,
+                state.config.log.structured(),
+            );
             let response = dispatch(state, request).await;
             let handled = std::time::Instant::now();
             let response = response.settle().await;

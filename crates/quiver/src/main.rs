@@ -14,6 +14,7 @@ use quiver_server::auth::AuthConfig;
 use quiver_server::cors::TrustedOrigins;
 use quiver_server::log::{LogControl, LogOptions};
 use quiver_server::state::StartupOptions;
+use quiver_server::stats::RecordingLimits;
 use quiver_server::{HttpTimeouts, ServerConfig, ServerState};
 use quiver_storage::CompactionOptions;
 
@@ -525,6 +526,50 @@ struct ServeOptions {
     )]
     export_metrics_api: bool,
 
+    /// Record the most recent API calls (`/_admin/server/api-calls`).
+    #[arg(
+        long = "server.api-call-recording",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Server"
+    )]
+    api_call_recording: bool,
+
+    /// Record the most recent AQL queries (`/_admin/server/aql-queries`).
+    #[arg(
+        long = "server.aql-query-recording",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "true",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Server"
+    )]
+    aql_query_recording: bool,
+
+    /// Memory the recorded API calls may take, in bytes (suffixes KiB, MiB, GiB).
+    #[arg(
+        long = "server.api-recording-memory-limit",
+        value_name = "BYTES",
+        default_value = "26214400",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    api_recording_memory_limit: u64,
+
+    /// Memory the recorded AQL queries may take, in bytes (suffixes KiB, MiB, GiB).
+    #[arg(
+        long = "server.aql-recording-memory-limit",
+        value_name = "BYTES",
+        default_value = "26214400",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    aql_recording_memory_limit: u64,
+
     /// Seconds after which a finished AQL query counts as slow (slow-query log and list).
     #[arg(
         long = "query.slow-threshold",
@@ -953,6 +998,18 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         },
         trusted_origins: TrustedOrigins::parse(&options.trusted_origins),
         export_metrics_api: options.export_metrics_api,
+        recording_limits: RecordingLimits {
+            api_calls: if options.api_call_recording {
+                usize::try_from(options.api_recording_memory_limit).unwrap_or(usize::MAX)
+            } else {
+                0
+            },
+            aql_queries: if options.aql_query_recording {
+                usize::try_from(options.aql_recording_memory_limit).unwrap_or(usize::MAX)
+            } else {
+                0
+            },
+        },
         log: Arc::new(log),
         startup_options: Arc::new(startup_options),
         query_memory_limit: options.query_memory_limit.unwrap_or_else(|| {

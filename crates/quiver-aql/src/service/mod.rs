@@ -690,9 +690,16 @@ impl QueryService {
         Ok((200, Value::Array(list)))
     }
 
+    /// Every running query of every database: (id, database, query text), by id
+    /// (`/_admin/activities`).
+    pub fn running_queries(&self) -> Vec<(u64, String, String)> {
+        self.queries.running_everywhere()
+    }
+
     /// The AQL figures for monitoring.
     pub fn figures(&self) -> QueryFigures {
-        self.queries.figures(self.open_cursors() as u64)
+        self.queries
+            .figures(self.open_cursors() as u64, self.memory.used())
     }
 
     /// Number of open cursors (for tests and metrics).

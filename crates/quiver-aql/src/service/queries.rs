@@ -194,10 +194,23 @@ impl QueryRegistry {
         })
     }
 
-    /// The AQL figures, with `cursors` open cursors.
-    pub(super) fn figures(&self, cursors: u64) -> QueryFigures {
+    /// The AQL figures, with `cursors` open cursors and `memory` bytes held by running
+    /// queries (the global memory accountant's reading).
+    pub(super) fn figures(&self, cursors: u64, memory: u64) -> QueryFigures {
         let running = self.running.lock().len() as u64;
-        self.metrics.figures(running, 0, cursors)
+        self.metrics.figures(running, memory, cursors)
+    }
+
+    /// Every running query of every database: (id, database, query text), by id.
+    pub(super) fn running_everywhere(&self) -> Vec<(u64, String, String)> {
+        let mut list: Vec<(u64, String, String)> = self
+            .running
+            .lock()
+            .iter()
+            .map(|(id, q)| (*id, q.database.clone(), q.query.clone()))
+            .collect();
+        list.sort_by_key(|(id, _, _)| *id);
+        list
     }
 
     /// `GET /_api/query/current`.

@@ -27,7 +27,7 @@ pub struct QueryFigures {
     pub total_query_time_msec: u64,
     /// Queries running now (`arangodb_aql_current_query`).
     pub running: u64,
-    /// Peak memory of the running queries in bytes (`arangodb_aql_global_memory_usage`).
+    /// Memory the running queries hold now, in bytes (`arangodb_aql_global_memory_usage`).
     pub running_memory: u64,
     /// Open cursors (`arangodb_aql_cursors_active`).
     pub cursors: u64,

@@ -51,6 +51,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
             None => {
                 let mut query = request::cursor_request(&body()?)?;
+                state
+                    .recordings
+                    .aql_query(&query.query, &query.bind_vars, db);
                 query.access = crate::access::query_access(state, req);
                 cursor_reply(queries.create_cursor_reply(db, query))
             }
@@ -176,6 +179,13 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
     let answer = state
         .queries
         .create_cursor_inline(&req.database, &request)?;
+    // Answered here, so [`crate::handle`] does not see it: record it as it would.
+    state
+        .recordings
+        .api_call(&req.method, &req.path, &req.database);
+    state
+        .recordings
+        .aql_query(&request.query, &request.bind_vars, &req.database);
     Some(match answer {
         Ok((status, bytes)) => Response::json_bytes(status, bytes),
         Err(e) => e.into(),
@@ -205,6 +215,9 @@ fn create_in_transaction(
         // Read inside the lease, as the query's own errors are: a body the service cannot
         // take ends the lease without handing the transaction back, like a failed query.
         let reply = request::cursor_request(&body).and_then(|mut query| {
+            state
+                .recordings
+                .aql_query(&query.query, &query.bind_vars, &req.database);
             query.access = crate::access::query_access(state, req);
             state.queries.create_cursor_in(&req.database, query, lent)
         });

@@ -1,6 +1,7 @@
 //! `/_admin/log/entries` (recent entries with ArangoDB's filters), `/_admin/log` (the same
 //! entries in the older column shape) and `/_admin/log/level` (read, change and reset the
-//! level of each topic at run time), over [`crate::log::LogControl`].
+//! level of each topic at run time) and `/_admin/log/structured` (the structured
+//! parameters of the request log), over [`crate::log::LogControl`].
 
 use http::Method;
 use quiver_errors::{Error, ErrorCode, Result};
@@ -18,16 +19,33 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
         ([], &Method::GET | &Method::HEAD) => legacy(state, req).map(|v| Response::json(200, &v)),
         (["level"], &Method::GET | &Method::HEAD) => Ok(levels(state, req)),
         (["level"], &Method::PUT) => set_levels(state, req),
+        (["structured"], &Method::GET | &Method::HEAD) => Ok(Response::json(
+            200,
+            &state.config.log.structured().to_json(),
+        )),
+        (["structured"], &Method::PUT) => set_structured(state, req),
         (["level"], &Method::DELETE) => state
             .config
             .log
             .reset()
             .map(|l| Response::json(200, &l.to_json()))
             .map_err(bad),
-        ([] | ["entries" | "level"], _) => return method_not_allowed(),
+        ([] | ["entries" | "level" | "structured"], _) => return method_not_allowed(),
         _ => return not_found(req),
     };
     result.unwrap_or_else(Response::from)
+}
+
+/// `PUT /_admin/log/structured`: a JSON object of booleans.
+fn set_structured(state: &ServerState, req: &Request) -> Result<Response> {
+    let body = super::body_object(
+        req,
+        ErrorCode::HttpBadParameter,
+        "structured log parameters",
+    )?;
+    let params = state.config.log.structured();
+    params.apply(body.as_object().expect("body_object answers an object"));
+    Ok(Response::json(200, &params.to_json()))
 }
 
 fn bad(message: String) -> Error {

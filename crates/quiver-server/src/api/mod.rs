@@ -7,6 +7,7 @@ pub mod batch;
 pub mod collection;
 pub mod cursor;
 pub mod database;
+pub mod diagnostics;
 pub mod document;
 pub mod dump;
 pub mod edges;
@@ -78,6 +79,11 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
         {
             server_jwt::route(state, req)
         }
+        (Some("_admin"), Some("server" | "deployment" | "crashes"))
+            if req.segments.len() == 3 && diagnostics::serves(req) =>
+        {
+            return diagnostics::route(state, req)
+        }
         (Some("_admin"), Some("aardvark")) => return crate::webui::serve(req),
         (Some("_admin"), Some("metrics")) => return metrics::route(state, req),
         (Some("_admin"), Some("log")) => return log::route(state, req),
@@ -86,6 +92,10 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
             "statistics-description" => return statistics::description(state, req),
             "options" => return options::options(state, req),
             "options-description" => return options::description(state, req),
+            "options-public" => return options::public(state, req),
+            "support-info" | "crashes" | "activities" | "usage-metrics" => {
+                return diagnostics::route(state, req)
+            }
             _ => return admin::admin(state, req),
         },
         (Some("_admin"), Some(_)) => return admin::admin(state, req),

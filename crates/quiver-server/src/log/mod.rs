@@ -7,6 +7,7 @@
 pub mod output;
 pub mod request_log;
 pub mod ring;
+pub mod structured;
 pub mod topics;
 
 use std::sync::Arc;
@@ -17,6 +18,7 @@ use tracing_subscriber::EnvFilter;
 
 pub use output::LogOutput;
 pub use ring::{LogEntry, LogRing};
+pub use structured::{StructuredParams, StructuredSnapshot};
 pub use topics::{LogLevel, TopicLevels};
 
 type Reload = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
@@ -39,6 +41,7 @@ pub struct LogControl {
     startup: TopicLevels,
     outputs: Vec<LogOutput>,
     reload: Option<Reload>,
+    structured: StructuredParams,
 }
 
 impl std::fmt::Debug for LogControl {
@@ -66,6 +69,7 @@ impl LogControl {
             levels: Mutex::new(levels),
             outputs: Vec::new(),
             reload: None,
+            structured: StructuredParams::default(),
         }
     }
 
@@ -102,12 +106,18 @@ impl LogControl {
             levels: Mutex::new(levels),
             outputs,
             reload: Some(reload),
+            structured: StructuredParams::default(),
         })
     }
 
     /// The recent entries.
     pub fn ring(&self) -> &LogRing {
         &self.ring
+    }
+
+    /// The structured log parameters (`/_admin/log/structured`).
+    pub fn structured(&self) -> &StructuredParams {
+        &self.structured
     }
 
     /// The outputs.
