@@ -22,6 +22,7 @@ pub mod optimizer;
 pub mod parser;
 pub mod plan;
 pub mod plan_cache;
+pub mod results_cache;
 pub mod service;
 pub mod source;
 

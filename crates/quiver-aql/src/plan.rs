@@ -338,6 +338,10 @@ pub struct QueryPlan {
     pub collections: BTreeMap<String, &'static str>,
     pub rules: Vec<String>,
     pub is_modification: bool,
+    /// The query results cache may keep this plan's results: it writes nothing and calls no
+    /// function ArangoDB marks uncacheable (random values, the clock, reads of documents,
+    /// collections or the caller outside the query's own loops).
+    pub cacheable: bool,
     pub bind_names: Vec<String>,
     /// `indexHint` / `forceIndexHint` of collection loops, by loop variable slot.
     pub index_hints: HashMap<Slot, IndexHint>,
@@ -444,6 +448,8 @@ struct Planner<'a> {
     folded_bytes: u64,
     /// The variables of view loops with their EnumerateViewNode's id (scorers attach there).
     view_vars: Vec<(Slot, usize)>,
+    /// A function whose results must not be cached was called.
+    calls_uncacheable: bool,
 }
 
 /// Plans `query`; `txn` is used only to check collections exist. `limits` (kill flag,
@@ -468,6 +474,7 @@ pub fn build(
         modified: HashSet::new(),
         index_hints: HashMap::new(),
         view_vars: Vec::new(),
+        calls_uncacheable: false,
     };
     for name in &query.with {
         let name = planner.resolve_collection_name(&collection_ref_of_with(name))?;
@@ -486,6 +493,7 @@ pub fn build(
         ));
     }
     let is_modification = !planner.modified.is_empty();
+    let cacheable = !is_modification && !planner.calls_uncacheable;
     let mut bind_names: Vec<String> = planner.used_binds.into_iter().collect();
     bind_names.sort();
     Ok(QueryPlan {
@@ -494,6 +502,7 @@ pub fn build(
         collections: planner.collections,
         rules: Vec::new(),
         is_modification,
+        cacheable,
         bind_names,
         index_hints: planner.index_hints,
     })
@@ -1342,6 +1351,7 @@ impl<'a> Planner<'a> {
                         let count = functions::lookup("COLLECTION_COUNT").ok_or_else(|| {
                             Error::with_message(ErrorCode::Internal, "COLLECTION_COUNT missing")
                         })?;
+                        self.calls_uncacheable |= !count.cacheable;
                         return Ok(CExpr::Call(count, vec![CExpr::Const(Value::String(name))]));
                     }
                 }
@@ -1356,6 +1366,7 @@ impl<'a> Planner<'a> {
                         _ => compiled.push(self.compile(a, plan)?),
                     }
                 }
+                self.calls_uncacheable |= !def.cacheable;
                 CExpr::Call(def, compiled)
             }
             Expr::Subquery(q) => {

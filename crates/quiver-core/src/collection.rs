@@ -380,6 +380,8 @@ pub struct Collection {
     status: Option<Error>,
     /// The highest revision written through this handle (0 = not known yet).
     last_revision: AtomicU64,
+    /// Changes after every committed write (see [`crate::data_version`]).
+    data_version: crate::data_version::CollectionVersion,
     pub(crate) settings: Arc<Settings>,
     edge_index: Option<Arc<EdgeIndex>>,
     unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
@@ -477,6 +479,7 @@ impl Collection {
             dropped: AtomicBool::new(false),
             status,
             last_revision: AtomicU64::new(0),
+            data_version: crate::data_version::CollectionVersion::new(),
             settings,
             edge_index,
             unique_indexes: RwLock::new(Arc::new(unique)),
@@ -1123,8 +1126,16 @@ impl Collection {
         self.handle_reservation(&mut keygen, reservation)
     }
 
+    /// Called after a write of revision `rev` became visible.
     pub(crate) fn note_revision(&self, rev: Revision) {
         self.last_revision.fetch_max(rev.0, Ordering::AcqRel);
+        self.data_version.written();
+    }
+
+    /// A number that changes after every committed write to this collection, never shared
+    /// with another collection handle (see [`crate::data_version`]).
+    pub fn data_version(&self) -> u64 {
+        self.data_version.get()
     }
 
     fn last_key_value(&self) -> u64 {

@@ -61,6 +61,7 @@ mod catalog;
 mod collection;
 mod commit;
 mod computed;
+mod data_version;
 mod document;
 mod document_rules;
 mod document_writer;
@@ -95,6 +96,7 @@ pub use catalog::{
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
+pub use data_version::data_version;
 pub use document::{revision_matches, EncodedDocument};
 pub use document_rules::version_keeps_stored;
 pub use document_writer::DocumentWriter;

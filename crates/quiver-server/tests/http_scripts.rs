@@ -218,5 +218,6 @@ scripts!(
         version_attribute,
         databases,
         collections,
+        query_results_cache,
     ]
 );

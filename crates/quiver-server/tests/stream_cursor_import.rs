@@ -272,30 +272,3 @@ fn trivial_queries_are_answered_inline_like_the_full_route() {
         .with_body(r#"{"query":"FOR i IN 1..3 RETURN i * 2","count":true}"#.to_string());
     assert!(quiver_server::api::cursor::try_inline(&f.state, &other_db).is_none());
 }
-
-#[test]
-fn query_cache_properties_report_the_cache_off() {
-    let f = fixture();
-    let r = f.call(None, Method::GET, "/_api/query-cache/properties", None);
-    assert_eq!(r.status.as_u16(), 200);
-    assert_eq!(body(&r)["mode"], "off");
-    assert_eq!(body(&r)["maxResults"], 128);
-    let r = f.call(
-        None,
-        Method::PUT,
-        "/_api/query-cache/properties",
-        Some(json!({"mode": "off", "maxResults": 10})),
-    );
-    assert_eq!(body(&r)["mode"], "off");
-    let r = f.call(
-        None,
-        Method::PUT,
-        "/_api/query-cache/properties",
-        Some(json!({"mode": "on"})),
-    );
-    assert_error(&r, 501, 9);
-    let r = f.call(None, Method::GET, "/_api/query-cache/entries", None);
-    assert_eq!(body(&r), json!([]));
-    let r = f.call(None, Method::DELETE, "/_api/query-cache", None);
-    assert_eq!(r.status.as_u16(), 200);
-}

@@ -601,6 +601,59 @@ struct ServeOptions {
         help_heading = "Queries"
     )]
     query_tracking: bool,
+
+    /// Mode of the AQL query results cache: off, on (every query unless it says
+    /// `cache: false`) or demand (queries that say `cache: true`).
+    #[arg(
+        long = "query.cache-mode",
+        value_name = "MODE",
+        default_value = "off",
+        value_parser = ["off", "on", "demand"],
+        help_heading = "Queries"
+    )]
+    query_cache_mode: String,
+
+    /// Results the query results cache keeps per database (0: the default, 128).
+    #[arg(
+        long = "query.cache-entries",
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Queries"
+    )]
+    query_cache_entries: u64,
+
+    /// Bytes of all results the query results cache keeps per database (0: the default,
+    /// 256 MiB; suffixes KiB, MiB, GiB).
+    #[arg(
+        long = "query.cache-entries-max-size",
+        value_name = "SIZE",
+        default_value = "0",
+        value_parser = parse_size,
+        help_heading = "Queries"
+    )]
+    query_cache_entries_max_size: u64,
+
+    /// Bytes of one result the query results cache keeps (0: the default, 16 MiB).
+    #[arg(
+        long = "query.cache-entry-max-size",
+        value_name = "SIZE",
+        default_value = "0",
+        value_parser = parse_size,
+        help_heading = "Queries"
+    )]
+    query_cache_entry_max_size: u64,
+
+    /// Whether the query results cache keeps results read from system collections.
+    #[arg(
+        long = "query.cache-include-system-collections",
+        value_name = "BOOL",
+        num_args = 0..=1,
+        default_value = "false",
+        default_missing_value = "true",
+        value_parser = parse_flag,
+        help_heading = "Queries"
+    )]
+    query_cache_include_system: bool,
 }
 
 fn parse_flag(text: &str) -> Result<bool, String> {
@@ -1040,6 +1093,18 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
             },
         )
         .map_err(|e| format!("cannot set the query tracking options: {}", e.message))?;
+    let positive = |v: u64| (v > 0).then_some(v);
+    state
+        .queries
+        .set_results_cache_properties(&quiver_aql::results_cache::CacheUpdate {
+            mode: Some(quiver_aql::results_cache::CacheMode::parse(
+                &options.query_cache_mode,
+            )),
+            max_results: positive(options.query_cache_entries),
+            max_results_size: positive(options.query_cache_entries_max_size),
+            max_entry_size: positive(options.query_cache_entry_max_size),
+            include_system: Some(options.query_cache_include_system),
+        });
 
     let result = runtime.block_on(async {
         let signals = ShutdownSignals::install()?;

@@ -106,7 +106,7 @@ impl QueryService {
         } else if !matches!(cursor.data, CursorData::Streaming(_)) {
             body.insert("extra".into(), json!({"warnings": [], "stats": {}}));
         }
-        body.insert("cached".into(), json!(false));
+        body.insert("cached".into(), json!(cursor.cached));
         body.insert("error".into(), json!(false));
         let body = Value::Object(body);
         if cursor.allow_retry {

@@ -48,6 +48,8 @@ pub(super) struct Cursor {
     pub(super) exhausted: bool,
     /// Rows are documents as stored JSON text (`QueryPlan::raw_result`).
     pub(super) raw_result: bool,
+    /// The rows come from the query results cache (`cached` in every batch).
+    pub(super) cached: bool,
 }
 
 /// Open cursors by id. A cursor in use is locked by its user; the registry never waits for

@@ -21,6 +21,7 @@ mod query_metrics;
 mod reply;
 mod request;
 mod response;
+mod result_caching;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -38,6 +39,7 @@ use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
+use crate::results_cache::ResultsCache;
 use crate::source::DataSource;
 use crate::value::estimate_size;
 use batches::cursor_with_values;
@@ -59,6 +61,8 @@ pub struct QueryService {
     /// Ids of queries and cursors (one sequence, as in ArangoDB).
     next_id: AtomicU64,
     plans: PlanCache,
+    /// Results of read-only queries (`/_api/query-cache`).
+    results: ResultsCache,
     /// `--query.memory-limit`: the budget of a query that sets no `memoryLimit`.
     default_memory_limit: AtomicU64,
     /// What all running queries hold (`--query.global-memory-limit`).
@@ -115,6 +119,7 @@ impl QueryService {
             queries: QueryRegistry::new(),
             next_id: AtomicU64::new(seed + 1),
             plans: PlanCache::default(),
+            results: ResultsCache::default(),
             default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
             memory: Arc::new(GlobalMemory::default()),
         }
@@ -271,6 +276,16 @@ impl QueryService {
             req.stream = false;
         }
         self.purge_expired();
+        // A kept result is answered before anything is parsed; otherwise the data version is
+        // noted before the query takes its snapshot.
+        let candidate = if self.uses_results_cache(&req, given.is_some()) {
+            if let Some(reply) = self.cached_cursor(db, &req) {
+                return Ok(reply);
+            }
+            self.result_candidate(&req)
+        } else {
+            None
+        };
         // The query is listed (and can be killed) and its `maxRuntime` runs from before it is
         // parsed, as in ArangoDB.
         let killed = Arc::new(AtomicBool::new(false));
@@ -305,12 +320,14 @@ impl QueryService {
                 return Err(e);
             }
         };
-        // The caller's rights, checked at every collection the query touches while it runs.
-        let txn: Box<dyn crate::source::Transaction> = match &req.access {
-            Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(
-                txn,
-                access.clone(),
-            )),
+        // The caller's rights, checked at every collection the query touches while it runs
+        // (which a query that may keep its result also records).
+        let access = match &candidate {
+            Some(c) => Some(c.observing(req.access.clone())),
+            None => req.access.clone(),
+        };
+        let txn: Box<dyn crate::source::Transaction> = match access {
+            Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(txn, access)),
             None => txn,
         };
         self.queries
@@ -358,6 +375,7 @@ impl QueryService {
                 allow_retry: req.allow_retry,
                 exhausted: false,
                 raw_result: plan.raw_result(),
+                cached: false,
             };
             return self.respond_first(
                 cursor_with_values(&mut cursor, values, self, parsing, optimizing)?,
@@ -404,6 +422,19 @@ impl QueryService {
             .json();
             extra["plan"] = self.plan_json_for(db, &plan);
         }
+        if let Some(candidate) = candidate {
+            let warned = !warnings.is_empty();
+            self.keep_result(
+                db,
+                &req,
+                candidate,
+                &plan,
+                &results,
+                warned,
+                &extra,
+                parsing + optimizing + executing,
+            );
+        }
         let count = results.len() as u64;
         let mut cursor = Cursor {
             database: db.to_string(),
@@ -418,6 +449,7 @@ impl QueryService {
             allow_retry: req.allow_retry,
             exhausted: false,
             raw_result: plan.raw_result(),
+            cached: false,
         };
         let body = self.next_body(&mut cursor, None)?;
         self.respond_first(body, cursor, 201)
@@ -439,6 +471,7 @@ impl QueryService {
             || req.allow_retry
             || req.batch_size == 0
             || self.queries.log_fast_queries()
+            || self.uses_results_cache(req, false)
         {
             return None;
         }
@@ -512,6 +545,7 @@ impl QueryService {
                 allow_retry: false,
                 exhausted: false,
                 raw_result: false,
+                cached: false,
             };
             let body = self.next_body(&mut cursor, None)?;
             let CursorReply { code, body, .. } = self.respond_first(body, cursor, 201)?;
@@ -582,7 +616,7 @@ impl QueryService {
             out["plans"] = json!([plan_json]);
         } else {
             out["plan"] = plan_json;
-            out["cacheable"] = json!(!plan.is_modification);
+            out["cacheable"] = json!(plan.cacheable);
         }
         Ok((200, out))
     }

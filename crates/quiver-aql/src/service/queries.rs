@@ -96,6 +96,11 @@ impl QueryRegistry {
         }
     }
 
+    /// Whether bind parameters are shown with tracked queries (and cached results).
+    pub(super) fn tracks_bind_vars(&self) -> bool {
+        self.properties.lock().track_bind_vars
+    }
+
     /// Whether the slow log wants queries as fast as inline ones (which are not registered).
     pub(super) fn log_fast_queries(&self) -> bool {
         self.log_fast_queries.load(Ordering::Relaxed)

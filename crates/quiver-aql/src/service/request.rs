@@ -29,6 +29,9 @@ pub struct CursorRequest {
     pub fail_on_warning: bool,
     pub max_warning_count: usize,
     pub allow_retry: bool,
+    /// `cache`: whether the query results cache is asked for (`None`: as the cache's mode
+    /// says).
+    pub cache: Option<bool>,
     /// Checked before every collection the query reads or writes while it runs (the
     /// caller's rights); `None`: no check (the superuser, authentication off).
     pub access: Option<crate::source::checked::CollectionAccess>,
@@ -56,6 +59,7 @@ impl CursorRequest {
             fail_on_warning: false,
             max_warning_count: Self::DEFAULT_MAX_WARNING_COUNT,
             allow_retry: false,
+            cache: None,
             access: None,
         }
     }

@@ -34,6 +34,16 @@ impl DataSource for CoreSource {
         Some(quiver_core::catalog_version())
     }
 
+    fn data_version(&self) -> Option<u64> {
+        Some(quiver_core::data_version())
+    }
+
+    fn collection_data_version(&self, database: &str, name: &str) -> Option<u64> {
+        let db = self.core.database(database).ok()?;
+        let coll = db.collection(name).ok()?;
+        Some(coll.data_version())
+    }
+
     fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>> {
         let db = self.core.database(database)?;
         let reader = if writes.is_empty() {

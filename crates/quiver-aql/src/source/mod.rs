@@ -100,6 +100,21 @@ pub trait DataSource: Send + Sync {
     fn catalog_version(&self) -> Option<u64> {
         None
     }
+
+    /// A number that changes after every committed write anywhere. Read it before a query
+    /// takes its snapshot: if it is unchanged after the query, no write landed meanwhile.
+    /// `None` when the source cannot tell, which turns the query results cache off.
+    fn data_version(&self) -> Option<u64> {
+        None
+    }
+
+    /// A number that changes after every committed write to collection `name` of `database`
+    /// and is never shared with another collection (one dropped and created again included).
+    /// `None` for a name that is no collection (a view, a missing collection) or when the
+    /// source cannot tell: results read from it are not kept in the query results cache.
+    fn collection_data_version(&self, _database: &str, _name: &str) -> Option<u64> {
+        None
+    }
 }
 
 /// One query's view of a database: every read sees the same consistent state (plus the

@@ -28,17 +28,6 @@ fn cursor_reply(result: Result<CursorReply>) -> Result<Response> {
     Ok(Response::json_bytes(reply.code, reply.to_bytes()))
 }
 
-/// `/_api/query-cache/properties`: ArangoDB's defaults, with the cache off.
-fn query_cache() -> Value {
-    serde_json::json!({
-        "mode": "off",
-        "maxResults": 128,
-        "maxResultsSize": 268_435_456,
-        "maxEntrySize": 16_777_216,
-        "includeSystem": false,
-    })
-}
-
 /// Routes the AQL endpoints.
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let queries = &state.queries;
@@ -93,26 +82,17 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         ("query-plan-cache", &Method::DELETE, []) => reply(queries.clear_plan_cache(db)),
         ("query-plan-cache", _, []) => Ok(method_not_allowed()),
-        ("query-cache", &Method::GET, ["properties"]) => Ok(Response::json(200, &query_cache())),
-        ("query-cache", &Method::PUT, ["properties"]) => {
-            // There is no query results cache: mode "off" is the only setting, and asking for
-            // another is refused rather than ignored.
-            let body = body()?;
-            match body.get("mode").and_then(Value::as_str) {
-                None | Some("off") => Ok(Response::json(200, &query_cache())),
-                Some(mode) => Err(Error::with_message(
-                    ErrorCode::NotImplemented,
-                    format!("the AQL query results cache is not available (mode '{mode}')"),
-                )),
-            }
+        ("query-cache", &Method::GET, ["properties"]) => {
+            reply(Ok(queries.results_cache_properties()))
         }
-        ("query-cache", &Method::GET, ["entries"]) => {
-            Ok(Response::json(200, &Value::Array(vec![])))
-        }
-        ("query-cache", &Method::DELETE, []) => Ok(Response::json(
-            200,
-            &serde_json::json!({"error": false, "code": 200}),
+        ("query-cache", &Method::PUT, ["properties"]) => reply(Ok(
+            queries.set_results_cache_properties(&request::results_cache_update(&body()?)?)
         )),
+        ("query-cache", &Method::GET, ["entries"]) => {
+            let access = crate::access::query_access(state, req);
+            reply(queries.results_cache_entries(db, access.as_ref()))
+        }
+        ("query-cache", &Method::DELETE, []) => reply(Ok(queries.clear_results_cache(db))),
         ("query-cache", _, [] | ["properties" | "entries"]) => Ok(method_not_allowed()),
         _ => Ok(not_found(req)),
     }

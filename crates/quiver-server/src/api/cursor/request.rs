@@ -1,8 +1,9 @@
 //! Reads the bodies of the AQL endpoints into the query service's typed requests, with
 //! ArangoDB's errors for bad input: `POST /_api/cursor` (query, `bindVars`, `batchSize`,
-//! `ttl`, `count`, `memoryLimit` and `options`), `POST /_api/explain`, `POST /_api/query`
-//! and `PUT /_api/query/properties`.
+//! `ttl`, `count`, `memoryLimit`, `cache` and `options`), `POST /_api/explain`,
+//! `POST /_api/query`, `PUT /_api/query/properties` and `PUT /_api/query-cache/properties`.
 
+use quiver_aql::results_cache::{CacheMode, CacheUpdate};
 use quiver_aql::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
@@ -125,7 +126,42 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
             })
             .min(100_000),
         allow_retry: as_bool(opt("allowRetry")),
+        cache: cache_option(body, options),
         access: None,
+    })
+}
+
+/// `cache`, as ArangoDB reads it: a boolean `options.cache`, else the top-level `cache`
+/// (where anything but a boolean means false); `None` when neither is given.
+fn cache_option(body: &Value, options: Option<&Value>) -> Option<bool> {
+    if let Some(Value::Bool(b)) = options.and_then(|o| o.get("cache")) {
+        return Some(*b);
+    }
+    body.get("cache").map(|v| v.as_bool().unwrap_or(false))
+}
+
+/// `PUT /_api/query-cache/properties`: members of the wrong type are ignored and an unknown
+/// mode is `off`, as in ArangoDB; a limit that is not positive is refused.
+pub fn results_cache_update(body: &Value) -> Result<CacheUpdate> {
+    let Value::Object(m) = body else {
+        return Err(Error::with_message(
+            ErrorCode::HttpBadParameter,
+            "expecting a JSON-Object body",
+        ));
+    };
+    let limit = |name: &str| -> Result<Option<u64>> {
+        match m.get(name).and_then(Value::as_f64) {
+            None => Ok(None),
+            Some(v) if v >= 1.0 => Ok(Some(v.min(u64::MAX as f64) as u64)),
+            Some(_) => Err(bad(format!("invalid value for {name}"))),
+        }
+    };
+    Ok(CacheUpdate {
+        mode: m.get("mode").and_then(Value::as_str).map(CacheMode::parse),
+        max_results: limit("maxResults")?,
+        max_results_size: limit("maxResultsSize")?,
+        max_entry_size: limit("maxEntrySize")?,
+        include_system: m.get("includeSystem").and_then(Value::as_bool),
     })
 }
 

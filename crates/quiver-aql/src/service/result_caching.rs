@@ -1,0 +1,229 @@
+//! The query service's side of the query results cache ([`crate::results_cache`]): answering
+//! a cursor from a kept result, keeping the result of a query that ran, and the
+//! `/_api/query-cache` endpoints.
+//!
+//! A query that may use the cache notes the data version of the whole source before it takes
+//! its snapshot, and records every collection it touches while it runs (through the
+//! collection access rule every read and write already passes). Its result is kept only if
+//! no write landed anywhere while it ran, so the versions of the collections it read, taken
+//! afterwards, are the versions of its snapshot.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use parking_lot::Mutex;
+use quiver_errors::Result;
+use serde_json::{json, Value};
+
+use super::cursors::{Cursor, CursorData};
+use super::{binds_key, CursorReply, CursorRequest, QueryService, ServiceReply};
+use crate::plan::QueryPlan;
+use crate::results_cache::{CacheUpdate, Freshness, NewResult, ResultKey};
+use crate::source::checked::CollectionAccess;
+use crate::source::DataSource;
+use crate::value::estimate_size;
+
+/// The versions of one database as its source reports them now.
+struct SourceVersions<'a> {
+    source: &'a dyn DataSource,
+    database: &'a str,
+}
+
+impl Freshness for SourceVersions<'_> {
+    fn collection_version(&self, name: &str) -> Option<u64> {
+        self.source.collection_data_version(self.database, name)
+    }
+
+    fn catalog_version(&self) -> Option<u64> {
+        self.source.catalog_version()
+    }
+}
+
+/// What a query that may keep its result notes before it runs.
+pub(super) struct Candidate {
+    key: ResultKey,
+    data_version: u64,
+    catalog_version: u64,
+    started: SystemTime,
+    /// Every collection the query touched while it ran.
+    touched: Arc<Mutex<BTreeSet<String>>>,
+}
+
+impl Candidate {
+    /// The access rule the query runs under: `access` (or no limit), also recording every
+    /// collection asked about.
+    pub(super) fn observing(&self, access: Option<CollectionAccess>) -> CollectionAccess {
+        let touched = self.touched.clone();
+        CollectionAccess::new(move |collection, write| {
+            {
+                let mut seen = touched.lock();
+                if !seen.contains(collection) {
+                    seen.insert(collection.to_string());
+                }
+            }
+            access
+                .as_ref()
+                .is_none_or(|a| a.check(collection, write).is_ok())
+        })
+    }
+}
+
+fn result_key(req: &CursorRequest) -> ResultKey {
+    ResultKey {
+        query: req.query.clone(),
+        binds: binds_key(&req.bind_vars),
+        count: req.count,
+        full_count: req.full_count,
+        rules: req.rules.clone(),
+    }
+}
+
+impl QueryService {
+    /// Whether `req` looks up and may fill the results cache: the mode and the query's
+    /// `cache` option ask for it, and it neither streams nor runs inside a caller's
+    /// transaction (whose own uncommitted writes it may see).
+    pub(super) fn uses_results_cache(&self, req: &CursorRequest, in_transaction: bool) -> bool {
+        !req.stream && !in_transaction && self.results.wanted(&req.query, req.cache)
+    }
+
+    /// The first batch of a cursor over a kept result, when a fresh one exists and the
+    /// caller may read everything it was read from.
+    pub(super) fn cached_cursor(&self, db: &str, req: &CursorRequest) -> Option<CursorReply> {
+        let now = SourceVersions {
+            source: &*self.source,
+            database: db,
+        };
+        let entry = self.results.lookup(db, &result_key(req), &now)?;
+        if let Some(access) = &req.access {
+            if !entry
+                .sources
+                .iter()
+                .all(|(c, _)| access.check(c, false).is_ok())
+            {
+                return None;
+            }
+        }
+        let mut cursor = Cursor {
+            database: db.to_string(),
+            batch_size: req.batch_size,
+            ttl: Duration::from_secs_f64(req.ttl),
+            expires: Instant::now() + Duration::from_secs_f64(req.ttl),
+            count: req.count.then_some(entry.results.len() as u64),
+            data: CursorData::Materialized(entry.results.iter().cloned().collect()),
+            extra: Some(entry.extra.clone()),
+            batch_id: 0,
+            last_batch: None,
+            allow_retry: req.allow_retry,
+            exhausted: false,
+            raw_result: entry.raw_result,
+            cached: true,
+        };
+        let body = self.next_body(&mut cursor, None).ok()?;
+        self.respond_first(body, cursor, 201).ok()
+    }
+
+    /// Notes what keeping the result of `req` needs; call before the query takes its
+    /// snapshot. `None` when the source cannot tell data versions.
+    pub(super) fn result_candidate(&self, req: &CursorRequest) -> Option<Candidate> {
+        Some(Candidate {
+            key: result_key(req),
+            data_version: self.source.data_version()?,
+            catalog_version: self.source.catalog_version()?,
+            started: SystemTime::now(),
+            touched: Arc::default(),
+        })
+    }
+
+    /// Keeps the result of a query that ran to its end, if it may be kept: the plan is
+    /// cacheable, the run raised no warning, nothing was written meanwhile, and every data
+    /// source is a collection.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn keep_result(
+        &self,
+        db: &str,
+        req: &CursorRequest,
+        candidate: Candidate,
+        plan: &QueryPlan,
+        results: &VecDeque<Value>,
+        warned: bool,
+        extra: &Value,
+        run_time: f64,
+    ) {
+        if !plan.cacheable || warned {
+            return;
+        }
+        if self.source.data_version() != Some(candidate.data_version)
+            || self.source.catalog_version() != Some(candidate.catalog_version)
+        {
+            return;
+        }
+        let mut names = std::mem::take(&mut *candidate.touched.lock());
+        names.extend(plan.collections.keys().cloned());
+        let mut sources = Vec::with_capacity(names.len());
+        for name in names {
+            // A view (or anything else that is no collection) has no data version: its
+            // results are not kept.
+            let Some(version) = self.source.collection_data_version(db, &name) else {
+                return;
+            };
+            sources.push((name, version));
+        }
+        let results_size = results.iter().map(estimate_size).sum();
+        self.results.store(
+            db,
+            NewResult {
+                key: candidate.key,
+                bind_vars: req.bind_vars.clone(),
+                results: results.iter().cloned().collect(),
+                raw_result: plan.raw_result(),
+                extra: extra.clone(),
+                sources,
+                catalog_version: candidate.catalog_version,
+                run_time,
+                started: candidate.started,
+                results_size,
+            },
+        );
+    }
+
+    /// `GET /_api/query-cache/properties`.
+    pub fn results_cache_properties(&self) -> ServiceReply {
+        (200, self.results.properties().json())
+    }
+
+    /// `PUT /_api/query-cache/properties`.
+    pub fn set_results_cache_properties(&self, update: &CacheUpdate) -> ServiceReply {
+        (200, self.results.update(update).json())
+    }
+
+    /// `GET /_api/query-cache/entries`: the fresh results kept for `db` whose every data
+    /// source `access` lets the caller read (all of them without an access rule).
+    pub fn results_cache_entries(
+        &self,
+        db: &str,
+        access: Option<&CollectionAccess>,
+    ) -> Result<ServiceReply> {
+        let now = SourceVersions {
+            source: &*self.source,
+            database: db,
+        };
+        let with_binds = self.queries.tracks_bind_vars();
+        let list: Vec<Value> = self
+            .results
+            .entries(db, &now)
+            .iter()
+            .filter(|e| {
+                access.is_none_or(|a| e.sources.iter().all(|(c, _)| a.check(c, false).is_ok()))
+            })
+            .map(|e| e.json(with_binds))
+            .collect();
+        Ok((200, Value::Array(list)))
+    }
+
+    /// `DELETE /_api/query-cache`: forgets the results kept for `db`.
+    pub fn clear_results_cache(&self, db: &str) -> ServiceReply {
+        self.results.clear(db);
+        (200, json!({"error": false, "code": 200}))
+    }
+}
