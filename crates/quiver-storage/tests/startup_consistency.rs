@@ -397,3 +397,69 @@ fn a_datafile_the_manifest_omits_fails_the_collection_and_salvage_sets_it_aside(
     assert_eq!(contents(&e, a), expected);
     e.shutdown().unwrap();
 }
+
+/// A kill -9 after a compaction's MANIFEST swap but before its inputs are unlinked: the
+/// compaction dropped removed documents together with their removals, so an input left on
+/// disk (here: the one holding the documents, while the one holding the removals is gone)
+/// looks like the only copy of documents found nowhere else. The MANIFEST lists such inputs
+/// as retired, and startup deletes them instead of refusing the collection.
+#[test]
+fn compaction_inputs_left_behind_by_a_kill_after_the_swap_are_deleted_not_judged() {
+    let dir = scratch();
+    let e = open(dir.path());
+    let db = new_db(&e);
+    let a = new_col(&e, db);
+    // Few documents: their datafile and the one the removals are sealed into form one group.
+    let model = fill(&e, a, 4, 900);
+    // Sealed into a datafile.
+    e.compact(a).unwrap();
+    let cdir = col_dir(dir.path(), db, a);
+    let is_datafile = |n: &str| n.starts_with("datafile-") && n.ends_with(".db");
+    let inputs: Vec<(PathBuf, Vec<u8>)> = files_with(&cdir, &is_datafile)
+        .into_iter()
+        .map(|p| {
+            let image = fs::read(&p).unwrap();
+            (p, image)
+        })
+        .collect();
+    assert!(!inputs.is_empty());
+    for key in model.keys() {
+        remove(&e, a, key);
+    }
+    e.compact(a).unwrap();
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&fs::read(cdir.join("MANIFEST")).unwrap()).unwrap();
+    let retired: Vec<u64> = manifest["retired"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_u64)
+        .collect();
+    e.shutdown().unwrap();
+    // The inputs of the last swap come back, as a kill before their unlink leaves them (the
+    // inputs of earlier swaps were unlinked before it, so no crash could leave them).
+    let left: Vec<&(PathBuf, Vec<u8>)> = inputs
+        .iter()
+        .filter(|(p, _)| {
+            retired
+                .iter()
+                .any(|fid| p.ends_with(format!("datafile-{fid}.db")))
+        })
+        .collect();
+    assert!(!left.is_empty(), "the swap names its inputs: {manifest}");
+    for (path, image) in &left {
+        assert!(!path.exists(), "compaction unlinks its inputs");
+        fs::write(path, image).unwrap();
+    }
+    let e = open(dir.path());
+    col_status(&e, a).expect("a retired compaction input was judged as a lost datafile");
+    assert!(contents(&e, a).is_empty());
+    e.shutdown().unwrap();
+    for (path, _) in &left {
+        assert!(
+            !path.exists(),
+            "startup deletes retired inputs: {}",
+            path.display()
+        );
+    }
+}

@@ -178,4 +178,9 @@ pub(super) struct ColFiles {
     /// Sealed datafiles in tick order (the MANIFEST order).
     pub(super) datafiles: Vec<Arc<DataFile>>,
     pub(super) stats: HashMap<u64, FileStats>,
+    /// Datafiles a compaction swapped out whose files may still exist (they are unlinked once
+    /// unread). The MANIFEST lists them as retired, so that startup deletes them after a
+    /// kill -9 instead of judging them: an input whose removed documents the compaction dropped
+    /// together with the removals would otherwise look like the only copy of those documents.
+    pub(super) retired: Vec<u64>,
 }

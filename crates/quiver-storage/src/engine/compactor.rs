@@ -394,6 +394,11 @@ impl Inner {
     ) -> Result<()> {
         let mut cf = col.files.lock();
         let before = cf.datafiles.clone();
+        let retired_before = cf.retired.clone();
+        // Inputs of earlier swaps that are gone from disk need no mention any more.
+        cf.retired
+            .retain(|fid| datafile_path(&col.dir, *fid).exists());
+        cf.retired.extend(input_fids.iter().copied());
         let pos = cf
             .datafiles
             .iter()
@@ -408,6 +413,7 @@ impl Inner {
             .and_then(|_| self.write_manifest(col, &cf));
         if let Err(e) = swapped {
             cf.datafiles = before;
+            cf.retired = retired_before;
             if let Some(r) = result {
                 r.delete_when_unused(vec![hint_path(&col.dir, r.fid)]);
             }

@@ -31,6 +31,7 @@ impl Inner {
             "version": format::FORMAT_VERSION,
             "datafiles": cf.datafiles.iter().map(|f| f.fid).collect::<Vec<_>>(),
             "journal": cf.journal.as_ref().map(|j| j.file.fid),
+            "retired": cf.retired,
             "collectedTick": col.collected_tick.load(Ordering::Acquire),
             "tick": self.tick.load(Ordering::Acquire),
         });

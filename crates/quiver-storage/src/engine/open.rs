@@ -18,7 +18,7 @@ use quiver_types::{Hlc, Revision};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -27,7 +27,7 @@ use super::collection::new_collection;
 use super::collector::CollectorScratch;
 use super::journal::HintScratch;
 use super::maintenance::start_threads;
-use super::recovery::{recover_collection, Recovered};
+use super::recovery::{judge_unlisted, recover_collection, Recovered};
 use super::syncer::SyncState;
 use super::wal::WalState;
 use super::wal_recovery::recover_wal;
@@ -41,9 +41,10 @@ pub(crate) fn open(dir: &Path, options: EngineOptions) -> Result<Arc<Inner>> {
         max_tick: 0,
         max_rev: 0,
     };
-    let (cat, fresh) = load_catalog(&inner, &mut rec)?;
+    let (mut cat, fresh, unlisted) = load_catalog(&inner, &mut rec)?;
     remove_leftover_directories(dir, &cat);
     let sealed = recover_wal(&inner, &cat, &mut rec)?;
+    judge_unlisted_files(&inner, &mut cat, unlisted);
     // What was recovered may have come from the page cache after a kill -9: make it durable
     // before calling it durable (new markers' claims vouch for it).
     for seg in &sealed {
@@ -186,13 +187,37 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
     }
 }
 
+/// The journals and datafiles each collection's MANIFEST does not list.
+type Unlisted = Vec<(u64, Vec<PathBuf>)>;
+
+/// Judges every collection's unlisted files once the WAL is replayed (see
+/// [`judge_unlisted`]); a collection whose files hold documents found nowhere else fails
+/// with that error as its status.
+fn judge_unlisted_files(inner: &Inner, cat: &mut Catalog, unlisted: Unlisted) {
+    for (id, files) in unlisted {
+        let Some(col) = cat.collections.get_mut(&id) else {
+            continue;
+        };
+        let col = Arc::get_mut(col).expect("no collection handle is shared before startup ends");
+        if col.status.is_err() {
+            continue;
+        }
+        if let Err(e) = judge_unlisted(inner, col, &files) {
+            tracing::error!("collection {id} cannot be opened: {}", e);
+            col.status = Err(e);
+            col.index = PrimaryIndex::new();
+        }
+    }
+}
+
 /// Reads `catalog.json` and recovers every collection it lists (a collection that fails to
-/// open keeps its error as status). Returns the catalog and whether the directory is new
-/// (no catalog and no collection data).
-fn load_catalog(inner: &Inner, rec: &mut Recovered) -> Result<(Catalog, bool)> {
+/// open keeps its error as status). Returns the catalog, whether the directory is new (no
+/// catalog and no collection data), and the files the collections' MANIFESTs do not list.
+fn load_catalog(inner: &Inner, rec: &mut Recovered) -> Result<(Catalog, bool, Unlisted)> {
     let dir = inner.dir.as_path();
     let mut cat = Catalog::default();
     let mut fresh = false;
+    let mut unlisted = Unlisted::new();
     match std::fs::read(dir.join("catalog.json")) {
         Ok(bytes) => {
             let doc: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -228,10 +253,14 @@ fn load_catalog(inner: &Inner, rec: &mut Recovered) -> Result<(Catalog, bool)> {
                     options_from_json(&c["options"], id, inner.options.min_journal_size),
                     c["meta"].clone(),
                 );
-                if let Err(e) = recover_collection(inner, &mut col, rec) {
-                    tracing::error!("collection {id} cannot be opened: {}", e);
-                    col.status = Err(e);
-                    col.index = PrimaryIndex::new();
+                match recover_collection(inner, &mut col, rec) {
+                    Ok(files) if !files.is_empty() => unlisted.push((id, files)),
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::error!("collection {id} cannot be opened: {}", e);
+                        col.status = Err(e);
+                        col.index = PrimaryIndex::new();
+                    }
                 }
                 cat.collections.insert(id, Arc::new(col));
             }
@@ -256,7 +285,7 @@ fn load_catalog(inner: &Inner, rec: &mut Recovered) -> Result<(Catalog, bool)> {
         }
         Err(e) => return Err(files::io_error(e, "reading catalog.json")),
     }
-    Ok((cat, fresh))
+    Ok((cat, fresh, unlisted))
 }
 
 /// Removes the directories of dropped databases and collections (an interrupted drop).

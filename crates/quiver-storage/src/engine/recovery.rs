@@ -39,12 +39,13 @@ fn fid_from_name(name: &str) -> Option<(String, u64)> {
 }
 
 /// Reopens one collection's files (see the module notes). An error fails this collection
-/// only; the caller records it as the collection's status.
+/// only; the caller records it as the collection's status. Returns the journals and
+/// datafiles the MANIFEST does not list, for [`judge_unlisted`] once the WAL is replayed.
 pub(super) fn recover_collection(
     inner: &Inner,
     col: &mut Collection,
     rec: &mut Recovered,
-) -> std::result::Result<(), Error> {
+) -> std::result::Result<Vec<PathBuf>, Error> {
     let dir = col.dir.clone();
     let manifest = read_manifest(col)?;
     col.collected_tick
@@ -52,7 +53,7 @@ pub(super) fn recover_collection(
     rec.max_tick = rec.max_tick.max(manifest.tick);
     let mut keep: HashSet<u64> = manifest.datafiles.iter().copied().collect();
     keep.extend(manifest.journal);
-    let unlisted = remove_unlisted_files(&dir, &keep, rec);
+    let unlisted = remove_unlisted_files(&dir, &keep, &manifest.retired, rec);
     let mut cf = ColFiles::default();
     let open_any = |fid: u64| -> Option<Arc<DataFile>> {
         let d = datafile_path(&dir, fid);
@@ -87,7 +88,6 @@ pub(super) fn recover_collection(
         }
         recover_file(inner, col, rec, &mut cf, file, is_journal)?;
     }
-    judge_unlisted(inner, col, &unlisted)?;
     let now_listed: Vec<u64> = cf.datafiles.iter().map(|f| f.fid).collect();
     let now_journal = cf.journal.as_ref().map(|j| j.file.fid);
     if now_listed != manifest.datafiles
@@ -97,7 +97,7 @@ pub(super) fn recover_collection(
         inner.write_manifest(col, &cf)?;
     }
     col.files = Mutex::new(cf);
-    Ok(())
+    Ok(unlisted)
 }
 
 /// What a collection's MANIFEST lists.
@@ -105,6 +105,8 @@ struct Manifest {
     /// Sealed datafiles, oldest first.
     datafiles: Vec<u64>,
     journal: Option<u64>,
+    /// Compaction inputs swapped out whose files may still exist.
+    retired: HashSet<u64>,
     collected_tick: u64,
     /// The engine's tick high-water mark when it was written.
     tick: u64,
@@ -136,18 +138,27 @@ fn read_manifest(col: &Collection) -> std::result::Result<Manifest, Error> {
             .map(|a| a.iter().filter_map(Value::as_u64).collect())
             .unwrap_or_default(),
         journal: manifest["journal"].as_u64(),
+        retired: manifest["retired"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_u64).collect())
+            .unwrap_or_default(),
         collected_tick: manifest["collectedTick"].as_u64().unwrap_or(0),
         tick: manifest["tick"].as_u64().unwrap_or(0),
     })
 }
 
 /// Deletes the files of `dir` whose fid the MANIFEST does not list (`keep`) — leftovers of
-/// an interrupted compaction (`compaction-*.db`), atomic replacements (`*.tmp`), hint files —
-/// except unlisted journals and datafiles, which are returned for [`judge_unlisted`]: an
-/// interrupted journal creation or compaction swap leaves ones that hold nothing that is not
-/// also elsewhere, a damaged MANIFEST ones that hold the only copy. The fids of the kept
-/// files count as seen ticks.
-fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) -> Vec<PathBuf> {
+/// an interrupted compaction (`compaction-*.db`), compaction inputs the MANIFEST calls
+/// `retired`, atomic replacements (`*.tmp`), hint files — except other unlisted journals and
+/// datafiles, which are returned for [`judge_unlisted`]: an interrupted journal creation or
+/// compaction swap leaves ones that hold nothing that is not also elsewhere, a damaged
+/// MANIFEST ones that hold the only copy. The fids of the kept files count as seen ticks.
+fn remove_unlisted_files(
+    dir: &Path,
+    keep: &HashSet<u64>,
+    retired: &HashSet<u64>,
+    rec: &mut Recovered,
+) -> Vec<PathBuf> {
     let Ok(rd) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -161,7 +172,9 @@ fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) -
             Some((_, fid)) if keep.contains(&fid) => {
                 rec.max_tick = rec.max_tick.max(fid);
             }
-            Some((kind, _)) if kind == "datafile.db" || kind == "journal.db" => {
+            Some((kind, fid))
+                if (kind == "datafile.db" || kind == "journal.db") && !retired.contains(&fid) =>
+            {
                 unlisted.push(entry.path());
             }
             _ => {
@@ -173,14 +186,17 @@ fn remove_unlisted_files(dir: &Path, keep: &HashSet<u64>, rec: &mut Recovered) -
     unlisted
 }
 
-/// Judges the unlisted journals and datafiles of a collection once its listed files are in
-/// the index. A marker is accounted for when the index holds the same or a newer version of
-/// its key (removals included), a truncate covers it, or another unlisted file removes the
+/// Judges the unlisted journals and datafiles of a collection once its listed files and the
+/// WAL are in the index: a compaction that dropped a removed document and its removal (the
+/// removal's newer marker was still in the WAL) leaves, after a kill -9 between its MANIFEST
+/// swap and the deletion of its inputs, an input whose document only the WAL's removal
+/// accounts for. A marker is accounted for when the index holds the same or a newer version
+/// of its key (removals included), a truncate covers it, or another unlisted file removes the
 /// key later; removals count as accounted (see the design note). A file whose documents are
 /// all accounted for is a harmless leftover and deleted. Otherwise the MANIFEST lost it: the
 /// collection fails with error 1000 naming the files and how many documents only they hold,
 /// or, salvaging, each is kept aside as `<name>.orphan` (not used) and reported.
-fn judge_unlisted(
+pub(super) fn judge_unlisted(
     inner: &Inner,
     col: &Collection,
     unlisted: &[PathBuf],
