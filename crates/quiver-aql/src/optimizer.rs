@@ -10,8 +10,9 @@
 //! hands distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved
 //! by `optimize-traversals` (`optimizer/graph.rs`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -106,9 +107,10 @@ pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) -> Result<()> {
         Some(NodeKind::Return { input, .. }) => Some(*input),
         _ => None,
     };
-    let mut fired: Vec<String> = Vec::new();
+    let mut log = RuleLog::default();
     let root = std::mem::take(&mut plan.root);
-    plan.root = optimize_pipeline(root, options, &mut fired, result_slot)?;
+    plan.root = optimize_pipeline(root, options, &mut log, result_slot)?;
+    let fired = log.fired;
     graph::pass_stored_vertices(&mut plan.root);
     if options.full_count {
         if let Some(node) = plan
@@ -129,13 +131,31 @@ pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) -> Result<()> {
         .filter(|r| fired.iter().any(|f| f == *r) && seen.insert(**r))
         .map(|r| r.to_string())
         .collect();
+    plan.rule_seconds = RULES
+        .iter()
+        .filter_map(|r| log.seconds.get(r).map(|s| (r.to_string(), *s)))
+        .collect();
     Ok(())
+}
+
+/// What the optimizer did: the rules that changed the plan (in firing order, repeats
+/// included) and the seconds spent in each rule that ran (over all (sub)query pipelines).
+#[derive(Default)]
+struct RuleLog {
+    fired: Vec<String>,
+    seconds: HashMap<&'static str, f64>,
+}
+
+impl RuleLog {
+    fn ran(&mut self, name: &'static str, since: Instant) {
+        *self.seconds.entry(name).or_default() += since.elapsed().as_secs_f64();
+    }
 }
 
 fn optimize_pipeline(
     mut plan: Plan,
     options: &OptimizeOptions,
-    fired: &mut Vec<String>,
+    log: &mut RuleLog,
     _result: Option<Slot>,
 ) -> Result<Plan> {
     // Subqueries first, so the outer rules see their final variable usage.
@@ -146,87 +166,92 @@ fn optimize_pipeline(
                 Some(NodeKind::Return { input, .. }) => Some(*input),
                 _ => None,
             };
-            *sub = Arc::new(optimize_pipeline(inner, options, fired, result)?);
+            *sub = Arc::new(optimize_pipeline(inner, options, log, result)?);
         }
     }
     type Rule = fn(&mut Plan, &OptimizeOptions) -> bool;
-    let run = |name: &str, plan: &mut Plan, rule: Rule, fired: &mut Vec<String>| {
+    let run = |name: &'static str, plan: &mut Plan, rule: Rule, log: &mut RuleLog| {
         options.limits.check()?;
-        if options.rules.is_enabled(name) && rule(plan, options) {
-            fired.push(name.to_string());
+        if options.rules.is_enabled(name) {
+            let started = Instant::now();
+            if rule(plan, options) {
+                log.fired.push(name.to_string());
+            }
+            log.ran(name, started);
         }
         Ok::<(), Error>(())
     };
-    run(
-        "move-calculations-up",
-        &mut plan,
-        move_calculations_up,
-        fired,
-    )?;
-    run("move-filters-up", &mut plan, move_filters_up, fired)?;
+    run("move-calculations-up", &mut plan, move_calculations_up, log)?;
+    run("move-filters-up", &mut plan, move_filters_up, log)?;
     run(
         "remove-unnecessary-filters",
         &mut plan,
         remove_unnecessary_filters,
-        fired,
+        log,
     )?;
     options.limits.check()?;
     if options.rules.is_enabled("use-indexes") {
+        let started = Instant::now();
         let (mut changed, mut covered) = use_indexes(&mut plan);
         let (secondary, secondary_covered, sort_removed) =
             crate::index_select::use_secondary_indexes(&mut plan, &options.indexes);
         changed |= secondary;
         covered |= secondary_covered;
         if sort_removed {
-            fired.push("use-index-for-sort".into());
+            log.fired.push("use-index-for-sort".into());
         }
         if changed {
-            fired.push("use-indexes".into());
+            log.fired.push("use-indexes".into());
         }
+        log.ran("use-indexes", started);
         if covered && options.rules.is_enabled("remove-filter-covered-by-index") {
-            fired.push("remove-filter-covered-by-index".into());
+            let started = Instant::now();
+            log.fired.push("remove-filter-covered-by-index".into());
             remove_unnecessary_filters(&mut plan, options);
+            log.ran("remove-filter-covered-by-index", started);
         }
     }
     options.limits.check()?;
-    if options.rules.is_enabled("geo-index-optimizer")
-        && crate::geo_select::use_geo_indexes(&mut plan, &options.indexes)
-    {
-        fired.push("geo-index-optimizer".into());
-        // Served conjuncts left `true` behind.
-        remove_unnecessary_filters(&mut plan, options);
+    if options.rules.is_enabled("geo-index-optimizer") {
+        let started = Instant::now();
+        if crate::geo_select::use_geo_indexes(&mut plan, &options.indexes) {
+            log.fired.push("geo-index-optimizer".into());
+            // Served conjuncts left `true` behind.
+            remove_unnecessary_filters(&mut plan, options);
+        }
+        log.ran("geo-index-optimizer", started);
     }
     run(
         "optimize-traversals",
         &mut plan,
         graph::optimize_traversals,
-        fired,
+        log,
     )?;
     run(
         "remove-unnecessary-calculations",
         &mut plan,
         remove_unnecessary_calculations,
-        fired,
+        log,
     )?;
     run(
         "remove-redundant-sorts",
         &mut plan,
         remove_redundant_sorts,
-        fired,
+        log,
     )?;
     run(
         "remove-collect-variables",
         &mut plan,
         remove_collect_variables,
-        fired,
+        log,
     )?;
-    run("sort-limit", &mut plan, sort_limit, fired)?;
-    run("optimize-count", &mut plan, optimize_count, fired)?;
+    run("sort-limit", &mut plan, sort_limit, log)?;
+    run("optimize-count", &mut plan, optimize_count, log)?;
     run(
         "reduce-extraction-to-projection",
         &mut plan,
         reduce_extraction_to_projection,
-        fired,
+        log,
     )?;
     Ok(plan)
 }

@@ -337,6 +337,9 @@ pub struct QueryPlan {
     /// Collection name → "read" / "write".
     pub collections: BTreeMap<String, &'static str>,
     pub rules: Vec<String>,
+    /// Seconds the optimizer spent in each rule it ran, in rule order (`stats.rules` of a
+    /// profile at level 2).
+    pub rule_seconds: Vec<(String, f64)>,
     pub is_modification: bool,
     /// The query results cache may keep this plan's results: it writes nothing and calls no
     /// function ArangoDB marks uncacheable (random values, the clock, reads of documents,
@@ -501,6 +504,7 @@ pub fn build(
         vars: planner.vars,
         collections: planner.collections,
         rules: Vec::new(),
+        rule_seconds: Vec::new(),
         is_modification,
         cacheable,
         bind_names,

@@ -16,10 +16,9 @@
 //!   entry).
 //!
 //! Where ArangoDB drops the entries of a collection when it is written, an entry here
-//! remembers the data version of every collection it read (see `quiver_core`'s
-//! `data_version`) and the catalog version, and is dropped when it is found stale: at a
-//! lookup, and when the entries are listed. Stale entries still count toward the limits until
-//! then.
+//! remembers the [`DataVersion`] of every collection it read and is dropped when it is found
+//! stale: at a lookup, and when the entries are listed. Stale entries still count toward the
+//! limits until then.
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
@@ -111,6 +110,14 @@ pub struct CacheUpdate {
     pub include_system: Option<bool>,
 }
 
+/// What a collection's contents are at: the collection (its id, so that one dropped and
+/// created again under the same name differs) and the commit tick of its newest write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DataVersion {
+    pub collection: u64,
+    pub tick: u64,
+}
+
 /// What a result is keyed by within its database.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ResultKey {
@@ -142,9 +149,7 @@ pub struct CachedResult {
     /// it was profiled), answered again with every hit.
     pub extra: Value,
     /// Every collection the query read, with its data version when it ran.
-    pub sources: Vec<(String, u64)>,
-    /// The catalog version when the query ran.
-    pub catalog_version: u64,
+    pub sources: Vec<(String, DataVersion)>,
     /// Seconds the query took.
     pub run_time: f64,
     pub started: SystemTime,
@@ -154,19 +159,16 @@ pub struct CachedResult {
 }
 
 /// Whether an entry may still be served: the current data version of a collection (`None`
-/// when it no longer exists) and the current catalog version.
+/// when it no longer exists).
 pub trait Freshness {
-    fn collection_version(&self, name: &str) -> Option<u64>;
-    fn catalog_version(&self) -> Option<u64>;
+    fn collection_version(&self, name: &str) -> Option<DataVersion>;
 }
 
 impl CachedResult {
     fn fresh(&self, now: &dyn Freshness) -> bool {
-        now.catalog_version() == Some(self.catalog_version)
-            && self
-                .sources
-                .iter()
-                .all(|(name, v)| now.collection_version(name) == Some(*v))
+        self.sources
+            .iter()
+            .all(|(name, v)| now.collection_version(name) == Some(*v))
     }
 
     /// The entry as `GET /_api/query-cache/entries` lists it.
@@ -198,8 +200,7 @@ pub struct NewResult {
     pub results: Vec<Value>,
     pub raw_result: bool,
     pub extra: Value,
-    pub sources: Vec<(String, u64)>,
-    pub catalog_version: u64,
+    pub sources: Vec<(String, DataVersion)>,
     pub run_time: f64,
     pub started: SystemTime,
     /// Estimated bytes of `results`.
@@ -360,7 +361,6 @@ impl ResultsCache {
             raw_result: result.raw_result,
             extra: result.extra,
             sources: result.sources,
-            catalog_version: result.catalog_version,
             run_time: result.run_time,
             started: result.started,
             size,
@@ -406,14 +406,22 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    struct Versions(HashMap<String, u64>, u64);
+    /// Current ticks by collection name; the collection id is 1 unless `recreated`.
+    struct Versions(HashMap<String, u64>, bool);
+
+    fn version(tick: u64) -> DataVersion {
+        DataVersion {
+            collection: 1,
+            tick,
+        }
+    }
 
     impl Freshness for Versions {
-        fn collection_version(&self, name: &str) -> Option<u64> {
-            self.0.get(name).copied()
-        }
-        fn catalog_version(&self) -> Option<u64> {
-            Some(self.1)
+        fn collection_version(&self, name: &str) -> Option<DataVersion> {
+            self.0.get(name).map(|t| DataVersion {
+                collection: if self.1 { 2 } else { 1 },
+                tick: *t,
+            })
         }
     }
 
@@ -434,8 +442,10 @@ mod tests {
             results: vec![json!(1); rows],
             raw_result: false,
             extra: json!({}),
-            sources: sources.iter().map(|(n, v)| (n.to_string(), *v)).collect(),
-            catalog_version: 1,
+            sources: sources
+                .iter()
+                .map(|(n, v)| (n.to_string(), version(*v)))
+                .collect(),
             run_time: 0.001,
             started: SystemTime::now(),
             results_size: 10 * rows as u64,
@@ -469,11 +479,11 @@ mod tests {
     }
 
     #[test]
-    fn a_write_or_a_catalog_change_makes_an_entry_stale() {
+    fn a_write_or_a_new_collection_of_the_same_name_makes_an_entry_stale() {
         let cache = ResultsCache::default();
         on(&cache);
         assert!(cache.store("db", result("FOR d IN c RETURN d", &[("c", 5)], 2)));
-        let mut now = Versions(HashMap::from([("c".to_string(), 5)]), 1);
+        let mut now = Versions(HashMap::from([("c".to_string(), 5)]), false);
         let hit = cache
             .lookup("db", &key("FOR d IN c RETURN d"), &now)
             .unwrap();
@@ -481,11 +491,11 @@ mod tests {
         assert!(cache
             .lookup("other", &key("FOR d IN c RETURN d"), &now)
             .is_none());
-        now.1 = 2;
+        now.1 = true;
         assert!(cache
             .lookup("db", &key("FOR d IN c RETURN d"), &now)
             .is_none());
-        now.1 = 1;
+        now.1 = false;
         assert!(
             cache
                 .lookup("db", &key("FOR d IN c RETURN d"), &now)
@@ -505,7 +515,7 @@ mod tests {
             max_results: Some(2),
             ..CacheUpdate::default()
         });
-        let now = Versions(HashMap::from([("c".to_string(), 1)]), 1);
+        let now = Versions(HashMap::from([("c".to_string(), 1)]), false);
         for q in ["RETURN 'aaaa'", "RETURN 'bbbb'", "RETURN 'cccc'"] {
             assert!(cache.store("db", result(q, &[("c", 1)], 1)));
             // A hit does not renew an entry.
@@ -543,7 +553,7 @@ mod tests {
     fn system_collections_are_kept_only_with_include_system() {
         let cache = ResultsCache::default();
         on(&cache);
-        let now = Versions(HashMap::from([("_users".to_string(), 1)]), 1);
+        let now = Versions(HashMap::from([("_users".to_string(), 1)]), false);
         assert!(!cache.store(
             "db",
             result("FOR u IN _users RETURN u", &[("_users", 1)], 1)
@@ -568,7 +578,7 @@ mod tests {
     fn a_new_mode_empties_the_cache_and_clear_empties_one_database() {
         let cache = ResultsCache::default();
         on(&cache);
-        let now = Versions(HashMap::from([("c".to_string(), 1)]), 1);
+        let now = Versions(HashMap::from([("c".to_string(), 1)]), false);
         assert!(cache.store("a", result("FOR d IN c RETURN d", &[("c", 1)], 1)));
         assert!(cache.store("b", result("FOR d IN c RETURN d", &[("c", 1)], 1)));
         cache.clear("a");

@@ -112,7 +112,7 @@ impl Collection {
         else {
             return Err(unique_violation(&prepared.key));
         };
-        self.note_revision(rev);
+        self.note_revision(rev, ticket.tick);
         drop(guard);
         let result =
             document_rules::created(self, std::mem::take(&mut prepared.key), rev, &body, opts)?;

@@ -380,7 +380,7 @@ pub struct Collection {
     status: Option<Error>,
     /// The highest revision written through this handle (0 = not known yet).
     last_revision: AtomicU64,
-    /// Changes after every committed write (see [`crate::data_version`]).
+    /// The commit tick of the newest write (see [`crate::data_version`]).
     data_version: crate::data_version::CollectionVersion,
     pub(crate) settings: Arc<Settings>,
     edge_index: Option<Arc<EdgeIndex>>,
@@ -479,7 +479,7 @@ impl Collection {
             dropped: AtomicBool::new(false),
             status,
             last_revision: AtomicU64::new(0),
-            data_version: crate::data_version::CollectionVersion::new(),
+            data_version: Default::default(),
             settings,
             edge_index,
             unique_indexes: RwLock::new(Arc::new(unique)),
@@ -1126,14 +1126,15 @@ impl Collection {
         self.handle_reservation(&mut keygen, reservation)
     }
 
-    /// Called after a write of revision `rev` became visible.
-    pub(crate) fn note_revision(&self, rev: Revision) {
+    /// Called after a write of revision `rev`, committed at `tick`, became visible.
+    pub(crate) fn note_revision(&self, rev: Revision, tick: u64) {
         self.last_revision.fetch_max(rev.0, Ordering::AcqRel);
-        self.data_version.written();
+        self.data_version.written(tick);
     }
 
-    /// A number that changes after every committed write to this collection, never shared
-    /// with another collection handle (see [`crate::data_version`]).
+    /// The commit tick of the newest write to this collection through this handle (0: none
+    /// yet); a snapshot whose tick is at least this saw every write (see
+    /// [`crate::data_version`]).
     pub fn data_version(&self) -> u64 {
         self.data_version.get()
     }
@@ -1399,7 +1400,7 @@ impl Collection {
                 feed.changes(vec![change.clone()]);
             }
         }
-        self.note_revision(self.engine.hlc().next());
+        self.note_revision(self.engine.hlc().next(), ticket.tick);
         drop(guard);
         Ok(Committed::new((), Some(ticket), || wait_for_sync))
     }

@@ -67,7 +67,7 @@ pub(crate) fn commit_staged(
             .map(|(_, e)| e.current.as_ref().map_or(e.removal_rev, |(rev, _)| *rev))
             .max();
         if let Some(rev) = newest {
-            coll.note_revision(rev);
+            coll.note_revision(rev, ticket.tick);
         }
     }
     Ok(Some(ticket))

@@ -96,7 +96,6 @@ pub use catalog::{
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
-pub use data_version::data_version;
 pub use document::{revision_matches, EncodedDocument};
 pub use document_rules::version_keeps_stored;
 pub use document_writer::DocumentWriter;

@@ -276,14 +276,17 @@ fn forbidden() -> Error {
 /// Checks an authenticated request against `need`, then against the server's read-only mode.
 fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
     check_rights(state, req, need)?;
-    if state.mode.is_read_only() && matches!(req.identity, Some(Identity::User(_))) {
+    // With authentication off ArangoDB gives every caller read-only rights in read-only mode;
+    // with it on, the superuser (a superuser JWT) is not limited.
+    let limited = matches!(req.identity, Some(Identity::User(_))) || !state.auth.enabled();
+    if state.mode.is_read_only() && limited {
         check_read_only(state, req, need)?;
     }
     Ok(())
 }
 
-/// Read-only mode (`PUT /_admin/server/mode`), as ArangoDB: it caps the rights of users (the
-/// superuser, and every caller when authentication is off, is not limited). Document writes
+/// Read-only mode (`PUT /_admin/server/mode`), as ArangoDB: it caps the rights of users and,
+/// with authentication off, of every caller (the superuser JWT is not limited). Document writes
 /// (documents, imports, truncation, graph elements, AQL queries that write) fail with 403/1004;
 /// creating, changing or dropping databases, collections, indexes, views, analyzers, graphs
 /// and users fails with 403/11. Reads, and server administration such as switching the mode

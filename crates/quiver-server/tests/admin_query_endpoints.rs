@@ -681,3 +681,179 @@ fn read_only_mode_refuses_writes_of_users_and_lets_reads_go_on() {
         200
     );
 }
+
+/// With authentication off, read-only mode limits every caller, as ArangoDB's internal
+/// read-only context does: writes fail, reads and switching the mode back go on.
+#[test]
+fn read_only_mode_with_authentication_off_limits_every_caller() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "ro"})),
+        200,
+    );
+    f.ok(
+        Method::POST,
+        "/_api/document/ro",
+        Some(json!({"_key": "a"})),
+        202,
+    );
+    f.ok(
+        Method::PUT,
+        "/_admin/server/mode",
+        Some(json!({"mode": "readonly"})),
+        200,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/document/ro",
+            Some(json!({"_key": "b"})),
+        ),
+        403,
+        1004,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "INSERT {_key: 'c'} INTO ro"})),
+        ),
+        403,
+        1004,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/collection",
+            Some(json!({"name": "zz"})),
+        ),
+        403,
+        11,
+    );
+    assert_error(
+        &f.call(Method::POST, "/_api/database", Some(json!({"name": "zz"}))),
+        403,
+        11,
+    );
+    f.ok(Method::GET, "/_api/document/ro/a", None, 200);
+    let read = f.ok(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": "FOR d IN ro RETURN d._key"})),
+        201,
+    );
+    assert_eq!(read["result"], json!(["a"]));
+    f.ok(
+        Method::PUT,
+        "/_admin/server/mode",
+        Some(json!({"mode": "default"})),
+        200,
+    );
+    f.ok(
+        Method::POST,
+        "/_api/document/ro",
+        Some(json!({"_key": "b"})),
+        202,
+    );
+}
+
+/// `maxQueryStringLength` is kept within ArangoDB's bounds (64 bytes to 8 MiB), and the query
+/// lists cut longer queries to it at a character boundary, marked with `...`;
+/// `maxSlowQueries` is at most 16384 and a negative threshold means 0.
+#[test]
+fn query_tracking_bounds_its_properties_and_cuts_long_queries() {
+    let f = fixture();
+    let props = f.ok(
+        Method::PUT,
+        "/_api/query/properties",
+        Some(
+            json!({"maxQueryStringLength": 1, "maxSlowQueries": 100_000, "slowQueryThreshold": -1}),
+        ),
+        200,
+    );
+    assert_eq!(props["maxQueryStringLength"], 64);
+    assert_eq!(props["maxSlowQueries"], 16_384);
+    assert_eq!(props["slowQueryThreshold"], 0);
+    let props = f.ok(
+        Method::PUT,
+        "/_api/query/properties",
+        Some(json!({"maxQueryStringLength": 1e12})),
+        200,
+    );
+    assert_eq!(props["maxQueryStringLength"], 8 * 1024 * 1024);
+    f.ok(
+        Method::PUT,
+        "/_api/query/properties",
+        Some(json!({"maxQueryStringLength": 64})),
+        200,
+    );
+    let query = format!("RETURN LENGTH('{}')", "ä".repeat(100));
+    f.ok(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({ "query": query })),
+        201,
+    );
+    let slow = f.ok(Method::GET, "/_api/query/slow", None, 200);
+    let shown = slow[0]["query"].as_str().unwrap();
+    assert!(shown.ends_with("..."), "{shown}");
+    let kept = shown.trim_end_matches("...");
+    assert!(kept.len() <= 64 && query.starts_with(kept), "{shown}");
+}
+
+/// Profile level 2 reports the seconds spent in each optimizer rule that ran (`stats.rules`,
+/// in explain and in a cursor's `extra.stats`), and explain counts the rules that ran.
+#[test]
+fn profile_two_times_the_optimizer_rules() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "p"})),
+        200,
+    );
+    let query = "FOR d IN p FILTER d._key == 'a' SORT d.x RETURN d";
+    let plain = f.ok(
+        Method::POST,
+        "/_api/explain",
+        Some(json!({"query": query})),
+        200,
+    );
+    assert!(plain["stats"].get("rules").is_none(), "{plain}");
+    let executed = plain["stats"]["rulesExecuted"].as_u64().unwrap();
+    let skipped = plain["stats"]["rulesSkipped"].as_u64().unwrap();
+    assert!(executed > 0);
+    let disabled = f.ok(
+        Method::POST,
+        "/_api/explain",
+        Some(json!({"query": query, "options": {"optimizer": {"rules": ["-all"]}}})),
+        200,
+    );
+    assert_eq!(disabled["stats"]["rulesExecuted"], 0);
+    assert_eq!(disabled["stats"]["rulesSkipped"], executed + skipped);
+
+    let profiled = f.ok(
+        Method::POST,
+        "/_api/explain",
+        Some(json!({"query": query, "options": {"profile": 2}})),
+        200,
+    );
+    let rules = profiled["stats"]["rules"].as_object().expect("stats.rules");
+    assert_eq!(rules.len() as u64, executed);
+    assert!(rules.contains_key("use-indexes"), "{rules:?}");
+    assert!(rules.values().all(|s| s.as_f64().is_some_and(|s| s >= 0.0)));
+
+    let cursor = f.ok(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": query, "options": {"profile": 2}})),
+        201,
+    );
+    assert!(
+        cursor["extra"]["stats"]["rules"]["use-indexes"].is_number(),
+        "{cursor}"
+    );
+    assert!(cursor["extra"]["stats"]["nodes"].is_array());
+}

@@ -276,9 +276,8 @@ impl QueryService {
             req.stream = false;
         }
         self.purge_expired();
-        // A kept result is answered before anything is parsed; otherwise the data version is
-        // noted before the query takes its snapshot.
-        let candidate = if self.uses_results_cache(&req, given.is_some()) {
+        // A kept result is answered before anything is parsed.
+        let mut candidate = if self.uses_results_cache(&req, given.is_some()) {
             if let Some(reply) = self.cached_cursor(db, &req) {
                 return Ok(reply);
             }
@@ -320,6 +319,9 @@ impl QueryService {
                 return Err(e);
             }
         };
+        if let Some(c) = &mut candidate {
+            c.reads_snapshot(txn.snapshot_tick());
+        }
         // The caller's rights, checked at every collection the query touches while it runs
         // (which a query that may keep its result also records).
         let access = match &candidate {
@@ -590,6 +592,7 @@ impl QueryService {
             bind_vars,
             rules,
             all_plans,
+            profile,
         } = req;
         let t0 = Instant::now();
         let Prepared { txn, plan, .. } = self.prepare(
@@ -603,14 +606,17 @@ impl QueryService {
         )?;
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
-        let rules_executed = plan.rules.len();
-        let stats = json!({
-            "rulesExecuted": optimizer::RULES.len(),
-            "rulesSkipped": optimizer::RULES.len() - rules_executed.min(optimizer::RULES.len()),
+        let rules_executed = plan.rule_seconds.len();
+        let mut stats = json!({
+            "rulesExecuted": rules_executed,
+            "rulesSkipped": optimizer::RULES.len().saturating_sub(rules_executed),
             "plansCreated": 1,
             "peakMemoryUsage": 0,
             "executionTime": t0.elapsed().as_secs_f64().max(1e-6),
         });
+        if *profile >= 2 {
+            stats["rules"] = response::rule_seconds_json(&plan);
+        }
         let mut out = json!({"warnings": [], "stats": stats, "error": false, "code": 200});
         if *all_plans {
             out["plans"] = json!([plan_json]);

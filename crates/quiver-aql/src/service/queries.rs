@@ -41,6 +41,26 @@ impl Default for QueryProperties {
     }
 }
 
+/// Bounds of `maxQueryStringLength`, as ArangoDB clamps it.
+const QUERY_STRING_LENGTH: std::ops::RangeInclusive<u64> = 64..=8 * 1024 * 1024;
+
+/// The most slow queries a database keeps (`maxSlowQueries`), as ArangoDB clamps it.
+const MAX_SLOW_QUERIES: u64 = 16_384;
+
+/// `query` as the query lists show it: at most `max` bytes, cut at a character boundary and
+/// marked with `...` when cut (ArangoDB's rule).
+fn shown_query(query: &str, max: u64) -> String {
+    let max = usize::try_from(max).unwrap_or(usize::MAX);
+    if query.len() <= max {
+        return query.to_string();
+    }
+    let mut end = max;
+    while !query.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &query[..end])
+}
+
 fn seconds_json(f: f64) -> Value {
     crate::value::number(f)
 }
@@ -115,12 +135,15 @@ impl QueryRegistry {
         killed: Arc<AtomicBool>,
         modification: bool,
     ) {
-        let track_bind = self.properties.lock().track_bind_vars;
+        let (track_bind, max_length) = {
+            let p = self.properties.lock();
+            (p.track_bind_vars, p.max_query_string_length)
+        };
         self.running.lock().insert(
             id,
             RunningQuery {
                 database: db.to_string(),
-                query: req.query.clone(),
+                query: shown_query(&req.query, max_length),
                 bind_vars: if track_bind {
                     Value::Object(req.bind_vars.clone())
                 } else {
@@ -157,17 +180,13 @@ impl QueryRegistry {
         let slow = props.enabled && props.track_slow_queries && runtime >= threshold;
         self.metrics.finished(took, slow);
         if slow {
-            // The slow-query log (topic `queries`, as ArangoDB's), the query cut to
-            // `maxQueryStringLength` characters.
-            let shown: String = q
-                .query
-                .chars()
-                .take(usize::try_from(props.max_query_string_length).unwrap_or(usize::MAX))
-                .collect();
+            // The slow-query log (topic `queries`, as ArangoDB's), the query as listed: cut
+            // to `maxQueryStringLength` bytes when it was registered.
             tracing::warn!(
                 target: "quiver::queries",
-                "slow query: '{shown}', database: {}, id: {id}, peak memory usage: {peak_memory}, \
+                "slow query: '{}', database: {}, id: {id}, peak memory usage: {peak_memory}, \
                  took: {runtime:.6} s",
+                q.query,
                 q.database,
             );
             let mut slow = self.slow.lock();
@@ -284,12 +303,15 @@ impl QueryRegistry {
             next.enabled = enabled.unwrap_or(next.enabled);
             next.track_slow_queries = track_slow_queries.unwrap_or(next.track_slow_queries);
             next.track_bind_vars = track_bind_vars.unwrap_or(next.track_bind_vars);
-            next.max_slow_queries = max_slow_queries.unwrap_or(next.max_slow_queries);
+            next.max_slow_queries = max_slow_queries
+                .unwrap_or(next.max_slow_queries)
+                .min(MAX_SLOW_QUERIES);
             next.slow_query_threshold = slow_query_threshold.unwrap_or(next.slow_query_threshold);
             next.slow_streaming_query_threshold =
                 slow_streaming_query_threshold.unwrap_or(next.slow_streaming_query_threshold);
-            next.max_query_string_length =
-                max_query_string_length.unwrap_or(next.max_query_string_length);
+            next.max_query_string_length = max_query_string_length
+                .unwrap_or(next.max_query_string_length)
+                .clamp(*QUERY_STRING_LENGTH.start(), *QUERY_STRING_LENGTH.end());
             // An inline run takes well under a millisecond; with a threshold that low the
             // slow log wants every query, which only the registered path records.
             self.log_fast_queries.store(
@@ -305,4 +327,20 @@ impl QueryRegistry {
 fn iso_time(t: SystemTime) -> String {
     let dt: chrono::DateTime<chrono::Utc> = t.into();
     dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_query;
+
+    #[test]
+    fn long_queries_are_cut_at_a_character_boundary_and_marked() {
+        assert_eq!(shown_query("RETURN 1", 64), "RETURN 1");
+        let q = format!("RETURN '{}'", "ä".repeat(100));
+        let shown = shown_query(&q, 64);
+        assert!(shown.ends_with("..."));
+        let kept = shown.trim_end_matches("...");
+        assert!(kept.len() <= 64 && kept.len() >= 63, "{}", kept.len());
+        assert!(q.starts_with(kept));
+    }
 }

@@ -73,6 +73,8 @@ pub struct ExplainRequest {
     pub rules: Vec<String>,
     /// Answer `plans: [plan]` instead of `plan` (`options.allPlans`).
     pub all_plans: bool,
+    /// `options.profile`: at 2, `stats.rules` gives the seconds spent in each optimizer rule.
+    pub profile: u8,
 }
 
 /// The members of a `PUT /_api/query/properties` body; `None` leaves a property as it is.

@@ -12,6 +12,16 @@ pub(super) fn warnings_json(warnings: &[Warning]) -> Value {
     Value::Array(warnings.iter().map(Warning::to_json).collect())
 }
 
+/// `stats.rules` of a profile at level 2: seconds spent in each optimizer rule that ran.
+pub(super) fn rule_seconds_json(plan: &QueryPlan) -> Value {
+    Value::Object(
+        plan.rule_seconds
+            .iter()
+            .map(|(name, secs)| (name.clone(), json!(secs)))
+            .collect(),
+    )
+}
+
 pub(super) fn stats_json(
     stats: &Stats,
     execution_time: f64,
@@ -50,6 +60,7 @@ pub(super) fn stats_json(
                 "nodes".into(),
                 Value::Array(explain::node_stats_json(&p.root, &stats.nodes)),
             );
+            m.insert("rules".into(), rule_seconds_json(p));
         }
     }
     Value::Object(m)

@@ -2,11 +2,11 @@
 //! a cursor from a kept result, keeping the result of a query that ran, and the
 //! `/_api/query-cache` endpoints.
 //!
-//! A query that may use the cache notes the data version of the whole source before it takes
-//! its snapshot, and records every collection it touches while it runs (through the
-//! collection access rule every read and write already passes). Its result is kept only if
-//! no write landed anywhere while it ran, so the versions of the collections it read, taken
-//! afterwards, are the versions of its snapshot.
+//! A query that may use the cache records every collection it touches while it runs (through
+//! the collection access rule every read and write already passes) and the tick of its
+//! snapshot. Its result is kept only if no collection it read was written after that tick
+//! (each collection's data version is its id and the commit tick of its newest write), under
+//! those versions.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::cursors::{Cursor, CursorData};
 use super::{binds_key, CursorReply, CursorRequest, QueryService, ServiceReply};
 use crate::plan::QueryPlan;
-use crate::results_cache::{CacheUpdate, Freshness, NewResult, ResultKey};
+use crate::results_cache::{CacheUpdate, DataVersion, Freshness, NewResult, ResultKey};
 use crate::source::checked::CollectionAccess;
 use crate::source::DataSource;
 use crate::value::estimate_size;
@@ -31,26 +31,29 @@ struct SourceVersions<'a> {
 }
 
 impl Freshness for SourceVersions<'_> {
-    fn collection_version(&self, name: &str) -> Option<u64> {
-        self.source.collection_data_version(self.database, name)
-    }
-
-    fn catalog_version(&self) -> Option<u64> {
-        self.source.catalog_version()
+    fn collection_version(&self, name: &str) -> Option<DataVersion> {
+        self.source
+            .collection_data_version(self.database, name)
+            .map(|(collection, tick)| DataVersion { collection, tick })
     }
 }
 
 /// What a query that may keep its result notes before it runs.
 pub(super) struct Candidate {
     key: ResultKey,
-    data_version: u64,
-    catalog_version: u64,
+    /// The tick of the query's snapshot, once it has one.
+    snapshot: Option<u64>,
     started: SystemTime,
     /// Every collection the query touched while it ran.
     touched: Arc<Mutex<BTreeSet<String>>>,
 }
 
 impl Candidate {
+    /// Notes the tick of the snapshot the query reads.
+    pub(super) fn reads_snapshot(&mut self, tick: Option<u64>) {
+        self.snapshot = tick;
+    }
+
     /// The access rule the query runs under: `access` (or no limit), also recording every
     /// collection asked about.
     pub(super) fn observing(&self, access: Option<CollectionAccess>) -> CollectionAccess {
@@ -123,21 +126,19 @@ impl QueryService {
         self.respond_first(body, cursor, 201).ok()
     }
 
-    /// Notes what keeping the result of `req` needs; call before the query takes its
-    /// snapshot. `None` when the source cannot tell data versions.
+    /// Notes what keeping the result of `req` needs; call before the query is planned.
     pub(super) fn result_candidate(&self, req: &CursorRequest) -> Option<Candidate> {
         Some(Candidate {
             key: result_key(req),
-            data_version: self.source.data_version()?,
-            catalog_version: self.source.catalog_version()?,
+            snapshot: None,
             started: SystemTime::now(),
             touched: Arc::default(),
         })
     }
 
     /// Keeps the result of a query that ran to its end, if it may be kept: the plan is
-    /// cacheable, the run raised no warning, nothing was written meanwhile, and every data
-    /// source is a collection.
+    /// cacheable, the run raised no warning, and every data source is a collection that was
+    /// not written after the query's snapshot.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn keep_result(
         &self,
@@ -150,12 +151,10 @@ impl QueryService {
         extra: &Value,
         run_time: f64,
     ) {
-        if !plan.cacheable || warned {
+        let Some(snapshot) = candidate.snapshot else {
             return;
-        }
-        if self.source.data_version() != Some(candidate.data_version)
-            || self.source.catalog_version() != Some(candidate.catalog_version)
-        {
+        };
+        if !plan.cacheable || warned {
             return;
         }
         let mut names = std::mem::take(&mut *candidate.touched.lock());
@@ -164,10 +163,14 @@ impl QueryService {
         for name in names {
             // A view (or anything else that is no collection) has no data version: its
             // results are not kept.
-            let Some(version) = self.source.collection_data_version(db, &name) else {
+            let Some((collection, tick)) = self.source.collection_data_version(db, &name) else {
                 return;
             };
-            sources.push((name, version));
+            if tick > snapshot {
+                // Written after the snapshot: the result is already older than the data.
+                return;
+            }
+            sources.push((name, DataVersion { collection, tick }));
         }
         let results_size = results.iter().map(estimate_size).sum();
         self.results.store(
@@ -179,7 +182,6 @@ impl QueryService {
                 raw_result: plan.raw_result(),
                 extra: extra.clone(),
                 sources,
-                catalog_version: candidate.catalog_version,
                 run_time,
                 started: candidate.started,
                 results_size,

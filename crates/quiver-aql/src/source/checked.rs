@@ -67,6 +67,10 @@ impl CheckedTransaction {
 }
 
 impl Transaction for CheckedTransaction {
+    fn snapshot_tick(&self) -> Option<u64> {
+        self.inner.snapshot_tick()
+    }
+
     fn collection(&self, name: &str) -> Result<CollectionInfo> {
         self.read(name)?;
         self.inner.collection(name)

@@ -34,14 +34,10 @@ impl DataSource for CoreSource {
         Some(quiver_core::catalog_version())
     }
 
-    fn data_version(&self) -> Option<u64> {
-        Some(quiver_core::data_version())
-    }
-
-    fn collection_data_version(&self, database: &str, name: &str) -> Option<u64> {
+    fn collection_data_version(&self, database: &str, name: &str) -> Option<(u64, u64)> {
         let db = self.core.database(database).ok()?;
         let coll = db.collection(name).ok()?;
-        Some(coll.data_version())
+        Some((coll.id(), coll.data_version()))
     }
 
     fn begin(&self, database: &str, writes: &[String]) -> Result<Box<dyn Transaction>> {
@@ -221,6 +217,13 @@ fn key_of(doc: &Value) -> Result<String> {
 }
 
 impl Transaction for CoreTransaction {
+    fn snapshot_tick(&self) -> Option<u64> {
+        match &self.reader {
+            Reader::View(view) => Some(view.snapshot().tick()),
+            Reader::Txn(_) | Reader::Leased(_) => None,
+        }
+    }
+
     fn is_view(&self, name: &str) -> bool {
         self.reader().database().view(name).is_ok()
     }

@@ -101,18 +101,12 @@ pub trait DataSource: Send + Sync {
         None
     }
 
-    /// A number that changes after every committed write anywhere. Read it before a query
-    /// takes its snapshot: if it is unchanged after the query, no write landed meanwhile.
-    /// `None` when the source cannot tell, which turns the query results cache off.
-    fn data_version(&self) -> Option<u64> {
-        None
-    }
-
-    /// A number that changes after every committed write to collection `name` of `database`
-    /// and is never shared with another collection (one dropped and created again included).
-    /// `None` for a name that is no collection (a view, a missing collection) or when the
-    /// source cannot tell: results read from it are not kept in the query results cache.
-    fn collection_data_version(&self, _database: &str, _name: &str) -> Option<u64> {
+    /// The id of collection `name` of `database` and the commit tick of its newest write (0:
+    /// none since it was opened): a snapshot whose tick ([`Transaction::snapshot_tick`]) is at
+    /// least this saw every write to it. `None` for a name that is no collection (a view, a
+    /// missing collection) or when the source cannot tell: results read from it are not kept
+    /// in the query results cache.
+    fn collection_data_version(&self, _database: &str, _name: &str) -> Option<(u64, u64)> {
         None
     }
 }
@@ -121,6 +115,12 @@ pub trait DataSource: Send + Sync {
 /// query's own writes), and all writes become visible atomically on `commit`. Dropping the
 /// transaction without committing discards the writes.
 pub trait Transaction: Send {
+    /// The commit tick of a read-only transaction's snapshot (`None` for one that writes, or
+    /// when the source cannot tell): it saw exactly the commits up to this tick.
+    fn snapshot_tick(&self) -> Option<u64> {
+        None
+    }
+
     /// Fails with 1203 if the collection does not exist.
     fn collection(&self, name: &str) -> Result<CollectionInfo>;
     fn count(&self, collection: &str) -> Result<u64>;

@@ -91,6 +91,7 @@ pub fn explain(body: &Value) -> ExplainRequest {
         bind_vars: Map::new(),
         rules: Vec::new(),
         all_plans: false,
+        profile: 0,
     };
     for (k, v) in m {
         match k.as_str() {
@@ -101,6 +102,7 @@ pub fn explain(body: &Value) -> ExplainRequest {
                     match k.as_str() {
                         "optimizer" => req.rules = rules(v),
                         "allPlans" => req.all_plans = flag(v),
+                        "profile" => req.profile = v.as_u64().unwrap_or(0).min(2) as u8,
                         "fullCount" => {} // not an explain option; golden cases share options
                         other => panic!("explain option '{other}' is not mapped"),
                     }

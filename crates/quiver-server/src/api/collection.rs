@@ -104,8 +104,14 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                     ))
                 }
                 ("load", _, true) => {
+                    // `count` is a body attribute (as ArangoDB reads it); the query
+                    // parameter is accepted too.
+                    let in_body = super::body_json(req)
+                        .ok()
+                        .flatten()
+                        .and_then(|b| b.get("count").and_then(Value::as_bool));
                     let mut extra = Vec::new();
-                    if req.bool_param("count", true) {
+                    if in_body.unwrap_or_else(|| req.bool_param("count", true)) {
                         extra.push(("count", json!(coll.count()?)));
                     }
                     Ok(described(coll.basic_info(), &extra))

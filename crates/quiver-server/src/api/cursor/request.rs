@@ -82,6 +82,15 @@ fn rules_of(options: Option<&Value>) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `profile`: `true` is level 1, a number its level (at most 2), anything else 0.
+fn profile_level(v: Option<&Value>) -> u8 {
+    match v {
+        Some(Value::Bool(true)) => 1,
+        Some(Value::Number(n)) => n.as_u64().unwrap_or(0).min(2) as u8,
+        _ => 0,
+    }
+}
+
 /// `POST /_api/cursor`: the query, bind parameters and options of the body.
 pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
     let query = query_text(body)?;
@@ -99,11 +108,7 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
         Some(t) if t > 0.0 => t.min(86_400.0 * 30.0),
         _ => CursorRequest::DEFAULT_TTL,
     };
-    let profile = match opt("profile") {
-        Some(Value::Bool(true)) => 1,
-        Some(Value::Number(n)) => n.as_u64().unwrap_or(0).min(2) as u8,
-        _ => 0,
-    };
+    let profile = profile_level(opt("profile"));
     Ok(CursorRequest {
         query,
         bind_vars,
@@ -175,6 +180,7 @@ pub fn explain_request(body: &Value) -> Result<ExplainRequest> {
         bind_vars,
         rules: rules_of(options),
         all_plans: as_bool(options.and_then(|o| o.get("allPlans"))),
+        profile: profile_level(options.and_then(|o| o.get("profile"))),
     })
 }
 
@@ -195,13 +201,21 @@ pub fn properties_update(body: &Value) -> Result<PropertiesUpdate> {
             v.as_bool()
                 .ok_or_else(|| bad(format!("invalid value for '{k}'")))
         };
+        // A negative threshold means 0 (every query is slow), as ArangoDB reads it.
+        let seconds = || {
+            as_f64(Some(v))
+                .map(|f| f.max(0.0))
+                .ok_or_else(|| bad(format!("invalid value for '{k}'")))
+        };
         match k.as_str() {
             "enabled" => update.enabled = Some(flag()?),
             "trackSlowQueries" => update.track_slow_queries = Some(flag()?),
             "trackBindVars" => update.track_bind_vars = Some(flag()?),
             "maxSlowQueries" => update.max_slow_queries = Some(num()? as u64),
-            "slowQueryThreshold" => update.slow_query_threshold = Some(num()?),
-            "slowStreamingQueryThreshold" => update.slow_streaming_query_threshold = Some(num()?),
+            "slowQueryThreshold" => update.slow_query_threshold = Some(seconds()?),
+            "slowStreamingQueryThreshold" => {
+                update.slow_streaming_query_threshold = Some(seconds()?)
+            }
             "maxQueryStringLength" => update.max_query_string_length = Some(num()? as u64),
             _ => {}
         }
@@ -370,9 +384,12 @@ mod tests {
             )
         );
         // The first bad member in body order is the one reported.
-        let e = properties_update(&json!({"enabled": 1, "slowQueryThreshold": -1})).unwrap_err();
+        let e = properties_update(&json!({"enabled": 1, "maxSlowQueries": -1})).unwrap_err();
         assert_eq!(e.message, "invalid value for 'enabled'");
-        let e = properties_update(&json!({"slowQueryThreshold": -1, "enabled": 1})).unwrap_err();
-        assert_eq!(e.message, "invalid value for 'slowQueryThreshold'");
+        let e = properties_update(&json!({"maxSlowQueries": -1, "enabled": 1})).unwrap_err();
+        assert_eq!(e.message, "invalid value for 'maxSlowQueries'");
+        // A negative threshold is 0, as ArangoDB reads it.
+        let update = properties_update(&json!({"slowQueryThreshold": -1})).unwrap();
+        assert_eq!(update.slow_query_threshold, Some(0.0));
     }
 }
