@@ -154,6 +154,12 @@ pub struct PlanCache {
 }
 
 impl PlanCache {
+    /// The number `GET /_api/query-plan-cache` lists as the entry's `hash` and a query that
+    /// used the entry answers as `planCacheKey`.
+    pub fn key_hash(&self, key: &PlanKey<'_>) -> u64 {
+        key.hash(&self.hasher)
+    }
+
     /// The plan cached for `key`, if it was built under catalog `version`.
     pub fn get(&self, key: &PlanKey<'_>, version: u64) -> Option<Arc<CachedPlan>> {
         let hash = key.hash(&self.hasher);

@@ -160,6 +160,7 @@ error_codes! {
     QueryFunctionInvalidCode = 1581, 400, "invalid user function code";
     QueryFunctionNotFound = 1582, 404, "user function '%s()' not found";
     QueryFunctionRuntimeError = 1583, 500, "user function runtime error";
+    QueryNotEligibleForPlanCaching = 1584, 400, "query is not eligible for plan caching";
     QueryBadJsonPlan = 1590, 400, "bad execution plan JSON";
     QueryNotFound = 1591, 404, "query ID not found";
     QueryUserAssert = 1593, 400, "%s";

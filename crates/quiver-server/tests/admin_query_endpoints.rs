@@ -857,3 +857,77 @@ fn profile_two_times_the_optimizer_rules() {
     );
     assert!(cursor["extra"]["stats"]["nodes"].is_array());
 }
+
+/// `usePlanCache`: a query whose plan came from the plan cache says `planCacheKey` (the
+/// entry's hash in `/_api/query-plan-cache`); queries ArangoDB would not cache a plan of are
+/// refused with 1584 when they ask.
+#[test]
+fn use_plan_cache_reports_the_key_and_refuses_ineligible_queries() {
+    let f = fixture();
+    f.ok(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "pc"})),
+        200,
+    );
+    let body = json!({
+        "query": "FOR d IN pc FILTER d.v == @v RETURN d",
+        "bindVars": {"v": 1},
+        "options": {"usePlanCache": true},
+    });
+    let first = f.ok(Method::POST, "/_api/cursor", Some(body.clone()), 201);
+    assert!(first.get("planCacheKey").is_none(), "{first}");
+    let second = f.ok(Method::POST, "/_api/cursor", Some(body.clone()), 201);
+    let key = second["planCacheKey"]
+        .as_str()
+        .expect("planCacheKey")
+        .to_string();
+    let listed = f.ok(Method::GET, "/_api/query-plan-cache", None, 200);
+    assert!(
+        listed.as_array().unwrap().iter().any(|e| e["hash"] == key),
+        "{listed}"
+    );
+    let explained = f.ok(Method::POST, "/_api/explain", Some(body), 200);
+    assert_eq!(explained["planCacheKey"], key);
+    // Without the option the cache is used all the same, but not reported.
+    let plain = f.ok(
+        Method::POST,
+        "/_api/cursor",
+        Some(json!({"query": "FOR d IN pc FILTER d.v == @v RETURN d", "bindVars": {"v": 1}})),
+        201,
+    );
+    assert!(plain.get("planCacheKey").is_none());
+
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(json!({"query": "FOR d IN pc RETURN d",
+                "options": {"usePlanCache": true, "optimizer": {"rules": ["-all"]}}})),
+        ),
+        400,
+        1584,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/cursor",
+            Some(
+                json!({"query": "UPSERT {_key: 'a'} INSERT {_key: 'a'} UPDATE {} IN pc",
+                "options": {"usePlanCache": true}}),
+            ),
+        ),
+        400,
+        1584,
+    );
+    assert_error(
+        &f.call(
+            Method::POST,
+            "/_api/explain",
+            Some(json!({"query": "FOR d IN pc RETURN d",
+                "options": {"usePlanCache": true, "allPlans": true}})),
+        ),
+        400,
+        1584,
+    );
+}

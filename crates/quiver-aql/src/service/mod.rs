@@ -76,6 +76,43 @@ struct Prepared {
     parsing: f64,
     optimizing: f64,
     cached: Option<Arc<CachedPlan>>,
+    /// The plan cache entry's key when the plan came from it (`planCacheKey`).
+    plan_cache_key: Option<u64>,
+}
+
+/// `usePlanCache` asks for a query ArangoDB would not cache a plan of: error 1584 for the
+/// options and plan nodes ArangoDB names (`optimizer.rules`, `allPlans`, `UPSERT`). QuiverDB's
+/// plan cache itself is keyed by every bind value, so the bind-parameter positions ArangoDB
+/// also excludes (attribute names, traversal depths, graph names) are eligible here.
+fn check_plan_cache_eligible(
+    rules: &[String],
+    all_plans: bool,
+    plan: Option<&QueryPlan>,
+) -> Result<()> {
+    let why = if !rules.is_empty() {
+        Some("optimizer rules are set")
+    } else if all_plans {
+        Some("allPlans is set")
+    } else if plan.is_some_and(|p| has_upsert(&p.root)) {
+        Some("it contains an UPSERT")
+    } else {
+        None
+    };
+    match why {
+        Some(why) => Err(Error::with_message(
+            ErrorCode::QueryNotEligibleForPlanCaching,
+            format!("query is not eligible for plan caching because {why}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn has_upsert(plan: &plan::Plan) -> bool {
+    plan.nodes.iter().any(|n| match &n.kind {
+        plan::NodeKind::Modify(m) => m.kind == crate::ast::ModifyKind::Upsert,
+        plan::NodeKind::Subquery { plan: sub, .. } => has_upsert(sub),
+        _ => false,
+    })
 }
 
 /// The bind parameters as part of a plan-cache key.
@@ -189,6 +226,7 @@ impl QueryService {
                 parsing: 0.0,
                 optimizing: t0.elapsed().as_secs_f64(),
                 cached: Some(hit),
+                plan_cache_key: Some(self.plans.key_hash(&key)),
             });
         }
         let ast = parser::parse_within(query, Some(limits))?;
@@ -235,6 +273,7 @@ impl QueryService {
             parsing,
             optimizing: t1.elapsed().as_secs_f64(),
             cached,
+            plan_cache_key: None,
         })
     }
 
@@ -312,13 +351,20 @@ impl QueryService {
             parsing,
             optimizing,
             cached,
-        } = match prepared {
+            plan_cache_key,
+        } = match prepared.and_then(|p| {
+            if req.use_plan_cache {
+                check_plan_cache_eligible(&req.rules, false, Some(&p.plan))?;
+            }
+            Ok(p)
+        }) {
             Ok(prepared) => prepared,
             Err(e) => {
                 self.queries.unregister(query_id, 0, e.number());
                 return Err(e);
             }
         };
+        let plan_cache_key = plan_cache_key.filter(|_| req.use_plan_cache);
         if let Some(c) = &mut candidate {
             c.reads_snapshot(txn.snapshot_tick());
         }
@@ -379,11 +425,11 @@ impl QueryService {
                 raw_result: plan.raw_result(),
                 cached: false,
             };
-            return self.respond_first(
-                cursor_with_values(&mut cursor, values, self, parsing, optimizing)?,
-                cursor,
-                201,
-            );
+            let mut body = cursor_with_values(&mut cursor, values, self, parsing, optimizing)?;
+            if let Some(key) = plan_cache_key {
+                body["planCacheKey"] = json!(key.to_string());
+            }
+            return self.respond_first(body, cursor, 201);
         }
         // Non-streaming: run to completion, commit, keep the results.
         let mut results = VecDeque::new();
@@ -453,7 +499,10 @@ impl QueryService {
             raw_result: plan.raw_result(),
             cached: false,
         };
-        let body = self.next_body(&mut cursor, None)?;
+        let mut body = self.next_body(&mut cursor, None)?;
+        if let Some(key) = plan_cache_key {
+            body["planCacheKey"] = json!(key.to_string());
+        }
         self.respond_first(body, cursor, 201)
     }
 
@@ -474,6 +523,7 @@ impl QueryService {
             || req.batch_size == 0
             || self.queries.log_fast_queries()
             || self.uses_results_cache(req, false)
+            || req.use_plan_cache
         {
             return None;
         }
@@ -593,9 +643,18 @@ impl QueryService {
             rules,
             all_plans,
             profile,
+            use_plan_cache,
         } = req;
         let t0 = Instant::now();
-        let Prepared { txn, plan, .. } = self.prepare(
+        if *use_plan_cache {
+            check_plan_cache_eligible(rules, *all_plans, None)?;
+        }
+        let Prepared {
+            txn,
+            plan,
+            plan_cache_key,
+            ..
+        } = self.prepare(
             db,
             query,
             bind_vars,
@@ -617,7 +676,13 @@ impl QueryService {
         if *profile >= 2 {
             stats["rules"] = response::rule_seconds_json(&plan);
         }
+        if *use_plan_cache {
+            check_plan_cache_eligible(rules, false, Some(&plan))?;
+        }
         let mut out = json!({"warnings": [], "stats": stats, "error": false, "code": 200});
+        if let Some(key) = plan_cache_key.filter(|_| *use_plan_cache) {
+            out["planCacheKey"] = json!(key.to_string());
+        }
         if *all_plans {
             out["plans"] = json!([plan_json]);
         } else {

@@ -32,6 +32,9 @@ pub struct CursorRequest {
     /// `cache`: whether the query results cache is asked for (`None`: as the cache's mode
     /// says).
     pub cache: Option<bool>,
+    /// `usePlanCache`: the query must be eligible for the plan cache (error 1584 otherwise)
+    /// and says `planCacheKey` when its plan came from it.
+    pub use_plan_cache: bool,
     /// Checked before every collection the query reads or writes while it runs (the
     /// caller's rights); `None`: no check (the superuser, authentication off).
     pub access: Option<crate::source::checked::CollectionAccess>,
@@ -60,6 +63,7 @@ impl CursorRequest {
             max_warning_count: Self::DEFAULT_MAX_WARNING_COUNT,
             allow_retry: false,
             cache: None,
+            use_plan_cache: false,
             access: None,
         }
     }
@@ -75,6 +79,8 @@ pub struct ExplainRequest {
     pub all_plans: bool,
     /// `options.profile`: at 2, `stats.rules` gives the seconds spent in each optimizer rule.
     pub profile: u8,
+    /// `options.usePlanCache` (see [`CursorRequest::use_plan_cache`]).
+    pub use_plan_cache: bool,
 }
 
 /// The members of a `PUT /_api/query/properties` body; `None` leaves a property as it is.

@@ -92,6 +92,7 @@ pub fn explain(body: &Value) -> ExplainRequest {
         rules: Vec::new(),
         all_plans: false,
         profile: 0,
+        use_plan_cache: false,
     };
     for (k, v) in m {
         match k.as_str() {

@@ -132,6 +132,7 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
             .min(100_000),
         allow_retry: as_bool(opt("allowRetry")),
         cache: cache_option(body, options),
+        use_plan_cache: as_bool(opt("usePlanCache")),
         access: None,
     })
 }
@@ -181,6 +182,7 @@ pub fn explain_request(body: &Value) -> Result<ExplainRequest> {
         rules: rules_of(options),
         all_plans: as_bool(options.and_then(|o| o.get("allPlans"))),
         profile: profile_level(options.and_then(|o| o.get("profile"))),
+        use_plan_cache: as_bool(options.and_then(|o| o.get("usePlanCache"))),
     })
 }
 
