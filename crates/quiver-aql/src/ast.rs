@@ -42,7 +42,7 @@ pub enum Op {
         var: String,
         expr: Expr,
     },
-    Sort(Vec<(Expr, bool)>),
+    Sort(Vec<(Expr, SortOrder)>),
     Limit {
         offset: Expr,
         count: Expr,
@@ -143,8 +143,11 @@ impl ModifyKind {
 pub struct Modify {
     pub kind: ModifyKind,
     /// INSERT: the document; UPDATE/REPLACE: the key expression with `WITH`, else the
-    /// document; REMOVE: the key or document; UPSERT: the search example.
+    /// document; REMOVE: the key or document; UPSERT: the search example, or with
+    /// `upsert_filter` the condition a document must meet (`CURRENT` is the document).
     pub first: Expr,
+    /// `UPSERT FILTER condition …` rather than `UPSERT example …`.
+    pub upsert_filter: bool,
     /// UPDATE/REPLACE `WITH doc`; UPSERT's INSERT document.
     pub second: Option<Expr>,
     /// UPSERT's UPDATE/REPLACE document.
@@ -236,6 +239,16 @@ impl BinOp {
     }
 }
 
+/// The direction of a `SORT` key.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SortOrder {
+    Ascending,
+    Descending,
+    /// A literal or bind parameter (`SORT x @dir`): `"ASC"`/`"DESC"` in any case, or a
+    /// boolean (true ascending), read when the query is planned.
+    Given(Expr),
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Quantifier {
     Any,
@@ -277,6 +290,8 @@ pub enum Expr {
     Binary(BinOp, Box<Expr>, Box<Expr>),
     /// `left ANY|ALL|NONE op right`.
     ArrayCompare(Quantifier, BinOp, Box<Expr>, Box<Expr>),
+    /// `left AT LEAST (count) op right`: at least `count` elements of `left` compare true.
+    ArrayAtLeast(Box<Expr>, BinOp, Box<Expr>, Box<Expr>),
     /// `cond ? then : else`; `cond ?: else` has `then` None.
     Ternary(Box<Expr>, Option<Box<Expr>>, Box<Expr>),
     Range(Box<Expr>, Box<Expr>),

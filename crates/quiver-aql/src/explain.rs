@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 
 mod graph;
 
-use crate::ast::{self, Expr, ObjectKey, Op, Quantifier, UnaryOp};
+use crate::ast::{self, Expr, ObjectKey, Op, Quantifier, SortOrder, UnaryOp};
 use crate::exec::NodeStats;
 use crate::expr::{CExpr, CKey, Slot};
 use crate::optimizer::estimates;
@@ -94,6 +94,9 @@ fn expr_json_inner(e: &CExpr, vars: &[VarInfo]) -> Value {
                 Quantifier::None => "none",
             };
             json!({"type": format!("array {}", op.ast_name()), "quantifier": quantifier, "subNodes": [expr_json(a, vars), expr_json(b, vars)]})
+        }
+        CExpr::ArrayAtLeast(n, op, a, b) => {
+            json!({"type": format!("array {}", op.ast_name()), "quantifier": {"type": "at least", "subNodes": [expr_json(n, vars)]}, "subNodes": [expr_json(a, vars), expr_json(b, vars)]})
         }
         CExpr::Ternary(c, t, f) => {
             let mut nodes = vec![expr_json(c, vars)];
@@ -460,7 +463,14 @@ fn query_nodes(q: &ast::Query) -> Vec<Value> {
             Op::Traversal(g) => graph::ast_node(g),
             Op::Filter(e) => json!({"type": "filter", "subNodes": [ast_expr(e)]}),
             Op::Let { var, expr } => json!({"type": "let", "subNodes": [variable(var), ast_expr(expr)]}),
-            Op::Sort(keys) => json!({"type": "sort", "subNodes": [{"type": "array", "subNodes": keys.iter().map(|(e, asc)| json!({"type": "sort element", "subNodes": [ast_expr(e), {"type": "value", "value": asc}]})).collect::<Vec<_>>()}]}),
+            Op::Sort(keys) => json!({"type": "sort", "subNodes": [{"type": "array", "subNodes": keys.iter().map(|(e, order)| {
+                let direction = match order {
+                    SortOrder::Ascending => json!({"type": "value", "value": true}),
+                    SortOrder::Descending => json!({"type": "value", "value": false}),
+                    SortOrder::Given(given) => ast_expr(given),
+                };
+                json!({"type": "sort element", "subNodes": [ast_expr(e), direction]})
+            }).collect::<Vec<_>>()}]}),
             Op::Limit { offset, count } => json!({"type": "limit", "subNodes": [ast_expr(offset), ast_expr(count)]}),
             Op::Collect(c) => {
                 let mut subs: Vec<Value> = c.groups.iter().map(|(n, e)| json!({"type": "assign", "subNodes": [variable(n), ast_expr(e)]})).collect();
@@ -535,6 +545,9 @@ fn ast_expr_inner(e: &Expr) -> Value {
         }
         Expr::ArrayCompare(_, op, a, b) => {
             json!({"type": format!("array {}", op.ast_name()), "subNodes": [ast_expr(a), ast_expr(b)]})
+        }
+        Expr::ArrayAtLeast(n, op, a, b) => {
+            json!({"type": format!("array {}", op.ast_name()), "subNodes": [ast_expr(a), ast_expr(b), ast_expr(n)]})
         }
         Expr::Ternary(c, t, f) => {
             let mut subs = vec![ast_expr(c)];

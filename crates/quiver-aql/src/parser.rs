@@ -60,6 +60,7 @@ pub fn parse_within(query: &str, limits: Option<&Limits>) -> Result<Query> {
         weight: 0,
         no_in: false,
         expansion: 0,
+        queued: Default::default(),
     };
     let q = parser.query()?;
     if !matches!(parser.peek(), Tok::Eof) {
@@ -80,6 +81,9 @@ struct Parser<'a> {
     no_in: bool,
     /// Inside `[* ...]`, where `CURRENT` names the element.
     expansion: usize,
+    /// The further assignments of a `LET a = 1, b = 2` list, returned as LET operations of
+    /// their own by the next calls of `operation`.
+    queued: std::collections::VecDeque<Op>,
 }
 
 impl<'a> Parser<'a> {
@@ -284,7 +288,17 @@ impl<'a> Parser<'a> {
                     CollectionRef::Name(n) => with.push(n),
                     CollectionRef::Bind(n) => with.push(format!("@{n}")),
                 }
-                if !self.eat_sym(",") {
+                // Collections are separated by commas or by blanks, as ArangoDB's
+                // `with_collection_list`.
+                let named_next = matches!(
+                    self.peek(),
+                    Tok::Ident(_)
+                        | Tok::QuotedIdent(_)
+                        | Tok::Str(_)
+                        | Tok::BindColl(_)
+                        | Tok::Bind(_)
+                );
+                if !self.eat_sym(",") && !named_next {
                     break;
                 }
             }
@@ -314,6 +328,9 @@ impl<'a> Parser<'a> {
     }
 
     fn operation(&mut self) -> Result<Op> {
+        if let Some(op) = self.queued.pop_front() {
+            return Ok(op);
+        }
         let tok = self.peek().clone();
         match tok {
             Tok::Kw(Kw::For) => {
@@ -326,25 +343,41 @@ impl<'a> Parser<'a> {
             }
             Tok::Kw(Kw::Let) => {
                 self.advance();
-                let var = self.variable_name()?;
-                self.expect_sym("=")?;
-                Ok(Op::Let {
-                    var,
-                    expr: self.expr()?,
-                })
+                let first = self.let_assignment()?;
+                // `LET a = 1, b = 2`: the further assignments become LETs of their own. They
+                // are queued only once all are parsed, so a subquery inside one of them never
+                // takes them for its own operations.
+                let mut more = Vec::new();
+                while self.eat_sym(",") {
+                    more.push(self.let_assignment()?);
+                }
+                self.queued.extend(more);
+                Ok(first)
             }
             Tok::Kw(Kw::Sort) => {
                 self.advance();
                 let mut keys = Vec::new();
                 loop {
                     let e = self.expr()?;
-                    let asc = if self.eat_kw(Kw::Desc) {
-                        false
+                    let order = if self.eat_kw(Kw::Desc) {
+                        SortOrder::Descending
+                    } else if self.eat_kw(Kw::Asc) {
+                        SortOrder::Ascending
+                    } else if matches!(
+                        self.peek(),
+                        Tok::Bind(_)
+                            | Tok::Str(_)
+                            | Tok::Int(_)
+                            | Tok::Float(_)
+                            | Tok::Kw(Kw::True | Kw::False | Kw::Null)
+                    ) {
+                        // ArangoDB's `sort_direction: simple_value`: a literal or a bind
+                        // parameter, read when the query is planned.
+                        SortOrder::Given(self.primary()?)
                     } else {
-                        self.eat_kw(Kw::Asc);
-                        true
+                        SortOrder::Ascending
                     };
-                    keys.push((e, asc));
+                    keys.push((e, order));
                     if !self.eat_sym(",") {
                         break;
                     }
@@ -629,6 +662,7 @@ impl<'a> Parser<'a> {
             first: Expr::lit(Value::Null),
             second: None,
             third: None,
+            upsert_filter: false,
             upsert_replace: false,
             collection: CollectionRef::Name(String::new()),
             options: None,
@@ -656,7 +690,16 @@ impl<'a> Parser<'a> {
                 }
             }
             ModifyKind::Upsert => {
-                m.first = self.modify_expr()?;
+                if self.eat_kw(Kw::Filter) {
+                    // `UPSERT FILTER condition`: CURRENT names the candidate document.
+                    m.upsert_filter = true;
+                    self.expansion += 1;
+                    let condition = self.modify_expr();
+                    self.expansion -= 1;
+                    m.first = condition?;
+                } else {
+                    m.first = self.modify_expr()?;
+                }
                 self.expect_kw(Kw::Insert)?;
                 m.second = Some(self.modify_expr()?);
                 if self.eat_kw(Kw::Replace) {
@@ -717,6 +760,8 @@ impl<'a> Parser<'a> {
             (Tok::Sym("!~"), _) => (BinOp::RegexNotMatch, 3, 1),
             (Tok::Kw(Kw::Like), _) => (BinOp::Like, 3, 1),
             (Tok::Kw(Kw::Not), Tok::Kw(Kw::Like)) => (BinOp::NotLike, 3, 2),
+            (Tok::Kw(Kw::Not), Tok::Sym("=~")) => (BinOp::RegexNotMatch, 3, 2),
+            (Tok::Kw(Kw::Not), Tok::Sym("!~")) => (BinOp::RegexMatch, 3, 2),
             (Tok::Kw(Kw::In), _) if !self.no_in => (BinOp::In, 4, 1),
             (Tok::Kw(Kw::Not), Tok::Kw(Kw::In)) if !self.no_in => (BinOp::NotIn, 4, 2),
             (Tok::Sym("<"), _) => (BinOp::Lt, 5, 1),
@@ -761,7 +806,21 @@ impl<'a> Parser<'a> {
     fn binary(&mut self, min_prec: u8) -> Result<Expr> {
         let mut left = self.unary()?;
         let mut links = 0;
-        while let Some((kind, prec, len)) = self.peek_binary() {
+        loop {
+            // `left AT LEAST (n) op right`, an array comparison at the comparisons' level.
+            if min_prec <= 3 && self.at_least() {
+                self.expect_sym("(")?;
+                let n = self.expr()?;
+                self.expect_sym(")")?;
+                let op = self.comparison_operator()?;
+                let right = self.binary(4)?;
+                left = Expr::ArrayAtLeast(Box::new(n), op, Box::new(left), Box::new(right));
+                self.link(&mut links)?;
+                continue;
+            }
+            let Some((kind, prec, len)) = self.peek_binary() else {
+                break;
+            };
             if prec < min_prec {
                 break;
             }
@@ -851,10 +910,14 @@ impl<'a> Parser<'a> {
                     // Everything following the expansion is applied per element already.
                     return Ok(e);
                 }
-                self.advance();
-                let index = self.expr()?;
-                self.expect_sym("]")?;
-                e = Expr::Index(Box::new(e), Box::new(index));
+                if matches!(self.peek_at(1), Tok::Sym("?")) {
+                    e = self.question_filter(e)?;
+                } else {
+                    self.advance();
+                    let index = self.expr()?;
+                    self.expect_sym("]")?;
+                    e = Expr::Index(Box::new(e), Box::new(index));
+                }
             } else {
                 break;
             }
@@ -862,6 +925,120 @@ impl<'a> Parser<'a> {
         }
         self.weight -= links;
         Ok(e)
+    }
+
+    /// `LET`'s `name = expression`.
+    fn let_assignment(&mut self) -> Result<Op> {
+        let var = self.variable_name()?;
+        self.expect_sym("=")?;
+        Ok(Op::Let {
+            var,
+            expr: self.expr()?,
+        })
+    }
+
+    /// `input[? [quantifier] FILTER condition]`: whether the elements for which the condition
+    /// holds are as many as the quantifier says — `ANY` (the default: at least one), `ALL`,
+    /// `NONE`, `AT LEAST (n)`, or a number `n` (exactly n). Written with the constructs the
+    /// engine has: `ANY`/`ALL`/`NONE` compare the per-element truth values with `true`, the
+    /// counts compare `LENGTH(input[* FILTER condition])`.
+    fn question_filter(&mut self, input: Expr) -> Result<Expr> {
+        self.enter()?;
+        self.expect_sym("[")?;
+        self.expect_sym("?")?;
+        enum Count {
+            Quantified(Quantifier),
+            AtLeast(Expr),
+            Exactly(Expr),
+        }
+        let count = if self.eat_kw(Kw::Any) {
+            Count::Quantified(Quantifier::Any)
+        } else if self.eat_kw(Kw::All) {
+            Count::Quantified(Quantifier::All)
+        } else if self.eat_kw(Kw::None) {
+            Count::Quantified(Quantifier::None)
+        } else if self.at_least() {
+            self.expect_sym("(")?;
+            let n = self.expr()?;
+            self.expect_sym(")")?;
+            Count::AtLeast(n)
+        } else if self.is_kw(Kw::Filter) {
+            Count::Quantified(Quantifier::Any)
+        } else {
+            Count::Exactly(self.expr()?)
+        };
+        if !self.eat_kw(Kw::Filter) {
+            self.leave();
+            return Err(self.unexpected());
+        }
+        self.expansion += 1;
+        let condition = self.expr();
+        self.expansion -= 1;
+        let condition = condition?;
+        self.expect_sym("]")?;
+        self.leave();
+        let matching = || {
+            Expr::Call(
+                "LENGTH".into(),
+                vec![Expr::Expansion {
+                    input: Box::new(input.clone()),
+                    depth: 1,
+                    filter: Some(Box::new(condition.clone())),
+                    limit: None,
+                    project: None,
+                }],
+            )
+        };
+        Ok(match count {
+            Count::Quantified(q) => Expr::ArrayCompare(
+                q,
+                BinOp::Eq,
+                Box::new(Expr::Expansion {
+                    input: Box::new(input.clone()),
+                    depth: 1,
+                    filter: None,
+                    limit: None,
+                    project: Some(Box::new(Expr::Call(
+                        "TO_BOOL".into(),
+                        vec![condition.clone()],
+                    ))),
+                }),
+                Box::new(Expr::lit(Value::Bool(true))),
+            ),
+            Count::AtLeast(n) => Expr::Binary(BinOp::Ge, Box::new(matching()), Box::new(n)),
+            Count::Exactly(n) => Expr::Binary(BinOp::Eq, Box::new(matching()), Box::new(n)),
+        })
+    }
+
+    /// The comparison operator after `AT LEAST (n)` (`==` … `NOT IN`), consumed.
+    fn comparison_operator(&mut self) -> Result<BinOp> {
+        let (op, len) = match (self.peek(), self.peek_at(1)) {
+            (Tok::Sym("=="), _) => (BinOp::Eq, 1),
+            (Tok::Sym("!="), _) => (BinOp::Ne, 1),
+            (Tok::Sym("<"), _) => (BinOp::Lt, 1),
+            (Tok::Sym("<="), _) => (BinOp::Le, 1),
+            (Tok::Sym(">"), _) => (BinOp::Gt, 1),
+            (Tok::Sym(">="), _) => (BinOp::Ge, 1),
+            (Tok::Kw(Kw::In), _) => (BinOp::In, 1),
+            (Tok::Kw(Kw::Not), Tok::Kw(Kw::In)) => (BinOp::NotIn, 2),
+            _ => return Err(self.unexpected()),
+        };
+        for _ in 0..len {
+            self.advance();
+        }
+        Ok(op)
+    }
+
+    /// Whether `AT LEAST` comes next (two words to AQL's lexer); consumes it.
+    fn at_least(&mut self) -> bool {
+        let word = |t: &Tok, w: &str| matches!(t, Tok::Ident(s) if s.eq_ignore_ascii_case(w));
+        if word(self.peek(), "AT") && word(self.peek_at(1), "LEAST") {
+            self.advance();
+            self.advance();
+            true
+        } else {
+            false
+        }
     }
 
     fn expansion(&mut self, input: Expr) -> Result<Expr> {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{Map, Value};
 
-use crate::ast::{self, CollectionRef, Expr, ModifyKind, ObjectKey, Op};
+use crate::ast::{self, CollectionRef, Expr, ModifyKind, ObjectKey, Op, SortOrder};
 use crate::expr::eval::{eval, EnvState, EvalEnv};
 use crate::expr::{CExpr, CKey, Slot};
 use crate::functions;
@@ -72,6 +72,9 @@ pub struct ModifySpec {
     pub second: Option<Slot>,
     /// UPSERT's update/replace document, evaluated after OLD is bound.
     pub upsert_update: Option<CExpr>,
+    /// `UPSERT FILTER`'s condition (`CURRENT` is the candidate document); `first` then holds
+    /// nothing.
+    pub upsert_filter: Option<CExpr>,
     pub options: WriteOptions,
     pub ignore_errors: bool,
     pub out_new: Option<Slot>,
@@ -512,6 +515,21 @@ pub fn build(
     })
 }
 
+/// A `SORT` direction given as a value (`SORT x @dir`): `"ASC"`/`"DESC"` in any case or a
+/// boolean or number (true or non-zero: ascending); any other value is a syntax error (1501).
+fn sort_direction(v: &Value) -> Result<bool> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        Value::String(s) if s.eq_ignore_ascii_case("asc") => Ok(true),
+        Value::String(s) if s.eq_ignore_ascii_case("desc") => Ok(false),
+        Value::Number(n) => Ok(n.as_f64().is_some_and(|f| f != 0.0)),
+        _ => Err(Error::with_message(
+            ErrorCode::QueryParse,
+            format!("AQL: invalid sort direction {v} (while parsing)"),
+        )),
+    }
+}
+
 fn collection_ref_of_with(name: &str) -> CollectionRef {
     match name.strip_prefix('@') {
         Some(bind) => CollectionRef::Bind(bind.to_string()),
@@ -538,6 +556,11 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
             | Expr::Binary(_, a, b)
             | Expr::ArrayCompare(_, _, a, b)
             | Expr::Range(a, b) => {
+                expr(a, out);
+                expr(b, out);
+            }
+            Expr::ArrayAtLeast(n, _, a, b) => {
+                expr(n, out);
                 expr(a, out);
                 expr(b, out);
             }
@@ -891,8 +914,16 @@ impl<'a> Planner<'a> {
             }
             Op::Sort(keys) => {
                 let mut slots = Vec::new();
-                for (e, asc) in keys {
-                    slots.push((self.expr_slot(e, plan)?, *asc));
+                for (e, order) in keys {
+                    let asc = match order {
+                        SortOrder::Ascending => true,
+                        SortOrder::Descending => false,
+                        SortOrder::Given(given) => {
+                            let v = self.constant(given, plan, "SORT direction")?;
+                            sort_direction(&v)?
+                        }
+                    };
+                    slots.push((self.expr_slot(e, plan)?, asc));
                 }
                 self.node(
                     plan,
@@ -1141,7 +1172,13 @@ impl<'a> Planner<'a> {
 
     fn plan_modify(&mut self, m: &ast::Modify, plan: &mut Plan) -> Result<()> {
         let collection = self.resolve_collection_name(&m.collection)?;
-        let first = self.expr_slot(&m.first, plan)?;
+        let (first, upsert_filter) = if m.upsert_filter {
+            let condition = self.compile(&m.first, plan)?;
+            let none = self.expr_slot(&Expr::lit(Value::Null), plan)?;
+            (none, Some(condition))
+        } else {
+            (self.expr_slot(&m.first, plan)?, None)
+        };
         let second = match (&m.kind, &m.second) {
             (ModifyKind::Upsert, Some(e)) | (ModifyKind::Update | ModifyKind::Replace, Some(e)) => {
                 Some(self.expr_slot(e, plan)?)
@@ -1215,6 +1252,7 @@ impl<'a> Planner<'a> {
             first,
             second,
             upsert_update,
+            upsert_filter,
             options,
             ignore_errors,
             out_new: has_new.then_some(new_slot),
@@ -1312,6 +1350,12 @@ impl<'a> Planner<'a> {
             ),
             Expr::ArrayCompare(q, op, a, b) => CExpr::ArrayCompare(
                 *q,
+                *op,
+                Box::new(self.compile(a, plan)?),
+                Box::new(self.compile(b, plan)?),
+            ),
+            Expr::ArrayAtLeast(n, op, a, b) => CExpr::ArrayAtLeast(
+                Box::new(self.compile(n, plan)?),
                 *op,
                 Box::new(self.compile(a, plan)?),
                 Box::new(self.compile(b, plan)?),
@@ -1462,6 +1506,7 @@ pub fn fold_within(c: CExpr, budget: Option<u64>) -> CExpr {
         CExpr::Index(a, b) | CExpr::Binary(_, a, b) | CExpr::ArrayCompare(_, _, a, b) => {
             is_const(a) && is_const(b)
         }
+        CExpr::ArrayAtLeast(n, _, a, b) => is_const(n) && is_const(a) && is_const(b),
         // Ranges stay lazy: `FOR i IN 1..1000000` must not materialize the array.
         CExpr::Range(..) => false,
         CExpr::Ternary(a, b, d) => is_const(a) && b.as_deref().is_none_or(is_const) && is_const(d),
@@ -1516,6 +1561,7 @@ fn constant_operands_size(c: &CExpr) -> u64 {
         CExpr::Index(a, b) | CExpr::Binary(_, a, b) | CExpr::ArrayCompare(_, _, a, b) => {
             size(a) + size(b)
         }
+        CExpr::ArrayAtLeast(n, _, a, b) => size(n) + size(a) + size(b),
         CExpr::Ternary(a, b, d) => size(a) + b.as_deref().map_or(0, size) + size(d),
         CExpr::Call(_, args) => args.iter().map(size).sum(),
         CExpr::Expansion { input, .. } => size(input),

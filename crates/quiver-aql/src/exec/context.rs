@@ -79,12 +79,22 @@ impl ExecCtx {
 
     #[inline]
     pub(super) fn eval(&mut self, e: &crate::expr::CExpr, row: &[Value]) -> Result<Value> {
+        self.eval_with_current(e, row, None)
+    }
+
+    /// [`ExecCtx::eval`] with `CURRENT` bound to `current`.
+    pub(super) fn eval_with_current(
+        &mut self,
+        e: &crate::expr::CExpr,
+        row: &[Value],
+        current: Option<&Value>,
+    ) -> Result<Value> {
         let mut env = EvalEnv {
             txn: Some(&*self.txn),
             database: &self.database,
             state: &mut self.env,
         };
-        eval(e, row, None, &mut env)
+        eval(e, row, current, &mut env)
     }
 
     /// Kill flag and `maxRuntime`, checked every few hundred rows.

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use super::{ExecCtx, Op, Operator, Row};
 use crate::ast::ModifyKind;
 use crate::plan::ModifySpec;
+use crate::source::WriteOutcome;
 use crate::value::{self};
 
 pub(super) struct ModifyOp {
@@ -67,6 +68,42 @@ pub(super) fn matches_example(doc: &Value, example: &Map<String, Value>) -> bool
 }
 
 impl ModifyOp {
+    /// UPSERT once the search is done: inserts the INSERT document when nothing was `found`,
+    /// else updates (or replaces) the found document with the UPDATE expression (`OLD` bound).
+    fn upsert_found(
+        &self,
+        row: &mut Row,
+        ctx: &mut ExecCtx,
+        coll: &str,
+        found: Option<Value>,
+    ) -> Result<WriteOutcome> {
+        let spec = &self.spec;
+        match found {
+            None => {
+                let doc = spec.second.map_or(Value::Null, |s| row[s].clone());
+                if !doc.is_object() {
+                    return Err(Error::new(ErrorCode::DocumentTypeInvalid));
+                }
+                ctx.txn.insert(coll, doc, &spec.options)
+            }
+            Some(old) => {
+                if let Some(slot) = spec.out_old {
+                    row[slot] = old.clone();
+                }
+                let update = match &spec.upsert_update {
+                    Some(e) => ctx.eval(e, row)?,
+                    None => Value::Object(Map::new()),
+                };
+                let doc = addressed(&old, Some(&update), coll)?;
+                if spec.upsert_replace {
+                    ctx.txn.replace(coll, doc, &spec.options)
+                } else {
+                    ctx.txn.update(coll, doc, &spec.options)
+                }
+            }
+        }
+    }
+
     fn apply(&mut self, row: &mut Row, ctx: &mut ExecCtx) -> Result<()> {
         let spec = &self.spec;
         let coll = spec.collection.as_str();
@@ -89,6 +126,22 @@ impl ModifyOp {
             ModifyKind::Remove => {
                 let doc = addressed(&first, None, coll)?;
                 ctx.txn.remove(coll, doc, &spec.options)?
+            }
+            ModifyKind::Upsert if spec.upsert_filter.is_some() => {
+                let condition = spec.upsert_filter.as_ref().expect("checked by the guard");
+                let mut found = None;
+                let mut iter = ctx.txn.scan(coll)?;
+                for doc in iter.by_ref() {
+                    let doc = doc?;
+                    ctx.stats.scanned_full += 1;
+                    let holds = ctx.eval_with_current(condition, row, Some(&doc))?;
+                    if crate::value::to_bool(&holds) {
+                        found = Some(doc);
+                        break;
+                    }
+                }
+                drop(iter);
+                self.upsert_found(row, ctx, coll, found)?
             }
             ModifyKind::Upsert => {
                 let Value::Object(example) = &first else {
@@ -114,30 +167,7 @@ impl ModifyOp {
                         }
                     }
                 }
-                match found {
-                    None => {
-                        let doc = spec.second.map_or(Value::Null, |s| row[s].clone());
-                        if !doc.is_object() {
-                            return Err(Error::new(ErrorCode::DocumentTypeInvalid));
-                        }
-                        ctx.txn.insert(coll, doc, &spec.options)?
-                    }
-                    Some(old) => {
-                        if let Some(slot) = spec.out_old {
-                            row[slot] = old.clone();
-                        }
-                        let update = match &spec.upsert_update {
-                            Some(e) => ctx.eval(e, row)?,
-                            None => Value::Object(Map::new()),
-                        };
-                        let doc = addressed(&old, Some(&update), coll)?;
-                        if spec.upsert_replace {
-                            ctx.txn.replace(coll, doc, &spec.options)?
-                        } else {
-                            ctx.txn.update(coll, doc, &spec.options)?
-                        }
-                    }
-                }
+                self.upsert_found(row, ctx, coll, found)?
             }
         };
         if outcome.new.is_none() && outcome.old.is_none() {

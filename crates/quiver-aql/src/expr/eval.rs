@@ -286,6 +286,21 @@ fn eval_inner(
                 Quantifier::None => matches == 0,
             })
         }
+        CExpr::ArrayAtLeast(n, op, a, b) => {
+            let wanted = value::to_number(&eval(n, row, current, env)?);
+            let left = eval(a, row, current, env)?;
+            let right = eval(b, row, current, env)?;
+            let Value::Array(items) = left else {
+                return Ok(Value::Bool(false));
+            };
+            let mut matches = 0usize;
+            for item in &items {
+                if compare_op(*op, item, &right, env)? {
+                    matches += 1;
+                }
+            }
+            Value::Bool(matches as f64 >= wanted)
+        }
         CExpr::Ternary(c, t, f) => {
             let cond = eval(c, row, current, env)?;
             if value::to_bool(&cond) {

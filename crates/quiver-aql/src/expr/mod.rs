@@ -35,6 +35,8 @@ pub enum CExpr {
     Unary(UnaryOp, Box<CExpr>),
     Binary(BinOp, Box<CExpr>, Box<CExpr>),
     ArrayCompare(Quantifier, BinOp, Box<CExpr>, Box<CExpr>),
+    /// `left AT LEAST (count) op right`: (count, op, left, right).
+    ArrayAtLeast(Box<CExpr>, BinOp, Box<CExpr>, Box<CExpr>),
     Ternary(Box<CExpr>, Option<Box<CExpr>>, Box<CExpr>),
     Range(Box<CExpr>, Box<CExpr>),
     Call(&'static FunctionDef, Vec<CExpr>),
@@ -64,6 +66,11 @@ impl CExpr {
             | CExpr::Binary(_, a, b)
             | CExpr::ArrayCompare(_, _, a, b)
             | CExpr::Range(a, b) => {
+                a.visit_vars(f);
+                b.visit_vars(f);
+            }
+            CExpr::ArrayAtLeast(n, _, a, b) => {
+                n.visit_vars(f);
                 a.visit_vars(f);
                 b.visit_vars(f);
             }
@@ -140,6 +147,11 @@ impl CExpr {
             | CExpr::Binary(_, a, b)
             | CExpr::ArrayCompare(_, _, a, b)
             | CExpr::Range(a, b) => {
+                f(a);
+                f(b);
+            }
+            CExpr::ArrayAtLeast(n, _, a, b) => {
+                f(n);
                 f(a);
                 f(b);
             }

@@ -40,6 +40,7 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("PRODUCT", 1, 1, product),
     def("RADIANS", 1, 1, radians),
     volatile("RAND", 0, 0, rand),
+    volatile("RANDOM", 0, 0, rand),
     def("RANGE", 2, 3, range),
     def("ROUND", 1, 1, round),
     def("SIN", 1, 1, sin),
