@@ -418,3 +418,16 @@ def test_views_and_analyzers_round_trip(server, db, target, tmp_path):
     )
     assert [v["name"] for v in restored.views()] == ["books_view"]
     assert list(restored.aql.execute(query)) == ["b1"]
+
+
+def test_replication_logger_state_through_the_driver(db):
+    """python-arango's `replication.logger_state()` reads `serverId` and the state members."""
+    first = db.replication.logger_state()
+    assert first["state"]["running"] is True
+    assert int(first["server"]["server_id"]) > 0
+    assert first["clients"] == []
+    db.create_collection("logged").insert({"a": 1})
+    second = db.replication.logger_state()
+    assert int(second["state"]["last_log_tick"]) > int(first["state"]["last_log_tick"])
+    assert second["state"]["total_events"] > first["state"]["total_events"]
+    assert second["server"]["server_id"] == first["server"]["server_id"]

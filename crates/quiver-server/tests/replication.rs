@@ -539,3 +539,42 @@ fn wal_last_tick_follows_commits_and_tailing_is_refused() {
         );
     }
 }
+
+#[test]
+fn logger_state_reports_the_last_tick_and_the_events_since_start() {
+    let f = fixture();
+    let (status, first) = f.json(Method::GET, "/_api/replication/logger-state", None);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(first["state"]["running"], true);
+    assert_eq!(first["server"]["version"], "3.12.4");
+    assert_eq!(first["clients"], json!([]));
+    let server_id = first["server"]["serverId"].as_str().unwrap();
+    assert!(server_id.parse::<u64>().unwrap() > 0, "{first}");
+    let before: u64 = first["state"]["lastLogTick"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        first["state"]["lastUncommittedLogTick"],
+        first["state"]["lastLogTick"]
+    );
+    let events = first["state"]["totalEvents"].as_u64().unwrap();
+    f.json(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "logged"})),
+    );
+    f.json(Method::POST, "/_api/document/logged", Some(json!({"a": 1})));
+    let (_, second) = f.json(Method::GET, "/_api/replication/logger-state", None);
+    let after: u64 = second["state"]["lastLogTick"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(after > before, "{first} {second}");
+    assert!(second["state"]["totalEvents"].as_u64().unwrap() > events);
+    assert_eq!(second["server"]["serverId"], server_id, "the id is kept");
+    let (status, _) = f.json(Method::PUT, "/_api/replication/logger-state", None);
+    assert_eq!(status, 405);
+}

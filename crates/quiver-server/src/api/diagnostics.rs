@@ -70,6 +70,15 @@ fn deployment_id(data_dir: &Path) -> std::io::Result<String> {
     }
 }
 
+/// The server's id as the replication API reports it (`serverId`, a decimal number as in
+/// ArangoDB): the first 48 bits of the deployment id, so it is kept across restarts too.
+pub fn server_id(data_dir: &Path) -> std::io::Result<String> {
+    let id = deployment_id(data_dir)?;
+    let uuid = uuid::Uuid::parse_str(&id)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+    Ok(((uuid.as_u128() >> 80) as u64).max(1).to_string())
+}
+
 /// `GET /_admin/deployment/id`.
 pub fn deployment(state: &ServerState, req: &Request) -> Response {
     if !is_get(req) {

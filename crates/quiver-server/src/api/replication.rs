@@ -39,18 +39,53 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         (["batch", ..], _) => Ok(method_not_allowed()),
         (["inventory"], &Method::GET) => inventory(state, req),
+        (["logger-state"], &Method::GET) => logger_state(state, req),
         (["dump"], &Method::GET) => dump(state, req),
         (
             ["restore-collection" | "restore-indexes" | "restore-data" | "restore-view"],
             &Method::PUT,
         ) => super::restore::route(state, req, rest.as_slice()[0]),
         (
-            ["inventory" | "dump" | "restore-collection" | "restore-indexes" | "restore-data"
-            | "restore-view"],
+            ["inventory" | "dump" | "logger-state" | "restore-collection" | "restore-indexes"
+            | "restore-data" | "restore-view"],
             _,
         ) => Ok(method_not_allowed()),
         _ => Ok(not_found(req)),
     }
+}
+
+/// `GET /_api/replication/logger-state`: the engine's newest visible commit tick as the last
+/// logged tick (every commit is visible once it is acknowledged, so nothing is uncommitted),
+/// the batches committed since the server started as the events logged, and no clients (the
+/// server keeps no replication log that followers tail, see `api/wal.rs`).
+fn logger_state(state: &ServerState, req: &Request) -> Result<Response> {
+    state.database(&req.database)?;
+    let server_id = super::diagnostics::server_id(&state.config.data_dir).map_err(|e| {
+        Error::with_message(
+            ErrorCode::Internal,
+            format!("cannot read the server id: {e}"),
+        )
+    })?;
+    let engine = state.core.engine();
+    let tick = engine.last_tick().to_string();
+    Ok(Response::json(
+        200,
+        &json!({
+            "state": {
+                "running": true,
+                "lastLogTick": tick,
+                "lastUncommittedLogTick": tick,
+                "totalEvents": engine.stats().commits,
+                "time": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string(),
+            },
+            "server": {
+                "version": super::admin::ARANGO_VERSION,
+                "serverId": server_id,
+                "engine": "rocksdb",
+            },
+            "clients": [],
+        }),
+    ))
 }
 
 fn start_batch(state: &ServerState, req: &Request) -> Result<Response> {
