@@ -140,19 +140,7 @@ impl ResultKey {
 
 /// One kept result.
 pub struct CachedResult {
-    pub key: ResultKey,
-    pub bind_vars: Map<String, Value>,
-    pub results: Vec<Value>,
-    /// The rows are documents as stored JSON text (`QueryPlan::raw_result`).
-    pub raw_result: bool,
-    /// The `extra` of the run that produced the result (its stats, and plan and profile if
-    /// it was profiled), answered again with every hit.
-    pub extra: Value,
-    /// Every collection the query read, with its data version when it ran.
-    pub sources: Vec<(String, DataVersion)>,
-    /// Seconds the query took.
-    pub run_time: f64,
-    pub started: SystemTime,
+    pub result: NewResult,
     size: u64,
     seq: u64,
     hits: AtomicU64,
@@ -166,41 +154,47 @@ pub trait Freshness {
 
 impl CachedResult {
     fn fresh(&self, now: &dyn Freshness) -> bool {
-        self.sources
+        self.result
+            .sources
             .iter()
             .all(|(name, v)| now.collection_version(name) == Some(*v))
     }
 
     /// The entry as `GET /_api/query-cache/entries` lists it.
     pub fn json(&self, with_bind_vars: bool) -> Value {
-        let started = chrono::DateTime::<chrono::Utc>::from(self.started)
+        let started = chrono::DateTime::<chrono::Utc>::from(self.result.started)
             .format("%Y-%m-%dT%H:%M:%SZ")
             .to_string();
         let mut out = serde_json::json!({
-            "hash": self.key.hash_number().to_string(),
-            "query": self.key.query,
+            "hash": self.result.key.hash_number().to_string(),
+            "query": self.result.key.query,
             "size": self.size,
-            "results": self.results.len(),
+            "results": self.result.results.len(),
             "hits": self.hits.load(Ordering::Relaxed),
-            "runTime": self.run_time,
+            "runTime": self.result.run_time,
             "started": started,
-            "dataSources": self.sources.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+            "dataSources": self.result.sources.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
         });
         if with_bind_vars {
-            out["bindVars"] = Value::Object(self.bind_vars.clone());
+            out["bindVars"] = Value::Object(self.result.bind_vars.clone());
         }
         out
     }
 }
 
-/// A result to keep ([`ResultsCache::store`]).
+/// A result to keep ([`ResultsCache::store`]), as an entry holds it.
 pub struct NewResult {
     pub key: ResultKey,
     pub bind_vars: Map<String, Value>,
     pub results: Vec<Value>,
+    /// The rows are documents as stored JSON text (`QueryPlan::raw_result`).
     pub raw_result: bool,
+    /// The `extra` of the run that produced the result (its stats, and plan and profile if
+    /// it was profiled), answered again with every hit.
     pub extra: Value,
+    /// Every collection the query read, with its data version when it ran.
     pub sources: Vec<(String, DataVersion)>,
+    /// Seconds the query took.
     pub run_time: f64,
     pub started: SystemTime,
     /// Estimated bytes of `results`.
@@ -312,7 +306,9 @@ impl ResultsCache {
         } else {
             for entries in databases.values_mut() {
                 if !props.include_system {
-                    entries.retain(|e| !reads_system(e.sources.iter().map(|(n, _)| n.as_str())));
+                    entries.retain(|e| {
+                        !reads_system(e.result.sources.iter().map(|(n, _)| n.as_str()))
+                    });
                 }
                 entries.retain(|e| e.size <= props.max_entry_size);
                 entries.make_room(props, 0, 0);
@@ -355,25 +351,18 @@ impl ResultsCache {
         }
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let entry = Arc::new(CachedResult {
-            key: result.key,
-            bind_vars: result.bind_vars,
-            results: result.results,
-            raw_result: result.raw_result,
-            extra: result.extra,
-            sources: result.sources,
-            run_time: result.run_time,
-            started: result.started,
+            result,
             size,
             seq,
             hits: AtomicU64::new(0),
         });
         let mut databases = self.databases.lock();
         let entries = databases.entry(database.to_string()).or_default();
-        entries.remove(&entry.key);
+        entries.remove(&entry.result.key);
         entries.make_room(&props, 1, size);
         entries.bytes += size;
-        entries.order.push_back((seq, entry.key.clone()));
-        entries.by_key.insert(entry.key.clone(), entry);
+        entries.order.push_back((seq, entry.result.key.clone()));
+        entries.by_key.insert(entry.result.key.clone(), entry);
         debug_assert!(entries.by_key.len() as u64 <= props.max_results);
         debug_assert!(entries.bytes <= props.max_results_size);
         true
@@ -487,7 +476,7 @@ mod tests {
         let hit = cache
             .lookup("db", &key("FOR d IN c RETURN d"), &now)
             .unwrap();
-        assert_eq!(hit.results.len(), 2);
+        assert_eq!(hit.result.results.len(), 2);
         assert!(cache
             .lookup("other", &key("FOR d IN c RETURN d"), &now)
             .is_none());
@@ -524,7 +513,7 @@ mod tests {
         let kept: Vec<String> = cache
             .entries("db", &now)
             .iter()
-            .map(|e| e.key.query.clone())
+            .map(|e| e.result.key.query.clone())
             .collect();
         assert_eq!(kept, ["RETURN 'bbbb'", "RETURN 'cccc'"]);
         // Storing a key again replaces it and moves it to the end.
@@ -533,7 +522,7 @@ mod tests {
         let kept: Vec<String> = cache
             .entries("db", &now)
             .iter()
-            .map(|e| e.key.query.clone())
+            .map(|e| e.result.key.query.clone())
             .collect();
         assert_eq!(kept, ["RETURN 'bbbb'", "RETURN 'dddd'"]);
         // Too large for one entry: not kept; a lower total size evicts at once.

@@ -162,6 +162,30 @@ pub fn eval(
     }
 }
 
+/// For an array comparison `a <quantifier> op b`: how many elements of `a` compare true with
+/// `b`, and how many elements there are; `None` when `a` is no array.
+fn array_matches(
+    op: BinOp,
+    a: &CExpr,
+    b: &CExpr,
+    row: &[Value],
+    current: Option<&Value>,
+    env: &mut EvalEnv<'_>,
+) -> Result<Option<(usize, usize)>> {
+    let left = eval(a, row, current, env)?;
+    let right = eval(b, row, current, env)?;
+    let Value::Array(items) = left else {
+        return Ok(None);
+    };
+    let mut matches = 0usize;
+    for item in &items {
+        if compare_op(op, item, &right, env)? {
+            matches += 1;
+        }
+    }
+    Ok(Some((matches, items.len())))
+}
+
 fn eval_inner(
     e: &CExpr,
     row: &[Value],
@@ -269,36 +293,20 @@ fn eval_inner(
         }
         CExpr::Binary(op, a, b) => binary(*op, a, b, row, current, env)?,
         CExpr::ArrayCompare(q, op, a, b) => {
-            let left = eval(a, row, current, env)?;
-            let right = eval(b, row, current, env)?;
-            let Value::Array(items) = left else {
+            let Some((matches, len)) = array_matches(*op, a, b, row, current, env)? else {
                 return Ok(Value::Bool(false));
             };
-            let mut matches = 0usize;
-            for item in &items {
-                if compare_op(*op, item, &right, env)? {
-                    matches += 1;
-                }
-            }
             Value::Bool(match q {
                 Quantifier::Any => matches > 0,
-                Quantifier::All => matches == items.len(),
+                Quantifier::All => matches == len,
                 Quantifier::None => matches == 0,
             })
         }
         CExpr::ArrayAtLeast(n, op, a, b) => {
             let wanted = value::to_number(&eval(n, row, current, env)?);
-            let left = eval(a, row, current, env)?;
-            let right = eval(b, row, current, env)?;
-            let Value::Array(items) = left else {
+            let Some((matches, _)) = array_matches(*op, a, b, row, current, env)? else {
                 return Ok(Value::Bool(false));
             };
-            let mut matches = 0usize;
-            for item in &items {
-                if compare_op(*op, item, &right, env)? {
-                    matches += 1;
-                }
-            }
             Value::Bool(matches as f64 >= wanted)
         }
         CExpr::Ternary(c, t, f) => {

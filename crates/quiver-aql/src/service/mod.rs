@@ -320,7 +320,7 @@ impl QueryService {
             if let Some(reply) = self.cached_cursor(db, &req) {
                 return Ok(reply);
             }
-            self.result_candidate(&req)
+            Some(result_caching::Candidate::for_request(&req))
         } else {
             None
         };

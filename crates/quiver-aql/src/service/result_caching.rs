@@ -49,6 +49,16 @@ pub(super) struct Candidate {
 }
 
 impl Candidate {
+    /// What keeping the result of `req` needs; made before the query is planned.
+    pub(super) fn for_request(req: &CursorRequest) -> Candidate {
+        Candidate {
+            key: result_key(req),
+            snapshot: None,
+            started: SystemTime::now(),
+            touched: Arc::default(),
+        }
+    }
+
     /// Notes the tick of the snapshot the query reads.
     pub(super) fn reads_snapshot(&mut self, tick: Option<u64>) {
         self.snapshot = tick;
@@ -100,6 +110,7 @@ impl QueryService {
         let entry = self.results.lookup(db, &result_key(req), &now)?;
         if let Some(access) = &req.access {
             if !entry
+                .result
                 .sources
                 .iter()
                 .all(|(c, _)| access.check(c, false).is_ok())
@@ -112,28 +123,18 @@ impl QueryService {
             batch_size: req.batch_size,
             ttl: Duration::from_secs_f64(req.ttl),
             expires: Instant::now() + Duration::from_secs_f64(req.ttl),
-            count: req.count.then_some(entry.results.len() as u64),
-            data: CursorData::Materialized(entry.results.iter().cloned().collect()),
-            extra: Some(entry.extra.clone()),
+            count: req.count.then_some(entry.result.results.len() as u64),
+            data: CursorData::Materialized(entry.result.results.iter().cloned().collect()),
+            extra: Some(entry.result.extra.clone()),
             batch_id: 0,
             last_batch: None,
             allow_retry: req.allow_retry,
             exhausted: false,
-            raw_result: entry.raw_result,
+            raw_result: entry.result.raw_result,
             cached: true,
         };
         let body = self.next_body(&mut cursor, None).ok()?;
         self.respond_first(body, cursor, 201).ok()
-    }
-
-    /// Notes what keeping the result of `req` needs; call before the query is planned.
-    pub(super) fn result_candidate(&self, req: &CursorRequest) -> Option<Candidate> {
-        Some(Candidate {
-            key: result_key(req),
-            snapshot: None,
-            started: SystemTime::now(),
-            touched: Arc::default(),
-        })
     }
 
     /// Keeps the result of a query that ran to its end, if it may be kept: the plan is
@@ -216,7 +217,12 @@ impl QueryService {
             .entries(db, &now)
             .iter()
             .filter(|e| {
-                access.is_none_or(|a| e.sources.iter().all(|(c, _)| a.check(c, false).is_ok()))
+                access.is_none_or(|a| {
+                    e.result
+                        .sources
+                        .iter()
+                        .all(|(c, _)| a.check(c, false).is_ok())
+                })
             })
             .map(|e| e.json(with_binds))
             .collect();

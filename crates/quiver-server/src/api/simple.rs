@@ -155,11 +155,16 @@ fn by_example(req: &Request, body: &Map<String, Value>) -> Result<Value> {
     Ok(query.into())
 }
 
-/// The body's `keys` array.
-fn keys(body: &Map<String, Value>) -> Result<&Vec<Value>> {
-    body.get("keys")
+/// The body's `collection` name and `keys` array (of `lookup-by-keys`, `remove-by-keys`).
+fn collection_and_keys(body: &Map<String, Value>) -> Result<(&str, &Vec<Value>)> {
+    let Some(Value::String(collection)) = body.get("collection") else {
+        return Err(type_error("expecting string for <collection>"));
+    };
+    let keys = body
+        .get("keys")
         .and_then(Value::as_array)
-        .ok_or_else(|| type_error("expecting array for <keys>"))
+        .ok_or_else(|| type_error("expecting array for <keys>"))?;
+    Ok((collection, keys))
 }
 
 /// `lookup-by-keys`: the documents with the given keys (or ids of the collection) that exist.
@@ -168,10 +173,7 @@ fn lookup_by_keys(
     req: &Request,
     body: &Map<String, Value>,
 ) -> Result<Response> {
-    let Some(Value::String(collection)) = body.get("collection") else {
-        return Err(type_error("expecting string for <collection>"));
-    };
-    let keys = keys(body)?;
+    let (collection, keys) = collection_and_keys(body)?;
     // Ids of this collection count as their keys, as arangod's bind parameter stripping does.
     let prefix = format!("{collection}/");
     let keys: Vec<Value> = keys
@@ -200,10 +202,7 @@ fn remove_by_keys(
     req: &Request,
     body: &Map<String, Value>,
 ) -> Result<Response> {
-    let Some(Value::String(collection)) = body.get("collection") else {
-        return Err(type_error("expecting string for <collection>"));
-    };
-    let keys = keys(body)?;
+    let (collection, keys) = collection_and_keys(body)?;
     let options = body.get("options").and_then(Value::as_object);
     let flag = |name: &str, default: bool| {
         options
