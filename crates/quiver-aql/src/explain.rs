@@ -253,6 +253,32 @@ fn nodes_json(
                 }
                 m.insert("producesResult".into(), json!(true));
             }
+            NodeKind::EnumerateNearVectors(near) => {
+                m.insert("database".into(), json!(database));
+                m.insert("collection".into(), json!(near.collection));
+                let mut index = near.index.description.clone();
+                index["id"] = json!(near.index.id.to_string());
+                m.insert("index".into(), index);
+                m.insert("oldDocumentVariable".into(), var(vars, near.out));
+                m.insert("documentOutVariable".into(), var(vars, near.out));
+                m.insert("distanceOutVariable".into(), var(vars, near.distance_out));
+                m.insert("inExpression".into(), expr_json(&near.query, vars));
+                m.insert("limit".into(), json!(near.limit));
+                m.insert("offset".into(), json!(near.offset));
+                let search = match &near.options {
+                    Some(CExpr::Const(Value::Object(o))) => match o.get("nProbe") {
+                        Some(n) => json!({"nProbe": n}),
+                        None => json!({}),
+                    },
+                    _ => json!({}),
+                };
+                m.insert("searchParameters".into(), search);
+                if let Some(filter) = &near.filter {
+                    m.insert("filterExpression".into(), expr_json(filter, vars));
+                }
+                m.insert("isCoveredByStoredValues".into(), json!(false));
+                m.insert("producesResult".into(), json!(true));
+            }
             NodeKind::EnumerateList { out, input } => {
                 match input {
                     ListSource::Slot(s) => {

@@ -25,6 +25,7 @@ pub mod plan_cache;
 pub mod results_cache;
 pub mod service;
 pub mod source;
+pub mod vector_select;
 
 pub use service::{CursorRequest, ExplainRequest, PropertiesUpdate, QueryService, ServiceReply};
 pub use source::DataSource;

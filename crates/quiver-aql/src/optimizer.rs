@@ -6,7 +6,8 @@
 //! Index selection: rule `use-indexes` first lets [`use_indexes`] ask the
 //! [`IndexCandidate`]s (the primary index: `_key`/`_id` equality and `IN`) to match filter
 //! conditions against a collection loop, then [`crate::index_select`] picks a persistent
-//! index for the remaining loops (filters and SORT); after it, rule `geo-index-optimizer`
+//! index for the remaining loops (filters and SORT), after rule `use-vector-index` turned
+//! nearest-vector sorts into vector searches ([`crate::vector_select`]); then rule `geo-index-optimizer`
 //! hands distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved
 //! by `optimize-traversals` (`optimizer/graph.rs`).
 
@@ -32,6 +33,7 @@ pub const RULES: &[&str] = &[
     "move-calculations-up",
     "move-filters-up",
     "remove-unnecessary-filters",
+    "use-vector-index",
     "use-indexes",
     "remove-filter-covered-by-index",
     "use-index-for-sort",
@@ -189,6 +191,14 @@ fn optimize_pipeline(
         remove_unnecessary_filters,
         log,
     )?;
+    options.limits.check()?;
+    if options.rules.is_enabled("use-vector-index") {
+        let started = Instant::now();
+        if crate::vector_select::use_vector_indexes(&mut plan, &options.indexes) {
+            log.fired.push("use-vector-index".into());
+        }
+        log.ran("use-vector-index", started);
+    }
     options.limits.check()?;
     if options.rules.is_enabled("use-indexes") {
         let started = Instant::now();
@@ -585,6 +595,11 @@ pub fn estimates(plan: &Plan, counts: &dyn Fn(&str) -> u64) -> Vec<(f64, f64)> {
                 let c = counts(collection) as f64;
                 items *= c;
                 cost += items + 1.0;
+            }
+            NodeKind::EnumerateNearVectors(near) => {
+                let c = counts(&near.collection) as f64;
+                items *= ((near.offset + near.limit) as f64).min(c.max(1.0));
+                cost += items * 1.5 + c.max(2.0).sqrt();
             }
             NodeKind::IndexScan(scan) => {
                 items *= scan

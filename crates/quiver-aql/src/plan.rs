@@ -21,10 +21,12 @@ use crate::value::estimate_size;
 mod geo_search;
 mod graph;
 mod index_scan;
+mod near_vectors;
 mod view_search;
 pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
 pub use index_scan::{EqCond, IndexHint, IndexScan};
+pub use near_vectors::NearVectors;
 pub use view_search::{Compare, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
@@ -105,6 +107,8 @@ pub enum NodeKind {
     },
     /// Lookup through a secondary (persistent) index: see [`crate::index_select`].
     IndexScan(Box<IndexScan>),
+    /// Nearest documents through a vector index: see [`crate::vector_select`].
+    EnumerateNearVectors(Box<NearVectors>),
     EnumerateList {
         out: Slot,
         input: ListSource,
@@ -160,6 +164,7 @@ impl NodeKind {
             NodeKind::Singleton => "SingletonNode",
             NodeKind::EnumerateCollection { .. } => "EnumerateCollectionNode",
             NodeKind::Index { .. } | NodeKind::IndexScan(_) => "IndexNode",
+            NodeKind::EnumerateNearVectors(_) => "EnumerateNearVectorNode",
             NodeKind::EnumerateList { .. } => "EnumerateListNode",
             NodeKind::Calculation { .. } => "CalculationNode",
             NodeKind::Subquery { .. } => "SubqueryNode",
@@ -196,6 +201,13 @@ impl NodeKind {
                     // Its own output is not an input.
                     set.remove(&scan.out);
                 }
+            }
+            NodeKind::EnumerateNearVectors(near) => {
+                for e in near.expressions() {
+                    set.extend(e.vars());
+                }
+                // The pushed filter reads the node's own document.
+                set.remove(&near.out);
             }
             NodeKind::EnumerateList {
                 input: ListSource::Slot(input),
@@ -275,6 +287,7 @@ impl NodeKind {
             | NodeKind::Calculation { out, .. }
             | NodeKind::Subquery { out, .. } => vec![*out],
             NodeKind::IndexScan(scan) => vec![scan.out],
+            NodeKind::EnumerateNearVectors(near) => vec![near.out, near.distance_out],
             NodeKind::Collect {
                 groups,
                 aggregates,
@@ -305,6 +318,7 @@ impl NodeKind {
             NodeKind::EnumerateCollection { .. }
                 | NodeKind::Index { .. }
                 | NodeKind::IndexScan(_)
+                | NodeKind::EnumerateNearVectors(_)
                 | NodeKind::EnumerateList { .. }
                 | NodeKind::Graph(_)
                 | NodeKind::EnumerateView(_)

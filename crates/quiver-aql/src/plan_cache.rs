@@ -311,6 +311,9 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&CExpr)) {
                     f(&c.expr);
                 }
             }
+            NodeKind::EnumerateNearVectors(near) => {
+                near.expressions().into_iter().for_each(&mut *f)
+            }
             NodeKind::Subquery { plan, .. } => for_each_expr(plan, f),
             _ => {}
         }

@@ -123,6 +123,7 @@ impl Core {
             default_journal_size: options.engine.journal_size_default,
             evaluator: RwLock::new(None),
             analyzer_usage: RwLock::new(None),
+            vector_directory: dir.join("vector-indexes"),
         });
         // Shared from the start: views resolve analyzers (their own database's and
         // `_system`'s) through it while they rebuild in the background.

@@ -391,6 +391,35 @@ pub struct Collection {
     pub(crate) views: Arc<crate::view_links::LinkedViews>,
 }
 
+/// Where vector index `index` of collection `cid` keeps its quantizer; `reuse` when a file
+/// found there belongs to this index (start-up), not to an earlier one (creation).
+fn quantizer_place(
+    settings: &Settings,
+    cid: CollectionId,
+    index: u64,
+    reuse: bool,
+) -> crate::vector_index::QuantizerPlace {
+    crate::vector_index::QuantizerPlace {
+        path: Some(
+            settings
+                .vector_directory
+                .join(cid.to_string())
+                .join(format!("{index}.ivf")),
+        ),
+        reuse,
+    }
+}
+
+/// Removes a file or directory that may not exist; other failures are logged (a leftover
+/// quantizer file is harmless: the next index of that id trains and overwrites it).
+fn remove_quietly(path: &std::path::Path, remove: fn(&std::path::Path) -> std::io::Result<()>) {
+    if let Err(err) = remove(path) {
+        if err.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!("cannot remove {}: {err}", path.display());
+        }
+    }
+}
+
 /// What a query planner needs to know about one index of a collection.
 #[derive(Clone, Debug)]
 pub struct IndexInfo {
@@ -443,7 +472,7 @@ impl Collection {
         let maintained: Vec<Arc<MaintainedIndex>> = meta
             .indexes
             .iter()
-            .filter_map(MaintainedIndex::new)
+            .filter_map(|d| MaintainedIndex::new(d, &quantizer_place(&settings, id, d.id, true)))
             .map(Arc::new)
             .collect();
         if !maintained.is_empty() && status.is_none() {
@@ -678,6 +707,18 @@ impl Collection {
         let meta = self.meta.read();
         meta.compiled_computed.is_none()
             && (meta.compiled_schema.is_none() || opts.skip_document_validation)
+            && !meta.indexes.iter().any(|d| d.kind == "vector")
+    }
+
+    /// Checks a document about to be written against the collection's vector indexes
+    /// (`vector_index::check_document`: 10 when a non-sparse index's attribute is missing,
+    /// 17 when it is not a vector of the index's dimension).
+    pub(crate) fn check_vectors(&self, key: &str, doc: &Map<String, Value>) -> Result<()> {
+        let meta = self.meta.read();
+        for def in meta.indexes.iter().filter(|d| d.kind == "vector") {
+            crate::vector_index::check_document(def, key, doc)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn unique_indexes(&self) -> Arc<Vec<Arc<UniqueIndex>>> {
@@ -701,7 +742,13 @@ impl Collection {
     fn describe_index(&self, def: &IndexDef, collection: &str) -> Value {
         let mut description = def.describe(collection);
         if let Some(ix) = self.maintained.read().iter().find(|ix| ix.def.id == def.id) {
-            description["selectivityEstimate"] = round_estimate(ix.selectivity()).into();
+            if def.kind == "vector" {
+                // No estimate (as ArangoDB); 3.12.9's training state instead.
+                let state = if ix.is_ready() { "ready" } else { "training" };
+                description["trainingState"] = state.into();
+            } else {
+                description["selectivityEstimate"] = round_estimate(ix.selectivity()).into();
+            }
         }
         description
     }
@@ -717,7 +764,7 @@ impl Collection {
                 let ix = maintained.iter().find(|ix| ix.def.id == def.id);
                 let selectivity = ix.map_or(1.0, |ix| ix.selectivity());
                 let mut description = def.describe(&meta.name);
-                if ix.is_some() {
+                if ix.is_some() && def.kind != "vector" {
                     description["selectivityEstimate"] = round_estimate(selectivity).into();
                 }
                 IndexInfo {
@@ -867,7 +914,11 @@ impl Collection {
             next.push(index);
             *list = Arc::new(next);
         }
-        let maintained = MaintainedIndex::new(&def).map(Arc::new);
+        let maintained = MaintainedIndex::new(
+            &def,
+            &quantizer_place(&self.settings, self.id, def.id, false),
+        )
+        .map(Arc::new);
         if let Some(ix) = &maintained {
             let mut list = self.maintained.write();
             let mut next: Vec<Arc<MaintainedIndex>> = list.iter().cloned().collect();
@@ -939,6 +990,11 @@ impl Collection {
             return Err(err);
         }
         self.unregister_index(id);
+        if removed.kind == "vector" {
+            if let Some(path) = quantizer_place(&self.settings, self.id, id, false).path {
+                remove_quietly(&path, |p| std::fs::remove_file(p));
+            }
+        }
         Ok(id_text)
     }
 
@@ -1004,6 +1060,9 @@ impl Collection {
 
     pub(crate) fn mark_dropped(&self) {
         self.dropped.store(true, Ordering::Release);
+        // The trained quantizers of its vector indexes go with it.
+        let dir = self.settings.vector_directory.join(self.id.to_string());
+        remove_quietly(&dir, |p| std::fs::remove_dir_all(p));
     }
 
     /// Ok when the collection can be used: 1203 after a drop, the engine's error (e.g. 1002

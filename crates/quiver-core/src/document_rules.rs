@@ -302,7 +302,8 @@ fn prepare_parsed(
         .and_then(|()| match coll.compiled_schema() {
             Some(schema) if !opts.skip_document_validation => schema.check_insert(&map),
             _ => Ok(()),
-        });
+        })
+        .and_then(|()| coll.check_vectors(&prepared.key, &map));
     prepared.given_rev = given_revision(&map, opts);
     if let Err(err) = checked {
         prepared.deferred = Some(err);
@@ -547,6 +548,7 @@ fn stage_existing(
             schema.check_modify(&map, || decode_stored(old_body))?;
         }
     }
+    coll.check_vectors(&key, &map)?;
     let unique = check_unique(st, coll, &key, &map)?;
     let rev = coll.revision_for(given_revision(&map, opts), Some(old_rev));
     let body = encode_stored(&key, rev, &map);

@@ -56,6 +56,77 @@ fn string_fields(body: &Map<String, Value>) -> Result<Vec<String>> {
         .collect()
 }
 
+/// The `params` of a vector index with its defaults filled in (`defaultNProbe` 1,
+/// `trainingIterations` 25). `factory` is kept as given when it names the index this build
+/// makes (`IVF<nLists>,Flat`); other Faiss factory strings are refused.
+fn vector_params(params: Option<&Value>) -> Result<Value> {
+    let params = params
+        .and_then(Value::as_object)
+        .ok_or_else(|| bad("a vector index needs an object 'params'"))?;
+    let metric = params
+        .get("metric")
+        .and_then(Value::as_str)
+        .filter(|m| crate::vector::Metric::parse(m).is_some())
+        .ok_or_else(|| bad("'params.metric' must be \"cosine\", \"l2\" or \"innerProduct\""))?;
+    let positive = |key: &str, default: Option<u64>| -> Result<u64> {
+        match params.get(key) {
+            None | Some(Value::Null) => {
+                default.ok_or_else(|| bad(format!("'params.{key}' is required")))
+            }
+            Some(v) => v
+                .as_u64()
+                .filter(|n| *n >= 1 && *n <= u64::from(u32::MAX))
+                .ok_or_else(|| bad(format!("'params.{key}' must be a positive integer"))),
+        }
+    };
+    let dimension = positive("dimension", None)?;
+    let n_lists = positive("nLists", None)?;
+    let mut out = Map::new();
+    out.insert("metric".into(), metric.into());
+    out.insert("dimension".into(), dimension.into());
+    out.insert("nLists".into(), n_lists.into());
+    out.insert(
+        "defaultNProbe".into(),
+        positive("defaultNProbe", Some(1))?.into(),
+    );
+    out.insert(
+        "trainingIterations".into(),
+        positive("trainingIterations", Some(25))?.into(),
+    );
+    match params.get("factory") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(f)) if f.replace(' ', "") == format!("IVF{n_lists},Flat") => {
+            out.insert("factory".into(), f.clone().into());
+        }
+        Some(Value::String(f)) if !f.starts_with("IVF") => {
+            return Err(bad("Index definition not supported. Expected IVF index."))
+        }
+        Some(Value::String(f))
+            if f[3..]
+                .split(|c: char| !c.is_ascii_digit())
+                .next()
+                .and_then(|n| n.parse::<u64>().ok())
+                != Some(n_lists) =>
+        {
+            return Err(bad(format!(
+                "The nLists parameter has to agree with the actual nlists implied by the \
+                 factory string (which is {})",
+                &f[3..]
+                    .split(|c: char| !c.is_ascii_digit())
+                    .next()
+                    .unwrap_or("")
+            )))
+        }
+        Some(_) => {
+            return Err(bad(format!(
+                "'params.factory' must be \"IVF{n_lists},Flat\": QuiverDB's vector index is an \
+                 inverted file of full vectors; other Faiss encodings are not supported"
+            )))
+        }
+    }
+    Ok(Value::Object(out))
+}
+
 /// Whether this type is enforced/maintained as a persistent (sorted) index.
 pub(crate) fn is_persistent_kind(kind: &str) -> bool {
     matches!(kind, "persistent" | "hash" | "skiplist")
@@ -213,6 +284,49 @@ impl IndexDef {
                 extra.insert("fieldDefinitions".into(), Value::Array(fields.clone()));
                 (names, false, true)
             }
+            "vector" => {
+                let fields = string_fields(body)?;
+                if fields.len() != 1 {
+                    return Err(bad("invalid number of index attributes"));
+                }
+                if fields[0] == "_id" || fields[0].ends_with("._id") {
+                    return Err(bad("_id attribute cannot be indexed"));
+                }
+                if fields[0].contains("[*]") {
+                    return Err(bad("a vector index cannot index an expanded attribute"));
+                }
+                extra.insert("params".into(), vector_params(body.get("params"))?);
+                // `parallelism` and `inBackground` are accepted and, as in ArangoDB, not
+                // reported: training always uses two threads and never blocks writers.
+                match body.get("parallelism") {
+                    None | Some(Value::Null) => {}
+                    Some(v) if v.as_u64().is_some_and(|n| n >= 1) => {}
+                    Some(_) => return Err(bad("'parallelism' must be a positive integer")),
+                }
+                flag(body, "inBackground", false)?;
+                if let Some(stored) = body.get("storedValues").filter(|v| !v.is_null()) {
+                    let Some(paths) = stored.as_array() else {
+                        return Err(bad(
+                            "when parsing fields for stored values: storedValues must be an array",
+                        ));
+                    };
+                    let ok = (1..=32).contains(&paths.len())
+                        && paths
+                            .iter()
+                            .all(|f| f.as_str().is_some_and(|f| !f.is_empty() && f != "_id"));
+                    if !ok {
+                        return Err(bad(
+                            "when parsing fields for stored values: invalid number of index \
+                             attributes",
+                        ));
+                    }
+                    extra.insert("storedValues".into(), stored.clone());
+                }
+                if flag(body, "unique", false)? {
+                    return Err(bad("Vector index cannot be unique"));
+                }
+                (fields, false, flag(body, "sparse", false)?)
+            }
             "primary" | "edge" => {
                 return Err(bad(format!("cannot create an index of type '{kind}'")))
             }
@@ -244,6 +358,7 @@ impl IndexDef {
             && self.fields == other.fields
             && self.unique == other.unique
             && self.sparse == other.sparse
+            && (self.kind != "vector" || self.extra.get("params") == other.extra.get("params"))
     }
 
     /// Whether writes must check this index for duplicates.

@@ -85,6 +85,8 @@ mod ttl;
 mod txn;
 mod txn_stats;
 mod unique;
+pub mod vector;
+pub mod vector_index;
 mod view_analyzers;
 mod view_feed;
 mod view_links;
@@ -126,6 +128,9 @@ pub(crate) struct Settings {
     pub evaluator: parking_lot::RwLock<Option<std::sync::Arc<dyn ComputedValuesEvaluator>>>,
     pub analyzer_usage:
         parking_lot::RwLock<Option<std::sync::Arc<dyn analyzer_usage::AnalyzerUsage>>>,
+    /// Where vector indexes keep their trained quantizers (`vector_index.rs`), one directory
+    /// per collection id.
+    pub vector_directory: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Settings {
@@ -141,3 +146,5 @@ impl std::fmt::Debug for Settings {
 mod index_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vector_index_tests;

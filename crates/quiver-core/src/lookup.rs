@@ -395,6 +395,87 @@ pub(crate) fn geo_candidates(
     Ok(out)
 }
 
+/// The documents of `coll` nearest to `query` through its vector index `index`, best first,
+/// each with the metric's value (`vector::Metric::score`), as `snapshot` sees them: the
+/// entries of the `n_probe` lists nearest to the query, plus (for a transaction) the
+/// documents it staged that hold a vector; at most `limit`. `query` must have the index's
+/// dimension. Errors: 1212 for an unknown index, 10 when `index` is not a vector index.
+pub(crate) fn vector_nearest(
+    coll: &Collection,
+    index: u64,
+    snapshot: &Snapshot,
+    query: &[f32],
+    n_probe: usize,
+    limit: usize,
+    staging: Option<&Staging>,
+) -> Result<Vec<(f64, Value)>> {
+    use crate::vector::ivf::Hit;
+    use crate::vector_index::{VectorIndex, VectorParams};
+    let ix = coll.maintained_index(index)?;
+    let params = VectorParams::of(&ix.def).ok_or_else(|| {
+        Error::with_message(ErrorCode::BadParameter, "this index is not a vector index")
+    })?;
+    let field = ix.def.fields.first().cloned().unwrap_or_default();
+    let mut prepared = query.to_vec();
+    params.metric.prepare(&mut prepared);
+    let mut hits = structure_candidates(&ix, snapshot, "vector", |v: &VectorIndex| {
+        v.search(&prepared, n_probe)
+    })?;
+    let cid = coll.id();
+    let name = coll.name();
+    let staged =
+        |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
+    // A transaction's own versions replace what the index knows of those keys.
+    hits.retain(|h| !staged(&h.key));
+    let mut staged_docs = Vec::new();
+    if let Some(st) = staging {
+        for ((c, key), entry) in &st.entries {
+            let Some((_, body)) = entry.current.as_ref().filter(|_| *c == cid) else {
+                continue;
+            };
+            let doc = decode_with_id(body, &name, key)?;
+            let vector = doc.as_object().and_then(|m| {
+                crate::vector::vector_of(crate::vector::attribute(m, &field), params.dimension).ok()
+            });
+            if let Some(mut v) = vector {
+                params.metric.prepare(&mut v);
+                hits.push(Hit {
+                    key: Arc::from(key.as_str()),
+                    rev: Revision(0),
+                    score: params.metric.score(&v, &prepared),
+                });
+                staged_docs.push((key.clone(), doc));
+            }
+        }
+    }
+    // Retired structures and staged versions were appended after the current ones.
+    params.metric.rank(&mut hits);
+    let mut out = Vec::with_capacity(limit.min(hits.len()));
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    for hit in hits {
+        if out.len() >= limit {
+            break;
+        }
+        if !seen.insert(Arc::clone(&hit.key)) {
+            continue;
+        }
+        if let Some(pos) = staged_docs.iter().position(|(k, _)| **k == *hit.key) {
+            let (_, doc) = staged_docs.swap_remove(pos);
+            out.push((hit.score, doc));
+            continue;
+        }
+        if let Some(doc) = snapshot.get(cid, &hit.key)? {
+            if doc.rev == hit.rev {
+                out.push((hit.score, decode_with_id(&doc.body, &name, &hit.key)?));
+            } else {
+                // An older version's entry: the key may still come with its current one.
+                seen.remove(&hit.key);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What index structure `S` of `ix` names for a lookup (`find`), in the current structure and
 /// in those a truncate retired after `snapshot` (they still hold what it sees). Error 10 when
 /// the index is not of that kind.

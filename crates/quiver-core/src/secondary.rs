@@ -42,6 +42,7 @@ use crate::collection::Collection;
 use crate::index::IndexDef;
 use crate::sorted::SortedIndex;
 use crate::staged_version::StagedEntry;
+use crate::vector_index::{QuantizerPlace, VectorIndex};
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;
@@ -60,15 +61,35 @@ pub(crate) trait IndexStructure: Send + Sync + Any {
     /// An empty structure of the same kind and definition.
     fn fresh(&self) -> Box<dyn IndexStructure>;
     fn as_any(&self) -> &dyn Any;
+    /// Work the structure needs after its build scan and before it may serve queries (a
+    /// vector index's quantizer, loaded or trained over what the scan filed), or None. The
+    /// job runs without the index lock while commits go on recording; its result goes to
+    /// [`IndexStructure::complete`]. An error fails the build (and the index creation).
+    fn completion(&self, name: &str) -> Option<Completion> {
+        let _ = name;
+        None
+    }
+    /// Applies what [`IndexStructure::completion`]'s job produced.
+    fn complete(&mut self, done: Box<dyn Any + Send>) {
+        let _ = done;
+    }
 }
+
+/// A structure's post-build job (see [`IndexStructure::completion`]).
+pub(crate) type Completion = Box<dyn FnOnce() -> Result<Box<dyn Any + Send>> + Send>;
 
 /// The registry: the structure that maintains an index of this definition, or None for types
 /// that are definitions only (ttl works by scanning; zkd/mdi and inverted are not queried).
-pub(crate) fn structure_for(def: &IndexDef) -> Option<Box<dyn IndexStructure>> {
+/// `place` is where a vector index keeps its quantizer.
+pub(crate) fn structure_for(
+    def: &IndexDef,
+    place: &QuantizerPlace,
+) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
         "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
         "fulltext" => Some(Box::new(crate::fulltext::FulltextIndex::new(def))),
+        "vector" => Some(Box::new(VectorIndex::new(def, place.clone())?)),
         _ => None,
     }
 }
@@ -109,8 +130,8 @@ fn parse(body: &[u8]) -> Option<Map<String, Value>> {
 
 impl MaintainedIndex {
     /// A not-yet-built index for `def`, or None when the type keeps no structure.
-    pub fn new(def: &IndexDef) -> Option<MaintainedIndex> {
-        let current = structure_for(def)?;
+    pub fn new(def: &IndexDef, place: &QuantizerPlace) -> Option<MaintainedIndex> {
+        let current = structure_for(def, place)?;
         Some(MaintainedIndex {
             def: def.clone(),
             state: RwLock::new(State {
@@ -158,6 +179,11 @@ impl MaintainedIndex {
             }
         }
         flush(&mut chunk);
+        let job = self.state.read().current.completion(&self.def.name);
+        if let Some(job) = job {
+            let done = job()?;
+            self.state.write().current.complete(done);
+        }
         *self.ready.lock() = true;
         self.ready_cv.notify_all();
         Ok(())
@@ -325,6 +351,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn no_files() -> QuantizerPlace {
+        QuantizerPlace {
+            path: None,
+            reuse: false,
+        }
+    }
+
     #[test]
     fn registry_covers_the_persistent_family_only() {
         for (kind, maintained) in [
@@ -341,14 +374,18 @@ mod tests {
                 body["fields"] = json!(["a", "b"]);
             }
             let def = IndexDef::parse(&body, 2).unwrap();
-            assert_eq!(MaintainedIndex::new(&def).is_some(), maintained, "{kind}");
+            assert_eq!(
+                MaintainedIndex::new(&def, &no_files()).is_some(),
+                maintained,
+                "{kind}"
+            );
         }
     }
 
     #[test]
     fn garbage_waits_for_the_horizon_and_the_build() {
         let def = IndexDef::parse(&json!({"type": "persistent", "fields": ["a"]}), 2).unwrap();
-        let ix = MaintainedIndex::new(&def).unwrap();
+        let ix = MaintainedIndex::new(&def, &no_files()).unwrap();
         let doc = json!({"a": 1});
         let body = Bytes::from(doc.to_string());
         ix.insert(&Arc::from("k"), Revision(1), doc.as_object().unwrap());

@@ -133,6 +133,19 @@ pub trait DocumentReader {
         index: u64,
         query: &crate::fulltext::Query,
     ) -> Result<Vec<Value>>;
+
+    /// At most `limit` documents of `coll` nearest to `query` (of the index's dimension)
+    /// through its vector index `index`, best first with the metric's value, as this reader
+    /// sees them: the entries of the `n_probe` lists nearest to the query. Errors: 1212 for
+    /// an unknown index, 10 for another type.
+    fn vector_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Vec<(f64, Value)>>;
 }
 
 fn scan_snapshot(
@@ -303,6 +316,18 @@ impl DocumentReader for ReadView {
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::fulltext_candidates(coll, index, &self.snapshot, query, None)
+    }
+
+    fn vector_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Vec<(f64, Value)>> {
+        coll.check_usable()?;
+        crate::lookup::vector_nearest(coll, index, &self.snapshot, query, n_probe, limit, None)
     }
 }
 
@@ -689,6 +714,26 @@ impl DocumentReader for Transaction {
             index,
             &self.staging.snapshot,
             query,
+            Some(&self.staging),
+        )
+    }
+
+    fn vector_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Vec<(f64, Value)>> {
+        self.check_read(coll)?;
+        crate::lookup::vector_nearest(
+            coll,
+            index,
+            &self.staging.snapshot,
+            query,
+            n_probe,
+            limit,
             Some(&self.staging),
         )
     }

@@ -142,6 +142,7 @@ error_codes! {
     QueryBindParameterMissing = 1551, 400, "no value specified for declared bind parameter";
     QueryBindParameterUndeclared = 1552, 400, "bind parameter was not declared in the query";
     QueryBindParameterType = 1553, 400, "bind parameter has an invalid value or type";
+    QueryVectorSearchNotApplied = 1554, 500, "failed vector search";
     QueryInvalidArithmeticValue = 1561, 400, "invalid arithmetic value";
     QueryDivisionByZero = 1562, 400, "division by zero";
     QueryArrayExpected = 1563, 400, "array expected";

@@ -215,6 +215,7 @@ scripts!(
         documents_single,
         documents_multi,
         overwrite_modes,
+        vector_index,
         version_attribute,
         databases,
         collections,

@@ -23,6 +23,7 @@ mod modify;
 mod returning;
 mod sort;
 mod subquery;
+mod vector;
 mod view;
 mod window;
 
@@ -109,6 +110,9 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                 Box::new(geo::GeoScanOp::new(op, (**scan).clone()))
             }
             NodeKind::IndexScan(scan) => Box::new(index::IndexScanOp::new(op, (**scan).clone())),
+            NodeKind::EnumerateNearVectors(near) => {
+                Box::new(vector::NearVectorsOp::new(op, (**near).clone()))
+            }
             NodeKind::Index {
                 out,
                 collection,

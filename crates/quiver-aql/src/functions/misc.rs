@@ -58,10 +58,22 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("BM25", 1, 3, not_implemented),
     def("TFIDF", 1, 2, not_implemented),
     def("OFFSET_INFO", 2, 2, not_implemented),
-    def("APPROX_NEAR_COSINE", 2, 3, not_implemented),
-    def("APPROX_NEAR_L2", 2, 3, not_implemented),
-    def("APPROX_NEAR_INNER_PRODUCT", 2, 3, not_implemented),
+    // Only an `EnumerateNearVectorNode` answers these (rule `use-vector-index`); evaluated
+    // anywhere else they fail as in ArangoDB.
+    def("APPROX_NEAR_COSINE", 2, 3, vector_search_not_applied),
+    def("APPROX_NEAR_L2", 2, 3, vector_search_not_applied),
+    def("APPROX_NEAR_INNER_PRODUCT", 2, 3, vector_search_not_applied),
 ];
+
+fn vector_search_not_applied(_: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
+    Err(Error::with_message(
+        ErrorCode::QueryVectorSearchNotApplied,
+        "Vector search could not be applied. Please ensure a vector index has been created \
+         and that your query uses the correct syntax for vector search: FOR d IN coll \
+         [FILTER …] SORT APPROX_NEAR_…(d.attr, @query) [DESC] LIMIT n, with one FILTER at \
+         most, that does not use the similarity, and a matching index metric.",
+    ))
+}
 
 fn not_implemented(ctx: &mut FunctionContext<'_>, _: &[Value]) -> Result<Value> {
     Err(Error::with_message(

@@ -227,6 +227,19 @@ impl Transaction for CheckedTransaction {
         self.inner.fulltext_lookup(collection, index, query)
     }
 
+    fn vector_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<(f64, Value)>>> {
+        self.read(collection)?;
+        self.inner
+            .vector_lookup(collection, index, query, n_probe, limit)
+    }
+
     fn insert(
         &mut self,
         collection: &str,

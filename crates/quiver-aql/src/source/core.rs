@@ -291,7 +291,9 @@ impl Transaction for CoreTransaction {
         Ok(coll
             .query_indexes()
             .into_iter()
-            .filter(|ix| ix.ready)
+            // A vector index still building answers exactly by a scan (`exec/vector.rs`),
+            // so a nearest-vector query is planned for it all the same.
+            .filter(|ix| ix.ready || ix.kind == "vector")
             .map(|ix| super::IndexMeta {
                 id: ix.id,
                 name: ix.name,
@@ -428,6 +430,24 @@ impl Transaction for CoreTransaction {
             return Ok(None);
         }
         self.reader().fulltext_lookup(&c, index, query).map(Some)
+    }
+
+    fn vector_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<(f64, Value)>>> {
+        let c = self.coll(collection)?;
+        // While the index is still being built the caller searches exactly instead.
+        if !c.query_indexes().iter().any(|i| i.id == index && i.ready) {
+            return Ok(None);
+        }
+        self.reader()
+            .vector_lookup(&c, index, query, n_probe, limit)
+            .map(Some)
     }
 
     fn scan_projected(&self, collection: &str, attrs: &[String]) -> Result<DocIter> {

@@ -321,6 +321,21 @@ pub trait Transaction: Send {
         let _ = (collection, index, query);
         Ok(None)
     }
+    /// At most `limit` documents of `collection` nearest to `query` through vector index
+    /// `index` (numeric id), best first with the metric's value: the entries of the
+    /// `n_probe` lists nearest to the query. None when the source cannot answer through
+    /// that index (not built yet, no such structure): the caller searches exactly instead.
+    fn vector_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &[f32],
+        n_probe: usize,
+        limit: usize,
+    ) -> Result<Option<Vec<(f64, Value)>>> {
+        let _ = (collection, index, query, n_probe, limit);
+        Ok(None)
+    }
     fn insert(
         &mut self,
         collection: &str,

@@ -140,6 +140,8 @@ fn create(state: &ServerState, root: &Path, body: &Value) -> Result<Response> {
     let _ = std::fs::remove_dir_all(&partial);
     let written = (|| {
         let tick = state.core.engine().backup_to(&partial)?;
+        copy_vector_quantizers(state.core.directory(), &partial)
+            .map_err(|e| internal(format!("cannot copy the vector index quantizers: {e}")))?;
         let meta = json!({"id": id, "datetime": datetime, "tick": tick.to_string(),
             "version": crate::api::admin::ARANGO_VERSION});
         std::fs::write(partial.join(META), meta.to_string())
@@ -156,6 +158,30 @@ fn create(state: &ServerState, root: &Path, body: &Value) -> Result<Response> {
         json!({"id": id, "datetime": datetime, "potentiallyInconsistent": false,
             "sizeInBytes": bytes, "nrFiles": files, "nrDBServers": 1}),
     ))
+}
+
+/// Copies the trained centroids of the vector indexes (`vector-indexes/<collection>/<index>.ivf`,
+/// outside the engine's files) into the backup, so a server started on it files vectors under
+/// the same centroids; without them it would train the indexes again.
+fn copy_vector_quantizers(data: &Path, backup: &Path) -> std::io::Result<()> {
+    let from = data.join("vector-indexes");
+    let Ok(collections) = std::fs::read_dir(&from) else {
+        return Ok(());
+    };
+    for collection in collections.flatten() {
+        if !collection.path().is_dir() {
+            continue;
+        }
+        let to = backup.join("vector-indexes").join(collection.file_name());
+        std::fs::create_dir_all(&to)?;
+        for file in std::fs::read_dir(collection.path())?.flatten() {
+            let path = file.path();
+            if path.extension().is_some_and(|e| e == "ivf") {
+                std::fs::copy(&path, to.join(file.file_name()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn list(root: &Path, body: &Value) -> Result<Response> {
