@@ -418,15 +418,12 @@ pub(crate) fn vector_nearest(
     let field = ix.def.fields.first().cloned().unwrap_or_default();
     let mut prepared = query.to_vec();
     params.metric.prepare(&mut prepared);
-    let mut hits = structure_candidates(&ix, snapshot, "vector", |v: &VectorIndex| {
-        v.search(&prepared, n_probe)
-    })?;
     let cid = coll.id();
     let name = coll.name();
     let staged =
         |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
-    // A transaction's own versions replace what the index knows of those keys.
-    hits.retain(|h| !staged(&h.key));
+    // A transaction's staged documents that hold a vector, scored here.
+    let mut staged_hits = Vec::new();
     let mut staged_docs = Vec::new();
     if let Some(st) = staging {
         for ((c, key), entry) in &st.entries {
@@ -439,7 +436,7 @@ pub(crate) fn vector_nearest(
             });
             if let Some(mut v) = vector {
                 params.metric.prepare(&mut v);
-                hits.push(Hit {
+                staged_hits.push(Hit {
                     key: Arc::from(key.as_str()),
                     rev: Revision(0),
                     score: params.metric.score(&v, &prepared),
@@ -448,32 +445,45 @@ pub(crate) fn vector_nearest(
             }
         }
     }
-    // Retired structures and staged versions were appended after the current ones.
-    params.metric.rank(&mut hits);
-    let mut out = Vec::with_capacity(limit.min(hits.len()));
-    let mut seen: HashSet<Arc<str>> = HashSet::new();
-    for hit in hits {
-        if out.len() >= limit {
-            break;
-        }
-        if !seen.insert(Arc::clone(&hit.key)) {
-            continue;
-        }
-        if let Some(pos) = staged_docs.iter().position(|(k, _)| **k == *hit.key) {
-            let (_, doc) = staged_docs.swap_remove(pos);
-            out.push((hit.score, doc));
-            continue;
-        }
-        if let Some(doc) = snapshot.get(cid, &hit.key)? {
-            if doc.rev == hit.rev {
-                out.push((hit.score, decode_with_id(&doc.body, &name, &hit.key)?));
-            } else {
-                // An older version's entry: the key may still come with its current one.
-                seen.remove(&hit.key);
+    // The index's best entries; some may be versions this reader does not see, so a first
+    // round asks for a few more than `limit`, and a second one (rarely needed) for all.
+    let mut want = limit.saturating_add(16);
+    loop {
+        let mut hits = structure_candidates(&ix, snapshot, "vector", |v: &VectorIndex| {
+            v.search(&prepared, n_probe, want)
+        })?;
+        let exhausted = hits.len() < want;
+        hits.retain(|h| !staged(&h.key));
+        hits.extend(staged_hits.iter().cloned());
+        // Retired structures and staged versions were appended after the current ones.
+        params.metric.rank(&mut hits);
+        let mut out = Vec::with_capacity(limit.min(hits.len()));
+        let mut seen: HashSet<Arc<str>> = HashSet::new();
+        for hit in hits {
+            if out.len() >= limit {
+                break;
+            }
+            if !seen.insert(Arc::clone(&hit.key)) {
+                continue;
+            }
+            if let Some((_, doc)) = staged_docs.iter().find(|(k, _)| **k == *hit.key) {
+                out.push((hit.score, doc.clone()));
+                continue;
+            }
+            if let Some(doc) = snapshot.get(cid, &hit.key)? {
+                if doc.rev == hit.rev {
+                    out.push((hit.score, decode_with_id(&doc.body, &name, &hit.key)?));
+                } else {
+                    // An older version's entry: the key may still come with its current one.
+                    seen.remove(&hit.key);
+                }
             }
         }
+        if out.len() >= limit || exhausted || want == usize::MAX {
+            return Ok(out);
+        }
+        want = usize::MAX;
     }
-    Ok(out)
 }
 
 /// What index structure `S` of `ix` names for a lookup (`find`), in the current structure and

@@ -150,9 +150,10 @@ impl VectorIndex {
         Some(v)
     }
 
-    /// Entries of the `n_probe` lists nearest to the prepared `query`, best first.
-    pub fn search(&self, query: &[f32], n_probe: usize) -> Vec<Hit> {
-        self.ivf.search(query, n_probe)
+    /// The best `want` entries of the `n_probe` lists nearest to the prepared `query`, best
+    /// first.
+    pub fn search(&self, query: &[f32], n_probe: usize, want: usize) -> Vec<Hit> {
+        self.ivf.search(query, n_probe, want)
     }
 }
 

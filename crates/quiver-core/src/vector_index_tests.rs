@@ -278,3 +278,42 @@ fn truncate_keeps_the_training_and_drops_take_the_files() {
     assert!(!file.exists());
     assert!(!file.parent().unwrap().exists());
 }
+
+#[test]
+fn entries_an_old_snapshot_still_holds_do_not_crowd_out_the_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_core, db) = open(dir.path());
+    let (coll, mut docs) = filled(&db, 200, 4);
+    let id = create_index(
+        &coll,
+        json!({"type": "vector", "fields": ["v"], "params": {"metric": "l2", "dimension": 4, "nLists": 2}}),
+    );
+    let q = [0.0f32; 4];
+    // An old snapshot keeps the entries of the 40 nearest documents alive; the new versions
+    // move far away, so the best-ranked entries are all invisible to a new reader.
+    let old = db.read_view();
+    let nearest: Vec<String> = {
+        let mut all = docs.clone();
+        all.sort_by(|a, b| {
+            Metric::L2
+                .score(&a.1, &q)
+                .total_cmp(&Metric::L2.score(&b.1, &q))
+        });
+        all.into_iter().take(40).map(|(k, _)| k).collect()
+    };
+    for key in &nearest {
+        coll.update(
+            key,
+            json!({"v": [500, 500, 500, 500]}),
+            &ModifyOptions::new(),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    }
+    docs.iter_mut()
+        .filter(|(k, _)| nearest.contains(k))
+        .for_each(|(_, v)| *v = vec![500.0; 4]);
+    assert_eq!(search(&db.read_view(), &coll, id, &q, 2), exact(&docs, &q));
+    assert_eq!(search(&old, &coll, id, &q, 2)[..10], nearest[..10]);
+}

@@ -211,33 +211,49 @@ impl Ivf {
         }
     }
 
-    /// Every entry of the `n_probe` lists nearest to the prepared `query`, best first (ties by
-    /// key). Before a quantizer is installed, every entry.
-    pub fn search(&self, query: &[f32], n_probe: usize) -> Vec<Hit> {
+    /// The best `want` entries of the `n_probe` lists nearest to the prepared `query`, best
+    /// first (ties by key); before a quantizer is installed, of every entry. Every entry of
+    /// those lists is scored; only the `want` best become [`Hit`]s.
+    pub fn search(&self, query: &[f32], n_probe: usize, want: usize) -> Vec<Hit> {
         assert_eq!(
             query.len(),
             self.dim,
             "the caller checks the query's dimension"
         );
-        let mut hits = Vec::new();
-        let mut score_list = |list: &List| {
-            for (i, (key, rev)) in list.entries.iter().enumerate() {
-                let v = &list.vectors[i * self.dim..(i + 1) * self.dim];
-                hits.push(Hit {
-                    key: Arc::clone(key),
-                    rev: *rev,
-                    score: self.metric.score(v, query),
-                });
-            }
-        };
-        score_list(&self.unassigned);
+        let mut lists: Vec<&List> = vec![&self.unassigned];
         if let Some(q) = &self.quantizer {
-            for list in q.probe(query, n_probe) {
-                score_list(&self.lists[list]);
+            lists.extend(q.probe(query, n_probe).into_iter().map(|l| &self.lists[l]));
+        }
+        // (score, list, position): no key is touched until the best are known.
+        let mut scored: Vec<(f64, u32, u32)> = Vec::new();
+        for (l, list) in lists.iter().enumerate() {
+            for (i, v) in list.vectors.chunks_exact(self.dim).enumerate() {
+                scored.push((self.metric.score(v, query), l as u32, i as u32));
             }
         }
-        self.metric.rank(&mut hits);
-        hits
+        let key = |&(_, l, i): &(f64, u32, u32)| &lists[l as usize].entries[i as usize].0;
+        let better = |a: &(f64, u32, u32), b: &(f64, u32, u32)| {
+            self.metric.order(a.0, b.0).then_with(|| key(a).cmp(key(b)))
+        };
+        if want == 0 {
+            return Vec::new();
+        }
+        if want < scored.len() {
+            scored.select_nth_unstable_by(want - 1, better);
+            scored.truncate(want);
+        }
+        scored.sort_by(better);
+        scored
+            .into_iter()
+            .map(|(score, l, i)| {
+                let (key, rev) = &lists[l as usize].entries[i as usize];
+                Hit {
+                    key: Arc::clone(key),
+                    rev: *rev,
+                    score,
+                }
+            })
+            .collect()
     }
 
     /// An empty structure with the same quantizer (truncate).
@@ -280,22 +296,36 @@ mod tests {
         assert_eq!(ivf.len(), 6);
         // One probe near the origin reads the origin's list only.
         let near: Vec<String> = ivf
-            .search(&[0.0, 0.0], 1)
+            .search(&[0.0, 0.0], 1, usize::MAX)
             .iter()
             .map(|h| h.key.to_string())
             .collect();
         assert_eq!(near, vec!["k0", "k3"]);
         // All lists: every entry, nearest first.
-        let all = ivf.search(&[10.0, 0.0], 3);
+        let all = ivf.search(&[10.0, 0.0], 3, usize::MAX);
         assert_eq!(all.len(), 6);
         assert_eq!(&*all[0].key, "k4");
         assert!((all[0].score - 1.0).abs() < 1e-6, "Euclidean, not squared");
+        // The best `want` only, in the same order.
+        let best: Vec<Arc<str>> = ivf
+            .search(&[10.0, 0.0], 3, 2)
+            .into_iter()
+            .map(|h| h.key)
+            .collect();
+        assert_eq!(
+            best,
+            all[..2]
+                .iter()
+                .map(|h| Arc::clone(&h.key))
+                .collect::<Vec<_>>()
+        );
+        assert!(ivf.search(&[10.0, 0.0], 3, 0).is_empty());
         ivf.remove("k4", Revision(2), &[11.0, 0.0]);
         assert_eq!(ivf.len(), 6, "another revision is another entry");
         ivf.remove("k4", Revision(1), &[11.0, 0.0]);
         ivf.remove("k0", Revision(1), &[0.5, 0.0]);
         assert_eq!(ivf.len(), 4);
-        assert_eq!(ivf.search(&[0.0, 0.0], 1).len(), 1);
+        assert_eq!(ivf.search(&[0.0, 0.0], 1, usize::MAX).len(), 1);
         assert_eq!(ivf.fresh().len(), 0);
     }
 
@@ -307,11 +337,15 @@ mod tests {
         ivf.insert(&a, Revision(1), &[10.0, 0.5]);
         ivf.insert(&b, Revision(1), &[0.2, 9.0]);
         assert_eq!(ivf.unassigned_vectors().len(), 4);
-        assert_eq!(ivf.search(&[0.0, 10.0], 1).len(), 2, "unassigned: all read");
+        assert_eq!(
+            ivf.search(&[0.0, 10.0], 1, usize::MAX).len(),
+            2,
+            "unassigned: all read"
+        );
         ivf.remove("a", Revision(1), &[10.0, 0.5]);
         ivf.install(quantizer());
         assert!(ivf.unassigned_vectors().is_empty());
-        let found = ivf.search(&[0.0, 10.0], 1);
+        let found = ivf.search(&[0.0, 10.0], 1, usize::MAX);
         assert_eq!(found.len(), 1);
         assert_eq!(&*found[0].key, "b");
     }

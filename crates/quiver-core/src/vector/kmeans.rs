@@ -54,7 +54,7 @@ pub fn train(points: &[f32], dim: usize, t: &Training) -> Vec<f32> {
     let sample = sample_rows(points, dim, cap, t.seed);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(t.seed.wrapping_add(1));
     let m = sample.len() / dim;
-    let mut centroids = seed_centroids(&sample, dim, t.k, &mut rng);
+    let mut centroids = seed_centroids(&sample, dim, t.k, t.threads, &mut rng);
     if t.spherical {
         centroids.chunks_exact_mut(dim).for_each(kernels::normalize);
     }
@@ -71,7 +71,13 @@ pub fn train(points: &[f32], dim: usize, t: &Training) -> Vec<f32> {
 /// spreads the start over the clusters (plain random starts often put two centroids in one
 /// cluster and none in another, a local minimum the iterations do not leave). Drawn from at
 /// most [`SEEDING_POINTS_PER_CENTROID`]·k points, so seeding costs a fraction of training.
-fn seed_centroids(sample: &[f32], dim: usize, k: usize, rng: &mut impl rand::Rng) -> Vec<f32> {
+fn seed_centroids(
+    sample: &[f32],
+    dim: usize,
+    k: usize,
+    threads: usize,
+    rng: &mut impl rand::Rng,
+) -> Vec<f32> {
     let m = sample.len() / dim;
     let pool = sample_rows(
         sample,
@@ -110,9 +116,19 @@ fn seed_centroids(sample: &[f32], dim: usize, k: usize, rng: &mut impl rand::Rng
         .expect("n >= k leaves a point to take");
         chosen[next] = true;
         let c = row(&pool, dim, next).to_vec();
-        for (i, d) in nearest.iter_mut().enumerate() {
-            *d = d.min(kernels::l2_squared(row(&pool, dim, i), &c));
-        }
+        // The distance update is the cost of seeding: split over the training threads.
+        let per_thread = n.div_ceil(threads.max(1)).max(1);
+        std::thread::scope(|scope| {
+            for (part, slice) in nearest.chunks_mut(per_thread).enumerate() {
+                let (pool, c) = (&pool, &c);
+                scope.spawn(move || {
+                    for (j, d) in slice.iter_mut().enumerate() {
+                        let i = part * per_thread + j;
+                        *d = d.min(kernels::l2_squared(row(pool, dim, i), c));
+                    }
+                });
+            }
+        });
         centroids.extend_from_slice(&c);
     }
     centroids

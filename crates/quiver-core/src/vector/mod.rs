@@ -89,16 +89,18 @@ impl Metric {
         }
     }
 
+    /// `Less` when score `a` is the better match.
+    pub fn order(self, a: f64, b: f64) -> std::cmp::Ordering {
+        if self.descending() {
+            b.total_cmp(&a)
+        } else {
+            a.total_cmp(&b)
+        }
+    }
+
     /// Sorts hits best first; ties by key, so the order does not depend on list layout.
     pub fn rank(self, hits: &mut [ivf::Hit]) {
-        hits.sort_by(|a, b| {
-            let by_score = if self.descending() {
-                b.score.total_cmp(&a.score)
-            } else {
-                a.score.total_cmp(&b.score)
-            };
-            by_score.then_with(|| a.key.cmp(&b.key))
-        });
+        hits.sort_by(|a, b| self.order(a.score, b.score).then_with(|| a.key.cmp(&b.key)));
     }
 }
 
