@@ -370,6 +370,7 @@ pub fn use_geo_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> bool {
             estimated_items,
             projections: None,
             geo: Some(Box::new(search)),
+            mdi: None,
         };
         remove_conjuncts(plan, used.iter().map(|&u| (parts[u].calc, parts[u].part)));
         plan.nodes[i].kind = NodeKind::IndexScan(Box::new(scan));

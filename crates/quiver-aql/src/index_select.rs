@@ -51,7 +51,7 @@ pub fn primary_index() -> IndexMeta {
 }
 
 #[derive(Clone, Debug)]
-enum Cmp {
+pub(crate) enum Cmp {
     Eq(CExpr),
     In(CExpr),
     /// `value IN doc.path` (served by a `path[*]` field).
@@ -80,7 +80,11 @@ pub fn attribute_path(e: &CExpr, var: Slot) -> Option<String> {
     }
 }
 
-fn classify(e: &CExpr, var: Slot, available: &dyn Fn(&CExpr) -> bool) -> Option<(String, Cmp)> {
+pub(crate) fn classify(
+    e: &CExpr,
+    var: Slot,
+    available: &dyn Fn(&CExpr) -> bool,
+) -> Option<(String, Cmp)> {
     let CExpr::Binary(op, a, b) = e else {
         return None;
     };
@@ -550,6 +554,7 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             estimated_items: 0.0,
             projections: None,
             geo: None,
+            mdi: None,
         };
         if let Some(m) = &m {
             scan.estimated_items = estimate(ix, m, *count);

@@ -18,6 +18,7 @@ pub mod geo_select;
 pub mod index_select;
 pub mod lexer;
 pub mod limits;
+pub mod mdi_select;
 pub mod optimizer;
 pub mod parser;
 pub mod plan;

@@ -207,6 +207,9 @@ fn optimize_pipeline(
             crate::index_select::use_secondary_indexes(&mut plan, &options.indexes);
         changed |= secondary;
         covered |= secondary_covered;
+        let (mdi, mdi_covered) = crate::mdi_select::use_mdi_indexes(&mut plan, &options.indexes);
+        changed |= mdi;
+        covered |= mdi_covered;
         if sort_removed {
             log.fired.push("use-index-for-sort".into());
         }
@@ -725,7 +728,7 @@ fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool
         // A persistent-index loop whose index covers every attribute read builds its
         // documents from the index (ArangoDB's `indexCoversProjections`).
         if let NodeKind::IndexScan(scan) = &plan.nodes[i].kind {
-            if scan.geo.is_some() || scan.projections.is_some() {
+            if scan.geo.is_some() || scan.mdi.is_some() || scan.projections.is_some() {
                 continue;
             }
             let mut names = std::collections::BTreeSet::new();

@@ -21,11 +21,13 @@ use crate::value::estimate_size;
 mod geo_search;
 mod graph;
 mod index_scan;
+mod mdi_search;
 mod near_vectors;
 mod view_search;
 pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
 pub use index_scan::{EqCond, IndexHint, IndexScan};
+pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
 pub use view_search::{Compare, SearchCond, ViewNode};
 
@@ -200,6 +202,11 @@ impl NodeKind {
                     }
                     // Its own output is not an input.
                     set.remove(&scan.out);
+                }
+                if let Some(mdi) = &scan.mdi {
+                    for e in mdi.expressions() {
+                        set.extend(e.vars());
+                    }
                 }
             }
             NodeKind::EnumerateNearVectors(near) => {

@@ -296,6 +296,9 @@ fn for_each_expr(plan: &Plan, f: &mut dyn FnMut(&CExpr)) {
                     f(e);
                 }
                 scan.condition.iter().for_each(&mut *f);
+                if let Some(mdi) = &scan.mdi {
+                    mdi.expressions().into_iter().for_each(&mut *f);
+                }
             }
             NodeKind::Modify(m) => {
                 if let Some(e) = &m.upsert_update {

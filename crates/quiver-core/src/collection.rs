@@ -391,22 +391,22 @@ pub struct Collection {
     pub(crate) views: Arc<crate::view_links::LinkedViews>,
 }
 
-/// Where vector index `index` of collection `cid` keeps its quantizer; `reuse` when a file
-/// found there belongs to this index (start-up), not to an earlier one (creation).
+/// The build context of index `index` of collection `cid`: where a vector index keeps its
+/// quantizer, and whether the index exists already (start-up) or is being created.
 fn quantizer_place(
     settings: &Settings,
     cid: CollectionId,
     index: u64,
-    reuse: bool,
-) -> crate::vector_index::QuantizerPlace {
-    crate::vector_index::QuantizerPlace {
+    existing: bool,
+) -> crate::vector_index::BuildContext {
+    crate::vector_index::BuildContext {
         path: Some(
             settings
                 .vector_directory
                 .join(cid.to_string())
                 .join(format!("{index}.ivf")),
         ),
-        reuse,
+        existing,
     }
 }
 
@@ -467,7 +467,7 @@ impl Collection {
             .indexes
             .iter()
             .filter(|d| d.enforces_uniqueness())
-            .map(|d| Arc::new(UniqueIndex::new(d.clone())))
+            .map(|d| Arc::new(UniqueIndex::new(d.uniqueness_def())))
             .collect();
         let maintained: Vec<Arc<MaintainedIndex>> = meta
             .indexes
@@ -707,16 +707,24 @@ impl Collection {
         let meta = self.meta.read();
         meta.compiled_computed.is_none()
             && (meta.compiled_schema.is_none() || opts.skip_document_validation)
-            && !meta.indexes.iter().any(|d| d.kind == "vector")
+            && !meta
+                .indexes
+                .iter()
+                .any(|d| d.kind == "vector" || index::is_mdi_kind(&d.kind))
     }
 
-    /// Checks a document about to be written against the collection's vector indexes
+    /// Checks a document about to be written against the collection's vector and mdi indexes
     /// (`vector_index::check_document`: 10 when a non-sparse index's attribute is missing,
-    /// 17 when it is not a vector of the index's dimension).
+    /// 17 when it is not a vector of the index's dimension; `mdi_index::check_document`: 1561
+    /// when a dimension is not a number).
     pub(crate) fn check_vectors(&self, key: &str, doc: &Map<String, Value>) -> Result<()> {
         let meta = self.meta.read();
-        for def in meta.indexes.iter().filter(|d| d.kind == "vector") {
-            crate::vector_index::check_document(def, key, doc)?;
+        for def in &meta.indexes {
+            if def.kind == "vector" {
+                crate::vector_index::check_document(def, key, doc)?;
+            } else if index::is_mdi_kind(&def.kind) {
+                crate::mdi_index::check_document(def, doc)?;
+            }
         }
         Ok(())
     }
@@ -742,7 +750,9 @@ impl Collection {
     fn describe_index(&self, def: &IndexDef, collection: &str) -> Value {
         let mut description = def.describe(collection);
         if let Some(ix) = self.maintained.read().iter().find(|ix| ix.def.id == def.id) {
-            if def.kind == "vector" {
+            if index::is_mdi_kind(&def.kind) && !def.unique && def.kind != "mdi-prefixed" {
+                // An mdi index without prefix keeps no estimate (as ArangoDB).
+            } else if def.kind == "vector" {
                 // No estimate (as ArangoDB); 3.12.9's training state instead.
                 let state = if ix.is_ready() { "ready" } else { "training" };
                 description["trainingState"] = state.into();
@@ -764,7 +774,9 @@ impl Collection {
                 let ix = maintained.iter().find(|ix| ix.def.id == def.id);
                 let selectivity = ix.map_or(1.0, |ix| ix.selectivity());
                 let mut description = def.describe(&meta.name);
-                if ix.is_some() && def.kind != "vector" {
+                let no_estimate = def.kind == "vector"
+                    || (index::is_mdi_kind(&def.kind) && !def.unique && def.kind != "mdi-prefixed");
+                if ix.is_some() && !no_estimate {
                     description["selectivityEstimate"] = round_estimate(selectivity).into();
                 }
                 IndexInfo {
@@ -897,7 +909,7 @@ impl Collection {
             }
         }
         let unique = if def.enforces_uniqueness() {
-            let index = Arc::new(UniqueIndex::new(def.clone()));
+            let index = Arc::new(UniqueIndex::new(def.uniqueness_def()));
             index.ensure_built(self.id, &self.engine.snapshot())?;
             Some(index)
         } else {

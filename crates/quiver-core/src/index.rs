@@ -127,6 +127,11 @@ fn vector_params(params: Option<&Value>) -> Result<Value> {
     Ok(Value::Object(out))
 }
 
+/// Whether this type is a multi-dimensional index (`mdi`, `mdi-prefixed`, the older `zkd`).
+pub(crate) fn is_mdi_kind(kind: &str) -> bool {
+    matches!(kind, "mdi" | "mdi-prefixed" | "zkd")
+}
+
 /// Whether this type is enforced/maintained as a persistent (sorted) index.
 pub(crate) fn is_persistent_kind(kind: &str) -> bool {
     matches!(kind, "persistent" | "hash" | "skiplist")
@@ -226,22 +231,58 @@ impl IndexDef {
                 (fields, false, true)
             }
             "zkd" | "mdi" | "mdi-prefixed" => {
-                let fields = string_fields(body)?;
                 match body.get("fieldValueTypes").and_then(Value::as_str) {
                     Some("double") => {}
-                    _ => return Err(bad("'fieldValueTypes' must be \"double\"")),
-                }
-                extra.insert("fieldValueTypes".into(), "double".into());
-                for key in ["prefixFields", "storedValues"] {
-                    if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-                        extra.insert(key.into(), v.clone());
+                    _ => {
+                        return Err(bad(format!(
+                            "{kind} requires `fieldValueTypes` to be set to `double` - future \
+                             releases might lift this requirement"
+                        )))
                     }
                 }
-                (
-                    fields,
-                    flag(body, "unique", false)?,
-                    flag(body, "sparse", false)?,
-                )
+                let fields = string_fields(body)?;
+                if fields.iter().any(|f| f == "_id" || f.ends_with("._id")) {
+                    return Err(bad("_id attribute cannot be indexed"));
+                }
+                if fields.iter().any(|f| f.contains("[*]")) {
+                    return Err(bad("an mdi index cannot index an expanded attribute"));
+                }
+                if fields
+                    .iter()
+                    .enumerate()
+                    .any(|(i, f)| fields[..i].contains(f))
+                {
+                    return Err(bad("duplicate attribute name in index fields list"));
+                }
+                extra.insert("fieldValueTypes".into(), "double".into());
+                let unique = flag(body, "unique", false)?;
+                if kind == "mdi-prefixed" {
+                    let prefix = body
+                        .get("prefixFields")
+                        .and_then(Value::as_array)
+                        .filter(|p| {
+                            !p.is_empty()
+                                && p.iter().all(|f| f.as_str().is_some_and(|f| !f.is_empty()))
+                        })
+                        .ok_or_else(|| {
+                            bad("when parsing prefix fields: prefixFields is required for \
+                                 `mdi-prefixed`")
+                        })?;
+                    extra.insert("prefixFields".into(), Value::Array(prefix.clone()));
+                    extra.insert("estimates".into(), flag(body, "estimates", true)?.into());
+                } else if body.get("prefixFields").is_some() {
+                    return Err(bad(format!(
+                        "`{kind}` index does not support prefixed fields. use `mdi-prefixed` as \
+                         type instead."
+                    )));
+                } else {
+                    // ArangoDB keeps no estimate for an mdi index without prefix.
+                    extra.insert("estimates".into(), unique.into());
+                }
+                if let Some(v) = body.get("storedValues").filter(|v| !v.is_null()) {
+                    extra.insert("storedValues".into(), v.clone());
+                }
+                (fields, unique, flag(body, "sparse", false)?)
             }
             "inverted" => {
                 let fields = body
@@ -349,6 +390,8 @@ impl IndexDef {
         let canonical = |k: &str| {
             if is_persistent_kind(k) {
                 "persistent"
+            } else if k == "zkd" {
+                "mdi"
             } else {
                 k
             }
@@ -359,11 +402,29 @@ impl IndexDef {
             && self.unique == other.unique
             && self.sparse == other.sparse
             && (self.kind != "vector" || self.extra.get("params") == other.extra.get("params"))
+            && self.extra.get("prefixFields") == other.extra.get("prefixFields")
     }
 
     /// Whether writes must check this index for duplicates.
     pub fn enforces_uniqueness(&self) -> bool {
-        self.unique && is_persistent_kind(&self.kind) && !self.fields.is_empty()
+        self.unique
+            && (is_persistent_kind(&self.kind) || is_mdi_kind(&self.kind))
+            && !self.fields.is_empty()
+    }
+
+    /// The definition a unique constraint checks: the indexed fields, after the
+    /// `prefixFields` of an mdi-prefixed index.
+    pub fn uniqueness_def(&self) -> IndexDef {
+        let mut def = self.clone();
+        if let Some(prefix) = self.extra.get("prefixFields").and_then(Value::as_array) {
+            let mut fields: Vec<String> = prefix
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect();
+            fields.extend(self.fields.iter().cloned());
+            def.fields = fields;
+        }
+        def
     }
 
     /// The index object of the HTTP API.
@@ -539,7 +600,7 @@ mod tests {
             .describe("c");
         assert_eq!(ttl["expireAfter"], 1000);
         let mdi = parse(json!({"type": "mdi", "fields": ["x", "y"], "fieldValueTypes": "double", "unique": true})).unwrap();
-        assert!(mdi.unique && !mdi.enforces_uniqueness());
+        assert!(mdi.unique && mdi.enforces_uniqueness());
         let inverted = parse(json!({"type": "inverted", "fields": [{"name": "a", "cache": true}], "includeAllFields": true})).unwrap().describe("c");
         for key in ["primarySort", "analyzer", "includeAllFields", "searchField"] {
             assert!(inverted.get(key).is_some(), "{key}");

@@ -74,6 +74,7 @@ mod index;
 mod key_range;
 mod keygen;
 mod lookup;
+pub mod mdi_index;
 mod options;
 mod schema;
 mod secondary;

@@ -486,6 +486,70 @@ pub(crate) fn vector_nearest(
     }
 }
 
+/// The documents of `coll` whose mdi index `index` entries lie in `b` (its prefix values and
+/// dimension bounds), as `snapshot` sees them, plus (for a transaction) the documents it
+/// staged in `coll` that lie in `b`: exactly the documents in the box, in the index's Z order.
+/// Errors: 1212 for an unknown index, 10 when `index` is not an mdi index.
+pub(crate) fn mdi_candidates(
+    coll: &Collection,
+    index: u64,
+    snapshot: &Snapshot,
+    b: &crate::mdi_index::MdiBox,
+    staging: Option<&Staging>,
+) -> Result<Vec<Value>> {
+    use crate::mdi_index::{in_box, point_of, MdiIndex};
+    let ix = coll.maintained_index(index)?;
+    let cid = coll.id();
+    let name = coll.name();
+    let candidates = structure_candidates(&ix, snapshot, "mdi", |m: &MdiIndex| m.search(b))?;
+    let staged =
+        |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
+    let mut out = Vec::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    for (key, rev) in candidates {
+        if seen.contains(&key) || staged(&key) {
+            continue;
+        }
+        if let Some(doc) = snapshot.get(cid, &key)? {
+            if doc.rev == rev {
+                out.push(decode_with_id(&doc.body, &name, &key)?);
+                seen.insert(key);
+            }
+        }
+    }
+    if let Some(st) = staging {
+        let prefix_fields: Vec<String> = ix
+            .def
+            .extra
+            .get("prefixFields")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let wanted: Vec<Value> = b.prefix.iter().map(crate::unique::canonical).collect();
+        for ((c, key), entry) in &st.entries {
+            let Some((_, body)) = entry.current.as_ref().filter(|_| *c == cid) else {
+                continue;
+            };
+            let doc = decode_with_id(body, &name, key)?;
+            let Some(map) = doc.as_object() else { continue };
+            let Some((prefix, point)) =
+                point_of(&ix.def.fields, &prefix_fields, ix.def.sparse, map)
+            else {
+                continue;
+            };
+            let prefix: Vec<Value> = prefix.iter().map(crate::unique::canonical).collect();
+            if prefix == wanted && in_box(&point, b) {
+                out.push(doc);
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// What index structure `S` of `ix` names for a lookup (`find`), in the current structure and
 /// in those a truncate retired after `snapshot` (they still hold what it sees). Error 10 when
 /// the index is not of that kind.

@@ -42,7 +42,7 @@ use crate::collection::Collection;
 use crate::index::IndexDef;
 use crate::sorted::SortedIndex;
 use crate::staged_version::StagedEntry;
-use crate::vector_index::{QuantizerPlace, VectorIndex};
+use crate::vector_index::{BuildContext, VectorIndex};
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;
@@ -79,17 +79,21 @@ pub(crate) trait IndexStructure: Send + Sync + Any {
 pub(crate) type Completion = Box<dyn FnOnce() -> Result<Box<dyn Any + Send>> + Send>;
 
 /// The registry: the structure that maintains an index of this definition, or None for types
-/// that are definitions only (ttl works by scanning; zkd/mdi and inverted are not queried).
+/// that are definitions only (ttl works by scanning; inverted indexes are not queried).
 /// `place` is where a vector index keeps its quantizer.
 pub(crate) fn structure_for(
     def: &IndexDef,
-    place: &QuantizerPlace,
+    place: &BuildContext,
 ) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
         "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
         "fulltext" => Some(Box::new(crate::fulltext::FulltextIndex::new(def))),
         "vector" => Some(Box::new(VectorIndex::new(def, place.clone())?)),
+        "mdi" | "mdi-prefixed" | "zkd" => Some(Box::new(crate::mdi_index::MdiIndex::new(
+            def,
+            !place.existing,
+        ))),
         _ => None,
     }
 }
@@ -130,7 +134,7 @@ fn parse(body: &[u8]) -> Option<Map<String, Value>> {
 
 impl MaintainedIndex {
     /// A not-yet-built index for `def`, or None when the type keeps no structure.
-    pub fn new(def: &IndexDef, place: &QuantizerPlace) -> Option<MaintainedIndex> {
+    pub fn new(def: &IndexDef, place: &BuildContext) -> Option<MaintainedIndex> {
         let current = structure_for(def, place)?;
         Some(MaintainedIndex {
             def: def.clone(),
@@ -351,10 +355,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn no_files() -> QuantizerPlace {
-        QuantizerPlace {
+    fn no_files() -> BuildContext {
+        BuildContext {
             path: None,
-            reuse: false,
+            existing: false,
         }
     }
 
@@ -365,7 +369,7 @@ mod tests {
             ("hash", true),
             ("skiplist", true),
             ("ttl", false),
-            ("mdi", false),
+            ("mdi", true),
             ("fulltext", true),
             ("geo", true),
         ] {

@@ -146,6 +146,15 @@ pub trait DocumentReader {
         n_probe: usize,
         limit: usize,
     ) -> Result<Vec<(f64, Value)>>;
+
+    /// The documents of `coll` that lie in box `b` of its mdi index `index`, as this reader
+    /// sees them (exactly those). Errors: 1212 for an unknown index, 10 for another type.
+    fn mdi_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        b: &crate::mdi_index::MdiBox,
+    ) -> Result<Vec<Value>>;
 }
 
 fn scan_snapshot(
@@ -328,6 +337,16 @@ impl DocumentReader for ReadView {
     ) -> Result<Vec<(f64, Value)>> {
         coll.check_usable()?;
         crate::lookup::vector_nearest(coll, index, &self.snapshot, query, n_probe, limit, None)
+    }
+
+    fn mdi_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        b: &crate::mdi_index::MdiBox,
+    ) -> Result<Vec<Value>> {
+        coll.check_usable()?;
+        crate::lookup::mdi_candidates(coll, index, &self.snapshot, b, None)
     }
 }
 
@@ -736,5 +755,15 @@ impl DocumentReader for Transaction {
             limit,
             Some(&self.staging),
         )
+    }
+
+    fn mdi_lookup(
+        &self,
+        coll: &Collection,
+        index: u64,
+        b: &crate::mdi_index::MdiBox,
+    ) -> Result<Vec<Value>> {
+        self.check_read(coll)?;
+        crate::lookup::mdi_candidates(coll, index, &self.staging.snapshot, b, Some(&self.staging))
     }
 }

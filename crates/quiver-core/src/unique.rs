@@ -48,7 +48,7 @@ impl std::fmt::Debug for UniqueIndex {
 
 /// Numbers compare by value in ArangoDB (`1 == 1.0`); objects by their attributes in any
 /// order. This canonical form makes equal values equal strings.
-fn canonical(value: &Value) -> Value {
+pub(crate) fn canonical(value: &Value) -> Value {
     match value {
         Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => {

@@ -68,12 +68,14 @@ impl VectorParams {
     }
 }
 
-/// Where a collection's vector index keeps its quantizer, and whether a file already there
-/// may be used (start-up) or belongs to an older index of the same id (creation).
+/// What a structure is built for: an index that exists already (start-up: a quantizer file
+/// there is this index's own, stored documents were checked when written) or one being
+/// created (a file there belongs to an earlier index of the same id; stored documents may
+/// not fit it, which fails the creation); and where a vector index keeps its quantizer.
 #[derive(Clone, Debug)]
-pub(crate) struct QuantizerPlace {
+pub(crate) struct BuildContext {
     pub path: Option<PathBuf>,
-    pub reuse: bool,
+    pub existing: bool,
 }
 
 /// Why `doc` cannot be written to a collection with vector index `def` (ArangoDB's
@@ -123,14 +125,14 @@ pub(crate) struct VectorIndex {
     field: String,
     params: VectorParams,
     ivf: Ivf,
-    place: QuantizerPlace,
+    place: BuildContext,
     /// While the index is created: the first document of the build scan it cannot hold
     /// (reported as the creation's error, as ArangoDB refuses such an index).
     refused: Option<Error>,
 }
 
 impl VectorIndex {
-    pub fn new(def: &IndexDef, place: QuantizerPlace) -> Option<VectorIndex> {
+    pub fn new(def: &IndexDef, place: BuildContext) -> Option<VectorIndex> {
         let params = VectorParams::of(def)?;
         Some(VectorIndex {
             def: def.clone(),
@@ -162,11 +164,11 @@ impl VectorIndex {
 /// at start-up (a lost quantizer) None, and the index answers by reading every entry.
 fn load_or_train(
     params: &VectorParams,
-    place: &QuantizerPlace,
+    place: &BuildContext,
     sample: &[f32],
     name: &str,
 ) -> Result<Option<Quantizer>> {
-    if let (Some(path), true) = (&place.path, place.reuse) {
+    if let (Some(path), true) = (&place.path, place.existing) {
         match quantizer_file::read(path) {
             Ok(Some(q))
                 if q.metric == params.metric
@@ -192,14 +194,14 @@ fn load_or_train(
     }
     let dim = params.dimension;
     let n = sample.len() / dim;
-    if n == 0 && !place.reuse {
+    if n == 0 && !place.existing {
         return Err(Error::with_message(
             ErrorCode::NotImplemented,
             "For the vector index to be created documents must be present in the respective \
              collection for the training process.",
         ));
     }
-    if n < params.n_lists && place.reuse {
+    if n < params.n_lists && place.existing {
         tracing::warn!(
             "vector index {name}: {n} vectors are too few to train {} lists; \
              searches read every entry until the index is created again",
@@ -250,7 +252,7 @@ impl IndexStructure for VectorIndex {
             Some(v) => self.ivf.insert(key, rev, &v),
             // Writes are checked before they reach the index; only the creation scan meets
             // documents stored before the index existed.
-            None if !self.place.reuse && self.refused.is_none() => {
+            None if !self.place.existing && self.refused.is_none() => {
                 self.refused = check_document(&self.def, key, doc).err();
             }
             None => {}

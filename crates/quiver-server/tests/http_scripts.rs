@@ -216,6 +216,7 @@ scripts!(
         documents_multi,
         overwrite_modes,
         vector_index,
+        mdi_index,
         version_attribute,
         databases,
         collections,

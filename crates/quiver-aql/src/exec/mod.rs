@@ -19,6 +19,7 @@ mod geo;
 mod graph;
 mod index;
 mod limit;
+mod mdi;
 mod modify;
 mod returning;
 mod sort;
@@ -106,6 +107,9 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                     iter: None,
                 }),
             },
+            NodeKind::IndexScan(scan) if scan.mdi.is_some() => {
+                Box::new(mdi::MdiScanOp::new(op, (**scan).clone()))
+            }
             NodeKind::IndexScan(scan) if scan.geo.is_some() => {
                 Box::new(geo::GeoScanOp::new(op, (**scan).clone()))
             }

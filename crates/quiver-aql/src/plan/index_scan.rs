@@ -5,6 +5,7 @@
 use serde_json::Value;
 
 use super::geo_search::GeoSearch;
+use super::mdi_search::MdiSearch;
 use crate::expr::{CExpr, Slot};
 use crate::source::IndexMeta;
 
@@ -70,4 +71,7 @@ pub struct IndexScan {
     /// Set when the index is a geo index (rule `geo-index-optimizer`); the persistent-index
     /// fields above are then unused.
     pub geo: Option<Box<GeoSearch>>,
+    /// Set when the index is an mdi index (`mdi_select`); the persistent-index fields above
+    /// are then unused.
+    pub mdi: Option<Box<MdiSearch>>,
 }

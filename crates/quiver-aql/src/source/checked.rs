@@ -227,6 +227,16 @@ impl Transaction for CheckedTransaction {
         self.inner.fulltext_lookup(collection, index, query)
     }
 
+    fn mdi_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        b: &quiver_core::mdi_index::MdiBox,
+    ) -> Result<Option<Vec<Value>>> {
+        self.read(collection)?;
+        self.inner.mdi_lookup(collection, index, b)
+    }
+
     fn vector_lookup(
         &self,
         collection: &str,

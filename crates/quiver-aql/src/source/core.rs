@@ -432,6 +432,19 @@ impl Transaction for CoreTransaction {
         self.reader().fulltext_lookup(&c, index, query).map(Some)
     }
 
+    fn mdi_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        b: &quiver_core::mdi_index::MdiBox,
+    ) -> Result<Option<Vec<Value>>> {
+        let c = self.coll(collection)?;
+        if !c.query_indexes().iter().any(|i| i.id == index && i.ready) {
+            return Ok(None);
+        }
+        self.reader().mdi_lookup(&c, index, b).map(Some)
+    }
+
     fn vector_lookup(
         &self,
         collection: &str,

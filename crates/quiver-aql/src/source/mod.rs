@@ -321,6 +321,18 @@ pub trait Transaction: Send {
         let _ = (collection, index, query);
         Ok(None)
     }
+    /// The documents of `collection` in box `b` of mdi index `index` (numeric id), exactly.
+    /// None when the source cannot answer through that index (not built yet, no such
+    /// structure): the caller scans the collection instead.
+    fn mdi_lookup(
+        &self,
+        collection: &str,
+        index: u64,
+        b: &quiver_core::mdi_index::MdiBox,
+    ) -> Result<Option<Vec<Value>>> {
+        let _ = (collection, index, b);
+        Ok(None)
+    }
     /// At most `limit` documents of `collection` nearest to `query` through vector index
     /// `index` (numeric id), best first with the metric's value: the entries of the
     /// `n_probe` lists nearest to the query. None when the source cannot answer through
