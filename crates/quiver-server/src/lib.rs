@@ -12,9 +12,13 @@ pub mod api;
 pub mod auth;
 pub mod cors;
 pub mod dump_batches;
+#[doc(hidden)]
+pub mod fuzz_entry;
+pub mod import_format;
 pub mod jobs;
 pub mod json;
 pub mod log;
+pub mod multipart;
 pub mod ownership;
 pub mod query_access;
 pub mod request;

@@ -1,0 +1,7 @@
+#![no_main]
+//! Fuzz target: `quiver_server::fuzz_entry::batch`.
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    quiver_server::fuzz_entry::batch(data);
+});
