@@ -717,7 +717,7 @@ impl Collection {
     /// (`vector_index::check_document`: 10 when a non-sparse index's attribute is missing,
     /// 17 when it is not a vector of the index's dimension; `mdi_index::check_document`: 1561
     /// when a dimension is not a number).
-    pub(crate) fn check_vectors(&self, key: &str, doc: &Map<String, Value>) -> Result<()> {
+    pub(crate) fn check_index_values(&self, key: &str, doc: &Map<String, Value>) -> Result<()> {
         let meta = self.meta.read();
         for def in &meta.indexes {
             if def.kind == "vector" {

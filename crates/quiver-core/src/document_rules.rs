@@ -303,7 +303,7 @@ fn prepare_parsed(
             Some(schema) if !opts.skip_document_validation => schema.check_insert(&map),
             _ => Ok(()),
         })
-        .and_then(|()| coll.check_vectors(&prepared.key, &map));
+        .and_then(|()| coll.check_index_values(&prepared.key, &map));
     prepared.given_rev = given_revision(&map, opts);
     if let Err(err) = checked {
         prepared.deferred = Some(err);
@@ -548,7 +548,7 @@ fn stage_existing(
             schema.check_modify(&map, || decode_stored(old_body))?;
         }
     }
-    coll.check_vectors(&key, &map)?;
+    coll.check_index_values(&key, &map)?;
     let unique = check_unique(st, coll, &key, &map)?;
     let rev = coll.revision_for(given_revision(&map, opts), Some(old_rev));
     let body = encode_stored(&key, rev, &map);

@@ -416,15 +416,23 @@ impl IndexDef {
     /// `prefixFields` of an mdi-prefixed index.
     pub fn uniqueness_def(&self) -> IndexDef {
         let mut def = self.clone();
-        if let Some(prefix) = self.extra.get("prefixFields").and_then(Value::as_array) {
-            let mut fields: Vec<String> = prefix
-                .iter()
-                .filter_map(|f| f.as_str().map(str::to_string))
-                .collect();
-            fields.extend(self.fields.iter().cloned());
-            def.fields = fields;
-        }
+        let mut fields = self.prefix_fields();
+        fields.extend(self.fields.iter().cloned());
+        def.fields = fields;
         def
+    }
+
+    /// The `prefixFields` of an mdi-prefixed index (none for other types).
+    pub fn prefix_fields(&self) -> Vec<String> {
+        self.extra
+            .get("prefixFields")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// The index object of the HTTP API.

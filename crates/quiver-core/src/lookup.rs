@@ -376,22 +376,36 @@ pub(crate) fn geo_candidates(
     let name = coll.name();
     let candidates =
         structure_candidates(&ix, snapshot, "geo", |geo: &GeoIndex| geo.candidates(rect))?;
-    let mut out = Vec::new();
-    let mut seen: HashSet<Arc<str>> = HashSet::new();
+    let mut out = visible_documents(cid, &name, snapshot, candidates, staging)?;
+    push_staged(&mut out, staging, cid, &name)?;
+    Ok(out)
+}
+
+/// The documents of collection `cid` (named `name`) that `snapshot` holds at exactly the
+/// revision an index entry names, each once, in the entries' order; keys a transaction
+/// staged are left to its staged versions.
+fn visible_documents(
+    cid: CollectionId,
+    name: &str,
+    snapshot: &Snapshot,
+    candidates: Vec<(Arc<str>, Revision)>,
+    staging: Option<&Staging>,
+) -> Result<Vec<Value>> {
     let staged =
         |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
+    let mut out = Vec::new();
+    let mut seen: HashSet<Arc<str>> = HashSet::new();
     for (key, rev) in candidates {
         if seen.contains(&key) || staged(&key) {
             continue;
         }
         if let Some(doc) = snapshot.get(cid, &key)? {
             if doc.rev == rev {
-                out.push(decode_with_id(&doc.body, &name, &key)?);
+                out.push(decode_with_id(&doc.body, name, &key)?);
                 seen.insert(key);
             }
         }
     }
-    push_staged(&mut out, staging, cid, &name)?;
     Ok(out)
 }
 
@@ -502,33 +516,9 @@ pub(crate) fn mdi_candidates(
     let cid = coll.id();
     let name = coll.name();
     let candidates = structure_candidates(&ix, snapshot, "mdi", |m: &MdiIndex| m.search(b))?;
-    let staged =
-        |key: &str| staging.is_some_and(|st| st.entries.contains_key(&(cid, key.to_string())));
-    let mut out = Vec::new();
-    let mut seen: HashSet<Arc<str>> = HashSet::new();
-    for (key, rev) in candidates {
-        if seen.contains(&key) || staged(&key) {
-            continue;
-        }
-        if let Some(doc) = snapshot.get(cid, &key)? {
-            if doc.rev == rev {
-                out.push(decode_with_id(&doc.body, &name, &key)?);
-                seen.insert(key);
-            }
-        }
-    }
+    let mut out = visible_documents(cid, &name, snapshot, candidates, staging)?;
     if let Some(st) = staging {
-        let prefix_fields: Vec<String> = ix
-            .def
-            .extra
-            .get("prefixFields")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|f| f.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let prefix_fields = ix.def.prefix_fields();
         let wanted: Vec<Value> = b.prefix.iter().map(crate::unique::canonical).collect();
         for ((c, key), entry) in &st.entries {
             let Some((_, body)) = entry.current.as_ref().filter(|_| *c == cid) else {

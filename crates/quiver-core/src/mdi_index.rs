@@ -195,20 +195,10 @@ fn prefix_bytes(values: &[Value]) -> Vec<u8> {
 
 impl MdiIndex {
     pub fn new(def: &IndexDef, creating: bool) -> MdiIndex {
-        let prefix_fields = def
-            .extra
-            .get("prefixFields")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|f| f.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
         MdiIndex {
             def: def.clone(),
             fields: def.fields.clone(),
-            prefix_fields,
+            prefix_fields: def.prefix_fields(),
             sparse: def.sparse,
             creating,
             refused: None,

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 
-use quiver_core::vector::{self, ivf::Hit, Metric};
+use quiver_core::vector::{self, Metric};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
@@ -116,7 +116,7 @@ impl NearVectorsOp {
         let field = self.near.index.fields.first().cloned().unwrap_or_default();
         let mut prepared = query.to_vec();
         metric.prepare(&mut prepared);
-        let mut scored: Vec<(Hit, Value)> = Vec::new();
+        let mut scored: Vec<(f64, Value)> = Vec::new();
         for doc in ctx.txn.scan(&self.near.collection)? {
             ctx.check()?;
             ctx.stats.scanned_full += 1;
@@ -126,25 +126,17 @@ impl NearVectorsOp {
             });
             let Some(mut v) = vector else { continue };
             metric.prepare(&mut v);
-            let key = doc.get("_key").and_then(Value::as_str).unwrap_or_default();
-            scored.push((
-                Hit {
-                    key: key.into(),
-                    rev: quiver_types::Revision(0),
-                    score: metric.score(&v, &prepared),
-                },
-                doc,
-            ));
+            scored.push((metric.score(&v, &prepared), doc));
         }
-        let mut hits: Vec<Hit> = scored.iter().map(|(h, _)| h.clone()).collect();
-        metric.rank(&mut hits);
-        let mut docs: std::collections::HashMap<std::sync::Arc<str>, Value> =
-            scored.into_iter().map(|(h, doc)| (h.key, doc)).collect();
-        Ok(hits
-            .into_iter()
-            .take(wanted)
-            .filter_map(|h| docs.remove(&h.key).map(|doc| (h.score, doc)))
-            .collect())
+        // Best first, ties by key: the order `Metric::rank` gives the index's hits.
+        let key = |doc: &Value| doc.get("_key").and_then(Value::as_str).map(str::to_owned);
+        scored.sort_by(|a, b| {
+            metric
+                .order(a.0, b.0)
+                .then_with(|| key(&a.1).cmp(&key(&b.1)))
+        });
+        scored.truncate(wanted);
+        Ok(scored)
     }
 
     /// Fills the buffer for a new input row.
