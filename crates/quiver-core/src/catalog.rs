@@ -19,26 +19,20 @@ use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::views::{View, ViewCatalog, ViewHost};
 use crate::{ComputedValuesEvaluator, Settings};
 
-/// Bumped after every change of what queries plan against (databases, collections, their
-/// names and indexes), so that cached query plans can tell they are stale. One counter for the
-/// process rather than per database: catalog changes are rare, and a spurious re-plan is
-/// cheap while a missed one would be wrong.
-static CATALOG_VERSION: AtomicU64 = AtomicU64::new(1);
+/// Bumps the catalog version of [`Settings::catalog_version`] when dropped, i.e. after the
+/// change (on every exit path: a failed change may still have changed something, and an extra
+/// bump is harmless).
+pub(crate) struct CatalogChange(Arc<Settings>);
 
-/// The current catalog version (bumped after every catalog change). Read it *before* looking at the
-/// catalog: a change that lands meanwhile bumps the counter after it became visible, so a plan
-/// built from the older state is never stored under the newer version.
-pub fn catalog_version() -> u64 {
-    CATALOG_VERSION.load(Ordering::Acquire)
+impl CatalogChange {
+    pub(crate) fn of(settings: &Arc<Settings>) -> CatalogChange {
+        CatalogChange(Arc::clone(settings))
+    }
 }
-
-/// Bumps the catalog version when dropped, i.e. after the change (on every exit path: a failed
-/// change may still have changed something, and an extra bump is harmless).
-pub(crate) struct CatalogChange;
 
 impl Drop for CatalogChange {
     fn drop(&mut self) {
-        CATALOG_VERSION.fetch_add(1, Ordering::AcqRel);
+        self.0.catalog_version.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -112,6 +106,16 @@ impl std::fmt::Debug for Core {
 }
 
 impl Core {
+    /// The version of this server's catalog: bumped after every change of what queries plan
+    /// against (databases, collections, their names, indexes and views), so that cached query
+    /// plans can tell they are stale. Read it *before* looking at the catalog: a change that
+    /// lands meanwhile bumps it after it became visible, so a plan built from the older state
+    /// is never stored under the newer version. One counter for all databases: catalog changes
+    /// are rare, and a spurious re-plan is cheap while a missed one would be wrong.
+    pub fn catalog_version(&self) -> u64 {
+        self.settings.catalog_version.load(Ordering::Acquire)
+    }
+
     /// Opens (creating on first start) the data directory `dir`: recovers the engine, rebuilds
     /// the catalog, and creates `_system` with its system collections if missing. Errors are
     /// the engine's (e.g. 1019 directory locked, 25 I/O error).
@@ -124,6 +128,7 @@ impl Core {
             evaluator: RwLock::new(None),
             analyzer_usage: RwLock::new(None),
             vector_directory: dir.join("vector-indexes"),
+            catalog_version: AtomicU64::new(1),
         });
         // Shared from the start: views resolve analyzers (their own database's and
         // `_system`'s) through it while they rebuild in the background.
@@ -256,7 +261,7 @@ impl Core {
     /// name (1208 for names that are not NFC-normalized), 1207 existing name. Whether the
     /// caller may create databases (only from `_system`, 1230) is checked by the caller.
     pub fn create_database(&self, name: &str, options: Value) -> Result<Arc<Database>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         validate_database_name(name, self.settings.naming)?;
         if name == SYSTEM_DATABASE {
             return Err(Error::new(ErrorCode::DuplicateName));
@@ -307,7 +312,7 @@ impl Core {
 
     /// Drops a database and everything in it. Errors: 1228 unknown; 1230 (403) for `_system`.
     pub fn drop_database(&self, name: &str) -> Result<()> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         if name == SYSTEM_DATABASE {
             return Err(Error::with_message(
                 ErrorCode::UseSystemDatabase,
@@ -454,7 +459,7 @@ impl Database {
     /// Creates a collection. Errors: 1208 illegal name (a leading `_` needs `is_system`),
     /// 1207 name taken, 1228 database dropped, engine errors.
     pub fn create_collection(&self, spec: CollectionSpec) -> Result<Arc<Collection>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         validate_collection_name(&spec.name, spec.is_system, self.settings.naming)?;
         let mut spec = spec;
@@ -534,7 +539,7 @@ impl Database {
     /// Drops a collection. System collections need `is_system_flag` (403/11 otherwise).
     /// Returns the dropped collection's id. Errors: 1203 unknown.
     pub fn drop_collection(&self, name_or_id: &str, is_system_flag: bool) -> Result<CollectionId> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         let _ddl = self.ddl.lock();
         let coll = self.collection(name_or_id)?;
@@ -562,7 +567,7 @@ impl Database {
     /// Renames a collection. Renaming to the current name succeeds. Errors: 1208 illegal new
     /// name, 1207 name taken, 1203 unknown, 403/11 for system collections.
     pub fn rename_collection(&self, name_or_id: &str, new_name: &str) -> Result<Arc<Collection>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         let _ddl = self.ddl.lock();
         let coll = self.collection(name_or_id)?;
@@ -621,7 +626,7 @@ impl Database {
     /// Creates a view (`type` must be `arangosearch`). Errors: 1208 bad name, 1207 taken by a
     /// view or collection, 10 bad properties or link, 1203 unknown linked collection.
     pub fn create_view(&self, name: &str, view_type: &str, body: &Value) -> Result<Arc<View>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         self.views.create(self, name, view_type, body)
     }
@@ -639,21 +644,21 @@ impl Database {
 
     /// Replaces (`partial` false) or partially updates a view's properties and links.
     pub fn update_view(&self, name_or_id: &str, body: &Value, partial: bool) -> Result<Arc<View>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         self.views.update(self, name_or_id, body, partial)
     }
 
     /// Renames a view. Errors: 1203, 1208, 1207.
     pub fn rename_view(&self, name_or_id: &str, new_name: &str) -> Result<Arc<View>> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         self.views.rename(self, name_or_id, new_name)
     }
 
     /// Drops a view. Errors: 1203.
     pub fn drop_view(&self, name_or_id: &str) -> Result<()> {
-        let _changed = CatalogChange;
+        let _changed = CatalogChange::of(&self.settings);
         self.check_usable()?;
         self.views.drop_view(self, name_or_id)
     }

@@ -481,13 +481,14 @@ impl Collection {
             // published yet), so every later commit is recorded by the indexes themselves.
             let snapshot = engine.snapshot();
             let list = maintained.clone();
+            let build_settings = Arc::clone(&settings);
             let spawned = std::thread::Builder::new()
                 .name("quiver-index-build".into())
                 .spawn(move || {
                     for ix in list {
                         // Plans cached while the index was building scan the collection; the
                         // ready index must invalidate them like any catalog change.
-                        let _changed = crate::catalog::CatalogChange;
+                        let _changed = crate::catalog::CatalogChange::of(&build_settings);
                         if let Err(err) = ix.build(id, &snapshot) {
                             tracing::warn!("building index {} failed: {err}", ix.def.name);
                         }
@@ -867,7 +868,7 @@ impl Collection {
     }
 
     fn create_index_as(&self, body: &Value, restored_id: Option<u64>) -> Result<(Value, bool)> {
-        let _changed = crate::catalog::CatalogChange;
+        let _changed = crate::catalog::CatalogChange::of(&self.settings);
         self.check_usable()?;
         // Writers wait while a unique constraint is checked, so that no commit slips in
         // between the scan and the registration.
@@ -971,7 +972,7 @@ impl Collection {
     /// Drops a user index by handle; returns its id (`collection/123`). Errors: 1212 unknown,
     /// 403/11 for the primary and edge indexes.
     pub fn drop_index(&self, handle: &str) -> Result<String> {
-        let _changed = crate::catalog::CatalogChange;
+        let _changed = crate::catalog::CatalogChange::of(&self.settings);
         self.check_usable()?;
         let description = self.index(handle)?;
         let kind = description["type"].as_str().unwrap_or("");

@@ -94,8 +94,7 @@ mod view_links;
 mod views;
 
 pub use catalog::{
-    catalog_version, Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE,
-    SYSTEM_DATABASE_COLLECTIONS,
+    Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
 };
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
@@ -132,6 +131,9 @@ pub(crate) struct Settings {
     /// Where vector indexes keep their trained quantizers (`vector_index.rs`), one directory
     /// per collection id.
     pub vector_directory: std::path::PathBuf,
+    /// The catalog version ([`Core::catalog_version`]), shared by the core, its databases and
+    /// their collections.
+    pub catalog_version: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for Settings {

@@ -2109,3 +2109,22 @@ fn concurrent_multi_inserts_keep_per_item_and_all_or_nothing_semantics() {
     assert_eq!(coll.count().unwrap(), 82);
     assert_eq!(code(coll.get("n1", None)), ErrorCode::DocumentNotFound);
 }
+
+#[test]
+fn each_core_has_its_own_catalog_version() {
+    let (_dir_a, core_a, db_a) = setup();
+    let (_dir_b, core_b, _db_b) = setup();
+    let before_a = core_a.catalog_version();
+    let before_b = core_b.catalog_version();
+    let coll = create(&db_a, json!({"name": "versioned"}));
+    let after_create = core_a.catalog_version();
+    assert!(after_create > before_a);
+    coll.create_index(&json!({"type": "persistent", "fields": ["x"]}))
+        .unwrap();
+    assert!(core_a.catalog_version() > after_create);
+    // A document write is not a catalog change.
+    let after_index = core_a.catalog_version();
+    insert(&coll, json!({"x": 1}));
+    assert_eq!(core_a.catalog_version(), after_index);
+    assert_eq!(core_b.catalog_version(), before_b);
+}

@@ -31,7 +31,7 @@ impl CoreSource {
 
 impl DataSource for CoreSource {
     fn catalog_version(&self) -> Option<u64> {
-        Some(quiver_core::catalog_version())
+        Some(self.core.catalog_version())
     }
 
     fn collection_data_version(&self, database: &str, name: &str) -> Option<(u64, u64)> {

@@ -21,6 +21,11 @@ impl Inner {
 
     /// The figures of one collection (one chunked index pass, then the file statistics).
     fn figures(&self, col: &Collection) -> Figures {
+        // The collector and the compactor change a file's statistics and repoint the index
+        // to it under this lock: holding it, the index pass and the statistics agree (without
+        // it, documents moved between the two reads would count as dead). Writers do not
+        // take it; a figures call waits for at most one collection group or compaction.
+        let _consistent = col.compact_lock.lock();
         let visible = self.visible.load(Ordering::Acquire);
         let floor = col.index.floor(visible);
         let mut f = Figures::default();
