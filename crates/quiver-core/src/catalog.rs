@@ -11,6 +11,7 @@ use quiver_storage::{CollectionId, DatabaseId, Engine, EngineOptions};
 use quiver_types::{validate_collection_name, validate_database_name, NamingConvention};
 use serde_json::{json, Value};
 
+use crate::catalog_version::CatalogChange;
 use crate::collection::{Collection, CollectionMeta, CollectionSpec, CollectionType};
 use crate::keygen::KeyGenState;
 use crate::streams::StreamTransactions;
@@ -18,23 +19,6 @@ use crate::ttl::TtlWorker;
 use crate::txn::{ReadView, Transaction, TransactionOptions};
 use crate::views::{View, ViewCatalog, ViewHost};
 use crate::{ComputedValuesEvaluator, Settings};
-
-/// Bumps the catalog version of [`Settings::catalog_version`] when dropped, i.e. after the
-/// change (on every exit path: a failed change may still have changed something, and an extra
-/// bump is harmless).
-pub(crate) struct CatalogChange(Arc<Settings>);
-
-impl CatalogChange {
-    pub(crate) fn of(settings: &Arc<Settings>) -> CatalogChange {
-        CatalogChange(Arc::clone(settings))
-    }
-}
-
-impl Drop for CatalogChange {
-    fn drop(&mut self) {
-        self.0.catalog_version.fetch_add(1, Ordering::AcqRel);
-    }
-}
 
 /// The name of the database that always exists.
 pub const SYSTEM_DATABASE: &str = "_system";

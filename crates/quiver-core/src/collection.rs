@@ -488,7 +488,7 @@ impl Collection {
                     for ix in list {
                         // Plans cached while the index was building scan the collection; the
                         // ready index must invalidate them like any catalog change.
-                        let _changed = crate::catalog::CatalogChange::of(&build_settings);
+                        let _changed = crate::catalog_version::CatalogChange::of(&build_settings);
                         if let Err(err) = ix.build(id, &snapshot) {
                             tracing::warn!("building index {} failed: {err}", ix.def.name);
                         }
@@ -868,7 +868,7 @@ impl Collection {
     }
 
     fn create_index_as(&self, body: &Value, restored_id: Option<u64>) -> Result<(Value, bool)> {
-        let _changed = crate::catalog::CatalogChange::of(&self.settings);
+        let _changed = crate::catalog_version::CatalogChange::of(&self.settings);
         self.check_usable()?;
         // Writers wait while a unique constraint is checked, so that no commit slips in
         // between the scan and the registration.
@@ -972,7 +972,7 @@ impl Collection {
     /// Drops a user index by handle; returns its id (`collection/123`). Errors: 1212 unknown,
     /// 403/11 for the primary and edge indexes.
     pub fn drop_index(&self, handle: &str) -> Result<String> {
-        let _changed = crate::catalog::CatalogChange::of(&self.settings);
+        let _changed = crate::catalog_version::CatalogChange::of(&self.settings);
         self.check_usable()?;
         let description = self.index(handle)?;
         let kind = description["type"].as_str().unwrap_or("");

@@ -58,6 +58,7 @@ pub mod analyzer_usage;
 pub mod analyzers;
 mod auto_commit;
 mod catalog;
+mod catalog_version;
 mod collection;
 mod commit;
 mod computed;
