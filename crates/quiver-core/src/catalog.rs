@@ -124,6 +124,7 @@ impl Core {
             evaluator: RwLock::new(None),
             analyzer_usage: RwLock::new(None),
             vector_directory: dir.join("vector-indexes"),
+            inverted_directory: dir.join("inverted-indexes"),
         });
         // Shared from the start: views resolve analyzers (their own database's and
         // `_system`'s) through it while they rebuild in the background.
@@ -183,6 +184,10 @@ impl Core {
             }
             let db = Arc::new(db);
             databases.write().insert(name.to_string(), Arc::clone(&db));
+            // Inverted indexes open before the views: search-alias views refer to them.
+            for coll in db.collections() {
+                coll.open_search(db.search_context());
+            }
             db.views.load(db.as_ref(), entry.meta.get("views"));
         }
         let ttl = TtlWorker::spawn(Arc::downgrade(&databases), options.ttl_frequency);
@@ -236,6 +241,9 @@ impl Core {
         self.ttl.stop();
         for db in self.databases() {
             db.views.stop_all();
+            for coll in db.collections() {
+                coll.stop_search();
+            }
         }
         self.engine.shutdown()
     }
@@ -491,8 +499,17 @@ impl Database {
             None,
             Arc::clone(&self.settings),
         ));
+        coll.open_search(self.search_context());
         self.collections.write().insert(Arc::clone(&coll));
         Ok(coll)
+    }
+
+    /// What the collections' inverted indexes need: the database's analyzers and name.
+    fn search_context(&self) -> crate::inverted_index::SearchContext {
+        crate::inverted_index::SearchContext {
+            analyzers: self.views.analyzers(),
+            database: self.name.clone(),
+        }
     }
 
     /// A collection by name or by numeric id (as a decimal string); 1203 otherwise.
@@ -706,5 +723,21 @@ impl ViewHost for Database {
 
     fn database_name(&self) -> &str {
         &self.name
+    }
+
+    fn inverted_index(
+        &self,
+        cid: CollectionId,
+        name_or_id: &str,
+    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+        self.collection_by_id(cid).ok()?.inverted_index(name_or_id)
+    }
+
+    fn inverted_index_by_id(
+        &self,
+        cid: CollectionId,
+        index: u64,
+    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+        self.collection_by_id(cid).ok()?.inverted_index_by_id(index)
     }
 }

@@ -71,12 +71,14 @@ pub mod geo;
 mod geo_index;
 pub mod graphs;
 mod index;
+mod inverted_index;
 mod key_range;
 mod keygen;
 mod lookup;
 pub mod mdi_index;
 mod options;
 mod schema;
+mod search_alias;
 mod secondary;
 mod sorted;
 mod staged_version;
@@ -132,6 +134,9 @@ pub(crate) struct Settings {
     /// Where vector indexes keep their trained quantizers (`vector_index.rs`), one directory
     /// per collection id.
     pub vector_directory: std::path::PathBuf,
+    /// Where inverted indexes keep their full-text indexes (`inverted_index.rs`), one
+    /// directory per collection id.
+    pub inverted_directory: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Settings {
