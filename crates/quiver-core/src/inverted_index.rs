@@ -14,8 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, Scorer, SearchQuery,
-    ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, Scorer, SearchQuery, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
@@ -297,11 +296,7 @@ impl InvertedIndex {
             collection: cid,
             link,
             fields: field_summaries(def, &context.database),
-            primary_sort: def
-                .extra
-                .get("primarySort")
-                .cloned()
-                .unwrap_or(Value::Null),
+            primary_sort: def.extra.get("primarySort").cloned().unwrap_or(Value::Null),
             stored_values: def
                 .extra
                 .get("storedValues")

@@ -149,7 +149,11 @@ pub(crate) fn apply(
     let items = match indexes {
         None | Some(Value::Null) => return Ok(current),
         Some(Value::Array(items)) => items,
-        Some(_) => return Err(bad("search-alias view optional field 'indexes' should be array")),
+        Some(_) => {
+            return Err(bad(
+                "search-alias view optional field 'indexes' should be array",
+            ))
+        }
     };
     for item in items {
         let Some(collection) = item.get("collection").and_then(Value::as_str) else {
@@ -256,7 +260,10 @@ fn merge(into: &mut BTreeMap<String, FieldSummary>, fields: &[FieldSummary]) {
 }
 
 /// The longest key of `fields` that is a prefix of `name` (`""` included).
-fn longest_prefix<'a>(fields: &'a BTreeMap<String, FieldSummary>, name: &str) -> Option<&'a FieldSummary> {
+fn longest_prefix<'a>(
+    fields: &'a BTreeMap<String, FieldSummary>,
+    name: &str,
+) -> Option<&'a FieldSummary> {
     fields
         .iter()
         .filter(|(path, _)| name.starts_with(path.as_str()))
@@ -270,10 +277,8 @@ fn conflict(
     index: &[FieldSummary],
     same_collection: bool,
 ) -> Option<String> {
-    let index_map: BTreeMap<String, FieldSummary> = index
-        .iter()
-        .map(|f| (f.path.clone(), f.clone()))
-        .collect();
+    let index_map: BTreeMap<String, FieldSummary> =
+        index.iter().map(|f| (f.path.clone(), f.clone())).collect();
     let view_list: Vec<FieldSummary> = view.values().cloned().collect();
     one_way(view, index, same_collection, "Index", "view")
         .or_else(|| one_way(&index_map, &view_list, same_collection, "View", "index"))
