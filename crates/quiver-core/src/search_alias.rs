@@ -340,3 +340,66 @@ fn one_way(
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(path: &str, analyzer: &str, include_all: bool) -> FieldSummary {
+        FieldSummary {
+            path: path.into(),
+            analyzer: analyzer.into(),
+            include_all_fields: include_all,
+            search_field: false,
+        }
+    }
+
+    fn view(fields: &[FieldSummary]) -> BTreeMap<String, FieldSummary> {
+        let mut out = BTreeMap::new();
+        merge(&mut out, fields);
+        out
+    }
+
+    #[test]
+    fn one_collection_never_indexes_a_field_twice() {
+        let first = view(&[field("a", "identity", false), field("b", "text_en", false)]);
+        assert_eq!(
+            conflict(&first, &[field("b", "text_en", false)], true).as_deref(),
+            Some("same field 'b', collection '")
+        );
+        assert_eq!(
+            conflict(&first, &[field("c", "identity", false)], true),
+            None
+        );
+        // A field below another's includeAllFields is the same field.
+        let all = view(&[field("x", "identity", true)]);
+        assert_eq!(
+            conflict(&all, &[field("x.y", "identity", false)], true).as_deref(),
+            Some("field 'x.y' and field 'x' with includeAllFields, collection '")
+        );
+    }
+
+    #[test]
+    fn collections_agree_on_a_field_analyzer() {
+        let first = view(&[field("title", "text_en", false)]);
+        assert_eq!(
+            conflict(&first, &[field("title", "text_en", false)], false),
+            None
+        );
+        assert_eq!(
+            conflict(&first, &[field("title", "identity", false)], false).as_deref(),
+            Some(
+                "Index field 'title' analyzer 'identity' mismatches view field analyzer 'text_en'"
+            )
+        );
+        // The other direction: the index's includeAllFields covers a field of the view.
+        let all = [field("", "identity", true)];
+        assert_eq!(
+            conflict(&first, &all, false).as_deref(),
+            Some(
+                "View field 'title' analyzer 'text_en' mismatches index field '' with \
+                 includeAllFields analyzer 'identity'"
+            )
+        );
+    }
+}
