@@ -275,7 +275,7 @@ pub struct View {
 
 enum ViewKind {
     /// An arangosearch view: its own index, fed through its links.
-    Search(SearchParts),
+    Search(Box<SearchParts>),
     /// A search-alias view: inverted indexes of collections.
     Alias(AliasIndexes),
 }
@@ -518,11 +518,11 @@ impl ViewCatalog {
             id,
             name: RwLock::new(name.to_string()),
             globally_unique_id: guid,
-            kind: ViewKind::Search(SearchParts {
+            kind: ViewKind::Search(Box::new(SearchParts {
                 settings: RwLock::new(settings),
                 links: RwLock::new(BTreeMap::new()),
                 feed,
-            }),
+            })),
             analyzers: Arc::clone(&self.analyzers),
             dropped: AtomicBool::new(false),
         }))
