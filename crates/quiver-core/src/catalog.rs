@@ -113,6 +113,7 @@ impl Core {
             analyzer_usage: RwLock::new(None),
             vector_directory: dir.join("vector-indexes"),
             catalog_version: AtomicU64::new(1),
+            inverted_directory: dir.join("inverted-indexes"),
         });
         // Shared from the start: views resolve analyzers (their own database's and
         // `_system`'s) through it while they rebuild in the background.
@@ -172,6 +173,10 @@ impl Core {
             }
             let db = Arc::new(db);
             databases.write().insert(name.to_string(), Arc::clone(&db));
+            // Inverted indexes open before the views: search-alias views refer to them.
+            for coll in db.collections() {
+                coll.open_search(db.search_context());
+            }
             db.views.load(db.as_ref(), entry.meta.get("views"));
         }
         let ttl = TtlWorker::spawn(Arc::downgrade(&databases), options.ttl_frequency);
@@ -225,6 +230,9 @@ impl Core {
         self.ttl.stop();
         for db in self.databases() {
             db.views.stop_all();
+            for coll in db.collections() {
+                coll.stop_search();
+            }
         }
         self.engine.shutdown()
     }
@@ -480,8 +488,17 @@ impl Database {
             None,
             Arc::clone(&self.settings),
         ));
+        coll.open_search(self.search_context());
         self.collections.write().insert(Arc::clone(&coll));
         Ok(coll)
+    }
+
+    /// What the collections' inverted indexes need: the database's analyzers and name.
+    fn search_context(&self) -> crate::inverted_index::SearchContext {
+        crate::inverted_index::SearchContext {
+            analyzers: self.views.analyzers(),
+            database: self.name.clone(),
+        }
     }
 
     /// A collection by name or by numeric id (as a decimal string); 1203 otherwise.
@@ -695,5 +712,21 @@ impl ViewHost for Database {
 
     fn database_name(&self) -> &str {
         &self.name
+    }
+
+    fn inverted_index(
+        &self,
+        cid: CollectionId,
+        name_or_id: &str,
+    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+        self.collection_by_id(cid).ok()?.inverted_index(name_or_id)
+    }
+
+    fn inverted_index_by_id(
+        &self,
+        cid: CollectionId,
+        index: u64,
+    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+        self.collection_by_id(cid).ok()?.inverted_index_by_id(index)
     }
 }

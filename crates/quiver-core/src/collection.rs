@@ -22,6 +22,7 @@ use crate::document::{
 };
 use crate::edge_index::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
 use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
+use crate::inverted_index::{InvertedIndex, SearchContext};
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, OverwriteMode, WriteOptions};
 use crate::schema::Schema;
@@ -387,8 +388,13 @@ pub struct Collection {
     unique_indexes: RwLock<Arc<Vec<Arc<UniqueIndex>>>>,
     /// Indexes with an in-memory structure (persistent family), in creation order.
     maintained: RwLock<Arc<Vec<Arc<MaintainedIndex>>>>,
-    /// The views linked to this collection (fed from its commits).
+    /// The views linked to this collection and its inverted indexes (fed from its commits).
     pub(crate) views: Arc<crate::view_links::LinkedViews>,
+    /// The open inverted indexes, in creation order.
+    inverted: RwLock<Vec<Arc<InvertedIndex>>>,
+    /// The database's analyzers and name (set by the database before any inverted index is
+    /// opened).
+    search_context: std::sync::OnceLock<SearchContext>,
 }
 
 /// The build context of index `index` of collection `cid`: where a vector index keeps its
@@ -515,6 +521,8 @@ impl Collection {
             unique_indexes: RwLock::new(Arc::new(unique)),
             maintained: RwLock::new(Arc::new(maintained)),
             views: Default::default(),
+            inverted: RwLock::new(Vec::new()),
+            search_context: std::sync::OnceLock::new(),
         }
     }
 
@@ -909,6 +917,11 @@ impl Collection {
                 ));
             }
         }
+        if def.kind == "inverted" {
+            let context = self.search_context()?;
+            let link = crate::inverted_index::link_definition(&def, &context.database)?;
+            crate::inverted_index::check_analyzers(&link, context)?;
+        }
         let unique = if def.enforces_uniqueness() {
             let index = Arc::new(UniqueIndex::new(def.uniqueness_def()));
             index.ensure_built(self.id, &self.engine.snapshot())?;
@@ -947,10 +960,17 @@ impl Collection {
             None => Ok(()),
         };
         drop(snapshot);
-        if let Err(err) = built.and_then(|()| self.persist()) {
+        let opened = built
+            .and_then(|()| self.persist())
+            .and_then(|()| self.open_inverted_index(&def));
+        if let Err(err) = opened {
             let _writers = self.write_lock.lock();
             self.meta.write().indexes.retain(|d| d.id != def.id);
             self.unregister_index(def.id);
+            if def.kind == "inverted" {
+                // The catalog may already hold the index: write it again without.
+                let _ = self.persist();
+            }
             return Err(err);
         }
         Ok((self.describe_index(&def, &self.name()), true))
@@ -1003,6 +1023,9 @@ impl Collection {
             return Err(err);
         }
         self.unregister_index(id);
+        if removed.kind == "inverted" {
+            self.close_inverted_index(id);
+        }
         if removed.kind == "vector" {
             if let Some(path) = quantizer_place(&self.settings, self.id, id, false).path {
                 remove_quietly(&path, |p| std::fs::remove_file(p));
@@ -1073,9 +1096,115 @@ impl Collection {
 
     pub(crate) fn mark_dropped(&self) {
         self.dropped.store(true, Ordering::Release);
+        // Its inverted indexes go with it.
+        let inverted: Vec<Arc<InvertedIndex>> = std::mem::take(&mut *self.inverted.write());
+        for ix in inverted {
+            ix.drop_index(&self.views);
+        }
+        remove_quietly(
+            &self.settings.inverted_directory.join(self.id.to_string()),
+            |p| std::fs::remove_dir_all(p),
+        );
         // The trained quantizers of its vector indexes go with it.
         let dir = self.settings.vector_directory.join(self.id.to_string());
         remove_quietly(&dir, |p| std::fs::remove_dir_all(p));
+    }
+
+    /// Sets the database's analyzers and name and opens the collection's inverted indexes,
+    /// each rebuilt from the collection in the background (start-up, new collection).
+    pub(crate) fn open_search(&self, context: SearchContext) {
+        if self.search_context.set(context).is_err() || self.status.is_some() {
+            return;
+        }
+        let defs: Vec<IndexDef> = self
+            .meta
+            .read()
+            .indexes
+            .iter()
+            .filter(|d| d.kind == "inverted")
+            .cloned()
+            .collect();
+        for def in defs {
+            if let Err(err) = self.open_inverted_index(&def) {
+                tracing::error!(
+                    "inverted index {} of collection {} could not be opened: {}",
+                    def.name,
+                    self.name(),
+                    err.message
+                );
+            }
+        }
+    }
+
+    fn search_context(&self) -> Result<&SearchContext> {
+        self.search_context.get().ok_or_else(|| {
+            Error::with_message(
+                ErrorCode::Internal,
+                "inverted indexes need the collection's database",
+            )
+        })
+    }
+
+    /// Opens inverted index `def` (nothing for other types).
+    fn open_inverted_index(&self, def: &IndexDef) -> Result<()> {
+        if def.kind != "inverted" {
+            return Ok(());
+        }
+        let dir = self
+            .settings
+            .inverted_directory
+            .join(self.id.to_string())
+            .join(def.id.to_string());
+        let ix = InvertedIndex::open(
+            dir,
+            self.id,
+            def,
+            self.search_context()?,
+            &self.engine,
+            &self.views,
+        )?;
+        self.inverted.write().push(ix);
+        Ok(())
+    }
+
+    fn close_inverted_index(&self, id: u64) {
+        let removed: Vec<Arc<InvertedIndex>> = {
+            let mut list = self.inverted.write();
+            let (gone, kept) = std::mem::take(&mut *list)
+                .into_iter()
+                .partition(|ix| ix.id == id);
+            *list = kept;
+            gone
+        };
+        for ix in removed {
+            ix.drop_index(&self.views);
+        }
+    }
+
+    /// The open inverted index named `name_or_id` (its name or numeric id).
+    pub(crate) fn inverted_index(&self, name_or_id: &str) -> Option<Arc<InvertedIndex>> {
+        self.inverted
+            .read()
+            .iter()
+            .find(|ix| ix.name == name_or_id || ix.id.to_string() == name_or_id)
+            .cloned()
+    }
+
+    /// The open inverted index with id `id`.
+    pub(crate) fn inverted_index_by_id(&self, id: u64) -> Option<Arc<InvertedIndex>> {
+        self.inverted.read().iter().find(|ix| ix.id == id).cloned()
+    }
+
+    /// Every open inverted index.
+    pub(crate) fn open_inverted_indexes(&self) -> Vec<Arc<InvertedIndex>> {
+        self.inverted.read().clone()
+    }
+
+    /// Stops the inverted indexes' indexers after they committed what they hold (shutdown).
+    pub(crate) fn stop_search(&self) {
+        for ix in self.inverted.read().iter() {
+            ix.stop();
+        }
     }
 
     /// Ok when the collection can be used: 1203 after a drop, the engine's error (e.g. 1002

@@ -72,12 +72,14 @@ pub mod geo;
 mod geo_index;
 pub mod graphs;
 mod index;
+mod inverted_index;
 mod key_range;
 mod keygen;
 mod lookup;
 pub mod mdi_index;
 mod options;
 mod schema;
+mod search_alias;
 mod secondary;
 mod sorted;
 mod staged_version;
@@ -135,6 +137,9 @@ pub(crate) struct Settings {
     /// The catalog version ([`Core::catalog_version`]), shared by the core, its databases and
     /// their collections.
     pub catalog_version: std::sync::atomic::AtomicU64,
+    /// Where inverted indexes keep their full-text indexes (`inverted_index.rs`), one
+    /// directory per collection id.
+    pub inverted_directory: std::path::PathBuf,
 }
 
 impl std::fmt::Debug for Settings {

@@ -86,8 +86,9 @@ pub(crate) fn analyzer_source(database: &str, databases: DatabaseMap) -> Arc<dyn
     })
 }
 
-/// Which views use an analyzer: every view of every database whose links name it (names
-/// normalized from the view's database).
+/// Which views and inverted indexes use an analyzer: every view of every database whose
+/// links name it, every inverted index whose definition does (names normalized from the
+/// database).
 pub(crate) struct ViewsUsingAnalyzers {
     pub(crate) databases: DatabaseMap,
 }
@@ -104,6 +105,17 @@ impl AnalyzerUsage for ViewsUsingAnalyzers {
                     .any(|name| analyzers::normalize(db.name(), name) == analyzer);
                 if uses {
                     users.push(format!("{}::{}", db.name(), view.name()));
+                }
+            }
+            for coll in db.collections() {
+                for ix in coll.open_inverted_indexes() {
+                    let uses = ix
+                        .analyzer_names()
+                        .iter()
+                        .any(|name| analyzers::normalize(db.name(), name) == analyzer);
+                    if uses {
+                        users.push(format!("{}::{}/{}", db.name(), coll.name(), ix.name));
+                    }
                 }
             }
         }

@@ -19,6 +19,8 @@ use quiver_storage::{CollectionId, Engine};
 use quiver_types::{validate_view_name, NamingConvention};
 use serde_json::{json, Map, Value};
 
+use crate::inverted_index::InvertedIndex;
+use crate::search_alias::{self, AliasIndexes, SEARCH_ALIAS};
 use crate::view_feed::{DocumentSource, ViewFeed};
 use crate::view_links::LinkedViews;
 
@@ -39,6 +41,10 @@ pub(crate) trait ViewHost {
     fn engine(&self) -> &Engine;
     fn naming(&self) -> NamingConvention;
     fn database_name(&self) -> &str;
+    /// The open inverted index `name_or_id` of collection `cid`, if it exists.
+    fn inverted_index(&self, cid: CollectionId, name_or_id: &str) -> Option<Arc<InvertedIndex>>;
+    /// The open inverted index `index` of collection `cid`, if it exists.
+    fn inverted_index_by_id(&self, cid: CollectionId, index: u64) -> Option<Arc<InvertedIndex>>;
 }
 
 /// The mutable and immutable settings of an arangosearch view (without its links).
@@ -257,16 +263,28 @@ fn parse_policy(policy: &Value) -> Result<Value> {
     }
 }
 
-/// One arangosearch view.
+/// One view: an arangosearch view or a search-alias view.
 pub struct View {
     id: u64,
     name: RwLock<String>,
     globally_unique_id: String,
+    kind: ViewKind,
+    analyzers: Arc<dyn AnalyzerSource>,
+    dropped: AtomicBool,
+}
+
+enum ViewKind {
+    /// An arangosearch view: its own index, fed through its links.
+    Search(Box<SearchParts>),
+    /// A search-alias view: inverted indexes of collections.
+    Alias(AliasIndexes),
+}
+
+/// What an arangosearch view holds.
+struct SearchParts {
     settings: RwLock<Settings>,
     links: RwLock<BTreeMap<CollectionId, LinkDefinition>>,
     feed: Arc<ViewFeed>,
-    analyzers: Arc<dyn AnalyzerSource>,
-    dropped: AtomicBool,
 }
 
 impl std::fmt::Debug for View {
@@ -288,24 +306,41 @@ impl View {
     }
 
     pub fn view_type(&self) -> &'static str {
-        ARANGOSEARCH
+        match self.kind {
+            ViewKind::Search(_) => ARANGOSEARCH,
+            ViewKind::Alias(_) => SEARCH_ALIAS,
+        }
+    }
+
+    fn parts(&self) -> Option<&SearchParts> {
+        match &self.kind {
+            ViewKind::Search(parts) => Some(parts),
+            ViewKind::Alias(_) => None,
+        }
     }
 
     /// `{globallyUniqueId, id, name, type}` as `/_api/view` lists views.
     pub fn basic_json(&self) -> Value {
         json!({"globallyUniqueId": self.globally_unique_id, "id": self.id.to_string(),
-               "name": self.name(), "type": ARANGOSEARCH})
+               "name": self.name(), "type": self.view_type()})
     }
 
-    /// The linked collections' ids.
+    /// The linked collections' ids (for a search-alias view: the collections of its indexes).
     pub fn linked_collections(&self) -> Vec<CollectionId> {
-        self.links.read().keys().copied().collect()
+        match &self.kind {
+            ViewKind::Search(parts) => parts.links.read().keys().copied().collect(),
+            ViewKind::Alias(indexes) => indexes.collections(),
+        }
     }
 
-    /// Every analyzer name a link of this view uses.
+    /// Every analyzer name a link (or an index) of this view uses.
     pub fn analyzer_names(&self) -> Vec<String> {
+        let parts = match &self.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => return indexes.analyzer_names(),
+        };
         let mut out = Vec::new();
-        for link in self.links.read().values() {
+        for link in parts.links.read().values() {
             for name in link.analyzer_names() {
                 if !out.contains(&name) {
                     out.push(name);
@@ -328,10 +363,17 @@ impl View {
         if self.dropped.load(Ordering::Acquire) {
             return Err(Error::new(ErrorCode::DataSourceNotFound));
         }
+        let parts = match &self.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                return indexes.search(query, collections, scorers, wait_for_sync)
+            }
+        };
         if wait_for_sync {
-            self.feed.wait_synced()?;
+            parts.feed.wait_synced()?;
         }
-        self.feed
+        parts
+            .feed
             .index
             .search(query, collections, scorers, &*self.analyzers)
     }
@@ -346,8 +388,16 @@ impl View {
         obj.insert("id".into(), json!(self.id));
         obj.insert("name".into(), json!(self.name()));
         obj.insert("globallyUniqueId".into(), json!(self.globally_unique_id));
-        self.settings.read().to_json(&mut obj);
-        let links: Map<String, Value> = self
+        let parts = match &self.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                obj.insert("type".into(), json!(SEARCH_ALIAS));
+                obj.insert("indexes".into(), indexes.catalog_json());
+                return Value::Object(obj);
+            }
+        };
+        parts.settings.read().to_json(&mut obj);
+        let links: Map<String, Value> = parts
             .links
             .read()
             .iter()
@@ -413,11 +463,18 @@ impl ViewCatalog {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        if entry.get("type").and_then(Value::as_str) == Some(SEARCH_ALIAS) {
+            let indexes = search_alias::load(host, entry.get("indexes"));
+            let view = self.alias_view(id, name, guid, indexes);
+            self.views.write().insert(name.to_string(), view);
+            return Ok(());
+        }
         let mut settings = Settings::default();
         if let Some(obj) = entry.as_object() {
             settings.apply(obj, true)?;
         }
         let view = self.open_view(id, name, guid, settings)?;
+        let parts = view.parts().expect("an arangosearch view");
         let mut links = BTreeMap::new();
         for (cid, link) in entry
             .get("links")
@@ -433,9 +490,9 @@ impl ViewCatalog {
             }
         }
         // Whatever the directory holds, the index is built again from the collections.
-        view.feed.index.clear()?;
+        parts.feed.index.clear()?;
         for (cid, link) in links {
-            self.attach(host, &view, cid, link);
+            self.attach(host, parts, cid, link);
         }
         self.views.write().insert(name.to_string(), view);
         Ok(())
@@ -461,12 +518,31 @@ impl ViewCatalog {
             id,
             name: RwLock::new(name.to_string()),
             globally_unique_id: guid,
-            settings: RwLock::new(settings),
-            links: RwLock::new(BTreeMap::new()),
-            feed,
+            kind: ViewKind::Search(Box::new(SearchParts {
+                settings: RwLock::new(settings),
+                links: RwLock::new(BTreeMap::new()),
+                feed,
+            })),
             analyzers: Arc::clone(&self.analyzers),
             dropped: AtomicBool::new(false),
         }))
+    }
+
+    fn alias_view(
+        &self,
+        id: u64,
+        name: &str,
+        guid: String,
+        indexes: Vec<Arc<InvertedIndex>>,
+    ) -> Arc<View> {
+        Arc::new(View {
+            id,
+            name: RwLock::new(name.to_string()),
+            globally_unique_id: guid,
+            kind: ViewKind::Alias(AliasIndexes::new(indexes)),
+            analyzers: Arc::clone(&self.analyzers),
+            dropped: AtomicBool::new(false),
+        })
     }
 
     /// Links `view` to collection `cid` (replacing an earlier link) and indexes its
@@ -474,7 +550,7 @@ impl ViewCatalog {
     fn attach(
         &self,
         host: &dyn ViewHost,
-        view: &Arc<View>,
+        view: &SearchParts,
         cid: CollectionId,
         link: LinkDefinition,
     ) {
@@ -497,7 +573,7 @@ impl ViewCatalog {
         view.links.write().insert(cid, link);
     }
 
-    fn detach(&self, host: &dyn ViewHost, view: &Arc<View>, cid: CollectionId) {
+    fn detach(&self, host: &dyn ViewHost, view: &SearchParts, cid: CollectionId) {
         if let Some(linked) = host.linked_views(cid) {
             linked.remove(&view.feed);
         }
@@ -526,6 +602,11 @@ impl ViewCatalog {
             .find(|v| v.id.to_string() == name_or_id || v.globally_unique_id == name_or_id)
             .cloned()
             .ok_or_else(|| Error::with_message(ErrorCode::DataSourceNotFound, "view not found"))
+    }
+
+    /// The analyzers of this database's views (and of its collections' inverted indexes).
+    pub fn analyzers(&self) -> Arc<dyn AnalyzerSource> {
+        Arc::clone(&self.analyzers)
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -582,7 +663,7 @@ impl ViewCatalog {
         view_type: &str,
         body: &Value,
     ) -> Result<Arc<View>> {
-        if view_type != ARANGOSEARCH {
+        if view_type != ARANGOSEARCH && view_type != SEARCH_ALIAS {
             return Err(bad(format!("invalid view type '{view_type}'")));
         }
         validate_view_name(name, false, host.naming())?;
@@ -594,18 +675,25 @@ impl ViewCatalog {
             ));
         }
         let obj = body.as_object().cloned().unwrap_or_default();
-        let mut settings = Settings::default();
-        settings.apply(&obj, true)?;
-        let links = self.parse_links(host, obj.get("links"))?;
         let id = host.engine().hlc().next().0;
         let guid = format!("h{id:x}/{id}");
-        let view = self.open_view(id, name, guid, settings)?;
-        view.feed.index.clear()?;
-        for (cid, link) in links {
-            if let Some(link) = link {
-                self.attach(host, &view, cid, link);
+        let view = if view_type == SEARCH_ALIAS {
+            let indexes = search_alias::apply(host, Vec::new(), obj.get("indexes"))?;
+            self.alias_view(id, name, guid, indexes)
+        } else {
+            let mut settings = Settings::default();
+            settings.apply(&obj, true)?;
+            let links = self.parse_links(host, obj.get("links"))?;
+            let view = self.open_view(id, name, guid, settings)?;
+            let parts = view.parts().expect("an arangosearch view");
+            parts.feed.index.clear()?;
+            for (cid, link) in links {
+                if let Some(link) = link {
+                    self.attach(host, parts, cid, link);
+                }
             }
-        }
+            view
+        };
         self.views
             .write()
             .insert(name.to_string(), Arc::clone(&view));
@@ -630,6 +718,19 @@ impl ViewCatalog {
         let Some(obj) = body.as_object() else {
             return Err(bad("view properties must be an object"));
         };
+        let view_ref = &view;
+        let view = match &view.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                // PUT replaces the list (PATCH adds to it, or removes with "del"); a PATCH
+                // without entries changes nothing.
+                let current = if partial { indexes.live() } else { Vec::new() };
+                let next = search_alias::apply(host, current, obj.get("indexes"))?;
+                indexes.replace(next);
+                self.persist(host)?;
+                return Ok(Arc::clone(view_ref));
+            }
+        };
         let mut settings = view.settings.read().clone();
         if !partial {
             let immutable = settings.clone();
@@ -648,9 +749,9 @@ impl ViewCatalog {
         *view.settings.write() = settings;
         if !partial {
             let named: Vec<CollectionId> = changes.iter().map(|c| c.0).collect();
-            for cid in view.linked_collections() {
+            for cid in view_ref.linked_collections() {
                 if !named.contains(&cid) {
-                    self.detach(host, &view, cid);
+                    self.detach(host, view, cid);
                 }
             }
         }
@@ -659,15 +760,15 @@ impl ViewCatalog {
             match link {
                 None => {
                     if current.is_some() {
-                        self.detach(host, &view, cid);
+                        self.detach(host, view, cid);
                     }
                 }
                 Some(link) if current.as_ref() == Some(&link) => {}
-                Some(link) => self.attach(host, &view, cid, link),
+                Some(link) => self.attach(host, view, cid, link),
             }
         }
         self.persist(host)?;
-        Ok(view)
+        Ok(Arc::clone(view_ref))
     }
 
     /// Renames a view. Errors: 1203 unknown, 1208 bad name, 1207 taken.
@@ -713,7 +814,11 @@ impl ViewCatalog {
     /// Unlinks, stops and deletes a view that is no longer in the catalog.
     fn forget(&self, host: &dyn ViewHost, view: &Arc<View>) {
         view.dropped.store(true, Ordering::Release);
-        for cid in view.linked_collections() {
+        let links = view.linked_collections();
+        let Some(view) = view.parts() else {
+            return;
+        };
+        for cid in links {
             if let Some(linked) = host.linked_views(cid) {
                 linked.remove(&view.feed);
             }
@@ -730,6 +835,11 @@ impl ViewCatalog {
         let _ddl = self.ddl.lock();
         let mut changed = false;
         for view in self.list() {
+            let Some(view) = view.parts() else {
+                // A search-alias view loses the collection's indexes with them.
+                changed = true;
+                continue;
+            };
             if view.links.read().contains_key(&cid) {
                 view.feed.unlink(cid);
                 view.links.write().remove(&cid);
@@ -755,7 +865,9 @@ impl ViewCatalog {
     /// Stops every indexer after it has committed what it holds (shutdown).
     pub fn stop_all(&self) {
         for view in self.list() {
-            view.feed.stop();
+            if let Some(parts) = view.parts() {
+                parts.feed.stop();
+            }
         }
     }
 
@@ -765,6 +877,13 @@ impl ViewCatalog {
         let mut obj = match view.basic_json() {
             Value::Object(o) => o,
             _ => Map::new(),
+        };
+        let view = match &view.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                obj.insert("indexes".into(), indexes.properties_json(host));
+                return Value::Object(obj);
+            }
         };
         view.settings.read().to_json(&mut obj);
         let mut links = Map::new();

@@ -217,6 +217,7 @@ scripts!(
         overwrite_modes,
         vector_index,
         mdi_index,
+        search_alias_views,
         version_attribute,
         databases,
         collections,

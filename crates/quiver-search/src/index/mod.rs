@@ -1,10 +1,12 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
 //! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
-//! (`query.rs`, `ngram_similarity.rs`), the scorers (`scoring.rs`) and the index itself (`view_index.rs`).
+//! (`query.rs`, `ngram_similarity.rs`; the fields' analyzers of an inverted index in
+//! `field_analyzers.rs`), the scorers (`scoring.rs`) and the index itself (`view_index.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
 mod encode;
+mod field_analyzers;
 mod link;
 mod ngram_similarity;
 mod query;
@@ -12,6 +14,7 @@ mod scoring;
 mod view_index;
 
 pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
+pub use field_analyzers::analyzer_at;
 pub use link::{FieldDefinition, LinkDefinition, Resolved, MAX_FIELD_DEPTH};
 pub use ngram_similarity::{longest_common_subsequence, NgramSimilarityQuery};
 pub use query::{ExistsKind, PhrasePart, ScoredTerm, SearchQuery, SearchValue};
