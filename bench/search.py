@@ -152,6 +152,15 @@ class Quiver:
             if res.get("errors"):
                 raise RuntimeError(f"import: {res}")
 
+    def insert_docs(self, collection, docs, batch):
+        for start in range(0, len(docs), batch):
+            body = [{"_key": str(i), "text": docs[i]}
+                    for i in range(start, min(len(docs), start + batch))]
+            res = self.call("POST", f"/_api/document?collection={collection}&silent=true",
+                            body)
+            if res:
+                raise RuntimeError(f"insert: {str(res)[:300]}")
+
     def wait_view(self, view):
         return self.query(f"FOR d IN {view} SEARCH EXISTS(d.text) OPTIONS {{waitForSync: true}} "
                           "COLLECT WITH COUNT INTO n RETURN n")[0]
@@ -274,7 +283,11 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="timed runs of each query")
     ap.add_argument("--batch", type=int, default=10_000, help="documents per import request")
     ap.add_argument("--skip-writes", action="store_true",
-                    help="leave out the with/without view write comparison")
+                    help="leave out the with/without view write comparisons")
+    ap.add_argument("--small-batch", type=int, default=100,
+                    help="documents per request of the small-batch write comparison")
+    ap.add_argument("--small-docs", type=int, default=50_000,
+                    help="documents written in the small-batch write comparison")
     args = ap.parse_args()
 
     t0 = time.perf_counter()
@@ -311,6 +324,26 @@ def main():
         results["quiver_index_s"] = results["quiver_import_s"] + results["quiver_sync_s"]
         time.sleep(2)
         results["quiver_bytes"] = du(f"{tmp}/quiver/views")
+        if not args.skip_writes:
+            # Small batches through the document API, again without and with a view.
+            small = docs[:args.small_docs]
+            print(f"# quiver: {args.small_batch}-document writes without and with a view "
+                  f"(load average {load()})", flush=True)
+            quiver.call("POST", "/_api/collection", {"name": "plain_small"})
+            results["small_plain_s"], _ = timed(
+                lambda: quiver.insert_docs("plain_small", small, args.small_batch))
+            quiver.call("POST", "/_api/collection", {"name": "linked_small"})
+            quiver.call("POST", "/_api/view", {"name": "w", "type": "arangosearch",
+                                               "links": {"linked_small": VIEW_LINK}})
+            results["small_linked_s"], _ = timed(
+                lambda: quiver.insert_docs("linked_small", small, args.small_batch))
+            results["small_sync_s"], indexed = timed(lambda: quiver.wait_view("w"))
+            if indexed != len(small):
+                raise RuntimeError(f"view w holds {indexed} documents, not {len(small)}")
+            results["small_docs"] = len(small)
+            for path in ("/_api/view/w", "/_api/collection/linked_small",
+                         "/_api/collection/plain_small"):
+                quiver.call("DELETE", path)
 
         # PostgreSQL.
         print(f"# postgresql: COPY + GIN (load average {load()})", flush=True)
@@ -434,6 +467,19 @@ def report(r, args):
         print(f"| with a linked view (acknowledged) | {linked:.1f} | {n / linked:,.0f} | "
               f"**{100 * plain / linked:.0f} %** |")
         print(f"| with a linked view (searchable) | {synced:.1f} | {n / synced:,.0f} | "
+              f"{100 * plain / synced:.0f} % |")
+    if "small_plain_s" in r:
+        m = r["small_docs"]
+        plain, linked = r["small_plain_s"], r["small_linked_s"]
+        synced = linked + r["small_sync_s"]
+        print()
+        print(f"| writes ({args.small_batch} documents per POST /_api/document, {m:,} documents) "
+              "| seconds | documents/s | / without a view |")
+        print("|---|---|---|---|")
+        print(f"| without a view | {plain:.1f} | {m / plain:,.0f} | 100 % |")
+        print(f"| with a linked view (acknowledged) | {linked:.1f} | {m / linked:,.0f} | "
+              f"**{100 * plain / linked:.0f} %** |")
+        print(f"| with a linked view (searchable) | {synced:.1f} | {m / synced:,.0f} | "
               f"{100 * plain / synced:.0f} % |")
 
 
