@@ -162,6 +162,17 @@ class Quiver:
                 raise RuntimeError(f"insert: {str(res)[:300]}")
 
     def wait_view(self, view):
+        # A waitForSync search gives up after a minute (error 4) while the indexer still works
+        # through a large backlog: ask again, for at most an hour.
+        for _ in range(60):
+            try:
+                return self.count_view(view)
+            except RuntimeError as err:
+                if "timed out waiting for the view" not in str(err):
+                    raise
+        raise RuntimeError(f"view {view} did not catch up within an hour")
+
+    def count_view(self, view):
         return self.query(f"FOR d IN {view} SEARCH EXISTS(d.text) OPTIONS {{waitForSync: true}} "
                           "COLLECT WITH COUNT INTO n RETURN n")[0]
 
