@@ -1,13 +1,17 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
 //! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
 //! (`query.rs`, `ngram_similarity.rs`; the fields' analyzers of an inverted index in
-//! `field_analyzers.rs`), the scorers (`scoring.rs`) and the index itself (`view_index.rs`).
+//! `field_analyzers.rs`), the scorers (`scoring.rs`, with their per-segment field statistics
+//! in `field_stats.rs`) and the index itself (`view_index.rs`, collecting matches with
+//! `matched_docs.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
 mod encode;
 mod field_analyzers;
+mod field_stats;
 mod link;
+mod matched_docs;
 mod ngram_similarity;
 mod query;
 mod scoring;

@@ -84,14 +84,32 @@ fn word(w: &str) -> SearchQuery {
 /// BM25 or TFIDF of `query_words` for every document of CORPUS holding any of them,
 /// straight from the texts.
 fn brute_force(scorer: &Scorer, query_words: &[&str]) -> BTreeMap<String, f64> {
-    let docs: Vec<Vec<String>> = CORPUS
+    let all: Vec<usize> = (0..CORPUS.len()).collect();
+    brute_force_over(&all, scorer, query_words)
+}
+
+/// The same over the documents `live` of CORPUS (key `k<i>`).
+fn brute_force_over(
+    live: &[usize],
+    scorer: &Scorer,
+    query_words: &[&str],
+) -> BTreeMap<String, f64> {
+    let docs: Vec<(usize, Vec<String>)> = live
         .iter()
-        .map(|t| t.split_whitespace().map(str::to_lowercase).collect())
+        .map(|&i| {
+            (
+                i,
+                CORPUS[i]
+                    .split_whitespace()
+                    .map(str::to_lowercase)
+                    .collect(),
+            )
+        })
         .collect();
     let n = docs.len() as f64;
-    let avg = docs.iter().map(Vec::len).sum::<usize>() as f64 / n;
+    let avg = docs.iter().map(|(_, d)| d.len()).sum::<usize>() as f64 / n;
     let mut out = BTreeMap::new();
-    for (i, doc) in docs.iter().enumerate() {
+    for (i, doc) in &docs {
         let mut score = 0.0;
         let mut any = false;
         for w in query_words {
@@ -100,7 +118,10 @@ fn brute_force(scorer: &Scorer, query_words: &[&str]) -> BTreeMap<String, f64> {
                 continue;
             }
             any = true;
-            let df = docs.iter().filter(|d| d.iter().any(|t| t == w)).count() as f64;
+            let df = docs
+                .iter()
+                .filter(|(_, d)| d.iter().any(|t| t == w))
+                .count() as f64;
             let len = doc.len() as f64;
             score += match scorer {
                 Scorer::Bm25 { k, b } => {
@@ -160,6 +181,59 @@ fn scores_match_brute_force() {
     let twice = index.search(&boosted, None, &scorers[..1], &Words).unwrap();
     for (a, b) in plain.iter().zip(&twice) {
         assert!((a.scores[0] * 2.5 - b.scores[0]).abs() < 1e-9);
+    }
+}
+
+/// Asserts that the BM25 and TFIDF scores of `words` are those of the documents `live`.
+fn assert_scores_over(index: &ViewIndex, live: &[usize], words: &[&str]) {
+    let scorers = [Scorer::BM25_DEFAULT, Scorer::Tfidf { with_norms: true }];
+    let query = SearchQuery::Or(words.iter().map(|w| word(w)).collect());
+    let hits = index.search(&query, None, &scorers, &Words).unwrap();
+    for (i, scorer) in scorers.iter().enumerate() {
+        let expected = brute_force_over(live, scorer, words);
+        let got: BTreeMap<String, f64> =
+            hits.iter().map(|h| (h.key.clone(), h.scores[i])).collect();
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{words:?} over {live:?}"
+        );
+        for (key, want) in &expected {
+            let have = got[key];
+            assert!(
+                (have - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "{scorer:?} {words:?} {key} over {live:?}: {have} vs {want}"
+            );
+        }
+    }
+}
+
+#[test]
+fn scores_stay_exact_across_segments_and_removals() {
+    // Two segments (no merges); the field statistics are cached per segment and deletion
+    // state, so a removal in either segment must change N, the mean length and df at once.
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = ViewIndex::open(dir.path()).unwrap();
+    index.set_consolidation(Consolidation::Off);
+    for (i, text) in CORPUS.iter().enumerate() {
+        let doc = json!({"_key": format!("k{i}"), "text": text});
+        index
+            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .unwrap();
+        if i == 2 {
+            index.commit("{}").unwrap();
+        }
+    }
+    index.commit("{}").unwrap();
+    let mut live: Vec<usize> = (0..CORPUS.len()).collect();
+    assert_scores_over(&index, &live, &["lazy", "dog"]);
+    assert_scores_over(&index, &live, &["quick", "fox"]);
+    for removed in [0, 4] {
+        index.remove(7, &format!("k{removed}"));
+        index.commit("{}").unwrap();
+        live.retain(|i| *i != removed);
+        assert_scores_over(&index, &live, &["lazy", "dog"]);
+        assert_scores_over(&index, &live, &["quick", "fox"]);
     }
 }
 

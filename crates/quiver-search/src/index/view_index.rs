@@ -2,14 +2,15 @@
 //! encoded terms (`encode.rs`), the document's identity (`collection id/key`, stored) and its
 //! collection (to drop a link's documents at once). Writes are buffered in tantivy's writer
 //! and become searchable at [`ViewIndex::commit`], whose payload records what the commit
-//! covers; scores are computed here from the postings (`scoring.rs`), not by tantivy.
+//! covers; scores are computed here from the postings (`scoring.rs`, with the fields'
+//! statistics cached per segment by `field_stats.rs`), not by tantivy.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
-use tantivy::collector::DocSetCollector;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::postings::Postings;
@@ -19,12 +20,14 @@ use tantivy::schema::{
 };
 use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
-    DocAddress, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term,
-    TERMINATED,
+    DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher,
+    TantivyDocument, Term, TERMINATED,
 };
 
 use super::document::{AnalyzerSource, TermAt};
 use super::encode;
+use super::field_stats::{FieldStatsCache, SegmentFieldStats};
+use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
 
@@ -62,6 +65,7 @@ pub struct ViewIndex {
     writer: Mutex<IndexWriter>,
     reader: IndexReader,
     fields: Fields,
+    field_stats: FieldStatsCache,
 }
 
 impl std::fmt::Debug for ViewIndex {
@@ -170,6 +174,7 @@ impl ViewIndex {
                 writer: Mutex::new(writer),
                 reader,
                 fields,
+                field_stats: FieldStatsCache::default(),
             },
             opened,
         ))
@@ -306,105 +311,148 @@ impl ViewIndex {
                 ),
             ]));
         }
-        let matched: HashSet<DocAddress> = searcher
-            .search(&*tantivy_query, &DocSetCollector)
+        let matched: Vec<Vec<DocId>> = searcher
+            .search(&*tantivy_query, &MatchedDocs)
             .map_err(|e| engine_error("searching", e))?;
-        let mut scores: HashMap<DocAddress, Vec<f64>> = HashMap::new();
-        if !scorers.is_empty() {
-            let mut fields: HashMap<(String, String), (FieldStats, HashMap<DocAddress, u32>)> =
-                HashMap::new();
-            for leaf in query.scored_terms(analyzers) {
-                let field_key = (leaf.path.clone(), leaf.analyzer.clone());
-                if !fields.contains_key(&field_key) {
-                    let stats = self.field_stats(&searcher, &leaf.path, &leaf.analyzer)?;
-                    fields.insert(field_key.clone(), stats);
-                }
-                let (stats, lengths) = &fields[&field_key];
-                let term = encode::string_term(&leaf.path, &leaf.analyzer, &leaf.term);
-                let postings = self.postings(&searcher, &term)?;
-                let df = postings.len() as u64;
-                for (addr, tf) in postings {
-                    if !matched.contains(&addr) {
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let mut hits = Vec::with_capacity(matched.iter().map(Vec::len).sum());
+        for (segment, docs) in matched.iter().enumerate() {
+            for (i, doc) in docs.iter().enumerate() {
+                let addr = DocAddress::new(segment as u32, *doc);
+                let stored: TantivyDocument = searcher
+                    .doc(addr)
+                    .map_err(|e| engine_error("reading a document's identity", e))?;
+                let Some(id) = stored.get_first(self.fields.id).and_then(|v| v.as_str()) else {
+                    return Err(engine_error("reading a document's identity", "missing"));
+                };
+                let Some((collection, key)) = id
+                    .split_once('/')
+                    .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
+                else {
+                    return Err(engine_error("reading a document's identity", id));
+                };
+                let scores = match scores.get(segment) {
+                    Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
+                    None => vec![0.0; scorers.len()],
+                };
+                hits.push(Hit {
+                    collection,
+                    key: key.to_string(),
+                    scores,
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The scores of the matched documents: per segment, `scorers.len()` values per matched
+    /// document in the order of `matched`. A term's postings are walked once, alongside the
+    /// segment's (sorted) matches; document lengths and the field's totals come from the
+    /// per-segment statistics cache.
+    fn score(
+        &self,
+        searcher: &Searcher,
+        query: &SearchQuery,
+        matched: &[Vec<DocId>],
+        scorers: &[Scorer],
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Vec<f64>>> {
+        let mut scores: Vec<Vec<f64>> = matched
+            .iter()
+            .map(|docs| vec![0.0; docs.len() * scorers.len()])
+            .collect();
+        self.field_stats.retain_searched(searcher);
+        type PerSegment = Vec<Arc<SegmentFieldStats>>;
+        let mut fields: HashMap<(String, String), (FieldStats, PerSegment)> = HashMap::new();
+        for leaf in query.scored_terms(analyzers) {
+            let field_key = (leaf.path.clone(), leaf.analyzer.clone());
+            if !fields.contains_key(&field_key) {
+                let stats = self.field_stats(searcher, &leaf.path, &leaf.analyzer)?;
+                fields.insert(field_key.clone(), stats);
+            }
+            let (stats, per_segment) = &fields[&field_key];
+            let term = encode::string_term(&leaf.path, &leaf.analyzer, &leaf.term);
+            let postings = self.postings(searcher, &term)?;
+            let df = postings.iter().map(Vec::len).sum::<usize>() as u64;
+            for (segment, postings) in postings.iter().enumerate() {
+                let docs = matched.get(segment).map_or(&[][..], Vec::as_slice);
+                let lengths = &per_segment[segment].lengths;
+                let mut at = 0;
+                for &(doc, tf) in postings {
+                    while at < docs.len() && docs[at] < doc {
+                        at += 1;
+                    }
+                    if at == docs.len() {
+                        break;
+                    }
+                    if docs[at] != doc {
                         continue;
                     }
-                    let length = lengths.get(&addr).copied().unwrap_or(0);
-                    let entry = scores
-                        .entry(addr)
-                        .or_insert_with(|| vec![0.0; scorers.len()]);
-                    for (slot, scorer) in entry.iter_mut().zip(scorers) {
+                    let length = lengths.get(doc as usize).copied().unwrap_or(0);
+                    let slots = &mut scores[segment][at * scorers.len()..(at + 1) * scorers.len()];
+                    for (slot, scorer) in slots.iter_mut().zip(scorers) {
                         *slot += scorer.term_score(tf, df, *stats, length, leaf.boost);
                     }
                 }
             }
         }
-        let mut hits = Vec::with_capacity(matched.len());
-        let mut sorted: Vec<DocAddress> = matched.into_iter().collect();
-        sorted.sort();
-        for addr in sorted {
-            let doc: TantivyDocument = searcher
-                .doc(addr)
-                .map_err(|e| engine_error("reading a document's identity", e))?;
-            let Some(id) = doc.get_first(self.fields.id).and_then(|v| v.as_str()) else {
-                return Err(engine_error("reading a document's identity", "missing"));
-            };
-            let Some((collection, key)) = id
-                .split_once('/')
-                .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
-            else {
-                return Err(engine_error("reading a document's identity", id));
-            };
-            hits.push(Hit {
-                collection,
-                key: key.to_string(),
-                scores: scores
-                    .remove(&addr)
-                    .unwrap_or_else(|| vec![0.0; scorers.len()]),
-            });
-        }
-        Ok(hits)
+        Ok(scores)
     }
 
-    /// Live documents holding `term` with its frequency in each.
-    fn postings(&self, searcher: &tantivy::Searcher, term: &str) -> Result<Vec<(DocAddress, u32)>> {
+    /// Live documents holding `term` with its frequency in each, per segment (indexed by the
+    /// segment's ordinal) in document order.
+    fn postings(&self, searcher: &Searcher, term: &str) -> Result<Vec<Vec<(DocId, u32)>>> {
         let term = Term::from_field_text(self.fields.terms, term);
-        let mut out = Vec::new();
-        for (ord, segment) in searcher.segment_readers().iter().enumerate() {
+        let mut out = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
             let inverted = segment
                 .inverted_index(self.fields.terms)
                 .map_err(|e| engine_error("reading postings", e))?;
-            let Some(mut postings) = inverted
+            let mut found = Vec::new();
+            if let Some(mut postings) = inverted
                 .read_postings(&term, IndexRecordOption::WithFreqs)
                 .map_err(|e| engine_error("reading postings", e))?
-            else {
-                continue;
-            };
-            let alive = segment.alive_bitset();
-            let mut doc = postings.doc();
-            while doc != TERMINATED {
-                if alive.is_none_or(|a| a.is_alive(doc)) {
-                    out.push((DocAddress::new(ord as u32, doc), postings.term_freq()));
+            {
+                let alive = segment.alive_bitset();
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        found.push((doc, postings.term_freq()));
+                    }
+                    doc = postings.advance();
                 }
-                doc = postings.advance();
             }
+            out.push(found);
         }
         Ok(out)
     }
 
-    /// The statistics of field (path, analyzer) and each live document's length in it.
+    /// The statistics of field (path, analyzer) over the live documents, and its per-segment
+    /// statistics (indexed by the segment's ordinal) with each document's length.
     fn field_stats(
         &self,
-        searcher: &tantivy::Searcher,
+        searcher: &Searcher,
         path: &str,
         analyzer: &str,
-    ) -> Result<(FieldStats, HashMap<DocAddress, u32>)> {
-        let lengths: HashMap<DocAddress, u32> = self
-            .postings(searcher, &encode::length_term(path, analyzer))?
-            .into_iter()
-            .collect();
-        let stats = FieldStats {
-            docs_with_field: lengths.len() as u64,
-            total_length: lengths.values().map(|l| u64::from(*l)).sum(),
+    ) -> Result<(FieldStats, Vec<Arc<SegmentFieldStats>>)> {
+        let length_term = encode::length_term(path, analyzer);
+        let mut stats = FieldStats {
+            docs_with_field: 0,
+            total_length: 0,
         };
-        Ok((stats, lengths))
+        let mut per_segment = Vec::with_capacity(searcher.segment_readers().len());
+        for segment in searcher.segment_readers() {
+            let found = self
+                .field_stats
+                .segment(segment, self.fields.terms, &length_term)?;
+            stats.docs_with_field += found.docs_with_field;
+            stats.total_length += found.total_length;
+            per_segment.push(found);
+        }
+        Ok((stats, per_segment))
     }
 }
