@@ -263,3 +263,38 @@ def test_ngram_match_in_search_and_as_a_filter(db):
                 f"{SEARCH_SYNC} RETURN d._key", a=analyzer) == ["a", "b", "d"]
     db.delete_view(view)
     db.delete_analyzer(analyzer)
+
+
+def test_phrase_object_tokens(db):
+    """PHRASE with ArangoDB's object tokens (not analyzed) and the array form, where an array
+    inside the array is a set of analyzed alternatives: the documentation's example."""
+    coll = db.create_collection(unique("phrasedocs"))
+    coll.insert_many([
+        {"_key": "fox", "title": "The quick brown fox jumps over the lazy dog"},
+        {"_key": "cat", "title": "The quick brown cat runs through the garden"},
+    ])
+    view = unique("phraseview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"title": {"analyzers": ["text_en"]}}}}})
+
+    def search(condition):
+        return keys(db, f"FOR d IN {view} SEARCH {condition} {SEARCH_SYNC} RETURN d._key")
+
+    objects = ("PHRASE(d.title, {STARTS_WITH: ['qui']}, 0, {WILDCARD: ['b%o_n']}, 0, "
+               "{LEVENSHTEIN_MATCH: ['foks', 2]}, 0, {TERMS: ['jump', 'run']}, 0, "
+               "{IN_RANGE: ['over', 'through', true, false]}, 'text_en')")
+    assert search(objects) == ["fox"]
+    array = ("PHRASE(d.title, [{STARTS_WITH: 'qui'}, 0, {WILDCARD: 'b%o_n'}, 0, "
+             "{LEVENSHTEIN_MATCH: ['foks', 2]}, 0, ['jumps', 'runs'], 0, "
+             "{IN_RANGE: ['over', 'through', true, false]}], 'text_en')")
+    assert search(array) == ["fox"]
+    # Object tokens skip the analyzer: the stemmed index holds "jump", not "jumps".
+    assert search("PHRASE(d.title, 'fox', 0, {TERMS: ['jumps', 'runs']}, 'text_en')") == []
+    assert search("PHRASE(d.title, 'brown', 0, {TERMS: ['fox', 'cat']}, 1, 'over', "
+                  "'text_en')") == ["fox"]
+    assert search("PHRASE(d.title, [{TERM: 'quick'}, 1, {STARTS_WITH: 'ca'}], 'text_en')") \
+        == ["cat"]
+    with pytest.raises(Exception) as err:
+        search("PHRASE(d.title, {NOSUCH: 'x'}, 'text_en')")
+    assert err.value.error_code == 10
+    db.delete_view(view)

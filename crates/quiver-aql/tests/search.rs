@@ -129,6 +129,35 @@ fn search_conditions_match_their_filters() {
             "ANALYZER(PHRASE(d.text, ['lazy', 0, 'dog']), 'text_en')",
             "d.n == 3",
         ),
+        // Object tokens are not analyzed: text_en indexes `lazy` as `lazi` and `dogs` as `dog`.
+        (
+            "PHRASE(d.text, {STARTS_WITH: ['qui']}, 0, {WILDCARD: 'b%o_n'}, 0, {LEVENSHTEIN_MATCH: ['foks', 2]}, 'text_en')",
+            "d.n == 0",
+        ),
+        (
+            "PHRASE(d.text, [{TERMS: ['lazi', 'brown']}, {TERM: 'dog'}], 'text_en')",
+            "d.n IN [2, 3]",
+        ),
+        (
+            "PHRASE(d.text, [{TERM: ['dogs']}], 'text_en')",
+            "false",
+        ),
+        (
+            "PHRASE(d.text, ['a', ['Brown', 'Lazy'], 'dogs'], 'text_en')",
+            "d.n == 2",
+        ),
+        (
+            "PHRASE(d.text, {IN_RANGE: ['a', 'c', true, false]}, 0, 'dog', 'text_en')",
+            "d.n == 2",
+        ),
+        (
+            "PHRASE(d.text, 'lazy', 0, {LEVENSHTEIN_MATCH: ['ix', 1, false, 64, 'f']}, 'text_en')",
+            "d.n == 3",
+        ),
+        (
+            "PHRASE(d.text, 'the', 1, [], 0, 'brown', 'text_en')",
+            "d.n == 0",
+        ),
         (
             "ANALYZER(STARTS_WITH(d.text, 'laz'), 'text_en')",
             "STARTS_WITH(d.text, 'lazy')",
@@ -195,6 +224,22 @@ fn errors_and_explain() {
     assert_eq!(err.code, ErrorCode::QueryParse);
     let err = f.run("FOR d IN docs RETURN BM25(d)").unwrap_err();
     assert_eq!(err.code, ErrorCode::BadParameter);
+    for bad in [
+        "{NOSUCH: 'a'}",
+        "{TERM: 'a', TERMS: ['b']}",
+        "{TERM: 1}",
+        "{LEVENSHTEIN_MATCH: ['a', 5]}",
+        "{IN_RANGE: ['a', 1, true, true]}",
+        "true",
+        "1.5",
+    ] {
+        let err = f
+            .run(&format!(
+                "FOR d IN v SEARCH PHRASE(d.text, {bad}, 'text_en') RETURN d"
+            ))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadParameter, "{bad}");
+    }
     let (_, plan) = f
         .service
         .explain(

@@ -5,7 +5,7 @@
 //! variable become variables the node fills with each document's score.
 
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{ExistsKind, PhrasePart, Scorer, SearchQuery, SearchValue};
+use quiver_search::index::{ExistsKind, PhrasePart, PhraseToken, Scorer, SearchQuery, SearchValue};
 use serde_json::{json, Value};
 
 use super::{NodeKind, Plan, Planner};
@@ -353,36 +353,11 @@ impl SearchCond {
                 analyzer,
                 parts,
             } => {
-                let mut flat = Vec::new();
+                let mut values = Vec::with_capacity(parts.len());
                 for part in parts {
-                    match eval(part)? {
-                        Value::Array(items) => flat.extend(items),
-                        v => flat.push(v),
-                    }
+                    values.push(eval(part)?);
                 }
-                let mut out = Vec::new();
-                let mut skip = 0u32;
-                for v in flat {
-                    match v {
-                        Value::String(text) => {
-                            out.push(PhrasePart { skip, text });
-                            skip = 0;
-                        }
-                        Value::Number(n) => {
-                            let n = n.as_f64().unwrap_or(-1.0);
-                            if n < 0.0 || n.fract() != 0.0 {
-                                return Err(type_error(
-                                    "PHRASE(): skip counts must be non-negative integers".into(),
-                                ));
-                            }
-                            skip = skip.saturating_add(n as u32);
-                        }
-                        _ => return Err(type_error(
-                            "PHRASE(): only strings and skip counts are supported as phrase parts"
-                                .into(),
-                        )),
-                    }
-                }
+                let out = phrase_parts(values)?;
                 SearchQuery::Phrase {
                     path: path.clone(),
                     analyzer: analyzer.clone(),
@@ -499,6 +474,147 @@ impl SearchCond {
         })
     }
 }
+
+/// The parts of `PHRASE(path, part, …)`: strings (analyzed), skip counts, object tokens and
+/// arrays of these (an array inside an array is a set of alternatives, analyzed).
+fn phrase_parts(values: Vec<Value>) -> Result<Vec<PhrasePart>> {
+    let mut flat = Vec::new();
+    for value in values {
+        match value {
+            Value::Array(items) => flat.extend(items.into_iter().map(|v| (v, true))),
+            v => flat.push((v, false)),
+        }
+    }
+    let mut out = Vec::new();
+    let mut skip = 0i64;
+    for (value, in_array) in flat {
+        let token =
+            match value {
+                Value::String(text) => PhraseToken::Text(text),
+                Value::Number(n) => {
+                    let n = n.as_f64().unwrap_or(f64::NAN);
+                    if n.fract() != 0.0 || n.abs() > u32::MAX as f64 {
+                        return Err(type_error("PHRASE(): skip counts must be integers".into()));
+                    }
+                    skip = skip.saturating_add(n as i64);
+                    continue;
+                }
+                Value::Array(items) if in_array => {
+                    PhraseToken::AnalyzedTerms(phrase_strings(&Value::Array(items), "TERMS")?)
+                }
+                Value::Object(object) => phrase_object(object)?,
+                _ => return Err(type_error(
+                    "PHRASE(): phrase parts must be strings, skip counts, arrays or object tokens"
+                        .into(),
+                )),
+            };
+        out.push(PhrasePart { skip, token });
+        skip = 0;
+    }
+    Ok(out)
+}
+
+/// A string or an array of strings (an object token's argument).
+fn phrase_strings(value: &Value, what: &str) -> Result<Vec<String>> {
+    let bad = || type_error(format!("PHRASE(): {what} expects strings"));
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+            .collect(),
+        _ => Err(bad()),
+    }
+}
+
+/// One string, bare or as the only element of an array (`{TERM: "a"}`, `{TERM: ["a"]}`).
+fn phrase_string(value: &Value, what: &str) -> Result<String> {
+    match phrase_strings(value, what)?.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(type_error(format!("PHRASE(): {what} expects one string"))),
+    }
+}
+
+/// ArangoDB's object tokens of PHRASE: `{TERM}`, `{TERMS}`, `{STARTS_WITH}`, `{WILDCARD}`,
+/// `{LEVENSHTEIN_MATCH: [target, distance, transpositions, maxTerms, prefix]}`,
+/// `{IN_RANGE: [low, high, includeLow, includeHigh]}`; the analyzer is not applied.
+fn phrase_object(object: serde_json::Map<String, Value>) -> Result<PhraseToken> {
+    let mut entries = object.into_iter();
+    let (Some((kind, arg)), None) = (entries.next(), entries.next()) else {
+        return Err(type_error(
+            "PHRASE(): an object token has exactly one attribute".into(),
+        ));
+    };
+    Ok(match kind.as_str() {
+        "TERM" => PhraseToken::Terms(vec![phrase_string(&arg, "TERM")?]),
+        "TERMS" => PhraseToken::Terms(phrase_strings(&arg, "TERMS")?),
+        "STARTS_WITH" => PhraseToken::StartsWith(phrase_string(&arg, "STARTS_WITH")?),
+        "WILDCARD" => PhraseToken::Wildcard(phrase_string(&arg, "WILDCARD")?),
+        "LEVENSHTEIN_MATCH" => {
+            let args = arg.as_array().map(Vec::as_slice).unwrap_or_default();
+            let (Some(Value::String(target)), Some(distance)) = (args.first(), args.get(1))
+            else {
+                return Err(type_error(
+                    "PHRASE(): LEVENSHTEIN_MATCH expects [target, maxDistance, …]".into(),
+                ));
+            };
+            let transpositions = args.get(2).is_none_or(truthy);
+            let max = if transpositions { 3.0 } else { 4.0 };
+            let distance = distance.as_f64().unwrap_or(-1.0);
+            if !(0.0..=max).contains(&distance) || distance.fract() != 0.0 {
+                return Err(type_error(format!(
+                    "PHRASE(): the LEVENSHTEIN_MATCH distance must be an integer in [0, {max}]"
+                )));
+            }
+            let max_terms = match args.get(3) {
+                None | Some(Value::Null) => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                Some(v) => v.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                    type_error("PHRASE(): LEVENSHTEIN_MATCH maxTerms must be a number".into())
+                })? as usize,
+            };
+            let prefix = match args.get(4) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(p)) => p.clone(),
+                Some(_) => {
+                    return Err(type_error(
+                        "PHRASE(): LEVENSHTEIN_MATCH prefix must be a string".into(),
+                    ))
+                }
+            };
+            PhraseToken::Levenshtein {
+                target: target.clone(),
+                distance: distance as u8,
+                transpositions,
+                max_terms,
+                prefix,
+            }
+        }
+        "IN_RANGE" => match arg.as_array().map(Vec::as_slice) {
+            Some([Value::String(low), Value::String(high), include_low, include_high]) => {
+                PhraseToken::InRange {
+                    low: low.clone(),
+                    high: high.clone(),
+                    include_low: truthy(include_low),
+                    include_high: truthy(include_high),
+                }
+            }
+            _ => {
+                return Err(type_error(
+                    "PHRASE(): IN_RANGE expects [low, high, includeLow, includeHigh] with string bounds"
+                        .into(),
+                ))
+            }
+        },
+        other => {
+            return Err(type_error(format!(
+                "PHRASE(): unknown object token '{other}'"
+            )))
+        }
+    })
+}
+
+/// ArangoDB's `maxTerms` of `LEVENSHTEIN_MATCH` when none is given.
+const DEFAULT_LEVENSHTEIN_MAX_TERMS: usize = 64;
 
 /// ArangoDB's threshold of `NGRAM_MATCH()` when none is given.
 const DEFAULT_NGRAM_THRESHOLD: f64 = 0.7;

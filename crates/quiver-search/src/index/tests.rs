@@ -217,14 +217,14 @@ fn conditions_match_as_arangosearch() {
         ),
         set(&[0, 4])
     );
-    let phrase = |parts: Vec<(u32, &str)>| SearchQuery::Phrase {
+    let phrase = |parts: Vec<(i64, &str)>| SearchQuery::Phrase {
         path: "text".into(),
         analyzer: "words".into(),
         parts: parts
             .into_iter()
             .map(|(skip, text)| PhrasePart {
                 skip,
-                text: text.into(),
+                token: PhraseToken::Text(text.into()),
             })
             .collect(),
     };
@@ -346,4 +346,199 @@ fn values_of_other_types_never_match_strings() {
     assert_eq!(k(term("v", "identity", SearchValue::Number(1.0))), ["b"]);
     assert_eq!(k(term("v", "identity", SearchValue::Null)), ["c"]);
     assert_eq!(k(term("v", "identity", SearchValue::Bool(true))), ["d"]);
+}
+
+/// What one phrase token accepts, straight from the word (the brute-force side).
+fn token_accepts(token: &PhraseToken, word: &str) -> bool {
+    match token {
+        PhraseToken::Text(t) => t.to_lowercase() == word,
+        PhraseToken::Terms(terms) => terms.iter().any(|t| t == word),
+        PhraseToken::AnalyzedTerms(texts) => texts.iter().any(|t| t.to_lowercase() == word),
+        PhraseToken::StartsWith(p) => word.starts_with(p.as_str()),
+        PhraseToken::Wildcard(pattern) => {
+            let TermMatcher::Like { pattern, .. } = TermMatcher::like("", pattern) else {
+                unreachable!()
+            };
+            like_matches(&pattern, word)
+        }
+        PhraseToken::Levenshtein {
+            target,
+            distance,
+            transpositions,
+            prefix,
+            ..
+        } => word.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+            let (a, b): (Vec<char>, Vec<char>) = (target.chars().collect(), rest.chars().collect());
+            edit_distance(&a, &b, *transpositions, *distance as usize).is_some()
+        }),
+        PhraseToken::InRange {
+            low,
+            high,
+            include_low,
+            include_high,
+        } => {
+            let above = if *include_low {
+                word >= low.as_str()
+            } else {
+                word > low.as_str()
+            };
+            let below = if *include_high {
+                word <= high.as_str()
+            } else {
+                word < high.as_str()
+            };
+            above && below
+        }
+    }
+}
+
+/// The CORPUS documents where some start puts every one-word part at its offset.
+fn brute_force_phrase(parts: &[PhrasePart]) -> BTreeSet<String> {
+    let mut offsets = Vec::new();
+    let mut cursor = 0i64;
+    for part in parts {
+        cursor += part.skip;
+        offsets.push(cursor);
+        cursor += 1;
+    }
+    let mut out = BTreeSet::new();
+    for (i, text) in CORPUS.iter().enumerate() {
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+        let hit = (0..words.len() as i64).any(|start| {
+            parts.iter().zip(&offsets).all(|(part, offset)| {
+                let at = start + offset - offsets[0];
+                at >= 0
+                    && (at as usize) < words.len()
+                    && token_accepts(&part.token, &words[at as usize])
+            })
+        });
+        if hit {
+            out.insert(format!("k{i}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn phrase_object_tokens_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = build(dir.path());
+    let tokens = [
+        PhraseToken::StartsWith("qu".into()),
+        PhraseToken::Wildcard("b%o_n".into()),
+        PhraseToken::Levenshtein {
+            target: "foks".into(),
+            distance: 2,
+            transpositions: true,
+            max_terms: 0,
+            prefix: String::new(),
+        },
+        PhraseToken::Levenshtein {
+            target: "zy".into(),
+            distance: 1,
+            transpositions: false,
+            max_terms: 0,
+            prefix: "la".into(),
+        },
+        PhraseToken::Terms(vec!["lazy".into(), "quick".into()]),
+        PhraseToken::InRange {
+            low: "a".into(),
+            high: "c".into(),
+            include_low: true,
+            include_high: false,
+        },
+        PhraseToken::Text("dog".into()),
+        PhraseToken::AnalyzedTerms(vec!["Brown".into(), "CAT".into()]),
+    ];
+    let phrase = |parts: Vec<PhrasePart>| SearchQuery::Phrase {
+        path: "text".into(),
+        analyzer: "words".into(),
+        parts,
+    };
+    let mut nonempty = 0;
+    for a in &tokens {
+        assert_eq!(
+            keys(
+                &index,
+                phrase(vec![PhrasePart {
+                    skip: 0,
+                    token: a.clone()
+                }])
+            ),
+            brute_force_phrase(&[PhrasePart {
+                skip: 0,
+                token: a.clone()
+            }]),
+            "{a:?}"
+        );
+        for b in &tokens {
+            for skip in [-2, -1, 0, 1, 2] {
+                let parts = vec![
+                    PhrasePart {
+                        skip: 0,
+                        token: a.clone(),
+                    },
+                    PhrasePart {
+                        skip,
+                        token: b.clone(),
+                    },
+                ];
+                let want = brute_force_phrase(&parts);
+                nonempty += usize::from(!want.is_empty());
+                assert_eq!(keys(&index, phrase(parts)), want, "{a:?} {skip} {b:?}");
+            }
+            for c in &tokens {
+                let parts = vec![
+                    PhrasePart {
+                        skip: 0,
+                        token: a.clone(),
+                    },
+                    PhrasePart {
+                        skip: 0,
+                        token: b.clone(),
+                    },
+                    PhrasePart {
+                        skip: 1,
+                        token: c.clone(),
+                    },
+                ];
+                let want = brute_force_phrase(&parts);
+                nonempty += usize::from(!want.is_empty());
+                assert_eq!(keys(&index, phrase(parts)), want, "{a:?} {b:?} 1 {c:?}");
+            }
+        }
+    }
+    // The comparison is only worth something if many phrases match.
+    assert!(nonempty > 50, "{nonempty}");
+    // maxTerms keeps the closest terms: "fox" (1 edit from "fax") before "dog"… (more).
+    let closest = |max_terms| {
+        phrase(vec![PhrasePart {
+            skip: 0,
+            token: PhraseToken::Levenshtein {
+                target: "fax".into(),
+                distance: 3,
+                transpositions: true,
+                max_terms,
+                prefix: String::new(),
+            },
+        }])
+    };
+    assert_eq!(keys(&index, closest(1)), set(&[0, 3]));
+    assert!(keys(&index, closest(0)).len() > 2);
+    // Exact object terms score like the words they are.
+    let scorers = [Scorer::BM25_DEFAULT];
+    let object = phrase(vec![
+        PhrasePart {
+            skip: 0,
+            token: PhraseToken::Terms(vec!["quick".into()]),
+        },
+        PhrasePart {
+            skip: 0,
+            token: PhraseToken::Text("brown".into()),
+        },
+    ]);
+    let hits = index.search(&object, None, &scorers, &Words).unwrap();
+    let expected = brute_force(&scorers[0], &["quick", "brown"]);
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].scores[0] - expected["k0"]).abs() < 1e-9);
 }
