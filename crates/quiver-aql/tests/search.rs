@@ -405,3 +405,105 @@ fn ngram_match_agrees_with_a_brute_force_reference() {
         assert_eq!(err.code, ErrorCode::BadParameter, "{bad}: {}", err.message);
     }
 }
+
+/// OFFSET_INFO over a view whose link uses an analyzer with the `offset` feature: the
+/// documentation's food example (terms, a phrase with skipped tokens, a prefix), byte
+/// offsets and lengths of every match, named by path; caps and errors.
+#[test]
+fn offset_info_reports_the_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    quiver_core::analyzers::create(
+        &db,
+        &json!({"name": "text_en_offset", "type": "text",
+            "features": ["frequency", "position", "offset"],
+            "properties": {"locale": "en", "stopwords": []}}),
+        quiver_types::NamingConvention::Traditional,
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let food = db.create_collection(CollectionSpec::new("food")).unwrap();
+    let texts = [
+        ("avocado", "The avocado is a medium-sized, evergreen tree, native to the Americas."),
+        ("carrot", "The carrot is a root vegetable, typically orange in color, native to Europe and Southwestern Asia."),
+        ("chili", "Chili peppers are varieties of the berry-fruit of plants from the genus Capsicum, cultivated for their pungency."),
+        ("tomato", "The tomato is the edible berry of the tomato plant."),
+    ];
+    for (key, en) in texts {
+        food.insert(
+            json!({"_key": key, "description": {"en": en}}),
+            &InsertOptions::default(),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    }
+    db.create_view(
+        "food_view",
+        "arangosearch",
+        &json!({"links": {"food": {"fields": {"description": {"fields": {"en":
+            {"analyzers": ["text_en_offset", "text_en"]}}}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let query = "FOR doc IN food_view SEARCH ANALYZER(
+            doc.description.en IN TOKENS('avocado tomato', 'text_en_offset') OR
+            PHRASE(doc.description.en, 'cultivated', 2, 'pungency') OR
+            STARTS_WITH(doc.description.en, 'cap'), 'text_en_offset')
+          OPTIONS {waitForSync: true}
+          SORT doc._key
+          FOR info IN OFFSET_INFO(doc, ['description.en'])
+            RETURN [doc._key, info.name, info.offsets[* RETURN [CURRENT,
+              SUBSTRING_BYTES(VALUE(doc, info.name), CURRENT[0], CURRENT[1])]]]";
+    let rows = f.run(query).unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            json!(["avocado", ["description", "en"], [[[4, 7], "avocado"]]]),
+            json!([
+                "chili",
+                ["description", "en"],
+                [
+                    [[72, 8], "Capsicum"],
+                    [[82, 29], "cultivated for their pungency"]
+                ]
+            ]),
+            json!([
+                "tomato",
+                ["description", "en"],
+                [[[4, 6], "tomato"], [[38, 6], "tomato"]]
+            ]),
+        ]
+    );
+    // maxOffsets caps; a path the condition does not name, or an analyzer without the
+    // offset feature (text_en), gives nothing.
+    let capped = f
+        .run("FOR doc IN food_view SEARCH ANALYZER(doc.description.en == 'tomato', 'text_en_offset')
+              RETURN OFFSET_INFO(doc, [{name: 'description.en', options: {maxOffsets: 1}}, 'name'])")
+        .unwrap();
+    assert_eq!(
+        capped,
+        vec![json!([{"name": ["description", "en"], "offsets": [[4, 6]]}])]
+    );
+    let plain = f
+        .run(
+            "FOR doc IN food_view SEARCH ANALYZER(doc.description.en == 'tomato', 'text_en')
+              RETURN OFFSET_INFO(doc, 'description.en')",
+        )
+        .unwrap();
+    assert_eq!(plain, vec![json!([])]);
+    let err = f
+        .run("FOR d IN food RETURN OFFSET_INFO(d, 'x')")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
+    let err = f
+        .run("FOR d IN food_view RETURN OFFSET_INFO(d, 1)")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
+}

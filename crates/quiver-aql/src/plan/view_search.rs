@@ -5,7 +5,9 @@
 //! variable become variables the node fills with each document's score.
 
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{ExistsKind, PhrasePart, PhraseToken, Scorer, SearchQuery, SearchValue};
+use quiver_search::index::{
+    ExistsKind, OffsetRule, PhrasePart, PhraseToken, Scorer, SearchQuery, SearchValue,
+};
 use serde_json::{json, Value};
 
 use super::{NodeKind, Plan, Planner};
@@ -28,6 +30,8 @@ pub struct ViewNode {
     pub wait_for_sync: bool,
     /// Scorers the query reads, each with the variable its score goes to.
     pub scorers: Vec<(Scorer, Slot)>,
+    /// `OFFSET_INFO(d, paths)` calls: the paths with the variable each result goes to.
+    pub offset_infos: Vec<(Vec<OffsetRule>, Slot)>,
     pub options: Value,
 }
 
@@ -613,6 +617,49 @@ fn phrase_object(object: serde_json::Map<String, Value>) -> Result<PhraseToken> 
     })
 }
 
+/// The paths of `OFFSET_INFO(d, paths)`: a string, an array of strings, or rules
+/// `{name, options: {maxOffsets, limits: {term, phrase, ngram}}}`.
+fn offset_rules(value: &Value) -> Result<Vec<OffsetRule>> {
+    let bad = || {
+        type_error("OFFSET_INFO() expects a path, an array of paths or an array of rules".into())
+    };
+    let count = |v: Option<&Value>, default: usize| -> Result<usize> {
+        match v {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v
+                .as_f64()
+                .filter(|n| *n >= 0.0)
+                .map(|n| n.min(u32::MAX as f64) as usize)
+                .ok_or_else(bad),
+        }
+    };
+    let rule = |v: &Value| -> Result<OffsetRule> {
+        match v {
+            Value::String(path) => Ok(OffsetRule::new(path)),
+            Value::Object(obj) => {
+                let Some(Value::String(path)) = obj.get("name") else {
+                    return Err(bad());
+                };
+                let mut rule = OffsetRule::new(path);
+                let options = obj.get("options");
+                let limits = options.and_then(|o| o.get("limits"));
+                rule.max_offsets =
+                    count(options.and_then(|o| o.get("maxOffsets")), rule.max_offsets)?;
+                rule.term_limit = count(limits.and_then(|l| l.get("term")), rule.term_limit)?;
+                rule.phrase_limit = count(limits.and_then(|l| l.get("phrase")), rule.phrase_limit)?;
+                rule.ngram_limit = count(limits.and_then(|l| l.get("ngram")), rule.ngram_limit)?;
+                Ok(rule)
+            }
+            _ => Err(bad()),
+        }
+    };
+    match value {
+        Value::String(_) => Ok(vec![rule(value)?]),
+        Value::Array(items) => items.iter().map(rule).collect(),
+        _ => Err(bad()),
+    }
+}
+
 /// ArangoDB's `maxTerms` of `LEVENSHTEIN_MATCH` when none is given.
 const DEFAULT_LEVENSHTEIN_MAX_TERMS: usize = 64;
 
@@ -702,6 +749,7 @@ impl Planner<'_> {
                 collections,
                 wait_for_sync,
                 scorers: Vec::new(),
+                offset_infos: Vec::new(),
                 options: options_json,
             })),
         );
@@ -1041,6 +1089,54 @@ impl Planner<'_> {
             }
             _ => self.constant_cond(e, view, plan),
         }
+    }
+
+    /// `OFFSET_INFO(d, paths)` on a view variable of this plan: the variable the view node
+    /// fills with each document's offsets. `paths`: a string, an array of strings, or an
+    /// array of `{name, options: {maxOffsets, limits: {term, phrase, ngram}}}`, constant.
+    pub(super) fn offset_info_call(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        plan: &mut Plan,
+    ) -> Result<Option<CExpr>> {
+        if !name.eq_ignore_ascii_case("OFFSET_INFO") {
+            return Ok(None);
+        }
+        if args.len() != 2 {
+            return Err(Error::with_message(
+                ErrorCode::QueryFunctionArgumentNumberMismatch,
+                "AQL: invalid number of arguments for function 'OFFSET_INFO()', expected number of arguments: minimum: 2, maximum: 2 (while parsing)",
+            ));
+        }
+        let target = match &args[0] {
+            Expr::Name(n) => self.lookup_var(n),
+            _ => None,
+        };
+        let Some((_, node_id)) =
+            target.and_then(|slot| self.view_vars.iter().find(|(s, _)| *s == slot).copied())
+        else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "AQL: OFFSET_INFO() must be called on the variable of a view loop (FOR d IN view SEARCH …)",
+            ));
+        };
+        let rules = offset_rules(&self.constant(&args[1], plan, "OFFSET_INFO() paths")?)?;
+        let slot = self.temp();
+        let Some(node) = plan.nodes.iter_mut().find(|n| n.id == node_id) else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "AQL: OFFSET_INFO() must be used in the same (sub)query as its view loop",
+            ));
+        };
+        let NodeKind::EnumerateView(v) = &mut node.kind else {
+            return Err(Error::with_message(
+                ErrorCode::Internal,
+                "OFFSET_INFO() target is not a view node",
+            ));
+        };
+        v.offset_infos.push((rules, slot));
+        Ok(Some(CExpr::Var(slot)))
     }
 
     /// `BM25(d, …)` / `TFIDF(d, …)` on a view variable of this plan: the variable the view

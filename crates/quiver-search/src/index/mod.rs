@@ -1,12 +1,14 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
 //! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
-//! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`), the scorers (`scoring.rs`) and the index itself (`view_index.rs`).
+//! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`), the offsets of matches
+//! (`offsets.rs`), the scorers (`scoring.rs`) and the index itself (`view_index.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
 mod encode;
 mod link;
 mod ngram_similarity;
+mod offsets;
 mod phrase_positions;
 mod query;
 mod scoring;
@@ -15,6 +17,7 @@ mod view_index;
 pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
 pub use link::{FieldDefinition, LinkDefinition, Resolved, MAX_FIELD_DEPTH};
 pub use ngram_similarity::{longest_common_subsequence, NgramSimilarityQuery};
+pub use offsets::{offset_info, OffsetRule, DEFAULT_MAX_OFFSETS};
 pub use phrase_positions::{
     edit_distance, like_matches, LikeItem, PositionalPhraseQuery, TermMatcher,
 };

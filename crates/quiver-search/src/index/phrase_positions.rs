@@ -87,6 +87,46 @@ impl TermMatcher {
         }
     }
 
+    /// Whether this position accepts the encoded term `term` (`max_terms` aside).
+    pub fn accepts(&self, term: &str) -> bool {
+        match self {
+            TermMatcher::Exact(terms) => terms.iter().any(|t| t == term),
+            TermMatcher::Prefix(prefix) => term.starts_with(prefix.as_str()),
+            TermMatcher::Like {
+                field,
+                start,
+                pattern,
+            } => term.starts_with(start.as_str()) && like_matches(pattern, &term[field.len()..]),
+            TermMatcher::Levenshtein {
+                prefix,
+                target,
+                distance,
+                transpositions,
+                ..
+            } => term.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                let rest: Vec<char> = rest.chars().collect();
+                edit_distance(target, &rest, *transpositions, *distance as usize).is_some()
+            }),
+            TermMatcher::Range {
+                prefix,
+                lower,
+                upper,
+            } => {
+                term.starts_with(prefix.as_str())
+                    && match lower {
+                        Bound::Included(l) => term >= l.as_str(),
+                        Bound::Excluded(l) => term > l.as_str(),
+                        Bound::Unbounded => true,
+                    }
+                    && match upper {
+                        Bound::Included(u) => term <= u.as_str(),
+                        Bound::Excluded(u) => term < u.as_str(),
+                        Bound::Unbounded => true,
+                    }
+            }
+        }
+    }
+
     /// The terms of the segment's dictionary this position accepts.
     fn expand(
         &self,

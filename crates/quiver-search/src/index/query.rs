@@ -401,6 +401,37 @@ fn phrase_query(
     parts: &[PhrasePart],
     analyzers: &dyn AnalyzerSource,
 ) -> Result<Box<dyn Query>> {
+    let positions = phrase_positions(path, analyzer, parts, analyzers)?;
+    if positions.is_empty() {
+        return Ok(Box::new(EmptyQuery));
+    }
+    let increasing = positions.windows(2).all(|w| w[0].0 < w[1].0);
+    let exact: Option<Vec<(usize, Term)>> = positions
+        .iter()
+        .map(|(offset, matcher)| match matcher {
+            TermMatcher::Exact(terms) if terms.len() == 1 => Some((
+                (offset - positions[0].0) as usize,
+                Term::from_field_text(field, &terms[0]),
+            )),
+            _ => None,
+        })
+        .collect();
+    Ok(match exact {
+        Some(mut terms) if increasing => match terms.len() {
+            1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
+            _ => Box::new(PhraseQuery::new_with_offset(terms)),
+        },
+        _ => Box::new(PositionalPhraseQuery::new(field, positions)),
+    })
+}
+
+/// The positions of a PHRASE: (offset, the encoded terms accepted there), in part order.
+pub(crate) fn phrase_positions(
+    path: &str,
+    analyzer: &str,
+    parts: &[PhrasePart],
+    analyzers: &dyn AnalyzerSource,
+) -> Result<Vec<(i64, TermMatcher)>> {
     let analyze = |text: &str| {
         analyzers.tokens(analyzer, text).ok_or_else(|| {
             Error::with_message(
@@ -479,27 +510,7 @@ fn phrase_query(
             }
         }
     }
-    if positions.is_empty() {
-        return Ok(Box::new(EmptyQuery));
-    }
-    let increasing = positions.windows(2).all(|w| w[0].0 < w[1].0);
-    let exact: Option<Vec<(usize, Term)>> = positions
-        .iter()
-        .map(|(offset, matcher)| match matcher {
-            TermMatcher::Exact(terms) if terms.len() == 1 => Some((
-                (offset - positions[0].0) as usize,
-                Term::from_field_text(field, &terms[0]),
-            )),
-            _ => None,
-        })
-        .collect();
-    Ok(match exact {
-        Some(mut terms) if increasing => match terms.len() {
-            1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
-            _ => Box::new(PhraseQuery::new_with_offset(terms)),
-        },
-        _ => Box::new(PositionalPhraseQuery::new(field, positions)),
-    })
+    Ok(positions)
 }
 
 /// The term a `path == value` condition looks up.

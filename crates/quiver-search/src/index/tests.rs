@@ -24,6 +24,36 @@ impl AnalyzerSource for Words {
             _ => None,
         }
     }
+
+    /// `words` has offsets (byte ranges of the whitespace-separated words); `identity` not.
+    fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<crate::Token>> {
+        (analyzer == "words").then(|| word_spans(input))
+    }
+}
+
+/// The words of `input` with their byte ranges, lower-cased, at positions 0, 1, ….
+fn word_spans(input: &str) -> Vec<crate::Token> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in input
+        .char_indices()
+        .chain(std::iter::once((input.len(), ' ')))
+    {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                out.push(crate::Token {
+                    term: input[s..i].to_lowercase(),
+                    position: out.len() as u32,
+                    start: s as u32,
+                    end: i as u32,
+                });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn link() -> LinkDefinition {
@@ -541,4 +571,101 @@ fn phrase_object_tokens_match_brute_force() {
     let expected = brute_force(&scorers[0], &["quick", "brown"]);
     assert_eq!(hits.len(), 1);
     assert!((hits[0].scores[0] - expected["k0"]).abs() < 1e-9);
+}
+
+#[test]
+fn offset_info_matches_brute_force() {
+    let words_of = |w: &[&str]| SearchQuery::Or(w.iter().map(|x| word(x)).collect());
+    let rules = [OffsetRule::new("text")];
+    for query_words in [
+        &["lazy"][..],
+        &["quick", "dog"],
+        &["the", "fox", "brown", "a"],
+    ] {
+        let query = words_of(query_words);
+        for (i, text) in CORPUS.iter().enumerate() {
+            let doc = json!({"text": text});
+            let got = offset_info(&query, &doc, &rules, &Words).unwrap();
+            // Brute force: every occurrence of a query word, ascending, at most 10.
+            let mut want = Vec::new();
+            let mut at = 0;
+            for w in text.split(' ') {
+                if query_words.contains(&w) {
+                    want.push(json!([at, w.len()]));
+                }
+                at += w.len() + 1;
+            }
+            want.truncate(DEFAULT_MAX_OFFSETS);
+            let expected = if want.is_empty() {
+                json!([])
+            } else {
+                json!([{"name": ["text"], "offsets": want}])
+            };
+            assert_eq!(got, expected, "{query_words:?} k{i}");
+        }
+    }
+    // A phrase is one offset from its first to its last token; NOT adds nothing.
+    let phrase = SearchQuery::Phrase {
+        path: "text".into(),
+        analyzer: "words".into(),
+        parts: vec![
+            PhrasePart {
+                skip: 0,
+                token: PhraseToken::Text("lazy".into()),
+            },
+            PhrasePart {
+                skip: 0,
+                token: PhraseToken::StartsWith("b".into()),
+            },
+        ],
+    };
+    let doc = json!({"text": CORPUS[4], "other": ["x lazy", 3, "lazy"]});
+    let query = SearchQuery::And(vec![phrase, SearchQuery::Not(Box::new(word("cat")))]);
+    assert_eq!(
+        offset_info(&query, &doc, &rules, &Words).unwrap(),
+        json!([{"name": ["text"], "offsets": [[22, 10]]}])
+    );
+    // Array elements are named by index; paths the condition does not name give nothing;
+    // an analyzer without offsets gives nothing.
+    let other = SearchQuery::Term {
+        path: "other".into(),
+        analyzer: "words".into(),
+        value: SearchValue::String("lazy".into()),
+    };
+    assert_eq!(
+        offset_info(
+            &other,
+            &doc,
+            &[OffsetRule::new("other"), OffsetRule::new("text")],
+            &Words
+        )
+        .unwrap(),
+        json!([{"name": ["other", 0], "offsets": [[2, 4]]}, {"name": ["other", 2], "offsets": [[0, 4]]}])
+    );
+    assert_eq!(
+        offset_info(&other, &doc, &[OffsetRule::new("other[2]")], &Words).unwrap(),
+        json!([{"name": ["other", 2], "offsets": [[0, 4]]}])
+    );
+    let identity = term("text", "identity", SearchValue::String(CORPUS[4].into()));
+    assert_eq!(
+        offset_info(&identity, &doc, &rules, &Words).unwrap(),
+        json!([])
+    );
+    // Caps: maxOffsets and the per-kind limits.
+    let capped = OffsetRule {
+        max_offsets: 1,
+        ..OffsetRule::new("text")
+    };
+    assert_eq!(
+        offset_info(&word("lazy"), &doc, &[capped], &Words).unwrap(),
+        json!([{"name": ["text"], "offsets": [[0, 4]]}])
+    );
+    let no_terms = OffsetRule {
+        term_limit: 0,
+        ..OffsetRule::new("text")
+    };
+    assert_eq!(
+        offset_info(&word("lazy"), &doc, &[no_terms], &Words).unwrap(),
+        json!([])
+    );
 }
