@@ -1,6 +1,7 @@
 """ArangoSearch views through the real binary: /_api/view lifecycle with python-arango and raw
 HTTP, links over several collections, SEARCH with ==, PHRASE and BM25, eventual visibility and
-waitForSync, restart, kill -9 while indexing, and a rolled-back stream transaction."""
+waitForSync, restart, kill -9 while indexing, a rolled-back stream transaction, PHRASE object
+tokens and OFFSET_INFO."""
 import time
 
 import pytest
@@ -298,3 +299,38 @@ def test_phrase_object_tokens(db):
         search("PHRASE(d.title, {NOSUCH: 'x'}, 'text_en')")
     assert err.value.error_code == 10
     db.delete_view(view)
+
+
+def test_offset_info_for_search_highlighting(db):
+    """OFFSET_INFO with a text analyzer that has the offset feature: the documentation's food
+    example, byte offsets and lengths of terms, a phrase and a prefix, named by path."""
+    analyzer = unique("text_en_offset")
+    db.create_analyzer(analyzer, "text", {"locale": "en", "stopwords": []},
+                       ["frequency", "norm", "position", "offset"])
+    coll = db.create_collection(unique("food"))
+    coll.insert_many([
+        {"_key": "avocado", "description": {"en": "The avocado is a medium-sized, evergreen tree, native to the Americas."}},
+        {"_key": "carrot", "description": {"en": "The carrot is a root vegetable, typically orange in color, native to Europe and Southwestern Asia."}},
+        {"_key": "chili", "description": {"en": "Chili peppers are varieties of the berry-fruit of plants from the genus Capsicum, cultivated for their pungency."}},
+        {"_key": "tomato", "description": {"en": "The tomato is the edible berry of the tomato plant."}},
+    ])
+    view = unique("food_view")
+    db.create_arangosearch_view(view, properties={"links": {coll.name: {"fields": {
+        "description": {"fields": {"en": {"analyzers": [analyzer]}}}}}}})
+    query = f"""FOR doc IN {view} SEARCH ANALYZER(
+          doc.description.en IN TOKENS('avocado tomato', @a) OR
+          PHRASE(doc.description.en, 'cultivated', 2, 'pungency') OR
+          STARTS_WITH(doc.description.en, 'cap'), @a) {SEARCH_SYNC}
+        SORT doc._key
+        FOR info IN OFFSET_INFO(doc, ['description.en'])
+          RETURN [doc._key, info.name, info.offsets[* RETURN
+            SUBSTRING_BYTES(VALUE(doc, info.name), CURRENT[0], CURRENT[1])], info.offsets]"""
+    rows = list(db.aql.execute(query, bind_vars={"a": analyzer}))
+    assert rows == [
+        ["avocado", ["description", "en"], ["avocado"], [[4, 7]]],
+        ["chili", ["description", "en"], ["Capsicum", "cultivated for their pungency"],
+         [[72, 8], [82, 29]]],
+        ["tomato", ["description", "en"], ["tomato", "tomato"], [[4, 6], [38, 6]]],
+    ]
+    db.delete_view(view)
+    db.delete_analyzer(analyzer)

@@ -168,6 +168,18 @@ fn search_conditions_match_their_filters() {
             "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'quack', 1), 'text_en')",
             "CONTAINS(d.text, 'quick')",
         ),
+        (
+            "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'ick', 1, false, 64, 'qu'), 'text_en')",
+            "CONTAINS(d.text, 'quick')",
+        ),
+        (
+            "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'oxx', 1, false, 64, 'f'), 'text_en')",
+            "CONTAINS(d.text, 'fox')",
+        ),
+        (
+            "LEVENSHTEIN_MATCH(d.text, 'brown', 2, true, 1)",
+            "d.text == 'brown'",
+        ),
         ("BOOST(d.n == 1, 2)", "d.n == 1"),
         ("true", "true"),
         ("1 == 2", "false"),

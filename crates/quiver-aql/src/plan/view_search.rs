@@ -103,6 +103,8 @@ pub enum SearchCond {
         target: CExpr,
         distance: CExpr,
         transpositions: Option<CExpr>,
+        max_terms: Option<CExpr>,
+        prefix: Option<CExpr>,
     },
     NgramMatch {
         path: String,
@@ -190,11 +192,17 @@ impl SearchCond {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
                 ..
             } => {
                 target.visit_vars(f);
                 distance.visit_vars(f);
-                transpositions.iter().for_each(|e| e.visit_vars(f));
+                transpositions
+                    .iter()
+                    .chain(max_terms.iter())
+                    .chain(prefix.iter())
+                    .for_each(|e| e.visit_vars(f));
             }
             SearchCond::NgramMatch {
                 target, threshold, ..
@@ -418,6 +426,8 @@ impl SearchCond {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
             } => {
                 let Value::String(target) = eval(target)? else {
                     return Err(type_error(
@@ -435,12 +445,35 @@ impl SearchCond {
                         "LEVENSHTEIN_MATCH(): the distance must be an integer in [0, {max}]"
                     )));
                 }
+                let max_terms = match max_terms {
+                    None => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                    Some(e) => match eval(e)? {
+                        Value::Null => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                        v => v.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                            type_error("LEVENSHTEIN_MATCH(): maxTerms must be a number".into())
+                        })? as usize,
+                    },
+                };
+                let prefix = match prefix {
+                    None => String::new(),
+                    Some(e) => match eval(e)? {
+                        Value::Null => String::new(),
+                        Value::String(p) => p,
+                        _ => {
+                            return Err(type_error(
+                                "LEVENSHTEIN_MATCH(): the prefix must be a string".into(),
+                            ))
+                        }
+                    },
+                };
                 SearchQuery::Levenshtein {
                     path: path.clone(),
                     analyzer: analyzer.clone(),
                     target,
                     distance: distance as u8,
                     transpositions,
+                    max_terms,
+                    prefix,
                 }
             }
             SearchCond::NgramMatch {
@@ -1047,6 +1080,14 @@ impl Planner<'_> {
                     distance: self.operand(&args[2], view, plan)?,
                     transpositions: match args.get(3) {
                         Some(t) => Some(self.operand(t, view, plan)?),
+                        None => None,
+                    },
+                    max_terms: match args.get(4) {
+                        Some(m) => Some(self.operand(m, view, plan)?),
+                        None => None,
+                    },
+                    prefix: match args.get(5) {
+                        Some(p) => Some(self.operand(p, view, plan)?),
                         None => None,
                     },
                 })

@@ -205,12 +205,14 @@ fn collect_parts(
             target,
             distance,
             transpositions,
+            prefix,
+            ..
         } => out.push(single(
             path,
             analyzer,
             Kind::Term,
             TermMatcher::Levenshtein {
-                prefix: encode::string_prefix(path, analyzer),
+                prefix: full(path, analyzer, prefix),
                 target: target.chars().collect(),
                 distance: *distance,
                 transpositions: *transpositions,

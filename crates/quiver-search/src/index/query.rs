@@ -113,12 +113,16 @@ pub enum SearchQuery {
         analyzer: String,
         pattern: String,
     },
+    /// `LEVENSHTEIN_MATCH()`: terms starting with `prefix` whose rest is within `distance`
+    /// of `target`; `max_terms` (0: all) keeps the closest terms.
     Levenshtein {
         path: String,
         analyzer: String,
         target: String,
         distance: u8,
         transpositions: bool,
+        max_terms: usize,
+        prefix: String,
     },
     /// `NGRAM_MATCH()`: the longest common subsequence of `target`'s n-grams (tokens of
     /// `analyzer`) and the field's reaches `threshold` (0..=1) of the target's n-grams.
@@ -314,17 +318,34 @@ impl SearchQuery {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
             } => {
                 if *distance == 0 {
-                    term_query(&encode::string_term(path, analyzer, target))
-                } else {
+                    term_query(&encode::string_term(
+                        path,
+                        analyzer,
+                        &format!("{prefix}{target}"),
+                    ))
+                } else if *max_terms == 0 && prefix.is_empty() && *distance <= 2 {
                     // The prefix is the same in every term of the field, so edits fall on
-                    // the value.
+                    // the value. (Tantivy's automata stop at distance 2.)
                     Box::new(FuzzyTermQuery::new(
                         term(&encode::string_term(path, analyzer, target)),
                         *distance,
                         *transpositions,
                     ))
+                } else {
+                    // maxTerms, a prefix and distances past 2 need the matching terms
+                    // themselves: one position of the positional phrase query.
+                    let matcher = TermMatcher::Levenshtein {
+                        prefix: encode::string_term(path, analyzer, prefix),
+                        target: target.chars().collect(),
+                        distance: *distance,
+                        transpositions: *transpositions,
+                        max_terms: *max_terms,
+                    };
+                    Box::new(PositionalPhraseQuery::new(field, vec![(0, matcher)]))
                 }
             }
             SearchQuery::NgramMatch {

@@ -296,8 +296,26 @@ fn conditions_match_as_arangosearch() {
         target: "quack".into(),
         distance: 1,
         transpositions: true,
+        max_terms: 0,
+        prefix: String::new(),
     };
     assert_eq!(keys(&index, fuzzy), set(&[0, 1]));
+    // With a prefix the distance applies to the rest; maxTerms keeps the closest terms.
+    let fuzzy = |target: &str, distance, max_terms, prefix: &str| SearchQuery::Levenshtein {
+        path: "text".into(),
+        analyzer: "words".into(),
+        target: target.into(),
+        distance,
+        transpositions: false,
+        max_terms,
+        prefix: prefix.into(),
+    };
+    assert_eq!(keys(&index, fuzzy("ack", 1, 64, "qu")), set(&[0, 1]));
+    assert_eq!(keys(&index, fuzzy("ack", 1, 64, "br")), set(&[]));
+    assert_eq!(keys(&index, fuzzy("ick", 0, 64, "qu")), set(&[0, 1]));
+    // "dog" is 0 edits from "dog", "fox" 3: one term kept is "dog" alone.
+    assert_eq!(keys(&index, fuzzy("dog", 3, 1, "")), set(&[0, 2, 4]));
+    assert!(keys(&index, fuzzy("dog", 3, 0, "")).len() > 3);
     assert!(index
         .search(&SearchQuery::All, Some(&[8]), &[], &Words)
         .unwrap()
