@@ -519,3 +519,83 @@ fn offset_info_reports_the_matches() {
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::BadParameter);
 }
+
+/// MINHASH_MATCH with a `minhash` analyzer: the documents whose signature shares at least
+/// ceil(threshold · n) of the target's n signature tokens, as the FILTER over TOKENS() counts
+/// them (the brute-force reference), for several targets and thresholds.
+#[test]
+fn minhash_match_agrees_with_the_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    quiver_core::analyzers::create(
+        &db,
+        &json!({"name": "mh", "type": "minhash", "features": [],
+            "properties": {"numHashes": 20, "analyzer": {"type": "segmentation",
+                "properties": {"break": "alpha", "case": "lower"}}}}),
+        quiver_types::NamingConvention::Traditional,
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let texts = db.create_collection(CollectionSpec::new("texts")).unwrap();
+    let corpus = [
+        "the quick brown fox jumps over the lazy dog",
+        "the fox jumps over the crazy dog",
+        "a quick brown dog jumps over the lazy fox",
+        "lorem ipsum dolor sit amet",
+        "the quick brown fox",
+        "quick brown fox jumps over lazy dogs and cats",
+    ];
+    for (i, text) in corpus.iter().enumerate() {
+        texts
+            .insert(
+                json!({"_key": format!("t{i}"), "text": text}),
+                &InsertOptions::default(),
+            )
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    db.create_view(
+        "mhview",
+        "arangosearch",
+        &json!({"links": {"texts": {"fields": {"text": {"analyzers": ["mh"]}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let mut matched = 0;
+    for target in [
+        "the quick brown fox jumps over the lazy dog",
+        "lorem ipsum",
+        "quick fox",
+    ] {
+        for threshold in [0.1, 0.3, 0.5, 0.8, 1.0] {
+            let got = f.keys(&format!(
+                "FOR d IN mhview SEARCH MINHASH_MATCH(d.text, '{target}', {threshold}, 'mh')
+                 OPTIONS {{waitForSync: true}} RETURN d._key"
+            ));
+            let want = f.keys(&format!(
+                "LET t = TOKENS('{target}', 'mh') FOR d IN texts
+                 FILTER LENGTH(INTERSECTION(TOKENS(d.text, 'mh'), t)) >= MAX([1, CEIL({threshold} * LENGTH(t))])
+                 RETURN d._key"
+            ));
+            assert_eq!(got, want, "{target} {threshold}");
+            matched += got.len();
+        }
+    }
+    assert!(matched > 10, "{matched}");
+    // The whole text matches itself at threshold 1 (the default).
+    assert_eq!(
+        f.keys("FOR d IN mhview SEARCH MINHASH_MATCH(d.text, 'lorem ipsum dolor sit amet', 'mh') OPTIONS {waitForSync: true} RETURN d._key"),
+        vec!["t3".to_string()]
+    );
+    let err = f
+        .run("FOR d IN mhview SEARCH MINHASH_MATCH(d.text, 'x', 1.5, 'mh') RETURN d")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
+}

@@ -112,6 +112,12 @@ pub enum SearchCond {
         target: CExpr,
         threshold: Option<CExpr>,
     },
+    MinHashMatch {
+        path: String,
+        analyzer: String,
+        target: CExpr,
+        threshold: Option<CExpr>,
+    },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
 }
@@ -205,6 +211,9 @@ impl SearchCond {
                     .for_each(|e| e.visit_vars(f));
             }
             SearchCond::NgramMatch {
+                target, threshold, ..
+            }
+            | SearchCond::MinHashMatch {
                 target, threshold, ..
             } => {
                 target.visit_vars(f);
@@ -501,6 +510,31 @@ impl SearchCond {
                     threshold,
                 }
             }
+            SearchCond::MinHashMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let Value::String(target) = eval(target)? else {
+                    return Err(type_error("MINHASH_MATCH() expects a string target".into()));
+                };
+                let threshold = match threshold {
+                    Some(e) => eval(e)?.as_f64().unwrap_or(-1.0),
+                    None => DEFAULT_MINHASH_THRESHOLD,
+                };
+                if !(threshold > 0.0 && threshold <= 1.0) {
+                    return Err(type_error(
+                        "MINHASH_MATCH(): the threshold must be a number in (0, 1]".into(),
+                    ));
+                }
+                SearchQuery::MinHashMatch {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    target,
+                    threshold,
+                }
+            }
             SearchCond::Constant(e) => {
                 if truthy(&eval(e)?) {
                     SearchQuery::All
@@ -695,6 +729,9 @@ fn offset_rules(value: &Value) -> Result<Vec<OffsetRule>> {
 
 /// ArangoDB's `maxTerms` of `LEVENSHTEIN_MATCH` when none is given.
 const DEFAULT_LEVENSHTEIN_MAX_TERMS: usize = 64;
+
+/// The threshold of `MINHASH_MATCH()` when none is given: every signature token.
+const DEFAULT_MINHASH_THRESHOLD: f64 = 1.0;
 
 /// ArangoDB's threshold of `NGRAM_MATCH()` when none is given.
 const DEFAULT_NGRAM_THRESHOLD: f64 = 0.7;
@@ -1090,6 +1127,34 @@ impl Planner<'_> {
                         Some(p) => Some(self.operand(p, view, plan)?),
                         None => None,
                     },
+                })
+            }
+            "MINHASH_MATCH" => {
+                arity(3, 4)?;
+                let path = self.field_path(&args[0], view, "MINHASH_MATCH()")?;
+                let target = self.operand(&args[1], view, plan)?;
+                // (path, target, threshold, analyzer) or (path, target, analyzer).
+                let (threshold, analyzer_arg) = match &args[2..] {
+                    [analyzer] => (None, analyzer),
+                    [threshold, analyzer, ..] => (Some(threshold), analyzer),
+                    [] => unreachable!("arity checked"),
+                };
+                let Value::String(name) =
+                    self.constant(analyzer_arg, plan, "MINHASH_MATCH() analyzer")?
+                else {
+                    return Err(type_error(
+                        "MINHASH_MATCH() expects an analyzer name last".into(),
+                    ));
+                };
+                let threshold = match threshold {
+                    Some(t) => Some(self.operand(t, view, plan)?),
+                    None => None,
+                };
+                Ok(SearchCond::MinHashMatch {
+                    path,
+                    analyzer: normalize_analyzer(&name),
+                    target,
+                    threshold,
                 })
             }
             "NGRAM_MATCH" => {

@@ -132,6 +132,14 @@ pub enum SearchQuery {
         target: String,
         threshold: f64,
     },
+    /// `MINHASH_MATCH()`: at least `threshold` (0..=1) of the MinHash signature tokens of
+    /// `target` (tokens of the `minhash` analyzer `analyzer`) are tokens of the field.
+    MinHashMatch {
+        path: String,
+        analyzer: String,
+        target: String,
+        threshold: f64,
+    },
     And(Vec<SearchQuery>),
     Or(Vec<SearchQuery>),
     Not(Box<SearchQuery>),
@@ -370,6 +378,36 @@ impl SearchQuery {
                 // ArangoSearch: at least ceil(n · threshold) n-grams, and at least one.
                 let min_match = (terms.len() as f64 * threshold).ceil() as usize;
                 Box::new(NgramSimilarityQuery::new(field, terms, min_match))
+            }
+            SearchQuery::MinHashMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let tokens = analyzers.tokens(analyzer, target).ok_or_else(|| {
+                    Error::with_message(
+                        ErrorCode::BadParameter,
+                        format!("analyzer '{analyzer}' not found"),
+                    )
+                })?;
+                let mut terms: Vec<String> = tokens
+                    .into_iter()
+                    .map(|(token, _)| encode::string_term(path, analyzer, &token))
+                    .collect();
+                let signature = terms.len();
+                terms.sort_unstable();
+                terms.dedup();
+                if terms.is_empty() {
+                    return Ok(Box::new(EmptyQuery));
+                }
+                // At least ceil(threshold · signature size) tokens, and at least one.
+                let min = ((signature as f64 * threshold).ceil() as usize).clamp(1, terms.len());
+                let clauses = terms
+                    .iter()
+                    .map(|t| (Occur::Should, term_query(t)))
+                    .collect();
+                Box::new(BooleanQuery::with_minimum_required_clauses(clauses, min))
             }
             SearchQuery::And(list) => {
                 let mut clauses = Vec::with_capacity(list.len());
