@@ -334,3 +334,39 @@ def test_offset_info_for_search_highlighting(db):
     ]
     db.delete_view(view)
     db.delete_analyzer(analyzer)
+
+
+def test_minhash_analyzer_and_minhash_match(db):
+    """A minhash analyzer (the documentation's minhash5) and MINHASH_MATCH in SEARCH: the
+    documents sharing at least ceil(threshold * n) signature tokens with the target, as
+    counted from TOKENS() over the collection."""
+    analyzer = unique("minhash5")
+    created = db.create_analyzer(
+        analyzer, "minhash",
+        {"analyzer": {"type": "segmentation", "properties": {"break": "alpha", "case": "lower"}},
+         "numHashes": 5}, [])
+    assert created["type"] == "minhash"
+    assert created["properties"]["numHashes"] == 5
+    signature = list(db.aql.execute("RETURN TOKENS('The quick brown fox jumps over the lazy dog.', @a)",
+                                    bind_vars={"a": analyzer}))[0]
+    assert len(signature) == 5
+    coll = db.create_collection(unique("mhdocs"))
+    coll.insert_many([
+        {"_key": "a", "text": "The quick brown fox jumps over the lazy dog."},
+        {"_key": "b", "text": "The fox jumps over the crazy dog."},
+        {"_key": "c", "text": "Lorem ipsum dolor sit amet."},
+    ])
+    view = unique("mhview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"text": {"analyzers": [analyzer]}}}}})
+    target = "the quick brown fox jumps over the lazy dog"
+    for threshold in [0.2, 0.6, 1.0]:
+        searched = keys(db, f"FOR d IN {view} SEARCH MINHASH_MATCH(d.text, @t, {threshold}, @a) "
+                        f"{SEARCH_SYNC} RETURN d._key", t=target, a=analyzer)
+        counted = keys(db, f"LET s = TOKENS(@t, @a) FOR d IN {coll.name} "
+                       f"FILTER LENGTH(INTERSECTION(TOKENS(d.text, @a), s)) >= CEIL({threshold} * 5) "
+                       "RETURN d._key", t=target, a=analyzer)
+        assert searched == counted
+        assert "a" in searched and "c" not in searched
+    db.delete_view(view)
+    db.delete_analyzer(analyzer)
