@@ -11,7 +11,7 @@ use quiver_search::index::{
 use serde_json::{json, Value};
 
 use super::{NodeKind, Plan, Planner};
-use crate::ast::{BinOp, Expr, UnaryOp};
+use crate::ast::{BinOp, Expr, Quantifier, UnaryOp};
 use crate::expr::{CExpr, Slot};
 
 /// The analyzer of conditions outside `ANALYZER()`.
@@ -44,6 +44,15 @@ pub enum Compare {
     Le,
     Gt,
     Ge,
+}
+
+/// How the element comparisons of an array comparison combine.
+#[derive(Clone, Debug)]
+pub enum ArrayQuantifier {
+    Any,
+    All,
+    None,
+    AtLeast(CExpr),
 }
 
 /// A SEARCH condition with compiled operands.
@@ -117,6 +126,15 @@ pub enum SearchCond {
         analyzer: String,
         target: CExpr,
         threshold: Option<CExpr>,
+    },
+    /// `values ANY|ALL|NONE|AT LEAST (n) op path`: each element compared with the field
+    /// (`op` from the field's side; `IN` is `==`), the results combined by the quantifier.
+    ArrayCompare {
+        quantifier: ArrayQuantifier,
+        path: String,
+        analyzer: String,
+        op: Compare,
+        values: CExpr,
     },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
@@ -218,6 +236,14 @@ impl SearchCond {
             } => {
                 target.visit_vars(f);
                 threshold.iter().for_each(|e| e.visit_vars(f));
+            }
+            SearchCond::ArrayCompare {
+                quantifier, values, ..
+            } => {
+                values.visit_vars(f);
+                if let ArrayQuantifier::AtLeast(n) = quantifier {
+                    n.visit_vars(f);
+                }
             }
             SearchCond::Constant(e) => e.visit_vars(f),
         }
@@ -533,6 +559,39 @@ impl SearchCond {
                     analyzer: analyzer.clone(),
                     target,
                     threshold,
+                }
+            }
+            SearchCond::ArrayCompare {
+                quantifier,
+                path,
+                analyzer,
+                op,
+                values,
+            } => {
+                let items = match eval(values)? {
+                    Value::Array(items) => items,
+                    other => vec![other],
+                };
+                let mut list = Vec::with_capacity(items.len());
+                for item in items {
+                    let compare = SearchCond::Compare {
+                        path: path.clone(),
+                        analyzer: analyzer.clone(),
+                        op: *op,
+                        value: CExpr::Const(item),
+                    };
+                    list.push(compare.to_query(eval)?);
+                }
+                match quantifier {
+                    ArrayQuantifier::Any => SearchQuery::Or(list),
+                    ArrayQuantifier::All => SearchQuery::And(list),
+                    ArrayQuantifier::None => SearchQuery::Not(Box::new(SearchQuery::Or(list))),
+                    ArrayQuantifier::AtLeast(n) => {
+                        let min = eval(n)?.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                            type_error("AT LEAST expects a non-negative number".into())
+                        })?;
+                        SearchQuery::MinMatch(list, min as usize)
+                    }
                 }
             }
             SearchCond::Constant(e) => {
@@ -923,6 +982,37 @@ impl Planner<'_> {
                     analyzer: analyzer.to_string(),
                     op,
                     value: self.operand(value, view, plan)?,
+                })
+            }
+            Expr::ArrayCompare(_, op, values, field) | Expr::ArrayAtLeast(_, op, values, field)
+                if self.view_path(field, view).is_some_and(|p| !p.is_empty()) =>
+            {
+                let path = self.view_path(field, view).unwrap_or_default();
+                // `element op field` seen from the field.
+                let op = match op {
+                    BinOp::Eq | BinOp::In => Compare::Eq,
+                    BinOp::Ne | BinOp::NotIn => Compare::Ne,
+                    BinOp::Lt => Compare::Gt,
+                    BinOp::Le => Compare::Ge,
+                    BinOp::Gt => Compare::Lt,
+                    BinOp::Ge => Compare::Le,
+                    _ => return self.constant_cond(e, view, plan),
+                };
+                let quantifier = match e {
+                    Expr::ArrayCompare(Quantifier::Any, ..) => ArrayQuantifier::Any,
+                    Expr::ArrayCompare(Quantifier::All, ..) => ArrayQuantifier::All,
+                    Expr::ArrayCompare(Quantifier::None, ..) => ArrayQuantifier::None,
+                    Expr::ArrayAtLeast(n, ..) => {
+                        ArrayQuantifier::AtLeast(self.operand(n, view, plan)?)
+                    }
+                    _ => return self.constant_cond(e, view, plan),
+                };
+                Ok(SearchCond::ArrayCompare {
+                    quantifier,
+                    path,
+                    analyzer: analyzer.to_string(),
+                    op,
+                    values: self.operand(values, view, plan)?,
                 })
             }
             Expr::Binary(op @ (BinOp::In | BinOp::NotIn), l, r) => {
