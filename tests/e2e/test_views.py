@@ -1,6 +1,7 @@
 """ArangoSearch views through the real binary: /_api/view lifecycle with python-arango and raw
 HTTP, links over several collections, SEARCH with ==, PHRASE and BM25, eventual visibility and
-waitForSync, restart, kill -9 while indexing, and a rolled-back stream transaction."""
+waitForSync, restart, kill -9 while indexing, a rolled-back stream transaction, PHRASE object
+tokens and OFFSET_INFO."""
 import time
 
 import pytest
@@ -261,5 +262,111 @@ def test_ngram_match_in_search_and_as_a_filter(db):
     assert filtered == searched
     assert keys(db, f"FOR d IN {view} SEARCH NGRAM_MATCH(d.text, 'quick', 0.5, @a) "
                 f"{SEARCH_SYNC} RETURN d._key", a=analyzer) == ["a", "b", "d"]
+    db.delete_view(view)
+    db.delete_analyzer(analyzer)
+
+
+def test_phrase_object_tokens(db):
+    """PHRASE with ArangoDB's object tokens (not analyzed) and the array form, where an array
+    inside the array is a set of analyzed alternatives: the documentation's example."""
+    coll = db.create_collection(unique("phrasedocs"))
+    coll.insert_many([
+        {"_key": "fox", "title": "The quick brown fox jumps over the lazy dog"},
+        {"_key": "cat", "title": "The quick brown cat runs through the garden"},
+    ])
+    view = unique("phraseview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"title": {"analyzers": ["text_en"]}}}}})
+
+    def search(condition):
+        return keys(db, f"FOR d IN {view} SEARCH {condition} {SEARCH_SYNC} RETURN d._key")
+
+    objects = ("PHRASE(d.title, {STARTS_WITH: ['qui']}, 0, {WILDCARD: ['b%o_n']}, 0, "
+               "{LEVENSHTEIN_MATCH: ['foks', 2]}, 0, {TERMS: ['jump', 'run']}, 0, "
+               "{IN_RANGE: ['over', 'through', true, false]}, 'text_en')")
+    assert search(objects) == ["fox"]
+    array = ("PHRASE(d.title, [{STARTS_WITH: 'qui'}, 0, {WILDCARD: 'b%o_n'}, 0, "
+             "{LEVENSHTEIN_MATCH: ['foks', 2]}, 0, ['jumps', 'runs'], 0, "
+             "{IN_RANGE: ['over', 'through', true, false]}], 'text_en')")
+    assert search(array) == ["fox"]
+    # Object tokens skip the analyzer: the stemmed index holds "jump", not "jumps".
+    assert search("PHRASE(d.title, 'fox', 0, {TERMS: ['jumps', 'runs']}, 'text_en')") == []
+    assert search("PHRASE(d.title, 'brown', 0, {TERMS: ['fox', 'cat']}, 1, 'over', "
+                  "'text_en')") == ["fox"]
+    assert search("PHRASE(d.title, [{TERM: 'quick'}, 1, {STARTS_WITH: 'ca'}], 'text_en')") \
+        == ["cat"]
+    with pytest.raises(Exception) as err:
+        search("PHRASE(d.title, {NOSUCH: 'x'}, 'text_en')")
+    assert err.value.error_code == 10
+    db.delete_view(view)
+
+
+def test_offset_info_for_search_highlighting(db):
+    """OFFSET_INFO with a text analyzer that has the offset feature: the documentation's food
+    example, byte offsets and lengths of terms, a phrase and a prefix, named by path."""
+    analyzer = unique("text_en_offset")
+    db.create_analyzer(analyzer, "text", {"locale": "en", "stopwords": []},
+                       ["frequency", "norm", "position", "offset"])
+    coll = db.create_collection(unique("food"))
+    coll.insert_many([
+        {"_key": "avocado", "description": {"en": "The avocado is a medium-sized, evergreen tree, native to the Americas."}},
+        {"_key": "carrot", "description": {"en": "The carrot is a root vegetable, typically orange in color, native to Europe and Southwestern Asia."}},
+        {"_key": "chili", "description": {"en": "Chili peppers are varieties of the berry-fruit of plants from the genus Capsicum, cultivated for their pungency."}},
+        {"_key": "tomato", "description": {"en": "The tomato is the edible berry of the tomato plant."}},
+    ])
+    view = unique("food_view")
+    db.create_arangosearch_view(view, properties={"links": {coll.name: {"fields": {
+        "description": {"fields": {"en": {"analyzers": [analyzer]}}}}}}})
+    query = f"""FOR doc IN {view} SEARCH ANALYZER(
+          doc.description.en IN TOKENS('avocado tomato', @a) OR
+          PHRASE(doc.description.en, 'cultivated', 2, 'pungency') OR
+          STARTS_WITH(doc.description.en, 'cap'), @a) {SEARCH_SYNC}
+        SORT doc._key
+        FOR info IN OFFSET_INFO(doc, ['description.en'])
+          RETURN [doc._key, info.name, info.offsets[* RETURN
+            SUBSTRING_BYTES(VALUE(doc, info.name), CURRENT[0], CURRENT[1])], info.offsets]"""
+    rows = list(db.aql.execute(query, bind_vars={"a": analyzer}))
+    assert rows == [
+        ["avocado", ["description", "en"], ["avocado"], [[4, 7]]],
+        ["chili", ["description", "en"], ["Capsicum", "cultivated for their pungency"],
+         [[72, 8], [82, 29]]],
+        ["tomato", ["description", "en"], ["tomato", "tomato"], [[4, 6], [38, 6]]],
+    ]
+    db.delete_view(view)
+    db.delete_analyzer(analyzer)
+
+
+def test_minhash_analyzer_and_minhash_match(db):
+    """A minhash analyzer (the documentation's minhash5) and MINHASH_MATCH in SEARCH: the
+    documents sharing at least ceil(threshold * n) signature tokens with the target, as
+    counted from TOKENS() over the collection."""
+    analyzer = unique("minhash5")
+    created = db.create_analyzer(
+        analyzer, "minhash",
+        {"analyzer": {"type": "segmentation", "properties": {"break": "alpha", "case": "lower"}},
+         "numHashes": 5}, [])
+    assert created["type"] == "minhash"
+    assert created["properties"]["numHashes"] == 5
+    signature = list(db.aql.execute("RETURN TOKENS('The quick brown fox jumps over the lazy dog.', @a)",
+                                    bind_vars={"a": analyzer}))[0]
+    assert len(signature) == 5
+    coll = db.create_collection(unique("mhdocs"))
+    coll.insert_many([
+        {"_key": "a", "text": "The quick brown fox jumps over the lazy dog."},
+        {"_key": "b", "text": "The fox jumps over the crazy dog."},
+        {"_key": "c", "text": "Lorem ipsum dolor sit amet."},
+    ])
+    view = unique("mhview")
+    db.create_arangosearch_view(
+        view, properties={"links": {coll.name: {"fields": {"text": {"analyzers": [analyzer]}}}}})
+    target = "the quick brown fox jumps over the lazy dog"
+    for threshold in [0.2, 0.6, 1.0]:
+        searched = keys(db, f"FOR d IN {view} SEARCH MINHASH_MATCH(d.text, @t, {threshold}, @a) "
+                        f"{SEARCH_SYNC} RETURN d._key", t=target, a=analyzer)
+        counted = keys(db, f"LET s = TOKENS(@t, @a) FOR d IN {coll.name} "
+                       f"FILTER LENGTH(INTERSECTION(TOKENS(d.text, @a), s)) >= CEIL({threshold} * 5) "
+                       "RETURN d._key", t=target, a=analyzer)
+        assert searched == counted
+        assert "a" in searched and "c" not in searched
     db.delete_view(view)
     db.delete_analyzer(analyzer)

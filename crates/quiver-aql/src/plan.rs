@@ -313,6 +313,7 @@ impl NodeKind {
             NodeKind::Graph(g) => g.writes(),
             NodeKind::EnumerateView(v) => std::iter::once(v.out)
                 .chain(v.scorers.iter().map(|s| s.1))
+                .chain(v.offset_infos.iter().map(|o| o.1))
                 .collect(),
             _ => Vec::new(),
         }
@@ -1396,6 +1397,9 @@ impl<'a> Planner<'a> {
             Expr::Call(name, args) => {
                 if let Some(score) = self.scorer_call(name, args, plan)? {
                     return Ok(score);
+                }
+                if let Some(offsets) = self.offset_info_call(name, args, plan)? {
+                    return Ok(offsets);
                 }
                 if name.contains("::") {
                     return Err(Error::with_message(

@@ -129,6 +129,35 @@ fn search_conditions_match_their_filters() {
             "ANALYZER(PHRASE(d.text, ['lazy', 0, 'dog']), 'text_en')",
             "d.n == 3",
         ),
+        // Object tokens are not analyzed: text_en indexes `lazy` as `lazi` and `dogs` as `dog`.
+        (
+            "PHRASE(d.text, {STARTS_WITH: ['qui']}, 0, {WILDCARD: 'b%o_n'}, 0, {LEVENSHTEIN_MATCH: ['foks', 2]}, 'text_en')",
+            "d.n == 0",
+        ),
+        (
+            "PHRASE(d.text, [{TERMS: ['lazi', 'brown']}, {TERM: 'dog'}], 'text_en')",
+            "d.n IN [2, 3]",
+        ),
+        (
+            "PHRASE(d.text, [{TERM: ['dogs']}], 'text_en')",
+            "false",
+        ),
+        (
+            "PHRASE(d.text, ['a', ['Brown', 'Lazy'], 'dogs'], 'text_en')",
+            "d.n == 2",
+        ),
+        (
+            "PHRASE(d.text, {IN_RANGE: ['a', 'c', true, false]}, 0, 'dog', 'text_en')",
+            "d.n == 2",
+        ),
+        (
+            "PHRASE(d.text, 'lazy', 0, {LEVENSHTEIN_MATCH: ['ix', 1, false, 64, 'f']}, 'text_en')",
+            "d.n == 3",
+        ),
+        (
+            "PHRASE(d.text, 'the', 1, [], 0, 'brown', 'text_en')",
+            "d.n == 0",
+        ),
         (
             "ANALYZER(STARTS_WITH(d.text, 'laz'), 'text_en')",
             "STARTS_WITH(d.text, 'lazy')",
@@ -138,6 +167,30 @@ fn search_conditions_match_their_filters() {
         (
             "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'quack', 1), 'text_en')",
             "CONTAINS(d.text, 'quick')",
+        ),
+        (
+            "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'ick', 1, false, 64, 'qu'), 'text_en')",
+            "CONTAINS(d.text, 'quick')",
+        ),
+        (
+            "ANALYZER(LEVENSHTEIN_MATCH(d.text, 'oxx', 1, false, 64, 'f'), 'text_en')",
+            "CONTAINS(d.text, 'fox')",
+        ),
+        (
+            "LEVENSHTEIN_MATCH(d.text, 'brown', 2, true, 1)",
+            "d.text == 'brown'",
+        ),
+        ("[1, 3, 9] ANY == d.n", "d.n IN [1, 3, 9]"),
+        ("[1, 3] ANY IN d.n", "d.n IN [1, 3]"),
+        ("['a', 'b'] ALL == d.tags", "'a' IN d.tags AND 'b' IN d.tags"),
+        ("[1, 3] NONE == d.n", "d.n NOT IN [1, 3]"),
+        ("[2, 4] ALL > d.n", "d.n < 2"),
+        ("[2, 4] ANY <= d.n", "d.n >= 2"),
+        ("[] ANY == d.n", "false"),
+        ("[] ALL == d.n", "true"),
+        (
+            "ANALYZER(TOKENS('lazy brown fox', 'text_en') AT LEAST (2) == d.text, 'text_en')",
+            "d.n IN [0, 3]",
         ),
         ("BOOST(d.n == 1, 2)", "d.n == 1"),
         ("true", "true"),
@@ -195,6 +248,22 @@ fn errors_and_explain() {
     assert_eq!(err.code, ErrorCode::QueryParse);
     let err = f.run("FOR d IN docs RETURN BM25(d)").unwrap_err();
     assert_eq!(err.code, ErrorCode::BadParameter);
+    for bad in [
+        "{NOSUCH: 'a'}",
+        "{TERM: 'a', TERMS: ['b']}",
+        "{TERM: 1}",
+        "{LEVENSHTEIN_MATCH: ['a', 5]}",
+        "{IN_RANGE: ['a', 1, true, true]}",
+        "true",
+        "1.5",
+    ] {
+        let err = f
+            .run(&format!(
+                "FOR d IN v SEARCH PHRASE(d.text, {bad}, 'text_en') RETURN d"
+            ))
+            .unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadParameter, "{bad}");
+    }
     let (_, plan) = f
         .service
         .explain(
@@ -359,4 +428,186 @@ fn ngram_match_agrees_with_a_brute_force_reference() {
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::BadParameter, "{bad}: {}", err.message);
     }
+}
+
+/// OFFSET_INFO over a view whose link uses an analyzer with the `offset` feature: the
+/// documentation's food example (terms, a phrase with skipped tokens, a prefix), byte
+/// offsets and lengths of every match, named by path; caps and errors.
+#[test]
+fn offset_info_reports_the_matches() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    quiver_core::analyzers::create(
+        &db,
+        &json!({"name": "text_en_offset", "type": "text",
+            "features": ["frequency", "position", "offset"],
+            "properties": {"locale": "en", "stopwords": []}}),
+        quiver_types::NamingConvention::Traditional,
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let food = db.create_collection(CollectionSpec::new("food")).unwrap();
+    let texts = [
+        ("avocado", "The avocado is a medium-sized, evergreen tree, native to the Americas."),
+        ("carrot", "The carrot is a root vegetable, typically orange in color, native to Europe and Southwestern Asia."),
+        ("chili", "Chili peppers are varieties of the berry-fruit of plants from the genus Capsicum, cultivated for their pungency."),
+        ("tomato", "The tomato is the edible berry of the tomato plant."),
+    ];
+    for (key, en) in texts {
+        food.insert(
+            json!({"_key": key, "description": {"en": en}}),
+            &InsertOptions::default(),
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
+    }
+    db.create_view(
+        "food_view",
+        "arangosearch",
+        &json!({"links": {"food": {"fields": {"description": {"fields": {"en":
+            {"analyzers": ["text_en_offset", "text_en"]}}}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let query = "FOR doc IN food_view SEARCH ANALYZER(
+            doc.description.en IN TOKENS('avocado tomato', 'text_en_offset') OR
+            PHRASE(doc.description.en, 'cultivated', 2, 'pungency') OR
+            STARTS_WITH(doc.description.en, 'cap'), 'text_en_offset')
+          OPTIONS {waitForSync: true}
+          SORT doc._key
+          FOR info IN OFFSET_INFO(doc, ['description.en'])
+            RETURN [doc._key, info.name, info.offsets[* RETURN [CURRENT,
+              SUBSTRING_BYTES(VALUE(doc, info.name), CURRENT[0], CURRENT[1])]]]";
+    let rows = f.run(query).unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            json!(["avocado", ["description", "en"], [[[4, 7], "avocado"]]]),
+            json!([
+                "chili",
+                ["description", "en"],
+                [
+                    [[72, 8], "Capsicum"],
+                    [[82, 29], "cultivated for their pungency"]
+                ]
+            ]),
+            json!([
+                "tomato",
+                ["description", "en"],
+                [[[4, 6], "tomato"], [[38, 6], "tomato"]]
+            ]),
+        ]
+    );
+    // maxOffsets caps; a path the condition does not name, or an analyzer without the
+    // offset feature (text_en), gives nothing.
+    let capped = f
+        .run("FOR doc IN food_view SEARCH ANALYZER(doc.description.en == 'tomato', 'text_en_offset')
+              RETURN OFFSET_INFO(doc, [{name: 'description.en', options: {maxOffsets: 1}}, 'name'])")
+        .unwrap();
+    assert_eq!(
+        capped,
+        vec![json!([{"name": ["description", "en"], "offsets": [[4, 6]]}])]
+    );
+    let plain = f
+        .run(
+            "FOR doc IN food_view SEARCH ANALYZER(doc.description.en == 'tomato', 'text_en')
+              RETURN OFFSET_INFO(doc, 'description.en')",
+        )
+        .unwrap();
+    assert_eq!(plain, vec![json!([])]);
+    let err = f
+        .run("FOR d IN food RETURN OFFSET_INFO(d, 'x')")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
+    let err = f
+        .run("FOR d IN food_view RETURN OFFSET_INFO(d, 1)")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
+}
+
+/// MINHASH_MATCH with a `minhash` analyzer: the documents whose signature shares at least
+/// ceil(threshold · n) of the target's n signature tokens, as the FILTER over TOKENS() counts
+/// them (the brute-force reference), for several targets and thresholds.
+#[test]
+fn minhash_match_agrees_with_the_signatures() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    quiver_core::analyzers::create(
+        &db,
+        &json!({"name": "mh", "type": "minhash", "features": [],
+            "properties": {"numHashes": 20, "analyzer": {"type": "segmentation",
+                "properties": {"break": "alpha", "case": "lower"}}}}),
+        quiver_types::NamingConvention::Traditional,
+    )
+    .unwrap()
+    .wait()
+    .unwrap();
+    let texts = db.create_collection(CollectionSpec::new("texts")).unwrap();
+    let corpus = [
+        "the quick brown fox jumps over the lazy dog",
+        "the fox jumps over the crazy dog",
+        "a quick brown dog jumps over the lazy fox",
+        "lorem ipsum dolor sit amet",
+        "the quick brown fox",
+        "quick brown fox jumps over lazy dogs and cats",
+    ];
+    for (i, text) in corpus.iter().enumerate() {
+        texts
+            .insert(
+                json!({"_key": format!("t{i}"), "text": text}),
+                &InsertOptions::default(),
+            )
+            .unwrap()
+            .wait()
+            .unwrap();
+    }
+    db.create_view(
+        "mhview",
+        "arangosearch",
+        &json!({"links": {"texts": {"fields": {"text": {"analyzers": ["mh"]}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let mut matched = 0;
+    for target in [
+        "the quick brown fox jumps over the lazy dog",
+        "lorem ipsum",
+        "quick fox",
+    ] {
+        for threshold in [0.1, 0.3, 0.5, 0.8, 1.0] {
+            let got = f.keys(&format!(
+                "FOR d IN mhview SEARCH MINHASH_MATCH(d.text, '{target}', {threshold}, 'mh')
+                 OPTIONS {{waitForSync: true}} RETURN d._key"
+            ));
+            let want = f.keys(&format!(
+                "LET t = TOKENS('{target}', 'mh') FOR d IN texts
+                 FILTER LENGTH(INTERSECTION(TOKENS(d.text, 'mh'), t)) >= MAX([1, CEIL({threshold} * LENGTH(t))])
+                 RETURN d._key"
+            ));
+            assert_eq!(got, want, "{target} {threshold}");
+            matched += got.len();
+        }
+    }
+    assert!(matched > 10, "{matched}");
+    // The whole text matches itself at threshold 1 (the default).
+    assert_eq!(
+        f.keys("FOR d IN mhview SEARCH MINHASH_MATCH(d.text, 'lorem ipsum dolor sit amet', 'mh') OPTIONS {waitForSync: true} RETURN d._key"),
+        vec!["t3".to_string()]
+    );
+    let err = f
+        .run("FOR d IN mhview SEARCH MINHASH_MATCH(d.text, 'x', 1.5, 'mh') RETURN d")
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::BadParameter);
 }

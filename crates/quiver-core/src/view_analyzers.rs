@@ -72,6 +72,14 @@ impl AnalyzerSource for DatabaseAnalyzers {
                 .collect(),
         )
     }
+
+    fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<quiver_search::Token>> {
+        let analyzer = self.resolve(analyzer)?;
+        analyzer
+            .features()
+            .contains(&quiver_search::Feature::Offset)
+            .then(|| analyzer.tokens(input))
+    }
 }
 
 /// The analyzers of database `database`, resolved through the core's `databases`.

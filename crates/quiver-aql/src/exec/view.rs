@@ -16,6 +16,8 @@ pub(super) struct ViewOp {
     pub(super) input: Op,
     pub(super) node: ViewNode,
     pub(super) row: Option<Row>,
+    /// The current row's index query (OFFSET_INFO reads it per document).
+    pub(super) query: SearchQuery,
     pub(super) hits: VecDeque<ViewHit>,
 }
 
@@ -25,6 +27,7 @@ impl ViewOp {
             input,
             node,
             row: None,
+            query: SearchQuery::Nothing,
             hits: VecDeque::new(),
         }
     }
@@ -42,6 +45,11 @@ impl Operator for ViewOp {
                     };
                     ctx.stats.scanned_index += 1;
                     let mut r = row.clone();
+                    for (rules, slot) in &self.node.offset_infos {
+                        r[*slot] =
+                            ctx.txn
+                                .view_offset_info(&self.node.view, &doc, &self.query, rules)?;
+                    }
                     r[self.node.out] = doc;
                     for ((_, slot), score) in self.node.scorers.iter().zip(&hit.scores) {
                         r[*slot] = serde_json::Number::from_f64(*score)
@@ -67,6 +75,7 @@ impl Operator for ViewOp {
                 self.node.wait_for_sync,
             )?;
             self.hits = hits.into();
+            self.query = query;
             self.row = Some(row);
         }
     }

@@ -5,11 +5,13 @@
 //! variable become variables the node fills with each document's score.
 
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{ExistsKind, PhrasePart, Scorer, SearchQuery, SearchValue};
+use quiver_search::index::{
+    ExistsKind, OffsetRule, PhrasePart, PhraseToken, Scorer, SearchQuery, SearchValue,
+};
 use serde_json::{json, Value};
 
 use super::{NodeKind, Plan, Planner};
-use crate::ast::{BinOp, Expr, UnaryOp};
+use crate::ast::{BinOp, Expr, Quantifier, UnaryOp};
 use crate::expr::{CExpr, Slot};
 
 /// The analyzer of conditions outside `ANALYZER()`.
@@ -28,6 +30,8 @@ pub struct ViewNode {
     pub wait_for_sync: bool,
     /// Scorers the query reads, each with the variable its score goes to.
     pub scorers: Vec<(Scorer, Slot)>,
+    /// `OFFSET_INFO(d, paths)` calls: the paths with the variable each result goes to.
+    pub offset_infos: Vec<(Vec<OffsetRule>, Slot)>,
     pub options: Value,
 }
 
@@ -40,6 +44,15 @@ pub enum Compare {
     Le,
     Gt,
     Ge,
+}
+
+/// How the element comparisons of an array comparison combine.
+#[derive(Clone, Debug)]
+pub enum ArrayQuantifier {
+    Any,
+    All,
+    None,
+    AtLeast(CExpr),
 }
 
 /// A SEARCH condition with compiled operands.
@@ -99,12 +112,29 @@ pub enum SearchCond {
         target: CExpr,
         distance: CExpr,
         transpositions: Option<CExpr>,
+        max_terms: Option<CExpr>,
+        prefix: Option<CExpr>,
     },
     NgramMatch {
         path: String,
         analyzer: String,
         target: CExpr,
         threshold: Option<CExpr>,
+    },
+    MinHashMatch {
+        path: String,
+        analyzer: String,
+        target: CExpr,
+        threshold: Option<CExpr>,
+    },
+    /// `values ANY|ALL|NONE|AT LEAST (n) op path`: each element compared with the field
+    /// (`op` from the field's side; `IN` is `==`), the results combined by the quantifier.
+    ArrayCompare {
+        quantifier: ArrayQuantifier,
+        path: String,
+        analyzer: String,
+        op: Compare,
+        values: CExpr,
     },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
@@ -186,17 +216,34 @@ impl SearchCond {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
                 ..
             } => {
                 target.visit_vars(f);
                 distance.visit_vars(f);
-                transpositions.iter().for_each(|e| e.visit_vars(f));
+                transpositions
+                    .iter()
+                    .chain(max_terms.iter())
+                    .chain(prefix.iter())
+                    .for_each(|e| e.visit_vars(f));
             }
             SearchCond::NgramMatch {
+                target, threshold, ..
+            }
+            | SearchCond::MinHashMatch {
                 target, threshold, ..
             } => {
                 target.visit_vars(f);
                 threshold.iter().for_each(|e| e.visit_vars(f));
+            }
+            SearchCond::ArrayCompare {
+                quantifier, values, ..
+            } => {
+                values.visit_vars(f);
+                if let ArrayQuantifier::AtLeast(n) = quantifier {
+                    n.visit_vars(f);
+                }
             }
             SearchCond::Constant(e) => e.visit_vars(f),
         }
@@ -353,36 +400,11 @@ impl SearchCond {
                 analyzer,
                 parts,
             } => {
-                let mut flat = Vec::new();
+                let mut values = Vec::with_capacity(parts.len());
                 for part in parts {
-                    match eval(part)? {
-                        Value::Array(items) => flat.extend(items),
-                        v => flat.push(v),
-                    }
+                    values.push(eval(part)?);
                 }
-                let mut out = Vec::new();
-                let mut skip = 0u32;
-                for v in flat {
-                    match v {
-                        Value::String(text) => {
-                            out.push(PhrasePart { skip, text });
-                            skip = 0;
-                        }
-                        Value::Number(n) => {
-                            let n = n.as_f64().unwrap_or(-1.0);
-                            if n < 0.0 || n.fract() != 0.0 {
-                                return Err(type_error(
-                                    "PHRASE(): skip counts must be non-negative integers".into(),
-                                ));
-                            }
-                            skip = skip.saturating_add(n as u32);
-                        }
-                        _ => return Err(type_error(
-                            "PHRASE(): only strings and skip counts are supported as phrase parts"
-                                .into(),
-                        )),
-                    }
-                }
+                let out = phrase_parts(values)?;
                 SearchQuery::Phrase {
                     path: path.clone(),
                     analyzer: analyzer.clone(),
@@ -439,6 +461,8 @@ impl SearchCond {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
             } => {
                 let Value::String(target) = eval(target)? else {
                     return Err(type_error(
@@ -456,12 +480,35 @@ impl SearchCond {
                         "LEVENSHTEIN_MATCH(): the distance must be an integer in [0, {max}]"
                     )));
                 }
+                let max_terms = match max_terms {
+                    None => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                    Some(e) => match eval(e)? {
+                        Value::Null => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                        v => v.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                            type_error("LEVENSHTEIN_MATCH(): maxTerms must be a number".into())
+                        })? as usize,
+                    },
+                };
+                let prefix = match prefix {
+                    None => String::new(),
+                    Some(e) => match eval(e)? {
+                        Value::Null => String::new(),
+                        Value::String(p) => p,
+                        _ => {
+                            return Err(type_error(
+                                "LEVENSHTEIN_MATCH(): the prefix must be a string".into(),
+                            ))
+                        }
+                    },
+                };
                 SearchQuery::Levenshtein {
                     path: path.clone(),
                     analyzer: analyzer.clone(),
                     target,
                     distance: distance as u8,
                     transpositions,
+                    max_terms,
+                    prefix,
                 }
             }
             SearchCond::NgramMatch {
@@ -489,6 +536,64 @@ impl SearchCond {
                     threshold,
                 }
             }
+            SearchCond::MinHashMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let Value::String(target) = eval(target)? else {
+                    return Err(type_error("MINHASH_MATCH() expects a string target".into()));
+                };
+                let threshold = match threshold {
+                    Some(e) => eval(e)?.as_f64().unwrap_or(-1.0),
+                    None => DEFAULT_MINHASH_THRESHOLD,
+                };
+                if !(threshold > 0.0 && threshold <= 1.0) {
+                    return Err(type_error(
+                        "MINHASH_MATCH(): the threshold must be a number in (0, 1]".into(),
+                    ));
+                }
+                SearchQuery::MinHashMatch {
+                    path: path.clone(),
+                    analyzer: analyzer.clone(),
+                    target,
+                    threshold,
+                }
+            }
+            SearchCond::ArrayCompare {
+                quantifier,
+                path,
+                analyzer,
+                op,
+                values,
+            } => {
+                let items = match eval(values)? {
+                    Value::Array(items) => items,
+                    other => vec![other],
+                };
+                let mut list = Vec::with_capacity(items.len());
+                for item in items {
+                    let compare = SearchCond::Compare {
+                        path: path.clone(),
+                        analyzer: analyzer.clone(),
+                        op: *op,
+                        value: CExpr::Const(item),
+                    };
+                    list.push(compare.to_query(eval)?);
+                }
+                match quantifier {
+                    ArrayQuantifier::Any => SearchQuery::Or(list),
+                    ArrayQuantifier::All => SearchQuery::And(list),
+                    ArrayQuantifier::None => SearchQuery::Not(Box::new(SearchQuery::Or(list))),
+                    ArrayQuantifier::AtLeast(n) => {
+                        let min = eval(n)?.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                            type_error("AT LEAST expects a non-negative number".into())
+                        })?;
+                        SearchQuery::MinMatch(list, min as usize)
+                    }
+                }
+            }
             SearchCond::Constant(e) => {
                 if truthy(&eval(e)?) {
                     SearchQuery::All
@@ -499,6 +604,193 @@ impl SearchCond {
         })
     }
 }
+
+/// The parts of `PHRASE(path, part, …)`: strings (analyzed), skip counts, object tokens and
+/// arrays of these (an array inside an array is a set of alternatives, analyzed).
+fn phrase_parts(values: Vec<Value>) -> Result<Vec<PhrasePart>> {
+    let mut flat = Vec::new();
+    for value in values {
+        match value {
+            Value::Array(items) => flat.extend(items.into_iter().map(|v| (v, true))),
+            v => flat.push((v, false)),
+        }
+    }
+    let mut out = Vec::new();
+    let mut skip = 0i64;
+    for (value, in_array) in flat {
+        let token =
+            match value {
+                Value::String(text) => PhraseToken::Text(text),
+                Value::Number(n) => {
+                    let n = n.as_f64().unwrap_or(f64::NAN);
+                    if n.fract() != 0.0 || n.abs() > u32::MAX as f64 {
+                        return Err(type_error("PHRASE(): skip counts must be integers".into()));
+                    }
+                    skip = skip.saturating_add(n as i64);
+                    continue;
+                }
+                Value::Array(items) if in_array => {
+                    PhraseToken::AnalyzedTerms(phrase_strings(&Value::Array(items), "TERMS")?)
+                }
+                Value::Object(object) => phrase_object(object)?,
+                _ => return Err(type_error(
+                    "PHRASE(): phrase parts must be strings, skip counts, arrays or object tokens"
+                        .into(),
+                )),
+            };
+        out.push(PhrasePart { skip, token });
+        skip = 0;
+    }
+    Ok(out)
+}
+
+/// A string or an array of strings (an object token's argument).
+fn phrase_strings(value: &Value, what: &str) -> Result<Vec<String>> {
+    let bad = || type_error(format!("PHRASE(): {what} expects strings"));
+    match value {
+        Value::String(s) => Ok(vec![s.clone()]),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(bad))
+            .collect(),
+        _ => Err(bad()),
+    }
+}
+
+/// One string, bare or as the only element of an array (`{TERM: "a"}`, `{TERM: ["a"]}`).
+fn phrase_string(value: &Value, what: &str) -> Result<String> {
+    match phrase_strings(value, what)?.as_slice() {
+        [one] => Ok(one.clone()),
+        _ => Err(type_error(format!("PHRASE(): {what} expects one string"))),
+    }
+}
+
+/// ArangoDB's object tokens of PHRASE: `{TERM}`, `{TERMS}`, `{STARTS_WITH}`, `{WILDCARD}`,
+/// `{LEVENSHTEIN_MATCH: [target, distance, transpositions, maxTerms, prefix]}`,
+/// `{IN_RANGE: [low, high, includeLow, includeHigh]}`; the analyzer is not applied.
+fn phrase_object(object: serde_json::Map<String, Value>) -> Result<PhraseToken> {
+    let mut entries = object.into_iter();
+    let (Some((kind, arg)), None) = (entries.next(), entries.next()) else {
+        return Err(type_error(
+            "PHRASE(): an object token has exactly one attribute".into(),
+        ));
+    };
+    Ok(match kind.as_str() {
+        "TERM" => PhraseToken::Terms(vec![phrase_string(&arg, "TERM")?]),
+        "TERMS" => PhraseToken::Terms(phrase_strings(&arg, "TERMS")?),
+        "STARTS_WITH" => PhraseToken::StartsWith(phrase_string(&arg, "STARTS_WITH")?),
+        "WILDCARD" => PhraseToken::Wildcard(phrase_string(&arg, "WILDCARD")?),
+        "LEVENSHTEIN_MATCH" => {
+            let args = arg.as_array().map(Vec::as_slice).unwrap_or_default();
+            let (Some(Value::String(target)), Some(distance)) = (args.first(), args.get(1))
+            else {
+                return Err(type_error(
+                    "PHRASE(): LEVENSHTEIN_MATCH expects [target, maxDistance, …]".into(),
+                ));
+            };
+            let transpositions = args.get(2).is_none_or(truthy);
+            let max = if transpositions { 3.0 } else { 4.0 };
+            let distance = distance.as_f64().unwrap_or(-1.0);
+            if !(0.0..=max).contains(&distance) || distance.fract() != 0.0 {
+                return Err(type_error(format!(
+                    "PHRASE(): the LEVENSHTEIN_MATCH distance must be an integer in [0, {max}]"
+                )));
+            }
+            let max_terms = match args.get(3) {
+                None | Some(Value::Null) => DEFAULT_LEVENSHTEIN_MAX_TERMS,
+                Some(v) => v.as_f64().filter(|n| *n >= 0.0).ok_or_else(|| {
+                    type_error("PHRASE(): LEVENSHTEIN_MATCH maxTerms must be a number".into())
+                })? as usize,
+            };
+            let prefix = match args.get(4) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(p)) => p.clone(),
+                Some(_) => {
+                    return Err(type_error(
+                        "PHRASE(): LEVENSHTEIN_MATCH prefix must be a string".into(),
+                    ))
+                }
+            };
+            PhraseToken::Levenshtein {
+                target: target.clone(),
+                distance: distance as u8,
+                transpositions,
+                max_terms,
+                prefix,
+            }
+        }
+        "IN_RANGE" => match arg.as_array().map(Vec::as_slice) {
+            Some([Value::String(low), Value::String(high), include_low, include_high]) => {
+                PhraseToken::InRange {
+                    low: low.clone(),
+                    high: high.clone(),
+                    include_low: truthy(include_low),
+                    include_high: truthy(include_high),
+                }
+            }
+            _ => {
+                return Err(type_error(
+                    "PHRASE(): IN_RANGE expects [low, high, includeLow, includeHigh] with string bounds"
+                        .into(),
+                ))
+            }
+        },
+        other => {
+            return Err(type_error(format!(
+                "PHRASE(): unknown object token '{other}'"
+            )))
+        }
+    })
+}
+
+/// The paths of `OFFSET_INFO(d, paths)`: a string, an array of strings, or rules
+/// `{name, options: {maxOffsets, limits: {term, phrase, ngram}}}`.
+fn offset_rules(value: &Value) -> Result<Vec<OffsetRule>> {
+    let bad = || {
+        type_error("OFFSET_INFO() expects a path, an array of paths or an array of rules".into())
+    };
+    let count = |v: Option<&Value>, default: usize| -> Result<usize> {
+        match v {
+            None | Some(Value::Null) => Ok(default),
+            Some(v) => v
+                .as_f64()
+                .filter(|n| *n >= 0.0)
+                .map(|n| n.min(u32::MAX as f64) as usize)
+                .ok_or_else(bad),
+        }
+    };
+    let rule = |v: &Value| -> Result<OffsetRule> {
+        match v {
+            Value::String(path) => Ok(OffsetRule::new(path)),
+            Value::Object(obj) => {
+                let Some(Value::String(path)) = obj.get("name") else {
+                    return Err(bad());
+                };
+                let mut rule = OffsetRule::new(path);
+                let options = obj.get("options");
+                let limits = options.and_then(|o| o.get("limits"));
+                rule.max_offsets =
+                    count(options.and_then(|o| o.get("maxOffsets")), rule.max_offsets)?;
+                rule.term_limit = count(limits.and_then(|l| l.get("term")), rule.term_limit)?;
+                rule.phrase_limit = count(limits.and_then(|l| l.get("phrase")), rule.phrase_limit)?;
+                rule.ngram_limit = count(limits.and_then(|l| l.get("ngram")), rule.ngram_limit)?;
+                Ok(rule)
+            }
+            _ => Err(bad()),
+        }
+    };
+    match value {
+        Value::String(_) => Ok(vec![rule(value)?]),
+        Value::Array(items) => items.iter().map(rule).collect(),
+        _ => Err(bad()),
+    }
+}
+
+/// ArangoDB's `maxTerms` of `LEVENSHTEIN_MATCH` when none is given.
+const DEFAULT_LEVENSHTEIN_MAX_TERMS: usize = 64;
+
+/// The threshold of `MINHASH_MATCH()` when none is given: every signature token.
+const DEFAULT_MINHASH_THRESHOLD: f64 = 1.0;
 
 /// ArangoDB's threshold of `NGRAM_MATCH()` when none is given.
 const DEFAULT_NGRAM_THRESHOLD: f64 = 0.7;
@@ -586,6 +878,7 @@ impl Planner<'_> {
                 collections,
                 wait_for_sync,
                 scorers: Vec::new(),
+                offset_infos: Vec::new(),
                 options: options_json,
             })),
         );
@@ -689,6 +982,37 @@ impl Planner<'_> {
                     analyzer: analyzer.to_string(),
                     op,
                     value: self.operand(value, view, plan)?,
+                })
+            }
+            Expr::ArrayCompare(_, op, values, field) | Expr::ArrayAtLeast(_, op, values, field)
+                if self.view_path(field, view).is_some_and(|p| !p.is_empty()) =>
+            {
+                let path = self.view_path(field, view).unwrap_or_default();
+                // `element op field` seen from the field.
+                let op = match op {
+                    BinOp::Eq | BinOp::In => Compare::Eq,
+                    BinOp::Ne | BinOp::NotIn => Compare::Ne,
+                    BinOp::Lt => Compare::Gt,
+                    BinOp::Le => Compare::Ge,
+                    BinOp::Gt => Compare::Lt,
+                    BinOp::Ge => Compare::Le,
+                    _ => return self.constant_cond(e, view, plan),
+                };
+                let quantifier = match e {
+                    Expr::ArrayCompare(Quantifier::Any, ..) => ArrayQuantifier::Any,
+                    Expr::ArrayCompare(Quantifier::All, ..) => ArrayQuantifier::All,
+                    Expr::ArrayCompare(Quantifier::None, ..) => ArrayQuantifier::None,
+                    Expr::ArrayAtLeast(n, ..) => {
+                        ArrayQuantifier::AtLeast(self.operand(n, view, plan)?)
+                    }
+                    _ => return self.constant_cond(e, view, plan),
+                };
+                Ok(SearchCond::ArrayCompare {
+                    quantifier,
+                    path,
+                    analyzer: analyzer.to_string(),
+                    op,
+                    values: self.operand(values, view, plan)?,
                 })
             }
             Expr::Binary(op @ (BinOp::In | BinOp::NotIn), l, r) => {
@@ -885,6 +1209,42 @@ impl Planner<'_> {
                         Some(t) => Some(self.operand(t, view, plan)?),
                         None => None,
                     },
+                    max_terms: match args.get(4) {
+                        Some(m) => Some(self.operand(m, view, plan)?),
+                        None => None,
+                    },
+                    prefix: match args.get(5) {
+                        Some(p) => Some(self.operand(p, view, plan)?),
+                        None => None,
+                    },
+                })
+            }
+            "MINHASH_MATCH" => {
+                arity(3, 4)?;
+                let path = self.field_path(&args[0], view, "MINHASH_MATCH()")?;
+                let target = self.operand(&args[1], view, plan)?;
+                // (path, target, threshold, analyzer) or (path, target, analyzer).
+                let (threshold, analyzer_arg) = match &args[2..] {
+                    [analyzer] => (None, analyzer),
+                    [threshold, analyzer, ..] => (Some(threshold), analyzer),
+                    [] => unreachable!("arity checked"),
+                };
+                let Value::String(name) =
+                    self.constant(analyzer_arg, plan, "MINHASH_MATCH() analyzer")?
+                else {
+                    return Err(type_error(
+                        "MINHASH_MATCH() expects an analyzer name last".into(),
+                    ));
+                };
+                let threshold = match threshold {
+                    Some(t) => Some(self.operand(t, view, plan)?),
+                    None => None,
+                };
+                Ok(SearchCond::MinHashMatch {
+                    path,
+                    analyzer: normalize_analyzer(&name),
+                    target,
+                    threshold,
                 })
             }
             "NGRAM_MATCH" => {
@@ -925,6 +1285,54 @@ impl Planner<'_> {
             }
             _ => self.constant_cond(e, view, plan),
         }
+    }
+
+    /// `OFFSET_INFO(d, paths)` on a view variable of this plan: the variable the view node
+    /// fills with each document's offsets. `paths`: a string, an array of strings, or an
+    /// array of `{name, options: {maxOffsets, limits: {term, phrase, ngram}}}`, constant.
+    pub(super) fn offset_info_call(
+        &mut self,
+        name: &str,
+        args: &[Expr],
+        plan: &mut Plan,
+    ) -> Result<Option<CExpr>> {
+        if !name.eq_ignore_ascii_case("OFFSET_INFO") {
+            return Ok(None);
+        }
+        if args.len() != 2 {
+            return Err(Error::with_message(
+                ErrorCode::QueryFunctionArgumentNumberMismatch,
+                "AQL: invalid number of arguments for function 'OFFSET_INFO()', expected number of arguments: minimum: 2, maximum: 2 (while parsing)",
+            ));
+        }
+        let target = match &args[0] {
+            Expr::Name(n) => self.lookup_var(n),
+            _ => None,
+        };
+        let Some((_, node_id)) =
+            target.and_then(|slot| self.view_vars.iter().find(|(s, _)| *s == slot).copied())
+        else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "AQL: OFFSET_INFO() must be called on the variable of a view loop (FOR d IN view SEARCH …)",
+            ));
+        };
+        let rules = offset_rules(&self.constant(&args[1], plan, "OFFSET_INFO() paths")?)?;
+        let slot = self.temp();
+        let Some(node) = plan.nodes.iter_mut().find(|n| n.id == node_id) else {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                "AQL: OFFSET_INFO() must be used in the same (sub)query as its view loop",
+            ));
+        };
+        let NodeKind::EnumerateView(v) = &mut node.kind else {
+            return Err(Error::with_message(
+                ErrorCode::Internal,
+                "OFFSET_INFO() target is not a view node",
+            ));
+        };
+        v.offset_infos.push((rules, slot));
+        Ok(Some(CExpr::Var(slot)))
     }
 
     /// `BM25(d, …)` / `TFIDF(d, …)` on a view variable of this plan: the variable the view

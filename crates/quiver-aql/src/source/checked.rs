@@ -124,6 +124,16 @@ impl Transaction for CheckedTransaction {
             .search_view(view, query, collections, scorers, wait_for_sync)
     }
 
+    fn view_offset_info(
+        &self,
+        view: &str,
+        doc: &Value,
+        query: &SearchQuery,
+        rules: &[super::OffsetRule],
+    ) -> Result<Value> {
+        self.inner.view_offset_info(view, doc, query, rules)
+    }
+
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
         self.read(collection)?;
         self.inner.secondary_indexes(collection)

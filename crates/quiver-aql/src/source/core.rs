@@ -286,6 +286,23 @@ impl Transaction for CoreTransaction {
         Ok(out)
     }
 
+    fn view_offset_info(
+        &self,
+        view: &str,
+        doc: &Value,
+        query: &super::SearchQuery,
+        rules: &[super::OffsetRule],
+    ) -> Result<Value> {
+        let db = self.reader().database();
+        let v = db.view(view).map_err(|_| {
+            Error::with_message(
+                ErrorCode::DataSourceNotFound,
+                format!("collection or view not found: {view}"),
+            )
+        })?;
+        quiver_search::index::offset_info(query, doc, rules, &**v.analyzer_source())
+    }
+
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<super::IndexMeta>> {
         let coll = self.coll(collection)?;
         Ok(coll

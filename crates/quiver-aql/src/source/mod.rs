@@ -44,7 +44,7 @@ pub struct ViewHit {
     pub scores: Vec<f64>,
 }
 
-pub use quiver_search::index::{Scorer, SearchQuery};
+pub use quiver_search::index::{OffsetRule, Scorer, SearchQuery};
 
 /// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
 #[derive(Clone, Debug, PartialEq)]
@@ -149,6 +149,20 @@ pub trait Transaction: Send {
         wait_for_sync: bool,
     ) -> Result<Vec<ViewHit>> {
         let _ = (query, collections, scorers, wait_for_sync);
+        Err(Error::with_message(
+            ErrorCode::DataSourceNotFound,
+            format!("AQL: collection or view not found: {view}"),
+        ))
+    }
+    /// `OFFSET_INFO(doc, rules)` for a document view `view` found with `query`.
+    fn view_offset_info(
+        &self,
+        view: &str,
+        doc: &Value,
+        query: &SearchQuery,
+        rules: &[OffsetRule],
+    ) -> Result<Value> {
+        let _ = (doc, query, rules);
         Err(Error::with_message(
             ErrorCode::DataSourceNotFound,
             format!("AQL: collection or view not found: {view}"),

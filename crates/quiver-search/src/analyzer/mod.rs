@@ -13,6 +13,7 @@ mod builtin;
 mod delimiter;
 mod geo;
 mod identity;
+mod minhash;
 mod multi_delimiter;
 mod ngram;
 mod norm;
@@ -191,7 +192,7 @@ fn unsupported_type(kind: &str) -> Option<&'static str> {
             "analyzer type 'aql' is not supported: running AQL queries inside analyzers is \
              not available in this server",
         ),
-        "geo_s2" | "minhash" | "classification" | "nearest_neighbors" => {
+        "geo_s2" | "classification" | "nearest_neighbors" => {
             Some("this analyzer type is only available in the Enterprise Edition of ArangoDB")
         }
         _ => None,
@@ -212,6 +213,7 @@ pub(crate) fn build_type(kind: &str, properties: &Value) -> std::result::Result<
         "segmentation" => segmentation::build(properties),
         "pipeline" => pipeline::build(properties),
         "wildcard" => wildcard::build(properties),
+        "minhash" => minhash::build(properties),
         "geojson" => geo::build_geojson(properties),
         "geopoint" => geo::build_geopoint(properties),
         other => Err(format!("unknown analyzer type '{other}'")),
@@ -233,6 +235,7 @@ pub(crate) fn is_known_type(kind: &str) -> bool {
             | "segmentation"
             | "pipeline"
             | "wildcard"
+            | "minhash"
             | "geojson"
             | "geopoint"
     )

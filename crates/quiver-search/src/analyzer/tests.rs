@@ -504,7 +504,7 @@ fn unknown_and_unsupported_types() {
         ErrorCode::NotImplemented
     );
     assert_eq!(
-        rejection("minhash", json!({})).code,
+        rejection("geo_s2", json!({})).code,
         ErrorCode::OnlyEnterprise
     );
 }
@@ -530,4 +530,74 @@ fn builtins_match_arangodb() {
 fn properties_may_be_a_json_string() {
     let a = analyzer("delimiter", Value::String(r#"{"delimiter":";"}"#.into()));
     assert_eq!(terms(&a, "a;b"), ["a", "b"]);
+}
+
+#[test]
+fn minhash_signatures_estimate_jaccard() {
+    let segment =
+        json!({"type": "segmentation", "properties": {"break": "alpha", "case": "lower"}});
+    let small = analyzer("minhash", json!({"analyzer": segment, "numHashes": 5}));
+    // The documentation's analyzer: five hex tokens at positions 0..4, normalized properties.
+    let tokens = small.tokens("The quick brown fox jumps over the lazy dog.");
+    assert_eq!(tokens.len(), 5);
+    assert!(tokens
+        .iter()
+        .enumerate()
+        .all(|(i, t)| t.position == i as u32
+            && t.term.len() == 16
+            && t.term.chars().all(|c| c.is_ascii_hexdigit())));
+    assert_eq!(
+        small.definition().properties,
+        json!({"analyzer": {"type": "segmentation", "properties":
+            {"break": "alpha", "case": "lower"}}, "numHashes": 5})
+    );
+    assert!(terms(&small, "").is_empty());
+    // The signature depends on the token set only.
+    assert_eq!(terms(&small, "b a a"), terms(&small, "A B"));
+    // With 400 hashes the share of equal positions is within 0.1 of the true Jaccard
+    // similarity of the word sets (error about 1/sqrt(400) = 0.05), for many pairs.
+    let wide = analyzer("minhash", json!({"analyzer": segment, "numHashes": 400}));
+    let words: Vec<String> = (0..60).map(|i| format!("w{i}")).collect();
+    for (a, b, shift) in [
+        (0, 30, 10),
+        (0, 40, 0),
+        (5, 25, 15),
+        (0, 60, 30),
+        (0, 20, 19),
+    ] {
+        let left: Vec<&str> = words[a..b].iter().map(String::as_str).collect();
+        let right: Vec<&str> = words[a + shift..b + shift.min(60 - b)]
+            .iter()
+            .map(String::as_str)
+            .collect();
+        let set = |v: &[&str]| {
+            v.iter()
+                .map(|w| w.to_string())
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (l, r) = (set(&left), set(&right));
+        let actual = l.intersection(&r).count() as f64 / l.union(&r).count() as f64;
+        let (sl, sr) = (
+            terms(&wide, &left.join(" ")),
+            terms(&wide, &right.join(" ")),
+        );
+        let equal = sl.iter().zip(&sr).filter(|(x, y)| x == y).count() as f64;
+        let estimate = equal / 400.0;
+        assert!(
+            (estimate - actual).abs() < 0.1,
+            "{a} {b} {shift}: {estimate} vs {actual}"
+        );
+    }
+    assert_eq!(
+        rejection("minhash", json!({"analyzer": segment})).code,
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        rejection("minhash", json!({"analyzer": segment, "numHashes": 0})).code,
+        ErrorCode::BadParameter
+    );
+    assert_eq!(
+        rejection("minhash", json!({"numHashes": 3})).code,
+        ErrorCode::BadParameter
+    );
 }

@@ -17,6 +17,13 @@ pub const VALUE_POSITION_GAP: u32 = 256;
 /// catalog by the core; None when the analyzer is unknown.
 pub trait AnalyzerSource: Send + Sync {
     fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>>;
+
+    /// The tokens with their byte offsets, for `OFFSET_INFO`; None unless the analyzer is
+    /// known and has the `offset` feature.
+    fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<crate::analyzer::Token>> {
+        let _ = (analyzer, input);
+        None
+    }
 }
 
 /// One term occurrence of a document.

@@ -1,9 +1,9 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
 //! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
-//! (`query.rs`, `ngram_similarity.rs`; the fields' analyzers of an inverted index in
-//! `field_analyzers.rs`), the scorers (`scoring.rs`, with their per-segment field statistics
-//! in `field_stats.rs`) and the index itself (`view_index.rs`, collecting matches with
-//! `matched_docs.rs`).
+//! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an
+//! inverted index in `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
+//! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`) and the index
+//! itself (`view_index.rs`, collecting matches with `matched_docs.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
@@ -13,6 +13,8 @@ mod field_stats;
 mod link;
 mod matched_docs;
 mod ngram_similarity;
+mod offsets;
+mod phrase_positions;
 mod query;
 mod scoring;
 mod view_index;
@@ -21,7 +23,11 @@ pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_P
 pub use field_analyzers::analyzer_at;
 pub use link::{FieldDefinition, LinkDefinition, Resolved, MAX_FIELD_DEPTH};
 pub use ngram_similarity::{longest_common_subsequence, NgramSimilarityQuery};
-pub use query::{ExistsKind, PhrasePart, ScoredTerm, SearchQuery, SearchValue};
+pub use offsets::{offset_info, OffsetRule, DEFAULT_MAX_OFFSETS};
+pub use phrase_positions::{
+    edit_distance, like_matches, LikeItem, PositionalPhraseQuery, TermMatcher,
+};
+pub use query::{ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue};
 pub use scoring::{FieldStats, Scorer};
 pub use view_index::{Consolidation, Hit, Opened, ViewIndex};
 

@@ -45,10 +45,7 @@ impl Query for NgramSimilarityQuery {
 impl Weight for NgramSimilarityQuery {
     fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
         let docs = self.matching_docs(reader)?;
-        Ok(Box::new(ConstScorer::new(
-            SortedDocs { docs, cursor: 0 },
-            boost,
-        )))
+        Ok(Box::new(ConstScorer::new(SortedDocs::new(docs), boost)))
     }
 
     fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
@@ -115,9 +112,15 @@ impl NgramSimilarityQuery {
 }
 
 /// Ascending document ids as a tantivy `DocSet` (tantivy's own is for its tests only).
-struct SortedDocs {
+pub(crate) struct SortedDocs {
     docs: Vec<DocId>,
     cursor: usize,
+}
+
+impl SortedDocs {
+    pub(crate) fn new(docs: Vec<DocId>) -> SortedDocs {
+        SortedDocs { docs, cursor: 0 }
+    }
 }
 
 impl DocSet for SortedDocs {

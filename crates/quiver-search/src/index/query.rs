@@ -14,6 +14,7 @@ use tantivy::Term;
 use super::document::AnalyzerSource;
 use super::encode;
 use super::ngram_similarity::NgramSimilarityQuery;
+use super::phrase_positions::{PositionalPhraseQuery, TermMatcher};
 
 /// A scalar a SEARCH condition compares with.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,11 +36,44 @@ pub enum ExistsKind {
     Analyzer(String),
 }
 
-/// One text part of a PHRASE: `skip` tokens left out before it, then the tokens of `text`.
+/// One part of a PHRASE: `skip` positions left out before it (negative: back), then `token`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PhrasePart {
-    pub skip: u32,
-    pub text: String,
+    pub skip: i64,
+    pub token: PhraseToken,
+}
+
+/// What a part of a PHRASE matches. `Text` is analyzed into consecutive tokens; every other
+/// kind is one position whose terms are given as indexed (ArangoDB's object tokens), except
+/// `AnalyzedTerms` (an array inside the array form), whose strings are analyzed.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PhraseToken {
+    Text(String),
+    /// `{TERM: t}` (one term) and `{TERMS: [..]}`: any of these terms.
+    Terms(Vec<String>),
+    /// `[..]` inside the array form: any token of these strings.
+    AnalyzedTerms(Vec<String>),
+    /// `{STARTS_WITH: p}`.
+    StartsWith(String),
+    /// `{WILDCARD: pattern}` (LIKE syntax).
+    Wildcard(String),
+    /// `{LEVENSHTEIN_MATCH: [target, distance, transpositions, maxTerms, prefix]}`; a term
+    /// matches when it starts with `prefix` and the rest is within `distance` of `target`;
+    /// `max_terms` (0: all) keeps the closest terms.
+    Levenshtein {
+        target: String,
+        distance: u8,
+        transpositions: bool,
+        max_terms: usize,
+        prefix: String,
+    },
+    /// `{IN_RANGE: [low, high, includeLow, includeHigh]}` over strings.
+    InRange {
+        low: String,
+        high: String,
+        include_low: bool,
+        include_high: bool,
+    },
 }
 
 /// A SEARCH condition over one view. Paths are attribute paths as indexed (`a.b`, `a[1]`);
@@ -79,16 +113,28 @@ pub enum SearchQuery {
         analyzer: String,
         pattern: String,
     },
+    /// `LEVENSHTEIN_MATCH()`: terms starting with `prefix` whose rest is within `distance`
+    /// of `target`; `max_terms` (0: all) keeps the closest terms.
     Levenshtein {
         path: String,
         analyzer: String,
         target: String,
         distance: u8,
         transpositions: bool,
+        max_terms: usize,
+        prefix: String,
     },
     /// `NGRAM_MATCH()`: the longest common subsequence of `target`'s n-grams (tokens of
     /// `analyzer`) and the field's reaches `threshold` (0..=1) of the target's n-grams.
     NgramMatch {
+        path: String,
+        analyzer: String,
+        target: String,
+        threshold: f64,
+    },
+    /// `MINHASH_MATCH()`: at least `threshold` (0..=1) of the MinHash signature tokens of
+    /// `target` (tokens of the `minhash` analyzer `analyzer`) are tokens of the field.
+    MinHashMatch {
         path: String,
         analyzer: String,
         target: String,
@@ -142,11 +188,27 @@ impl SearchQuery {
                 parts,
             } => {
                 for part in parts {
-                    for (token, _) in analyzers.tokens(analyzer, &part.text).unwrap_or_default() {
+                    let terms: Vec<String> = match &part.token {
+                        PhraseToken::Text(text) => analyzers
+                            .tokens(analyzer, text)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(token, _)| token)
+                            .collect(),
+                        PhraseToken::Terms(terms) => terms.clone(),
+                        PhraseToken::AnalyzedTerms(texts) => texts
+                            .iter()
+                            .flat_map(|t| analyzers.tokens(analyzer, t).unwrap_or_default())
+                            .map(|(token, _)| token)
+                            .collect(),
+                        // Patterns, prefixes, ranges and fuzzy terms match without scoring.
+                        _ => Vec::new(),
+                    };
+                    for term in terms {
                         out.push(ScoredTerm {
                             path: path.clone(),
                             analyzer: analyzer.clone(),
-                            term: token,
+                            term,
                             boost,
                         });
                     }
@@ -234,32 +296,7 @@ impl SearchQuery {
                 path,
                 analyzer,
                 parts,
-            } => {
-                let mut terms = Vec::new();
-                let mut cursor = 0u32;
-                for part in parts {
-                    cursor = cursor.saturating_add(part.skip);
-                    let tokens = analyzers.tokens(analyzer, &part.text).ok_or_else(|| {
-                        Error::with_message(
-                            ErrorCode::BadParameter,
-                            format!("analyzer '{analyzer}' not found"),
-                        )
-                    })?;
-                    let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
-                    for (token, position) in tokens {
-                        terms.push((
-                            (cursor + position) as usize,
-                            term(&encode::string_term(path, analyzer, &token)),
-                        ));
-                    }
-                    cursor = cursor.saturating_add(span);
-                }
-                match terms.len() {
-                    0 => Box::new(EmptyQuery),
-                    1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
-                    _ => Box::new(PhraseQuery::new_with_offset(terms)),
-                }
-            }
+            } => phrase_query(field, path, analyzer, parts, analyzers)?,
             SearchQuery::Prefix {
                 path,
                 analyzer,
@@ -289,17 +326,34 @@ impl SearchQuery {
                 target,
                 distance,
                 transpositions,
+                max_terms,
+                prefix,
             } => {
                 if *distance == 0 {
-                    term_query(&encode::string_term(path, analyzer, target))
-                } else {
+                    term_query(&encode::string_term(
+                        path,
+                        analyzer,
+                        &format!("{prefix}{target}"),
+                    ))
+                } else if *max_terms == 0 && prefix.is_empty() && *distance <= 2 {
                     // The prefix is the same in every term of the field, so edits fall on
-                    // the value.
+                    // the value. (Tantivy's automata stop at distance 2.)
                     Box::new(FuzzyTermQuery::new(
                         term(&encode::string_term(path, analyzer, target)),
                         *distance,
                         *transpositions,
                     ))
+                } else {
+                    // maxTerms, a prefix and distances past 2 need the matching terms
+                    // themselves: one position of the positional phrase query.
+                    let matcher = TermMatcher::Levenshtein {
+                        prefix: encode::string_term(path, analyzer, prefix),
+                        target: target.chars().collect(),
+                        distance: *distance,
+                        transpositions: *transpositions,
+                        max_terms: *max_terms,
+                    };
+                    Box::new(PositionalPhraseQuery::new(field, vec![(0, matcher)]))
                 }
             }
             SearchQuery::NgramMatch {
@@ -324,6 +378,36 @@ impl SearchQuery {
                 // ArangoSearch: at least ceil(n · threshold) n-grams, and at least one.
                 let min_match = (terms.len() as f64 * threshold).ceil() as usize;
                 Box::new(NgramSimilarityQuery::new(field, terms, min_match))
+            }
+            SearchQuery::MinHashMatch {
+                path,
+                analyzer,
+                target,
+                threshold,
+            } => {
+                let tokens = analyzers.tokens(analyzer, target).ok_or_else(|| {
+                    Error::with_message(
+                        ErrorCode::BadParameter,
+                        format!("analyzer '{analyzer}' not found"),
+                    )
+                })?;
+                let mut terms: Vec<String> = tokens
+                    .into_iter()
+                    .map(|(token, _)| encode::string_term(path, analyzer, &token))
+                    .collect();
+                let signature = terms.len();
+                terms.sort_unstable();
+                terms.dedup();
+                if terms.is_empty() {
+                    return Ok(Box::new(EmptyQuery));
+                }
+                // At least ceil(threshold · signature size) tokens, and at least one.
+                let min = ((signature as f64 * threshold).ceil() as usize).clamp(1, terms.len());
+                let clauses = terms
+                    .iter()
+                    .map(|t| (Occur::Should, term_query(t)))
+                    .collect();
+                Box::new(BooleanQuery::with_minimum_required_clauses(clauses, min))
             }
             SearchQuery::And(list) => {
                 let mut clauses = Vec::with_capacity(list.len());
@@ -365,6 +449,127 @@ impl SearchQuery {
             SearchQuery::Boost(inner, _) => inner.to_tantivy(field, analyzers)?,
         })
     }
+}
+
+/// A PHRASE: tantivy's phrase query when every position is one exact term in increasing
+/// order, otherwise the positional phrase query of `phrase_positions.rs`.
+fn phrase_query(
+    field: Field,
+    path: &str,
+    analyzer: &str,
+    parts: &[PhrasePart],
+    analyzers: &dyn AnalyzerSource,
+) -> Result<Box<dyn Query>> {
+    let positions = phrase_positions(path, analyzer, parts, analyzers)?;
+    if positions.is_empty() {
+        return Ok(Box::new(EmptyQuery));
+    }
+    let increasing = positions.windows(2).all(|w| w[0].0 < w[1].0);
+    let exact: Option<Vec<(usize, Term)>> = positions
+        .iter()
+        .map(|(offset, matcher)| match matcher {
+            TermMatcher::Exact(terms) if terms.len() == 1 => Some((
+                (offset - positions[0].0) as usize,
+                Term::from_field_text(field, &terms[0]),
+            )),
+            _ => None,
+        })
+        .collect();
+    Ok(match exact {
+        Some(mut terms) if increasing => match terms.len() {
+            1 => Box::new(TermQuery::new(terms.remove(0).1, IndexRecordOption::Basic)),
+            _ => Box::new(PhraseQuery::new_with_offset(terms)),
+        },
+        _ => Box::new(PositionalPhraseQuery::new(field, positions)),
+    })
+}
+
+/// The positions of a PHRASE: (offset, the encoded terms accepted there), in part order.
+pub(crate) fn phrase_positions(
+    path: &str,
+    analyzer: &str,
+    parts: &[PhrasePart],
+    analyzers: &dyn AnalyzerSource,
+) -> Result<Vec<(i64, TermMatcher)>> {
+    let analyze = |text: &str| {
+        analyzers.tokens(analyzer, text).ok_or_else(|| {
+            Error::with_message(
+                ErrorCode::BadParameter,
+                format!("analyzer '{analyzer}' not found"),
+            )
+        })
+    };
+    let full = |token: &str| encode::string_term(path, analyzer, token);
+    let prefix = encode::string_prefix(path, analyzer);
+    let mut positions: Vec<(i64, TermMatcher)> = Vec::new();
+    let mut cursor = 0i64;
+    for part in parts {
+        cursor = cursor.saturating_add(part.skip);
+        match &part.token {
+            PhraseToken::Text(text) => {
+                let tokens = analyze(text)?;
+                let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
+                for (token, position) in tokens {
+                    positions.push((
+                        cursor + position as i64,
+                        TermMatcher::Exact(vec![full(&token)]),
+                    ));
+                }
+                cursor = cursor.saturating_add(span as i64);
+            }
+            token => {
+                let matcher = match token {
+                    PhraseToken::Terms(terms) => {
+                        TermMatcher::Exact(terms.iter().map(|t| full(t)).collect())
+                    }
+                    PhraseToken::AnalyzedTerms(texts) => {
+                        let mut terms = Vec::new();
+                        for text in texts {
+                            terms.extend(analyze(text)?.into_iter().map(|(t, _)| full(&t)));
+                        }
+                        TermMatcher::Exact(terms)
+                    }
+                    PhraseToken::StartsWith(p) => TermMatcher::Prefix(full(p)),
+                    PhraseToken::Wildcard(pattern) => TermMatcher::like(&prefix, pattern),
+                    PhraseToken::Levenshtein {
+                        target,
+                        distance,
+                        transpositions,
+                        max_terms,
+                        prefix: start,
+                    } => TermMatcher::Levenshtein {
+                        prefix: full(start),
+                        target: target.chars().collect(),
+                        distance: *distance,
+                        transpositions: *transpositions,
+                        max_terms: *max_terms,
+                    },
+                    PhraseToken::InRange {
+                        low,
+                        high,
+                        include_low,
+                        include_high,
+                    } => TermMatcher::Range {
+                        prefix: prefix.clone(),
+                        lower: if *include_low {
+                            Bound::Included(full(low))
+                        } else {
+                            Bound::Excluded(full(low))
+                        },
+                        upper: if *include_high {
+                            Bound::Included(full(high))
+                        } else {
+                            Bound::Excluded(full(high))
+                        },
+                    },
+                    PhraseToken::Text(_) => unreachable!("handled above"),
+                };
+                positions.push((cursor, matcher));
+                cursor = cursor.saturating_add(1);
+            }
+        }
+    }
+    Ok(positions)
 }
 
 /// The term a `path == value` condition looks up.

@@ -24,6 +24,36 @@ impl AnalyzerSource for Words {
             _ => None,
         }
     }
+
+    /// `words` has offsets (byte ranges of the whitespace-separated words); `identity` not.
+    fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<crate::Token>> {
+        (analyzer == "words").then(|| word_spans(input))
+    }
+}
+
+/// The words of `input` with their byte ranges, lower-cased, at positions 0, 1, ….
+fn word_spans(input: &str) -> Vec<crate::Token> {
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in input
+        .char_indices()
+        .chain(std::iter::once((input.len(), ' ')))
+    {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                out.push(crate::Token {
+                    term: input[s..i].to_lowercase(),
+                    position: out.len() as u32,
+                    start: s as u32,
+                    end: i as u32,
+                });
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 fn link() -> LinkDefinition {
@@ -291,14 +321,14 @@ fn conditions_match_as_arangosearch() {
         ),
         set(&[0, 4])
     );
-    let phrase = |parts: Vec<(u32, &str)>| SearchQuery::Phrase {
+    let phrase = |parts: Vec<(i64, &str)>| SearchQuery::Phrase {
         path: "text".into(),
         analyzer: "words".into(),
         parts: parts
             .into_iter()
             .map(|(skip, text)| PhrasePart {
                 skip,
-                text: text.into(),
+                token: PhraseToken::Text(text.into()),
             })
             .collect(),
     };
@@ -340,8 +370,26 @@ fn conditions_match_as_arangosearch() {
         target: "quack".into(),
         distance: 1,
         transpositions: true,
+        max_terms: 0,
+        prefix: String::new(),
     };
     assert_eq!(keys(&index, fuzzy), set(&[0, 1]));
+    // With a prefix the distance applies to the rest; maxTerms keeps the closest terms.
+    let fuzzy = |target: &str, distance, max_terms, prefix: &str| SearchQuery::Levenshtein {
+        path: "text".into(),
+        analyzer: "words".into(),
+        target: target.into(),
+        distance,
+        transpositions: false,
+        max_terms,
+        prefix: prefix.into(),
+    };
+    assert_eq!(keys(&index, fuzzy("ack", 1, 64, "qu")), set(&[0, 1]));
+    assert_eq!(keys(&index, fuzzy("ack", 1, 64, "br")), set(&[]));
+    assert_eq!(keys(&index, fuzzy("ick", 0, 64, "qu")), set(&[0, 1]));
+    // "dog" is 0 edits from "dog", "fox" 3: one term kept is "dog" alone.
+    assert_eq!(keys(&index, fuzzy("dog", 3, 1, "")), set(&[0, 2, 4]));
+    assert!(keys(&index, fuzzy("dog", 3, 0, "")).len() > 3);
     assert!(index
         .search(&SearchQuery::All, Some(&[8]), &[], &Words)
         .unwrap()
@@ -420,4 +468,296 @@ fn values_of_other_types_never_match_strings() {
     assert_eq!(k(term("v", "identity", SearchValue::Number(1.0))), ["b"]);
     assert_eq!(k(term("v", "identity", SearchValue::Null)), ["c"]);
     assert_eq!(k(term("v", "identity", SearchValue::Bool(true))), ["d"]);
+}
+
+/// What one phrase token accepts, straight from the word (the brute-force side).
+fn token_accepts(token: &PhraseToken, word: &str) -> bool {
+    match token {
+        PhraseToken::Text(t) => t.to_lowercase() == word,
+        PhraseToken::Terms(terms) => terms.iter().any(|t| t == word),
+        PhraseToken::AnalyzedTerms(texts) => texts.iter().any(|t| t.to_lowercase() == word),
+        PhraseToken::StartsWith(p) => word.starts_with(p.as_str()),
+        PhraseToken::Wildcard(pattern) => {
+            let TermMatcher::Like { pattern, .. } = TermMatcher::like("", pattern) else {
+                unreachable!()
+            };
+            like_matches(&pattern, word)
+        }
+        PhraseToken::Levenshtein {
+            target,
+            distance,
+            transpositions,
+            prefix,
+            ..
+        } => word.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+            let (a, b): (Vec<char>, Vec<char>) = (target.chars().collect(), rest.chars().collect());
+            edit_distance(&a, &b, *transpositions, *distance as usize).is_some()
+        }),
+        PhraseToken::InRange {
+            low,
+            high,
+            include_low,
+            include_high,
+        } => {
+            let above = if *include_low {
+                word >= low.as_str()
+            } else {
+                word > low.as_str()
+            };
+            let below = if *include_high {
+                word <= high.as_str()
+            } else {
+                word < high.as_str()
+            };
+            above && below
+        }
+    }
+}
+
+/// The CORPUS documents where some start puts every one-word part at its offset.
+fn brute_force_phrase(parts: &[PhrasePart]) -> BTreeSet<String> {
+    let mut offsets = Vec::new();
+    let mut cursor = 0i64;
+    for part in parts {
+        cursor += part.skip;
+        offsets.push(cursor);
+        cursor += 1;
+    }
+    let mut out = BTreeSet::new();
+    for (i, text) in CORPUS.iter().enumerate() {
+        let words: Vec<String> = text.split_whitespace().map(str::to_lowercase).collect();
+        let hit = (0..words.len() as i64).any(|start| {
+            parts.iter().zip(&offsets).all(|(part, offset)| {
+                let at = start + offset - offsets[0];
+                at >= 0
+                    && (at as usize) < words.len()
+                    && token_accepts(&part.token, &words[at as usize])
+            })
+        });
+        if hit {
+            out.insert(format!("k{i}"));
+        }
+    }
+    out
+}
+
+#[test]
+fn phrase_object_tokens_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = build(dir.path());
+    let tokens = [
+        PhraseToken::StartsWith("qu".into()),
+        PhraseToken::Wildcard("b%o_n".into()),
+        PhraseToken::Levenshtein {
+            target: "foks".into(),
+            distance: 2,
+            transpositions: true,
+            max_terms: 0,
+            prefix: String::new(),
+        },
+        PhraseToken::Levenshtein {
+            target: "zy".into(),
+            distance: 1,
+            transpositions: false,
+            max_terms: 0,
+            prefix: "la".into(),
+        },
+        PhraseToken::Terms(vec!["lazy".into(), "quick".into()]),
+        PhraseToken::InRange {
+            low: "a".into(),
+            high: "c".into(),
+            include_low: true,
+            include_high: false,
+        },
+        PhraseToken::Text("dog".into()),
+        PhraseToken::AnalyzedTerms(vec!["Brown".into(), "CAT".into()]),
+    ];
+    let phrase = |parts: Vec<PhrasePart>| SearchQuery::Phrase {
+        path: "text".into(),
+        analyzer: "words".into(),
+        parts,
+    };
+    let mut nonempty = 0;
+    for a in &tokens {
+        assert_eq!(
+            keys(
+                &index,
+                phrase(vec![PhrasePart {
+                    skip: 0,
+                    token: a.clone()
+                }])
+            ),
+            brute_force_phrase(&[PhrasePart {
+                skip: 0,
+                token: a.clone()
+            }]),
+            "{a:?}"
+        );
+        for b in &tokens {
+            for skip in [-2, -1, 0, 1, 2] {
+                let parts = vec![
+                    PhrasePart {
+                        skip: 0,
+                        token: a.clone(),
+                    },
+                    PhrasePart {
+                        skip,
+                        token: b.clone(),
+                    },
+                ];
+                let want = brute_force_phrase(&parts);
+                nonempty += usize::from(!want.is_empty());
+                assert_eq!(keys(&index, phrase(parts)), want, "{a:?} {skip} {b:?}");
+            }
+            for c in &tokens {
+                let parts = vec![
+                    PhrasePart {
+                        skip: 0,
+                        token: a.clone(),
+                    },
+                    PhrasePart {
+                        skip: 0,
+                        token: b.clone(),
+                    },
+                    PhrasePart {
+                        skip: 1,
+                        token: c.clone(),
+                    },
+                ];
+                let want = brute_force_phrase(&parts);
+                nonempty += usize::from(!want.is_empty());
+                assert_eq!(keys(&index, phrase(parts)), want, "{a:?} {b:?} 1 {c:?}");
+            }
+        }
+    }
+    // The comparison is only worth something if many phrases match.
+    assert!(nonempty > 50, "{nonempty}");
+    // maxTerms keeps the closest terms: "fox" (1 edit from "fax") before "dog"… (more).
+    let closest = |max_terms| {
+        phrase(vec![PhrasePart {
+            skip: 0,
+            token: PhraseToken::Levenshtein {
+                target: "fax".into(),
+                distance: 3,
+                transpositions: true,
+                max_terms,
+                prefix: String::new(),
+            },
+        }])
+    };
+    assert_eq!(keys(&index, closest(1)), set(&[0, 3]));
+    assert!(keys(&index, closest(0)).len() > 2);
+    // Exact object terms score like the words they are.
+    let scorers = [Scorer::BM25_DEFAULT];
+    let object = phrase(vec![
+        PhrasePart {
+            skip: 0,
+            token: PhraseToken::Terms(vec!["quick".into()]),
+        },
+        PhrasePart {
+            skip: 0,
+            token: PhraseToken::Text("brown".into()),
+        },
+    ]);
+    let hits = index.search(&object, None, &scorers, &Words).unwrap();
+    let expected = brute_force(&scorers[0], &["quick", "brown"]);
+    assert_eq!(hits.len(), 1);
+    assert!((hits[0].scores[0] - expected["k0"]).abs() < 1e-9);
+}
+
+#[test]
+fn offset_info_matches_brute_force() {
+    let words_of = |w: &[&str]| SearchQuery::Or(w.iter().map(|x| word(x)).collect());
+    let rules = [OffsetRule::new("text")];
+    for query_words in [
+        &["lazy"][..],
+        &["quick", "dog"],
+        &["the", "fox", "brown", "a"],
+    ] {
+        let query = words_of(query_words);
+        for (i, text) in CORPUS.iter().enumerate() {
+            let doc = json!({"text": text});
+            let got = offset_info(&query, &doc, &rules, &Words).unwrap();
+            // Brute force: every occurrence of a query word, ascending, at most 10.
+            let mut want = Vec::new();
+            let mut at = 0;
+            for w in text.split(' ') {
+                if query_words.contains(&w) {
+                    want.push(json!([at, w.len()]));
+                }
+                at += w.len() + 1;
+            }
+            want.truncate(DEFAULT_MAX_OFFSETS);
+            let expected = if want.is_empty() {
+                json!([])
+            } else {
+                json!([{"name": ["text"], "offsets": want}])
+            };
+            assert_eq!(got, expected, "{query_words:?} k{i}");
+        }
+    }
+    // A phrase is one offset from its first to its last token; NOT adds nothing.
+    let phrase = SearchQuery::Phrase {
+        path: "text".into(),
+        analyzer: "words".into(),
+        parts: vec![
+            PhrasePart {
+                skip: 0,
+                token: PhraseToken::Text("lazy".into()),
+            },
+            PhrasePart {
+                skip: 0,
+                token: PhraseToken::StartsWith("b".into()),
+            },
+        ],
+    };
+    let doc = json!({"text": CORPUS[4], "other": ["x lazy", 3, "lazy"]});
+    let query = SearchQuery::And(vec![phrase, SearchQuery::Not(Box::new(word("cat")))]);
+    assert_eq!(
+        offset_info(&query, &doc, &rules, &Words).unwrap(),
+        json!([{"name": ["text"], "offsets": [[22, 10]]}])
+    );
+    // Array elements are named by index; paths the condition does not name give nothing;
+    // an analyzer without offsets gives nothing.
+    let other = SearchQuery::Term {
+        path: "other".into(),
+        analyzer: "words".into(),
+        value: SearchValue::String("lazy".into()),
+    };
+    assert_eq!(
+        offset_info(
+            &other,
+            &doc,
+            &[OffsetRule::new("other"), OffsetRule::new("text")],
+            &Words
+        )
+        .unwrap(),
+        json!([{"name": ["other", 0], "offsets": [[2, 4]]}, {"name": ["other", 2], "offsets": [[0, 4]]}])
+    );
+    assert_eq!(
+        offset_info(&other, &doc, &[OffsetRule::new("other[2]")], &Words).unwrap(),
+        json!([{"name": ["other", 2], "offsets": [[0, 4]]}])
+    );
+    let identity = term("text", "identity", SearchValue::String(CORPUS[4].into()));
+    assert_eq!(
+        offset_info(&identity, &doc, &rules, &Words).unwrap(),
+        json!([])
+    );
+    // Caps: maxOffsets and the per-kind limits.
+    let capped = OffsetRule {
+        max_offsets: 1,
+        ..OffsetRule::new("text")
+    };
+    assert_eq!(
+        offset_info(&word("lazy"), &doc, &[capped], &Words).unwrap(),
+        json!([{"name": ["text"], "offsets": [[0, 4]]}])
+    );
+    let no_terms = OffsetRule {
+        term_limit: 0,
+        ..OffsetRule::new("text")
+    };
+    assert_eq!(
+        offset_info(&word("lazy"), &doc, &[no_terms], &Words).unwrap(),
+        json!([])
+    );
 }
