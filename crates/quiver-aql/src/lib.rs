@@ -15,6 +15,7 @@ pub mod exec;
 pub mod explain;
 pub mod expr;
 pub mod geo_select;
+pub mod held;
 pub mod index_select;
 pub mod lexer;
 pub mod limits;

@@ -33,11 +33,20 @@ pub fn import(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    use crate::import_format::{collect_items, Format};
     let mut empty = 0;
-    let _ = crate::import_format::parse_documents(text, &mut empty);
-    let _ = crate::import_format::parse_array(text);
-    let _ = crate::import_format::parse_tabular(text, false, &mut empty);
-    let _ = crate::import_format::parse_tabular(text, true, &mut empty);
+    for format in [
+        Format::Documents,
+        Format::Array,
+        Format::Tabular {
+            ignore_missing: false,
+        },
+        Format::Tabular {
+            ignore_missing: true,
+        },
+    ] {
+        let _ = collect_items(text, format, &mut empty);
+    }
 }
 
 /// The request target: path segments (percent-decoding, the `/_db/{name}/` prefix) and the

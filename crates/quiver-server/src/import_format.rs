@@ -60,8 +60,60 @@ fn lines(body: &str) -> impl Iterator<Item = &str> {
 /// lines count) or array element.
 pub(crate) type Numbered = (usize, Item);
 
-pub(crate) fn parse_documents(body: &str, empty: &mut u64) -> Vec<Numbered> {
-    let mut items = Vec::new();
+/// How the body of an import is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Format {
+    /// One JSON object per line (`type=documents`).
+    Documents,
+    /// One JSON array of objects (`type=array` or `list`).
+    Array,
+    /// A header line of attribute names, then one array of values per line (no `type`).
+    Tabular { ignore_missing: bool },
+}
+
+impl Format {
+    /// The format a `type` parameter names (`auto`: an array if the body starts with `[`).
+    pub(crate) fn of(kind: &str, body: &str, ignore_missing: bool) -> Result<Format> {
+        match kind {
+            "documents" => Ok(Format::Documents),
+            "array" | "list" => Ok(Format::Array),
+            "auto" if body.trim_start().starts_with('[') => Ok(Format::Array),
+            "auto" => Ok(Format::Documents),
+            "" | "undefined" => Ok(Format::Tabular { ignore_missing }),
+            other => Err(bad(format!("invalid value for 'type': '{other}'"))),
+        }
+    }
+}
+
+/// Reads `body` item by item, in order, into `each`, building one item at a time; blank lines
+/// are counted in `empty`. Errors of the whole body (an array that is not one or is not
+/// well-formed, a bad tabular header) come before any item is handed over: an array is read
+/// twice, first only to check it, unless the caller already did (`checked`). The first error
+/// `each` returns ends the reading and is returned.
+pub(crate) fn read_items(
+    body: &str,
+    format: Format,
+    empty: &mut u64,
+    checked: bool,
+    each: &mut dyn FnMut(Numbered) -> Result<()>,
+) -> Result<()> {
+    match format {
+        Format::Documents => read_documents(body, empty, each),
+        Format::Array => {
+            if !checked {
+                read_array(body, &mut |_| Ok(()))?;
+            }
+            read_array(body, each)
+        }
+        Format::Tabular { ignore_missing } => read_tabular(body, ignore_missing, empty, each),
+    }
+}
+
+fn read_documents(
+    body: &str,
+    empty: &mut u64,
+    each: &mut dyn FnMut(Numbered) -> Result<()>,
+) -> Result<()> {
     let mut all = lines(body).enumerate().peekable();
     while let Some((n, line)) = all.next() {
         if line.trim().is_empty() {
@@ -76,36 +128,44 @@ pub(crate) fn parse_documents(body: &str, empty: &mut u64) -> Vec<Numbered> {
             Ok(other) => not_an_object(&other.to_string()),
             Err(_) => parse_error(line),
         };
-        items.push((n + 1, item));
+        each((n + 1, item))?;
     }
-    items
+    Ok(())
 }
 
-pub(crate) fn parse_array(body: &str) -> Result<Vec<Numbered>> {
-    let value = crate::json::parse(body.as_bytes()).map_err(|e| {
-        bad(format!(
-            "expecting a JSON array in the request: {}",
-            e.message
-        ))
-    })?;
-    let Value::Array(values) = value else {
-        return Err(bad("expecting a JSON array in the request"));
-    };
-    Ok(values
-        .into_iter()
-        .enumerate()
-        .map(|(i, v)| match v {
-            v @ Value::Object(_) => (i + 1, Item::Doc(v)),
-            other => (i + 1, not_an_object(&other.to_string())),
+fn read_array(body: &str, each: &mut dyn FnMut(Numbered) -> Result<()>) -> Result<()> {
+    let mut position = 0usize;
+    let mut element = |v: Value| {
+        position += 1;
+        each(match v {
+            v @ Value::Object(_) => (position, Item::Doc(v)),
+            other => (position, not_an_object(&other.to_string())),
         })
-        .collect())
+    };
+    let syntax = |e: Error| {
+        if e.code == ErrorCode::HttpCorruptedJson {
+            bad(format!(
+                "expecting a JSON array in the request: {}",
+                e.message
+            ))
+        } else {
+            e
+        }
+    };
+    if crate::json::for_each_element(body.as_bytes(), &mut element).map_err(syntax)? {
+        return Ok(());
+    }
+    // Not an array: what it is only decides the message.
+    crate::json::parse(body.as_bytes()).map_err(syntax)?;
+    Err(bad("expecting a JSON array in the request"))
 }
 
-pub(crate) fn parse_tabular(
+fn read_tabular(
     body: &str,
     ignore_missing: bool,
     empty: &mut u64,
-) -> Result<Vec<Numbered>> {
+    each: &mut dyn FnMut(Numbered) -> Result<()>,
+) -> Result<()> {
     // The header is line 0, so the first line of values is position 1.
     let mut all = lines(body).enumerate().peekable();
     let header_line = all.next().map_or("", |(_, line)| line);
@@ -123,7 +183,6 @@ pub(crate) fn parse_tabular(
             _ => return Err(bad("no JSON string array found in first line")),
         }
     }
-    let mut items = Vec::new();
     while let Some((n, line)) = all.next() {
         if line.trim().is_empty() {
             if all.peek().is_some() || !line.is_empty() {
@@ -134,22 +193,22 @@ pub(crate) fn parse_tabular(
         let values = match crate::json::parse(line.as_bytes()) {
             Ok(Value::Array(values)) => values,
             Ok(_) => {
-                items.push((
+                each((
                     n,
                     Item::Invalid(
                         ErrorCode::HttpBadParameter,
                         "no valid JSON array data".into(),
                     ),
-                ));
+                ))?;
                 continue;
             }
             Err(_) => {
-                items.push((n, parse_error(line)));
+                each((n, parse_error(line)))?;
                 continue;
             }
         };
         if values.len() != names.len() && !(ignore_missing && values.len() < names.len()) {
-            items.push((
+            each((
                 n,
                 Item::Invalid(
                     ErrorCode::HttpBadParameter,
@@ -159,14 +218,24 @@ pub(crate) fn parse_tabular(
                         names.len()
                     ),
                 ),
-            ));
+            ))?;
             continue;
         }
         let mut doc = Map::with_capacity(names.len());
         for (name, value) in names.iter().zip(values) {
             doc.insert(name.clone(), value);
         }
-        items.push((n, Item::Doc(Value::Object(doc))));
+        each((n, Item::Doc(Value::Object(doc))))?;
     }
+    Ok(())
+}
+
+/// Every item of `body` at once (for tests and the fuzz target).
+pub(crate) fn collect_items(body: &str, format: Format, empty: &mut u64) -> Result<Vec<Numbered>> {
+    let mut items = Vec::new();
+    read_items(body, format, empty, false, &mut |item| {
+        items.push(item);
+        Ok(())
+    })?;
     Ok(items)
 }

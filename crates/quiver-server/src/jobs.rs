@@ -3,6 +3,11 @@
 //! Queued requests go through a bounded channel to a small pool of OS threads that call
 //! [`crate::handle`] and block on durability (they are not tokio workers, so blocking is
 //! fine). Overflow of the queue or of the result store answers 503/21003 like ArangoDB.
+//! Stored jobs, pending or done, are held results ([`quiver_aql::held`]): each counts against
+//! the per-user cap on stored jobs, and a finished job's response bytes against the memory
+//! caps (`--server.async-results-memory-limit` and `…-per-user`) until it is fetched or
+//! deleted. A new stored job is refused with 32 while its user (or everyone) is at a cap; a
+//! response that does not fit is replaced by that error, which is what the job then answers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -13,6 +18,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode};
 use parking_lot::Mutex;
+use quiver_aql::held::{HeldResults, Hold, HoldCaps};
 use quiver_errors::{Error, ErrorCode};
 
 use crate::auth::Identity;
@@ -63,9 +69,18 @@ pub struct JobManager {
     receiver: Arc<Mutex<Receiver<Queued>>>,
     /// Stored jobs with the identity that queued them: only it (or the superuser) may see
     /// them.
-    jobs: Mutex<HashMap<u64, (Option<Identity>, JobState)>>,
+    jobs: Mutex<HashMap<u64, StoredJob>>,
     next_id: AtomicU64,
     store_capacity: usize,
+    /// What stored jobs hold, against the caps.
+    held: Arc<HeldResults>,
+}
+
+/// One stored job: who queued it, its state, and its place under the caps (dropped with it).
+struct StoredJob {
+    owner: Option<Identity>,
+    state: JobState,
+    hold: Hold,
 }
 
 fn now_secs() -> f64 {
@@ -86,6 +101,21 @@ impl JobManager {
             jobs: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             store_capacity: capacity.max(1) * 4,
+            held: HeldResults::new("stored async job results", HoldCaps::default()),
+        }
+    }
+
+    /// Sets the caps on stored jobs: per user how many, overall and per user how many bytes
+    /// of responses (0 = none). How many overall is bounded by the queue's capacity.
+    pub fn set_result_caps(&self, caps: HoldCaps) {
+        self.held.set_caps(HoldCaps { count: 0, ..caps });
+    }
+
+    /// Stored jobs and the bytes of their responses, overall, and of `user`.
+    pub fn held(&self, user: Option<&str>) -> (usize, u64) {
+        match user {
+            Some(u) => self.held.in_use_by(u),
+            None => self.held.in_use(),
         }
     }
 
@@ -114,13 +144,19 @@ impl JobManager {
             if jobs.len() >= self.store_capacity {
                 return queue_full();
             }
+            let user = request.identity.as_ref().and_then(Identity::user);
+            let hold = match self.held.hold(user, 0) {
+                Ok(hold) => hold,
+                Err(e) => return e.into(),
+            };
             let id = self.next_id.fetch_add(1, Ordering::Relaxed);
             jobs.insert(
                 id,
-                (
-                    request.identity.clone(),
-                    JobState::Pending { cancelled: false },
-                ),
+                StoredJob {
+                    owner: request.identity.clone(),
+                    state: JobState::Pending { cancelled: false },
+                    hold,
+                },
             );
             Some(id)
         } else {
@@ -152,7 +188,7 @@ impl JobManager {
 
     fn begin(&self, id: u64) -> bool {
         let mut jobs = self.jobs.lock();
-        let Some((_, state)) = jobs.get_mut(&id) else {
+        let Some(StoredJob { state, .. }) = jobs.get_mut(&id) else {
             // Deleted while queued: nobody wants the result.
             return false;
         };
@@ -176,9 +212,18 @@ impl JobManager {
 
     fn finish(&self, id: u64, response: Response) {
         let mut jobs = self.jobs.lock();
-        if let Some((_, state @ JobState::Running)) = jobs.get_mut(&id) {
-            *state = JobState::Done {
-                response: stored(response),
+        if let Some(job) = jobs.get_mut(&id) {
+            if !matches!(job.state, JobState::Running) {
+                return;
+            }
+            let mut response = stored(response);
+            if let Err(e) = job.hold.grow(response_bytes(&response)) {
+                // Too large to keep: the job's answer is the error instead.
+                response = stored(Response::from(e));
+                let _ = job.hold.grow(response_bytes(&response));
+            }
+            job.state = JobState::Done {
+                response,
                 finished_at: now_secs(),
             };
         }
@@ -187,13 +232,13 @@ impl JobManager {
     /// The state of job `id` if `caller` may see it (its owner, or the superuser); other
     /// callers' jobs look unknown.
     fn visible<'a>(
-        jobs: &'a mut HashMap<u64, (Option<Identity>, JobState)>,
+        jobs: &'a mut HashMap<u64, StoredJob>,
         id: u64,
         caller: Option<&Identity>,
     ) -> Option<&'a mut JobState> {
         jobs.get_mut(&id)
-            .filter(|(owner, _)| owns(owner.as_ref(), caller))
-            .map(|(_, state)| state)
+            .filter(|job| owns(job.owner.as_ref(), caller))
+            .map(|job| &mut job.state)
     }
 
     /// `GET /_api/job/{id}`: 200 done, 204 pending, 404 unknown.
@@ -210,7 +255,10 @@ impl JobManager {
         let mut jobs = self.jobs.lock();
         match Self::visible(&mut jobs, id, caller) {
             Some(JobState::Done { .. }) => match jobs.remove(&id) {
-                Some((_, JobState::Done { response, .. })) => Fetch::Done(response),
+                Some(StoredJob {
+                    state: JobState::Done { response, .. },
+                    ..
+                }) => Fetch::Done(response),
                 _ => Fetch::Unknown,
             },
             Some(_) => Fetch::Pending,
@@ -238,17 +286,17 @@ impl JobManager {
 
     /// `DELETE /_api/job/all`: forgets every finished and queued job of the caller.
     pub fn delete_all(&self, caller: Option<&Identity>) {
-        self.jobs.lock().retain(|_, (owner, s)| {
-            matches!(s, JobState::Running) || !owns(owner.as_ref(), caller)
+        self.jobs.lock().retain(|_, job| {
+            matches!(job.state, JobState::Running) || !owns(job.owner.as_ref(), caller)
         });
     }
 
     /// `DELETE /_api/job/expired?stamp=`: forgets the caller's finished jobs older than
     /// `stamp`.
     pub fn delete_expired(&self, stamp: f64, caller: Option<&Identity>) {
-        self.jobs.lock().retain(|_, (owner, s)| match s {
+        self.jobs.lock().retain(|_, job| match job.state {
             JobState::Done { finished_at, .. } => {
-                *finished_at >= stamp || !owns(owner.as_ref(), caller)
+                finished_at >= stamp || !owns(job.owner.as_ref(), caller)
             }
             _ => true,
         });
@@ -259,8 +307,9 @@ impl JobManager {
         let jobs = self.jobs.lock();
         let mut ids: Vec<u64> = jobs
             .iter()
-            .filter(|(_, (owner, s))| {
-                owns(owner.as_ref(), caller) && matches!(s, JobState::Done { .. }) == done
+            .filter(|(_, job)| {
+                owns(job.owner.as_ref(), caller)
+                    && matches!(job.state, JobState::Done { .. }) == done
             })
             .map(|(id, _)| *id)
             .collect();
@@ -273,6 +322,16 @@ impl JobManager {
 /// only their own.
 fn owns(owner: Option<&Identity>, caller: Option<&Identity>) -> bool {
     matches!(caller, Some(Identity::Superuser)) || owner == caller
+}
+
+/// What a stored response holds: its body and headers.
+fn response_bytes(response: &StoredResponse) -> u64 {
+    let headers: usize = response
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + v.len())
+        .sum();
+    (response.body.len() + headers) as u64
 }
 
 fn stored(response: Response) -> StoredResponse {

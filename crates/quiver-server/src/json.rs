@@ -116,6 +116,56 @@ pub fn parse(bytes: &[u8]) -> Result<Value> {
     Ok(value)
 }
 
+/// Reads a JSON array element by element, each parsed by the rules of [`parse`] and handed
+/// to `each` before the next is read, so that only one element is built at a time. `Ok(false)`
+/// when the text is not an array (nothing handed over); a syntax error after some elements
+/// were handed over is still an error (400/600), as is the first error `each` returns.
+pub fn for_each_element(bytes: &[u8], each: &mut dyn FnMut(Value) -> Result<()>) -> Result<bool> {
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first != Some(&b'[') {
+        return Ok(false);
+    }
+    let mut stopped = None;
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let outcome = de::Deserializer::deserialize_seq(
+        &mut de,
+        Elements {
+            each,
+            stopped: &mut stopped,
+        },
+    )
+    .and_then(|()| de.end());
+    if let Some(e) = stopped {
+        return Err(e);
+    }
+    outcome.map_err(corrupted)?;
+    Ok(true)
+}
+
+/// The visitor of [`for_each_element`]: the elements one at a time, at depth 1.
+struct Elements<'a> {
+    each: &'a mut dyn FnMut(Value) -> Result<()>,
+    stopped: &'a mut Option<Error>,
+}
+
+impl<'de> Visitor<'de> for Elements<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> std::result::Result<(), A::Error> {
+        while let Some(v) = seq.next_element_seed(StrictValue { depth: 1 })? {
+            if let Err(e) = (self.each)(v) {
+                *self.stopped = Some(e);
+                return Err(de::Error::custom("stopped"));
+            }
+        }
+        Ok(())
+    }
+}
+
 fn corrupted(e: serde_json::Error) -> Error {
     Error::with_message(
         ErrorCode::HttpCorruptedJson,

@@ -48,6 +48,18 @@ pub struct ServerConfig {
     pub query_memory_limit: u64,
     /// The budget of all running queries together (`--query.global-memory-limit`; 0 = none).
     pub query_global_memory_limit: u64,
+    /// Caps on open cursors: how many, and the estimated bytes of the results they hold,
+    /// overall and per user (`--query.max-open-cursors`, `--query.cursors-memory-limit` and
+    /// their `-per-user` options).
+    pub cursor_caps: quiver_aql::held::HoldCaps,
+    /// Caps on stored async jobs: per user how many, and the bytes of their responses overall
+    /// and per user (`--server.max-async-results-per-user`,
+    /// `--server.async-results-memory-limit`, `…-per-user`); how many overall is four times
+    /// the queue's capacity.
+    pub async_result_caps: quiver_aql::held::HoldCaps,
+    /// The most bytes the parts' responses of one `/_api/batch` request may hold
+    /// (`--server.batch-response-memory-limit`; 0 = none).
+    pub batch_response_limit: u64,
     /// The TLS settings of the `ssl://` endpoints (shared with them, so `POST
     /// /_admin/server/tls` reloads what they use); `None` without such an endpoint.
     pub tls: Option<crate::tls::TlsConfig>,
@@ -136,6 +148,12 @@ impl Default for ServerConfig {
             http_timeouts: HttpTimeouts::default(),
             query_memory_limit: quiver_aql::exec::DEFAULT_MEMORY_CAP,
             query_global_memory_limit: 0,
+            cursor_caps: quiver_aql::held::HoldCaps {
+                count: quiver_aql::service::MAX_CURSORS,
+                ..Default::default()
+            },
+            async_result_caps: Default::default(),
+            batch_response_limit: 0,
             tls: None,
         }
     }
@@ -188,10 +206,15 @@ impl ServerState {
                 let queries = QueryService::over_core(core.clone());
                 queries
                     .set_memory_limits(config.query_memory_limit, config.query_global_memory_limit);
+                queries.set_cursor_caps(config.cursor_caps);
                 queries
             },
             core,
-            jobs: JobManager::new(config.async_queue_capacity),
+            jobs: {
+                let jobs = JobManager::new(config.async_queue_capacity);
+                jobs.set_result_caps(config.async_result_caps);
+                jobs
+            },
             config,
             started: Instant::now(),
         });

@@ -160,6 +160,47 @@ struct ServeOptions {
     )]
     max_queue_size: usize,
 
+    /// How many x-arango-async: store jobs (pending or done, not yet fetched) one user may
+    /// have (0 = no limit); everyone together: four times --server.maximal-queue-size.
+    #[arg(
+        long = "server.max-async-results-per-user",
+        value_name = "N",
+        default_value_t = 4096,
+        help_heading = "Server"
+    )]
+    max_async_results_per_user: usize,
+
+    /// Bytes of the responses of stored async jobs not yet fetched, everyone together
+    /// (0 = no limit); default: a sixteenth of the RAM.
+    #[arg(
+        long = "server.async-results-memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    async_results_memory_limit: Option<u64>,
+
+    /// Bytes of the responses of one user's stored async jobs (0 = no limit); default: a
+    /// quarter of --server.async-results-memory-limit.
+    #[arg(
+        long = "server.async-results-memory-limit-per-user",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    async_results_memory_limit_per_user: Option<u64>,
+
+    /// Bytes the parts' responses of one /_api/batch request may hold before the remaining
+    /// parts are refused unexecuted (0 = no limit).
+    #[arg(
+        long = "server.batch-response-memory-limit",
+        value_name = "SIZE",
+        default_value = "512MiB",
+        value_parser = parse_size,
+        help_heading = "Server"
+    )]
+    batch_response_memory_limit: u64,
+
     /// Threads serving HTTP connections, each its own connections (0 = one per core).
     #[arg(
         long = "server.threads",
@@ -337,6 +378,44 @@ struct ServeOptions {
         help_heading = "AQL"
     )]
     query_global_memory_limit: Option<u64>,
+
+    /// How many cursors may be open at once, by everyone (0 = no limit).
+    #[arg(
+        long = "query.max-open-cursors",
+        value_name = "N",
+        default_value_t = quiver_aql::service::MAX_CURSORS,
+        help_heading = "AQL"
+    )]
+    max_open_cursors: usize,
+
+    /// How many cursors one user may have open at once (0 = no limit).
+    #[arg(
+        long = "query.max-open-cursors-per-user",
+        value_name = "N",
+        default_value_t = quiver_aql::service::MAX_CURSORS / 4,
+        help_heading = "AQL"
+    )]
+    max_open_cursors_per_user: usize,
+
+    /// Estimated bytes of results all open cursors may hold (0 = no limit); default: a
+    /// sixteenth of the RAM.
+    #[arg(
+        long = "query.cursors-memory-limit",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    cursors_memory_limit: Option<u64>,
+
+    /// Estimated bytes of results the open cursors of one user may hold (0 = no limit);
+    /// default: a quarter of --query.cursors-memory-limit.
+    #[arg(
+        long = "query.cursors-memory-limit-per-user",
+        value_name = "SIZE",
+        value_parser = parse_size,
+        help_heading = "AQL"
+    )]
+    cursors_memory_limit_per_user: Option<u64>,
 
     /// Interval of the background sync of the write-ahead log, in milliseconds.
     #[arg(
@@ -1071,6 +1150,31 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         query_global_memory_limit: options.query_global_memory_limit.unwrap_or_else(|| {
             quiver_aql::limits::default_memory_limit(physical_memory(), 0.1, 0.9)
         }),
+        cursor_caps: {
+            let bytes = options
+                .cursors_memory_limit
+                .unwrap_or_else(|| physical_memory() / 16);
+            quiver_aql::held::HoldCaps {
+                count: options.max_open_cursors,
+                bytes,
+                count_per_user: options.max_open_cursors_per_user,
+                bytes_per_user: options.cursors_memory_limit_per_user.unwrap_or(bytes / 4),
+            }
+        },
+        async_result_caps: {
+            let bytes = options
+                .async_results_memory_limit
+                .unwrap_or_else(|| physical_memory() / 16);
+            quiver_aql::held::HoldCaps {
+                count: 0,
+                bytes,
+                count_per_user: options.max_async_results_per_user,
+                bytes_per_user: options
+                    .async_results_memory_limit_per_user
+                    .unwrap_or(bytes / 4),
+            }
+        },
+        batch_response_limit: options.batch_response_memory_limit,
         http_timeouts: HttpTimeouts {
             keep_alive: Duration::from_secs_f64(options.keep_alive_timeout),
             request_header: Duration::from_secs_f64(options.request_header_timeout),

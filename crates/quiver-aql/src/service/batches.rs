@@ -33,12 +33,13 @@ impl QueryService {
         }
     }
 
-    /// Stores the cursor if it has more to give and sets the status code.
+    /// Stores the cursor (of `user`) if it has more to give and sets the status code.
     pub(super) fn respond_first(
         &self,
         mut body: Value,
         cursor: Cursor,
         code: u16,
+        user: Option<&str>,
     ) -> Result<CursorReply> {
         body["code"] = json!(code);
         let raw_result = cursor.raw_result;
@@ -47,7 +48,7 @@ impl QueryService {
         if !cursor.exhausted {
             let id = body["id"].as_str().map(str::to_string);
             if let Some(id) = id {
-                self.cursors.insert(id, cursor)?;
+                self.cursors.insert(id, cursor, user)?;
             }
         }
         Ok(CursorReply {
@@ -59,13 +60,7 @@ impl QueryService {
 
     /// Produces the next batch of a cursor as a response body (without `code`).
     pub(super) fn next_body(&self, cursor: &mut Cursor, id: Option<String>) -> Result<Value> {
-        let values = match &mut cursor.data {
-            CursorData::Materialized(results) => {
-                let n = cursor.batch_size.min(results.len());
-                results.drain(..n).collect::<Vec<_>>()
-            }
-            CursorData::Streaming(_) => Vec::new(),
-        };
+        let values = cursor.take_rows(cursor.batch_size);
         if let CursorData::Materialized(results) = &cursor.data {
             cursor.exhausted = results.is_empty();
         }

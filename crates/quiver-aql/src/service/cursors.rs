@@ -1,20 +1,22 @@
 //! The cursor registry: open cursors by id, their remaining results or running streaming
-//! query, expiry (`ttl`) and the bound on how many may be open.
+//! query, expiry (`ttl`) and the caps on how many may be open and how much memory their
+//! results may hold, overall and per user ([`crate::held`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use quiver_errors::{Error, ErrorCode, Result};
+use quiver_errors::Result;
 use serde_json::Value;
 
 use crate::exec::Execution;
+use crate::held::{HeldResults, Hold, HoldCaps};
 use crate::plan::QueryPlan;
 
-/// Upper bound of open cursors per service; creating more fails with a resource error
-/// instead of growing without bound.
-const MAX_CURSORS: usize = 16_384;
+/// Default upper bound of open cursors per service (`--query.max-open-cursors`); creating
+/// more fails with a resource error instead of growing without bound.
+pub const MAX_CURSORS: usize = 16_384;
 
 pub(super) enum CursorData {
     /// Results of a query that already ran to completion.
@@ -50,19 +52,58 @@ pub(super) struct Cursor {
     pub(super) raw_result: bool,
     /// The rows come from the query results cache (`cached` in every batch).
     pub(super) cached: bool,
+    /// The cursor's place under the caps and the estimated bytes of its remaining rows;
+    /// given back when the cursor is dropped.
+    pub(super) hold: Option<Hold>,
+}
+
+impl Cursor {
+    /// Delivers the next `n` materialized rows and gives their share of the charged bytes
+    /// back (rows are charged by estimate; they leave in proportion).
+    pub(super) fn take_rows(&mut self, n: usize) -> Vec<Value> {
+        let CursorData::Materialized(results) = &mut self.data else {
+            return Vec::new();
+        };
+        let before = results.len();
+        let n = n.min(before);
+        let rows: Vec<Value> = results.drain(..n).collect();
+        if let Some(hold) = &mut self.hold {
+            let share = if n == before {
+                hold.bytes()
+            } else {
+                (u128::from(hold.bytes()) * n as u128 / before as u128) as u64
+            };
+            hold.shrink(share);
+        }
+        rows
+    }
 }
 
 /// Open cursors by id. A cursor in use is locked by its user; the registry never waits for
 /// that lock (a busy cursor neither expires nor can be deleted by someone else meanwhile).
 pub(super) struct CursorRegistry {
     cursors: Mutex<HashMap<String, Arc<Mutex<Cursor>>>>,
+    /// What open cursors hold, against the caps.
+    held: Arc<HeldResults>,
 }
 
 impl CursorRegistry {
     pub(super) fn new() -> CursorRegistry {
         CursorRegistry {
             cursors: Mutex::new(HashMap::new()),
+            held: HeldResults::new(
+                "open cursors",
+                HoldCaps {
+                    count: MAX_CURSORS,
+                    ..HoldCaps::default()
+                },
+            ),
         }
+    }
+
+    /// The accountant of what open cursors hold.
+    pub(super) fn held(&self) -> &Arc<HeldResults> {
+        &self.held
     }
 
     /// Takes the expired cursors nobody is using out of the registry and returns them; the
@@ -80,16 +121,14 @@ impl CursorRegistry {
         expired
     }
 
-    /// Stores `cursor` under `id`; 32 (resource limit) when too many are open.
-    pub(super) fn insert(&self, id: String, cursor: Cursor) -> Result<()> {
-        let mut cursors = self.cursors.lock();
-        if cursors.len() >= MAX_CURSORS {
-            return Err(Error::with_message(
-                ErrorCode::ResourceLimit,
-                "too many open cursors",
-            ));
+    /// Stores `cursor` of `user` under `id`; 32 (resource limit) when `user` or everyone
+    /// has as many open as allowed. A cursor whose rows were charged while the query ran
+    /// already has its hold.
+    pub(super) fn insert(&self, id: String, mut cursor: Cursor, user: Option<&str>) -> Result<()> {
+        if cursor.hold.is_none() {
+            cursor.hold = Some(self.held.hold(user, 0)?);
         }
-        cursors.insert(id, Arc::new(Mutex::new(cursor)));
+        self.cursors.lock().insert(id, Arc::new(Mutex::new(cursor)));
         Ok(())
     }
 

@@ -34,6 +34,7 @@ use serde_json::{json, Map, Value};
 use crate::exec::{ExecCtx, Execution, Limits, DEFAULT_MEMORY_CAP};
 use crate::explain;
 use crate::expr::eval::EnvState;
+use crate::held::{Hold, HoldCaps};
 use crate::limits::GlobalMemory;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
@@ -43,12 +44,17 @@ use crate::results_cache::ResultsCache;
 use crate::source::DataSource;
 use crate::value::estimate_size;
 use batches::cursor_with_values;
+pub use cursors::MAX_CURSORS;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
 use queries::QueryRegistry;
 pub use query_metrics::QueryFigures;
 pub use reply::CursorReply;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
+
+/// The rows a non-streaming cursor keeps are charged to the cursor caps in steps of this
+/// many estimated bytes (one lock per step, not per row).
+const HOLD_STEP: u64 = 1 << 20;
 
 /// `(HTTP status, JSON body)` of a successful call.
 pub type ServiceReply = (u16, Value);
@@ -174,6 +180,22 @@ impl QueryService {
     /// Estimated bytes held by running queries now.
     pub fn memory_in_use(&self) -> u64 {
         self.memory.used()
+    }
+
+    /// Sets the caps on open cursors: how many and how many estimated bytes of results they
+    /// may hold, overall and per user (`--query.max-open-cursors`,
+    /// `--query.cursors-memory-limit` and their `-per-user` counterparts; 0 = none).
+    pub fn set_cursor_caps(&self, caps: HoldCaps) {
+        self.cursors.held().set_caps(caps);
+    }
+
+    /// Open cursors and the estimated bytes of results they hold, overall, and of `user`.
+    pub fn cursor_holdings(&self, user: Option<&str>) -> (usize, u64) {
+        self.purge_expired();
+        match user {
+            Some(u) => self.cursors.held().in_use_by(u),
+            None => self.cursors.held().in_use(),
+        }
     }
 
     /// A query's budget: its own `memoryLimit` (which may exceed the server's default, as
@@ -424,19 +446,42 @@ impl QueryService {
                 exhausted: false,
                 raw_result: plan.raw_result(),
                 cached: false,
+                hold: None,
             };
             let mut body = cursor_with_values(&mut cursor, values, self, parsing, optimizing)?;
             if let Some(key) = plan_cache_key {
                 body["planCacheKey"] = json!(key.to_string());
             }
-            return self.respond_first(body, cursor, 201);
+            return self.respond_first(body, cursor, 201, req.user.as_deref());
         }
-        // Non-streaming: run to completion, commit, keep the results.
+        // Non-streaming: run to completion, commit, keep the results. What is left after the
+        // first batch is held by the cursor: charged to the cursor caps while the query runs,
+        // so that a result too large to keep fails the query before its writes commit.
         let mut results = VecDeque::new();
+        let mut hold: Option<Hold> = None;
         let outcome: Result<()> = (|| {
+            let mut pending = 0u64;
             while let Some(v) = exec.next_value()? {
-                exec.ctx.charge(estimate_size(&v))?;
+                let size = estimate_size(&v);
+                exec.ctx.charge(size)?;
                 results.push_back(v);
+                if results.len() > req.batch_size {
+                    pending += size;
+                    match &mut hold {
+                        None => {
+                            hold = Some(self.cursors.held().hold(req.user.as_deref(), pending)?);
+                            pending = 0;
+                        }
+                        Some(h) if pending >= HOLD_STEP => {
+                            h.grow(pending)?;
+                            pending = 0;
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+            if let Some(h) = &mut hold {
+                h.grow(pending)?;
             }
             Ok(())
         })();
@@ -498,12 +543,13 @@ impl QueryService {
             exhausted: false,
             raw_result: plan.raw_result(),
             cached: false,
+            hold,
         };
         let mut body = self.next_body(&mut cursor, None)?;
         if let Some(key) = plan_cache_key {
             body["planCacheKey"] = json!(key.to_string());
         }
-        self.respond_first(body, cursor, 201)
+        self.respond_first(body, cursor, 201, req.user.as_deref())
     }
 
     /// `POST /_api/cursor` for a query whose cached plan is trivial (see [`crate::plan_cache`]):
@@ -584,6 +630,8 @@ impl QueryService {
                 "warnings": warnings_json(&warnings),
                 "stats": stats_json(&stats, execution_time, req.full_count, None, 0),
             });
+            let held = results.iter().skip(req.batch_size).map(estimate_size).sum();
+            let hold = self.cursors.held().hold(req.user.as_deref(), held)?;
             let mut cursor = Cursor {
                 database: db.to_string(),
                 batch_size: req.batch_size,
@@ -598,9 +646,11 @@ impl QueryService {
                 exhausted: false,
                 raw_result: false,
                 cached: false,
+                hold: Some(hold),
             };
             let body = self.next_body(&mut cursor, None)?;
-            let CursorReply { code, body, .. } = self.respond_first(body, cursor, 201)?;
+            let CursorReply { code, body, .. } =
+                self.respond_first(body, cursor, 201, req.user.as_deref())?;
             let bytes = serde_json::to_vec(&body)
                 .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
             return Ok((code, bytes));

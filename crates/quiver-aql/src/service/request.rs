@@ -38,6 +38,9 @@ pub struct CursorRequest {
     /// Checked before every collection the query reads or writes while it runs (the
     /// caller's rights); `None`: no check (the superuser, authentication off).
     pub access: Option<crate::source::checked::CollectionAccess>,
+    /// The user asking (`None`: the superuser, or authentication is off): a cursor left
+    /// open counts against this user's caps as well as the server's ([`crate::held`]).
+    pub user: Option<String>,
 }
 
 impl CursorRequest {
@@ -65,6 +68,7 @@ impl CursorRequest {
             cache: None,
             use_plan_cache: false,
             access: None,
+            user: None,
         }
     }
 }

@@ -132,9 +132,21 @@ impl QueryService {
             exhausted: false,
             raw_result: entry.result.raw_result,
             cached: true,
+            hold: None,
         };
+        if entry.result.results.len() > req.batch_size {
+            let bytes = entry
+                .result
+                .results
+                .iter()
+                .skip(req.batch_size)
+                .map(crate::value::estimate_size)
+                .sum();
+            cursor.hold = Some(self.cursors.held().hold(req.user.as_deref(), bytes).ok()?);
+        }
         let body = self.next_body(&mut cursor, None).ok()?;
-        self.respond_first(body, cursor, 201).ok()
+        self.respond_first(body, cursor, 201, req.user.as_deref())
+            .ok()
     }
 
     /// Keeps the result of a query that ran to its end, if it may be kept: the plan is

@@ -1,7 +1,9 @@
 //! `POST /_api/batch`: a `multipart/form-data` body whose parts are complete HTTP requests,
 //! executed in order through [`crate::handle`] and answered as one multipart response.
 //!
-//! The multipart framing is parsed by `crate::multipart`.
+//! The multipart framing is parsed by `crate::multipart`. The parts' responses are held until
+//! the whole answer goes out; once they hold more than `--server.batch-response-memory-limit`
+//! bytes, the remaining parts are not executed but answered with 500/32.
 
 use http::{HeaderName, HeaderValue, Method};
 use quiver_errors::{Error, ErrorCode, Result};
@@ -47,6 +49,27 @@ fn write_part_response(out: &mut Vec<u8>, response: &Response, is_head: bool) {
     }
 }
 
+/// One part of the multipart answer: the part header, then the part's response.
+fn write_part(
+    out: &mut Vec<u8>,
+    boundary: &str,
+    content_id: Option<&str>,
+    response: &Response,
+    is_head: bool,
+) {
+    out.extend_from_slice(b"--");
+    out.extend_from_slice(boundary.as_bytes());
+    out.extend_from_slice(b"\r\nContent-Type: application/x-arango-batchpart\r\n");
+    if let Some(id) = content_id {
+        out.extend_from_slice(b"Content-Id: ");
+        out.extend_from_slice(id.as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    write_part_response(out, response, is_head);
+    out.extend_from_slice(b"\r\n");
+}
+
 /// `POST /_api/batch`.
 pub fn route(state: &ServerState, req: &Request) -> Response {
     if req.segments.len() > 2 {
@@ -84,8 +107,22 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
     let mut out = Vec::with_capacity(parsed.len() * 256);
     let mut errors = 0usize;
     let mut durability = Vec::new();
+    let limit = state.config.batch_response_limit;
     let mut i = 0;
     while i < parsed.len() {
+        if limit > 0 && out.len() as u64 > limit {
+            let refused = Response::from(Error::with_message(
+                ErrorCode::ResourceLimit,
+                format!(
+                    "batch responses would hold more memory than allowed (limit: {limit} bytes); part not executed"
+                ),
+            ));
+            for (content_id, _) in &parsed[i..] {
+                errors += 1;
+                write_part(&mut out, &boundary, content_id.as_deref(), &refused, false);
+            }
+            break;
+        }
         // Runs of plain inserts into one collection share one commit (see insert_run).
         let run_len = match &parsed[i].1 {
             Ok(first) => match super::document::groupable_insert_target(first) {
@@ -142,17 +179,13 @@ fn run(state: &ServerState, req: &Request) -> Result<Response> {
             if response.status.as_u16() >= 400 {
                 errors += 1;
             }
-            out.extend_from_slice(b"--");
-            out.extend_from_slice(boundary.as_bytes());
-            out.extend_from_slice(b"\r\nContent-Type: application/x-arango-batchpart\r\n");
-            if let Some(id) = content_id {
-                out.extend_from_slice(b"Content-Id: ");
-                out.extend_from_slice(id.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
-            out.extend_from_slice(b"\r\n");
-            write_part_response(&mut out, &response, is_head);
-            out.extend_from_slice(b"\r\n");
+            write_part(
+                &mut out,
+                &boundary,
+                content_id.as_deref(),
+                &response,
+                is_head,
+            );
         }
     }
     out.extend_from_slice(b"--");

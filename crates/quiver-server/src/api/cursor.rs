@@ -43,7 +43,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 state
                     .recordings
                     .aql_query(&query.query, &query.bind_vars, db);
-                query.access = crate::access::query_access(state, req);
+                for_caller(state, req, &mut query);
                 cursor_reply(queries.create_cursor_reply(db, query))
             }
         },
@@ -98,11 +98,22 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     }
 }
 
+/// The caller's rights at every collection the query touches, and the user whose caps an
+/// open cursor counts against.
+fn for_caller(state: &ServerState, req: &Request, query: &mut CursorRequest) {
+    query.access = crate::access::query_access(state, req);
+    query.user = req
+        .identity
+        .as_ref()
+        .and_then(|i| i.user())
+        .map(str::to_owned);
+}
+
 /// Runs `body` (a `POST /_api/cursor` body built by another endpoint) in `req`'s database
 /// with the caller's collection access, answering the cursor as `POST /_api/cursor` does.
 pub(crate) fn run_body(state: &ServerState, req: &Request, body: &Value) -> Result<Response> {
     let mut query = request::cursor_request(body)?;
-    query.access = crate::access::query_access(state, req);
+    for_caller(state, req, &mut query);
     cursor_reply(state.queries.create_cursor_reply(&req.database, query))
 }
 
@@ -116,7 +127,7 @@ pub(crate) fn run_to_end(
     rows_hint: usize,
 ) -> Result<(Vec<Value>, Value)> {
     let mut query = request::cursor_request(body)?;
-    query.access = crate::access::query_access(state, req);
+    for_caller(state, req, &mut query);
     query.batch_size = rows_hint.clamp(1, CursorRequest::DEFAULT_BATCH_SIZE);
     let db: &str = &req.database;
     let (_, mut answer) = state.queries.create_cursor(db, query)?;
@@ -155,7 +166,12 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
         return None;
     }
     let body = super::body_json(req).ok()??;
-    let request = request::cursor_request(&body).ok()?;
+    let mut request = request::cursor_request(&body).ok()?;
+    request.user = req
+        .identity
+        .as_ref()
+        .and_then(|i| i.user())
+        .map(str::to_owned);
     let answer = state
         .queries
         .create_cursor_inline(&req.database, &request)?;
@@ -198,7 +214,7 @@ fn create_in_transaction(
             state
                 .recordings
                 .aql_query(&query.query, &query.bind_vars, &req.database);
-            query.access = crate::access::query_access(state, req);
+            for_caller(state, req, &mut query);
             state.queries.create_cursor_in(&req.database, query, lent)
         });
         match back.lock().take() {

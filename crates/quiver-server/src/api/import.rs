@@ -7,13 +7,17 @@ use serde_json::{json, Value};
 
 use super::transaction::with_writer;
 use super::write_options::write_options;
-use crate::import_format::{bad, parse_array, parse_documents, parse_tabular, snippet, Item};
+use crate::import_format::{bad, read_items, snippet, Format, Item};
 use crate::response::Durability;
 use crate::{method_not_allowed, Request, Response, ServerState};
 
 /// Documents per commit when items are independent (`complete=false`): bounds the memory and
 /// lock hold time of one engine batch for very large imports.
 const CHUNK: usize = 10_000;
+
+/// Estimated bytes of the documents of one chunk at most (`quiver_aql::value::estimate_size`):
+/// with large documents a chunk ends before [`CHUNK`] documents.
+const CHUNK_BYTES: u64 = 32 << 20;
 
 /// Applies `fromPrefix`/`toPrefix` to an edge attribute.
 fn apply_prefix(doc: &mut Value, attr: &str, prefix: Option<&str>, overwrite: bool) {
@@ -53,6 +57,13 @@ fn missing_edge_attribute(doc: &Value) -> Option<String> {
 }
 
 /// `POST /_api/import`.
+///
+/// The body is read item by item (`import_format::read_items`) and never held as documents
+/// all at once: with `complete=false` the documents go to the core in chunks of at most
+/// [`CHUNK`] documents or [`CHUNK_BYTES`] estimated bytes, each chunk one commit (or staged in
+/// the request's stream transaction); with `complete=true` a first reading checks every item
+/// (an input error writes nothing, as before any insert in ArangoDB), and a second one stages
+/// the documents one by one in one transaction (after the truncate of `overwrite=true`).
 pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     if req.segments.len() > 2 {
         return Ok(crate::not_found(req));
@@ -70,23 +81,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     if body.trim().is_empty() {
         return Err(bad("request body is empty"));
     }
-    let mut empty = 0u64;
     let kind = req.param("type").unwrap_or("").trim();
-    let items = match kind {
-        "documents" => parse_documents(body, &mut empty),
-        "array" | "list" => parse_array(body)?,
-        "auto" => {
-            if body.trim_start().starts_with('[') {
-                parse_array(body)?
-            } else {
-                parse_documents(body, &mut empty)
-            }
-        }
-        "" | "undefined" => {
-            parse_tabular(body, req.bool_param("ignoreMissing", false), &mut empty)?
-        }
-        other => return Err(bad(format!("invalid value for 'type': '{other}'"))),
-    };
+    let format = Format::of(kind, body, req.bool_param("ignoreMissing", false))?;
 
     let complete = req.bool_param("complete", false);
     let want_details = req.bool_param("details", false);
@@ -100,55 +96,44 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         "ignore" => OverwriteMode::Ignore,
         _ => OverwriteMode::Conflict,
     };
-    let from_prefix = req.param("fromPrefix");
-    let to_prefix = req.param("toPrefix");
-    let overwrite_prefix = req.bool_param("overwriteCollectionPrefix", false);
-
-    let mut details = Vec::new();
-    let mut errors = 0u64;
-    let mut docs = Vec::with_capacity(items.len());
-    let edges = coll.is_edge();
-    for (line, item) in items {
-        let (code, problem) = match item {
-            Item::Doc(mut doc) => {
-                apply_prefix(&mut doc, "_from", from_prefix, overwrite_prefix);
-                apply_prefix(&mut doc, "_to", to_prefix, overwrite_prefix);
-                match edges.then(|| missing_edge_attribute(&doc)).flatten() {
-                    None => {
-                        docs.push(doc);
-                        continue;
-                    }
-                    Some(problem) => (ErrorCode::InvalidEdgeAttribute, problem),
-                }
-            }
-            Item::Invalid(code, problem) => (code, problem),
-        };
-        let text = format!("at position {line}: {problem}");
-        if complete {
-            return Err(Error::with_message(code, text));
-        }
-        errors += 1;
-        if want_details {
-            details.push(text);
-        }
-    }
-
+    let prefixes = Prefixes {
+        from: req.param("fromPrefix"),
+        to: req.param("toPrefix"),
+        overwrite: req.bool_param("overwriteCollectionPrefix", false),
+        edges: coll.is_edge(),
+    };
     let overwrite = req.bool_param("overwrite", false);
-    if overwrite && complete {
-        // ArangoDB truncates and imports in one transaction: with complete=true a failed import
-        // leaves the collection as it was, its old documents included. The engine's O(1)
-        // truncate commits on its own, so this runs in one transaction (the stream
-        // transaction, or one of its own) that stages the removals and the inserts.
+    let mut empty = 0u64;
+
+    if complete {
+        // Every input item must be good before anything is written.
+        read_items(body, format, &mut empty, false, &mut |(line, item)| {
+            prefixes
+                .document(line, item)
+                .map(drop)
+                .map_err(|(code, text)| Error::with_message(code, text))
+        })?;
+        // ArangoDB imports (and truncates first, with overwrite=true) in one transaction:
+        // a failed import leaves the collection as it was. The engine's O(1) truncate
+        // commits on its own, so the truncate is staged in the transaction (the stream
+        // transaction, or one of its own) with the inserts.
         let db = state.database(&req.database)?;
         let write = vec![coll.name().to_string()];
         let outcome = with_writer(state, req, |w| {
             let before = w.staged_operations();
             let result = w.transaction(&db, write, opts.wait_for_sync, |t| {
-                t.truncate(&coll)?;
-                let mut counts = Counts::default();
-                for doc in docs {
-                    counts.add(t.insert(&coll, doc, &opts)?.kind);
+                if overwrite {
+                    t.truncate(&coll)?;
                 }
+                let mut counts = Counts::default();
+                let mut blank = 0u64;
+                read_items(body, format, &mut blank, true, &mut |(line, item)| {
+                    let doc = prefixes
+                        .document(line, item)
+                        .map_err(|(code, text)| Error::with_message(code, text))?;
+                    counts.add(t.insert(&coll, doc, &opts)?.kind);
+                    Ok(())
+                })?;
                 Ok(counts)
             });
             Ok(result.map_err(|e| (e, w.staged_operations() != before)))
@@ -159,65 +144,149 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             counts,
             0,
             empty,
-            want_details.then_some(details),
+            want_details.then(Vec::new),
             vec![Box::new(committed)],
         ));
     }
-    let mut durability: Vec<Box<dyn Durability>> = Vec::new();
+
+    let mut progress = Progress {
+        want_details,
+        ..Progress::default()
+    };
     if overwrite {
-        durability.push(Box::new(with_writer(state, req, |w| {
-            w.truncate(&coll, opts.wait_for_sync)
-        })?));
+        progress
+            .durability
+            .push(Box::new(with_writer(state, req, |w| {
+                w.truncate(&coll, opts.wait_for_sync)
+            })?));
     }
-    let mut counts = Counts::default();
-    let chunk = if complete { docs.len().max(1) } else { CHUNK };
-    // ArangoDB numbers a refused insert by its 0-based index among the documents that reached
-    // the insert (input errors are numbered by input position, from 1); drivers' tests pin it.
-    let mut position = 0usize;
-    let mut remaining = docs.into_iter();
-    loop {
-        let batch: Vec<Value> = remaining.by_ref().take(chunk).collect();
-        if batch.is_empty() {
-            break;
-        }
-        // Keep a printable copy only when errors will be reported in detail.
-        let copies: Vec<String> = if want_details {
-            batch.iter().map(|d| snippet(&d.to_string())).collect()
-        } else {
-            Vec::new()
-        };
-        // Each chunk is one commit, or staged in the stream transaction (items stay
-        // independent unless complete=true; durability comes with its commit).
-        let outcome = with_writer(state, req, |w| {
-            let before = w.staged_operations();
-            let result = w.insert_many(&coll, batch, &opts);
-            Ok(result.map_err(|e| (e, w.staged_operations() != before)))
-        })?;
-        let committed = outcome.or_else(|failure| undo_failed(state, req, failure))?;
-        for (i, result) in committed.value().iter().enumerate() {
-            let at = position;
-            position += 1;
-            match result {
-                Ok(op) => counts.add(op.kind),
-                Err(e) => {
-                    errors += 1;
-                    if want_details {
-                        let text = copies.get(i).map(String::as_str).unwrap_or("");
-                        details.push(format!("at position {at}: {}", write_failure(e, text)));
-                    }
+    let mut chunk: Vec<Value> = Vec::new();
+    let mut chunk_bytes = 0u64;
+    read_items(body, format, &mut empty, false, &mut |(line, item)| {
+        match prefixes.document(line, item) {
+            Ok(doc) => {
+                chunk_bytes += quiver_aql::value::estimate_size(&doc);
+                chunk.push(doc);
+                if chunk.len() >= CHUNK || chunk_bytes >= CHUNK_BYTES {
+                    chunk_bytes = 0;
+                    progress.insert(state, req, &coll, &opts, std::mem::take(&mut chunk))?;
+                }
+            }
+            Err((_, problem)) => {
+                progress.errors += 1;
+                if want_details {
+                    progress.input_details.push(problem);
                 }
             }
         }
-        durability.push(Box::new(committed));
-    }
-
+        Ok(())
+    })?;
+    progress.insert(state, req, &coll, &opts, chunk)?;
+    let Progress {
+        counts,
+        errors,
+        mut input_details,
+        write_details,
+        durability,
+        ..
+    } = progress;
+    // Input errors first, then the refused inserts, as ArangoDB lists them.
+    input_details.extend(write_details);
     Ok(imported(
         counts,
         errors,
         empty,
-        want_details.then_some(details),
+        want_details.then_some(input_details),
         durability,
     ))
+}
+
+/// How an input item becomes a document: the edge prefixes and the edge check.
+struct Prefixes<'a> {
+    from: Option<&'a str>,
+    to: Option<&'a str>,
+    overwrite: bool,
+    edges: bool,
+}
+
+impl Prefixes<'_> {
+    /// The document to insert, or the error code and the `details` text of the input item at
+    /// `line`.
+    fn document(&self, line: usize, item: Item) -> std::result::Result<Value, (ErrorCode, String)> {
+        let (code, problem) = match item {
+            Item::Doc(mut doc) => {
+                apply_prefix(&mut doc, "_from", self.from, self.overwrite);
+                apply_prefix(&mut doc, "_to", self.to, self.overwrite);
+                match self.edges.then(|| missing_edge_attribute(&doc)).flatten() {
+                    None => return Ok(doc),
+                    Some(problem) => (ErrorCode::InvalidEdgeAttribute, problem),
+                }
+            }
+            Item::Invalid(code, problem) => (code, problem),
+        };
+        Err((code, format!("at position {line}: {problem}")))
+    }
+}
+
+/// What an import with independent items (`complete=false`) has done so far.
+#[derive(Default)]
+struct Progress {
+    want_details: bool,
+    counts: Counts,
+    errors: u64,
+    /// ArangoDB numbers a refused insert by its 0-based index among the documents that
+    /// reached the insert (input errors are numbered by input position, from 1); drivers'
+    /// tests pin it.
+    position: usize,
+    input_details: Vec<String>,
+    write_details: Vec<String>,
+    durability: Vec<Box<dyn Durability>>,
+}
+
+impl Progress {
+    /// Inserts one chunk: one commit, or staged in the stream transaction (durability comes
+    /// with its commit).
+    fn insert(
+        &mut self,
+        state: &ServerState,
+        req: &Request,
+        coll: &std::sync::Arc<quiver_core::Collection>,
+        opts: &quiver_core::WriteOptions,
+        chunk: Vec<Value>,
+    ) -> Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        // Keep a printable copy only when errors will be reported in detail.
+        let copies: Vec<String> = if self.want_details {
+            chunk.iter().map(|d| snippet(&d.to_string())).collect()
+        } else {
+            Vec::new()
+        };
+        let outcome = with_writer(state, req, |w| {
+            let before = w.staged_operations();
+            let result = w.insert_many(coll, chunk, opts);
+            Ok(result.map_err(|e| (e, w.staged_operations() != before)))
+        })?;
+        let committed = outcome.or_else(|failure| undo_failed(state, req, failure))?;
+        for (i, result) in committed.value().iter().enumerate() {
+            let at = self.position;
+            self.position += 1;
+            match result {
+                Ok(op) => self.counts.add(op.kind),
+                Err(e) => {
+                    self.errors += 1;
+                    if self.want_details {
+                        let text = copies.get(i).map(String::as_str).unwrap_or("");
+                        self.write_details
+                            .push(format!("at position {at}: {}", write_failure(e, text)));
+                    }
+                }
+            }
+        }
+        self.durability.push(Box::new(committed));
+        Ok(())
+    }
 }
 
 /// Answers a failed all-or-nothing import step: `(error, staged)` where `staged` says whether
@@ -278,11 +347,21 @@ fn imported(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::import_format::collect_items;
+
+    fn tabular(ignore_missing: bool) -> Format {
+        Format::Tabular { ignore_missing }
+    }
 
     #[test]
     fn jsonl_counts_blank_lines() {
         let mut empty = 0;
-        let items = parse_documents("\n\n {\"a\":1}\n \n \n \r\n \n {\"b\":2}\n\n", &mut empty);
+        let items = collect_items(
+            "\n\n {\"a\":1}\n \n \n \r\n \n {\"b\":2}\n\n",
+            Format::Documents,
+            &mut empty,
+        )
+        .unwrap();
         assert_eq!(items.len(), 2);
         assert_eq!(empty, 7);
     }
@@ -290,9 +369,9 @@ mod tests {
     #[test]
     fn tabular_rows_and_errors() {
         let mut empty = 0;
-        let items = parse_tabular(
+        let items = collect_items(
             "[\"_key\",\"v\"]\n[\"a\",1]\n[\"b\"]\n\n[\"c\",2,3]\n",
-            false,
+            tabular(false),
             &mut empty,
         )
         .unwrap();
@@ -305,16 +384,17 @@ mod tests {
             matches!(items[2], (4, Item::Invalid(..))),
             "the blank line counts"
         );
-        let items = parse_tabular("[\"_key\",\"v\"]\n[\"b\"]\n", true, &mut empty).unwrap();
+        let items =
+            collect_items("[\"_key\",\"v\"]\n[\"b\"]\n", tabular(true), &mut empty).unwrap();
         assert!(matches!(items[0], (1, Item::Doc(_))));
-        assert!(parse_tabular("\n[\"a\"]\n", false, &mut empty).is_err());
-        assert!(parse_tabular("{\"a\":1}\n", false, &mut empty).is_err());
+        assert!(collect_items("\n[\"a\"]\n", tabular(false), &mut empty).is_err());
+        assert!(collect_items("{\"a\":1}\n", tabular(false), &mut empty).is_err());
     }
 
     #[test]
     fn details_are_worded_as_arangodb_words_them() {
         let mut empty = 0;
-        let items = parse_documents("not json\n[1]\n", &mut empty);
+        let items = collect_items("not json\n[1]\n", Format::Documents, &mut empty).unwrap();
         let texts: Vec<&str> = items
             .iter()
             .map(|i| match &i.1 {

@@ -134,6 +134,7 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
         cache: cache_option(body, options),
         use_plan_cache: as_bool(opt("usePlanCache")),
         access: None,
+        user: None,
     })
 }
 
