@@ -616,6 +616,10 @@ impl Collection {
         match &self.edge_index {
             Some(index) => {
                 index.wait_ready()?;
+                // Garbage is unlinked by commits as the horizon passes it; the last commits
+                // may have run while a snapshot still saw it. Counting it would report edges
+                // and vertices no snapshot can reach any more.
+                index.collect(self.engine.horizon());
                 Ok(Some(index.stats()))
             }
             None => Ok(None),
