@@ -1006,8 +1006,8 @@ impl EdgeIndex {
         state.current.collect(horizon);
     }
 
-    /// Drops garbage no snapshot at or after `horizon` can see (commits do this as they go).
-    #[cfg(test)]
+    /// Drops garbage no snapshot at or after `horizon` can see (commits do this as they go;
+    /// the figures do it before counting).
     pub fn collect(&self, horizon: u64) {
         Self::collect_locked(&mut self.state.write(), horizon);
     }
