@@ -14,11 +14,16 @@
 #   sbs_measure GOAL_PERCENT         the rounds, the CSV, the tables and the verdicts
 # A script may define sbs_extra_cleanup, run at exit after the servers stopped.
 # Env: DURATION (seconds per measurement, default 5), ROUNDS (default 3), CONCURRENCY
-# ("1 4 16"). Stops with an error if any server answers a non-2xx status.
+# ("1 4 16"), SERVER_CPUS and CLIENT_CPUS (taskset CPU lists, e.g. 1 and 0: every server on
+# one core and wrk on the other, so that client and server never take each other's core —
+# on a 2-core machine this narrows the scatter of single rounds). Stops with an error if any
+# server answers a non-2xx status.
 
 DURATION=${DURATION:-5}
 ROUNDS=${ROUNDS:-3}
 CONCURRENCY=${CONCURRENCY:-"1 4 16"}
+SERVER_PIN=(); [ -n "${SERVER_CPUS:-}" ] && SERVER_PIN=(taskset -c "$SERVER_CPUS")
+CLIENT_PIN=(); [ -n "${CLIENT_CPUS:-}" ] && CLIENT_PIN=(taskset -c "$CLIENT_CPUS")
 BODY='{"name":"Alice Example","age":34,"city":"Berlin-Mitte","tags":["a","b"],"active":true}'
 
 sbs_init() {
@@ -38,7 +43,7 @@ sbs_cleanup() {
 sbs_start() { # name binary [flags…]
   local name=$1 binary=$2
   shift 2
-  "$binary" --server.endpoint tcp://127.0.0.1:0 --database.directory "$WORK/$name-data" \
+  "${SERVER_PIN[@]}" "$binary" --server.endpoint tcp://127.0.0.1:0 --database.directory "$WORK/$name-data" \
     --log.level warning "$@" >"$WORK/$name.log" 2>&1 &
   PID[$name]=$!
   HEADER[$name]=""
@@ -78,7 +83,7 @@ sbs_run() { # server path threads conns [script] -> "requests_per_second,server_
   [ -n "${HEADER[$s]}" ] && extra+=(-H "${HEADER[$s]}")
   [ -n "${5:-}" ] && extra+=(-s "$5")
   before=$(sbs_cpu_ticks "${PID[$s]}")
-  timeout $((DURATION + 20)) wrk -t"$3" -c"$4" -d"${DURATION}s" --timeout 5s "${extra[@]}" \
+  timeout $((DURATION + 20)) "${CLIENT_PIN[@]}" wrk -t"$3" -c"$4" -d"${DURATION}s" --timeout 5s "${extra[@]}" \
     "${URL[$s]}$2" >"$WORK/wrk.out"
   after=$(sbs_cpu_ticks "${PID[$s]}")
   if grep -q Non-2xx "$WORK/wrk.out"; then

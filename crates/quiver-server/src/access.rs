@@ -8,7 +8,7 @@ use http::{HeaderName, Method};
 use quiver_aql::source::checked::CollectionAccess;
 use quiver_errors::{Error, ErrorCode, Result};
 
-use crate::auth::{unauthorized, Identity, Level, Outcome};
+use crate::auth::{unauthorized, Identity, Level, Outcome, UserRecord};
 use crate::query_access::{collections_of, QueryCollections};
 use crate::{Request, Response, ServerState};
 
@@ -221,19 +221,22 @@ pub fn need(req: &Request, system_only: bool) -> Need {
 pub fn admit(state: &ServerState, request: &mut Request) -> Option<Response> {
     let auth = &state.auth;
     let need = need(request, auth.config().system_only);
+    let mut record = None;
     if request.identity.is_none() {
         let header = request.header(http::header::AUTHORIZATION);
-        match auth.authenticate(header, request.peer) {
+        let (outcome, found) = auth.authenticate_with_record(header, request.peer);
+        match outcome {
             Outcome::Authenticated(identity) => {
                 state.statistics.caller(&identity);
                 request.identity = Some(identity);
+                record = found;
             }
             // Open routes serve callers without (valid) credentials.
             _ if need == Need::Open => return None,
             _ => return Some(refusal(request, unauthorized())),
         }
     }
-    check(state, request, need)
+    check(state, request, need, record.as_deref())
         .err()
         .map(|e| refusal(request, e))
 }
@@ -252,7 +255,7 @@ pub fn admit_part(state: &ServerState, outer: &Request, part: Result<Request>) -
         ));
     }
     let need = need(&part, state.auth.config().system_only);
-    check(state, &part, need)?;
+    check(state, &part, need, None)?;
     Ok(part)
 }
 
@@ -274,8 +277,15 @@ fn forbidden() -> Error {
 }
 
 /// Checks an authenticated request against `need`, then against the server's read-only mode.
-fn check(state: &ServerState, req: &Request, need: Need) -> Result<()> {
-    check_rights(state, req, need)?;
+/// `record` is the caller's user record if authenticating this very request just found it
+/// (otherwise it is looked up).
+fn check(
+    state: &ServerState,
+    req: &Request,
+    need: Need,
+    record: Option<&UserRecord>,
+) -> Result<()> {
+    check_rights(state, req, need, record)?;
     // With authentication off ArangoDB gives every caller read-only rights in read-only mode;
     // with it on, the superuser (a superuser JWT) is not limited.
     let limited = matches!(req.identity, Some(Identity::User(_))) || !state.auth.enabled();
@@ -326,7 +336,12 @@ fn check_read_only(state: &ServerState, req: &Request, need: Need) -> Result<()>
 }
 
 /// Checks an authenticated request's rights against `need`.
-fn check_rights(state: &ServerState, req: &Request, need: Need) -> Result<()> {
+fn check_rights(
+    state: &ServerState,
+    req: &Request,
+    need: Need,
+    record: Option<&UserRecord>,
+) -> Result<()> {
     let user = match &req.identity {
         None if need == Need::Open => return Ok(()),
         None => return Err(unauthorized()),
@@ -336,9 +351,20 @@ fn check_rights(state: &ServerState, req: &Request, need: Need) -> Result<()> {
     if need == Need::Open {
         return Ok(());
     }
-    let Some(record) = state.auth.users().get(user) else {
-        // Removed since it authenticated (a queued job, a long batch).
-        return Err(unauthorized());
+    let looked_up;
+    let record = match record {
+        Some(record) => {
+            debug_assert_eq!(record.name, **user);
+            record
+        }
+        None => {
+            let Some(found) = state.auth.users().get(user) else {
+                // Removed since it authenticated (a queued job, a long batch).
+                return Err(unauthorized());
+            };
+            looked_up = found;
+            &*looked_up
+        }
     };
     let db = &*req.database;
     let database = |min: Level| {

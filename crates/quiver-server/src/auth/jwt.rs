@@ -20,6 +20,10 @@ use sha2::{Digest, Sha256};
 pub const ISSUER: &str = "arangodb";
 /// Most secrets one server holds (a folder with more files is refused).
 pub const MAX_SECRETS: usize = 64;
+/// The longest token verified or issued (bytes of the compact form): a real token is a few
+/// hundred bytes, and the bound keeps a hostile one from costing an HMAC per secret over
+/// megabytes.
+pub const MAX_TOKEN_LEN: usize = 8192;
 /// How far in the future `iat` may lie (clock skew between issuer and server).
 const IAT_SKEW_SECS: f64 = 60.0;
 
@@ -123,7 +127,8 @@ impl Secrets {
         (&self.digests[0], &self.digests[1..])
     }
 
-    /// A user token for `user` valid for `lifetime`.
+    /// A user token for `user` valid for `lifetime`; 400/10 for a name so long that the token
+    /// would exceed [`MAX_TOKEN_LEN`] (the server never issues a token it would refuse).
     pub fn issue_user_token(&self, user: &str, lifetime: Duration) -> Result<String> {
         let now = now_secs();
         let claims = Claims {
@@ -133,11 +138,11 @@ impl Secrets {
             preferred_username: Some(user.to_owned()),
             server_id: None,
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.keys[0].0)
-            .map_err(|e| Error::with_message(ErrorCode::Internal, format!("signing a JWT: {e}")))
+        self.sign(&claims)
     }
 
-    /// A superuser token signed with the active secret (for tests and tools).
+    /// A superuser token signed with the active secret (for tests and tools); 400/10 beyond
+    /// [`MAX_TOKEN_LEN`].
     pub fn issue_superuser_token(&self, server_id: &str, lifetime: Duration) -> Result<String> {
         let now = now_secs();
         let claims = Claims {
@@ -147,22 +152,41 @@ impl Secrets {
             preferred_username: None,
             server_id: Some(server_id.to_owned()),
         };
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &self.keys[0].0)
-            .map_err(|e| Error::with_message(ErrorCode::Internal, format!("signing a JWT: {e}")))
+        self.sign(&claims)
+    }
+
+    fn sign(&self, claims: &Claims) -> Result<String> {
+        let token = jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.keys[0].0)
+            .map_err(|e| {
+            Error::with_message(ErrorCode::Internal, format!("signing a JWT: {e}"))
+        })?;
+        if token.len() > MAX_TOKEN_LEN {
+            return Err(Error::with_message(
+                ErrorCode::BadParameter,
+                format!("a token for this name would exceed {MAX_TOKEN_LEN} bytes"),
+            ));
+        }
+        Ok(token)
     }
 
     /// Checks a token: signature under one of the secrets (HS256 only), `iss` = `arangodb`,
     /// `exp` (when present) not passed, `iat` (when present) a number not in the future, and
     /// either `preferred_username` or `server_id`. `None` for anything else.
     pub fn verify(&self, token: &str) -> Option<Bearer> {
+        self.verify_at(token, now_secs()).map(|(bearer, _)| bearer)
+    }
+
+    /// [`Secrets::verify`], with the token's `exp` (seconds since the epoch) if it has one.
+    pub fn verify_with_expiry(&self, token: &str) -> Option<(Bearer, Option<u64>)> {
         self.verify_at(token, now_secs())
     }
 
-    /// [`Secrets::verify`] with the clock a remembered token's `exp` is compared with.
-    fn verify_at(&self, token: &str, now: u64) -> Option<Bearer> {
+    /// [`Secrets::verify_with_expiry`] with the clock a remembered token's `exp` is compared
+    /// with.
+    fn verify_at(&self, token: &str, now: u64) -> Option<(Bearer, Option<u64>)> {
         // The signature check is the only costly step; a token is at most a few hundred
         // bytes, so bound it before trying every secret.
-        if token.len() > 8192 {
+        if token.len() > MAX_TOKEN_LEN {
             return None;
         }
         let key: [u8; 32] = Sha256::digest(token.as_bytes()).into();
@@ -170,7 +194,7 @@ impl Secrets {
             // Expired since it was verified: refused by its own claim, nothing to recheck.
             return match hit.exp {
                 Some(exp) if now > exp => None,
-                _ => Some(hit.bearer.clone()),
+                _ => Some((hit.bearer.clone(), hit.exp)),
             };
         }
         let verified = self.verify_uncached(token)?;
@@ -180,7 +204,7 @@ impl Secrets {
         }
         map.insert(key, verified.clone());
         assert!(map.len() <= VERIFIED_CAPACITY);
-        Some(verified.bearer)
+        Some((verified.bearer, verified.exp))
     }
 
     /// The full check of a token not remembered yet.
@@ -222,12 +246,14 @@ mod tests {
             .issue_user_token("alice", Duration::from_secs(60))
             .unwrap();
         let now = now_secs();
-        assert!(matches!(secrets.verify_at(&token, now), Some(Bearer::User(u)) if &*u == "alice"));
+        assert!(
+            matches!(secrets.verify_at(&token, now), Some((Bearer::User(u), Some(exp))) if &*u == "alice" && (now + 59..=now + 60).contains(&exp))
+        );
         assert_eq!(secrets.verified.read().len(), 1);
         // The remembered token answers without a new check, and stops at its exp.
         assert!(matches!(
             secrets.verify_at(&token, now + 60),
-            Some(Bearer::User(_))
+            Some((Bearer::User(_), Some(_)))
         ));
         assert!(secrets.verify_at(&token, now + 61).is_none());
         // A token under another secret is never remembered, nor accepted.
@@ -363,5 +389,24 @@ mod tests {
             "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
         );
         assert_eq!(passive.len(), 1);
+    }
+
+    #[test]
+    fn a_token_the_server_would_refuse_is_never_issued() {
+        let secrets = Secrets::new(&[b"one".to_vec()]).unwrap();
+        let lifetime = Duration::from_secs(60);
+        // Short enough: issued and verified.
+        let name = "n".repeat(4000);
+        let token = secrets.issue_user_token(&name, lifetime).unwrap();
+        assert!(token.len() <= MAX_TOKEN_LEN);
+        assert_eq!(secrets.verify(&token), Some(Bearer::User(name.into())));
+        // Control characters are escaped in the claims (six bytes each), so a name far below
+        // the bound in bytes can still make a token above it: refused when issued.
+        for name in ["n".repeat(7000), "\u{1}".repeat(1500)] {
+            let err = secrets.issue_user_token(&name, lifetime).unwrap_err();
+            assert_eq!(err.code, ErrorCode::BadParameter);
+            let err = secrets.issue_superuser_token(&name, lifetime).unwrap_err();
+            assert_eq!(err.code, ErrorCode::BadParameter);
+        }
     }
 }

@@ -14,6 +14,7 @@ pub mod identity;
 pub mod jwt;
 pub mod level;
 pub mod password;
+pub mod recent;
 pub mod store;
 pub mod throttle;
 pub mod tokens;
@@ -22,6 +23,8 @@ pub mod user;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::Arc;
+
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 use quiver_core::Core;
@@ -35,6 +38,7 @@ pub use user::UserRecord;
 
 use cache::{CredentialCache, Verified};
 use jwt::{Bearer, Secrets};
+use recent::{Accepted, Recent};
 use throttle::Throttle;
 
 /// What the `Authorization` header of a request established.
@@ -57,6 +61,28 @@ pub struct Authenticator {
     data_dir: std::path::PathBuf,
     cache: CredentialCache,
     throttle: Throttle,
+    /// The credential each thread accepted last (`recent.rs`).
+    recent: Recent,
+    /// Bumped after each reload of the secrets (half of the generation `recent` checks).
+    secrets_generation: AtomicU64,
+}
+
+/// What checking one credential found: the outcome, the user's record on the way, and until
+/// when an accepted outcome may be remembered (`None`: not at all; `u64::MAX`: no expiry).
+struct Checked {
+    outcome: Outcome,
+    record: Option<Arc<UserRecord>>,
+    remember_until: Option<u64>,
+}
+
+impl Checked {
+    fn refused() -> Checked {
+        Checked {
+            outcome: Outcome::Invalid,
+            record: None,
+            remember_until: None,
+        }
+    }
 }
 
 impl Authenticator {
@@ -79,6 +105,8 @@ impl Authenticator {
             data_dir: data_dir.to_owned(),
             cache: CredentialCache::default(),
             throttle: Throttle::default(),
+            recent: Recent::new(),
+            secrets_generation: AtomicU64::new(0),
         })
     }
 
@@ -113,6 +141,7 @@ impl Authenticator {
         }
         let secrets = Arc::new(Secrets::new(&self.config.load_secrets(&self.data_dir)?)?);
         *self.secrets.write() = secrets.clone();
+        self.secrets_generation.fetch_add(1, Ordering::Release);
         Ok(secrets)
     }
 
@@ -126,24 +155,61 @@ impl Authenticator {
     /// Establishes who sends a request from its `Authorization` header; `client` is the peer
     /// address (for the login throttle).
     pub fn authenticate(&self, authorization: Option<&str>, client: Option<IpAddr>) -> Outcome {
-        if !self.config.enabled {
-            return Outcome::Authenticated(Identity::Superuser);
-        }
-        let Some(header) = authorization else {
-            return Outcome::Missing;
-        };
-        match header::parse(header) {
-            header::Credentials::Basic(value) => self.basic(header.trim(), value, client),
-            header::Credentials::Bearer(value) => self.bearer(value),
-            header::Credentials::Other => Outcome::Invalid,
-        }
+        self.authenticate_with_record(authorization, client).0
     }
 
-    fn basic(&self, header: &str, encoded: &str, client: Option<IpAddr>) -> Outcome {
+    /// [`Authenticator::authenticate`], with the user's record as it was found on the way (for
+    /// a user caller), so that the access check of the same request need not look it up again.
+    pub fn authenticate_with_record(
+        &self,
+        authorization: Option<&str>,
+        client: Option<IpAddr>,
+    ) -> (Outcome, Option<Arc<UserRecord>>) {
+        if !self.config.enabled {
+            return (Outcome::Authenticated(Identity::Superuser), None);
+        }
+        let Some(header) = authorization else {
+            return (Outcome::Missing, None);
+        };
+        // Read before the credential is checked, so that a change made meanwhile leaves
+        // what is remembered below out of date rather than hidden.
+        let generation = (
+            self.users.generation(),
+            self.secrets_generation.load(Ordering::Acquire),
+        );
+        let digest = self.recent.digest(header);
+        let now = || u64::try_from(now_secs()).unwrap_or(0);
+        if let Some(hit) = self.recent.get(digest, generation, now) {
+            return (Outcome::Authenticated(hit.identity), hit.record);
+        }
+        let checked = match header::parse(header) {
+            header::Credentials::Basic(value) => self.basic(header.trim(), value, client),
+            header::Credentials::Bearer(value) => self.bearer(value),
+            header::Credentials::Other => Checked::refused(),
+        };
+        if let (Outcome::Authenticated(identity), Some(until)) =
+            (&checked.outcome, checked.remember_until)
+        {
+            let accepted = Accepted {
+                identity: identity.clone(),
+                record: checked.record.clone(),
+            };
+            self.recent.put(digest, generation, until, &accepted);
+        }
+        (checked.outcome, checked.record)
+    }
+
+    fn basic(&self, header: &str, encoded: &str, client: Option<IpAddr>) -> Checked {
         let key = CredentialCache::key(header);
         if let Some(hit) = self.cache.get(&key) {
             let user = self.users.get(&hit.user);
+            let unchanged = match (&user, &hit.record) {
+                (Some(now), Some(then)) => Arc::ptr_eq(now, then),
+                _ => false,
+            };
             let still_valid = match (&user, hit.matched, hit.token) {
+                // Verified with the password against this very record: nothing changed.
+                (Some(_), true, None) if unchanged => true,
                 // Verified with an access token: the user still holds it, unexpired.
                 (Some(user), true, Some(id)) => {
                     user.active
@@ -156,30 +222,39 @@ impl Authenticator {
                 (Some(user), true, None) => {
                     user.active && Some(user.password_hash.as_str()) == hit.password_hash.as_deref()
                 }
-                // The same wrong credential again (no hash, no new guess), while the user's
-                // password (or absence) is unchanged.
+                // The same wrong credential again (no hash, no new guess), while the user is
+                // the very record it was refused against (or still does not exist): any
+                // change — a new password, reactivation, a new token — is checked anew.
                 (_, false, _) => {
-                    if user.as_ref().map(|u| u.password_hash.as_str())
-                        == hit.password_hash.as_deref()
-                    {
-                        return Outcome::Invalid;
+                    let same_user = match (&user, &hit.record) {
+                        (None, None) => true,
+                        (Some(now), Some(then)) => Arc::ptr_eq(now, then),
+                        _ => false,
+                    };
+                    if same_user {
+                        return Checked::refused();
                     }
                     false
                 }
                 (None, true, _) => false,
             };
             if still_valid {
-                return Outcome::Authenticated(Identity::User(hit.user));
+                return Checked {
+                    outcome: Outcome::Authenticated(Identity::User(hit.user)),
+                    record: user,
+                    // A password stays valid until the user changes; an access token
+                    // expires on its own, and is checked on the full path every time.
+                    remember_until: hit.token.is_none().then_some(u64::MAX),
+                };
             }
             self.cache.remove(&key);
         }
         let Some((name, password)) = header::decode_basic(encoded) else {
-            return Outcome::Invalid;
+            return Checked::refused();
         };
-        let checked_against = self
-            .users
-            .get(&name)
-            .map(|u| Arc::<str>::from(u.password_hash.as_str()));
+        // Taken before the check: if the user changes meanwhile, a refusal remembered
+        // against this record no longer counts.
+        let checked_against = self.users.get(&name);
         match self.login(&name, &password, client) {
             Ok((user, token)) => {
                 let name: Arc<str> = user.name.as_str().into();
@@ -190,34 +265,53 @@ impl Authenticator {
                         password_hash: Some(user.password_hash.as_str().into()),
                         matched: true,
                         token,
+                        record: Some(user.clone()),
                     },
                 );
-                Outcome::Authenticated(Identity::User(name))
+                Checked {
+                    outcome: Outcome::Authenticated(Identity::User(name)),
+                    record: Some(user),
+                    remember_until: token.is_none().then_some(u64::MAX),
+                }
             }
-            Err(LoginRefused::Throttled) => Outcome::Invalid,
+            Err(LoginRefused::Throttled) => Checked::refused(),
             Err(LoginRefused::Wrong) => {
                 self.cache.insert(
                     key,
                     Verified {
                         user: name.as_str().into(),
-                        password_hash: checked_against,
+                        password_hash: checked_against
+                            .as_ref()
+                            .map(|u| Arc::<str>::from(u.password_hash.as_str())),
                         matched: false,
                         token: None,
+                        record: checked_against,
                     },
                 );
-                Outcome::Invalid
+                Checked::refused()
             }
         }
     }
 
-    fn bearer(&self, token: &str) -> Outcome {
-        match self.secrets().verify(token) {
-            Some(Bearer::Superuser) => Outcome::Authenticated(Identity::Superuser),
-            Some(Bearer::User(name)) => match self.users.get(&name) {
-                Some(user) if user.active => Outcome::Authenticated(Identity::User(name)),
-                _ => Outcome::Invalid,
+    fn bearer(&self, token: &str) -> Checked {
+        let Some((bearer, exp)) = self.secrets().verify_with_expiry(token) else {
+            return Checked::refused();
+        };
+        let remember_until = Some(exp.unwrap_or(u64::MAX));
+        match bearer {
+            Bearer::Superuser => Checked {
+                outcome: Outcome::Authenticated(Identity::Superuser),
+                record: None,
+                remember_until,
             },
-            None => Outcome::Invalid,
+            Bearer::User(name) => match self.users.get(&name) {
+                Some(user) if user.active => Checked {
+                    outcome: Outcome::Authenticated(Identity::User(name)),
+                    record: Some(user),
+                    remember_until,
+                },
+                _ => Checked::refused(),
+            },
         }
     }
 
@@ -297,12 +391,77 @@ mod tests {
     use super::*;
     use base64::Engine;
     use quiver_core::CoreOptions;
+    use store::UserChange;
 
     fn basic(user: &str, password: &str) -> String {
         format!(
             "Basic {}",
             base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
         )
+    }
+
+    #[test]
+    fn a_remembered_credential_stops_counting_at_the_next_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let core = Arc::new(Core::open(&dir.path().join("db"), CoreOptions::default()).unwrap());
+        let auth = Authenticator::new(AuthConfig::default(), core, dir.path()).unwrap();
+        let alice = Outcome::Authenticated(Identity::User("alice".into()));
+        let record = UserStore::new_record(
+            "alice",
+            password::hash("pw").unwrap(),
+            true,
+            serde_json::json!({}),
+        );
+        auth.users().create(record).unwrap().wait().unwrap();
+        let header = basic("alice", "pw");
+        // Accepted twice on this thread: the second time from the thread's memory, with the
+        // record for the access check.
+        assert_eq!(auth.authenticate(Some(&header), None), alice);
+        let (outcome, record) = auth.authenticate_with_record(Some(&header), None);
+        assert_eq!(outcome, alice);
+        assert_eq!(record.expect("the user's record").name, "alice");
+        // Deactivated: refused at the very next request, then accepted again once active.
+        let active = |active| UserChange {
+            active: Some(active),
+            ..UserChange::default()
+        };
+        auth.users()
+            .change("alice", active(false))
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(auth.authenticate(Some(&header), None), Outcome::Invalid);
+        auth.users()
+            .change("alice", active(true))
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(auth.authenticate(Some(&header), None), alice);
+        // A new password: the old one is refused at once.
+        let password = UserChange {
+            password_hash: Some(password::hash("new").unwrap()),
+            ..UserChange::default()
+        };
+        auth.users()
+            .change("alice", password)
+            .unwrap()
+            .1
+            .wait()
+            .unwrap();
+        assert_eq!(auth.authenticate(Some(&header), None), Outcome::Invalid);
+        assert_eq!(auth.authenticate(Some(&basic("alice", "new")), None), alice);
+        // A token remembered until its user is removed.
+        let token = auth
+            .secrets()
+            .issue_user_token("alice", config::DEFAULT_SESSION_TIMEOUT)
+            .unwrap();
+        let bearer = format!("bearer {token}");
+        assert_eq!(auth.authenticate(Some(&bearer), None), alice);
+        assert_eq!(auth.authenticate(Some(&bearer), None), alice);
+        auth.users().remove("alice").unwrap().wait().unwrap();
+        assert_eq!(auth.authenticate(Some(&bearer), None), Outcome::Invalid);
     }
 
     #[test]

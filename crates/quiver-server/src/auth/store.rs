@@ -3,6 +3,7 @@
 //! change applies to the next request and survives a restart.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -47,6 +48,9 @@ pub struct UserChange {
 pub struct UserStore {
     core: Arc<Core>,
     users: RwLock<HashMap<String, Arc<UserRecord>>>,
+    /// Bumped after every change to `users` (what remembered credentials are checked
+    /// against, `recent.rs`).
+    generation: AtomicU64,
     /// Serializes changes: each is read-modify-write of one record plus its `_users` write.
     writer: Mutex<()>,
 }
@@ -72,6 +76,7 @@ impl UserStore {
         let store = UserStore {
             core,
             users: RwLock::new(HashMap::new()),
+            generation: AtomicU64::new(0),
             writer: Mutex::new(()),
         };
         let collection = store.collection()?;
@@ -87,6 +92,7 @@ impl UserStore {
             users.insert(record.name.clone(), Arc::new(record));
         }
         *store.users.write() = users;
+        store.generation.fetch_add(1, Ordering::Release);
         if store.get(ROOT).is_none() {
             let mut grants = DatabaseGrants {
                 level: Some(Level::ReadWrite),
@@ -113,6 +119,12 @@ impl UserStore {
         self.core
             .database(SYSTEM_DATABASE)?
             .collection(USERS_COLLECTION)
+    }
+
+    /// Counts the changes to the users: any change to a user, a grant or a token raises it
+    /// (after the change is visible to [`UserStore::get`]).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     /// The current record of `name`.
@@ -302,6 +314,7 @@ impl UserStore {
         };
         let committed = self.collection()?.remove(&record.key, &opts)?;
         self.users.write().remove(name);
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(committed)
     }
 
@@ -335,6 +348,7 @@ impl UserStore {
         self.users
             .write()
             .insert(record.name.clone(), Arc::new(record));
+        self.generation.fetch_add(1, Ordering::Release);
         Ok(committed)
     }
 }
