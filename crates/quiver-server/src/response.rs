@@ -154,6 +154,11 @@ impl Response {
         self
     }
 
+    /// Whether [`Response::settle`] has a sync to wait for.
+    pub fn waits_for_durability(&self) -> bool {
+        !self.durability.is_empty()
+    }
+
     /// [`Response::settle_blocking`] without blocking the executor.
     pub async fn settle(mut self) -> Response {
         let pending = std::mem::take(&mut self.durability);

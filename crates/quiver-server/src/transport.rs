@@ -781,7 +781,12 @@ async fn answer(
     let response = match read_request(state, parts, body).await {
         Ok(mut request) => {
             request.peer = peer;
-            let read = std::time::Instant::now();
+            // A request without a body was read with its head: no second clock read.
+            let read = if request.body.is_empty() {
+                started
+            } else {
+                std::time::Instant::now()
+            };
             request.received = Some(read);
             let received_bytes = request.body.len();
             let logged = crate::log::request_log::RequestLine::start(
@@ -790,14 +795,24 @@ async fn answer(
             );
             let response = dispatch(state, request).await;
             let handled = std::time::Instant::now();
+            // Only a write waiting for its sync takes time to settle.
+            let waits = response.waits_for_durability();
             let response = response.settle().await;
+            let finished = if waits {
+                std::time::Instant::now()
+            } else {
+                handled
+            };
             let sent_bytes = response.body.len();
             if let Some(line) = logged {
                 line.finish(response.status, started);
             }
-            state
-                .statistics
-                .answered(&method, received_bytes, sent_bytes, started, read, handled);
+            state.statistics.answered(
+                &method,
+                received_bytes,
+                sent_bytes,
+                [started, read, handled, finished],
+            );
             let mut out = to_hyper(response, close);
             if let Some(cors) = &cors {
                 cors.add_headers(out.headers_mut(), &state.config.trusted_origins);
@@ -815,7 +830,7 @@ async fn answer(
     let sent_bytes = response.body.len();
     state
         .statistics
-        .answered(&method, 0, sent_bytes, started, now, now);
+        .answered(&method, 0, sent_bytes, [started, now, now, now]);
     let mut out = to_hyper(response, close);
     if let Some(cors) = cors {
         cors.without_preflight()
@@ -844,6 +859,10 @@ fn wants_close(parts: &http::request::Parts) -> bool {
 async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
     let placement = placement(&request);
     if placement == Placement::Inline {
+        // Run right here: no queue to wait in, so no clock read for the queue time.
+        let mut request = request;
+        request.received = None;
+        state.statistics.dispatched(std::time::Duration::ZERO);
         return guarded(state, request);
     }
     let multi_thread = tokio::runtime::Handle::current().runtime_flavor()
