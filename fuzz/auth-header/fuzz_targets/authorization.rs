@@ -134,6 +134,9 @@ fuzz_target!(|data: &[u8]| {
             if !too_long(&issued, name) {
                 let token = issued.expect("signing");
                 assert_eq!(secrets().verify(&token), Some(jwt::Bearer::User(name.into())));
+                // An issued token always carries its expiry.
+                let (_, exp) = secrets().verify_with_expiry(&token).expect("verified");
+                assert!(exp.is_some());
             }
         }
         if mode == 3 {
