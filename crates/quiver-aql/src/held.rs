@@ -15,6 +15,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 
+use crate::limits::GlobalCharge;
+
 /// The caps of one kind of held results; 0 = no cap.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HoldCaps {
@@ -131,6 +133,7 @@ impl HeldResults {
             pool: self.clone(),
             user,
             bytes,
+            global: GlobalCharge::default(),
         })
     }
 
@@ -174,6 +177,9 @@ pub struct Hold {
     pool: Arc<HeldResults>,
     user: Option<Arc<str>>,
     bytes: u64,
+    /// The share of `--query.global-memory-limit` the held rows still take (a finished
+    /// query's results that its cursor keeps); given back as the rows are, and when dropped.
+    global: GlobalCharge,
 }
 
 impl Hold {
@@ -192,8 +198,16 @@ impl Hold {
         Ok(())
     }
 
+    /// Keeps `charge` (split off the query that produced the held rows) until the rows are
+    /// given back.
+    pub fn keep_global(&mut self, charge: GlobalCharge) {
+        debug_assert_eq!(self.global.held(), 0, "a hold keeps one query's charge");
+        self.global = charge;
+    }
+
     /// Gives back `bytes` (at most what is charged).
     pub fn shrink(&mut self, bytes: u64) {
+        self.global.release(bytes);
         let bytes = bytes.min(self.bytes);
         if bytes > 0 {
             self.pool.release(self.user.as_ref(), 0, bytes);

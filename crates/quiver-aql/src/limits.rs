@@ -86,6 +86,24 @@ impl GlobalCharge {
         Ok(())
     }
 
+    /// Bytes this charge holds now.
+    pub fn held(&self) -> u64 {
+        self.held
+    }
+
+    /// Moves up to `bytes` of this charge into a charge of its own, without touching the
+    /// global count: results that outlive their query (the rows a cursor keeps) stay counted
+    /// against `--query.global-memory-limit` until they are given back, as in ArangoDB,
+    /// where a cursor's results are part of its query's memory.
+    pub fn split_off(&mut self, bytes: u64) -> GlobalCharge {
+        let moved = bytes.min(self.held);
+        self.held -= moved;
+        GlobalCharge {
+            memory: self.memory.clone(),
+            held: moved,
+        }
+    }
+
     pub fn release(&mut self, bytes: u64) {
         let bytes = bytes.min(self.held);
         if let Some(memory) = &self.memory {
@@ -178,6 +196,25 @@ mod tests {
         // All queries (reserve 0.1, share 0.9).
         assert_eq!(default_memory_limit(4096 * MIB, 0.1, 0.9) / MIB, 3317);
         assert_eq!(default_memory_limit(0, 0.2, 0.75), 0);
+    }
+
+    #[test]
+    fn a_split_off_charge_keeps_its_bytes_counted_until_it_is_dropped() {
+        let global = Arc::new(GlobalMemory::default());
+        global.set_limit(1000);
+        let mut query = GlobalCharge::new(Some(global.clone()));
+        query.charge(600).unwrap();
+        let mut kept = query.split_off(400);
+        assert_eq!((query.held(), kept.held(), global.used()), (200, 400, 600));
+        // More than is held moves only what is held.
+        assert_eq!(query.split_off(10_000).held(), 200);
+        assert_eq!(global.used(), 400);
+        drop(query);
+        assert_eq!(global.used(), 400);
+        kept.release(150);
+        assert_eq!((kept.held(), global.used()), (250, 250));
+        drop(kept);
+        assert_eq!(global.used(), 0);
     }
 
     #[test]

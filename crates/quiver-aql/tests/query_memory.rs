@@ -118,3 +118,35 @@ fn the_global_memory_figure_moves_while_a_query_runs() {
     s.delete_cursor("_system", &id).unwrap();
     assert_eq!(s.figures().running_memory, 0);
 }
+
+#[test]
+fn rows_a_cursor_keeps_count_against_the_global_limit_until_given_back() {
+    let s = service();
+    // 16 estimated bytes per number: the big query below needs 3.2 MB alone.
+    s.set_memory_limits(0, 3_500_000);
+    // A finished query whose cursor keeps 49,990 rows: the rows stay counted.
+    let kept = json!({"query": "FOR i IN 1..50000 RETURN i", "batchSize": 10});
+    let (_, first) = s.create_cursor("_system", support::cursor(&kept)).unwrap();
+    assert_eq!(first["hasMore"], true);
+    let held = s.memory_in_use();
+    assert!(held > 49_990, "a cursor keeping 49,990 rows holds {held} bytes");
+    assert_eq!(held, s.cursor_holdings(None).1);
+    // Another query that would fit alone does not fit beside the kept rows.
+    let big = json!({"query": "FOR i IN 1..200000 RETURN i", "batchSize": 10});
+    let alone = s.memory_in_use();
+    let err = s
+        .create_cursor("_system", support::cursor(&big))
+        .unwrap_err();
+    assert_eq!(err.number(), 32, "{}", err.message);
+    assert!(err.message.contains("global"), "{}", err.message);
+    assert_eq!(s.memory_in_use(), alone);
+    // Reading a batch gives its rows back; deleting the cursor gives back the rest.
+    let id = first["id"].as_str().unwrap().to_string();
+    s.next_batch("_system", &id, None).unwrap();
+    let after_batch = s.memory_in_use();
+    assert!(after_batch < held, "{after_batch} after a batch, {held} before");
+    s.delete_cursor("_system", &id).unwrap();
+    assert_eq!(s.memory_in_use(), 0);
+    let (_, reply) = s.create_cursor("_system", support::cursor(&big)).unwrap();
+    assert_eq!(reply["hasMore"], true);
+}

@@ -123,6 +123,13 @@ impl ExecCtx {
         Ok(())
     }
 
+    /// Moves up to `bytes` of what the query holds against the global memory limit into a
+    /// charge that outlives the query (the rows its cursor keeps); the query's own memory
+    /// figures are unchanged.
+    pub fn keep_global(&mut self, bytes: u64) -> GlobalCharge {
+        self.global.split_off(bytes)
+    }
+
     pub fn release(&mut self, bytes: u64) {
         self.global.release(bytes);
         self.memory = self.memory.saturating_sub(bytes);

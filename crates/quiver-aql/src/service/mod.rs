@@ -490,6 +490,11 @@ impl QueryService {
                 .unregister(query_id, exec.ctx.stats.peak_memory, e.number());
             return Err(e);
         }
+        if let Some(h) = &mut hold {
+            // The kept rows stay counted against the global memory limit.
+            let kept = h.bytes();
+            h.keep_global(exec.ctx.keep_global(kept));
+        }
         let executing = started.elapsed().as_secs_f64();
         if let Some(cached) = &cached {
             cached.ran(started.elapsed());
@@ -622,6 +627,10 @@ impl QueryService {
         cached.ran(started.elapsed());
         self.queries.metrics.finished(started.elapsed(), false);
         outcome?;
+        // What a cursor would keep beyond the first batch stays counted against the global
+        // memory limit after the query ends.
+        let held: u64 = results.iter().skip(req.batch_size).map(estimate_size).sum();
+        let kept = exec.ctx.keep_global(held);
         let (stats, warnings) = exec.finish()?;
         let execution_time = started.elapsed().as_secs_f64();
         if results.len() > req.batch_size {
@@ -630,8 +639,8 @@ impl QueryService {
                 "warnings": warnings_json(&warnings),
                 "stats": stats_json(&stats, execution_time, req.full_count, None, 0),
             });
-            let held = results.iter().skip(req.batch_size).map(estimate_size).sum();
-            let hold = self.cursors.held().hold(req.user.as_deref(), held)?;
+            let mut hold = self.cursors.held().hold(req.user.as_deref(), held)?;
+            hold.keep_global(kept);
             let mut cursor = Cursor {
                 database: db.to_string(),
                 batch_size: req.batch_size,
