@@ -1,6 +1,7 @@
 """FILTER through an inverted index with python-arango: `FOR d IN coll OPTIONS {indexHint,
 forceIndexHint, waitForSync}` finds what the full scan finds, explain shows the IndexNode with
-the inverted index, and a forced hint the index cannot serve is error 1577."""
+the inverted index, a forced hint the index cannot serve is error 1577, and MINHASH_MATCH()
+works outside SEARCH."""
 import pytest
 from arango.exceptions import AQLQueryExecuteError
 
@@ -57,3 +58,26 @@ def test_filter_through_an_inverted_index(db):
         db.aql.execute(f"FOR d IN {fruits.name} {HINT} FILTER LENGTH(d.name) == 4 RETURN d")
     assert err.value.error_code == 1577
 
+
+def test_minhash_match_outside_search(db):
+    db.create_analyzer(
+        "mh_e2e",
+        "minhash",
+        {"numHashes": 16, "analyzer": {"type": "segmentation", "properties": {"case": "lower"}}},
+        [],
+    )
+    texts = db.create_collection(unique("texts"))
+    texts.insert_many(
+        [
+            {"_key": "a", "text": "the quick brown fox"},
+            {"_key": "b", "text": "lorem ipsum dolor"},
+            {"_key": "c", "text": "the brown fox is quick"},
+        ]
+    )
+    found = keys(
+        db,
+        f"FOR d IN {texts.name} FILTER MINHASH_MATCH(d.text, 'quick brown fox the', 1, 'mh_e2e') "
+        "RETURN d._key",
+    )
+    assert found == ["a"]
+    assert list(db.aql.execute("RETURN MINHASH_MATCH('a b', 'b a', 'mh_e2e')")) == [True]
