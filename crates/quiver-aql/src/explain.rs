@@ -240,7 +240,10 @@ fn nodes_json(
                 m.insert("ascending".into(), json!(!scan.reverse));
                 m.insert("sorted".into(), json!(scan.sorted));
                 m.insert("evalFCalls".into(), json!(true));
-                m.insert("waitForSync".into(), json!(false));
+                m.insert(
+                    "waitForSync".into(),
+                    json!(scan.inverted.as_ref().is_some_and(|s| s.wait_for_sync)),
+                );
                 match &scan.projections {
                     Some(names) => {
                         m.insert("projections".into(), json!(names));

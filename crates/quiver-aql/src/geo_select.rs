@@ -371,6 +371,7 @@ pub fn use_geo_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> bool {
             projections: None,
             geo: Some(Box::new(search)),
             mdi: None,
+            inverted: None,
         };
         remove_conjuncts(plan, used.iter().map(|&u| (parts[u].calc, parts[u].part)));
         plan.nodes[i].kind = NodeKind::IndexScan(Box::new(scan));

@@ -555,6 +555,7 @@ pub fn use_secondary_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, 
             projections: None,
             geo: None,
             mdi: None,
+            inverted: None,
         };
         if let Some(m) = &m {
             scan.estimated_items = estimate(ix, m, *count);

@@ -17,6 +17,7 @@ pub mod expr;
 pub mod geo_select;
 pub mod held;
 pub mod index_select;
+pub mod inverted_select;
 pub mod lexer;
 pub mod limits;
 pub mod mdi_select;

@@ -187,6 +187,7 @@ pub fn use_mdi_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, bool) 
             projections: None,
             geo: None,
             mdi: Some(Box::new(search)),
+            inverted: None,
         };
         if remove_conjuncts(
             plan,

@@ -202,7 +202,13 @@ fn optimize_pipeline(
     options.limits.check()?;
     if options.rules.is_enabled("use-indexes") {
         let started = Instant::now();
-        let (mut changed, mut covered) = use_indexes(&mut plan);
+        // Hinted inverted indexes first: they are used only when named, and then before the
+        // primary index takes a `_key` condition.
+        let (mut changed, mut covered) =
+            crate::inverted_select::use_inverted_indexes(&mut plan, &options.indexes);
+        let (primary, primary_covered) = use_indexes(&mut plan);
+        changed |= primary;
+        covered |= primary_covered;
         let (secondary, secondary_covered, sort_removed) =
             crate::index_select::use_secondary_indexes(&mut plan, &options.indexes);
         changed |= secondary;
@@ -728,7 +734,11 @@ fn reduce_extraction_to_projection(plan: &mut Plan, _: &OptimizeOptions) -> bool
         // A persistent-index loop whose index covers every attribute read builds its
         // documents from the index (ArangoDB's `indexCoversProjections`).
         if let NodeKind::IndexScan(scan) = &plan.nodes[i].kind {
-            if scan.geo.is_some() || scan.mdi.is_some() || scan.projections.is_some() {
+            if scan.geo.is_some()
+                || scan.mdi.is_some()
+                || scan.inverted.is_some()
+                || scan.projections.is_some()
+            {
                 continue;
             }
             let mut names = std::collections::BTreeSet::new();

@@ -21,15 +21,17 @@ use crate::value::estimate_size;
 mod geo_search;
 mod graph;
 mod index_scan;
+mod inverted_search;
 mod mdi_search;
 mod near_vectors;
 mod view_search;
 pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
 pub use index_scan::{EqCond, IndexHint, IndexScan};
+pub use inverted_search::InvertedSearch;
 pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
-pub use view_search::{Compare, SearchCond, ViewNode};
+pub use view_search::{ArrayQuantifier, Compare, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]
@@ -207,6 +209,11 @@ impl NodeKind {
                     for e in mdi.expressions() {
                         set.extend(e.vars());
                     }
+                }
+                if let Some(inverted) = &scan.inverted {
+                    inverted.visit_vars(&mut |s| {
+                        set.insert(s);
+                    });
                 }
             }
             NodeKind::EnumerateNearVectors(near) => {

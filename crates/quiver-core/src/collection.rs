@@ -1199,6 +1199,31 @@ impl Collection {
         self.inverted.read().iter().find(|ix| ix.id == id).cloned()
     }
 
+    /// The keys of the documents inverted index `id` finds for `query` (conditions without an
+    /// analyzer take the field's analyzer of the definition); with `wait_for_sync` after every
+    /// write acknowledged before the call is searchable. 1212 for an unknown index.
+    pub fn search_inverted_index(
+        &self,
+        id: u64,
+        query: &quiver_search::index::SearchQuery,
+        wait_for_sync: bool,
+    ) -> Result<Vec<String>> {
+        let Some(ix) = self.inverted_index_by_id(id) else {
+            return Err(Error::with_message(
+                ErrorCode::IndexNotFound,
+                format!(
+                    "inverted index {id} of collection '{}' not found",
+                    self.name()
+                ),
+            ));
+        };
+        Ok(ix
+            .search(query, &[], wait_for_sync)?
+            .into_iter()
+            .map(|hit| hit.key)
+            .collect())
+    }
+
     /// Every open inverted index.
     pub(crate) fn open_inverted_indexes(&self) -> Vec<Arc<InvertedIndex>> {
         self.inverted.read().clone()

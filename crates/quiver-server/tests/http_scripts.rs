@@ -218,6 +218,7 @@ scripts!(
         vector_index,
         mdi_index,
         search_alias_views,
+        inverted_filter,
         version_attribute,
         databases,
         collections,

@@ -18,6 +18,7 @@ mod enumerate;
 mod geo;
 mod graph;
 mod index;
+mod inverted;
 mod limit;
 mod mdi;
 mod modify;
@@ -107,6 +108,9 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
                     iter: None,
                 }),
             },
+            NodeKind::IndexScan(scan) if scan.inverted.is_some() => {
+                Box::new(inverted::InvertedScanOp::new(op, (**scan).clone()))
+            }
             NodeKind::IndexScan(scan) if scan.mdi.is_some() => {
                 Box::new(mdi::MdiScanOp::new(op, (**scan).clone()))
             }

@@ -54,7 +54,6 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[
     def("BOOST", 2, 2, not_implemented),
     def("EXISTS", 1, 3, not_implemented),
     def("PHRASE", 2, VARIADIC, not_implemented),
-    def("MINHASH_MATCH", 3, 4, not_implemented),
     def("BM25", 1, 3, not_implemented),
     def("TFIDF", 1, 2, not_implemented),
     def("OFFSET_INFO", 2, 2, not_implemented),

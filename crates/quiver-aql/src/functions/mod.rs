@@ -27,6 +27,7 @@ mod date;
 pub(crate) use date::{add_calendar, parse_duration};
 mod document;
 mod geo;
+mod minhash_match;
 mod misc;
 mod ngram_match;
 mod numeric;
@@ -420,6 +421,7 @@ const TABLES: &[&[FunctionDef]] = &[
     date::FUNCTIONS,
     bits::FUNCTIONS,
     misc::FUNCTIONS,
+    minhash_match::FUNCTIONS,
     ngram_match::FUNCTIONS,
     tokens::FUNCTIONS,
     geo::FUNCTIONS,

@@ -5,15 +5,18 @@
 use serde_json::Value;
 
 use super::geo_search::GeoSearch;
+use super::inverted_search::InvertedSearch;
 use super::mdi_search::MdiSearch;
 use crate::expr::{CExpr, Slot};
 use crate::source::IndexMeta;
 
-/// `OPTIONS { indexHint, forceIndexHint }` of one `FOR` over a collection.
+/// `OPTIONS { indexHint, forceIndexHint, waitForSync }` of one `FOR` over a collection
+/// (`waitForSync` only matters to an inverted index, which is used only when hinted).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct IndexHint {
     pub names: Vec<String>,
     pub force: bool,
+    pub wait_for_sync: bool,
 }
 
 impl IndexHint {
@@ -32,6 +35,10 @@ impl IndexHint {
             names,
             force: options
                 .get("forceIndexHint")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            wait_for_sync: options
+                .get("waitForSync")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         })
@@ -74,4 +81,7 @@ pub struct IndexScan {
     /// Set when the index is an mdi index (`mdi_select`); the persistent-index fields above
     /// are then unused.
     pub mdi: Option<Box<MdiSearch>>,
+    /// Set when the index is an inverted index (`inverted_select`); the persistent-index
+    /// fields above are then unused.
+    pub inverted: Option<Box<InvertedSearch>>,
 }

@@ -237,6 +237,18 @@ impl Transaction for CheckedTransaction {
         self.inner.fulltext_lookup(collection, index, query)
     }
 
+    fn inverted_search(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &super::SearchQuery,
+        wait_for_sync: bool,
+    ) -> Result<Vec<String>> {
+        self.read(collection)?;
+        self.inner
+            .inverted_search(collection, index, query, wait_for_sync)
+    }
+
     fn mdi_lookup(
         &self,
         collection: &str,

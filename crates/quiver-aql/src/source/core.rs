@@ -309,8 +309,9 @@ impl Transaction for CoreTransaction {
             .query_indexes()
             .into_iter()
             // A vector index still building answers exactly by a scan (`exec/vector.rs`),
-            // so a nearest-vector query is planned for it all the same.
-            .filter(|ix| ix.ready || ix.kind == "vector")
+            // so a nearest-vector query is planned for it all the same; an inverted index is
+            // kept by its own indexer (eventually consistent, `waitForSync` to catch up).
+            .filter(|ix| ix.ready || ix.kind == "vector" || ix.kind == "inverted")
             .map(|ix| super::IndexMeta {
                 id: ix.id,
                 name: ix.name,
@@ -447,6 +448,17 @@ impl Transaction for CoreTransaction {
             return Ok(None);
         }
         self.reader().fulltext_lookup(&c, index, query).map(Some)
+    }
+
+    fn inverted_search(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &super::SearchQuery,
+        wait_for_sync: bool,
+    ) -> Result<Vec<String>> {
+        let c = self.coll(collection)?;
+        c.search_inverted_index(index, query, wait_for_sync)
     }
 
     fn mdi_lookup(

@@ -168,6 +168,25 @@ pub trait Transaction: Send {
             format!("AQL: collection or view not found: {view}"),
         ))
     }
+    /// The keys of the documents of `collection` inverted index `index` (numeric id) finds
+    /// for `query` (conditions without an analyzer take the field's analyzer of the index
+    /// definition); with `wait_for_sync` after every write acknowledged before the call is
+    /// searchable. 1212 when the collection has no such inverted index.
+    fn inverted_search(
+        &self,
+        collection: &str,
+        index: u64,
+        query: &SearchQuery,
+        wait_for_sync: bool,
+    ) -> Result<Vec<String>> {
+        let _ = (query, wait_for_sync);
+        Err(Error::with_message(
+            ErrorCode::IndexNotFound,
+            format!(
+                "index {index} of collection {collection} is no inverted index of this data source"
+            ),
+        ))
+    }
     /// The usable secondary indexes of a collection (none for a backend without them).
     fn secondary_indexes(&self, collection: &str) -> Result<Vec<IndexMeta>> {
         let _ = collection;
