@@ -222,5 +222,6 @@ scripts!(
         databases,
         collections,
         query_results_cache,
+        replication_revisions,
     ]
 );
