@@ -1,8 +1,8 @@
 """Features refused on purpose answer what ArangoDB 3.12 answers without them, through the
 real python-arango driver: the JavaScript features (Foxx, tasks, user-defined AQL
 functions, routing reload, execute) 501 with error 9 as a server without a JavaScript
-engine, the cluster administration 403 with error 11 and the coordinator endpoint list 501
-with error 9 as a single server."""
+engine, the cluster administration 403 with error 11, the coordinator endpoint list 501
+with error 9 and the cluster inventory 403 with error 1471 as a single server."""
 import pytest
 from arango.exceptions import ArangoServerError
 
@@ -34,5 +34,7 @@ def test_cluster_routes_are_refused_on_a_single_server(sys_db):
     assert refused(lambda: sys_db.cluster.server_statistics("PRMR-1")) == (403, 11)
     assert refused(lambda: sys_db.cluster.toggle_maintenance_mode("on")) == (403, 11)
     assert refused(lambda: sys_db.cluster.endpoints()) == (501, 9)
+    # A single server has no cluster inventory: only a coordinator answers it.
+    assert refused(lambda: sys_db.replication.cluster_inventory()) == (403, 1471)
     assert sys_db.role() == "SINGLE"
 

@@ -121,6 +121,7 @@ error_codes! {
     CollectionNotLoaded = 1238, 404, "collection not loaded";
     DocumentRevBad = 1239, 400, "illegal document revision";
     IncompleteRead = 1240, 500, "incomplete read";
+    ClusterOnlyOnCoordinator = 1471, 403, "this operation is only valid on a coordinator in a cluster";
     QueryKilled = 1500, 410, "query killed";
     QueryParse = 1501, 400, "syntax error";
     QueryEmpty = 1502, 400, "query is empty";

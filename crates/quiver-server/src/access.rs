@@ -136,7 +136,7 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             // arangodump reads through batches; arangorestore creates collections, indexes
             // and documents.
             "replication" => match seg(2) {
-                Some("dump") => Need::Collection(Param("collection"), RO),
+                Some("dump" | "revisions") => Need::Collection(Param("collection"), RO),
                 Some("restore-data") => Need::Collection(Param("collection"), RW),
                 Some("restore-collection" | "restore-indexes" | "restore-view") => {
                     Need::Database(RW)
@@ -719,6 +719,16 @@ mod tests {
             (
                 Method::GET,
                 "/_api/replication/dump?collection=c",
+                Need::Collection(Param("collection"), RO),
+            ),
+            (
+                Method::PUT,
+                "/_api/replication/revisions/ranges?collection=c",
+                Need::Collection(Param("collection"), RO),
+            ),
+            (
+                Method::POST,
+                "/_api/replication/revisions/tree?collection=c",
                 Need::Collection(Param("collection"), RO),
             ),
             (

@@ -233,6 +233,11 @@ impl Batch {
         }
     }
 
+    /// The batch's read view.
+    pub fn view(&self) -> &ReadView {
+        &self.view
+    }
+
     /// The tick of the batch's read view.
     pub fn tick(&self) -> u64 {
         self.view.snapshot().tick()

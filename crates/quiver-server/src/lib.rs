@@ -23,6 +23,7 @@ pub mod ownership;
 pub mod query_access;
 pub mod request;
 pub mod response;
+pub mod revision_tree;
 pub mod server_mode;
 pub mod state;
 pub mod stats;

@@ -453,3 +453,73 @@ fn view_search_needs_read_access_to_every_linked_collection() {
     assert_eq!(status, 201, "{body}");
     assert_eq!(body["result"], json!(["closed/k", "open/k"]));
 }
+
+#[test]
+fn revision_replication_needs_read_access_to_the_collection() {
+    let f = fixture();
+    f.root(
+        Method::POST,
+        "/_api/database",
+        Some(json!({"name": "shop"})),
+    );
+    for c in ["orders", "secret"] {
+        f.root(
+            Method::POST,
+            "/_db/shop/_api/collection",
+            Some(json!({"name": c})),
+        );
+    }
+    f.root(
+        Method::POST,
+        "/_api/user",
+        Some(json!({"user": "ann", "passwd": "pw"})),
+    );
+    f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop",
+        Some(json!({"grant": "ro"})),
+    );
+    f.root(
+        Method::PUT,
+        "/_api/user/ann/database/shop/secret",
+        Some(json!({"grant": "none"})),
+    );
+    let ann = basic("ann", "pw");
+    // A database reader may start a batch (as for arangodump) ...
+    let r = f.call(
+        Some(&ann),
+        Method::POST,
+        "/_db/shop/_api/replication/batch",
+        Some(json!({"ttl": 30})),
+    );
+    assert_eq!(r.status.as_u16(), 200);
+    let batch = json_of(&r)["id"].as_str().unwrap().to_string();
+    // ... and read the revisions of a collection it may read, not of one it may not.
+    let status = |method: Method, what: &str, coll: &str, body: Option<Value>| {
+        f.call(
+            Some(&ann),
+            method,
+            &format!(
+                "/_db/shop/_api/replication/revisions/{what}?collection={coll}&batchId={batch}"
+            ),
+            body,
+        )
+        .status
+        .as_u16()
+    };
+    assert_eq!(status(Method::GET, "tree", "orders", None), 200);
+    assert_eq!(
+        status(Method::PUT, "ranges", "orders", Some(json!([]))),
+        200
+    );
+    assert_eq!(status(Method::GET, "tree", "secret", None), 403);
+    assert_eq!(status(Method::POST, "tree", "secret", None), 403);
+    assert_eq!(
+        status(Method::PUT, "ranges", "secret", Some(json!([]))),
+        403
+    );
+    assert_eq!(
+        status(Method::PUT, "documents", "secret", Some(json!([]))),
+        403
+    );
+}

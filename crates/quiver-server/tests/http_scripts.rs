@@ -223,5 +223,6 @@ scripts!(
         databases,
         collections,
         query_results_cache,
+        replication_revisions,
     ]
 );

@@ -578,3 +578,177 @@ fn logger_state_reports_the_last_tick_and_the_events_since_start() {
     let (status, _) = f.json(Method::PUT, "/_api/replication/logger-state", None);
     assert_eq!(status, 405);
 }
+
+/// `_rev` string to its number (ArangoDB's base64 digits).
+fn revision_number(text: &str) -> u64 {
+    quiver_core::Revision::decode(text).unwrap().0
+}
+
+#[test]
+fn revision_tree_ranges_and_documents_follow_the_batch() {
+    let f = fixture();
+    f.json(Method::POST, "/_api/collection", Some(json!({"name": "t"})));
+    let docs: Vec<Value> = (0..300)
+        .map(|i| json!({"_key": format!("k{i}"), "n": i}))
+        .collect();
+    let (status, _) = f.json(Method::POST, "/_api/document/t", Some(Value::Array(docs)));
+    assert_eq!(status, 202);
+    let batch = f.batch();
+    // Writes after the batch change nothing the batch answers.
+    f.json(
+        Method::POST,
+        "/_api/document/t",
+        Some(json!({"_key": "late"})),
+    );
+    f.json(Method::DELETE, "/_api/document/t/k0", None);
+    let dumped = f.dump_all(&batch, "t", 1 << 20);
+    assert_eq!(dumped.len(), 300);
+    let mut revisions: Vec<u64> = dumped
+        .iter()
+        .map(|d| revision_number(d["_rev"].as_str().unwrap()))
+        .collect();
+    revisions.sort_unstable();
+
+    let tree_of = |query: &str| {
+        let (status, tree) = f.json(
+            Method::GET,
+            &format!("/_api/replication/revisions/tree?collection=t&batchId={batch}{query}"),
+            None,
+        );
+        assert_eq!(status, 200, "{tree}");
+        tree
+    };
+    let tree = tree_of("");
+    assert_eq!(
+        (tree["version"].as_u64(), tree["maxDepth"].as_u64()),
+        (Some(1), Some(6))
+    );
+    assert_eq!(tree["count"], 300);
+    let nodes = tree["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1 << 18);
+    let range_min = revision_number(tree["rangeMin"].as_str().unwrap());
+    let range_max = revision_number(tree["rangeMax"].as_str().unwrap());
+    assert_eq!(tree["initialRangeMin"], tree["rangeMin"]);
+    assert!(range_min <= revisions[0] && *revisions.last().unwrap() < range_max);
+    // Each revision counts in the leaf its offset names, with its FNV-1a hash; the summary
+    // is the sum and XOR of the leaves.
+    let leaf_width = (range_max - range_min) >> 18;
+    let mut expected = vec![(0u64, 0u64); 1 << 18];
+    for &r in &revisions {
+        let leaf = &mut expected[((r - range_min) / leaf_width) as usize];
+        leaf.0 += 1;
+        leaf.1 ^= quiver_server::revision_tree::revision_hash(r);
+    }
+    let mut xor = 0;
+    for (node, (count, hash)) in nodes.iter().zip(&expected) {
+        assert_eq!(
+            (node["count"].as_u64(), node["hash"].as_u64()),
+            (Some(*count), Some(*hash))
+        );
+        xor ^= hash;
+    }
+    assert_eq!(tree["hash"].as_u64(), Some(xor));
+    // onlyPopulated: the same tree, empty leaves as {}.
+    let populated = tree_of("&onlyPopulated=true");
+    assert_eq!(populated["hash"], tree["hash"]);
+    for (node, full) in populated["nodes"].as_array().unwrap().iter().zip(nodes) {
+        if full["count"] == 0 {
+            assert_eq!(node, &json!({}));
+        } else {
+            assert_eq!(node, full);
+        }
+    }
+
+    // A copy restored with its revisions has the same tree.
+    let structure = json!({"parameters": {"name": "copy", "type": 2}, "indexes": []});
+    f.json(
+        Method::PUT,
+        "/_api/replication/restore-collection",
+        Some(structure),
+    );
+    let lines: String = dumped.iter().map(|d| format!("{d}\n")).collect();
+    let r = f.raw(
+        Method::PUT,
+        "/_api/replication/restore-data?collection=copy",
+        &lines,
+    );
+    assert_eq!(r.status, 200, "{r:?}");
+    let copy_batch = f.batch();
+    let (_, copy) = f.json(
+        Method::GET,
+        &format!("/_api/replication/revisions/tree?collection=copy&batchId={copy_batch}"),
+        None,
+    );
+    assert_eq!(copy, tree);
+
+    // ranges: every revision of the batch, ascending, split at the middle revision.
+    let encode = |r: u64| quiver_core::Revision(r).encode();
+    let middle = revisions[150];
+    let body = json!([
+        [encode(revisions[0]), encode(middle)],
+        [encode(middle + 1), encode(range_max - 1)]
+    ]);
+    let (status, ranges) = f.json(
+        Method::PUT,
+        &format!("/_api/replication/revisions/ranges?collection=t&batchId={batch}"),
+        Some(body.clone()),
+    );
+    assert_eq!(status, 200, "{ranges}");
+    assert!(ranges.get("resume").is_none(), "{ranges}");
+    let listed: Vec<Vec<u64>> = ranges["ranges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.as_array()
+                .unwrap()
+                .iter()
+                .map(|v| revision_number(v.as_str().unwrap()))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        listed,
+        vec![revisions[..=150].to_vec(), revisions[151..].to_vec()]
+    );
+    // Resuming inside the second range lists only what follows.
+    let (_, resumed) = f.json(
+        Method::PUT,
+        &format!(
+            "/_api/replication/revisions/ranges?collection=t&batchId={batch}&resume={}",
+            encode(revisions[200])
+        ),
+        Some(body),
+    );
+    assert_eq!(resumed["ranges"].as_array().unwrap().len(), 1);
+    assert_eq!(resumed["ranges"][0].as_array().unwrap().len(), 100);
+
+    // documents: in request order, {} for a revision no document has in the batch.
+    let late = f.json(Method::GET, "/_api/document/t/late", None).1;
+    let wanted = json!([encode(revisions[0]), late["_rev"], encode(revisions[299])]);
+    let (status, found) = f.json(
+        Method::PUT,
+        &format!("/_api/replication/revisions/documents?collection=t&batchId={batch}"),
+        Some(wanted.clone()),
+    );
+    assert_eq!(status, 200, "{found}");
+    let by_rev = |r: u64| {
+        dumped
+            .iter()
+            .find(|d| revision_number(d["_rev"].as_str().unwrap()) == r)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        found,
+        json!([by_rev(revisions[0]), {}, by_rev(revisions[299])])
+    );
+    assert!(found[0]["_id"].as_str().unwrap().starts_with("t/"));
+    // chunkSize stops before the document that passes it, after at least one.
+    let (_, first) = f.json(
+        Method::PUT,
+        &format!("/_api/replication/revisions/documents?collection=t&batchId={batch}&chunkSize=1"),
+        Some(wanted),
+    );
+    assert_eq!(first.as_array().unwrap().len(), 1);
+}

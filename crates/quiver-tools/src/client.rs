@@ -1,8 +1,10 @@
-//! A blocking HTTP client for one ArangoDB-compatible server: endpoint parsing
-//! (`tcp://`, `http://`), Basic authentication or a bearer token (JWT), ArangoDB error
+//! A blocking HTTP client for one ArangoDB-compatible server: endpoint parsing (ArangoDB's
+//! `tcp://` and `ssl://`, optionally `http+`-prefixed, and `http://`), TLS for `ssl://`
+//! endpoints ([`crate::tls`]), Basic authentication or a bearer token (JWT), ArangoDB error
 //! envelopes turned into [`Error`]s. One client per worker thread; requests never run on a
 //! shared connection.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -11,47 +13,77 @@ use serde_json::Value;
 /// How to reach and authenticate against the server.
 #[derive(Clone, Debug)]
 pub struct Connection {
-    /// `http://host:port`, derived from `--server.endpoint`.
+    /// `http://host:port` or `https://host:port`, derived from `--server.endpoint`.
     pub base_url: String,
+    /// The endpoint as given (for messages).
+    pub endpoint: String,
+    /// The TLS settings of an `ssl://` endpoint.
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     /// The value of the `Authorization` header, if any.
     pub authorization: Option<String>,
     /// Per-request timeout.
     pub request_timeout: Duration,
 }
 
-/// Turns arangosh's endpoint syntax into a base URL. `ssl://` endpoints are refused: the
-/// tools speak plain HTTP only.
-pub fn base_url(endpoint: &str) -> Result<String> {
+/// An endpoint in ArangoDB's syntax: the base URL to send requests to and whether it is an
+/// `ssl://` endpoint.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `http://host:port` or `https://host:port`.
+    pub base_url: String,
+    /// Whether requests go through TLS.
+    pub tls: bool,
+}
+
+/// Parses ArangoDB's endpoint syntax: `tcp://host:port` and `ssl://host:port`, each also with
+/// an `http+` (or `http@`) prefix, the scheme in any case; `http://host:port` is taken as
+/// `tcp://`. `https://` is not an ArangoDB endpoint (its tools refuse it too): the message
+/// names `ssl://`. Unix sockets are not supported.
+pub fn parse_endpoint(endpoint: &str) -> Result<Endpoint> {
     let endpoint = endpoint.trim().trim_end_matches('/');
-    let rest = if let Some(rest) = endpoint
-        .strip_prefix("tcp://")
-        .or_else(|| endpoint.strip_prefix("http+tcp://"))
-        .or_else(|| endpoint.strip_prefix("http://"))
-    {
-        rest
-    } else if endpoint.starts_with("ssl://") || endpoint.starts_with("https://") {
-        return Err(Error::with_message(
-            ErrorCode::NotImplemented,
-            format!("endpoint '{endpoint}': TLS endpoints are not supported by the data tools"),
-        ));
-    } else {
-        return Err(Error::with_message(
+    let invalid = |why: &str| {
+        Error::with_message(
             ErrorCode::BadParameter,
-            format!("invalid endpoint '{endpoint}': expected tcp://host:port"),
-        ));
+            format!("invalid endpoint '{endpoint}': {why}"),
+        )
+    };
+    let Some((scheme, rest)) = endpoint.split_once("://") else {
+        return Err(invalid("expected tcp://host:port or ssl://host:port"));
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let scheme = scheme
+        .strip_prefix("http+")
+        .or_else(|| scheme.strip_prefix("http@"))
+        .unwrap_or(&scheme);
+    let tls = match scheme {
+        "tcp" | "http" => false,
+        "ssl" => true,
+        "https" => {
+            return Err(invalid(
+                "https:// is not an endpoint scheme; use ssl://host:port for a TLS endpoint",
+            ))
+        }
+        "unix" => {
+            return Err(Error::with_message(
+                ErrorCode::NotImplemented,
+                format!(
+                "endpoint '{endpoint}': unix domain sockets are not supported by the data tools"
+            ),
+            ))
+        }
+        _ => return Err(invalid("expected tcp://host:port or ssl://host:port")),
     };
     if rest.is_empty() {
-        return Err(Error::with_message(
-            ErrorCode::BadParameter,
-            format!("invalid endpoint '{endpoint}': host missing"),
-        ));
+        return Err(invalid("host missing"));
     }
-    Ok(format!("http://{rest}"))
+    let base_url = format!("{}://{rest}", if tls { "https" } else { "http" });
+    Ok(Endpoint { base_url, tls })
 }
 
 impl Connection {
     /// A connection with Basic authentication of `username`/`password`, or `jwt` as a bearer
-    /// token when given, or none when `authentication` is off.
+    /// token when given, or none when `authentication` is off; TLS with `--ssl.protocol`
+    /// `ssl_protocol` for an `ssl://` endpoint.
     pub fn new(
         endpoint: &str,
         authentication: bool,
@@ -59,6 +91,7 @@ impl Connection {
         password: &str,
         jwt: Option<&str>,
         request_timeout: Duration,
+        ssl_protocol: u64,
     ) -> Result<Connection> {
         use base64::Engine as _;
         let authorization = match (authentication, jwt) {
@@ -69,8 +102,16 @@ impl Connection {
                 base64::engine::general_purpose::STANDARD.encode(format!("{username}:{password}"))
             )),
         };
+        let parsed = parse_endpoint(endpoint)?;
+        let tls = if parsed.tls {
+            Some(crate::tls::client_config(ssl_protocol)?)
+        } else {
+            None
+        };
         Ok(Connection {
-            base_url: base_url(endpoint)?,
+            base_url: parsed.base_url,
+            endpoint: endpoint.trim().to_string(),
+            tls,
             authorization,
             request_timeout,
         })
@@ -78,12 +119,55 @@ impl Connection {
 
     /// A client for one thread.
     pub fn client(&self) -> Client {
+        let mut builder = ureq::AgentBuilder::new()
+            .timeout_connect(Duration::from_secs(10))
+            .timeout(self.request_timeout);
+        if let Some(tls) = &self.tls {
+            builder = builder.tls_config(tls.clone());
+        }
         Client {
-            agent: ureq::AgentBuilder::new()
-                .timeout_connect(Duration::from_secs(10))
-                .timeout(self.request_timeout)
-                .build(),
+            agent: builder.build(),
             connection: self.clone(),
+        }
+    }
+
+    /// Whether a failed exchange looks like TLS spoken to a plain endpoint or plain HTTP
+    /// spoken to a TLS one: a TLS error anywhere in the error's causes, or (for a plain
+    /// endpoint) a connection the server dropped or answered with something that is no HTTP.
+    /// A connection refused or a name that does not resolve is not such a case.
+    fn tls_mismatch_likely(&self, error: &ureq::Transport) -> bool {
+        let mut cause: Option<&(dyn std::error::Error + 'static)> =
+            std::error::Error::source(error);
+        while let Some(e) = cause {
+            let tls_error = e.downcast_ref::<rustls::Error>().is_some()
+                || e.downcast_ref::<std::io::Error>()
+                    .and_then(|io| io.get_ref())
+                    .is_some_and(|inner| inner.downcast_ref::<rustls::Error>().is_some());
+            if tls_error {
+                return true;
+            }
+            cause = e.source();
+        }
+        matches!(
+            error.kind(),
+            ureq::ErrorKind::Io | ureq::ErrorKind::BadStatus | ureq::ErrorKind::BadHeader
+        )
+    }
+
+    /// What a failure to exchange a request with the server most likely means, for the
+    /// message: a TLS handshake that failed, or a TLS server spoken to in plain HTTP.
+    fn transport_hint(&self) -> String {
+        if self.tls.is_some() {
+            format!(
+                "; the TLS connection to {} failed: is it an ssl:// endpoint of the server?",
+                self.endpoint
+            )
+        } else {
+            format!(
+                "; if the server's endpoint is an ssl:// endpoint, connect with \
+                 --server.endpoint ssl://… instead of {}",
+                self.endpoint
+            )
         }
     }
 }
@@ -157,10 +241,15 @@ impl Client {
             Ok(response) => response,
             Err(ureq::Error::Status(_, response)) => response,
             Err(ureq::Error::Transport(t)) => {
+                let hint = if self.connection.tls_mismatch_likely(&t) {
+                    self.connection.transport_hint()
+                } else {
+                    String::new()
+                };
                 return Err(Error::with_message(
                     ErrorCode::IoError,
-                    format!("cannot reach {url}: {t}"),
-                ))
+                    format!("cannot reach {url}: {t}{hint}"),
+                ));
             }
         };
         let status = response.status();
@@ -227,30 +316,55 @@ mod tests {
 
     #[test]
     fn endpoints_map_to_base_urls() {
+        let plain = |url: &str| Endpoint {
+            base_url: url.to_string(),
+            tls: false,
+        };
+        let tls = |url: &str| Endpoint {
+            base_url: url.to_string(),
+            tls: true,
+        };
+        let ok = |e: &str| parse_endpoint(e).unwrap();
+        assert_eq!(ok("tcp://127.0.0.1:8529"), plain("http://127.0.0.1:8529"));
+        assert_eq!(ok("http+tcp://h:1/"), plain("http://h:1"));
+        assert_eq!(ok("http://[::1]:8529"), plain("http://[::1]:8529"));
+        assert_eq!(ok("ssl://127.0.0.1:8530"), tls("https://127.0.0.1:8530"));
+        assert_eq!(ok("http+ssl://h:1"), tls("https://h:1"));
+        assert_eq!(ok("HTTP@SSL://h:1"), tls("https://h:1"));
+        let err = parse_endpoint("https://h:1").unwrap_err();
+        assert_eq!(err.code, ErrorCode::BadParameter);
+        assert!(err.message.contains("ssl://"), "{}", err.message);
         assert_eq!(
-            base_url("tcp://127.0.0.1:8529").unwrap(),
-            "http://127.0.0.1:8529"
-        );
-        assert_eq!(base_url("http+tcp://h:1/").unwrap(), "http://h:1");
-        assert_eq!(base_url("http://[::1]:8529").unwrap(), "http://[::1]:8529");
-        assert_eq!(
-            base_url("ssl://h:1").unwrap_err().code,
+            parse_endpoint("unix:///tmp/s").unwrap_err().code,
             ErrorCode::NotImplemented
         );
-        assert_eq!(base_url("h:1").unwrap_err().code, ErrorCode::BadParameter);
-        assert_eq!(
-            base_url("tcp://").unwrap_err().code,
-            ErrorCode::BadParameter
-        );
+        for bad in ["h:1", "tcp://", "ssl://", "ftp://h:1"] {
+            assert_eq!(
+                parse_endpoint(bad).unwrap_err().code,
+                ErrorCode::BadParameter,
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn ssl_endpoints_carry_tls_settings() {
+        let timeout = Duration::from_secs(1);
+        let c = Connection::new("ssl://h:1", true, "root", "", None, timeout, 5).unwrap();
+        assert!(c.tls.is_some());
+        assert_eq!(c.base_url, "https://h:1");
+        let c = Connection::new("tcp://h:1", true, "root", "", None, timeout, 5).unwrap();
+        assert!(c.tls.is_none());
+        let err = Connection::new("ssl://h:1", true, "root", "", None, timeout, 1).unwrap_err();
+        assert_eq!(err.code, ErrorCode::NotImplemented);
     }
 
     #[test]
     fn basic_authentication_header() {
-        let c =
-            Connection::new("tcp://h:1", true, "root", "", None, Duration::from_secs(1)).unwrap();
+        let timeout = Duration::from_secs(1);
+        let c = Connection::new("tcp://h:1", true, "root", "", None, timeout, 5).unwrap();
         assert_eq!(c.authorization.as_deref(), Some("Basic cm9vdDo="));
-        let c =
-            Connection::new("tcp://h:1", false, "root", "", None, Duration::from_secs(1)).unwrap();
+        let c = Connection::new("tcp://h:1", false, "root", "", None, timeout, 5).unwrap();
         assert_eq!(c.authorization, None);
     }
 }

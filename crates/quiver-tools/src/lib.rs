@@ -14,6 +14,7 @@ pub mod import;
 pub mod options;
 pub mod progress;
 pub mod restore;
+pub mod tls;
 
 use std::sync::atomic::AtomicBool;
 

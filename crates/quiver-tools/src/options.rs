@@ -21,7 +21,8 @@ pub fn parse_bool(text: &str) -> std::result::Result<bool, String> {
 /// `--server.*`: where the server is and who the tool is.
 #[derive(Args, Debug, Clone)]
 pub struct ServerOptions {
-    /// Endpoint to connect to (`tcp://host:port`).
+    /// Endpoint to connect to: `tcp://host:port`, or `ssl://host:port` for TLS (both also
+    /// with an `http+` prefix).
     #[arg(long = "server.endpoint", default_value = "tcp://127.0.0.1:8529")]
     pub endpoint: String,
     /// User name.
@@ -43,6 +44,11 @@ pub struct ServerOptions {
     /// Request timeout in seconds.
     #[arg(long = "server.request-timeout", default_value_t = 1200.0)]
     pub request_timeout: f64,
+    /// TLS protocol of an `ssl://` endpoint, ArangoDB's numbers: 1 (SSLv2, refused), 2, 3, 4,
+    /// 5 (TLSv1.2), 6 (TLSv1.3), 9 (generic TLS); TLS 1.2 or 1.3 is negotiated for all but 1.
+    #[arg(long = "ssl.protocol", default_value_t = crate::tls::DEFAULT_PROTOCOL,
+          value_parser = crate::tls::parse_protocol)]
+    pub ssl_protocol: u64,
 }
 
 impl ServerOptions {
@@ -55,6 +61,7 @@ impl ServerOptions {
             &self.password,
             self.jwt.as_deref(),
             Duration::from_secs_f64(self.request_timeout.clamp(1.0, 86_400.0)),
+            self.ssl_protocol,
         )
     }
 }
@@ -201,6 +208,10 @@ mod tests {
         assert!(o.overwrite && !o.compress_output);
         assert_eq!(o.server.database, "shop");
         assert!(DumpOptions::try_parse_from(["quiver dump", "--overwrite", "maybe"]).is_err());
+        assert_eq!(o.server.ssl_protocol, 5);
+        let o = DumpOptions::try_parse_from(["quiver dump", "--ssl.protocol", "9"]).unwrap();
+        assert_eq!(o.server.ssl_protocol, 9);
+        assert!(DumpOptions::try_parse_from(["quiver dump", "--ssl.protocol", "7"]).is_err());
     }
 
     #[test]

@@ -140,6 +140,11 @@ impl Names {
                 Value::Object(out)
             }
             Value::Array(items) => Value::Array(items.iter().map(|v| self.show(v)).collect()),
+            // A revision already named, wherever it appears (lists of revisions).
+            Value::String(text) => match self.to_name.get(text) {
+                Some(name) if name.starts_with('R') => Value::String(name.clone()),
+                _ => value.clone(),
+            },
             other => other.clone(),
         }
     }

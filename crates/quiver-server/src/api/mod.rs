@@ -22,6 +22,7 @@ pub mod options;
 pub mod refused;
 pub mod replication;
 pub mod restore;
+pub mod revisions;
 pub mod server_jwt;
 pub mod server_tls;
 pub mod simple;

@@ -4,8 +4,9 @@
 //! answers when the feature is absent: a server started with `--javascript.enabled false`
 //! answers the JavaScript routes with 501 and error 9, a single server answers the cluster
 //! administration routes with 403 and error 11 and `/_api/cluster/endpoints` with 501 and
-//! error 9. The WAL's tick ranges and tailing (`/_api/wal/range`, `/_api/wal/tail`) answer
-//! 501 and error 9: the engine keeps no replication log to serve them from.
+//! error 9, and `/_api/replication/clusterInventory` with 403 and error 1471. The WAL's tick
+//! ranges and tailing (`/_api/wal/range`, `/_api/wal/tail`) answer 501 and error 9: the
+//! engine keeps no replication log to serve them from.
 
 use quiver_errors::{Error, ErrorCode};
 
@@ -65,6 +66,11 @@ const REFUSALS: &[Refusal] = &[
         message: NO_WAL_TAILING,
     },
     Refusal {
+        prefix: &["_api", "replication", "clusterInventory"],
+        code: ErrorCode::ClusterOnlyOnCoordinator,
+        message: "this operation is only valid on a coordinator in a cluster",
+    },
+    Refusal {
         prefix: &["_api", "cluster"],
         code: ErrorCode::NotImplemented,
         message: "cannot serve this request for this deployment type",
@@ -81,8 +87,11 @@ pub fn refusal(req: &Request) -> Option<Response> {
                 .all(|(i, part)| req.segments.get(i) == Some(*part))
     })?;
     debug_assert!(
-        matches!(found.code, ErrorCode::NotImplemented | ErrorCode::Forbidden),
-        "a refusal answers 501/9 or 403/11"
+        matches!(
+            found.code,
+            ErrorCode::NotImplemented | ErrorCode::Forbidden | ErrorCode::ClusterOnlyOnCoordinator
+        ),
+        "a refusal answers 501/9, 403/11 or 403/1471"
     );
     Some(Error::with_message(found.code, found.message).into())
 }

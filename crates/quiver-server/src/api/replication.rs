@@ -1,6 +1,7 @@
 //! `/_api/replication/*` as arangodump and arangorestore use it on a single server: dump
 //! batches (`batch`), the `inventory` of a database and the `dump` of a collection's documents
-//! through a batch's read view; the `restore-*` calls live in [`super::restore`].
+//! through a batch's read view; the `restore-*` calls live in [`super::restore`], the
+//! revision-based calls (`revisions/tree`, `ranges`, `documents`) in [`super::revisions`].
 
 use std::sync::Arc;
 
@@ -41,6 +42,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         (["inventory"], &Method::GET) => inventory(state, req),
         (["logger-state"], &Method::GET) => logger_state(state, req),
         (["dump"], &Method::GET) => dump(state, req),
+        (["revisions", what], _) => super::revisions::route(state, req, what),
         (
             ["restore-collection" | "restore-indexes" | "restore-data" | "restore-view"],
             &Method::PUT,
