@@ -129,7 +129,10 @@ fn rows_a_cursor_keeps_count_against_the_global_limit_until_given_back() {
     let (_, first) = s.create_cursor("_system", support::cursor(&kept)).unwrap();
     assert_eq!(first["hasMore"], true);
     let held = s.memory_in_use();
-    assert!(held > 49_990, "a cursor keeping 49,990 rows holds {held} bytes");
+    assert!(
+        held > 49_990,
+        "a cursor keeping 49,990 rows holds {held} bytes"
+    );
     assert_eq!(held, s.cursor_holdings(None).1);
     // Another query that would fit alone does not fit beside the kept rows.
     let big = json!({"query": "FOR i IN 1..200000 RETURN i", "batchSize": 10});
@@ -144,7 +147,10 @@ fn rows_a_cursor_keeps_count_against_the_global_limit_until_given_back() {
     let id = first["id"].as_str().unwrap().to_string();
     s.next_batch("_system", &id, None).unwrap();
     let after_batch = s.memory_in_use();
-    assert!(after_batch < held, "{after_batch} after a batch, {held} before");
+    assert!(
+        after_batch < held,
+        "{after_batch} after a batch, {held} before"
+    );
     s.delete_cursor("_system", &id).unwrap();
     assert_eq!(s.memory_in_use(), 0);
     let (_, reply) = s.create_cursor("_system", support::cursor(&big)).unwrap();
