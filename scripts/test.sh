@@ -2,7 +2,8 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this script).
 # Installs what it needs: a Python virtual environment with the pinned driver versions from
 # tests/e2e/requirements.txt, and Debian's chromium and chromium-driver for the browser tests
-# of the web interface (apt-get, when missing). Rust comes from rustup (cargo on PATH).
+# of the web interface (apt-get, when missing). Rust comes from rustup (cargo on PATH); the Go
+# driver tests (tests/go-driver, run by tests/e2e/test_go_driver.py) need `go` on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

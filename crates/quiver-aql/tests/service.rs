@@ -371,6 +371,15 @@ fn slow_query_log_and_properties() {
     assert_eq!(p["maxSlowQueries"], 1);
     assert_eq!(p["slowQueryThreshold"].as_f64(), Some(0.0));
     assert_eq!(p["trackSlowQueries"], true);
+    // Each database has its own properties; a dropped database's are forgotten.
+    let (_, other) = s.properties("other").unwrap();
+    assert_eq!(other["maxSlowQueries"], 64);
+    assert_eq!(other["slowQueryThreshold"].as_f64(), Some(10.0));
+    post(&s, json!({"query": "RETURN 43"}));
+    assert_eq!(s.slow("_system").unwrap().1.as_array().unwrap().len(), 1);
+    s.forget_database("_system");
+    assert_eq!(s.properties("_system").unwrap().1, other);
+    assert_eq!(s.slow("_system").unwrap().1, json!([]));
 }
 
 #[test]

@@ -276,6 +276,19 @@ fn forbidden() -> Error {
     Error::new(ErrorCode::Forbidden)
 }
 
+/// The refusal of `min` rights on `collection` to a caller who has `level` there: a write
+/// with `ro` rights is 403/1004 (ArangoDB's transactions answer so), anything else 403/11.
+fn collection_refusal(collection: &str, level: Level, min: Level) -> Error {
+    if min == Level::ReadWrite && level == Level::ReadOnly {
+        Error::with_message(
+            ErrorCode::ReadOnly,
+            format!("read only: {collection} [write]"),
+        )
+    } else {
+        forbidden()
+    }
+}
+
 /// Checks an authenticated request against `need`, then against the server's read-only mode.
 /// `record` is the caller's user record if authenticating this very request just found it
 /// (otherwise it is looked up).
@@ -385,22 +398,32 @@ fn check_rights(
         }
         .map(|c| c.split('/').next().unwrap_or(c))
     };
-    let collection = |at: CollectionAt, min: Level| match collection_name(at) {
+    // A document write with `ro` rights is refused as ArangoDB's transactions refuse it
+    // (`data`); a change of the collection itself always with 403/11.
+    let collection = |at: CollectionAt, min: Level, data: bool| match collection_name(at) {
         // Without a collection the handler fails with 400/404; the database check suffices.
         None => Ok(()),
-        Some(c) if record.collection_level(db, c) < min => Err(forbidden()),
-        Some(_) => Ok(()),
+        Some(c) => {
+            let level = record.collection_level(db, c);
+            if level >= min {
+                Ok(())
+            } else if data {
+                Err(collection_refusal(c, level, min))
+            } else {
+                Err(forbidden())
+            }
+        }
     };
     match need {
         Need::Open | Need::Authenticated => Ok(()),
         Need::Database(min) => database(min),
         Need::Collection(at, min) => {
             database(Level::ReadOnly)?;
-            collection(at, min)
+            collection(at, min, true)
         }
         Need::DatabaseAndCollection(at) => {
             database(Level::ReadWrite)?;
-            collection(at, Level::ReadWrite)
+            collection(at, Level::ReadWrite, false)
         }
         Need::Query => {
             database(Level::ReadOnly)?;
@@ -411,8 +434,9 @@ fn check_rights(
                 } else {
                     Level::ReadOnly
                 };
-                if record.collection_level(db, name) < min {
-                    return Err(forbidden());
+                let level = record.collection_level(db, name);
+                if level < min {
+                    return Err(collection_refusal(name, level, min));
                 }
             }
             Ok(())
@@ -426,8 +450,9 @@ fn check_rights(
                 Level::ReadWrite
             })?;
             for name in graph_removal_writes(state, req) {
-                if record.collection_level(db, &name) < Level::ReadWrite {
-                    return Err(forbidden());
+                let level = record.collection_level(db, &name);
+                if level < Level::ReadWrite {
+                    return Err(collection_refusal(&name, level, Level::ReadWrite));
                 }
             }
             Ok(())

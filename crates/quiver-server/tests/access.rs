@@ -180,6 +180,24 @@ fn grants_batch_parts_aql_and_jobs() {
         .as_u16()
     };
     assert_eq!(insert(&ann), 403);
+    // A write with `ro` rights on the collection: ArangoDB's read-only refusal, 403/1004.
+    let r = f.call(
+        Some(&ann),
+        Method::POST,
+        "/_db/shop/_api/document/orders",
+        Some(json!({})),
+    );
+    assert_eq!(json_of(&r)["errorNum"], 1004, "{r:?}");
+    let r = f.call(
+        Some(&ann),
+        Method::POST,
+        "/_db/shop/_api/cursor",
+        Some(json!({"query": "INSERT {} INTO orders"})),
+    );
+    assert_eq!(
+        (r.status.as_u16(), json_of(&r)["errorNum"].clone()),
+        (403, json!(1004))
+    );
     let r = f.root(
         Method::PUT,
         "/_api/user/ann/database/shop/orders",
@@ -229,6 +247,14 @@ fn grants_batch_parts_aql_and_jobs() {
     assert_eq!(query("INSERT {} INTO orders"), 201);
     assert_eq!(query("FOR d IN secret RETURN d"), 403);
     assert_eq!(query("FOR d IN orders INSERT d INTO secret"), 403);
+    // Without any rights on the collection the refusal stays 403/11.
+    let r = f.call(
+        Some(&ann),
+        Method::POST,
+        "/_db/shop/_api/cursor",
+        Some(json!({"query": "FOR d IN orders INSERT d INTO secret"})),
+    );
+    assert_eq!(json_of(&r)["errorNum"], 11, "{r:?}");
     assert_eq!(query("RETURN DOCUMENT('secret/x')"), 403);
     assert_eq!(query("WITH secret FOR d IN orders RETURN d"), 403);
     // Named graphs: every vertex and edge collection of the graph, before execution.

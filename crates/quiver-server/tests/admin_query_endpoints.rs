@@ -189,14 +189,25 @@ fn query_tracking_properties_slow_list_current_kill_and_rules() {
     );
     assert_eq!(v["slowQueryThreshold"], 0.0);
     assert_eq!(v["maxSlowQueries"], 5);
-    let r = f.call(
+    // A member of the wrong type is ignored (ArangoDB reads only members of the right type).
+    let v = f.ok(
         Method::PUT,
         "/_api/query/properties",
-        Some(json!({"slowQueryThreshold": "fast"})),
+        Some(json!({"slowQueryThreshold": "fast", "maxSlowQueries": null})),
+        200,
     );
-    assert_eq!(r.status.as_u16(), 400, "{r:?}");
+    assert_eq!(
+        (
+            v["slowQueryThreshold"].as_f64(),
+            v["maxSlowQueries"].as_u64()
+        ),
+        (Some(0.0), Some(5))
+    );
     let v = f.ok(Method::GET, "/_api/query/properties", None, 200);
     assert_eq!(v["maxSlowQueries"], 5);
+    let r = f.call(Method::PUT, "/_api/query/properties", Some(json!([1])));
+    assert_eq!(r.status.as_u16(), 400, "{r:?}");
+    assert_eq!(r.body_json().unwrap()["errorNum"], 400);
 
     f.ok(
         Method::POST,
@@ -930,5 +941,89 @@ fn use_plan_cache_reports_the_key_and_refuses_ineligible_queries() {
         ),
         400,
         1584,
+    );
+}
+
+/// Each database has its own query properties and slow-query list (ArangoDB keeps a query list
+/// per database): a change in one leaves another at the defaults, and a database dropped and
+/// created again starts afresh. Listed queries name the user who ran them.
+#[test]
+fn query_properties_and_slow_queries_are_per_database_and_name_the_user() {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let config = ServerConfig {
+        data_dir: dir.path().to_path_buf(),
+        async_workers: 1,
+        ..ServerConfig::default()
+    };
+    let state = ServerState::new(config, core).unwrap();
+    let call = |method: Method, target: &str, body: Option<Value>| {
+        call_as_root(&state, method, target, body)
+    };
+    let ok = |method: Method, target: &str, body: Option<Value>, status: u16| {
+        let r = call(method, target, body);
+        assert_eq!(r.status.as_u16(), status, "{r:?}");
+        r.body_json().unwrap()
+    };
+    for name in ["a", "b"] {
+        ok(
+            Method::POST,
+            "/_api/database",
+            Some(json!({"name": name})),
+            201,
+        );
+    }
+    let defaults = ok(Method::GET, "/_db/b/_api/query/properties", None, 200);
+    assert_eq!(defaults["slowQueryThreshold"], 10);
+    // The Go driver sends null for every member it was not given: those stay as they are.
+    let changed = ok(
+        Method::PUT,
+        "/_db/a/_api/query/properties",
+        Some(
+            json!({"slowQueryThreshold": 0, "maxSlowQueries": 2, "enabled": null,
+                    "trackBindVars": null, "slowStreamingQueryThreshold": null}),
+        ),
+        200,
+    );
+    assert_eq!(changed["slowQueryThreshold"], 0);
+    assert_eq!(changed["maxSlowQueries"], 2);
+    assert_eq!(changed["enabled"], true);
+    assert_eq!(changed["slowStreamingQueryThreshold"], 10);
+    assert_eq!(
+        ok(Method::GET, "/_db/b/_api/query/properties", None, 200),
+        defaults
+    );
+
+    for db in ["a", "b"] {
+        ok(
+            Method::POST,
+            &format!("/_db/{db}/_api/cursor"),
+            Some(json!({"query": "RETURN 1"})),
+            201,
+        );
+    }
+    let slow = ok(Method::GET, "/_db/a/_api/query/slow", None, 200);
+    assert_eq!(slow.as_array().unwrap().len(), 1, "{slow}");
+    assert_eq!(slow[0]["user"], "root");
+    assert_eq!(slow[0]["database"], "a");
+    assert_eq!(
+        ok(Method::GET, "/_db/b/_api/query/slow", None, 200),
+        json!([])
+    );
+
+    ok(Method::DELETE, "/_api/database/a", None, 200);
+    ok(
+        Method::POST,
+        "/_api/database",
+        Some(json!({"name": "a"})),
+        201,
+    );
+    assert_eq!(
+        ok(Method::GET, "/_db/a/_api/query/properties", None, 200),
+        defaults
+    );
+    assert_eq!(
+        ok(Method::GET, "/_db/a/_api/query/slow", None, 200),
+        json!([])
     );
 }

@@ -212,8 +212,17 @@ fn script_tests(text: &str) -> Vec<&str> {
         .collect()
 }
 
-/// `file::name` references in backticks, each resolved to a test that exists (a `fn`, a
-/// Python `def`, or a script listed in the file's `scripts!`).
+/// Whether `text` (a test file's source) defines the test `name`: a Rust `fn`, a Python `def`,
+/// a Go `func Test…(t *testing.T)`, or a script listed in the file's `scripts!`.
+fn defines_test(text: &str, name: &str) -> bool {
+    text.contains(&format!("fn {name}("))
+        || text.contains(&format!("def {name}("))
+        || (name.starts_with("Test") && text.contains(&format!("func {name}(t *testing.T)")))
+        || script_tests(text).contains(&name)
+}
+
+/// `file::name` references in backticks, each resolved to a test that exists (see
+/// [`defines_test`]) in the server's tests, the Python end-to-end tests or the Go driver tests.
 fn check_proof(row: &Row) -> Result<(), String> {
     let root = repo_root();
     let mut found = 0;
@@ -224,6 +233,7 @@ fn check_proof(row: &Row) -> Result<(), String> {
         let candidates = [
             root.join("crates/quiver-server/tests").join(file),
             root.join("tests/e2e").join(file),
+            root.join("tests/go-driver").join(file),
         ];
         let Some(text) = candidates
             .iter()
@@ -231,10 +241,7 @@ fn check_proof(row: &Row) -> Result<(), String> {
         else {
             return Err(format!("test file {file} not found"));
         };
-        if !(text.contains(&format!("fn {name}("))
-            || text.contains(&format!("def {name}("))
-            || script_tests(&text).contains(&name))
-        {
+        if !defines_test(&text, name) {
             return Err(format!("{file} has no test {name}"));
         }
         found += 1;
@@ -363,6 +370,20 @@ fn the_summary_counts_the_documented_rows() {
         summary.starts_with(&expected),
         "the summary says {summary:?}, the table counts {expected:?}"
     );
+}
+
+#[test]
+fn citations_name_tests_of_each_language() {
+    let rust = "#[test]\nfn inserts_a_document() {}";
+    let python = "def test_insert(db):\n    pass";
+    let go = "func TestInsert(t *testing.T) {\n}\nfunc helper(t *testing.T) {}";
+    assert!(defines_test(rust, "inserts_a_document"));
+    assert!(defines_test(python, "test_insert"));
+    assert!(defines_test(go, "TestInsert"));
+    // A Go helper is no test, and a prefix of a name is not the name.
+    assert!(!defines_test(go, "helper"));
+    assert!(!defines_test(go, "TestIns"));
+    assert!(!defines_test(rust, "inserts_a"));
 }
 
 #[test]

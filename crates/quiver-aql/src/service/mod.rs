@@ -572,7 +572,7 @@ impl QueryService {
             || req.profile > 0
             || req.allow_retry
             || req.batch_size == 0
-            || self.queries.log_fast_queries()
+            || self.queries.log_fast_queries(db)
             || self.uses_results_cache(req, false)
             || req.use_plan_cache
         {
@@ -787,14 +787,19 @@ impl QueryService {
         self.queries.kill(db, id)
     }
 
-    /// `GET /_api/query/properties`.
-    pub fn properties(&self, _db: &str) -> Result<ServiceReply> {
-        self.queries.properties()
+    /// `GET /_api/query/properties` of database `db`.
+    pub fn properties(&self, db: &str) -> Result<ServiceReply> {
+        self.queries.properties(db)
     }
 
-    /// `PUT /_api/query/properties`.
-    pub fn set_properties(&self, _db: &str, update: &PropertiesUpdate) -> Result<ServiceReply> {
-        self.queries.set_properties(update)
+    /// `PUT /_api/query/properties` of database `db` (each database has its own).
+    pub fn set_properties(&self, db: &str, update: &PropertiesUpdate) -> Result<ServiceReply> {
+        self.queries.set_properties(db, update)
+    }
+
+    /// Forgets the slow queries and query properties of database `db`, which was dropped.
+    pub fn forget_database(&self, db: &str) {
+        self.queries.forget_database(db)
     }
 
     /// `GET /_api/query-plan-cache`: the plans cached for `db` whose every collection

@@ -1,9 +1,9 @@
 //! The query registry: the queries running now (`/_api/query/current`, killable through
-//! `DELETE /_api/query/{id}`), the per-database slow-query log (`/_api/query/slow`) and
-//! `/_api/query/properties`.
+//! `DELETE /_api/query/{id}`), and per database (as each of ArangoDB's databases has its own
+//! query list) the slow-query log (`/_api/query/slow`) and `/_api/query/properties`.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
@@ -15,7 +15,7 @@ use super::query_metrics::{QueryFigures, QueryMetrics};
 use super::request::{CursorRequest, PropertiesUpdate};
 use super::ServiceReply;
 
-/// `/_api/query/properties`.
+/// `/_api/query/properties` of one database.
 #[derive(Clone, Debug)]
 struct QueryProperties {
     enabled: bool,
@@ -66,6 +66,12 @@ fn seconds_json(f: f64) -> Value {
 }
 
 impl QueryProperties {
+    /// Whether the slow-query log wants queries about as fast as an inline one (threshold
+    /// near zero): inline runs are not registered, so they are off then.
+    fn logs_fast_queries(&self) -> bool {
+        self.enabled && self.track_slow_queries && self.slow_query_threshold < 0.001
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "error": false,
@@ -91,16 +97,20 @@ struct RunningQuery {
     killed: Arc<AtomicBool>,
     stream: bool,
     modification: bool,
+    /// The user who runs it (empty for the superuser).
+    user: String,
 }
 
 /// Running queries, the slow-query log and the properties that govern both.
 pub(super) struct QueryRegistry {
     running: Mutex<HashMap<u64, RunningQuery>>,
     slow: Mutex<HashMap<String, VecDeque<Value>>>,
-    properties: Mutex<QueryProperties>,
-    /// The slow-query log would record queries taking about as long as an inline one
-    /// (threshold near zero): inline runs are not registered, so they are off then.
-    log_fast_queries: AtomicBool,
+    /// The properties of the databases that changed theirs (the others have the defaults);
+    /// a dropped database's go with it ([`QueryRegistry::forget_database`]).
+    properties: Mutex<HashMap<String, QueryProperties>>,
+    /// How many databases' slow-query logs want queries as fast as inline ones
+    /// ([`QueryProperties::logs_fast_queries`]): while none does, the inline path asks no lock.
+    fast_logging: AtomicUsize,
     /// Counts and times of finished queries.
     pub(super) metrics: QueryMetrics,
 }
@@ -110,20 +120,36 @@ impl QueryRegistry {
         QueryRegistry {
             running: Mutex::new(HashMap::new()),
             slow: Mutex::new(HashMap::new()),
-            properties: Mutex::new(QueryProperties::default()),
-            log_fast_queries: AtomicBool::new(false),
+            properties: Mutex::new(HashMap::new()),
+            fast_logging: AtomicUsize::new(0),
             metrics: QueryMetrics::new(),
         }
     }
 
-    /// Whether bind parameters are shown with tracked queries (and cached results).
-    pub(super) fn tracks_bind_vars(&self) -> bool {
-        self.properties.lock().track_bind_vars
+    /// The properties of database `db`.
+    fn properties_of(&self, db: &str) -> QueryProperties {
+        self.properties.lock().get(db).cloned().unwrap_or_default()
     }
 
-    /// Whether the slow log wants queries as fast as inline ones (which are not registered).
-    pub(super) fn log_fast_queries(&self) -> bool {
-        self.log_fast_queries.load(Ordering::Relaxed)
+    /// Whether bind parameters are shown with `db`'s tracked queries (and cached results).
+    pub(super) fn tracks_bind_vars(&self, db: &str) -> bool {
+        self.properties_of(db).track_bind_vars
+    }
+
+    /// Whether `db`'s slow log wants queries as fast as inline ones (which are not registered).
+    pub(super) fn log_fast_queries(&self, db: &str) -> bool {
+        self.fast_logging.load(Ordering::Relaxed) > 0 && self.properties_of(db).logs_fast_queries()
+    }
+
+    /// Drops what is kept for database `db` (dropped): its slow queries and properties, so a
+    /// database created later under that name starts afresh.
+    pub(super) fn forget_database(&self, db: &str) {
+        self.slow.lock().remove(db);
+        if let Some(p) = self.properties.lock().remove(db) {
+            if p.logs_fast_queries() {
+                self.fast_logging.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
     }
 
     /// Lists query `id` as running until [`QueryRegistry::unregister`].
@@ -136,7 +162,7 @@ impl QueryRegistry {
         modification: bool,
     ) {
         let (track_bind, max_length) = {
-            let p = self.properties.lock();
+            let p = self.properties_of(db);
             (p.track_bind_vars, p.max_query_string_length)
         };
         self.running.lock().insert(
@@ -154,6 +180,7 @@ impl QueryRegistry {
                 killed,
                 stream: req.stream,
                 modification,
+                user: req.user.clone().unwrap_or_default(),
             },
         );
     }
@@ -169,7 +196,7 @@ impl QueryRegistry {
         let Some(q) = self.running.lock().remove(&id) else {
             return;
         };
-        let props = self.properties.lock().clone();
+        let props = self.properties_of(&q.database);
         let took = q.started_at.elapsed();
         let runtime = took.as_secs_f64();
         let threshold = if q.stream {
@@ -206,7 +233,7 @@ impl QueryRegistry {
         json!({
             "id": id.to_string(),
             "database": q.database,
-            "user": "root",
+            "user": q.user,
             "query": q.query,
             "bindVars": q.bind_vars,
             "started": iso_time(q.started),
@@ -281,15 +308,20 @@ impl QueryRegistry {
         Ok((200, json!({"error": false, "code": 200})))
     }
 
-    /// `GET /_api/query/properties`.
-    pub(super) fn properties(&self) -> Result<ServiceReply> {
-        Ok((200, self.properties.lock().to_json()))
+    /// `GET /_api/query/properties` of database `db`.
+    pub(super) fn properties(&self, db: &str) -> Result<ServiceReply> {
+        Ok((200, self.properties_of(db).to_json()))
     }
 
-    /// `PUT /_api/query/properties`.
-    pub(super) fn set_properties(&self, update: &PropertiesUpdate) -> Result<ServiceReply> {
+    /// `PUT /_api/query/properties` of database `db`.
+    pub(super) fn set_properties(
+        &self,
+        db: &str,
+        update: &PropertiesUpdate,
+    ) -> Result<ServiceReply> {
         {
-            let mut p = self.properties.lock();
+            let mut all = self.properties.lock();
+            let p = all.entry(db.to_string()).or_default();
             let mut next = p.clone();
             let PropertiesUpdate {
                 enabled,
@@ -314,13 +346,18 @@ impl QueryRegistry {
                 .clamp(*QUERY_STRING_LENGTH.start(), *QUERY_STRING_LENGTH.end());
             // An inline run takes well under a millisecond; with a threshold that low the
             // slow log wants every query, which only the registered path records.
-            self.log_fast_queries.store(
-                next.enabled && next.track_slow_queries && next.slow_query_threshold < 0.001,
-                Ordering::Relaxed,
-            );
+            match (p.logs_fast_queries(), next.logs_fast_queries()) {
+                (false, true) => {
+                    self.fast_logging.fetch_add(1, Ordering::Relaxed);
+                }
+                (true, false) => {
+                    self.fast_logging.fetch_sub(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
             *p = next;
         }
-        self.properties()
+        self.properties(db)
     }
 }
 

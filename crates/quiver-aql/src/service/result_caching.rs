@@ -223,7 +223,7 @@ impl QueryService {
             source: &*self.source,
             database: db,
         };
-        let with_binds = self.queries.tracks_bind_vars();
+        let with_binds = self.queries.tracks_bind_vars(db);
         let list: Vec<Value> = self
             .results
             .entries(db, &now)

@@ -27,10 +27,17 @@ impl CollectionAccess {
         CollectionAccess(Arc::new(allows))
     }
 
-    /// 403/11 unless the rule allows the access.
+    /// Nothing unless the rule refuses the access: a write to a collection the rule lets
+    /// the caller read is 403/1004 (ArangoDB's answer to a write with `ro` rights), any other
+    /// refusal 403/11.
     pub fn check(&self, collection: &str, write: bool) -> Result<()> {
         if (self.0)(collection, write) {
             Ok(())
+        } else if write && (self.0)(collection, false) {
+            Err(Error::with_message(
+                ErrorCode::ReadOnly,
+                format!("read only: {collection} [write]"),
+            ))
         } else {
             Err(Error::with_message(
                 ErrorCode::Forbidden,
@@ -339,10 +346,11 @@ mod tests {
         );
         assert!(txn.get("open", "a").unwrap().is_some());
         assert!(txn.get("hidden", "a").unwrap().is_some(), "read allowed");
+        // Readable but not writable: ArangoDB's read-only refusal.
         let err = txn
             .insert("hidden", json!({}), &WriteOptions::default())
             .unwrap_err();
-        assert_eq!(err.code, ErrorCode::Forbidden);
+        assert_eq!(err.code, ErrorCode::ReadOnly);
         txn.insert("open", json!({"_key": "b"}), &WriteOptions::default())
             .unwrap();
         let closed = CollectionAccess::new(|c, _| c == "open");

@@ -60,7 +60,9 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         (&Method::DELETE, [name]) => {
             require_system(req)?;
             state.core.drop_database(name)?;
-            // A database created later under the same name starts without old grants.
+            // A database created later under the same name starts without old grants, slow
+            // queries or query properties.
+            state.queries.forget_database(name);
             let mut response = Response::ok_result(200, json!(true));
             for committed in state.auth.users().forget_database(name)? {
                 response.wait_for(Box::new(committed));

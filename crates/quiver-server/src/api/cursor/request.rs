@@ -187,43 +187,30 @@ pub fn explain_request(body: &Value) -> Result<ExplainRequest> {
     })
 }
 
-/// `PUT /_api/query/properties`: 600 for a body that is not an object, 10 for the first member
-/// (in body order) with a value of the wrong type; unknown members are ignored.
+/// `PUT /_api/query/properties`, read as ArangoDB reads it: 400 for a body that is not an
+/// object; a member of the wrong type (`null` among them, which the Go driver sends for every
+/// member it was not given) is ignored like an unknown one. The flags take booleans,
+/// `maxSlowQueries` and `maxQueryStringLength` non-negative integers, the thresholds numbers
+/// (a negative threshold means 0: every query is slow).
 pub fn properties_update(body: &Value) -> Result<PropertiesUpdate> {
     let Value::Object(m) = body else {
-        return Err(Error::new(ErrorCode::HttpCorruptedJson));
+        return Err(Error::with_message(
+            ErrorCode::HttpBadParameter,
+            "expecting a JSON object as body",
+        ));
     };
-    let mut update = PropertiesUpdate::default();
-    for (k, v) in m {
-        let num = || {
-            as_f64(Some(v))
-                .filter(|f| *f >= 0.0)
-                .ok_or_else(|| bad(format!("invalid value for '{k}'")))
-        };
-        let flag = || {
-            v.as_bool()
-                .ok_or_else(|| bad(format!("invalid value for '{k}'")))
-        };
-        // A negative threshold means 0 (every query is slow), as ArangoDB reads it.
-        let seconds = || {
-            as_f64(Some(v))
-                .map(|f| f.max(0.0))
-                .ok_or_else(|| bad(format!("invalid value for '{k}'")))
-        };
-        match k.as_str() {
-            "enabled" => update.enabled = Some(flag()?),
-            "trackSlowQueries" => update.track_slow_queries = Some(flag()?),
-            "trackBindVars" => update.track_bind_vars = Some(flag()?),
-            "maxSlowQueries" => update.max_slow_queries = Some(num()? as u64),
-            "slowQueryThreshold" => update.slow_query_threshold = Some(seconds()?),
-            "slowStreamingQueryThreshold" => {
-                update.slow_streaming_query_threshold = Some(seconds()?)
-            }
-            "maxQueryStringLength" => update.max_query_string_length = Some(num()? as u64),
-            _ => {}
-        }
-    }
-    Ok(update)
+    let flag = |k: &str| m.get(k).and_then(Value::as_bool);
+    let count = |k: &str| m.get(k).and_then(Value::as_u64);
+    let seconds = |k: &str| m.get(k).and_then(Value::as_f64).map(|f| f.max(0.0));
+    Ok(PropertiesUpdate {
+        enabled: flag("enabled"),
+        track_slow_queries: flag("trackSlowQueries"),
+        track_bind_vars: flag("trackBindVars"),
+        max_slow_queries: count("maxSlowQueries"),
+        slow_query_threshold: seconds("slowQueryThreshold"),
+        slow_streaming_query_threshold: seconds("slowStreamingQueryThreshold"),
+        max_query_string_length: count("maxQueryStringLength"),
+    })
 }
 
 #[cfg(test)]
@@ -361,10 +348,6 @@ mod tests {
 
     #[test]
     fn properties_bodies() {
-        assert_eq!(
-            properties_update(&json!([1])).unwrap_err().code,
-            ErrorCode::HttpCorruptedJson
-        );
         let u = properties_update(&json!({"enabled": false, "maxSlowQueries": 3,
             "slowQueryThreshold": 0.5, "trackBindVars": true, "other": "ignored"}))
         .unwrap();
@@ -378,19 +361,31 @@ mod tests {
                 ..PropertiesUpdate::default()
             }
         );
-        let e = properties_update(&json!({"maxSlowQueries": "x"})).unwrap_err();
+        // Members of the wrong type are ignored, as ArangoDB ignores them: null (what the Go
+        // driver sends for members it was not given), strings, fractions or negative counts.
+        let u = properties_update(&json!({"enabled": null, "trackSlowQueries": 1,
+            "maxSlowQueries": "x", "maxQueryStringLength": 4.5, "slowQueryThreshold": "fast",
+            "slowStreamingQueryThreshold": 2}))
+        .unwrap();
+        assert_eq!(
+            u,
+            PropertiesUpdate {
+                slow_streaming_query_threshold: Some(2.0),
+                ..PropertiesUpdate::default()
+            }
+        );
+        assert_eq!(
+            properties_update(&json!({"maxSlowQueries": -1})).unwrap(),
+            PropertiesUpdate::default()
+        );
+        let e = properties_update(&json!([1])).unwrap_err();
         assert_eq!(
             (e.code, e.message.as_str()),
             (
-                ErrorCode::BadParameter,
-                "invalid value for 'maxSlowQueries'"
+                ErrorCode::HttpBadParameter,
+                "expecting a JSON object as body"
             )
         );
-        // The first bad member in body order is the one reported.
-        let e = properties_update(&json!({"enabled": 1, "maxSlowQueries": -1})).unwrap_err();
-        assert_eq!(e.message, "invalid value for 'enabled'");
-        let e = properties_update(&json!({"maxSlowQueries": -1, "enabled": 1})).unwrap_err();
-        assert_eq!(e.message, "invalid value for 'maxSlowQueries'");
         // A negative threshold is 0, as ArangoDB reads it.
         let update = properties_update(&json!({"slowQueryThreshold": -1})).unwrap();
         assert_eq!(update.slow_query_threshold, Some(0.0));
