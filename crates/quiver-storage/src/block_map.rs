@@ -345,11 +345,21 @@ impl<V> BlockMap<V> {
     /// Finds `key` and calls `f` with its value (`None` when absent); then does what `f`
     /// returned. One search in the common cases (an update, an insert into a block with room).
     pub fn upsert<R>(&mut self, key: &str, f: impl FnOnce(Option<&mut V>) -> (R, Then<V>)) -> R {
-        let (result, after) = match self
+        // A key at or past the last fence (increasing generated keys: nearly every insert)
+        // belongs to the last block, reached along the map's right edge without comparing
+        // keys on the way down.
+        let past_last = self
             .blocks
-            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
-        {
+            .last_key_value()
+            .is_some_and(|(fence, _)| fence.as_str() <= key);
+        let home = if past_last {
+            self.blocks.iter_mut().next_back()
+        } else {
+            self.blocks
+                .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+                .next_back()
+        };
+        let (result, after) = match home {
             Some((fence, block)) => match block.search(key) {
                 Ok(pos) => {
                     let (result, then) = f(Some(&mut block.values[pos]));
