@@ -7,11 +7,17 @@ target/debug/quiver) and reports the server's peak RSS (VmHWM) and what the requ
     QUIVER_BIN=target/release/quiver .venv/bin/python bench/reliability/held_memory.py [case ...]
 
 Cases: cursors, async, import (default: all three). Extra server flags can follow `--`.
+`HELD_IMPORT_DOCS` sets the number of documents of the import case (default 10,000,000). After
+each case the server's RSS is also given split into anonymous memory and file pages (RssAnon,
+RssFile: the mapped WAL segments and datafiles); with `HELD_SETTLE_SECONDS` it is given again
+after that many idle seconds (the collector has moved the WAL into datafiles by then).
 """
+import os
 import collections
 import pathlib
 import sys
 import tempfile
+import threading
 import time
 
 import requests
@@ -23,6 +29,30 @@ from conftest import ROOT, Server  # noqa: E402
 def memory_mib(srv, field):
     status = open(f"/proc/{srv.proc.pid}/status").read()
     return int(status.split(field + ":")[1].split()[0]) // 1024
+
+
+class PeakSampler:
+    """The highest RssAnon and RssFile seen, sampled every 0.2 s while a case runs (VmHWM has
+    only their highest sum)."""
+
+    def __init__(self, srv):
+        self.srv, self.anon, self.file = srv, 0, 0
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.wait(0.2):
+            try:
+                self.anon = max(self.anon, memory_mib(self.srv, "RssAnon"))
+                self.file = max(self.file, memory_mib(self.srv, "RssFile"))
+            except (OSError, IndexError):
+                return
+
+    def stop(self):
+        self.done.set()
+        self.thread.join()
+        return self.anon, self.file
 
 
 def fresh(extra):
@@ -62,7 +92,7 @@ def async_results(srv, s):
 def import_tiny(srv, s):
     """10,000,000 documents of 8 bytes each (80 MB) in one JSON-lines import."""
     s.post(srv.url + "/_api/collection", json={"name": "tiny"})
-    body = b'{"a":1}\n' * 10_000_000
+    body = b'{"a":1}\n' * int(os.environ.get("HELD_IMPORT_DOCS", "10000000"))
     started = time.time()
     r = s.post(srv.url + "/_api/import", params={"collection": "tiny", "type": "documents"}, data=body)
     took = time.time() - started
@@ -87,10 +117,20 @@ def main():
         try:
             start = memory_mib(srv, "VmRSS")
             started = time.time()
+            sampler = PeakSampler(srv)
             outcome = CASES[name](srv, s)
+            peak_anon, peak_file = sampler.stop()
             print(f"{name}: {dict(outcome) if isinstance(outcome, collections.Counter) else outcome}; "
-                  f"RSS at start {start} MiB, peak {memory_mib(srv, 'VmHWM')} MiB, "
-                  f"now {memory_mib(srv, 'VmRSS')} MiB, {time.time() - started:.0f} s", flush=True)
+                  f"RSS at start {start} MiB, peak {memory_mib(srv, 'VmHWM')} MiB "
+                  f"(sampled peaks: RssAnon {peak_anon} MiB, RssFile {peak_file} MiB), "
+                  f"now {memory_mib(srv, 'VmRSS')} MiB (RssAnon {memory_mib(srv, 'RssAnon')} MiB, "
+                  f"RssFile {memory_mib(srv, 'RssFile')} MiB), {time.time() - started:.0f} s", flush=True)
+            settle = float(os.environ.get("HELD_SETTLE_SECONDS", "0"))
+            if settle > 0:
+                time.sleep(settle)
+                print(f"{name}: after {settle:.0f} idle seconds RSS {memory_mib(srv, 'VmRSS')} MiB "
+                      f"(RssAnon {memory_mib(srv, 'RssAnon')} MiB, RssFile {memory_mib(srv, 'RssFile')} MiB)",
+                      flush=True)
         finally:
             srv.stop()
 

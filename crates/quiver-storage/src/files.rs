@@ -237,6 +237,28 @@ impl DataFile {
         self.map.get_or_init(|| map_read_only(&self.file)).clone()
     }
 
+    /// Drops this process's page-table entries for the file's read-only map, after a pass
+    /// over the whole file (the hint writer's scan of a sealed journal, the startup and the
+    /// first storage-order verification of a datafile). The pages stay in the kernel's page
+    /// cache; a later read through the map faults them back in. Without this, every page
+    /// such a pass touched counted in the process's RSS (as file pages) for the life of the
+    /// file: after an import, about as much as all the data written
+    /// (docs/benchmarks/storage.md, "Memory per stored document").
+    #[allow(unsafe_code)]
+    pub fn release_mapped_pages(&self) {
+        if let Some(Some(map)) = self.map.get() {
+            // SAFETY: the map is a read-only `MAP_SHARED` map of the file (`map_read_only`).
+            // On a shared file mapping MADV_DONTNEED only unmaps the pages: every later
+            // access, through this map or a `Bytes` slice of it handed out earlier, reads the
+            // file's contents again, and those are the same bytes, because the engine never
+            // shrinks a file nor rewrites a range an index entry points at.
+            let released = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            if let Err(e) = released {
+                tracing::debug!("releasing the mapped pages of file {}: {e}", self.fid);
+            }
+        }
+    }
+
     /// For a sealed datafile only (never appended to again): whether the whole file is
     /// intact, i.e. it scans cleanly up to its footer and every marker's CRC matches. The
     /// sequential pass runs once per process and file; afterwards readers may skip the
@@ -252,6 +274,7 @@ impl DataFile {
                     Err(_) => return false,
                 },
             };
+            self.release_mapped_pages();
             scan.end == format::ScanEnd::Sealed && scan.bad_offset.is_none()
         })
     }

@@ -1,13 +1,14 @@
 //! The in-memory primary index: key → short version chain of file locations.
 //!
-//! Sharded ordered maps: a writer locks one shard for one key; a scan walks a shard in bounded
-//! chunks under its read lock, so a long scan blocks a writer for at most one chunk. Each
-//! entry keeps the versions that some live snapshot may still need, tagged with commit ticks;
-//! a snapshot reads the newest version whose tick is not above its own.
+//! Sharded ordered maps ([`BlockMap`]: keys back to back in blocks, no allocation per key): a
+//! writer locks one shard for one key; a scan walks a shard in bounded chunks under its read
+//! lock, so a long scan blocks a writer for at most one chunk. Each entry keeps the versions
+//! that some live snapshot may still need, tagged with commit ticks; a snapshot reads the
+//! newest version whose tick is not above its own.
 
-use std::collections::btree_map;
-use std::collections::BTreeMap;
 use std::ops::Bound;
+
+use crate::block_map::{BlockMap, OwnedKey, Then};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
@@ -121,14 +122,10 @@ const ALL_STALE: u64 = 1 << 62;
 /// Entries a scan copies per shard lock acquisition.
 pub(crate) const SCAN_CHUNK: usize = 256;
 
-/// Keys up to 24 bytes (every generated key, and most user keys) are stored inline in the
-/// tree's nodes: no allocation per key, and a search compares bytes in the node it is
-/// already reading instead of chasing a pointer per comparison. Measured side by side
-/// against `Box<str>` keys (docs/benchmarks/http.md).
-type IndexKey = compact_str::CompactString;
-/// The longest key an [`IndexKey`] holds without a heap allocation.
-const INLINE_KEY_LEN: usize = std::mem::size_of::<IndexKey>();
-type Shard = BTreeMap<IndexKey, Entry>;
+/// A shard's keys and entries: each key's bytes lie in its block's arena (no allocation per
+/// key, and a search compares bytes of the block it is already reading), and keys that arrive
+/// in order fill every block (docs/benchmarks/storage.md, "Memory per stored document").
+type Shard = BlockMap<Entry>;
 
 /// Visible (key, version) pairs of a chunk and the last key examined (`None` = shard done).
 pub(crate) type VisibleChunk = (Vec<(Box<str>, Version)>, Option<Box<str>>);
@@ -174,7 +171,7 @@ fn shard_of(key: &str) -> usize {
 impl PrimaryIndex {
     pub fn new() -> PrimaryIndex {
         PrimaryIndex {
-            shards: (0..SHARDS).map(|_| RwLock::new(BTreeMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| RwLock::new(BlockMap::new())).collect(),
             truncates: RwLock::new(Vec::new()),
             last_truncate: AtomicU64::new(0),
             stale: AtomicU64::new(0),
@@ -259,34 +256,21 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        if key.len() > INLINE_KEY_LEN {
-            // A key too long to be inline costs an allocation to build: looked up by
-            // reference first, so that replacing or removing it does not pay one.
-            if let Some(entry) = shard.get_mut(key) {
+        // One search, for a new key (the common case) as for an existing one.
+        shard.upsert(key, |entry| match entry {
+            Some(entry) => {
                 let (was_alive, gone) =
                     self.push_onto(entry, version, horizon, floor, last_truncate);
-                if gone {
-                    shard.remove(key);
-                }
-                return was_alive;
+                (was_alive, if gone { Then::Remove } else { Then::Keep })
             }
-        }
-        // One descent, for a new key (the common case) as for an existing short one.
-        match shard.entry(IndexKey::from(key)) {
-            btree_map::Entry::Occupied(slot) => {
-                self.install_over(slot, version, horizon, floor, last_truncate)
-            }
-            btree_map::Entry::Vacant(slot) => {
-                if !version.is_removed() {
-                    slot.insert(Entry::new(version));
-                }
-                false
-            }
-        }
+            // Removing a key nobody has: nothing to store.
+            None if version.is_removed() => (false, Then::Keep),
+            None => (false, Then::Insert(Entry::new(version))),
+        })
     }
 
     /// [`PrimaryIndex::install`] of a live version for a key that must not be alive, with the
-    /// existence check in the same descent: if `key` is alive, returns `Ok(false)` and does
+    /// existence check in the same search: if `key` is alive, returns `Ok(false)` and does
     /// not call `write`. Otherwise calls `write` with the key's shard locked (so no other
     /// install of the key gets in between) and installs the version it returns: `write`
     /// writes the marker that version points at. Runs under the WAL mutex, like `install`.
@@ -300,43 +284,30 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        match shard.entry(IndexKey::from(key)) {
-            btree_map::Entry::Occupied(slot) => {
-                let head = &slot.get().head;
-                if !head.is_removed() && head.tick > last_truncate {
-                    return Ok(false);
+        shard.upsert(key, |entry| match entry {
+            Some(entry) => {
+                if !entry.head.is_removed() && entry.head.tick > last_truncate {
+                    return (Ok(false), Then::Keep);
                 }
-                let version = write()?;
-                self.install_over(slot, version, horizon, floor, last_truncate);
+                match write() {
+                    Ok(version) => {
+                        // A live head: the entry cannot be gone afterwards.
+                        self.push_onto(entry, version, horizon, floor, last_truncate);
+                        (Ok(true), Then::Keep)
+                    }
+                    Err(e) => (Err(e), Then::Keep),
+                }
             }
-            btree_map::Entry::Vacant(slot) => {
-                slot.insert(Entry::new(write()?));
-            }
-        }
-        Ok(true)
+            None => match write() {
+                Ok(version) => (Ok(true), Then::Insert(Entry::new(version))),
+                Err(e) => (Err(e), Then::Keep),
+            },
+        })
     }
 
-    /// Pushes `version` onto an existing entry and prunes it; returns whether the key was
-    /// alive before.
-    fn install_over(
-        &self,
-        mut slot: btree_map::OccupiedEntry<'_, IndexKey, Entry>,
-        version: Version,
-        horizon: u64,
-        floor: u64,
-        last_truncate: u64,
-    ) -> bool {
-        let (was_alive, gone) =
-            self.push_onto(slot.get_mut(), version, horizon, floor, last_truncate);
-        if gone {
-            slot.remove();
-        }
-        was_alive
-    }
-
-    /// The work of [`PrimaryIndex::install_over`] on the entry itself: returns whether the key
-    /// was alive before, and whether the entry is now empty (a lone tombstone nobody can see)
-    /// and must be removed.
+    /// Pushes `version` onto an existing entry and prunes it: returns whether the key was
+    /// alive before, and whether the entry is now empty (a lone tombstone nobody can see) and
+    /// must be removed.
     fn push_onto(
         &self,
         entry: &mut Entry,
@@ -371,23 +342,19 @@ impl PrimaryIndex {
             return;
         }
         let mut shard = self.shards[shard_of(key)].write();
-        // One tree descent for the common case at restart (a key seen for the first time);
-        // a key too long to be inline, found again in a newer file, pays an allocation it
-        // then drops.
         if version.is_removed() {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
-        match shard.entry(key.into()) {
-            btree_map::Entry::Occupied(mut slot) => {
-                let entry = slot.get_mut();
+        // One search for the common case at restart (a key seen for the first time).
+        shard.upsert(key, |entry| match entry {
+            Some(entry) => {
                 if version.tick > entry.head.tick {
                     entry.head = version;
                 }
+                ((), Then::Keep)
             }
-            btree_map::Entry::Vacant(slot) => {
-                slot.insert(Entry::new(version));
-            }
-        }
+            None => ((), Then::Insert(Entry::new(version))),
+        });
     }
 
     /// Moves every version located at `from` to `to` (collector and compactor); returns
@@ -402,42 +369,29 @@ impl PrimaryIndex {
     /// per WAL segment, and a lock round trip per key cost as much as the lookups. Callers pass
     /// bounded runs (a writer of the shard waits for one run).
     ///
-    /// Keys that follow each other in the map are found by stepping to the next entry instead
-    /// of a new search from the root: with increasing keys (ArangoDB's traditional and
-    /// autoincrement generators) a WAL segment's documents are a contiguous stretch of each
-    /// shard, so most moves cost one key comparison instead of a root-to-leaf search.
+    /// Keys that follow each other within one block are found by a binary search in that
+    /// block instead of a new search from the root: with increasing keys (ArangoDB's
+    /// traditional and autoincrement generators) a WAL segment's documents are a contiguous
+    /// stretch of each shard.
     pub fn repoint_in_shard<'a>(
         &self,
         shard: usize,
         moves: impl Iterator<Item = (&'a str, Loc, Loc)>,
     ) {
-        fn apply(entry: &mut Entry, from: Loc, to: Loc) {
-            for v in entry.versions_mut() {
-                if v.loc == from {
-                    v.loc = to;
-                }
-            }
-        }
         let mut guard = self.shards[shard % SHARDS].write();
-        let mut moves = moves.peekable();
-        while let Some((key, from, to)) = moves.next() {
-            debug_assert_eq!(shard_of(key), shard);
-            let mut entries = guard.range_mut::<str, _>((Bound::Included(key), Bound::Unbounded));
-            match entries.next() {
-                Some((k, entry)) if &**k == key => apply(entry, from, to),
-                _ => continue,
-            }
-            while let Some(&(next_key, from, to)) = moves.peek() {
-                match entries.next() {
-                    Some((k, entry)) if &**k == next_key => {
-                        apply(entry, from, to);
-                        moves.next();
+        guard.update_each(
+            moves.map(|(key, from, to)| {
+                debug_assert_eq!(shard_of(key), shard);
+                (key, (from, to))
+            }),
+            |entry, (from, to)| {
+                for v in entry.versions_mut() {
+                    if v.loc == from {
+                        v.loc = to;
                     }
-                    // Not adjacent: the outer loop searches for it.
-                    _ => break,
                 }
-            }
-        }
+            },
+        );
     }
 
     pub fn repoint(&self, key: &str, from: Loc, to: Loc) -> bool {
@@ -454,23 +408,27 @@ impl PrimaryIndex {
         hit
     }
 
-    /// Rebuilds every shard's tree from its sorted entries, so that its nodes are full. Keys
-    /// installed in order (ArangoDB's traditional and autoincrement generators, and recovery,
-    /// which reads the files in order) leave the leaves of std's `BTreeMap` about half full: a
-    /// full leaf splits 6 + 5 and the left half never fills again. Built from a sorted
-    /// sequence, the same entries take about a third less memory (docs/benchmarks/storage.md).
-    /// Holds each shard's write lock for the rebuild of that shard, so it is meant
-    /// for recovery, before any reader or writer exists.
+    /// Rebuilds every shard into full blocks. Keys installed in order fill their blocks
+    /// already; random keys (and recovery, which meets each shard's keys in the order of the
+    /// files) leave blocks split in halves. Holds each shard's write lock for the rebuild of
+    /// that shard, so it is meant for recovery, before any reader or writer exists.
     pub fn repack(&self) {
         // Sequential on purpose: rebuilt on two threads (the shards are independent) it took
-        // longer and more CPU, and the new nodes came from other threads' heaps, so the
+        // longer and more CPU, and the new blocks came from other threads' heaps, so the
         // memory freed here could not be reused or returned.
         for shard in &self.shards {
-            let mut guard = shard.write();
-            let entries = std::mem::take(&mut *guard);
-            // `FromIterator` sorts (already sorted: linear) and bulk-builds full nodes.
-            *guard = entries.into_iter().collect();
+            shard.write().repack();
         }
+    }
+
+    /// Heap bytes of the shards' blocks and block maps (not the version chains, which
+    /// [`chain_memory`] counts per entry). Each shard is read-locked for one walk over its
+    /// blocks (a block holds up to 64 entries).
+    pub fn structure_bytes(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|shard| shard.read().heap_bytes() as u64)
+            .sum()
     }
 
     /// Whether a [`PrimaryIndex::gc`] pass could find anything to drop.
@@ -489,23 +447,19 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         for shard in &self.shards {
-            let mut from: Option<IndexKey> = None;
+            let mut from: Option<OwnedKey> = None;
             loop {
-                let mut guard = shard.write();
-                let lower = match &from {
-                    Some(k) => Bound::Excluded(k.as_str()),
-                    None => Bound::Unbounded,
-                };
-                let mut dead = Vec::new();
-                let mut last = None;
-                for (k, e) in guard
-                    .range_mut::<str, _>((lower, Bound::Unbounded))
-                    .take(SCAN_CHUNK * 4)
-                {
-                    let gone = e.prune_below(horizon, floor);
-                    if gone || (e.head.is_removed() && e.head.tick <= horizon) {
-                        dead.push(k.clone());
-                    } else {
+                // Only the chunk's last key is copied (the resume point): copying every key
+                // made a pass over a collection of millions of documents cost as many
+                // allocations, ~5 % of the server's CPU under a sustained insert load, where
+                // the compactor ran this pass every `min_interval`.
+                let last = shard
+                    .write()
+                    .retain_chunk(from.as_deref(), SCAN_CHUNK * 4, |_, e| {
+                        let gone = e.prune_below(horizon, floor);
+                        if gone || (e.head.is_removed() && e.head.tick <= horizon) {
+                            return false;
+                        }
                         if !e.head.is_removed() {
                             alive += 1;
                         }
@@ -515,18 +469,8 @@ impl PrimaryIndex {
                         {
                             left += 1;
                         }
-                    }
-                    last = Some(k);
-                }
-                // Only the chunk's last key is copied (the resume point): copying every key
-                // (when keys were boxed) made a pass over a collection of millions of
-                // documents cost as many allocations, ~5 % of the server's CPU under a
-                // sustained insert load, where the compactor ran this pass every
-                // `min_interval`.
-                let last = last.cloned();
-                for k in dead {
-                    guard.remove(&k);
-                }
+                        true
+                    });
                 match last {
                     Some(k) => from = Some(k),
                     None => break,
@@ -551,10 +495,7 @@ impl PrimaryIndex {
                     None => Bound::Unbounded,
                 };
                 let mut last: Option<&str> = None;
-                for (k, e) in guard
-                    .range::<str, _>((lower, Bound::Unbounded))
-                    .take(SCAN_CHUNK * 4)
-                {
+                for (k, e) in guard.iter_from(lower).take(SCAN_CHUNK * 4) {
                     f(k, e);
                     last = Some(k);
                 }
@@ -583,15 +524,15 @@ impl PrimaryIndex {
         let mut out = Vec::with_capacity(limit.min(guard.len()));
         // The resume key is cloned once per chunk, not once per entry (scans are hot).
         let mut last = None;
-        for (k, e) in guard.range::<str, _>((lower, Bound::Unbounded)).take(limit) {
+        for (k, e) in guard.iter_from(lower).take(limit) {
             last = Some(k);
             if let Some(v) = e.visible(tick) {
                 if !v.is_removed() && v.tick > floor {
-                    out.push((Box::from(k.as_str()), *v));
+                    out.push((Box::from(k), *v));
                 }
             }
         }
-        (out, last.map(|k| Box::from(k.as_str())))
+        (out, last.map(Box::from))
     }
 
     /// Calls `f` with the location of every live document visible at `tick` among up to
@@ -614,7 +555,7 @@ impl PrimaryIndex {
             None => Bound::Unbounded,
         };
         let mut last = None;
-        for (k, e) in guard.range::<str, _>((lower, Bound::Unbounded)).take(limit) {
+        for (k, e) in guard.iter_from(lower).take(limit) {
             last = Some(k);
             if let Some(v) = e.visible(tick) {
                 if !v.is_removed() && v.tick > floor {
@@ -622,7 +563,7 @@ impl PrimaryIndex {
                 }
             }
         }
-        last.map(|k| Box::from(k.as_str()))
+        last.map(Box::from)
     }
 }
 
@@ -643,14 +584,13 @@ impl PrimaryIndex {
         let mut out = Vec::new();
         let mut last = None;
         let mut examined = 0;
-        let mut take = |k: &IndexKey, e: &Entry| {
+        let mut keep_visible = |k: &str, e: &Entry| {
             if let Some(v) = e.visible(tick) {
                 if !v.is_removed() && v.tick > floor {
-                    out.push((Box::from(k.as_str()), *v));
+                    out.push((Box::from(k), *v));
                 }
             }
         };
-        // An empty or inverted range has nothing (BTreeMap::range would panic on it).
         let empty = match (lower, upper) {
             (Bound::Included(a), Bound::Included(b)) => a > b,
             (Bound::Included(a) | Bound::Excluded(a), Bound::Excluded(b))
@@ -660,16 +600,33 @@ impl PrimaryIndex {
         if empty {
             return (out, None);
         }
-        let range = guard.range::<str, _>((lower, upper));
+        let above_lower = |k: &str| match lower {
+            Bound::Included(l) => k >= l,
+            Bound::Excluded(l) => k > l,
+            Bound::Unbounded => true,
+        };
+        let below_upper = |k: &str| match upper {
+            Bound::Included(u) => k <= u,
+            Bound::Excluded(u) => k < u,
+            Bound::Unbounded => true,
+        };
         if reverse {
-            for (k, e) in range.rev().take(limit) {
-                take(k, e);
+            for (k, e) in guard
+                .iter_back_from(upper)
+                .take_while(|(k, _)| above_lower(k))
+                .take(limit)
+            {
+                keep_visible(k, e);
                 last = Some(k);
                 examined += 1;
             }
         } else {
-            for (k, e) in range.take(limit) {
-                take(k, e);
+            for (k, e) in guard
+                .iter_from(lower)
+                .take_while(|(k, _)| below_upper(k))
+                .take(limit)
+            {
+                keep_visible(k, e);
                 last = Some(k);
                 examined += 1;
             }
@@ -677,31 +634,17 @@ impl PrimaryIndex {
         if examined < limit {
             return (out, None);
         }
-        (out, last.map(|k| Box::from(k.as_str())))
+        (out, last.map(Box::from))
     }
 }
 
-/// Estimated bytes of one entry: key slot (and the key's heap bytes when it is too long to
-/// be inline), entry, node share, version chain.
-pub(crate) fn entry_memory(key: &str, e: &Entry) -> u64 {
-    let mut total = (key_memory(key) + std::mem::size_of::<Entry>() + NODE_SHARE) as u64;
-    if let Some(older) = &e.older {
-        total += (24 + older.capacity() * std::mem::size_of::<Version>()) as u64;
-    }
-    total
-}
-
-/// A tree node's unused slots and header, per entry: nodes hold 5 to 11 entries, and keys
-/// that arrive in order leave most leaves about half full, i.e. about half a key slot and
-/// half an entry unused per entry.
-const NODE_SHARE: usize = 32;
-
-fn key_memory(key: &str) -> usize {
-    if key.len() <= INLINE_KEY_LEN {
-        INLINE_KEY_LEN
-    } else {
-        INLINE_KEY_LEN + key.len()
-    }
+/// Heap bytes of an entry's older versions (the entry itself, its key and its share of the
+/// blocks are in [`PrimaryIndex::structure_bytes`]).
+pub(crate) fn chain_memory(e: &Entry) -> u64 {
+    e.older.as_ref().map_or(0, |older| {
+        (std::mem::size_of::<Vec<Version>>() + older.capacity() * std::mem::size_of::<Version>())
+            as u64
+    })
 }
 
 #[cfg(test)]
@@ -712,24 +655,28 @@ mod tests {
     fn memory_estimate_counts_every_entry_and_chain_across_chunks() {
         let idx = PrimaryIndex::new();
         let estimate = |idx: &PrimaryIndex| {
-            let mut total = 0u64;
-            idx.for_each_chunked(|k, e| total += entry_memory(k, e));
+            let mut total = idx.structure_bytes();
+            idx.for_each_chunked(|_, e| total += chain_memory(e));
             total
         };
-        // More entries than one chunk per shard.
+        // More entries than one chunk per shard, keys in order (so blocks are full).
         let n = SHARDS * SCAN_CHUNK * 4 * 2;
         for i in 0..n {
             idx.install(&format!("key{i:06}"), v(1, 1), 0);
         }
-        let base = (n * (24 + std::mem::size_of::<Entry>() + NODE_SHARE)) as u64;
-        assert_eq!(estimate(&idx), base);
+        // Per entry: the entry, a 4-byte key reference, the 9 key bytes, and a share of a
+        // block's fence and header.
+        let floor = (n * (std::mem::size_of::<Entry>() + 4 + 9)) as u64;
+        let base = estimate(&idx);
+        assert!(base >= floor, "{base} < {floor}");
+        assert!(base < floor + (n as u64) * 8, "{base}: blocks are full");
         // A second version kept for a snapshot (horizon 1) adds a chain.
         idx.install("key000000", v(2, 1), 1);
         assert!(estimate(&idx) > base + std::mem::size_of::<Version>() as u64);
     }
 
-    /// Keys too long to be inline take the by-reference path of `install`: the same results
-    /// as short keys for a new key, a replacement, a removal and a removal nobody can see.
+    /// Short keys and keys longer than a fence's inline bytes: the same results for a new key,
+    /// a replacement, a removal and a removal nobody can see.
     #[test]
     fn long_and_short_keys_install_alike() {
         for key in ["short", "a-key-well-beyond-the-twenty-four-inline-bytes"] {
@@ -1052,13 +999,13 @@ mod tests {
             idx.install("hot", v(tick, 1), 0);
             if tick > 1 {
                 let shard = idx.shards[shard_of("hot")].read();
-                let e = &shard["hot"];
+                let e = shard.get("hot").unwrap();
                 assert_eq!(e.head.tick, tick);
                 assert_eq!(e.older().last().map(|v| v.tick), Some(tick - 1));
             }
         }
         let shard = idx.shards[shard_of("hot")].read();
-        let e = &shard["hot"];
+        let e = shard.get("hot").unwrap();
         assert_eq!(e.older().len() as u64, n - 1);
         assert!(e.older().windows(2).all(|w| w[0].tick < w[1].tick));
         drop(shard);

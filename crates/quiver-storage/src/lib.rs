@@ -4,6 +4,7 @@
 //! journals and datafiles (see docs/design/storage.md and docs/storage-format.md). The engine
 //! stores opaque byte bodies addressed by key with a revision; it knows nothing about JSON.
 
+mod block_map;
 mod collection_options;
 mod engine;
 mod files;

@@ -33,8 +33,8 @@ impl Inner {
         let mut index_memory = 0u64;
         // One chunked pass for counts and memory: no shard is read-locked for longer than a
         // chunk (writers of that shard wait at most that long).
-        col.index.for_each_chunked(|k, e| {
-            index_memory += crate::index::entry_memory(k, e);
+        col.index.for_each_chunked(|_, e| {
+            index_memory += crate::index::chain_memory(e);
             if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
                 f.alive_count += 1;
                 f.alive_size += e.head.loc.len as u64;
@@ -65,7 +65,7 @@ impl Inner {
             };
         }
         f.uncollected_logfile_entries = col.uncollected.load(Ordering::Acquire);
-        f.index_memory = index_memory;
+        f.index_memory = index_memory + col.index.structure_bytes();
         f.last_tick = col.last_tick.load(Ordering::Acquire);
         f.journal_size = col.journal_size(self.options.journal_size_default);
         f.compaction_status = col.compaction_status.lock().clone();

@@ -187,6 +187,9 @@ impl Inner {
         encoded.reserve((image.len() / 4).min(SCRATCH_KEEP * 40));
         let scan = format::scan_into(&image, std::mem::take(found));
         files::encode_hints_into(encoded, file.fid, hint_entries(&image, &scan.markers));
+        // The scan touched every page of the file: they stay in the page cache, but not in
+        // this process's RSS.
+        file.release_mapped_pages();
         *found = scan.markers;
         recycle(found);
         let path = hint_path(&col.dir, file.fid);

@@ -589,6 +589,7 @@ fn prove_intact(fid: u64, path: &Path) -> Option<Arc<DataFile>> {
         Some(map) => format::scan(&map),
         None => format::scan(&file.read_all().ok()?),
     };
+    file.release_mapped_pages();
     let intact = scan.end == ScanEnd::Sealed && scan.bad_offset.is_none() && footer_ok(&scan);
     if !intact {
         tracing::error!(

@@ -1,0 +1,982 @@
+//! The ordered map of one primary-index shard: string key → value, in key (byte) order, held in
+//! blocks of up to [`BLOCK_CAP`] entries.
+//!
+//! # Why not `BTreeMap<key, value>`
+//! A std `BTreeMap` leaf holds 11 fixed-size key slots: every key costs a 24-byte inline string
+//! (or a pointer and a heap block), and keys that arrive in increasing order — ArangoDB's
+//! traditional and autoincrement generators, `/_api/import` — leave every leaf split 6 + 5 and
+//! never filled again, so each entry costs about twice its slot. Here a block keeps its keys'
+//! bytes back to back in one arena (a key costs its length plus a 4-byte reference), its values
+//! in one array, and a full block that receives a key past its end (or before its start) is
+//! left full: the new key starts a new block. Keys in order therefore fill every block; random
+//! keys split blocks in the middle and leave them about 70 % full, as a B-tree does.
+//!
+//! # Invariants (checked by `check` in tests)
+//! * Blocks are indexed by a *fence* key: a block's fence is at most its first key, and every
+//!   key of a block is below the next block's fence. A key belongs to the block with the
+//!   greatest fence at or below it; a key below every fence lowers the first block's fence.
+//! * Within a block, keys are strictly increasing.
+//! * A block's arena never exceeds `u16::MAX` bytes (references are 16-bit offsets): it is
+//!   compacted before a key would cross that, and when dead bytes of removed keys dominate.
+//! * No block is empty; a block that falls below a quarter is merged with a neighbour when
+//!   both fit in three quarters of a block.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+/// The owned form of a fence key and of a resume key handed out by chunked walks. Keys up to 24
+/// bytes are inline (no allocation).
+pub(crate) type OwnedKey = compact_str::CompactString;
+
+/// Entries per block. Inserting into a block moves at most this many values; a lookup is a
+/// search over `len / BLOCK_CAP` fences and then a binary search inside one block.
+pub(crate) const BLOCK_CAP: usize = 64;
+/// A block with fewer entries is merged with a neighbour when both fit in [`MERGE_INTO`].
+const MERGE_BELOW: usize = BLOCK_CAP / 4;
+const MERGE_INTO: usize = BLOCK_CAP * 3 / 4;
+/// The longest key (the storage format's one-byte key length, 1..=254).
+pub(crate) const MAX_KEY_LEN: usize = 254;
+/// Slots a block of at least half a block grows by.
+const GROW_STEP: usize = 8;
+/// Dead arena bytes tolerated before a block compacts its arena (and at most half of it).
+const COMPACT_MIN_DEAD: usize = 64;
+
+// Every live key of a full block fits the 16-bit arena offsets twice over, so that a
+// compaction always makes room for the next key.
+const _: () = assert!(BLOCK_CAP * MAX_KEY_LEN * 2 <= u16::MAX as usize);
+
+/// Where a key lies in its block's arena.
+#[derive(Clone, Copy, Debug)]
+struct KeyRef {
+    start: u16,
+    len: u8,
+}
+
+impl KeyRef {
+    fn range(self) -> std::ops::Range<usize> {
+        let start = self.start as usize;
+        start..start + self.len as usize
+    }
+}
+
+/// What [`BlockMap::upsert`]'s callback wants done with the key.
+pub(crate) enum Then<V> {
+    /// Leave the entry as it is (or absent).
+    Keep,
+    /// Remove the entry (no effect when the key is absent).
+    Remove,
+    /// Insert this value (or replace the present one).
+    Insert(V),
+}
+
+struct Block<V> {
+    /// The keys' bytes, in insertion order (not sorted), including dead bytes of removed keys.
+    arena: String,
+    /// Per entry, in key order: its key in `arena`.
+    refs: Vec<KeyRef>,
+    /// Per entry, in key order: its value.
+    values: Vec<V>,
+    /// Bytes of `arena` no reference points at.
+    dead: usize,
+}
+
+impl<V> Block<V> {
+    fn new() -> Block<V> {
+        Block {
+            arena: String::new(),
+            refs: Vec::new(),
+            values: Vec::new(),
+            dead: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.refs.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.refs.is_empty()
+    }
+
+    fn key(&self, i: usize) -> &str {
+        &self.arena[self.refs[i].range()]
+    }
+
+    fn search(&self, key: &str) -> Result<usize, usize> {
+        self.refs
+            .binary_search_by(|r| self.arena[r.range()].cmp(key))
+    }
+
+    /// How many keys are below `key` (at or below it when `inclusive`).
+    fn partition(&self, key: &str, inclusive: bool) -> usize {
+        self.refs.partition_point(|r| {
+            let k = &self.arena[r.range()];
+            if inclusive {
+                k <= key
+            } else {
+                k < key
+            }
+        })
+    }
+
+    /// Whether `key` lies between the block's first and last key (inclusive).
+    fn covers(&self, key: &str) -> bool {
+        !self.is_empty() && self.key(0) <= key && key <= self.key(self.len() - 1)
+    }
+
+    fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &V)> + ExactSizeIterator + '_ {
+        self.refs
+            .iter()
+            .zip(self.values.iter())
+            .map(move |(r, v)| (&self.arena[r.range()], v))
+    }
+
+    /// Inserts at `pos` (the block must not be full).
+    fn insert(&mut self, pos: usize, key: &str, value: V) {
+        assert!(
+            key.len() <= MAX_KEY_LEN,
+            "index keys are at most {MAX_KEY_LEN} bytes"
+        );
+        assert!(
+            self.len() < BLOCK_CAP,
+            "a full block is split before an insert"
+        );
+        if self.arena.len() + key.len() > u16::MAX as usize {
+            self.compact_arena();
+        }
+        if self.values.len() == self.values.capacity() {
+            // Doubling up to half a block, then in steps of GROW_STEP up to exactly one
+            // block: a full block wastes no slot, a block between half and full (random keys)
+            // fewer than GROW_STEP.
+            let len = self.values.len();
+            let grow = if len < BLOCK_CAP / 2 {
+                len.max(4)
+            } else {
+                GROW_STEP
+            };
+            let grow = grow.min(BLOCK_CAP - len);
+            self.values.reserve_exact(grow);
+            self.refs.reserve_exact(grow);
+        }
+        let start = self.arena.len();
+        // Holds after the compaction above (the constant assertion on BLOCK_CAP).
+        assert!(
+            start + key.len() <= u16::MAX as usize,
+            "arena offsets are 16-bit"
+        );
+        self.arena.push_str(key);
+        self.refs.insert(
+            pos,
+            KeyRef {
+                start: start as u16,
+                len: key.len() as u8,
+            },
+        );
+        self.values.insert(pos, value);
+        if self.len() == BLOCK_CAP {
+            self.arena.shrink_to_fit();
+        }
+    }
+
+    fn remove(&mut self, pos: usize) -> V {
+        let r = self.refs.remove(pos);
+        self.dead += r.len as usize;
+        let value = self.values.remove(pos);
+        self.maybe_compact();
+        value
+    }
+
+    fn maybe_compact(&mut self) {
+        if self.dead >= COMPACT_MIN_DEAD && self.dead * 2 > self.arena.len() {
+            self.compact_arena();
+        }
+    }
+
+    /// Rewrites the arena with the live keys only, in key order.
+    fn compact_arena(&mut self) {
+        let live: usize = self.refs.iter().map(|r| r.len as usize).sum();
+        let mut arena = String::with_capacity(live);
+        for r in &mut self.refs {
+            let start = arena.len();
+            arena.push_str(&self.arena[r.range()]);
+            r.start = start as u16;
+        }
+        self.arena = arena;
+        self.dead = 0;
+    }
+
+    /// Moves the entries from `at` on into a new block (both arenas rebuilt tight).
+    fn split_off(&mut self, at: usize) -> Block<V> {
+        let mut right = Block::new();
+        let refs = self.refs.split_off(at);
+        let values = self.values.split_off(at);
+        right.refs.reserve_exact(refs.len().max(4));
+        right.values.reserve_exact(refs.len().max(4));
+        right
+            .arena
+            .reserve_exact(refs.iter().map(|r| r.len as usize).sum());
+        for (r, v) in refs.into_iter().zip(values) {
+            let pos = right.len();
+            right.insert(pos, &self.arena[r.range()], v);
+        }
+        if !right.is_empty() {
+            // The left half keeps room for GROW_STEP more, not a whole block's.
+            let keep = self.len() + GROW_STEP;
+            self.values.shrink_to(keep);
+            self.refs.shrink_to(keep);
+            self.compact_arena();
+        }
+        right
+    }
+
+    /// Appends every entry of `other`, whose keys are all above this block's.
+    fn append(&mut self, other: Block<V>) {
+        debug_assert!(self.len() + other.len() <= BLOCK_CAP);
+        let Block {
+            arena,
+            refs,
+            values,
+            ..
+        } = other;
+        self.refs.reserve_exact(refs.len());
+        self.values.reserve_exact(values.len());
+        for (r, v) in refs.into_iter().zip(values) {
+            let pos = self.len();
+            self.insert(pos, &arena[r.range()], v);
+        }
+    }
+
+    /// Offers up to `max` entries from `pos` on to `keep`, removing those it refuses. Returns
+    /// how many it examined and removed, and the last key examined.
+    fn retain_from(
+        &mut self,
+        pos: usize,
+        max: usize,
+        keep: &mut impl FnMut(&str, &mut V) -> bool,
+    ) -> (usize, usize, Option<OwnedKey>) {
+        let end = self.len().min(pos.saturating_add(max));
+        if pos >= end {
+            return (0, 0, None);
+        }
+        let last = Some(OwnedKey::from(self.key(end - 1)));
+        let mut write = pos;
+        for read in pos..end {
+            let r = self.refs[read];
+            if keep(&self.arena[r.range()], &mut self.values[read]) {
+                self.refs.swap(write, read);
+                self.values.swap(write, read);
+                write += 1;
+            } else {
+                self.dead += r.len as usize;
+            }
+        }
+        let removed = end - write;
+        if removed > 0 {
+            self.refs.drain(write..end);
+            self.values.drain(write..end);
+            self.maybe_compact();
+        }
+        (end - pos, removed, last)
+    }
+
+    /// Heap bytes held (capacities).
+    fn heap_bytes(&self) -> usize {
+        self.arena.capacity()
+            + self.refs.capacity() * std::mem::size_of::<KeyRef>()
+            + self.values.capacity() * std::mem::size_of::<V>()
+    }
+}
+
+/// An ordered map from string keys (at most [`MAX_KEY_LEN`] bytes) to `V`, in blocks.
+pub(crate) struct BlockMap<V> {
+    blocks: BTreeMap<OwnedKey, Block<V>>,
+    len: usize,
+}
+
+/// What an [`BlockMap::upsert`] still has to do once its block is no longer borrowed.
+enum After<V> {
+    Done,
+    /// The block of this fence shrank below a quarter.
+    Merge(OwnedKey),
+    /// Insert this value where there was no room (or no block) yet.
+    Insert(V),
+}
+
+impl<V> Default for BlockMap<V> {
+    fn default() -> Self {
+        BlockMap::new()
+    }
+}
+
+impl<V> BlockMap<V> {
+    pub fn new() -> BlockMap<V> {
+        BlockMap {
+            blocks: BTreeMap::new(),
+            len: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The block `key` belongs to: the one with the greatest fence at or below it.
+    fn block_for(&self, key: &str) -> Option<(&OwnedKey, &Block<V>)> {
+        self.blocks
+            .range::<str, _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()
+    }
+
+    pub fn get(&self, key: &str) -> Option<&V> {
+        let (_, block) = self.block_for(key)?;
+        let pos = block.search(key).ok()?;
+        Some(&block.values[pos])
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
+        let (_, block) = self
+            .blocks
+            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()?;
+        let pos = block.search(key).ok()?;
+        Some(&mut block.values[pos])
+    }
+
+    /// Finds `key` and calls `f` with its value (`None` when absent); then does what `f`
+    /// returned. One search in the common cases (an update, an insert into a block with room).
+    pub fn upsert<R>(&mut self, key: &str, f: impl FnOnce(Option<&mut V>) -> (R, Then<V>)) -> R {
+        // A key at or past the last fence (increasing generated keys: nearly every insert)
+        // belongs to the last block, reached along the map's right edge without comparing
+        // keys on the way down.
+        let past_last = self
+            .blocks
+            .last_key_value()
+            .is_some_and(|(fence, _)| fence.as_str() <= key);
+        let home = if past_last {
+            self.blocks.iter_mut().next_back()
+        } else {
+            self.blocks
+                .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+                .next_back()
+        };
+        let (result, after) = match home {
+            Some((fence, block)) => match block.search(key) {
+                Ok(pos) => {
+                    let (result, then) = f(Some(&mut block.values[pos]));
+                    match then {
+                        Then::Keep => (result, After::Done),
+                        Then::Insert(value) => {
+                            block.values[pos] = value;
+                            (result, After::Done)
+                        }
+                        Then::Remove => {
+                            block.remove(pos);
+                            self.len -= 1;
+                            if block.len() < MERGE_BELOW {
+                                (result, After::Merge(fence.clone()))
+                            } else {
+                                (result, After::Done)
+                            }
+                        }
+                    }
+                }
+                Err(pos) => {
+                    let (result, then) = f(None);
+                    match then {
+                        Then::Insert(value) if block.len() < BLOCK_CAP => {
+                            block.insert(pos, key, value);
+                            self.len += 1;
+                            (result, After::Done)
+                        }
+                        Then::Insert(value) => (result, After::Insert(value)),
+                        Then::Keep | Then::Remove => (result, After::Done),
+                    }
+                }
+            },
+            None => {
+                let (result, then) = f(None);
+                match then {
+                    Then::Insert(value) => (result, After::Insert(value)),
+                    Then::Keep | Then::Remove => (result, After::Done),
+                }
+            }
+        };
+        match after {
+            After::Done => {}
+            After::Merge(fence) => self.merge_small(&fence),
+            After::Insert(value) => self.insert_slow(key, value),
+        }
+        result
+    }
+
+    /// Inserts an absent `key` whose block is full or which is below every fence.
+    fn insert_slow(&mut self, key: &str, value: V) {
+        if self.block_for(key).is_none() {
+            // Below every fence (or the map is empty): the first block's fence comes down to
+            // the key, which is below every key of that block.
+            let block = self
+                .blocks
+                .pop_first()
+                .map_or_else(Block::new, |(_, block)| block);
+            self.blocks.insert(OwnedKey::from(key), block);
+        }
+        let Some((_, block)) = self
+            .blocks
+            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back()
+        else {
+            return;
+        };
+        let pos = match block.search(key) {
+            Ok(pos) => {
+                block.values[pos] = value;
+                return;
+            }
+            Err(pos) => pos,
+        };
+        self.len += 1;
+        if block.len() < BLOCK_CAP {
+            block.insert(pos, key, value);
+            return;
+        }
+        // A full block: past its end or before its start, the new key gets a block of its own
+        // and the full one stays full (keys in order fill every block); in the middle, it
+        // splits in halves.
+        let at = if pos == block.len() || pos == 0 {
+            pos
+        } else {
+            block.len() / 2
+        };
+        let mut right = block.split_off(at);
+        if at == 0 || pos < at {
+            block.insert(pos, key, value);
+        } else {
+            right.insert(pos - at, key, value);
+        }
+        let fence = OwnedKey::from(right.key(0));
+        self.blocks.insert(fence, right);
+    }
+
+    /// Removes `key`; returns whether it was present.
+    #[cfg(test)]
+    fn remove(&mut self, key: &str) -> bool {
+        self.upsert(key, |value| (value.is_some(), Then::Remove))
+    }
+
+    /// Merges the block of `fence`, if it has fewer than a quarter of its entries, with its
+    /// successor or predecessor when both fit in three quarters of a block; drops it if empty.
+    fn merge_small(&mut self, fence: &str) {
+        let Some(len) = self.blocks.get(fence).map(Block::len) else {
+            return;
+        };
+        if len >= MERGE_BELOW {
+            return;
+        }
+        if len == 0 {
+            self.blocks.remove(fence);
+            return;
+        }
+        let next = self
+            .blocks
+            .range::<str, _>((Bound::Excluded(fence), Bound::Unbounded))
+            .next()
+            .map(|(f, b)| (f.clone(), b.len()));
+        if let Some((next_fence, next_len)) = next {
+            if len + next_len <= MERGE_INTO {
+                if let Some(next) = self.blocks.remove(next_fence.as_str()) {
+                    if let Some(block) = self.blocks.get_mut(fence) {
+                        block.append(next);
+                    }
+                }
+                return;
+            }
+        }
+        let prev = self
+            .blocks
+            .range::<str, _>((Bound::Unbounded, Bound::Excluded(fence)))
+            .next_back()
+            .map(|(f, b)| (f.clone(), b.len()));
+        if let Some((prev_fence, prev_len)) = prev {
+            if len + prev_len <= MERGE_INTO {
+                if let Some(block) = self.blocks.remove(fence) {
+                    if let Some(prev) = self.blocks.get_mut(prev_fence.as_str()) {
+                        prev.append(block);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Entries with keys within `lower`, ascending.
+    pub fn iter_from<'a>(
+        &'a self,
+        lower: Bound<&str>,
+    ) -> impl Iterator<Item = (&'a str, &'a V)> + 'a {
+        let start = match lower {
+            Bound::Unbounded => None,
+            Bound::Included(k) | Bound::Excluded(k) => self.block_for(k).map(|(fence, block)| {
+                (
+                    fence.as_str(),
+                    block.partition(k, matches!(lower, Bound::Excluded(_))),
+                )
+            }),
+        };
+        let (blocks, skip) = match start {
+            Some((fence, skip)) => (
+                self.blocks
+                    .range::<str, _>((Bound::Included(fence), Bound::Unbounded)),
+                skip,
+            ),
+            None => (
+                self.blocks
+                    .range::<str, _>((Bound::Unbounded, Bound::Unbounded)),
+                0,
+            ),
+        };
+        blocks.enumerate().flat_map(move |(i, (_, block))| {
+            let skip = if i == 0 { skip } else { 0 };
+            block.iter().skip(skip)
+        })
+    }
+
+    /// Entries with keys within `upper`, descending.
+    pub fn iter_back_from<'a>(
+        &'a self,
+        upper: Bound<&str>,
+    ) -> impl Iterator<Item = (&'a str, &'a V)> + 'a {
+        let (blocks, take) = match upper {
+            Bound::Unbounded => (
+                Some(
+                    self.blocks
+                        .range::<str, _>((Bound::Unbounded, Bound::Unbounded)),
+                ),
+                usize::MAX,
+            ),
+            Bound::Included(k) | Bound::Excluded(k) => match self.block_for(k) {
+                Some((fence, block)) => (
+                    Some(
+                        self.blocks
+                            .range::<str, _>((Bound::Unbounded, Bound::Included(fence.as_str()))),
+                    ),
+                    block.partition(k, matches!(upper, Bound::Included(_))),
+                ),
+                // Below every fence: nothing is at or below the bound.
+                None => (None, 0),
+            },
+        };
+        blocks
+            .into_iter()
+            .flat_map(|blocks| blocks.rev())
+            .enumerate()
+            .flat_map(move |(i, (_, block))| {
+                let take = if i == 0 { take } else { usize::MAX };
+                block.iter().take(take).rev()
+            })
+    }
+
+    /// Offers up to `limit` entries after `after` (from the first when `None`) to `keep`,
+    /// removing those it refuses. Returns the last key examined, `None` when there was none.
+    pub fn retain_chunk(
+        &mut self,
+        after: Option<&str>,
+        limit: usize,
+        mut keep: impl FnMut(&str, &mut V) -> bool,
+    ) -> Option<OwnedKey> {
+        let (start, mut skip) = match after.and_then(|k| self.block_for(k).map(|b| (k, b))) {
+            Some((k, (fence, block))) => (Some(fence.clone()), block.partition(k, true)),
+            None => (None, 0),
+        };
+        let blocks = match &start {
+            Some(fence) => self
+                .blocks
+                .range_mut::<str, _>((Bound::Included(fence.as_str()), Bound::Unbounded)),
+            None => self
+                .blocks
+                .range_mut::<str, _>((Bound::Unbounded, Bound::Unbounded)),
+        };
+        let mut examined = 0;
+        let mut last = None;
+        let mut shrunk = Vec::new();
+        for (fence, block) in blocks {
+            if examined >= limit {
+                break;
+            }
+            let (seen, removed, last_key) = block.retain_from(skip, limit - examined, &mut keep);
+            skip = 0;
+            examined += seen;
+            self.len -= removed;
+            if last_key.is_some() {
+                last = last_key;
+            }
+            if block.len() < MERGE_BELOW {
+                shrunk.push(fence.clone());
+            }
+        }
+        for fence in shrunk {
+            self.merge_small(&fence);
+        }
+        last
+    }
+
+    /// Calls `f` on the value of each key of `items` that is present, with the item's payload.
+    /// Keys that follow each other within one block (increasing keys of one WAL segment) are
+    /// found by a binary search in the block already at hand, without a new search from the
+    /// root.
+    pub fn update_each<'k, X>(
+        &mut self,
+        items: impl Iterator<Item = (&'k str, X)>,
+        mut f: impl FnMut(&mut V, X),
+    ) {
+        let mut current: Option<&mut Block<V>> = None;
+        for (key, payload) in items {
+            if !current.as_ref().is_some_and(|b| b.covers(key)) {
+                current = self
+                    .blocks
+                    .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+                    .next_back()
+                    .map(|(_, block)| block);
+            }
+            if let Some(block) = current.as_deref_mut() {
+                if let Ok(pos) = block.search(key) {
+                    f(&mut block.values[pos], payload);
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the map into full blocks (keys and values unchanged).
+    pub fn repack(&mut self) {
+        let old = std::mem::take(&mut self.blocks);
+        let mut built: Vec<(OwnedKey, Block<V>)> = Vec::with_capacity(self.len / BLOCK_CAP + 1);
+        let mut current: Block<V> = Block::new();
+        for (_, block) in old {
+            let Block {
+                arena,
+                refs,
+                values,
+                ..
+            } = block;
+            for (r, v) in refs.into_iter().zip(values) {
+                if current.len() == BLOCK_CAP {
+                    let full = std::mem::replace(&mut current, Block::new());
+                    built.push((OwnedKey::from(full.key(0)), full));
+                }
+                if current.is_empty() {
+                    current.refs.reserve_exact(BLOCK_CAP);
+                    current.values.reserve_exact(BLOCK_CAP);
+                }
+                let pos = current.len();
+                current.insert(pos, &arena[r.range()], v);
+            }
+        }
+        if !current.is_empty() {
+            current.refs.shrink_to_fit();
+            current.values.shrink_to_fit();
+            current.arena.shrink_to_fit();
+            built.push((OwnedKey::from(current.key(0)), current));
+        }
+        // Built from a sorted sequence, std's map fills its nodes.
+        self.blocks = built.into_iter().collect();
+    }
+
+    /// Heap bytes of the structure (blocks' arrays and arenas, and the fences' share of the
+    /// map of blocks), not counting what the values own themselves.
+    pub fn heap_bytes(&self) -> usize {
+        // A fence slot and a block header in the map's nodes, which are about two thirds full.
+        let per_block = (std::mem::size_of::<OwnedKey>() + std::mem::size_of::<Block<V>>()) * 3 / 2;
+        self.blocks
+            .iter()
+            .map(|(fence, block)| {
+                let fence_heap = if fence.is_heap_allocated() {
+                    fence.len()
+                } else {
+                    0
+                };
+                per_block + fence_heap + block.heap_bytes()
+            })
+            .sum()
+    }
+
+    /// Number of blocks (for tests and figures).
+    #[cfg(test)]
+    fn block_count(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// Asserts every invariant of the layout.
+    #[cfg(test)]
+    fn check(&self) {
+        let mut count = 0;
+        let mut previous: Option<String> = None;
+        for (fence, block) in &self.blocks {
+            assert!(!block.is_empty(), "no empty block");
+            assert!(block.len() <= BLOCK_CAP);
+            assert!(block.arena.len() <= u16::MAX as usize);
+            if let Some(p) = &previous {
+                assert!(p.as_str() < fence.as_str(), "keys below the next fence");
+            }
+            assert!(
+                fence.as_str() <= block.key(0),
+                "fence at most the first key"
+            );
+            for i in 1..block.len() {
+                assert!(block.key(i - 1) < block.key(i), "strictly increasing");
+            }
+            let live: usize = block.refs.iter().map(|r| r.len as usize).sum();
+            assert_eq!(live + block.dead, block.arena.len(), "dead bytes counted");
+            previous = Some(block.key(block.len() - 1).to_string());
+            count += block.len();
+        }
+        assert_eq!(count, self.len);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn key_of(rng: &mut Rng, space: u64) -> String {
+        let n = rng.below(space);
+        // Mixed lengths, some past the 24 inline bytes of a fence.
+        match n % 3 {
+            0 => format!("{n}"),
+            1 => format!("k{n:08}"),
+            _ => format!("a-long-key-beyond-twenty-four-bytes-{n}"),
+        }
+    }
+
+    fn bound(rng: &mut Rng, space: u64) -> (Bound<String>, String) {
+        let k = key_of(rng, space);
+        match rng.below(3) {
+            0 => (Bound::Included(k.clone()), k),
+            1 => (Bound::Excluded(k.clone()), k),
+            _ => (Bound::Unbounded, k),
+        }
+    }
+
+    fn borrowed(b: &Bound<String>) -> Bound<&str> {
+        match b {
+            Bound::Included(k) => Bound::Included(k),
+            Bound::Excluded(k) => Bound::Excluded(k),
+            Bound::Unbounded => Bound::Unbounded,
+        }
+    }
+
+    /// Random operations against a `BTreeMap` model: the same contents, lookups and ordered
+    /// walks (forward, backward, chunked retains) after every step, layout invariants intact.
+    #[test]
+    fn behaves_like_an_ordered_map() {
+        for (seed, space, ops) in [(1u64, 50u64, 3_000), (2, 5_000, 20_000), (3, 400, 20_000)] {
+            let mut rng = Rng(seed);
+            let mut map: BlockMap<u64> = BlockMap::new();
+            let mut model: BTreeMap<String, u64> = BTreeMap::new();
+            for step in 0..ops {
+                let key = key_of(&mut rng, space);
+                match rng.below(10) {
+                    0..=4 => {
+                        let v = rng.next();
+                        let old = map.upsert(&key, |cur| (cur.copied(), Then::Insert(v)));
+                        assert_eq!(old, model.insert(key.clone(), v), "{seed}/{step}");
+                    }
+                    5 | 6 => {
+                        let had = map.upsert(&key, |cur| (cur.is_some(), Then::Remove));
+                        assert_eq!(had, model.remove(&key).is_some());
+                    }
+                    7 => {
+                        if let Some(v) = map.get_mut(&key) {
+                            *v += 1;
+                        }
+                        if let Some(v) = model.get_mut(&key) {
+                            *v += 1;
+                        }
+                    }
+                    8 => {
+                        // A chunked retain that drops odd values.
+                        let (after, _) = bound(&mut rng, space);
+                        let after = match &after {
+                            Bound::Unbounded => None,
+                            Bound::Included(k) | Bound::Excluded(k) => Some(k.as_str()),
+                        };
+                        let limit = rng.below(200) as usize + 1;
+                        let mut seen = Vec::new();
+                        let last = map.retain_chunk(after, limit, |k, v| {
+                            seen.push(k.to_string());
+                            *v % 2 == 0
+                        });
+                        let lower = after.map_or(Bound::Unbounded, Bound::Excluded);
+                        let expect: Vec<String> = model
+                            .range::<str, _>((lower, Bound::Unbounded))
+                            .take(limit)
+                            .map(|(k, _)| k.clone())
+                            .collect();
+                        assert_eq!(seen, expect, "{seed}/{step}: retain walks in order");
+                        assert_eq!(last.as_deref(), expect.last().map(|k| k.as_str()));
+                        for k in &expect {
+                            if model[k] % 2 == 1 {
+                                model.remove(k);
+                            }
+                        }
+                    }
+                    _ => {
+                        if rng.below(50) == 0 {
+                            map.repack();
+                        }
+                    }
+                }
+                if step % 97 == 0 || ops < 5_000 {
+                    map.check();
+                    assert_eq!(map.len(), model.len());
+                    let (lower, _) = bound(&mut rng, space);
+                    let (upper, _) = bound(&mut rng, space);
+                    let got: Vec<(String, u64)> = map
+                        .iter_from(borrowed(&lower))
+                        .map(|(k, v)| (k.to_string(), *v))
+                        .collect();
+                    let want: Vec<(String, u64)> = model
+                        .range::<str, _>((borrowed(&lower), Bound::Unbounded))
+                        .map(|(k, v)| (k.clone(), *v))
+                        .collect();
+                    assert_eq!(got, want, "{seed}/{step}: forward from {lower:?}");
+                    let got: Vec<String> = map
+                        .iter_back_from(borrowed(&upper))
+                        .map(|(k, _)| k.to_string())
+                        .collect();
+                    let want: Vec<String> = model
+                        .range::<str, _>((Bound::Unbounded, borrowed(&upper)))
+                        .rev()
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    assert_eq!(got, want, "{seed}/{step}: backward from {upper:?}");
+                    for (k, v) in model.iter().take(50) {
+                        assert_eq!(map.get(k), Some(v));
+                    }
+                }
+            }
+            map.repack();
+            map.check();
+            let all: Vec<(String, u64)> = map
+                .iter_from(Bound::Unbounded)
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect();
+            let want: Vec<(String, u64)> = model.into_iter().collect();
+            assert_eq!(all, want);
+        }
+    }
+
+    /// Keys inserted in increasing (and in decreasing) order fill every block; random keys
+    /// leave them more than half full on average.
+    #[test]
+    fn keys_in_order_fill_every_block() {
+        let n = BLOCK_CAP * 100;
+        let mut up: BlockMap<u32> = BlockMap::new();
+        for i in 0..n {
+            up.upsert(&format!("{i:08}"), |_| ((), Then::Insert(i as u32)));
+        }
+        up.check();
+        assert_eq!(up.block_count(), 100);
+        let mut down: BlockMap<u32> = BlockMap::new();
+        for i in (0..n).rev() {
+            down.upsert(&format!("{i:08}"), |_| ((), Then::Insert(i as u32)));
+        }
+        down.check();
+        assert_eq!(down.block_count(), 100);
+        let mut random: BlockMap<u32> = BlockMap::new();
+        let mut rng = Rng(7);
+        while random.len() < n {
+            let k = format!("{:08}", rng.below(1 << 30));
+            random.upsert(&k, |_| ((), Then::Insert(0)));
+        }
+        random.check();
+        assert!(
+            random.block_count() < 100 * 2,
+            "{} blocks",
+            random.block_count()
+        );
+        random.repack();
+        assert_eq!(random.block_count(), 100);
+    }
+
+    /// Removing most keys merges the blocks they leave behind, so memory follows the size.
+    #[test]
+    fn removals_merge_blocks() {
+        let mut map: BlockMap<u32> = BlockMap::new();
+        let n = BLOCK_CAP * 50;
+        for i in 0..n {
+            map.upsert(&format!("{i:08}"), |_| ((), Then::Insert(0)));
+        }
+        for i in 0..n {
+            if i % 16 != 0 {
+                map.remove(&format!("{i:08}"));
+            }
+        }
+        map.check();
+        assert_eq!(map.len(), n / 16);
+        assert!(map.block_count() <= 10, "{} blocks", map.block_count());
+        // Chunked retains merge too.
+        let mut after: Option<OwnedKey> = None;
+        loop {
+            let last = map.retain_chunk(after.as_deref(), 7, |k, _| k.ends_with('0'));
+            match last {
+                Some(k) => after = Some(k),
+                None => break,
+            }
+        }
+        map.check();
+        assert_eq!(map.len(), n / 80);
+        assert!(map.block_count() <= 4, "{} blocks", map.block_count());
+    }
+
+    /// The arena stays within its 16-bit offsets under churn of the longest keys.
+    #[test]
+    fn arena_stays_addressable_under_churn_of_long_keys() {
+        let mut map: BlockMap<u8> = BlockMap::new();
+        let key = |i: usize| format!("{i:0>254}");
+        for round in 0..20 {
+            for i in 0..BLOCK_CAP {
+                map.upsert(&key(i + round), |_| ((), Then::Insert(1)));
+            }
+            for i in 0..BLOCK_CAP / 2 {
+                map.remove(&key(i + round));
+            }
+            map.check();
+        }
+    }
+
+    /// Updates of many keys find each one, adjacent or not, and skip absent ones.
+    #[test]
+    fn update_each_finds_every_present_key() {
+        let mut map: BlockMap<u32> = BlockMap::new();
+        for i in 0..2_000u32 {
+            map.upsert(&format!("{i:06}"), |_| ((), Then::Insert(i)));
+        }
+        let keys: Vec<String> = (0..2_100u32)
+            .filter(|i| i % 3 != 1)
+            .map(|i| format!("{i:06}"))
+            .chain(["000005".to_string(), "zzz".to_string()])
+            .collect();
+        map.update_each(keys.iter().map(|k| (k.as_str(), 1_000_000)), |v, add| {
+            *v += add
+        });
+        for i in 0..2_000u32 {
+            let expect = if i % 3 != 1 { i + 1_000_000 } else { i };
+            let expect = if i == 5 { expect + 1_000_000 } else { expect };
+            assert_eq!(map.get(&format!("{i:06}")), Some(&expect), "{i}");
+        }
+        assert_eq!(map.get("zzz"), None);
+    }
+}
