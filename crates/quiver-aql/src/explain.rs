@@ -426,6 +426,16 @@ fn nodes_json(
                     ),
                 );
                 m.insert("condition".into(), json!({"search": v.condition.is_some()}));
+                if let Some(sort) = &v.scorers_sort {
+                    let keys: Vec<Value> = sort
+                        .order
+                        .keys
+                        .iter()
+                        .map(|(index, asc)| json!({"index": index, "asc": asc}))
+                        .collect();
+                    m.insert("scorersSort".into(), Value::Array(keys));
+                    m.insert("scorersSortLimit".into(), json!(sort.limit));
+                }
             }
             NodeKind::Modify(spec) => {
                 m.insert("database".into(), json!(database));

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, Scorer, SearchQuery, ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use quiver_types::{validate_view_name, NamingConvention};
@@ -376,6 +376,34 @@ impl View {
             .feed
             .index
             .search(query, collections, scorers, &*self.analyzers)
+    }
+
+    /// The first `k` documents [`View::search`] gives once sorted (stably) by `order` over
+    /// `scorers`, in that order. An arangosearch view keeps the best `k` inside its index and
+    /// reads only their identities; a search-alias view sorts its full result.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        let parts = match &self.kind {
+            ViewKind::Search(parts) if !self.dropped.load(Ordering::Acquire) => parts,
+            _ => {
+                let hits = self.search(query, collections, scorers, wait_for_sync)?;
+                return Ok(order.best(hits, k));
+            }
+        };
+        if wait_for_sync {
+            parts.feed.wait_synced()?;
+        }
+        parts
+            .feed
+            .index
+            .search_top(query, collections, scorers, order, k, &*self.analyzers)
     }
 
     /// The analyzers this view's links and searches use.

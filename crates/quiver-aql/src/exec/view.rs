@@ -1,7 +1,9 @@
 //! The EnumerateViewNode: per input row, the SEARCH condition's operands are evaluated into the
 //! index query, the view is searched and each hit's document is read from the query's snapshot
 //! (a hit whose document the snapshot does not hold is skipped: the view lags the collections
-//! or is ahead of an old snapshot), with its scores in the scorer variables.
+//! or is ahead of an old snapshot), with its scores in the scorer variables. With a
+//! constrained sort (rule `arangosearch-constrained-sort`) the index gives only the best hits
+//! in the sort's order, and more when documents of the snapshot are missing among them.
 
 use std::collections::VecDeque;
 
@@ -9,8 +11,8 @@ use quiver_errors::Result;
 use serde_json::Value;
 
 use super::{ExecCtx, Op, Operator, Row};
-use crate::plan::ViewNode;
-use crate::source::{SearchQuery, ViewHit};
+use crate::plan::{ScorersSort, ViewNode};
+use crate::source::{Scorer, SearchQuery, ViewHit};
 
 pub(super) struct ViewOp {
     pub(super) input: Op,
@@ -67,16 +69,66 @@ impl Operator for ViewOp {
                 Some(cond) => cond.to_query(&mut |e| ctx.eval(e, &row))?,
             };
             let scorers: Vec<_> = self.node.scorers.iter().map(|s| s.0.clone()).collect();
-            let hits = ctx.txn.search_view(
-                &self.node.view,
-                &query,
-                self.node.collections.as_deref(),
-                &scorers,
-                self.node.wait_for_sync,
-            )?;
+            let hits = match &self.node.scorers_sort {
+                None => ctx.txn.search_view(
+                    &self.node.view,
+                    &query,
+                    self.node.collections.as_deref(),
+                    &scorers,
+                    self.node.wait_for_sync,
+                )?,
+                Some(sort) => self.best_hits(ctx, &query, &scorers, sort)?,
+            };
             self.hits = hits.into();
             self.query = query;
             self.row = Some(row);
+        }
+    }
+}
+
+impl ViewOp {
+    /// The hits of the first `sort.limit` rows in the order of `sort`: the best hits the
+    /// index keeps, as many more as needed when some of them name documents the query's
+    /// snapshot does not hold (those rows are skipped, and the rows after them move up).
+    fn best_hits(
+        &self,
+        ctx: &mut ExecCtx,
+        query: &SearchQuery,
+        scorers: &[Scorer],
+        sort: &ScorersSort,
+    ) -> Result<Vec<ViewHit>> {
+        let limit = usize::try_from(sort.limit).unwrap_or(usize::MAX);
+        let mut want = limit;
+        loop {
+            let mut hits = ctx.txn.search_view_top(
+                &self.node.view,
+                query,
+                self.node.collections.as_deref(),
+                scorers,
+                &sort.order,
+                want,
+                self.node.wait_for_sync,
+            )?;
+            // Fewer than asked for: these are all the matches.
+            let all = hits.len() < want;
+            let mut present = 0;
+            let mut cut = hits.len();
+            for (i, hit) in hits.iter().enumerate() {
+                if present == limit {
+                    cut = i;
+                    break;
+                }
+                ctx.check()?;
+                if ctx.txn.exists(&hit.collection, &hit.key)? {
+                    present += 1;
+                }
+            }
+            if present == limit || all {
+                hits.truncate(cut);
+                return Ok(hits);
+            }
+            // Grows until all matches are asked for (then `all` ends the loop).
+            want = want.saturating_mul(4).max(16);
         }
     }
 }

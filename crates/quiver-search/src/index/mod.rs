@@ -2,8 +2,9 @@
 //! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
 //! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an
 //! inverted index in `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
-//! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`) and the index
-//! itself (`view_index.rs`, collecting matches with `matched_docs.rs`).
+//! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
+//! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
+//! matches with `matched_docs.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
@@ -17,6 +18,7 @@ mod offsets;
 mod phrase_positions;
 mod query;
 mod scoring;
+mod top_scores;
 mod view_index;
 
 pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
@@ -29,6 +31,7 @@ pub use phrase_positions::{
 };
 pub use query::{ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue};
 pub use scoring::{FieldStats, Scorer};
+pub use top_scores::ScoreOrder;
 pub use view_index::{Consolidation, Hit, Opened, ViewIndex};
 
 #[cfg(test)]

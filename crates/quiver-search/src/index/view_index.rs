@@ -30,6 +30,7 @@ use super::field_stats::{FieldStatsCache, SegmentFieldStats};
 use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
+use super::top_scores::{BestScores, ScoreOrder};
 
 /// Bytes tantivy's writer may buffer before it writes a segment on its own.
 const WRITER_MEMORY: usize = 32 << 20;
@@ -291,6 +292,92 @@ impl ViewIndex {
         analyzers: &dyn AnalyzerSource,
     ) -> Result<Vec<Hit>> {
         let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let mut hits = Vec::with_capacity(matched.iter().map(Vec::len).sum());
+        for (segment, docs) in matched.iter().enumerate() {
+            for (i, doc) in docs.iter().enumerate() {
+                let (collection, key) = self.identity(&searcher, segment as u32, *doc)?;
+                let scores = match scores.get(segment) {
+                    Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
+                    None => vec![0.0; scorers.len()],
+                };
+                hits.push(Hit {
+                    collection,
+                    key,
+                    scores,
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The first `k` documents [`ViewIndex::search`] would give once sorted (stably) by
+    /// `order` over its scorers, in that order: every match is scored, the best `k` are kept
+    /// in a bounded heap (`top_scores.rs`), and only their identities are read.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Hit>> {
+        let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let zeros = vec![0.0; scorers.len()];
+        let mut best = BestScores::new(order, k);
+        for (segment, docs) in matched.iter().enumerate() {
+            for (i, doc) in docs.iter().enumerate() {
+                let s = scores.get(segment).map_or(&zeros[..], |s| {
+                    &s[i * scorers.len()..(i + 1) * scorers.len()]
+                });
+                best.offer(s, (segment as u32, *doc));
+            }
+        }
+        let mut hits = Vec::with_capacity(k.min(4096));
+        for ((segment, doc), scores) in best.into_sorted() {
+            let (collection, key) = self.identity(&searcher, segment, doc)?;
+            hits.push(Hit {
+                collection,
+                key,
+                scores,
+            });
+        }
+        Ok(hits)
+    }
+
+    /// How many documents match `query` (restricted to `collections` when given), without
+    /// reading any identity.
+    pub fn count(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<u64> {
+        let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        Ok(matched.iter().map(|docs| docs.len() as u64).sum())
+    }
+
+    /// The live documents matching `query`, per segment (by ordinal) in document order.
+    fn matches(
+        &self,
+        searcher: &Searcher,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Vec<DocId>>> {
         let mut tantivy_query = query.to_tantivy(self.fields.terms, analyzers)?;
         if let Some(ids) = collections {
             let any_of: Vec<(Occur, Box<dyn Query>)> = ids
@@ -311,42 +398,26 @@ impl ViewIndex {
                 ),
             ]));
         }
-        let matched: Vec<Vec<DocId>> = searcher
+        searcher
             .search(&*tantivy_query, &MatchedDocs)
-            .map_err(|e| engine_error("searching", e))?;
-        let scores = if scorers.is_empty() {
-            Vec::new()
-        } else {
-            self.score(&searcher, query, &matched, scorers, analyzers)?
+            .map_err(|e| engine_error("searching", e))
+    }
+
+    /// The identity (collection id, key) stored with document `doc` of segment `segment`.
+    fn identity(&self, searcher: &Searcher, segment: u32, doc: DocId) -> Result<(u64, String)> {
+        let stored: TantivyDocument = searcher
+            .doc(DocAddress::new(segment, doc))
+            .map_err(|e| engine_error("reading a document's identity", e))?;
+        let Some(id) = stored.get_first(self.fields.id).and_then(|v| v.as_str()) else {
+            return Err(engine_error("reading a document's identity", "missing"));
         };
-        let mut hits = Vec::with_capacity(matched.iter().map(Vec::len).sum());
-        for (segment, docs) in matched.iter().enumerate() {
-            for (i, doc) in docs.iter().enumerate() {
-                let addr = DocAddress::new(segment as u32, *doc);
-                let stored: TantivyDocument = searcher
-                    .doc(addr)
-                    .map_err(|e| engine_error("reading a document's identity", e))?;
-                let Some(id) = stored.get_first(self.fields.id).and_then(|v| v.as_str()) else {
-                    return Err(engine_error("reading a document's identity", "missing"));
-                };
-                let Some((collection, key)) = id
-                    .split_once('/')
-                    .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
-                else {
-                    return Err(engine_error("reading a document's identity", id));
-                };
-                let scores = match scores.get(segment) {
-                    Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
-                    None => vec![0.0; scorers.len()],
-                };
-                hits.push(Hit {
-                    collection,
-                    key: key.to_string(),
-                    scores,
-                });
-            }
-        }
-        Ok(hits)
+        let Some((collection, key)) = id
+            .split_once('/')
+            .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
+        else {
+            return Err(engine_error("reading a document's identity", id));
+        };
+        Ok((collection, key.to_string()))
     }
 
     /// The scores of the matched documents: per segment, `scorers.len()` values per matched
