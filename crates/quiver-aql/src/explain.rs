@@ -409,7 +409,10 @@ fn nodes_json(
                 m.insert("view".into(), json!(v.view));
                 m.insert("outVariable".into(), var(vars, v.out));
                 m.insert("options".into(), v.options.clone());
-                m.insert("noMaterialization".into(), json!(false));
+                m.insert(
+                    "noMaterialization".into(),
+                    json!(v.materialize == crate::plan::Materialize::Nothing),
+                );
                 m.insert(
                     "scorers".into(),
                     Value::Array(

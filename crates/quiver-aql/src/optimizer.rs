@@ -47,6 +47,7 @@ pub const RULES: &[&str] = &[
     "sort-limit",
     "arangosearch-constrained-sort",
     "reduce-extraction-to-projection",
+    "no-document-materialization-arangosearch",
     "optimize-count",
 ];
 
@@ -273,6 +274,12 @@ fn optimize_pipeline(
         "reduce-extraction-to-projection",
         &mut plan,
         reduce_extraction_to_projection,
+        log,
+    )?;
+    run(
+        "no-document-materialization-arangosearch",
+        &mut plan,
+        |plan, _| view_loop::no_materialization(plan),
         log,
     )?;
     Ok(plan)

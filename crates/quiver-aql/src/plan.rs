@@ -29,7 +29,7 @@ pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Pr
 pub use index_scan::{EqCond, IndexHint, IndexScan};
 pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
-pub use view_search::{Compare, ScorersSort, SearchCond, ViewNode};
+pub use view_search::{Compare, Materialize, ScorersSort, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]

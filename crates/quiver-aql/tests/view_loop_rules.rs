@@ -15,7 +15,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 
-const WORDS: [&str; 6] = ["apple", "brown", "cloud", "drum", "eagle", "fjord"];
+/// Words `text_en` leaves as they are (so `d.text IN [...]` finds them unanalyzed).
+const WORDS: [&str; 6] = ["brown", "cloud", "drum", "fjord", "lamp", "pink"];
 
 struct Fixture {
     service: QueryService,
@@ -32,6 +33,23 @@ impl Fixture {
             .create_cursor("_system", support::cursor(&body))
             .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
         reply["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The result and `documentLookups` of a query.
+    fn run_with_lookups(&self, query: &str, binds: &Value, rules: &[&str]) -> (Vec<Value>, u64) {
+        let body = json!({"query": query, "bindVars": binds, "batchSize": 100000,
+            "options": {"optimizer": {"rules": rules}}});
+        let (_, reply) = self
+            .service
+            .create_cursor("_system", support::cursor(&body))
+            .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
+        let lookups = reply["extra"]["stats"]["documentLookups"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no documentLookups in {}", reply["extra"]));
+        (
+            reply["result"].as_array().cloned().unwrap_or_default(),
+            lookups,
+        )
     }
 
     fn rules_fired(&self, query: &str, binds: &Value) -> Vec<String> {
@@ -154,7 +172,7 @@ fn constrained_sort_gives_the_rows_of_the_full_sort() {
 #[test]
 fn constrained_sort_only_where_rows_cannot_change() {
     let f = fixture(3);
-    let binds = json!({"words": ["apple"]});
+    let binds = json!({"words": ["lamp"]});
     for query in [
         // A filter between the loop and the SORT may drop rows.
         "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') FILTER d._key != 'k1' \
@@ -174,6 +192,99 @@ fn constrained_sort_only_where_rows_cannot_change() {
         assert_eq!(
             f.run(query, &binds, &[]),
             f.run(query, &binds, &["-arangosearch-constrained-sort"])
+        );
+    }
+}
+
+const NO_MATERIALIZATION: &str = "no-document-materialization-arangosearch";
+
+#[test]
+fn unread_documents_are_not_read_and_counts_stay_exact() {
+    let f = fixture(11);
+    let count = "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+                 COLLECT WITH COUNT INTO n RETURN n";
+    let queries = [
+        count,
+        "RETURN LENGTH(FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN 1)",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN [d._key, d._id]",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN BM25(d)",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') SORT TFIDF(d) LIMIT 5 \
+         RETURN d._key",
+    ];
+    let mut rng = StdRng::seed_from_u64(9);
+    for _ in 0..10 {
+        let words: Vec<&str> = (0..rng.gen_range(1..=2))
+            .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+            .collect();
+        let binds = json!({"words": words});
+        for query in queries {
+            assert!(
+                f.rules_fired(query, &binds)
+                    .contains(&NO_MATERIALIZATION.to_string()),
+                "{query}"
+            );
+            // The view still holds the removed documents: every hit is checked.
+            assert_eq!(
+                f.run(query, &binds, &[]),
+                f.run(query, &binds, &[&format!("-{NO_MATERIALIZATION}")]),
+                "{query} {binds}"
+            );
+        }
+        let (lagging, lookups) = f.run_with_lookups(count, &binds, &[]);
+        assert!(
+            lookups > 0,
+            "a view behind its collection is checked per hit"
+        );
+        let full = f.run(count, &binds, &["-all"]);
+        assert_eq!(lagging, full);
+    }
+    // Once the view caught up, the index counts alone, and counts the same.
+    let synced = "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+                  OPTIONS {waitForSync: true} COLLECT WITH COUNT INTO n RETURN n";
+    for words in [vec!["lamp"], vec!["brown", "drum"], WORDS.to_vec()] {
+        let binds = json!({"words": words});
+        let (n, lookups) = f.run_with_lookups(synced, &binds, &[]);
+        assert_eq!(lookups, 0, "{words:?}");
+        assert_eq!(
+            n,
+            f.run(synced, &binds, &[&format!("-{NO_MATERIALIZATION}")])
+        );
+        assert!(n[0].as_u64().unwrap() > 0);
+    }
+    // A later write is counted once the view has it.
+    let words = json!({"words": ["lamp"]});
+    let before = f.run(count, &words, &[])[0].as_u64().unwrap();
+    f.run(
+        "INSERT {_key: 'late', text: 'lamp'} INTO docs",
+        &json!({}),
+        &[],
+    );
+    let after = f.run(synced, &words, &[])[0].as_u64().unwrap();
+    assert_eq!(after, before + 1);
+    // Inside a transaction that writes, its own writes are not in the view.
+    let writing = f.run(
+        "FOR d IN v SEARCH ANALYZER(d.text == 'lamp', 'text_en') COLLECT WITH COUNT INTO n \
+         INSERT {_key: 'counted', n} INTO docs RETURN n",
+        &json!({}),
+        &[],
+    );
+    assert_eq!(writing, vec![json!(after)]);
+}
+
+#[test]
+fn documents_are_read_when_anything_else_of_them_is() {
+    let f = fixture(5);
+    let binds = json!({"words": ["pink"]});
+    for query in [
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN d",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN d.text",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+         RETURN OFFSET_INFO(d, ['text'])",
+    ] {
+        assert!(
+            !f.rules_fired(query, &binds)
+                .contains(&NO_MATERIALIZATION.to_string()),
+            "{query}"
         );
     }
 }

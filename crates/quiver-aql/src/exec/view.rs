@@ -4,14 +4,17 @@
 //! or is ahead of an old snapshot), with its scores in the scorer variables. With a
 //! constrained sort (rule `arangosearch-constrained-sort`) the index gives only the best hits
 //! in the sort's order, and more when documents of the snapshot are missing among them.
+//! Without materialization (rule `no-document-materialization-arangosearch`) the snapshot is
+//! only asked whether it holds each hit's document, or, when the rows carry nothing but their
+//! number, the index counts them in the snapshot's state where it can prove it has it.
 
 use std::collections::VecDeque;
 
 use quiver_errors::Result;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{ExecCtx, Op, Operator, Row};
-use crate::plan::{ScorersSort, ViewNode};
+use crate::plan::{Materialize, ScorersSort, ViewNode};
 use crate::source::{Scorer, SearchQuery, ViewHit};
 
 pub(super) struct ViewOp {
@@ -21,6 +24,11 @@ pub(super) struct ViewOp {
     /// The current row's index query (OFFSET_INFO reads it per document).
     pub(super) query: SearchQuery,
     pub(super) hits: VecDeque<ViewHit>,
+    /// Rows still to produce for the current input row when the index counted them
+    /// (nothing of a document is read, [`Transaction::count_view`]).
+    ///
+    /// [`Transaction::count_view`]: crate::source::Transaction::count_view
+    pub(super) counted: u64,
 }
 
 impl ViewOp {
@@ -31,7 +39,32 @@ impl ViewOp {
             row: None,
             query: SearchQuery::Nothing,
             hits: VecDeque::new(),
+            counted: 0,
         }
+    }
+
+    /// Whether rows need nothing but their number: no document, score or offset is read.
+    fn rows_only(&self) -> bool {
+        self.node.materialize == Materialize::Nothing
+            && self.node.scorers.is_empty()
+            && self.node.offset_infos.is_empty()
+            && self.node.scorers_sort.is_none()
+    }
+
+    /// What the row's variable holds for `hit`; None when the query's snapshot does not hold
+    /// the document.
+    fn materialize(&self, ctx: &mut ExecCtx, hit: &ViewHit) -> Result<Option<Value>> {
+        ctx.stats.document_lookups += 1;
+        Ok(match self.node.materialize {
+            Materialize::Document => ctx.txn.get(&hit.collection, &hit.key)?,
+            Materialize::Identity => ctx.txn.exists(&hit.collection, &hit.key)?.then(
+                || json!({"_key": hit.key, "_id": format!("{}/{}", hit.collection, hit.key)}),
+            ),
+            Materialize::Nothing => ctx
+                .txn
+                .exists(&hit.collection, &hit.key)?
+                .then_some(Value::Null),
+        })
     }
 }
 
@@ -39,10 +72,17 @@ impl Operator for ViewOp {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         loop {
             if let Some(row) = &self.row {
+                if self.counted > 0 {
+                    self.counted -= 1;
+                    ctx.check()?;
+                    ctx.stats.scanned_index += 1;
+                    let mut r = row.clone();
+                    r[self.node.out] = Value::Null;
+                    return Ok(Some(r));
+                }
                 while let Some(hit) = self.hits.pop_front() {
                     ctx.check()?;
-                    ctx.stats.document_lookups += 1;
-                    let Some(doc) = ctx.txn.get(&hit.collection, &hit.key)? else {
+                    let Some(doc) = self.materialize(ctx, &hit)? else {
                         continue;
                     };
                     ctx.stats.scanned_index += 1;
@@ -68,6 +108,20 @@ impl Operator for ViewOp {
                 None => SearchQuery::All,
                 Some(cond) => cond.to_query(&mut |e| ctx.eval(e, &row))?,
             };
+            if self.rows_only() {
+                if let Some(n) = ctx.txn.count_view(
+                    &self.node.view,
+                    &query,
+                    self.node.collections.as_deref(),
+                    self.node.wait_for_sync,
+                )? {
+                    self.counted = n;
+                    self.hits.clear();
+                    self.query = query;
+                    self.row = Some(row);
+                    continue;
+                }
+            }
             let scorers: Vec<_> = self.node.scorers.iter().map(|s| s.0.clone()).collect();
             let hits = match &self.node.scorers_sort {
                 None => ctx.txn.search_view(

@@ -1,11 +1,12 @@
 //! Rules for view loops (`FOR d IN view SEARCH …`), so the index does the work the rows would
 //! otherwise do: `arangosearch-constrained-sort` hands a `SORT` by the loop's scorers with a
-//! `LIMIT` to the index, which scores every match and keeps only the best offset+count.
+//! `LIMIT` to the index, which scores every match and keeps only the best offset+count;
+//! `no-document-materialization-arangosearch` stops reading documents nothing reads.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::expr::{CExpr, Slot};
-use crate::plan::{NodeKind, Plan, ScorersSort};
+use crate::plan::{Materialize, NodeKind, Plan, ScorersSort};
 use quiver_search::index::ScoreOrder;
 
 /// `FOR d IN view SEARCH … [LET x = <scorer>]… SORT <scorer> [ASC|DESC], … LIMIT o, n` (the
@@ -69,6 +70,38 @@ pub(super) fn constrained_sort(plan: &mut Plan) -> bool {
                 view.scorers_sort = Some(sort);
                 changed = true;
             }
+        }
+    }
+    changed
+}
+
+/// A view loop whose variable the rest of the pipeline never reads (`COLLECT WITH COUNT`,
+/// `RETURN 1`, only scores) reads no document; one read only through `_key` and `_id` gets
+/// just those. Either way the query's snapshot is still asked whether it holds each document,
+/// so the rows are the same. Not with `OFFSET_INFO`, which analyzes the document.
+pub(super) fn no_materialization(plan: &mut Plan) -> bool {
+    let mut changed = false;
+    for i in 1..plan.nodes.len() {
+        let NodeKind::EnumerateView(view) = &plan.nodes[i].kind else {
+            continue;
+        };
+        if view.materialize != Materialize::Document || !view.offset_infos.is_empty() {
+            continue;
+        }
+        let mut names = BTreeSet::new();
+        if !super::nodes_use_only_attributes(&plan.nodes[i + 1..], view.out, &mut names) {
+            continue;
+        }
+        let materialize = if names.is_empty() {
+            Materialize::Nothing
+        } else if names.iter().all(|n| n == "_key" || n == "_id") {
+            Materialize::Identity
+        } else {
+            continue;
+        };
+        if let NodeKind::EnumerateView(view) = &mut plan.nodes[i].kind {
+            view.materialize = materialize;
+            changed = true;
         }
     }
     changed

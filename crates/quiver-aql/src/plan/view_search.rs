@@ -35,7 +35,23 @@ pub struct ViewNode {
     /// A `SORT` by scorers of this node followed by `LIMIT` (rule
     /// `arangosearch-constrained-sort`): the node produces only the first rows of that order.
     pub scorers_sort: Option<ScorersSort>,
+    /// What of each found document the rows carry (rule
+    /// `no-document-materialization-arangosearch`).
+    pub materialize: Materialize,
     pub options: Value,
+}
+
+/// What a view loop puts into its variable.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Materialize {
+    /// The document, read from the query's snapshot.
+    Document,
+    /// `{_key, _id}` only (nothing else of the document is read), after checking that the
+    /// snapshot holds the document.
+    Identity,
+    /// `null`: the variable is never read; the snapshot is only asked whether it holds the
+    /// document, or the index counts the rows when it can (`Transaction::count_view`).
+    Nothing,
 }
 
 /// The best rows of a view loop by its scores: keys (index into the node's scorers,
@@ -891,6 +907,7 @@ impl Planner<'_> {
                 scorers: Vec::new(),
                 offset_infos: Vec::new(),
                 scorers_sort: None,
+                materialize: Materialize::Document,
                 options: options_json,
             })),
         );

@@ -144,6 +144,18 @@ impl Transaction for CheckedTransaction {
             .search_view_top(view, query, collections, scorers, order, k, wait_for_sync)
     }
 
+    fn count_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        self.check_view_read(view, collections)?;
+        self.inner
+            .count_view(view, query, collections, wait_for_sync)
+    }
+
     fn view_offset_info(
         &self,
         view: &str,

@@ -318,6 +318,36 @@ impl Transaction for CoreTransaction {
         Ok(self.view_hits(hits))
     }
 
+    fn count_view(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        // Only a read view is one snapshot at a known tick; a transaction's own writes are
+        // not in any index.
+        let Reader::View(read_view) = &self.reader else {
+            return Ok(None);
+        };
+        let (v, ids) = self.view_and_ids(view, collections)?;
+        let db = read_view.database();
+        let mut linked = Vec::new();
+        for id in v.linked_collections() {
+            match db.collection_by_id(id) {
+                Ok(c) => linked.push(c),
+                Err(_) => return Ok(None),
+            }
+        }
+        v.count_in_snapshot(
+            query,
+            ids.as_deref(),
+            &linked,
+            read_view.snapshot().tick(),
+            wait_for_sync,
+        )
+    }
+
     fn view_offset_info(
         &self,
         view: &str,

@@ -173,6 +173,19 @@ pub trait Transaction: Send {
         hits.truncate(k);
         Ok(hits)
     }
+    /// How many hits [`Transaction::search_view`] would give whose documents this
+    /// transaction sees, counted without looking at the hits — or None when the backend
+    /// cannot count so exactly (then the caller checks each hit).
+    fn count_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        let _ = (view, query, collections, wait_for_sync);
+        Ok(None)
+    }
     /// `OFFSET_INFO(doc, rules)` for a document view `view` found with `query`.
     fn view_offset_info(
         &self,

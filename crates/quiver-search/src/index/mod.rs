@@ -32,7 +32,7 @@ pub use phrase_positions::{
 pub use query::{ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue};
 pub use scoring::{FieldStats, Scorer};
 pub use top_scores::ScoreOrder;
-pub use view_index::{Consolidation, Hit, Opened, ViewIndex};
+pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
 
 #[cfg(test)]
 mod tests;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
+use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::postings::Postings;
@@ -43,6 +44,9 @@ pub struct Hit {
     /// One score per requested scorer, in the order requested.
     pub scores: Vec<f64>,
 }
+
+/// The searchable state of a view's index at one moment ([`ViewIndex::state`]).
+pub struct IndexState(Searcher);
 
 /// How segments are merged (`consolidationPolicy` and `consolidationIntervalMsec` of the view).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -357,17 +361,27 @@ impl ViewIndex {
         Ok(hits)
     }
 
-    /// How many documents match `query` (restricted to `collections` when given), without
-    /// reading any identity.
+    /// The searchable state of the index now: what [`ViewIndex::count`] counts in, however
+    /// the index changes after.
+    pub fn state(&self) -> IndexState {
+        IndexState(self.reader.searcher())
+    }
+
+    /// How many live documents of `state` match `query` (restricted to `collections` when
+    /// given), without reading any identity.
     pub fn count(
         &self,
+        state: &IndexState,
         query: &SearchQuery,
         collections: Option<&[u64]>,
         analyzers: &dyn AnalyzerSource,
     ) -> Result<u64> {
-        let searcher = self.reader.searcher();
-        let matched = self.matches(&searcher, query, collections, analyzers)?;
-        Ok(matched.iter().map(|docs| docs.len() as u64).sum())
+        let tantivy_query = self.tantivy_query(query, collections, analyzers)?;
+        state
+            .0
+            .search(&*tantivy_query, &Count)
+            .map(|n| n as u64)
+            .map_err(|e| engine_error("counting", e))
     }
 
     /// The live documents matching `query`, per segment (by ordinal) in document order.
@@ -378,6 +392,19 @@ impl ViewIndex {
         collections: Option<&[u64]>,
         analyzers: &dyn AnalyzerSource,
     ) -> Result<Vec<Vec<DocId>>> {
+        let tantivy_query = self.tantivy_query(query, collections, analyzers)?;
+        searcher
+            .search(&*tantivy_query, &MatchedDocs)
+            .map_err(|e| engine_error("searching", e))
+    }
+
+    /// `query` as tantivy's query, restricted to `collections` when given.
+    fn tantivy_query(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Box<dyn Query>> {
         let mut tantivy_query = query.to_tantivy(self.fields.terms, analyzers)?;
         if let Some(ids) = collections {
             let any_of: Vec<(Occur, Box<dyn Query>)> = ids
@@ -398,9 +425,7 @@ impl ViewIndex {
                 ),
             ]));
         }
-        searcher
-            .search(&*tantivy_query, &MatchedDocs)
-            .map_err(|e| engine_error("searching", e))
+        Ok(tantivy_query)
     }
 
     /// The identity (collection id, key) stored with document `doc` of segment `segment`.
