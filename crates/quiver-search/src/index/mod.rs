@@ -1,7 +1,8 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
-//! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
-//! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an
-//! inverted index in `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
+//! (`link.rs`, `document.rs`, `encode.rs`) and how the terms reach tantivy
+//! (`term_stream.rs`), SEARCH conditions with their values known (`query.rs`,
+//! `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an inverted index in
+//! `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
 //! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
 //! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
 //! matches with `matched_docs.rs`).
@@ -18,6 +19,7 @@ mod offsets;
 mod phrase_positions;
 mod query;
 mod scoring;
+mod term_stream;
 mod top_scores;
 mod view_index;
 

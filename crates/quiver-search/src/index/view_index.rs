@@ -19,7 +19,6 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, STORED, STRING,
 };
-use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher,
     TantivyDocument, Term, TERMINATED,
@@ -31,10 +30,22 @@ use super::field_stats::{FieldStatsCache, SegmentFieldStats};
 use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
+use super::term_stream::{self, TermsTokenizer};
 use super::top_scores::{BestScores, ScoreOrder};
 
-/// Bytes tantivy's writer may buffer before it writes a segment on its own.
-const WRITER_MEMORY: usize = 32 << 20;
+/// Bytes each of tantivy's indexing threads may buffer before it writes a segment on its own
+/// (tantivy allocates it as documents arrive; an idle index holds none of it).
+const WRITER_MEMORY_PER_THREAD: usize = 64 << 20;
+
+/// Indexing threads of one index at most (each builds its own segments).
+const MAX_WRITER_THREADS: usize = 4;
+
+/// Indexing threads of an index: one per core, at most [`MAX_WRITER_THREADS`].
+fn writer_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, MAX_WRITER_THREADS)
+}
 
 /// One document found by a search.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,7 +95,7 @@ impl std::fmt::Debug for ViewIndex {
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let indexing = TextFieldIndexing::default()
-        .set_tokenizer("raw")
+        .set_tokenizer(term_stream::TOKENIZER)
         .set_index_option(IndexRecordOption::WithFreqsAndPositions);
     let terms = builder.add_text_field(
         "terms",
@@ -154,12 +165,18 @@ impl ViewIndex {
                 .map_err(|e| engine_error("reading segments", e))?;
             index
         };
+        index
+            .tokenizers()
+            .register(term_stream::TOKENIZER, TermsTokenizer::default());
         let payload = index
             .load_metas()
             .map_err(|e| engine_error("reading its commit", e))?
             .payload;
         let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
+            .writer_with_num_threads(
+                writer_threads(),
+                writer_threads() * WRITER_MEMORY_PER_THREAD,
+            )
             .map_err(|e| engine_error("opening its writer", e))?;
         let reader = index
             .reader_builder()
@@ -214,23 +231,11 @@ impl ViewIndex {
         let id = format!("{collection}/{key}");
         doc.add_text(self.fields.id, &id);
         doc.add_text(self.fields.collection, collection.to_string());
-        let tokens: Vec<Token> = terms
-            .into_iter()
-            .map(|t| Token {
-                offset_from: 0,
-                offset_to: 0,
-                position: t.position as usize,
-                text: t.term,
-                position_length: 1,
-            })
-            .collect();
-        doc.add_pre_tokenized_text(
-            self.fields.terms,
-            PreTokenizedString {
-                text: String::new(),
-                tokens,
-            },
-        );
+        let mut text = String::with_capacity(terms.iter().map(|t| t.term.len() + 16).sum());
+        for t in &terms {
+            term_stream::push_term(&mut text, t.position, &t.term);
+        }
+        doc.add_text(self.fields.terms, &text);
         let writer = self.writer.lock();
         writer.delete_term(self.id_term(collection, key));
         writer
