@@ -412,7 +412,10 @@ fn nodes_json(
                 m.insert("view".into(), json!(v.view));
                 m.insert("outVariable".into(), var(vars, v.out));
                 m.insert("options".into(), v.options.clone());
-                m.insert("noMaterialization".into(), json!(false));
+                m.insert(
+                    "noMaterialization".into(),
+                    json!(v.materialize == crate::plan::Materialize::Nothing),
+                );
                 m.insert(
                     "scorers".into(),
                     Value::Array(
@@ -429,6 +432,16 @@ fn nodes_json(
                     ),
                 );
                 m.insert("condition".into(), json!({"search": v.condition.is_some()}));
+                if let Some(sort) = &v.scorers_sort {
+                    let keys: Vec<Value> = sort
+                        .order
+                        .keys
+                        .iter()
+                        .map(|(index, asc)| json!({"index": index, "asc": asc}))
+                        .collect();
+                    m.insert("scorersSort".into(), Value::Array(keys));
+                    m.insert("scorersSortLimit".into(), json!(sort.limit));
+                }
             }
             NodeKind::Modify(spec) => {
                 m.insert("database".into(), json!(database));

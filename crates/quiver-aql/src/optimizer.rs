@@ -9,7 +9,8 @@
 //! index for the remaining loops (filters and SORT), after rule `use-vector-index` turned
 //! nearest-vector sorts into vector searches ([`crate::vector_select`]); then rule `geo-index-optimizer`
 //! hands distance sorts and geo filters to [`crate::geo_select`]. Traversal filters are moved
-//! by `optimize-traversals` (`optimizer/graph.rs`).
+//! by `optimize-traversals` (`optimizer/graph.rs`); view loops get their rules in
+//! `optimizer/view_loop.rs`.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use crate::limits::Limits;
 
 mod graph;
 mod hoist;
+mod view_loop;
 use crate::expr::{CExpr, Slot};
 use crate::index_select::{conjuncts, rebuild_and};
 use crate::plan::{ListSource, Node, NodeKind, Plan, QueryPlan};
@@ -43,7 +45,9 @@ pub const RULES: &[&str] = &[
     "remove-redundant-sorts",
     "remove-collect-variables",
     "sort-limit",
+    "arangosearch-constrained-sort",
     "reduce-extraction-to-projection",
+    "no-document-materialization-arangosearch",
     "optimize-count",
 ];
 
@@ -265,11 +269,23 @@ fn optimize_pipeline(
         log,
     )?;
     run("sort-limit", &mut plan, sort_limit, log)?;
+    run(
+        "arangosearch-constrained-sort",
+        &mut plan,
+        |plan, _| view_loop::constrained_sort(plan),
+        log,
+    )?;
     run("optimize-count", &mut plan, optimize_count, log)?;
     run(
         "reduce-extraction-to-projection",
         &mut plan,
         reduce_extraction_to_projection,
+        log,
+    )?;
+    run(
+        "no-document-materialization-arangosearch",
+        &mut plan,
+        |plan, _| view_loop::no_materialization(plan),
         log,
     )?;
     Ok(plan)

@@ -31,7 +31,7 @@ pub use index_scan::{EqCond, IndexHint, IndexScan};
 pub use inverted_search::InvertedSearch;
 pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
-pub use view_search::{ArrayQuantifier, Compare, SearchCond, ViewNode};
+pub use view_search::{ArrayQuantifier, Compare, Materialize, ScorersSort, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]

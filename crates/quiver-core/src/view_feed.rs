@@ -179,6 +179,12 @@ impl ViewFeed {
         Ok(())
     }
 
+    /// Whether everything queued so far is committed in the index (and its reader reloaded).
+    pub fn is_synced(&self) -> bool {
+        let target = self.enqueued.load(Ordering::Acquire);
+        *self.committed.0.lock() >= target
+    }
+
     /// Stops the indexer after it has applied and committed everything queued.
     pub fn stop(&self) {
         {

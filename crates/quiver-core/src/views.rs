@@ -13,7 +13,7 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, Scorer, SearchQuery, ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use quiver_types::{validate_view_name, NamingConvention};
@@ -376,6 +376,90 @@ impl View {
             .feed
             .index
             .search(query, collections, scorers, &*self.analyzers)
+    }
+
+    /// The first `k` documents [`View::search`] gives once sorted (stably) by `order` over
+    /// `scorers`, in that order. An arangosearch view keeps the best `k` inside its index and
+    /// reads only their identities; a search-alias view sorts its full result.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        let parts = match &self.kind {
+            ViewKind::Search(parts) if !self.dropped.load(Ordering::Acquire) => parts,
+            _ => {
+                let hits = self.search(query, collections, scorers, wait_for_sync)?;
+                return Ok(order.best(hits, k));
+            }
+        };
+        if wait_for_sync {
+            parts.feed.wait_synced()?;
+        }
+        parts
+            .feed
+            .index
+            .search_top(query, collections, scorers, order, k, &*self.analyzers)
+    }
+
+    /// How many documents match `query` (restricted to `collections` when given) in a
+    /// reader's snapshot at commit tick `snapshot_tick`, counted in the index alone — or None
+    /// when the index cannot be shown to hold exactly what that snapshot holds of the linked
+    /// collections (then the caller checks each hit against its snapshot). `linked` must be
+    /// the handles of every linked collection.
+    ///
+    /// The proof, taken while holding every linked collection's writer lock (tried, never
+    /// waited for, so no commit is half done): no collection was written after the snapshot
+    /// (its data version is at most `snapshot_tick`), and everything the feed was given is
+    /// committed in the index. The index state taken then is the snapshot's; later writes do
+    /// not reach the state counted in.
+    pub fn count_in_snapshot(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        linked: &[Arc<crate::Collection>],
+        snapshot_tick: u64,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::DataSourceNotFound));
+        }
+        let ViewKind::Search(parts) = &self.kind else {
+            return Ok(None);
+        };
+        if wait_for_sync {
+            parts.feed.wait_synced()?;
+        }
+        let all_given = parts
+            .links
+            .read()
+            .keys()
+            .all(|cid| linked.iter().any(|c| c.id() == *cid));
+        if !all_given {
+            return Ok(None);
+        }
+        let state = {
+            let mut writers = Vec::with_capacity(linked.len());
+            for coll in linked {
+                match coll.write_lock.try_lock() {
+                    Some(guard) => writers.push(guard),
+                    None => return Ok(None),
+                }
+            }
+            if linked.iter().any(|c| c.data_version() > snapshot_tick) || !parts.feed.is_synced() {
+                return Ok(None);
+            }
+            parts.feed.index.state()
+        };
+        parts
+            .feed
+            .index
+            .count(&state, query, collections, &*self.analyzers)
+            .map(Some)
     }
 
     /// The analyzers this view's links and searches use.

@@ -1,16 +1,21 @@
 //! The EnumerateViewNode: per input row, the SEARCH condition's operands are evaluated into the
 //! index query, the view is searched and each hit's document is read from the query's snapshot
 //! (a hit whose document the snapshot does not hold is skipped: the view lags the collections
-//! or is ahead of an old snapshot), with its scores in the scorer variables.
+//! or is ahead of an old snapshot), with its scores in the scorer variables. With a
+//! constrained sort (rule `arangosearch-constrained-sort`) the index gives only the best hits
+//! in the sort's order, and more when documents of the snapshot are missing among them.
+//! Without materialization (rule `no-document-materialization-arangosearch`) the snapshot is
+//! only asked whether it holds each hit's document, or, when the rows carry nothing but their
+//! number, the index counts them in the snapshot's state where it can prove it has it.
 
 use std::collections::VecDeque;
 
 use quiver_errors::Result;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use super::{ExecCtx, Op, Operator, Row};
-use crate::plan::ViewNode;
-use crate::source::{SearchQuery, ViewHit};
+use crate::plan::{Materialize, ScorersSort, ViewNode};
+use crate::source::{Scorer, SearchQuery, ViewHit};
 
 pub(super) struct ViewOp {
     pub(super) input: Op,
@@ -19,6 +24,11 @@ pub(super) struct ViewOp {
     /// The current row's index query (OFFSET_INFO reads it per document).
     pub(super) query: SearchQuery,
     pub(super) hits: VecDeque<ViewHit>,
+    /// Rows still to produce for the current input row when the index counted them
+    /// (nothing of a document is read, [`Transaction::count_view`]).
+    ///
+    /// [`Transaction::count_view`]: crate::source::Transaction::count_view
+    pub(super) counted: u64,
 }
 
 impl ViewOp {
@@ -29,7 +39,32 @@ impl ViewOp {
             row: None,
             query: SearchQuery::Nothing,
             hits: VecDeque::new(),
+            counted: 0,
         }
+    }
+
+    /// Whether rows need nothing but their number: no document, score or offset is read.
+    fn rows_only(&self) -> bool {
+        self.node.materialize == Materialize::Nothing
+            && self.node.scorers.is_empty()
+            && self.node.offset_infos.is_empty()
+            && self.node.scorers_sort.is_none()
+    }
+
+    /// What the row's variable holds for `hit`; None when the query's snapshot does not hold
+    /// the document.
+    fn materialize(&self, ctx: &mut ExecCtx, hit: &ViewHit) -> Result<Option<Value>> {
+        ctx.stats.document_lookups += 1;
+        Ok(match self.node.materialize {
+            Materialize::Document => ctx.txn.get(&hit.collection, &hit.key)?,
+            Materialize::Identity => ctx.txn.exists(&hit.collection, &hit.key)?.then(
+                || json!({"_key": hit.key, "_id": format!("{}/{}", hit.collection, hit.key)}),
+            ),
+            Materialize::Nothing => ctx
+                .txn
+                .exists(&hit.collection, &hit.key)?
+                .then_some(Value::Null),
+        })
     }
 }
 
@@ -37,10 +72,17 @@ impl Operator for ViewOp {
     fn next(&mut self, ctx: &mut ExecCtx) -> Result<Option<Row>> {
         loop {
             if let Some(row) = &self.row {
+                if self.counted > 0 {
+                    self.counted -= 1;
+                    ctx.check()?;
+                    ctx.stats.scanned_index += 1;
+                    let mut r = row.clone();
+                    r[self.node.out] = Value::Null;
+                    return Ok(Some(r));
+                }
                 while let Some(hit) = self.hits.pop_front() {
                     ctx.check()?;
-                    ctx.stats.document_lookups += 1;
-                    let Some(doc) = ctx.txn.get(&hit.collection, &hit.key)? else {
+                    let Some(doc) = self.materialize(ctx, &hit)? else {
                         continue;
                     };
                     ctx.stats.scanned_index += 1;
@@ -66,17 +108,81 @@ impl Operator for ViewOp {
                 None => SearchQuery::All,
                 Some(cond) => cond.to_query(&mut |e| ctx.eval(e, &row))?,
             };
+            if self.rows_only() {
+                if let Some(n) = ctx.txn.count_view(
+                    &self.node.view,
+                    &query,
+                    self.node.collections.as_deref(),
+                    self.node.wait_for_sync,
+                )? {
+                    self.counted = n;
+                    self.hits.clear();
+                    self.query = query;
+                    self.row = Some(row);
+                    continue;
+                }
+            }
             let scorers: Vec<_> = self.node.scorers.iter().map(|s| s.0.clone()).collect();
-            let hits = ctx.txn.search_view(
-                &self.node.view,
-                &query,
-                self.node.collections.as_deref(),
-                &scorers,
-                self.node.wait_for_sync,
-            )?;
+            let hits = match &self.node.scorers_sort {
+                None => ctx.txn.search_view(
+                    &self.node.view,
+                    &query,
+                    self.node.collections.as_deref(),
+                    &scorers,
+                    self.node.wait_for_sync,
+                )?,
+                Some(sort) => self.best_hits(ctx, &query, &scorers, sort)?,
+            };
             self.hits = hits.into();
             self.query = query;
             self.row = Some(row);
+        }
+    }
+}
+
+impl ViewOp {
+    /// The hits of the first `sort.limit` rows in the order of `sort`: the best hits the
+    /// index keeps, as many more as needed when some of them name documents the query's
+    /// snapshot does not hold (those rows are skipped, and the rows after them move up).
+    fn best_hits(
+        &self,
+        ctx: &mut ExecCtx,
+        query: &SearchQuery,
+        scorers: &[Scorer],
+        sort: &ScorersSort,
+    ) -> Result<Vec<ViewHit>> {
+        let limit = usize::try_from(sort.limit).unwrap_or(usize::MAX);
+        let mut want = limit;
+        loop {
+            let mut hits = ctx.txn.search_view_top(
+                &self.node.view,
+                query,
+                self.node.collections.as_deref(),
+                scorers,
+                &sort.order,
+                want,
+                self.node.wait_for_sync,
+            )?;
+            // Fewer than asked for: these are all the matches.
+            let all = hits.len() < want;
+            let mut present = 0;
+            let mut cut = hits.len();
+            for (i, hit) in hits.iter().enumerate() {
+                if present == limit {
+                    cut = i;
+                    break;
+                }
+                ctx.check()?;
+                if ctx.txn.exists(&hit.collection, &hit.key)? {
+                    present += 1;
+                }
+            }
+            if present == limit || all {
+                hits.truncate(cut);
+                return Ok(hits);
+            }
+            // Grows until all matches are asked for (then `all` ends the loop).
+            want = want.saturating_mul(4).max(16);
         }
     }
 }

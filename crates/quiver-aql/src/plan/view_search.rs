@@ -6,7 +6,7 @@
 
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    ExistsKind, OffsetRule, PhrasePart, PhraseToken, Scorer, SearchQuery, SearchValue,
+    ExistsKind, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery, SearchValue,
 };
 use serde_json::{json, Value};
 
@@ -32,7 +32,34 @@ pub struct ViewNode {
     pub scorers: Vec<(Scorer, Slot)>,
     /// `OFFSET_INFO(d, paths)` calls: the paths with the variable each result goes to.
     pub offset_infos: Vec<(Vec<OffsetRule>, Slot)>,
+    /// A `SORT` by scorers of this node followed by `LIMIT` (rule
+    /// `arangosearch-constrained-sort`): the node produces only the first rows of that order.
+    pub scorers_sort: Option<ScorersSort>,
+    /// What of each found document the rows carry (rule
+    /// `no-document-materialization-arangosearch`).
+    pub materialize: Materialize,
     pub options: Value,
+}
+
+/// What a view loop puts into its variable.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Materialize {
+    /// The document, read from the query's snapshot.
+    Document,
+    /// `{_key, _id}` only (nothing else of the document is read), after checking that the
+    /// snapshot holds the document.
+    Identity,
+    /// `null`: the variable is never read; the snapshot is only asked whether it holds the
+    /// document, or the index counts the rows when it can (`Transaction::count_view`).
+    Nothing,
+}
+
+/// The best rows of a view loop by its scores: keys (index into the node's scorers,
+/// ascending) and how many rows (offset + count of the LIMIT).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScorersSort {
+    pub order: ScoreOrder,
+    pub limit: u64,
 }
 
 /// A comparison in a SEARCH condition.
@@ -879,6 +906,8 @@ impl Planner<'_> {
                 wait_for_sync,
                 scorers: Vec::new(),
                 offset_infos: Vec::new(),
+                scorers_sort: None,
+                materialize: Materialize::Document,
                 options: options_json,
             })),
         );

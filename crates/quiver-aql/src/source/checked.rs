@@ -10,8 +10,8 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
 use super::{
-    CollectionInfo, DocIter, EdgeHits, IndexMeta, IndexRange, Scorer, SearchQuery, Transaction,
-    ViewHit, WriteOptions, WriteOutcome,
+    CollectionInfo, DocIter, EdgeHits, IndexMeta, IndexRange, ScoreOrder, Scorer, SearchQuery,
+    Transaction, ViewHit, WriteOptions, WriteOutcome,
 };
 
 /// The rule: given a collection and whether the access writes, whether it is allowed.
@@ -71,6 +71,18 @@ impl CheckedTransaction {
     fn read(&self, collection: &str) -> Result<()> {
         self.access.check(collection, false)
     }
+
+    /// A search reads every linked collection, whatever `collections` restricts the results
+    /// to (ArangoDB adds them all to the query's read set).
+    fn check_view_read(&self, view: &str, collections: Option<&[String]>) -> Result<()> {
+        for collection in self.inner.view_collections(view)? {
+            self.read(&collection)?;
+        }
+        for collection in collections.unwrap_or_default() {
+            self.read(collection)?;
+        }
+        Ok(())
+    }
 }
 
 impl Transaction for CheckedTransaction {
@@ -119,16 +131,36 @@ impl Transaction for CheckedTransaction {
         scorers: &[Scorer],
         wait_for_sync: bool,
     ) -> Result<Vec<ViewHit>> {
-        // A search reads every linked collection, whatever `collections` restricts the
-        // results to (ArangoDB adds them all to the query's read set).
-        for collection in self.inner.view_collections(view)? {
-            self.read(&collection)?;
-        }
-        for collection in collections.unwrap_or_default() {
-            self.read(collection)?;
-        }
+        self.check_view_read(view, collections)?;
         self.inner
             .search_view(view, query, collections, scorers, wait_for_sync)
+    }
+
+    fn search_view_top(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        self.check_view_read(view, collections)?;
+        self.inner
+            .search_view_top(view, query, collections, scorers, order, k, wait_for_sync)
+    }
+
+    fn count_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        self.check_view_read(view, collections)?;
+        self.inner
+            .count_view(view, query, collections, wait_for_sync)
     }
 
     fn view_offset_info(

@@ -137,6 +137,54 @@ impl CoreTransaction {
         }
     }
 
+    /// View `view` of the query's database and the ids of the linked collections named in
+    /// `collections` (unknown names are left out). 1203 for an unknown view.
+    fn view_and_ids(
+        &self,
+        view: &str,
+        collections: Option<&[String]>,
+    ) -> Result<(Arc<quiver_core::View>, Option<Vec<u64>>)> {
+        let db = self.reader().database();
+        let v = db.view(view).map_err(|_| {
+            Error::with_message(
+                ErrorCode::DataSourceNotFound,
+                format!("collection or view not found: {view}"),
+            )
+        })?;
+        let ids: Option<Vec<u64>> = collections.map(|names| {
+            names
+                .iter()
+                .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
+                .collect()
+        });
+        Ok((v, ids))
+    }
+
+    /// The index's hits with collection names; hits of collections gone are left out.
+    fn view_hits(&self, hits: Vec<quiver_search::index::Hit>) -> Vec<super::ViewHit> {
+        let db = self.reader().database();
+        let mut names: HashMap<u64, Option<String>> = HashMap::new();
+        let mut out = Vec::with_capacity(hits.len());
+        for hit in hits {
+            let name = names
+                .entry(hit.collection)
+                .or_insert_with(|| {
+                    db.collection_by_id(hit.collection)
+                        .ok()
+                        .map(|c| c.name().to_string())
+                })
+                .clone();
+            if let Some(collection) = name {
+                out.push(super::ViewHit {
+                    collection,
+                    key: hit.key,
+                    scores: hit.scores,
+                });
+            }
+        }
+        out
+    }
+
     fn coll(&self, name: &str) -> Result<Arc<Collection>> {
         if let Some(c) = self.collections.lock().get(name) {
             return Ok(c.clone());
@@ -250,40 +298,54 @@ impl Transaction for CoreTransaction {
         scorers: &[super::Scorer],
         wait_for_sync: bool,
     ) -> Result<Vec<super::ViewHit>> {
-        let db = self.reader().database();
-        let v = db.view(view).map_err(|_| {
-            Error::with_message(
-                ErrorCode::DataSourceNotFound,
-                format!("collection or view not found: {view}"),
-            )
-        })?;
-        let ids: Option<Vec<u64>> = collections.map(|names| {
-            names
-                .iter()
-                .filter_map(|n| db.collection(n).ok().map(|c| c.id()))
-                .collect()
-        });
+        let (v, ids) = self.view_and_ids(view, collections)?;
         let hits = v.search(query, ids.as_deref(), scorers, wait_for_sync)?;
-        let mut names: HashMap<u64, Option<String>> = HashMap::new();
-        let mut out = Vec::with_capacity(hits.len());
-        for hit in hits {
-            let name = names
-                .entry(hit.collection)
-                .or_insert_with(|| {
-                    db.collection_by_id(hit.collection)
-                        .ok()
-                        .map(|c| c.name().to_string())
-                })
-                .clone();
-            if let Some(collection) = name {
-                out.push(super::ViewHit {
-                    collection,
-                    key: hit.key,
-                    scores: hit.scores,
-                });
+        Ok(self.view_hits(hits))
+    }
+
+    fn search_view_top(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[super::Scorer],
+        order: &super::ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<super::ViewHit>> {
+        let (v, ids) = self.view_and_ids(view, collections)?;
+        let hits = v.search_top(query, ids.as_deref(), scorers, order, k, wait_for_sync)?;
+        Ok(self.view_hits(hits))
+    }
+
+    fn count_view(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        // Only a read view is one snapshot at a known tick; a transaction's own writes are
+        // not in any index.
+        let Reader::View(read_view) = &self.reader else {
+            return Ok(None);
+        };
+        let (v, ids) = self.view_and_ids(view, collections)?;
+        let db = read_view.database();
+        let mut linked = Vec::new();
+        for id in v.linked_collections() {
+            match db.collection_by_id(id) {
+                Ok(c) => linked.push(c),
+                Err(_) => return Ok(None),
             }
         }
-        Ok(out)
+        v.count_in_snapshot(
+            query,
+            ids.as_deref(),
+            &linked,
+            read_view.snapshot().tick(),
+            wait_for_sync,
+        )
     }
 
     fn view_offset_info(

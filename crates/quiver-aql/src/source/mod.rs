@@ -44,7 +44,7 @@ pub struct ViewHit {
     pub scores: Vec<f64>,
 }
 
-pub use quiver_search::index::{OffsetRule, Scorer, SearchQuery};
+pub use quiver_search::index::{OffsetRule, ScoreOrder, Scorer, SearchQuery};
 
 /// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
 #[derive(Clone, Debug, PartialEq)]
@@ -153,6 +153,38 @@ pub trait Transaction: Send {
             ErrorCode::DataSourceNotFound,
             format!("AQL: collection or view not found: {view}"),
         ))
+    }
+    /// The first `k` hits [`Transaction::search_view`] gives once sorted stably by `order`
+    /// over `scorers` (`SORT BM25(d) DESC LIMIT k` after a view loop), in that order. The
+    /// default sorts the full search; a backend may keep the best `k` inside the index.
+    #[allow(clippy::too_many_arguments)]
+    fn search_view_top(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        let mut hits = self.search_view(view, query, collections, scorers, wait_for_sync)?;
+        hits.sort_by(|a, b| order.compare(&a.scores, &b.scores));
+        hits.truncate(k);
+        Ok(hits)
+    }
+    /// How many hits [`Transaction::search_view`] would give whose documents this
+    /// transaction sees, counted without looking at the hits — or None when the backend
+    /// cannot count so exactly (then the caller checks each hit).
+    fn count_view(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        wait_for_sync: bool,
+    ) -> Result<Option<u64>> {
+        let _ = (view, query, collections, wait_for_sync);
+        Ok(None)
     }
     /// `OFFSET_INFO(doc, rules)` for a document view `view` found with `query`.
     fn view_offset_info(

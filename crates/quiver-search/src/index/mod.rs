@@ -1,9 +1,11 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
-//! (`link.rs`, `document.rs`, `encode.rs`), SEARCH conditions with their values known
-//! (`query.rs`, `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an
-//! inverted index in `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
-//! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`) and the index
-//! itself (`view_index.rs`, collecting matches with `matched_docs.rs`).
+//! (`link.rs`, `document.rs`, `encode.rs`) and how the terms reach tantivy
+//! (`term_stream.rs`), SEARCH conditions with their values known (`query.rs`,
+//! `ngram_similarity.rs`, `phrase_positions.rs`; the fields' analyzers of an inverted index in
+//! `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
+//! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
+//! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
+//! matches with `matched_docs.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
@@ -17,6 +19,8 @@ mod offsets;
 mod phrase_positions;
 mod query;
 mod scoring;
+mod term_stream;
+mod top_scores;
 mod view_index;
 
 pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
@@ -29,7 +33,8 @@ pub use phrase_positions::{
 };
 pub use query::{ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue};
 pub use scoring::{FieldStats, Scorer};
-pub use view_index::{Consolidation, Hit, Opened, ViewIndex};
+pub use top_scores::ScoreOrder;
+pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
 
 #[cfg(test)]
 mod tests;

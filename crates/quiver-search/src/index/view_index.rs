@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
+use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
 use tantivy::postings::Postings;
@@ -18,7 +19,6 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, STORED, STRING,
 };
-use tantivy::tokenizer::{PreTokenizedString, Token};
 use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher,
     TantivyDocument, Term, TERMINATED,
@@ -30,9 +30,22 @@ use super::field_stats::{FieldStatsCache, SegmentFieldStats};
 use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
+use super::term_stream::{self, TermsTokenizer};
+use super::top_scores::{BestScores, ScoreOrder};
 
-/// Bytes tantivy's writer may buffer before it writes a segment on its own.
-const WRITER_MEMORY: usize = 32 << 20;
+/// Bytes each of tantivy's indexing threads may buffer before it writes a segment on its own
+/// (tantivy allocates it as documents arrive; an idle index holds none of it).
+const WRITER_MEMORY_PER_THREAD: usize = 64 << 20;
+
+/// Indexing threads of one index at most (each builds its own segments).
+const MAX_WRITER_THREADS: usize = 4;
+
+/// Indexing threads of an index: one per core, at most [`MAX_WRITER_THREADS`].
+fn writer_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, MAX_WRITER_THREADS)
+}
 
 /// One document found by a search.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +55,9 @@ pub struct Hit {
     /// One score per requested scorer, in the order requested.
     pub scores: Vec<f64>,
 }
+
+/// The searchable state of a view's index at one moment ([`ViewIndex::state`]).
+pub struct IndexState(Searcher);
 
 /// How segments are merged (`consolidationPolicy` and `consolidationIntervalMsec` of the view).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -79,7 +95,7 @@ impl std::fmt::Debug for ViewIndex {
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
     let indexing = TextFieldIndexing::default()
-        .set_tokenizer("raw")
+        .set_tokenizer(term_stream::TOKENIZER)
         .set_index_option(IndexRecordOption::WithFreqsAndPositions);
     let terms = builder.add_text_field(
         "terms",
@@ -149,12 +165,18 @@ impl ViewIndex {
                 .map_err(|e| engine_error("reading segments", e))?;
             index
         };
+        index
+            .tokenizers()
+            .register(term_stream::TOKENIZER, TermsTokenizer::default());
         let payload = index
             .load_metas()
             .map_err(|e| engine_error("reading its commit", e))?
             .payload;
         let writer = index
-            .writer_with_num_threads(1, WRITER_MEMORY)
+            .writer_with_num_threads(
+                writer_threads(),
+                writer_threads() * WRITER_MEMORY_PER_THREAD,
+            )
             .map_err(|e| engine_error("opening its writer", e))?;
         let reader = index
             .reader_builder()
@@ -209,23 +231,11 @@ impl ViewIndex {
         let id = format!("{collection}/{key}");
         doc.add_text(self.fields.id, &id);
         doc.add_text(self.fields.collection, collection.to_string());
-        let tokens: Vec<Token> = terms
-            .into_iter()
-            .map(|t| Token {
-                offset_from: 0,
-                offset_to: 0,
-                position: t.position as usize,
-                text: t.term,
-                position_length: 1,
-            })
-            .collect();
-        doc.add_pre_tokenized_text(
-            self.fields.terms,
-            PreTokenizedString {
-                text: String::new(),
-                tokens,
-            },
-        );
+        let mut text = String::with_capacity(terms.iter().map(|t| t.term.len() + 16).sum());
+        for t in &terms {
+            term_stream::push_term(&mut text, t.position, &t.term);
+        }
+        doc.add_text(self.fields.terms, &text);
         let writer = self.writer.lock();
         writer.delete_term(self.id_term(collection, key));
         writer
@@ -291,6 +301,115 @@ impl ViewIndex {
         analyzers: &dyn AnalyzerSource,
     ) -> Result<Vec<Hit>> {
         let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let mut hits = Vec::with_capacity(matched.iter().map(Vec::len).sum());
+        for (segment, docs) in matched.iter().enumerate() {
+            for (i, doc) in docs.iter().enumerate() {
+                let (collection, key) = self.identity(&searcher, segment as u32, *doc)?;
+                let scores = match scores.get(segment) {
+                    Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
+                    None => vec![0.0; scorers.len()],
+                };
+                hits.push(Hit {
+                    collection,
+                    key,
+                    scores,
+                });
+            }
+        }
+        Ok(hits)
+    }
+
+    /// The first `k` documents [`ViewIndex::search`] would give once sorted (stably) by
+    /// `order` over its scorers, in that order: every match is scored, the best `k` are kept
+    /// in a bounded heap (`top_scores.rs`), and only their identities are read.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Hit>> {
+        let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let zeros = vec![0.0; scorers.len()];
+        let mut best = BestScores::new(order, k);
+        for (segment, docs) in matched.iter().enumerate() {
+            for (i, doc) in docs.iter().enumerate() {
+                let s = scores.get(segment).map_or(&zeros[..], |s| {
+                    &s[i * scorers.len()..(i + 1) * scorers.len()]
+                });
+                best.offer(s, (segment as u32, *doc));
+            }
+        }
+        let mut hits = Vec::with_capacity(k.min(4096));
+        for ((segment, doc), scores) in best.into_sorted() {
+            let (collection, key) = self.identity(&searcher, segment, doc)?;
+            hits.push(Hit {
+                collection,
+                key,
+                scores,
+            });
+        }
+        Ok(hits)
+    }
+
+    /// The searchable state of the index now: what [`ViewIndex::count`] counts in, however
+    /// the index changes after.
+    pub fn state(&self) -> IndexState {
+        IndexState(self.reader.searcher())
+    }
+
+    /// How many live documents of `state` match `query` (restricted to `collections` when
+    /// given), without reading any identity.
+    pub fn count(
+        &self,
+        state: &IndexState,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<u64> {
+        let tantivy_query = self.tantivy_query(query, collections, analyzers)?;
+        state
+            .0
+            .search(&*tantivy_query, &Count)
+            .map(|n| n as u64)
+            .map_err(|e| engine_error("counting", e))
+    }
+
+    /// The live documents matching `query`, per segment (by ordinal) in document order.
+    fn matches(
+        &self,
+        searcher: &Searcher,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Vec<DocId>>> {
+        let tantivy_query = self.tantivy_query(query, collections, analyzers)?;
+        searcher
+            .search(&*tantivy_query, &MatchedDocs)
+            .map_err(|e| engine_error("searching", e))
+    }
+
+    /// `query` as tantivy's query, restricted to `collections` when given.
+    fn tantivy_query(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Box<dyn Query>> {
         let mut tantivy_query = query.to_tantivy(self.fields.terms, analyzers)?;
         if let Some(ids) = collections {
             let any_of: Vec<(Occur, Box<dyn Query>)> = ids
@@ -311,42 +430,24 @@ impl ViewIndex {
                 ),
             ]));
         }
-        let matched: Vec<Vec<DocId>> = searcher
-            .search(&*tantivy_query, &MatchedDocs)
-            .map_err(|e| engine_error("searching", e))?;
-        let scores = if scorers.is_empty() {
-            Vec::new()
-        } else {
-            self.score(&searcher, query, &matched, scorers, analyzers)?
+        Ok(tantivy_query)
+    }
+
+    /// The identity (collection id, key) stored with document `doc` of segment `segment`.
+    fn identity(&self, searcher: &Searcher, segment: u32, doc: DocId) -> Result<(u64, String)> {
+        let stored: TantivyDocument = searcher
+            .doc(DocAddress::new(segment, doc))
+            .map_err(|e| engine_error("reading a document's identity", e))?;
+        let Some(id) = stored.get_first(self.fields.id).and_then(|v| v.as_str()) else {
+            return Err(engine_error("reading a document's identity", "missing"));
         };
-        let mut hits = Vec::with_capacity(matched.iter().map(Vec::len).sum());
-        for (segment, docs) in matched.iter().enumerate() {
-            for (i, doc) in docs.iter().enumerate() {
-                let addr = DocAddress::new(segment as u32, *doc);
-                let stored: TantivyDocument = searcher
-                    .doc(addr)
-                    .map_err(|e| engine_error("reading a document's identity", e))?;
-                let Some(id) = stored.get_first(self.fields.id).and_then(|v| v.as_str()) else {
-                    return Err(engine_error("reading a document's identity", "missing"));
-                };
-                let Some((collection, key)) = id
-                    .split_once('/')
-                    .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
-                else {
-                    return Err(engine_error("reading a document's identity", id));
-                };
-                let scores = match scores.get(segment) {
-                    Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
-                    None => vec![0.0; scorers.len()],
-                };
-                hits.push(Hit {
-                    collection,
-                    key: key.to_string(),
-                    scores,
-                });
-            }
-        }
-        Ok(hits)
+        let Some((collection, key)) = id
+            .split_once('/')
+            .and_then(|(c, k)| Some((c.parse::<u64>().ok()?, k)))
+        else {
+            return Err(engine_error("reading a document's identity", id));
+        };
+        Ok((collection, key.to_string()))
     }
 
     /// The scores of the matched documents: per segment, `scorers.len()` values per matched

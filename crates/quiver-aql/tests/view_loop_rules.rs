@@ -1,0 +1,290 @@
+//! The optimizer's rules for view loops answer exactly what the general path answers: each
+//! query runs with the rules and with them switched off (`optimizer.rules: ["-…"]`), on random
+//! texts over a small vocabulary (so that many documents tie on their scores), spread over
+//! several index segments, with documents removed from the collection that the view has not
+//! caught up with yet (the index still finds them; the rows must skip them).
+
+mod support;
+
+use std::sync::Arc;
+
+use quiver_aql::source::core::CoreSource;
+use quiver_aql::QueryService;
+use quiver_core::{CollectionSpec, Core, CoreOptions};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{json, Value};
+
+/// Words `text_en` leaves as they are (so `d.text IN [...]` finds them unanalyzed).
+const WORDS: [&str; 6] = ["brown", "cloud", "drum", "fjord", "lamp", "pink"];
+
+struct Fixture {
+    service: QueryService,
+    _core: Arc<Core>,
+    _dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn run(&self, query: &str, binds: &Value, rules: &[&str]) -> Vec<Value> {
+        let body = json!({"query": query, "bindVars": binds, "batchSize": 100000,
+            "options": {"optimizer": {"rules": rules}}});
+        let (_, reply) = self
+            .service
+            .create_cursor("_system", support::cursor(&body))
+            .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
+        reply["result"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// The result and `documentLookups` of a query.
+    fn run_with_lookups(&self, query: &str, binds: &Value, rules: &[&str]) -> (Vec<Value>, u64) {
+        let body = json!({"query": query, "bindVars": binds, "batchSize": 100000,
+            "options": {"optimizer": {"rules": rules}}});
+        let (_, reply) = self
+            .service
+            .create_cursor("_system", support::cursor(&body))
+            .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
+        let lookups = reply["extra"]["stats"]["documentLookups"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("no documentLookups in {}", reply["extra"]));
+        (
+            reply["result"].as_array().cloned().unwrap_or_default(),
+            lookups,
+        )
+    }
+
+    fn rules_fired(&self, query: &str, binds: &Value) -> Vec<String> {
+        let (_, plan) = self
+            .service
+            .explain(
+                "_system",
+                &support::explain(&json!({"query": query, "bindVars": binds})),
+            )
+            .unwrap_or_else(|e| panic!("{query}: {}", e.message));
+        plan["plan"]["rules"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+/// 600 documents of 1–6 random words, written in three batches each made searchable (three
+/// segments at least), then every fifth document removed without the view catching up.
+fn fixture(seed: u64) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    db.create_collection(CollectionSpec::new("docs")).unwrap();
+    db.create_view(
+        "v",
+        "arangosearch",
+        &json!({"commitIntervalMsec": 3_600_000, "consolidationIntervalMsec": 0,
+            "links": {"docs": {"fields": {"text": {"analyzers": ["text_en"]}}}}}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    for batch in 0..3 {
+        let docs: Vec<Value> = (0..200)
+            .map(|i| {
+                let n = rng.gen_range(1..=6);
+                let text: Vec<&str> = (0..n)
+                    .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                    .collect();
+                json!({"_key": format!("k{}", batch * 200 + i), "text": text.join(" ")})
+            })
+            .collect();
+        f.run(
+            "FOR d IN @docs INSERT d INTO docs",
+            &json!({"docs": docs}),
+            &[],
+        );
+        // Commits the view: the next batch goes to another segment.
+        f.run(
+            "FOR d IN v SEARCH true OPTIONS {waitForSync: true} COLLECT WITH COUNT INTO n RETURN n",
+            &json!({}),
+            &[],
+        );
+    }
+    let gone: Vec<String> = (0..600).step_by(5).map(|i| format!("k{i}")).collect();
+    f.run(
+        "FOR k IN @keys REMOVE k IN docs",
+        &json!({"keys": gone}),
+        &[],
+    );
+    f
+}
+
+#[test]
+fn constrained_sort_gives_the_rows_of_the_full_sort() {
+    let f = fixture(17);
+    let mut rng = StdRng::seed_from_u64(4);
+    let sorts = [
+        "SORT BM25(d) DESC",
+        "SORT BM25(d)",
+        "SORT TFIDF(d) DESC",
+        "SORT TFIDF(d, true) ASC, BM25(d) DESC",
+        "SORT BM25(d, 1.2, 0) DESC, TFIDF(d, true) DESC",
+        "LET s = BM25(d) LET c = 1 SORT s DESC",
+    ];
+    let mut checked = 0;
+    for sort in sorts {
+        for _ in 0..12 {
+            let words: Vec<&str> = (0..rng.gen_range(1..=3))
+                .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                .collect();
+            let offset = rng.gen_range(0..40);
+            let count = [0, 1, 3, 10, 50, 400][rng.gen_range(0..6)];
+            let query = format!(
+                "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') {sort} \
+                 LIMIT @offset, @count RETURN [d._key, BM25(d), TFIDF(d, true)]"
+            );
+            let binds = json!({"words": words, "offset": offset, "count": count});
+            assert!(
+                f.rules_fired(&query, &binds)
+                    .contains(&"arangosearch-constrained-sort".to_string()),
+                "{query}"
+            );
+            let fast = f.run(&query, &binds, &[]);
+            let full = f.run(&query, &binds, &["-arangosearch-constrained-sort"]);
+            assert_eq!(fast, full, "{query} {binds}");
+            assert!(fast.len() <= count);
+            checked += fast.len();
+        }
+    }
+    assert!(checked > 500, "too few rows compared: {checked}");
+
+    // Inside an outer loop the rows of every iteration are sorted together.
+    let query = "FOR w IN @words FOR d IN v SEARCH ANALYZER(d.text == w, 'text_en') \
+                 SORT BM25(d) DESC LIMIT 2, 7 RETURN [w, d._key, BM25(d)]";
+    let binds = json!({"words": WORDS});
+    assert_eq!(
+        f.run(query, &binds, &[]),
+        f.run(query, &binds, &["-arangosearch-constrained-sort"])
+    );
+}
+
+#[test]
+fn constrained_sort_only_where_rows_cannot_change() {
+    let f = fixture(3);
+    let binds = json!({"words": ["lamp"]});
+    for query in [
+        // A filter between the loop and the SORT may drop rows.
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') FILTER d._key != 'k1' \
+         SORT BM25(d) DESC LIMIT 3 RETURN d._key",
+        // A sort key that is not a score.
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') SORT BM25(d) DESC, d._key \
+         LIMIT 3 RETURN d._key",
+        // No LIMIT.
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') SORT BM25(d) DESC \
+         RETURN d._key",
+    ] {
+        assert!(
+            !f.rules_fired(query, &binds)
+                .contains(&"arangosearch-constrained-sort".to_string()),
+            "{query}"
+        );
+        assert_eq!(
+            f.run(query, &binds, &[]),
+            f.run(query, &binds, &["-arangosearch-constrained-sort"])
+        );
+    }
+}
+
+const NO_MATERIALIZATION: &str = "no-document-materialization-arangosearch";
+
+#[test]
+fn unread_documents_are_not_read_and_counts_stay_exact() {
+    let f = fixture(11);
+    let count = "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+                 COLLECT WITH COUNT INTO n RETURN n";
+    let queries = [
+        count,
+        "RETURN LENGTH(FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN 1)",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN [d._key, d._id]",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN BM25(d)",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') SORT TFIDF(d) LIMIT 5 \
+         RETURN d._key",
+    ];
+    let mut rng = StdRng::seed_from_u64(9);
+    for _ in 0..10 {
+        let words: Vec<&str> = (0..rng.gen_range(1..=2))
+            .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+            .collect();
+        let binds = json!({"words": words});
+        for query in queries {
+            assert!(
+                f.rules_fired(query, &binds)
+                    .contains(&NO_MATERIALIZATION.to_string()),
+                "{query}"
+            );
+            // The view still holds the removed documents: every hit is checked.
+            assert_eq!(
+                f.run(query, &binds, &[]),
+                f.run(query, &binds, &[&format!("-{NO_MATERIALIZATION}")]),
+                "{query} {binds}"
+            );
+        }
+        let (lagging, lookups) = f.run_with_lookups(count, &binds, &[]);
+        assert!(
+            lookups > 0,
+            "a view behind its collection is checked per hit"
+        );
+        let full = f.run(count, &binds, &["-all"]);
+        assert_eq!(lagging, full);
+    }
+    // Once the view caught up, the index counts alone, and counts the same.
+    let synced = "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+                  OPTIONS {waitForSync: true} COLLECT WITH COUNT INTO n RETURN n";
+    for words in [vec!["lamp"], vec!["brown", "drum"], WORDS.to_vec()] {
+        let binds = json!({"words": words});
+        let (n, lookups) = f.run_with_lookups(synced, &binds, &[]);
+        assert_eq!(lookups, 0, "{words:?}");
+        assert_eq!(
+            n,
+            f.run(synced, &binds, &[&format!("-{NO_MATERIALIZATION}")])
+        );
+        assert!(n[0].as_u64().unwrap() > 0);
+    }
+    // A later write is counted once the view has it.
+    let words = json!({"words": ["lamp"]});
+    let before = f.run(count, &words, &[])[0].as_u64().unwrap();
+    f.run(
+        "INSERT {_key: 'late', text: 'lamp'} INTO docs",
+        &json!({}),
+        &[],
+    );
+    let after = f.run(synced, &words, &[])[0].as_u64().unwrap();
+    assert_eq!(after, before + 1);
+    // Inside a transaction that writes, its own writes are not in the view.
+    let writing = f.run(
+        "FOR d IN v SEARCH ANALYZER(d.text == 'lamp', 'text_en') COLLECT WITH COUNT INTO n \
+         INSERT {_key: 'counted', n} INTO docs RETURN n",
+        &json!({}),
+        &[],
+    );
+    assert_eq!(writing, vec![json!(after)]);
+}
+
+#[test]
+fn documents_are_read_when_anything_else_of_them_is() {
+    let f = fixture(5);
+    let binds = json!({"words": ["pink"]});
+    for query in [
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN d",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') RETURN d.text",
+        "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') \
+         RETURN OFFSET_INFO(d, ['text'])",
+    ] {
+        assert!(
+            !f.rules_fired(query, &binds)
+                .contains(&NO_MATERIALIZATION.to_string()),
+            "{query}"
+        );
+    }
+}
