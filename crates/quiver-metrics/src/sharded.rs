@@ -1,38 +1,95 @@
 //! Counters and histograms that many threads bump at once without sharing a cache line:
-//! each thread writes to one of [`SHARDS`] cache-line-aligned slots (picked once per thread,
-//! round robin), and a read sums the slots. Recording is one relaxed `fetch_add` (two for a
-//! histogram sample: its bucket and its sum), no lock and no allocation.
+//! each thread writes to its own cache-line-aligned slot, and a read sums the slots.
+//!
+//! A thread claims one of [`OWNED_SLOTS`] slots for itself on its first recording and gives
+//! it back when it exits; while it holds the slot nobody else writes there, so recording is a
+//! relaxed load and store — no locked instruction, no lock, no allocation. Threads that find
+//! every owned slot taken (more recording threads than that at once) share the
+//! [`SHARED_SLOTS`] others, where recording is one relaxed `fetch_add`. A slot keeps its
+//! counts when its thread exits; the next owner goes on from them (the release of the slot
+//! and its next claim order the two threads' writes).
 
-use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::HistogramSnapshot;
 
-/// Slots per counter: more than the threads that record at the same time on the machines
-/// QuiverDB runs on, few enough that a read stays cheap.
-pub const SHARDS: usize = 16;
+/// Slots one thread at a time may own (more than the threads that record at the same time
+/// on the machines QuiverDB runs on: the tokio workers and the syncer and compactor threads).
+pub const OWNED_SLOTS: usize = 16;
+/// Slots for the threads beyond those, shared by atomic additions.
+pub const SHARED_SLOTS: usize = 4;
+/// Slots per counter: few enough that a read stays cheap.
+pub const SHARDS: usize = OWNED_SLOTS + SHARED_SLOTS;
 
 /// One cache line (two on CPUs that prefetch line pairs) per slot.
 #[repr(align(128))]
 #[derive(Default)]
 struct Slot(AtomicU64);
 
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
+/// Which owned slots a live thread holds.
+static TAKEN: [AtomicBool; OWNED_SLOTS] = [const { AtomicBool::new(false) }; OWNED_SLOTS];
+static NEXT_SHARED: AtomicUsize = AtomicUsize::new(0);
 
-thread_local! {
-    static SHARD: Cell<usize> = const { Cell::new(usize::MAX) };
+/// A thread's slot, and whether it is the slot's only writer.
+#[derive(Clone, Copy, Debug)]
+struct Shard {
+    index: usize,
+    owned: bool,
 }
 
-/// This thread's slot index.
-fn shard() -> usize {
-    SHARD.with(|s| {
-        let mut i = s.get();
-        if i == usize::MAX {
-            i = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
-            s.set(i);
+/// A thread's claim on its slot, given back when the thread exits.
+struct Claim(Shard);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if self.0.owned {
+            // Release: the next owner's claim sees every count this thread wrote.
+            TAKEN[self.0.index].store(false, Ordering::Release);
         }
-        i
+    }
+}
+
+thread_local! {
+    static CLAIM: Claim = Claim(claim());
+}
+
+fn claim() -> Shard {
+    for (index, taken) in TAKEN.iter().enumerate() {
+        if taken
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Shard { index, owned: true };
+        }
+    }
+    Shard {
+        index: OWNED_SLOTS + NEXT_SHARED.fetch_add(1, Ordering::Relaxed) % SHARED_SLOTS,
+        owned: false,
+    }
+}
+
+/// This thread's slot (a shared one while the thread is being torn down).
+#[inline]
+fn shard() -> Shard {
+    CLAIM.try_with(|c| c.0).unwrap_or(Shard {
+        index: OWNED_SLOTS,
+        owned: false,
     })
+}
+
+/// Adds `n` to a cell of `shard`'s slot.
+#[inline]
+fn bump(cell: &AtomicU64, n: u64, shard: Shard) {
+    debug_assert_eq!(shard.owned, shard.index < OWNED_SLOTS);
+    if shard.owned {
+        // This thread is the cell's only writer: no read-modify-write needed.
+        cell.store(
+            cell.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    } else {
+        cell.fetch_add(n, Ordering::Relaxed);
+    }
 }
 
 /// A monotonically growing count.
@@ -57,7 +114,8 @@ impl Counter {
     /// Adds `n`.
     #[inline]
     pub fn add(&self, n: u64) {
-        self.slots[shard()].0.fetch_add(n, Ordering::Relaxed);
+        let shard = shard();
+        bump(&self.slots[shard.index].0, n, shard);
     }
 
     /// Adds one.
@@ -127,11 +185,12 @@ impl Histogram {
     /// Records one sample of `raw` base units.
     #[inline]
     pub fn record(&self, raw: u64) {
-        let bucket = self.raw_bounds.partition_point(|b| *b < raw);
+        // The bounds are ascending, so the bounds below `raw` are the bucket's index; counted
+        // without branches (a binary search mispredicts on every sample).
+        let bucket = self.raw_bounds.iter().filter(|b| **b < raw).count();
         let shard = shard();
-        self.cell(shard, bucket).fetch_add(1, Ordering::Relaxed);
-        self.cell(shard, self.bounds.len() + 1)
-            .fetch_add(raw, Ordering::Relaxed);
+        bump(self.cell(shard.index, bucket), 1, shard);
+        bump(self.cell(shard.index, self.bounds.len() + 1), raw, shard);
     }
 
     /// Records a duration (for histograms in seconds with `unit` 1e9).
@@ -202,6 +261,54 @@ mod tests {
         assert_eq!(wide.snapshot().sum, 119.0);
         assert_eq!(s.count, 3);
         assert!((s.sum - 2.06).abs() < 1e-9);
+    }
+
+    #[test]
+    fn more_threads_than_owned_slots_lose_no_count() {
+        let counter = Arc::new(Counter::new());
+        let histogram = Arc::new(Histogram::new(vec![10.0, 100.0], 1.0));
+        let barrier = Arc::new(std::sync::Barrier::new(OWNED_SLOTS + 8));
+        let threads: Vec<_> = (0..OWNED_SLOTS + 8)
+            .map(|i| {
+                let (c, h, b) = (counter.clone(), histogram.clone(), barrier.clone());
+                std::thread::spawn(move || {
+                    // All alive at once: some must share.
+                    b.wait();
+                    for _ in 0..2000 {
+                        c.inc();
+                        h.record(i as u64 * 10);
+                    }
+                })
+            })
+            .collect();
+        threads.into_iter().for_each(|t| t.join().unwrap());
+        assert_eq!(counter.get(), 2000 * (OWNED_SLOTS as u64 + 8));
+        assert_eq!(histogram.snapshot().count, 2000 * (OWNED_SLOTS as u64 + 8));
+    }
+
+    #[test]
+    fn a_slot_given_back_keeps_its_counts_for_the_next_owner() {
+        let counter = Arc::new(Counter::new());
+        for _ in 0..3 * SHARDS {
+            let c = counter.clone();
+            std::thread::spawn(move || (0..100).for_each(|_| c.inc()))
+                .join()
+                .unwrap();
+        }
+        assert_eq!(counter.get(), 300 * SHARDS as u64);
+    }
+
+    #[test]
+    fn buckets_match_a_binary_search() {
+        let bounds: Vec<f64> = vec![1.0, 5.0, 10.0, 50.0, 100.0];
+        let h = Histogram::new(bounds.clone(), 1.0);
+        for raw in [0u64, 1, 2, 5, 6, 10, 49, 50, 51, 100, 101, u64::MAX] {
+            let expected = bounds.partition_point(|b| (*b as u64) < raw);
+            let before = h.snapshot().counts;
+            h.record(raw);
+            let after = h.snapshot().counts;
+            assert_eq!(after[expected], before[expected] + 1, "{raw}");
+        }
     }
 
     #[test]
