@@ -506,7 +506,7 @@ pub(crate) fn check(hooks: &Option<Arc<dyn IoHooks>>, point: FailPoint) -> io::R
 /// "prefilled": the reserved range reads as zeros). Returns whether the blocks are really
 /// reserved (false when the file system has no `fallocate` and the file was only extended).
 #[allow(unsafe_code)]
-fn preallocate(file: &File, len: u64) -> io::Result<bool> {
+pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<bool> {
     use std::os::fd::AsRawFd;
     // SAFETY: the descriptor belongs to `file`, which outlives the call; posix_fallocate
     // touches no memory of ours.
@@ -516,6 +516,22 @@ fn preallocate(file: &File, len: u64) -> io::Result<bool> {
         libc::EOPNOTSUPP | libc::EINVAL => file.set_len(len).map(|_| false),
         code => Err(io::Error::from_raw_os_error(code)),
     }
+}
+
+/// The size of the file system holding `dir` in bytes (`statvfs`); `None` if unknown.
+#[allow(unsafe_code)]
+pub(crate) fn total_space(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs the call fills in.
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it initialized `st`.
+    let st = unsafe { st.assume_init() };
+    #[allow(clippy::unnecessary_cast)]
+    Some((st.f_blocks as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// Bytes available to the engine on the file system holding `dir` (`statvfs`; the fault

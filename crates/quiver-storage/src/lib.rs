@@ -156,6 +156,11 @@ pub struct EngineOptions {
     /// writers as the previous fdatasync released to come back (0.8 ms; benchmarks vary it,
     /// see docs/benchmarks/storage.md). A lone writer never waits.
     pub group_commit_gather: Duration,
+    /// `--database.disk-reserve`: bytes held back in the data directory's `RESERVE` file for
+    /// drops, truncates, the collector and the compactor when the disk fills up
+    /// (`engine/disk_reserve.rs`). `None`: a 32nd of the file system, between 1 MiB and the
+    /// smaller of 64 MiB and two WAL segments; `Some(0)`: no reserve.
+    pub disk_reserve: Option<u64>,
 }
 
 impl Default for EngineOptions {
@@ -173,6 +178,7 @@ impl Default for EngineOptions {
             wal_throttle_when_pending: 8,
             wal_throttle_wait: Duration::from_secs(15),
             group_commit_gather: Duration::from_micros(800),
+            disk_reserve: None,
         }
     }
 }
@@ -192,6 +198,7 @@ impl fmt::Debug for EngineOptions {
             .field("wal_throttle_when_pending", &self.wal_throttle_when_pending)
             .field("wal_throttle_wait", &self.wal_throttle_wait)
             .field("group_commit_gather", &self.group_commit_gather)
+            .field("disk_reserve", &self.disk_reserve)
             .finish()
     }
 }
@@ -301,6 +308,12 @@ pub struct EngineStats {
     /// Markers whose checksum failed when read at run time (point reads, scans, compaction,
     /// verify); each read answered error 1000.
     pub checksum_failures: u64,
+    /// Size of the disk reserve (`RESERVE`), 0 when there is none.
+    pub disk_reserve_bytes: u64,
+    /// Whether the disk reserve is in place (false after a full disk released it).
+    pub disk_reserve_held: bool,
+    /// Times the disk reserve was released since startup.
+    pub disk_reserve_releases: u64,
 }
 
 /// Count and total size of one kind of file.

@@ -76,3 +76,85 @@ fn segments_and_journals_shrink_to_the_space_left_and_writes_go_on() {
     let e = open(dir.path());
     assert_eq!(contents(&e, a), model);
 }
+
+/// A small disk reporting `free` bytes whose next `meta_failures` catalog or MANIFEST writes
+/// fail with ENOSPC: the state of a disk that just filled up, until the reserve is released.
+#[derive(Default)]
+struct FullDisk {
+    free: AtomicU64,
+    meta_failures: std::sync::atomic::AtomicUsize,
+}
+
+impl IoHooks for FullDisk {
+    fn check(&self, point: FailPoint) -> std::io::Result<()> {
+        let failing = point == FailPoint::MetaWrite
+            && self
+                .meta_failures
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+                .is_ok();
+        match failing {
+            true => Err(std::io::Error::from_raw_os_error(28)), // ENOSPC
+            false => Ok(()),
+        }
+    }
+    fn free_space(&self) -> Option<u64> {
+        Some(self.free.load(Ordering::Relaxed))
+    }
+}
+
+#[test]
+fn a_drop_on_a_full_disk_releases_the_reserve_and_ordinary_writes_leave_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let disk = Arc::new(FullDisk::default());
+    disk.free.store(1 << 30, Ordering::Relaxed);
+    let options = EngineOptions {
+        wal_logfile_size: 64 * 1024,
+        disk_reserve: Some(256 * 1024),
+        io_hooks: Some(disk.clone()),
+        ..opts()
+    };
+    let e = Engine::open(dir.path(), options.clone()).unwrap();
+    assert!(dir.path().join("RESERVE").exists());
+    assert!(e.stats().disk_reserve_held);
+    let db = new_db(&e);
+    let (a, b) = (new_col(&e, db), new_col(&e, db));
+    put(&e, a, "kept", "before the disk filled up");
+    put(&e, b, "gone", "dropped below");
+
+    // The disk fills up: the catalog write of the drop fails once, the reserve is released
+    // and the drop goes through.
+    disk.free.store(300 * 1024, Ordering::Relaxed);
+    disk.meta_failures.store(1, Ordering::Relaxed);
+    e.drop_collection(b).unwrap();
+    let stats = e.stats();
+    assert!(!stats.disk_reserve_held);
+    assert_eq!(stats.disk_reserve_releases, 1);
+    assert!(!dir.path().join("RESERVE").exists());
+
+    // Ordinary writes that need a new WAL segment leave the released reserve alone: 300 KiB
+    // free minus the 256 KiB reserve cannot hold a 70 KiB document.
+    let big = "b".repeat(70 * 1024);
+    let mut batch = quiver_storage::WriteBatch::new();
+    batch.put(a, "big", e.hlc().next(), bytes::Bytes::from(big.clone()));
+    let Err(refused) = e.commit(batch) else {
+        panic!("the write must be refused");
+    };
+    assert_eq!(refused.code, quiver_errors::ErrorCode::FileSystemFull);
+    assert!(
+        refused.message.contains("disk reserve"),
+        "{}",
+        refused.message
+    );
+    // A truncate frees space: it may use the reserve.
+    e.truncate(a, true).unwrap().wait().unwrap();
+    assert!(contents(&e, a).is_empty());
+    // Space is back: the next write succeeds, and a restart takes the reserve again.
+    disk.free.store(1 << 30, Ordering::Relaxed);
+    put(&e, a, "big", &big);
+    e.shutdown().unwrap();
+    drop(e);
+    let e = Engine::open(dir.path(), options).unwrap();
+    assert!(e.stats().disk_reserve_held);
+    assert!(dir.path().join("RESERVE").exists());
+    assert_eq!(get(&e, a, "big").as_deref(), Some(big.as_str()));
+}

@@ -314,6 +314,18 @@ struct ServeOptions {
     )]
     extended_names: bool,
 
+    /// Space held back in the data directory's `RESERVE` file so that dropping or truncating
+    /// collections, the collector and the compactor still work on a full disk (bytes; k/m/g
+    /// suffixes; `auto`: a 32nd of the file system, between 1 MiB and 64 MiB; 0: none).
+    #[arg(
+        long = "database.disk-reserve",
+        value_name = "SIZE",
+        default_value = "auto",
+        value_parser = parse_reserve,
+        help_heading = "Database"
+    )]
+    disk_reserve: ReserveSize,
+
     /// An origin (`https://app.example.com`) whose cross-origin requests may carry
     /// credentials (`Access-Control-Allow-Credentials: true`); repeatable or comma-separated;
     /// `all` trusts every origin, `none` (the default) none.
@@ -789,6 +801,7 @@ fn engine_options(options: &ServeOptions) -> EngineOptions {
         sync_interval: Duration::from_millis(options.sync_interval.max(1)),
         wal_logfile_size: options.logfile_size,
         ignore_datafile_errors: options.ignore_datafile_errors,
+        disk_reserve: options.disk_reserve.0,
         wal_throttle_when_pending: options.throttle_when_pending,
         wal_throttle_wait: Duration::from_millis(options.throttle_wait),
         compaction: CompactionOptions {
@@ -804,6 +817,18 @@ fn engine_options(options: &ServeOptions) -> EngineOptions {
             ..CompactionOptions::default()
         },
         ..EngineOptions::default()
+    }
+}
+
+/// `--database.disk-reserve`: `auto` (None) or a number of bytes.
+#[derive(Clone, Copy, Debug)]
+struct ReserveSize(Option<u64>);
+
+/// `auto` or a size as [`parse_size`] reads it.
+fn parse_reserve(text: &str) -> Result<ReserveSize, String> {
+    match text.trim() {
+        "auto" => Ok(ReserveSize(None)),
+        other => parse_size(other).map(|n| ReserveSize(Some(n))),
     }
 }
 

@@ -344,6 +344,20 @@ fn storage_metrics(page: &mut Exposition, state: &ServerState) {
         e.checksum_failures as f64,
     );
     page.gauge(
+        "quiver_storage_disk_reserve_bytes",
+        "Bytes of the data directory's disk reserve in place (0 while a full disk has it released)",
+        if e.disk_reserve_held {
+            e.disk_reserve_bytes as f64
+        } else {
+            0.0
+        },
+    );
+    page.counter(
+        "quiver_storage_disk_reserve_releases_total",
+        "Times a full disk released the disk reserve for drops, truncates and the collector",
+        e.disk_reserve_releases as f64,
+    );
+    page.gauge(
         "quiver_index_memory_bytes",
         "Memory of all indexes of all collections [bytes]",
         index_memory(state) as f64,

@@ -120,7 +120,10 @@ impl Inner {
         let _g = self.ddl.lock();
         let mut next = (*self.catalog()).clone();
         f(&mut next)?;
-        self.persist_catalog(&next)?;
+        // A catalog change is small and often the way out of a full disk (a drop): it may
+        // use the disk reserve.
+        self.reserve
+            .retry_when_full("writing catalog.json", || self.persist_catalog(&next))?;
         *self.catalog.write() = Arc::new(next);
         Ok(())
     }
@@ -167,6 +170,7 @@ impl Inner {
             self.release_collection(&c);
         }
         let _ = std::fs::remove_dir_all(self.dir.join(format!("db-{db}")));
+        self.request_wal_release();
         Ok(())
     }
 
@@ -241,7 +245,10 @@ impl Inner {
         let old = (col.options.read().clone(), col.meta.read().clone());
         *col.options.write() = options;
         *col.meta.write() = meta;
-        if let Err(e) = self.persist_catalog(&self.catalog()) {
+        let persisted = self.reserve.retry_when_full("writing catalog.json", || {
+            self.persist_catalog(&self.catalog())
+        });
+        if let Err(e) = persisted {
             *col.options.write() = old.0;
             *col.meta.write() = old.1;
             return Err(e);
@@ -261,6 +268,7 @@ impl Inner {
         if let Some(c) = dropped {
             self.release_collection(&c);
         }
+        self.request_wal_release();
         Ok(())
     }
 }

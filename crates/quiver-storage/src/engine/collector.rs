@@ -128,7 +128,10 @@ impl Inner {
             }
             // Long collection passes must not starve the writers of prepared segments.
             if let Err(e) = self.prepare_spare_segment() {
-                tracing::warn!("preparing the next WAL segment: {}", e);
+                // A full disk is reported by the maintenance loop, once.
+                if e.code != ErrorCode::FileSystemFull {
+                    tracing::warn!("preparing the next WAL segment: {}", e);
+                }
             }
             let retain = self.collect_segment(&seg, &mut scratch)?;
             super::counters::EngineCounters::bump(&self.counters.wal_segments_collected, 1);
@@ -218,7 +221,29 @@ impl Inner {
         let _no_compaction = col.compact_lock.lock();
         let mut cf = col.files.lock();
         let collected = col.collected_tick.load(Ordering::Acquire);
-        let markers = markers.filter(move |m| m.tick > collected);
+        // Versions below a truncate that is durable in the WAL and older than every snapshot
+        // are dead for every reader, and recovery replays the truncate from the WAL until it
+        // is collected itself: they are not copied, so that a truncate (or a drop) frees the
+        // WAL's space without first writing what it removed into journals.
+        let covered = col.index.last_truncate();
+        let covered = match covered <= self.durable_tick.load(Ordering::Acquire)
+            && covered <= self.horizon()
+        {
+            true => covered,
+            false => 0,
+        };
+        let skipped = markers
+            .clone()
+            .filter(|m| m.tick > collected && m.tick < covered)
+            .count() as u64;
+        if skipped > 0 {
+            let _ = col
+                .uncollected
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |u| {
+                    Some(u.saturating_sub(skipped))
+                });
+        }
+        let markers = markers.filter(move |m| m.tick > collected && m.tick >= covered);
         if markers.clone().next().is_none() {
             return Ok(());
         }

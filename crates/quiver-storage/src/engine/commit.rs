@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::collection::Collection;
+use super::disk_reserve::SpaceUse;
 use super::wal::{Appended, MarkerSpan, WalState};
 use super::Inner;
 
@@ -45,7 +46,16 @@ impl Inner {
         self.throttle_writers()?;
         let mut wal = self.wal.lock();
         self.check_open()?;
-        let appended = self.append_locked(&mut wal, &mut buf, &spans, sync)?;
+        // A truncate frees space: it may use a released disk reserve, other writes may not.
+        let usage = match batch
+            .ops
+            .iter()
+            .all(|op| matches!(op, BatchOp::Truncate { .. }))
+        {
+            true => SpaceUse::Freeing,
+            false => SpaceUse::Writes,
+        };
+        let appended = self.append_locked(&mut wal, &mut buf, &spans, sync, usage)?;
         self.install_batch(&batch.ops, &cols, &spans, &appended);
         Ok(self.publish(wal, appended, sync))
     }
@@ -210,7 +220,7 @@ impl Inner {
         // Rotated before the key's shard is locked: a new segment may mean creating and
         // syncing a file, and the shard's readers must not wait for that.
         let retired = if too_large.is_none() {
-            self.make_room(&mut wal, buf.len() as u64)?
+            self.make_room(&mut wal, buf.len() as u64, SpaceUse::Writes)?
         } else {
             None
         };
@@ -220,8 +230,13 @@ impl Inner {
             if let Some(err) = too_large.take() {
                 return Err(err);
             }
-            let a =
-                self.append_locked(&mut wal, &mut buf, &[(0, len, MarkerType::Document)], sync)?;
+            let a = self.append_locked(
+                &mut wal,
+                &mut buf,
+                &[(0, len, MarkerType::Document)],
+                sync,
+                SpaceUse::Writes,
+            )?;
             let version = Version {
                 tick: a.commit_tick,
                 rev: rev.0,
@@ -344,7 +359,13 @@ impl Inner {
             cid,
             rev: self.hlc.next(),
         });
-        self.commit(batch)
+        let ticket = self
+            .reserve
+            .retry_when_full("truncating a collection", || self.commit(batch.clone()))?;
+        // Ask the collector to pass the WAL now, so that the space the truncated versions
+        // held there is freed without waiting for the segment to fill.
+        self.request_wal_release();
+        Ok(ticket)
     }
 }
 

@@ -13,6 +13,7 @@ use serde_json::json;
 use std::sync::atomic::Ordering;
 
 use super::collection::{ColFiles, Collection, FileStats, Journal, StatKind};
+use super::disk_reserve::SpaceUse;
 use super::scratch::{presize, recycle, SCRATCH_KEEP};
 use super::{datafile_path, hint_path, journal_path, next_tick, Inner};
 
@@ -59,7 +60,10 @@ impl Inner {
         let min = (min.div_ceil(4096) * 4096).max(crate::JOURNAL_SIZE_FLOOR);
         // Smaller on a nearly full disk, like WAL segments: the collector keeps freeing WAL
         // segments instead of failing to create a full-size journal.
-        let free = files::free_space(&self.dir, &self.options.io_hooks);
+        let disk_free = files::free_space(&self.dir, &self.options.io_hooks);
+        self.reserve
+            .check_room(disk_free, SpaceUse::Collector, min)?;
+        let free = self.reserve.usable(disk_free, SpaceUse::Collector);
         let size = files::fit_to_free_space(base, min, free);
         let fid = next_tick(self);
         std::fs::create_dir_all(&col.dir)

@@ -42,8 +42,39 @@ pub(super) fn start_threads(inner: &Arc<Inner>) -> Result<()> {
     Ok(())
 }
 
+/// How often background work may log that the disk is full: once when it starts, then at
+/// most once a minute while it lasts (the loop retries every 200 ms).
+const FULL_DISK_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Logs background errors; a full disk (1104) once per [`FULL_DISK_LOG_INTERVAL`].
+struct BackgroundLog {
+    last_full: Option<Instant>,
+}
+
+impl BackgroundLog {
+    fn warn(&mut self, what: &str, e: &Error) {
+        if e.code == ErrorCode::FileSystemFull {
+            if self
+                .last_full
+                .is_some_and(|t| t.elapsed() < FULL_DISK_LOG_INTERVAL)
+            {
+                tracing::debug!("{what}: {e}");
+                return;
+            }
+            self.last_full = Some(Instant::now());
+        }
+        tracing::warn!("{what}: {e}");
+    }
+
+    /// Background work succeeded: a later full disk is news again.
+    fn progressed(&mut self) {
+        self.last_full = None;
+    }
+}
+
 fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
     let mut last_compaction = Instant::now();
+    let mut log = BackgroundLog { last_full: None };
     loop {
         {
             let mut woken = bg.wake.lock();
@@ -61,12 +92,17 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
         if inner.closed.load(Ordering::Acquire) {
             return;
         }
+        inner.reserve.rearm(&inner.dir, &inner.options.io_hooks);
         if let Err(e) = inner.prepare_spare_segment() {
-            tracing::warn!("preparing the next WAL segment: {}", e);
+            log.warn("preparing the next WAL segment", &e);
         }
-        if inner.options.background_collector && !inner.wal.lock().sealed.is_empty() {
-            if let Err(e) = inner.collect(false) {
-                tracing::warn!("collector: {}", e);
+        let include_active = bg.collect_active.swap(false, Ordering::AcqRel);
+        if inner.options.background_collector
+            && (include_active || !inner.wal.lock().sealed.is_empty())
+        {
+            match inner.collect(include_active) {
+                Ok(()) => log.progressed(),
+                Err(e) => log.warn("collector", &e),
             }
         }
         // Index GC (old versions, tombstones) whenever enough garbage piled up, whether or
@@ -101,9 +137,20 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
                     continue;
                 }
                 if let Err(e) = inner.compact_collection(col, false) {
-                    tracing::warn!("compactor: collection {}: {}", col.id, e);
+                    log.warn(&format!("compactor: collection {}", col.id), &e);
                 }
             }
         }
+    }
+}
+
+impl Inner {
+    /// After a drop or truncate: wakes the maintenance thread to collect the WAL, the current
+    /// segment included, so that segments holding only dropped or truncated versions are
+    /// deleted now rather than when the segment fills up.
+    pub(super) fn request_wal_release(&self) {
+        self.bg.collect_active.store(true, Ordering::Release);
+        *self.bg.wake.lock() = true;
+        self.bg.cv.notify_all();
     }
 }

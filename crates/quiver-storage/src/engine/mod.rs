@@ -43,6 +43,7 @@ mod compaction_plan;
 mod compactor;
 mod counters;
 mod damage_report;
+mod disk_reserve;
 mod durable_record;
 mod figures;
 mod journal;
@@ -267,6 +268,9 @@ impl Engine {
                 .pending_segments
                 .load(std::sync::atomic::Ordering::Relaxed)
                 as u64,
+            disk_reserve_bytes: self.inner.reserve.size(),
+            disk_reserve_held: self.inner.reserve.is_held(),
+            disk_reserve_releases: self.inner.reserve.releases(),
             ..EngineStats::default()
         };
         self.inner.counters.fill(&mut stats);
@@ -298,6 +302,9 @@ struct Background {
     stop: AtomicBool,
     wake: Mutex<bool>,
     cv: Condvar,
+    /// Set by a drop or truncate: the next maintenance round collects the WAL's current
+    /// segment too, so that the space its dropped markers hold is freed at once.
+    collect_active: AtomicBool,
 }
 
 /// The state every part of the engine shares; each file of this module implements one
@@ -348,6 +355,8 @@ pub(crate) struct Inner {
     salvage_notes: Mutex<Vec<String>>,
     /// Damaged locations already logged (`damage_report.rs`).
     damage_logged: Mutex<damage_report::LoggedDamage>,
+    /// Space held back for drops, truncates and the collector on a full disk.
+    reserve: disk_reserve::DiskReserve,
 }
 
 impl Drop for Inner {

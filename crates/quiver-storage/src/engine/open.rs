@@ -25,6 +25,7 @@ use std::sync::Arc;
 use super::catalog::{options_from_json, Catalog};
 use super::collection::new_collection;
 use super::collector::CollectorScratch;
+use super::disk_reserve::DiskReserve;
 use super::journal::HintScratch;
 use super::maintenance::start_threads;
 use super::recovery::{judge_unlisted, recover_collection, Recovered};
@@ -136,6 +137,13 @@ fn lock_directory(dir: &Path) -> Result<File> {
 /// The engine's state before recovery: empty catalog, no WAL segment, every tick 0.
 fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
     let (durable_tx, _) = tokio::sync::watch::channel((0u64, false));
+    // Before recovery: on a full disk it gives its space back first.
+    let reserve = DiskReserve::open(
+        dir,
+        options.disk_reserve,
+        options.wal_logfile_size,
+        &options.io_hooks,
+    );
     Inner {
         dir: dir.to_path_buf(),
         options,
@@ -171,6 +179,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
             stop: AtomicBool::new(false),
             wake: Mutex::new(false),
             cv: Condvar::new(),
+            collect_active: AtomicBool::new(false),
         }),
         threads: Mutex::new(Vec::new()),
         lock_file: Mutex::new(Some(lock)),
@@ -184,6 +193,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         durable_record: Mutex::new(None),
         salvage_notes: Mutex::new(Vec::new()),
         damage_logged: Mutex::new(Default::default()),
+        reserve,
     }
 }
 

@@ -7,6 +7,7 @@
 //! appended to again.
 
 use super::counters::EngineCounters;
+use super::disk_reserve::SpaceUse;
 use crate::files::{self, AppendMap, DataFile};
 use crate::format::{self, FileKind, MarkerType, FLAG_COMMIT, FLAG_SYNC};
 use crate::{FailPoint, JOURNAL_SIZE_FLOOR};
@@ -78,7 +79,7 @@ impl Inner {
     }
 
     /// Starts the next segment: the spare if `need` bytes fit it, else one created inline.
-    fn new_segment(&self, wal: &mut WalState, need: u64) -> Result<()> {
+    fn new_segment(&self, wal: &mut WalState, need: u64, usage: SpaceUse) -> Result<()> {
         let header_len = format::padded(format::FILE_HEADER_LEN) as u64;
         EngineCounters::bump(&self.counters.wal_segments_started, 1);
         if let Some((spare, size, map)) = wal.spare.take() {
@@ -93,7 +94,7 @@ impl Inner {
             // Too small for this batch: keep it for the next rotation.
             wal.spare = Some((spare, size, map));
         }
-        let size = self.segment_size(need);
+        let size = self.segment_size(need, usage)?;
         // Inline (under the WAL mutex), like the spares prepared in the background: only
         // reserve the space (see prepare_spare_segment).
         let seg = self.create_segment(size, false)?;
@@ -109,14 +110,18 @@ impl Inner {
 
     /// The size of a new segment for a batch of `need` bytes: `--wal.logfile-size`, or less
     /// on a nearly full disk (`files::fit_to_free_space`), never less than the batch needs.
-    fn segment_size(&self, need: u64) -> u64 {
+    /// Ordinary writes get error 1104 instead when only a released disk reserve is left
+    /// (`disk_reserve.rs`).
+    fn segment_size(&self, need: u64, usage: SpaceUse) -> Result<u64> {
         let minimum = (format::FILE_HEADER_LEN as u64 + need + 4096).max(JOURNAL_SIZE_FLOOR);
         // Locations are 32-bit offsets: no file may reach 4 GiB (batches are capped at 1 GiB).
         let wanted = self.options.wal_logfile_size.min(MAX_FILE_SIZE);
-        let free = files::free_space(&wal_dir(&self.dir), &self.options.io_hooks);
+        let disk_free = files::free_space(&wal_dir(&self.dir), &self.options.io_hooks);
+        self.reserve.check_room(disk_free, usage, minimum)?;
+        let free = self.reserve.usable(disk_free, usage);
         let size = files::fit_to_free_space(wanted, minimum, free);
         assert!(size >= minimum && size <= MAX_FILE_SIZE.max(minimum));
-        size
+        Ok(size)
     }
 
     /// Creates (and preallocates) a WAL segment and enters it in the file table.
@@ -147,7 +152,10 @@ impl Inner {
                 return Ok(());
             }
         }
-        let size = self.segment_size(0);
+        let Ok(size) = self.segment_size(0, SpaceUse::Writes) else {
+            // Only the released disk reserve is left: no spare until space is freed.
+            return Ok(());
+        };
         // Reserved (fallocate), not zero-filled: measured side by side (docs/benchmarks/http.md),
         // appends into unwritten extents cost the committer about half the kernel time of
         // appends into zero-written blocks (whose pages, once evicted under memory pressure,
@@ -170,7 +178,12 @@ impl Inner {
     /// Makes room for `need` bytes in the current WAL segment: seals it and starts the next
     /// one (the spare if it fits) when they do not fit or the segment is broken. Returns the
     /// sealed segment's map, for the caller to drop after releasing the WAL mutex.
-    pub(super) fn make_room(&self, wal: &mut WalState, need: u64) -> Result<Option<AppendMap>> {
+    pub(super) fn make_room(
+        &self,
+        wal: &mut WalState,
+        need: u64,
+        usage: SpaceUse,
+    ) -> Result<Option<AppendMap>> {
         if !(wal.broken || wal.segment.is_none() || wal.offset + need > wal.size) {
             return Ok(None);
         }
@@ -178,7 +191,7 @@ impl Inner {
             true => self.seal_segment(wal),
             false => None,
         };
-        self.new_segment(wal, need)?;
+        self.new_segment(wal, need, usage)?;
         assert!(
             wal.offset + need <= wal.size,
             "a new segment holds the batch"
@@ -212,13 +225,14 @@ impl Inner {
         buf: &mut [u8],
         spans: &[MarkerSpan],
         sync: bool,
+        usage: SpaceUse,
     ) -> Result<Appended> {
         let need = buf.len() as u64;
         assert!(
             spans.first().is_some_and(|s| s.0 == 0) && need % 8 == 0,
             "a batch is its padded markers from the first byte of its buffer"
         );
-        let retired = self.make_room(wal, need)?;
+        let retired = self.make_room(wal, need, usage)?;
         let n = spans.len() as u64;
         let durable = self.durable_tick.load(Ordering::Acquire);
         let first = self.take_ticks(wal, n);
