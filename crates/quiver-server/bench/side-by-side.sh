@@ -12,7 +12,9 @@
 #   HEADER[NAME]="…"                 a header each request to NAME carries (or empty)
 #   sbs_prepare                      creates collection profiles and document 12345
 #   sbs_measure GOAL_PERCENT         the rounds, the CSV, the tables and the verdicts
-# A script may define sbs_extra_cleanup, run at exit after the servers stopped.
+# A script may define sbs_extra_cleanup, run at exit after the servers stopped. With
+# SBS_CURSOR=1 each round also measures an AQL cursor (POST /_api/cursor, a query returning the
+# stored document and a computed object), the path of a query's response body.
 # Env: DURATION (seconds per measurement, default 5), ROUNDS (default 3), CONCURRENCY
 # ("1 4 16"), SERVER_CPUS and CLIENT_CPUS (taskset CPU lists, e.g. 1 and 0: every server on
 # one core and wrk on the other, so that client and server never take each other's core —
@@ -72,6 +74,11 @@ wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '$BODY'
 LUA
+  cat > "$WORK/cursor.lua" <<'LUA'
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"query":"FOR d IN profiles FILTER d._key == @k RETURN {doc: d, n: LENGTH(d.tags)}","bindVars":{"k":"12345"}}'
+LUA
 }
 
 sbs_cpu_ticks() { # pid -> utime+stime in clock ticks (fields 14 and 15 of /proc/PID/stat)
@@ -116,6 +123,12 @@ sbs_measure() { # goal_percent
         m=$(sbs_run "$s" /_api/document/profiles/12345 $t "$c")
         echo "read,$s,$c,$r,$m"
       done
+      if [ -n "${SBS_CURSOR:-}" ]; then
+        for s in $order; do
+          m=$(sbs_run "$s" /_api/cursor $t "$c" "$WORK/cursor.lua")
+          echo "cursor,$s,$c,$r,$m"
+        done
+      fi
     done
   done
   } | tee "$WORK/results.csv"
@@ -125,7 +138,7 @@ rows = list(csv.DictReader(open(sys.argv[1])))
 goal = float(sys.argv[2])
 servers = sys.argv[3:]
 base, modes = servers[0], servers[1:]
-ops = ("insert", "read")
+ops = [op for op in ("insert", "read", "cursor") if any(r["op"] == op for r in rows)]
 concurrencies = sorted({int(r["concurrency"]) for r in rows})
 
 def cell(op, c):
