@@ -4,7 +4,9 @@
 #
 #   bench/pokec-import-ab.sh A_BIN B_BIN DATA_DIR      (DATA_DIR written by `quiver bench pokec generate`)
 #
-# Env: ROUNDS (default 2). The load client is B_BIN's `bench pokec load`; it sends root's empty
+# Env: ROUNDS (default 2); WORKLOADS=1 also runs the nine workloads after each load (B_BIN's
+# `bench pokec run`, 25 connections) and prints each workload's total time, with a table of
+# the medians per build and B/A at the end. The load client is B_BIN's `bench pokec load`; it sends root's empty
 # password (--server.username/--server.password), so B_BIN must be a build whose pokec client
 # has those options when A_BIN keeps authentication on.
 set -euo pipefail
@@ -31,7 +33,33 @@ print(f'round {r} build {name}: profiles {j["profiles"]["seconds"]:.1f} s, relat
       f'{j["relations"]["seconds"]:.1f} s, server CPU {j["serverCpuSeconds"]} s, '
       f'peak RSS {j["peakRssKiB"] // 1024} MiB')
 PY
+    if [ -n "${WORKLOADS:-}" ]; then
+      "$B" bench pokec run --endpoint "tcp://127.0.0.1:$port" --dir "$DATA" --server-pid "$pid" \
+        --report "$dir-run.json" >/dev/null || echo "round $r build $name: a workload failed" >&2
+      python3 - "$r" "$name" "$dir-run.json" <<'PY' | tee -a "${TMPDIR:-/tmp}/pokec-ab-$$.txt"
+import json, sys
+r, name, path = sys.argv[1:]
+for w in json.load(open(path))["workloads"]:
+    print(f'workload,{r},{name},{w["name"]},{w["status"]},{w["totalMs"]:.1f}')
+PY
+      rm -f "$dir-run.json"
+    fi
     kill "$pid"; wait "$pid" 2>/dev/null || true
     rm -rf "$dir" "$report"
   done
 done
+if [ -n "${WORKLOADS:-}" ]; then
+  python3 - "${TMPDIR:-/tmp}/pokec-ab-$$.txt" <<'PY'
+import collections, statistics, sys
+rows = [line.strip().split(",") for line in open(sys.argv[1]) if line.startswith("workload,")]
+t = collections.defaultdict(list)
+for _, r, build, w, status, ms in rows:
+    t[(w, build)].append(float(ms))
+print("| workload | A total ms (median) | B total ms (median) | B/A |")
+print("|---|---|---|---|")
+for w in dict.fromkeys(w for _, _, _, w, _, _ in rows):
+    a, b = statistics.median(t[(w, "A")]), statistics.median(t[(w, "B")])
+    print(f"| {w} | {a:,.1f} | {b:,.1f} | {100 * b / a:.0f} % |")
+PY
+  rm -f "${TMPDIR:-/tmp}/pokec-ab-$$.txt"
+fi
