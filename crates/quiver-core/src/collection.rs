@@ -1069,7 +1069,7 @@ impl Collection {
                 value = value.and_then(|v| v.get(*part));
             }
             let expired = value
-                .and_then(crate::ttl::timestamp_seconds)
+                .and_then(crate::ttl_timestamp::timestamp_seconds)
                 .is_some_and(|ts| ts + expire_after <= now);
             if expired {
                 victims.push(json!({"_key": key, "_rev": doc.rev.encode()}));

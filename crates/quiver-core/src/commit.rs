@@ -38,8 +38,11 @@ pub(crate) fn commit_staged(
     );
     let coll_of = |cid: CollectionId| colls.iter().find(|c| c.id() == cid).cloned();
     let batch = staging.to_batch();
-    let pending = secondary::before_commit(&staging.entries, &staging.snapshot, coll_of)?;
-    let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, coll_of) {
+    let indexes_of = |cid: CollectionId| coll_of(cid).map(|c| c.maintained_indexes());
+    let pending = secondary::before_commit(&staging.entries, &staging.snapshot, indexes_of)?;
+    let edge_index_of = |cid: CollectionId| coll_of(cid).and_then(|c| c.edge_index().cloned());
+    let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, edge_index_of)
+    {
         Ok(edges) => edges,
         Err(err) => {
             pending.failed();

@@ -15,7 +15,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
+use crate::index_structure::IndexStructure;
 use unicode_normalization::UnicodeNormalization;
 
 /// ArangoDB cuts longer words to this many characters.

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::geo::{GeoFields, Rect, Shape, ShapeKind};
 use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
+use crate::index_structure::IndexStructure;
 
 /// Finest level: cells of 180/2^14 degrees (about 1.2 km of latitude).
 const MAX_LEVEL: u32 = 14;

@@ -20,7 +20,7 @@ use crate::document::decode_with_id;
 use crate::sorted::{lookup_documents, IndexRange};
 use quiver_storage::Snapshot;
 
-use crate::Collection;
+use crate::collection::Collection;
 
 pub use crate::index::PRIMARY_INDEX_ID;
 

@@ -54,6 +54,7 @@
 //! evaluator for their AQL expressions is registered with
 //! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
+mod analyzer_store;
 pub mod analyzer_usage;
 pub mod analyzers;
 mod auto_commit;
@@ -63,6 +64,7 @@ mod collection;
 mod commit;
 mod computed;
 mod data_version;
+mod database;
 mod document;
 mod document_rules;
 mod document_writer;
@@ -72,6 +74,7 @@ pub mod geo;
 mod geo_index;
 pub mod graphs;
 mod index;
+mod index_structure;
 mod inverted_index;
 mod key_range;
 mod keygen;
@@ -86,6 +89,7 @@ mod staged_version;
 mod staging;
 mod streams;
 mod ttl;
+mod ttl_timestamp;
 mod txn;
 mod txn_stats;
 mod unique;
@@ -93,14 +97,14 @@ pub mod vector;
 pub mod vector_index;
 mod view_analyzers;
 mod view_feed;
+mod view_host;
 mod view_links;
 mod views;
 
-pub use catalog::{
-    Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
-};
+pub use catalog::{Core, CoreOptions};
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
+pub use database::{Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS};
 pub use document::{revision_matches, EncodedDocument};
 pub use document_rules::version_keeps_stored;
 pub use document_writer::DocumentWriter;

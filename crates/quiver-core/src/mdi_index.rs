@@ -24,7 +24,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::index::IndexDef;
-use crate::secondary::{Completion, IndexStructure};
+use crate::index_structure::{Completion, IndexStructure};
 
 /// The order-preserving image of a number (`-0.0` and `0.0` are one point).
 pub fn encode(x: f64) -> u64 {

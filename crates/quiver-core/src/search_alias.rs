@@ -15,7 +15,7 @@ use quiver_storage::CollectionId;
 use serde_json::{json, Value};
 
 use crate::inverted_index::{FieldSummary, InvertedIndex};
-use crate::views::ViewHost;
+use crate::view_host::ViewHost;
 
 /// The type name of these views.
 pub const SEARCH_ALIAS: &str = "search-alias";

@@ -22,7 +22,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
+use crate::index_structure::IndexStructure;
 use crate::unique::field_values;
 
 /// Array expansion can make one document contribute many tuples; beyond this many the rest

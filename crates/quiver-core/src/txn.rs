@@ -10,9 +10,9 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde_json::Value;
 
-use crate::catalog::Database;
 use crate::collection::Collection;
 use crate::commit::commit_staged;
+use crate::database::Database;
 use crate::document::decode_with_id;
 use crate::document_rules;
 use crate::edge_index::{EdgeDirection, EdgeHits};
@@ -20,6 +20,21 @@ use crate::lookup::{staged_lookup, IndexScan};
 use crate::options::{Committed, WriteOptions};
 use crate::sorted::IndexRange;
 use crate::staging::Staging;
+
+/// Transactions and read views over one database.
+impl Database {
+    /// A consistent read view over all collections of this database (an engine snapshot).
+    pub fn read_view(self: &Arc<Self>) -> ReadView {
+        ReadView::new(Arc::clone(self), self.engine.snapshot())
+    }
+
+    /// Starts a transaction over collections of this database. Errors: 1203 for an unknown
+    /// declared collection, 1228 after a drop.
+    pub fn begin_transaction(self: &Arc<Self>, options: TransactionOptions) -> Result<Transaction> {
+        self.check_usable()?;
+        Transaction::begin(Arc::clone(self), options)
+    }
+}
 
 /// An iterator over documents (JSON values with `_id`), owning everything it needs (it can be
 /// kept across requests, e.g. by a cursor).

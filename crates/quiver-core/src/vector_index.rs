@@ -18,7 +18,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::index::IndexDef;
-use crate::secondary::{Completion, IndexStructure};
+use crate::index_structure::{Completion, IndexStructure};
 use crate::vector::ivf::{Hit, Ivf, Quantizer};
 use crate::vector::{self, kmeans, quantizer_file, Metric, NotAVector};
 
