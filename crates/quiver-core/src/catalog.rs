@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 use crate::catalog_version::CatalogChange;
 use crate::collection::{Collection, CollectionMeta};
-use crate::database::{CollectionMaps, Database, SYSTEM_DATABASE};
+use crate::database::{Database, SYSTEM_DATABASE};
 use crate::streams::StreamTransactions;
 use crate::ttl::TtlWorker;
 use crate::views::ViewCatalog;
@@ -113,24 +113,21 @@ impl Core {
                 );
                 continue;
             };
-            let db = Database {
-                id: entry.id,
-                name: name.to_string(),
-                engine: engine.clone(),
-                options: entry
+            let db = Database::new(
+                entry.id,
+                name,
+                engine.clone(),
+                entry
                     .meta
                     .get("options")
                     .cloned()
                     .unwrap_or_else(|| json!({})),
-                collections: RwLock::new(CollectionMaps::default()),
-                ddl: Mutex::new(()),
-                dropped: AtomicBool::new(false),
-                settings: Arc::clone(&settings),
-                views: ViewCatalog::new(
+                Arc::clone(&settings),
+                ViewCatalog::new(
                     views_directory(dir, entry.id),
                     crate::view_analyzers::analyzer_source(name, Arc::clone(&databases)),
                 ),
-            };
+            );
             {
                 let mut maps = db.collections.write();
                 for centry in &entry.collections {
@@ -262,20 +259,17 @@ impl Core {
         let id = self
             .engine
             .create_database(json!({"name": name, "options": options}))?;
-        let db = Arc::new(Database {
+        let db = Arc::new(Database::new(
             id,
-            name: name.to_string(),
-            engine: self.engine.clone(),
+            name,
+            self.engine.clone(),
             options,
-            collections: RwLock::new(CollectionMaps::default()),
-            ddl: Mutex::new(()),
-            dropped: AtomicBool::new(false),
-            settings: Arc::clone(&self.settings),
-            views: ViewCatalog::new(
+            Arc::clone(&self.settings),
+            ViewCatalog::new(
                 views_directory(&self.directory, id),
                 crate::view_analyzers::analyzer_source(name, Arc::clone(&self.databases)),
             ),
-        });
+        ));
         if name == SYSTEM_DATABASE {
             db.ensure_system_collections()?;
         }
@@ -297,7 +291,7 @@ impl Core {
         }
         let _ddl = self.ddl.lock();
         let db = self.database(name)?;
-        self.engine.drop_database(db.id)?;
+        self.engine.drop_database(db.id())?;
         db.dropped.store(true, Ordering::Release);
         db.views.drop_all(&*db);
         for coll in db.collections() {

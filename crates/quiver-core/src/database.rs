@@ -52,12 +52,12 @@ impl CollectionMaps {
 
 /// One database: an isolated namespace of collections.
 pub struct Database {
-    pub(crate) id: DatabaseId,
-    pub(crate) name: String,
-    pub(crate) engine: Engine,
-    pub(crate) options: Value,
+    id: DatabaseId,
+    name: String,
+    engine: Engine,
+    options: Value,
     pub(crate) collections: RwLock<CollectionMaps>,
-    pub(crate) ddl: Mutex<()>,
+    ddl: Mutex<()>,
     pub(crate) dropped: AtomicBool,
     pub(crate) settings: Arc<Settings>,
     pub(crate) views: ViewCatalog,
@@ -73,6 +73,29 @@ impl std::fmt::Debug for Database {
 }
 
 impl Database {
+    /// A database handle without collections (the core adds the stored ones, then its views
+    /// load): `views` keeps its view definitions and resolves their analyzers.
+    pub(crate) fn new(
+        id: DatabaseId,
+        name: &str,
+        engine: Engine,
+        options: Value,
+        settings: Arc<Settings>,
+        views: ViewCatalog,
+    ) -> Database {
+        Database {
+            id,
+            name: name.to_string(),
+            engine,
+            options,
+            collections: RwLock::new(CollectionMaps::default()),
+            ddl: Mutex::new(()),
+            dropped: AtomicBool::new(false),
+            settings,
+            views,
+        }
+    }
+
     /// The engine's numeric id (reported as a string by `/_api/database/current`).
     pub fn id(&self) -> DatabaseId {
         self.id
@@ -176,8 +199,8 @@ impl Database {
     }
 
     /// What the collections' inverted indexes need: the database's analyzers and name.
-    pub(crate) fn search_context(&self) -> crate::inverted_index::SearchContext {
-        crate::inverted_index::SearchContext {
+    pub(crate) fn search_context(&self) -> crate::indexes::inverted::SearchContext {
+        crate::indexes::inverted::SearchContext {
             analyzers: self.views.analyzers(),
             database: self.name.clone(),
         }
@@ -388,7 +411,7 @@ impl ViewHost for Database {
         &self,
         cid: CollectionId,
         name_or_id: &str,
-    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+    ) -> Option<Arc<crate::indexes::inverted::InvertedIndex>> {
         self.collection_by_id(cid).ok()?.inverted_index(name_or_id)
     }
 
@@ -396,7 +419,7 @@ impl ViewHost for Database {
         &self,
         cid: CollectionId,
         index: u64,
-    ) -> Option<Arc<crate::inverted_index::InvertedIndex>> {
+    ) -> Option<Arc<crate::indexes::inverted::InvertedIndex>> {
         self.collection_by_id(cid).ok()?.inverted_index_by_id(index)
     }
 }

@@ -29,7 +29,7 @@ use serde_json::{json, Map, Value};
 
 use crate::collection::{Collection, CollectionSpec, CollectionType};
 use crate::database::Database;
-use crate::edge_index::{EdgeDirection, EdgeHits};
+use crate::indexes::edge::{EdgeDirection, EdgeHits};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::txn::{DocumentReader, Transaction, TransactionOptions};
 

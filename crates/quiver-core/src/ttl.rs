@@ -13,7 +13,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 use crate::database::Database;
-use crate::ttl_timestamp::now_seconds;
+use crate::indexes::ttl::now_seconds;
 
 /// The most documents one round removes from one collection (bounds each round's work).
 pub(crate) const MAX_REMOVALS_PER_ROUND: usize = 100_000;

@@ -15,17 +15,17 @@ use crate::commit::commit_staged;
 use crate::database::Database;
 use crate::document::decode_with_id;
 use crate::document_rules;
-use crate::edge_index::{EdgeDirection, EdgeHits};
+use crate::indexes::edge::{EdgeDirection, EdgeHits};
+use crate::indexes::persistent::IndexRange;
 use crate::lookup::{staged_lookup, IndexScan};
 use crate::options::{Committed, WriteOptions};
-use crate::sorted::IndexRange;
 use crate::staging::Staging;
 
 /// Transactions and read views over one database.
 impl Database {
     /// A consistent read view over all collections of this database (an engine snapshot).
     pub fn read_view(self: &Arc<Self>) -> ReadView {
-        ReadView::new(Arc::clone(self), self.engine.snapshot())
+        ReadView::new(Arc::clone(self), self.engine().snapshot())
     }
 
     /// Starts a transaction over collections of this database. Errors: 1203 for an unknown
@@ -146,7 +146,7 @@ pub trait DocumentReader {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>>;
 
     /// At most `limit` documents of `coll` nearest to `query` (of the index's dimension)
@@ -168,7 +168,7 @@ pub trait DocumentReader {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>>;
 }
 
@@ -336,7 +336,7 @@ impl DocumentReader for ReadView {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::fulltext_candidates(coll, index, &self.snapshot, query, None)
@@ -358,7 +358,7 @@ impl DocumentReader for ReadView {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::mdi_candidates(coll, index, &self.snapshot, b, None)
@@ -740,7 +740,7 @@ impl DocumentReader for Transaction {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>> {
         self.check_read(coll)?;
         crate::lookup::fulltext_candidates(
@@ -776,7 +776,7 @@ impl DocumentReader for Transaction {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>> {
         self.check_read(coll)?;
         crate::lookup::mdi_candidates(coll, index, &self.staging.snapshot, b, Some(&self.staging))

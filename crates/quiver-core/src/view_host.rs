@@ -10,7 +10,7 @@ use quiver_storage::{CollectionId, Engine};
 use quiver_types::NamingConvention;
 use serde_json::Value;
 
-use crate::inverted_index::InvertedIndex;
+use crate::indexes::inverted::InvertedIndex;
 use crate::view_links::LinkedViews;
 
 /// What the view catalog needs from its database (implemented by `Database`).

@@ -19,7 +19,7 @@ use quiver_storage::CollectionId;
 use quiver_types::validate_view_name;
 use serde_json::{json, Map, Value};
 
-use crate::inverted_index::{normalize_analyzer, InvertedIndex};
+use crate::indexes::inverted::{normalize_analyzer, InvertedIndex};
 use crate::search_alias::{self, AliasIndexes, SEARCH_ALIAS};
 use crate::view_feed::{DocumentSource, ViewFeed};
 use crate::view_host::ViewHost;

@@ -37,11 +37,11 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::index::IndexDef;
-use crate::index_structure::IndexStructure;
-use crate::sorted::SortedIndex;
+use crate::indexes::definition::IndexDef;
+use crate::indexes::persistent::SortedIndex;
+use crate::indexes::structure::IndexStructure;
+use crate::indexes::vector::{BuildContext, VectorIndex};
 use crate::staged_version::StagedEntry;
-use crate::vector_index::{BuildContext, VectorIndex};
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;
@@ -55,10 +55,10 @@ pub(crate) fn structure_for(
 ) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
-        "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
-        "fulltext" => Some(Box::new(crate::fulltext::FulltextIndex::new(def))),
+        "geo" | "geo1" | "geo2" => Some(Box::new(crate::indexes::geo::GeoIndex::new(def))),
+        "fulltext" => Some(Box::new(crate::indexes::fulltext::FulltextIndex::new(def))),
         "vector" => Some(Box::new(VectorIndex::new(def, place.clone())?)),
-        "mdi" | "mdi-prefixed" | "zkd" => Some(Box::new(crate::mdi_index::MdiIndex::new(
+        "mdi" | "mdi-prefixed" | "zkd" => Some(Box::new(crate::indexes::mdi::MdiIndex::new(
             def,
             !place.existing,
         ))),

@@ -19,7 +19,7 @@ use quiver_search::index::{
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
 
-use crate::index::IndexDef;
+use crate::indexes::definition::IndexDef;
 use crate::view_feed::{DocumentSource, ViewFeed};
 use crate::view_links::LinkedViews;
 

@@ -1,8 +1,8 @@
 //! The interface every in-memory secondary index type implements ([`IndexStructure`]): what
-//! the maintenance protocol of `secondary.rs` calls to file and drop the entries of one
+//! the maintenance protocol of `maintained.rs` calls to file and drop the entries of one
 //! document version, and the optional post-build job ([`Completion`]) a type may need before
-//! it serves queries. The types (`sorted.rs`, `geo_index.rs`, `fulltext.rs`, `mdi_index.rs`,
-//! `vector_index.rs`) sit above this module and below the dispatch in `secondary.rs`.
+//! it serves queries. The types (`persistent.rs`, `geo.rs`, `fulltext.rs`, `mdi.rs`,
+//! `vector.rs`) sit above this module and below the dispatch in `maintained.rs`.
 
 use std::any::Any;
 use std::sync::Arc;
