@@ -20,14 +20,14 @@ use crate::document::{
     decode_stored, decode_with_id, escape_json_inner, item_key, revision_conflict,
     revision_matches, splice_id,
 };
-use crate::edge_index::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
-use crate::index::{self, IndexDef, FIRST_USER_INDEX_ID};
-use crate::inverted_index::{InvertedIndex, SearchContext};
+use crate::indexes::definition::{self, IndexDef, FIRST_USER_INDEX_ID};
+use crate::indexes::edge::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
+use crate::indexes::inverted::{InvertedIndex, SearchContext};
+use crate::indexes::maintained::MaintainedIndex;
+use crate::indexes::unique::UniqueIndex;
 use crate::keygen::{KeyGenState, KeyOptions, Reservation};
 use crate::options::{Committed, OverwriteMode, WriteOptions};
 use crate::schema::Schema;
-use crate::secondary::MaintainedIndex;
-use crate::unique::UniqueIndex;
 use crate::Settings;
 
 /// ArangoDB's collection types.
@@ -404,8 +404,8 @@ fn quantizer_place(
     cid: CollectionId,
     index: u64,
     existing: bool,
-) -> crate::vector_index::BuildContext {
-    crate::vector_index::BuildContext {
+) -> crate::indexes::vector::BuildContext {
+    crate::indexes::vector::BuildContext {
         path: Some(
             settings
                 .vector_directory
@@ -723,7 +723,7 @@ impl Collection {
             && !meta
                 .indexes
                 .iter()
-                .any(|d| d.kind == "vector" || index::is_mdi_kind(&d.kind))
+                .any(|d| d.kind == "vector" || definition::is_mdi_kind(&d.kind))
     }
 
     /// Checks a document about to be written against the collection's vector and mdi indexes
@@ -734,9 +734,9 @@ impl Collection {
         let meta = self.meta.read();
         for def in &meta.indexes {
             if def.kind == "vector" {
-                crate::vector_index::check_document(def, key, doc)?;
-            } else if index::is_mdi_kind(&def.kind) {
-                crate::mdi_index::check_document(def, doc)?;
+                crate::indexes::vector::check_document(def, key, doc)?;
+            } else if definition::is_mdi_kind(&def.kind) {
+                crate::indexes::mdi::check_document(def, doc)?;
             }
         }
         Ok(())
@@ -763,7 +763,7 @@ impl Collection {
     fn describe_index(&self, def: &IndexDef, collection: &str) -> Value {
         let mut description = def.describe(collection);
         if let Some(ix) = self.maintained.read().iter().find(|ix| ix.def.id == def.id) {
-            if index::is_mdi_kind(&def.kind) && !def.unique && def.kind != "mdi-prefixed" {
+            if definition::is_mdi_kind(&def.kind) && !def.unique && def.kind != "mdi-prefixed" {
                 // An mdi index without prefix keeps no estimate (as ArangoDB).
             } else if def.kind == "vector" {
                 // No estimate (as ArangoDB); 3.12.9's training state instead.
@@ -788,7 +788,9 @@ impl Collection {
                 let selectivity = ix.map_or(1.0, |ix| ix.selectivity());
                 let mut description = def.describe(&meta.name);
                 let no_estimate = def.kind == "vector"
-                    || (index::is_mdi_kind(&def.kind) && !def.unique && def.kind != "mdi-prefixed");
+                    || (definition::is_mdi_kind(&def.kind)
+                        && !def.unique
+                        && def.kind != "mdi-prefixed");
                 if ix.is_some() && !no_estimate {
                     description["selectivityEstimate"] = round_estimate(selectivity).into();
                 }
@@ -824,9 +826,9 @@ impl Collection {
     pub fn indexes(&self) -> Result<Vec<Value>> {
         self.check_usable()?;
         let meta = self.meta.read();
-        let mut out = vec![index::primary_description(&meta.name)];
+        let mut out = vec![definition::primary_description(&meta.name)];
         if meta.collection_type == CollectionType::Edge {
-            out.push(index::edge_description(&meta.name));
+            out.push(definition::edge_description(&meta.name));
         }
         out.extend(
             meta.indexes
@@ -840,17 +842,17 @@ impl Collection {
     pub fn index(&self, handle: &str) -> Result<Value> {
         self.check_usable()?;
         let meta = self.meta.read();
-        let (prefix, rest) = index::parse_handle(handle);
+        let (prefix, rest) = definition::parse_handle(handle);
         let not_found = || Error::new(ErrorCode::IndexNotFound);
         if prefix.is_some_and(|p| p != &*meta.name && p != self.id.to_string()) {
             return Err(not_found());
         }
         let is_edge = meta.collection_type == CollectionType::Edge;
-        if rest == "primary" || rest == index::PRIMARY_INDEX_ID.to_string() {
-            return Ok(index::primary_description(&meta.name));
+        if rest == "primary" || rest == definition::PRIMARY_INDEX_ID.to_string() {
+            return Ok(definition::primary_description(&meta.name));
         }
-        if is_edge && (rest == "edge" || rest == index::EDGE_INDEX_ID.to_string()) {
-            return Ok(index::edge_description(&meta.name));
+        if is_edge && (rest == "edge" || rest == definition::EDGE_INDEX_ID.to_string()) {
+            return Ok(definition::edge_description(&meta.name));
         }
         meta.indexes
             .iter()
@@ -923,8 +925,8 @@ impl Collection {
         }
         if def.kind == "inverted" {
             let context = self.search_context()?;
-            let link = crate::inverted_index::link_definition(&def, &context.database)?;
-            crate::inverted_index::check_analyzers(&link, context)?;
+            let link = crate::indexes::inverted::link_definition(&def, &context.database)?;
+            crate::indexes::inverted::check_analyzers(&link, context)?;
         }
         let unique = if def.enforces_uniqueness() {
             let index = Arc::new(UniqueIndex::new(def.uniqueness_def()));
@@ -1069,7 +1071,7 @@ impl Collection {
                 value = value.and_then(|v| v.get(*part));
             }
             let expired = value
-                .and_then(crate::ttl::timestamp_seconds)
+                .and_then(crate::indexes::ttl::timestamp_seconds)
                 .is_some_and(|ts| ts + expire_after <= now);
             if expired {
                 victims.push(json!({"_key": key, "_rev": doc.rev.encode()}));

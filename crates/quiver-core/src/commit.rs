@@ -9,9 +9,9 @@ use quiver_errors::Result;
 use quiver_storage::{CollectionId, CommitTicket, Engine};
 
 use crate::collection::Collection;
+use crate::indexes::{edge, maintained};
 use crate::staging::Staging;
 use crate::view_feed::Change;
-use crate::{edge_index, secondary};
 
 /// Commits everything `staging` holds as one engine batch: secondary-index and edge-index
 /// entries of the new versions go in before the engine commit (and are taken back if it
@@ -38,8 +38,10 @@ pub(crate) fn commit_staged(
     );
     let coll_of = |cid: CollectionId| colls.iter().find(|c| c.id() == cid).cloned();
     let batch = staging.to_batch();
-    let pending = secondary::before_commit(&staging.entries, &staging.snapshot, coll_of)?;
-    let edges = match edge_index::before_commit(&staging.entries, &staging.snapshot, coll_of) {
+    let indexes_of = |cid: CollectionId| coll_of(cid).map(|c| c.maintained_indexes());
+    let pending = maintained::before_commit(&staging.entries, &staging.snapshot, indexes_of)?;
+    let edge_index_of = |cid: CollectionId| coll_of(cid).and_then(|c| c.edge_index().cloned());
+    let edges = match edge::before_commit(&staging.entries, &staging.snapshot, edge_index_of) {
         Ok(edges) => edges,
         Err(err) => {
             pending.failed();

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
 
-use crate::catalog::Database;
 use crate::collection::Collection;
+use crate::database::Database;
 use crate::document::EncodedDocument;
 use crate::document_rules;
 use crate::options::{Committed, OpResult, OverwriteMode, WriteOptions};

@@ -27,9 +27,9 @@ use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Map, Value};
 
-use crate::catalog::Database;
 use crate::collection::{Collection, CollectionSpec, CollectionType};
-use crate::edge_index::{EdgeDirection, EdgeHits};
+use crate::database::Database;
+use crate::indexes::edge::{EdgeDirection, EdgeHits};
 use crate::options::{Committed, InsertOptions, ModifyOptions, OpResult, RemoveOptions};
 use crate::txn::{DocumentReader, Transaction, TransactionOptions};
 

@@ -421,13 +421,13 @@ fn fulltext_matches(
     id: u64,
     query: &str,
 ) -> Vec<String> {
-    let query = crate::fulltext::Query::parse(query).unwrap();
+    let query = crate::indexes::fulltext::Query::parse(query).unwrap();
     let mut out: Vec<String> = r
         .fulltext_lookup(coll, id, &query)
         .unwrap()
         .into_iter()
         .filter(|d| {
-            let words = crate::fulltext::words(&d["text"], 3);
+            let words = crate::indexes::fulltext::words(&d["text"], 3);
             !words.is_empty() && query.matches(&words)
         })
         .map(|d| d["_key"].as_str().unwrap().to_string())

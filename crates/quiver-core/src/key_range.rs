@@ -17,12 +17,12 @@ use quiver_storage::binary_ordered_key;
 use serde_json::Value;
 
 use crate::document::decode_with_id;
-use crate::sorted::{lookup_documents, IndexRange};
+use crate::indexes::persistent::{lookup_documents, IndexRange};
 use quiver_storage::Snapshot;
 
-use crate::Collection;
+use crate::collection::Collection;
 
-pub use crate::index::PRIMARY_INDEX_ID;
+pub use crate::indexes::definition::PRIMARY_INDEX_ID;
 
 /// The byte-order bounds equal to `ranges` under AQL order, if the engine can serve them.
 fn binary_bounds(ranges: &[IndexRange]) -> Option<(Bound<String>, Bound<String>)> {

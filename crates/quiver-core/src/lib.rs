@@ -54,6 +54,7 @@
 //! evaluator for their AQL expressions is registered with
 //! [`Core::set_computed_values_evaluator`] (the AQL engine sits above this crate).
 
+mod analyzer_store;
 pub mod analyzer_usage;
 pub mod analyzers;
 mod auto_commit;
@@ -63,56 +64,49 @@ mod collection;
 mod commit;
 mod computed;
 mod data_version;
+mod database;
 mod document;
 mod document_rules;
 mod document_writer;
-mod edge_index;
-pub mod fulltext;
 pub mod geo;
-mod geo_index;
 pub mod graphs;
-mod index;
-mod inverted_index;
+mod indexes;
 mod key_range;
 mod keygen;
 mod lookup;
-pub mod mdi_index;
 mod options;
 mod schema;
 mod search_alias;
-mod secondary;
-mod sorted;
 mod staged_version;
 mod staging;
 mod streams;
 mod ttl;
 mod txn;
 mod txn_stats;
-mod unique;
 pub mod vector;
-pub mod vector_index;
 mod view_analyzers;
 mod view_feed;
+mod view_host;
 mod view_links;
 mod views;
 
-pub use catalog::{
-    Core, CoreOptions, Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS,
-};
+pub use catalog::{Core, CoreOptions};
 pub use collection::{Collection, CollectionSpec, CollectionType, IndexInfo};
 pub use computed::ComputedValuesEvaluator;
+pub use database::{Database, SYSTEM_COLLECTIONS, SYSTEM_DATABASE, SYSTEM_DATABASE_COLLECTIONS};
 pub use document::{revision_matches, EncodedDocument};
 pub use document_rules::version_keeps_stored;
 pub use document_writer::DocumentWriter;
-pub use edge_index::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
-pub use index::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
+pub use indexes::definition::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
+pub use indexes::edge::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
+pub use indexes::persistent::{lookup_documents, selectivity_of, IndexRange};
+pub use indexes::{fulltext, mdi as mdi_index, vector as vector_index};
 pub use keygen::{KeyGeneratorType, KeyOptions};
 pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
     WriteOptions,
 };
 pub use schema::validate_with_schema;
-pub use sorted::{lookup_documents, selectivity_of, IndexRange};
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 pub use txn_stats::{transaction_counts, TransactionCounts};
@@ -131,13 +125,13 @@ pub(crate) struct Settings {
     pub evaluator: parking_lot::RwLock<Option<std::sync::Arc<dyn ComputedValuesEvaluator>>>,
     pub analyzer_usage:
         parking_lot::RwLock<Option<std::sync::Arc<dyn analyzer_usage::AnalyzerUsage>>>,
-    /// Where vector indexes keep their trained quantizers (`vector_index.rs`), one directory
+    /// Where vector indexes keep their trained quantizers (`indexes/vector.rs`), one directory
     /// per collection id.
     pub vector_directory: std::path::PathBuf,
     /// The catalog version ([`Core::catalog_version`]), shared by the core, its databases and
     /// their collections.
     pub catalog_version: std::sync::atomic::AtomicU64,
-    /// Where inverted indexes keep their full-text indexes (`inverted_index.rs`), one
+    /// Where inverted indexes keep their full-text indexes (`indexes/inverted.rs`), one
     /// directory per collection id.
     pub inverted_directory: std::path::PathBuf,
 }

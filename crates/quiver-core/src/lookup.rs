@@ -2,7 +2,7 @@
 //!
 //! Candidates come from the index in bounded chunks (the index lock is held for one chunk at a
 //! time, so writers never wait for a whole scan); each is kept only when the reader's snapshot
-//! holds that key at exactly the recorded revision (see `secondary.rs`). A transaction hides
+//! holds that key at exactly the recorded revision (see `indexes/maintained.rs`). A transaction hides
 //! the index entries of the documents it staged and adds its staged versions that fall into
 //! the ranges, so it reads its own writes in index order.
 
@@ -16,8 +16,8 @@ use serde_json::{Map, Value};
 
 use crate::collection::Collection;
 use crate::document::decode_with_id;
-use crate::secondary::MaintainedIndex;
-use crate::sorted::{tuples, Candidate, EntryKey, IndexRange, SortedIndex};
+use crate::indexes::maintained::MaintainedIndex;
+use crate::indexes::persistent::{tuples, Candidate, EntryKey, IndexRange, SortedIndex};
 use crate::staging::Staging;
 
 /// Candidates fetched per index lock acquisition.
@@ -50,7 +50,7 @@ impl Cover {
     /// None when an attribute is neither `_key`, `_id`, an indexed field nor a stored value
     /// (each a top-level attribute; an expanded index covers nothing, its entries hold array
     /// elements rather than the attribute).
-    fn new(def: &crate::index::IndexDef, attrs: &[String]) -> Option<Cover> {
+    fn new(def: &crate::indexes::definition::IndexDef, attrs: &[String]) -> Option<Cover> {
         if def.fields.iter().any(|f| f.contains("[*]")) {
             return None;
         }
@@ -251,7 +251,7 @@ impl IndexScan {
                             Source::Key => Value::String(key.to_string()),
                             Source::Id => Value::String(format!("{}/{key}", self.name)),
                             Source::Field(i) => match entry.0.get(*i) {
-                                Some(crate::sorted::KeyPart::Val(v)) => v.clone(),
+                                Some(crate::indexes::persistent::KeyPart::Val(v)) => v.clone(),
                                 _ => Value::Null,
                             },
                             Source::Stored(i) => values
@@ -332,9 +332,11 @@ pub(crate) fn staged_lookup(
         }
         for (key, map, body) in &staged {
             for tuple in tuples(&ix.def.fields, ix.def.sparse, map) {
-                let mut parts: Vec<crate::sorted::KeyPart> =
-                    tuple.into_iter().map(crate::sorted::KeyPart::Val).collect();
-                parts.push(crate::sorted::KeyPart::Doc(Arc::clone(key)));
+                let mut parts: Vec<crate::indexes::persistent::KeyPart> = tuple
+                    .into_iter()
+                    .map(crate::indexes::persistent::KeyPart::Val)
+                    .collect();
+                parts.push(crate::indexes::persistent::KeyPart::Doc(Arc::clone(key)));
                 let entry = EntryKey(parts.into_boxed_slice());
                 if range.contains(&entry) {
                     items.push((entry, decode_with_id(body, &name, key)?));
@@ -370,7 +372,7 @@ pub(crate) fn geo_candidates(
     rect: &crate::geo::Rect,
     staging: Option<&Staging>,
 ) -> Result<Vec<Value>> {
-    use crate::geo_index::GeoIndex;
+    use crate::indexes::geo::GeoIndex;
     let ix = coll.maintained_index(index)?;
     let cid = coll.id();
     let name = coll.name();
@@ -423,8 +425,8 @@ pub(crate) fn vector_nearest(
     limit: usize,
     staging: Option<&Staging>,
 ) -> Result<Vec<(f64, Value)>> {
+    use crate::indexes::vector::{VectorIndex, VectorParams};
     use crate::vector::ivf::Hit;
-    use crate::vector_index::{VectorIndex, VectorParams};
     let ix = coll.maintained_index(index)?;
     let params = VectorParams::of(&ix.def).ok_or_else(|| {
         Error::with_message(ErrorCode::BadParameter, "this index is not a vector index")
@@ -508,10 +510,10 @@ pub(crate) fn mdi_candidates(
     coll: &Collection,
     index: u64,
     snapshot: &Snapshot,
-    b: &crate::mdi_index::MdiBox,
+    b: &crate::indexes::mdi::MdiBox,
     staging: Option<&Staging>,
 ) -> Result<Vec<Value>> {
-    use crate::mdi_index::{in_box, point_of, MdiIndex};
+    use crate::indexes::mdi::{in_box, point_of, MdiIndex};
     let ix = coll.maintained_index(index)?;
     let cid = coll.id();
     let name = coll.name();
@@ -519,7 +521,11 @@ pub(crate) fn mdi_candidates(
     let mut out = visible_documents(cid, &name, snapshot, candidates, staging)?;
     if let Some(st) = staging {
         let prefix_fields = ix.def.prefix_fields();
-        let wanted: Vec<Value> = b.prefix.iter().map(crate::unique::canonical).collect();
+        let wanted: Vec<Value> = b
+            .prefix
+            .iter()
+            .map(crate::indexes::unique::canonical)
+            .collect();
         for ((c, key), entry) in &st.entries {
             let Some((_, body)) = entry.current.as_ref().filter(|_| *c == cid) else {
                 continue;
@@ -531,7 +537,10 @@ pub(crate) fn mdi_candidates(
             else {
                 continue;
             };
-            let prefix: Vec<Value> = prefix.iter().map(crate::unique::canonical).collect();
+            let prefix: Vec<Value> = prefix
+                .iter()
+                .map(crate::indexes::unique::canonical)
+                .collect();
             if prefix == wanted && in_box(&point, b) {
                 out.push(doc);
             }
@@ -597,10 +606,10 @@ pub(crate) fn fulltext_candidates(
     coll: &Collection,
     index: u64,
     snapshot: &Snapshot,
-    query: &crate::fulltext::Query,
+    query: &crate::indexes::fulltext::Query,
     staging: Option<&Staging>,
 ) -> Result<Vec<Value>> {
-    use crate::fulltext::FulltextIndex;
+    use crate::indexes::fulltext::FulltextIndex;
     let ix = coll.maintained_index(index)?;
     let cid = coll.id();
     let name = coll.name();

@@ -1,6 +1,6 @@
-//! `search-alias` views: a named list of inverted indexes (`inverted_index.rs`) of one or more
-//! collections, searched together by `FOR … IN view SEARCH …`. The view owns no index of its
-//! own; it refers to the indexes, and an index dropped (alone or with its collection) leaves
+//! `search-alias` views: a named list of inverted indexes (`indexes/inverted.rs`) of one or
+//! more collections, searched together by `FOR … IN view SEARCH …`. The view owns no index of
+//! its own; it refers to the indexes, and an index dropped (alone or with its collection) leaves
 //! the view. The rules a list must follow are ArangoDB's: every entry an inverted index, one
 //! `primarySort` and `storedValues` for all, two indexes of one collection never index the
 //! same field, and a field indexed in two collections has one analyzer and one `searchField`.
@@ -14,8 +14,8 @@ use quiver_search::index::{Hit, Scorer, SearchQuery};
 use quiver_storage::CollectionId;
 use serde_json::{json, Value};
 
-use crate::inverted_index::{FieldSummary, InvertedIndex};
-use crate::views::ViewHost;
+use crate::indexes::inverted::{FieldSummary, InvertedIndex};
+use crate::view_host::ViewHost;
 
 /// The type name of these views.
 pub const SEARCH_ALIAS: &str = "search-alias";

@@ -252,7 +252,7 @@ pub(crate) fn check_unique(
     Ok(claims)
 }
 
-fn index_violation(index: &crate::unique::UniqueIndex, other: &str) -> Error {
+fn index_violation(index: &crate::indexes::unique::UniqueIndex, other: &str) -> Error {
     index.conflict_error(other)
 }
 

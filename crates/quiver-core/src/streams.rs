@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 
-use crate::catalog::Database;
+use crate::database::Database;
 use crate::options::Committed;
 use crate::txn::{Transaction, TransactionOptions};
 

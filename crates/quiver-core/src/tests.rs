@@ -1457,7 +1457,7 @@ fn ttl_indexes_expire_documents_in_the_background() {
     let coll = create(&db, json!({"name": "sessions"}));
     coll.create_index(&json!({"type": "ttl", "fields": ["meta.at"], "expireAfter": 60}))
         .unwrap();
-    let now = crate::ttl::now_seconds();
+    let now = crate::indexes::ttl::now_seconds();
     insert(&coll, json!({"_key": "old", "meta": {"at": now - 120.0}}));
     insert(
         &coll,

@@ -10,16 +10,31 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde_json::Value;
 
-use crate::catalog::Database;
 use crate::collection::Collection;
 use crate::commit::commit_staged;
+use crate::database::Database;
 use crate::document::decode_with_id;
 use crate::document_rules;
-use crate::edge_index::{EdgeDirection, EdgeHits};
+use crate::indexes::edge::{EdgeDirection, EdgeHits};
+use crate::indexes::persistent::IndexRange;
 use crate::lookup::{staged_lookup, IndexScan};
 use crate::options::{Committed, WriteOptions};
-use crate::sorted::IndexRange;
 use crate::staging::Staging;
+
+/// Transactions and read views over one database.
+impl Database {
+    /// A consistent read view over all collections of this database (an engine snapshot).
+    pub fn read_view(self: &Arc<Self>) -> ReadView {
+        ReadView::new(Arc::clone(self), self.engine().snapshot())
+    }
+
+    /// Starts a transaction over collections of this database. Errors: 1203 for an unknown
+    /// declared collection, 1228 after a drop.
+    pub fn begin_transaction(self: &Arc<Self>, options: TransactionOptions) -> Result<Transaction> {
+        self.check_usable()?;
+        Transaction::begin(Arc::clone(self), options)
+    }
+}
 
 /// An iterator over documents (JSON values with `_id`), owning everything it needs (it can be
 /// kept across requests, e.g. by a cursor).
@@ -131,7 +146,7 @@ pub trait DocumentReader {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>>;
 
     /// At most `limit` documents of `coll` nearest to `query` (of the index's dimension)
@@ -153,7 +168,7 @@ pub trait DocumentReader {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>>;
 }
 
@@ -321,7 +336,7 @@ impl DocumentReader for ReadView {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::fulltext_candidates(coll, index, &self.snapshot, query, None)
@@ -343,7 +358,7 @@ impl DocumentReader for ReadView {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>> {
         coll.check_usable()?;
         crate::lookup::mdi_candidates(coll, index, &self.snapshot, b, None)
@@ -725,7 +740,7 @@ impl DocumentReader for Transaction {
         &self,
         coll: &Collection,
         index: u64,
-        query: &crate::fulltext::Query,
+        query: &crate::indexes::fulltext::Query,
     ) -> Result<Vec<Value>> {
         self.check_read(coll)?;
         crate::lookup::fulltext_candidates(
@@ -761,7 +776,7 @@ impl DocumentReader for Transaction {
         &self,
         coll: &Collection,
         index: u64,
-        b: &crate::mdi_index::MdiBox,
+        b: &crate::indexes::mdi::MdiBox,
     ) -> Result<Vec<Value>> {
         self.check_read(coll)?;
         crate::lookup::mdi_candidates(coll, index, &self.staging.snapshot, b, Some(&self.staging))

@@ -1,7 +1,7 @@
 //! The analyzers a database's views index and search with, behind the index's
 //! `AnalyzerSource`: names as links and `ANALYZER()` give them — ArangoDB's built-ins
 //! (`identity`, `text_en`, …) and the custom analyzers of the analyzer catalog
-//! (`crate::analyzers`: `name`, `::name`, `db::name`, `_system::name`). Resolved analyzers are
+//! (`analyzer_store.rs`: `name`, `::name`, `db::name`, `_system::name`). Resolved analyzers are
 //! kept per name until an analyzer is created or removed anywhere (the catalog's generation
 //! moves), so indexing a document costs a map read per analyzer.
 //!
@@ -15,9 +15,9 @@ use parking_lot::RwLock;
 use quiver_search::index::AnalyzerSource;
 use quiver_search::Analyzer;
 
+use crate::analyzer_store as analyzers;
 use crate::analyzer_usage::AnalyzerUsage;
-use crate::analyzers;
-use crate::catalog::Database;
+use crate::database::Database;
 
 /// At most this many analyzer names are remembered (names are user input).
 const MAX_CACHED: usize = 1024;

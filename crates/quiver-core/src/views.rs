@@ -15,37 +15,17 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
 };
-use quiver_storage::{CollectionId, Engine};
-use quiver_types::{validate_view_name, NamingConvention};
+use quiver_storage::CollectionId;
+use quiver_types::validate_view_name;
 use serde_json::{json, Map, Value};
 
-use crate::inverted_index::InvertedIndex;
+use crate::indexes::inverted::{normalize_analyzer, InvertedIndex};
 use crate::search_alias::{self, AliasIndexes, SEARCH_ALIAS};
 use crate::view_feed::{DocumentSource, ViewFeed};
-use crate::view_links::LinkedViews;
+use crate::view_host::ViewHost;
 
 /// The view types this server knows.
 pub const ARANGOSEARCH: &str = "arangosearch";
-
-/// What the view catalog needs from its database (implemented by `Database`).
-pub(crate) trait ViewHost {
-    /// The id of collection `name`; 1203 when there is none.
-    fn collection_id(&self, name: &str) -> Result<CollectionId>;
-    /// The name of collection `id`, if it exists.
-    fn collection_name(&self, id: CollectionId) -> Option<String>;
-    /// The views linked to collection `id` (its write path feeds them), if it exists.
-    fn linked_views(&self, id: CollectionId) -> Option<Arc<LinkedViews>>;
-    fn has_collection_named(&self, name: &str) -> bool;
-    /// Stores the catalog's JSON in the database's catalog entry.
-    fn persist_views(&self, views: Value) -> Result<()>;
-    fn engine(&self) -> &Engine;
-    fn naming(&self) -> NamingConvention;
-    fn database_name(&self) -> &str;
-    /// The open inverted index `name_or_id` of collection `cid`, if it exists.
-    fn inverted_index(&self, cid: CollectionId, name_or_id: &str) -> Option<Arc<InvertedIndex>>;
-    /// The open inverted index `index` of collection `cid`, if it exists.
-    fn inverted_index_by_id(&self, cid: CollectionId, index: u64) -> Option<Arc<InvertedIndex>>;
-}
 
 /// The mutable and immutable settings of an arangosearch view (without its links).
 #[derive(Clone, Debug, PartialEq)]
@@ -421,7 +401,7 @@ impl View {
         &self,
         query: &SearchQuery,
         collections: Option<&[CollectionId]>,
-        linked: &[Arc<crate::Collection>],
+        linked: &[Arc<crate::collection::Collection>],
         snapshot_tick: u64,
         wait_for_sync: bool,
     ) -> Result<Option<u64>> {
@@ -978,16 +958,5 @@ impl ViewCatalog {
         }
         obj.insert("links".into(), Value::Object(links));
         Value::Object(obj)
-    }
-}
-
-/// `::name` and `<this database>::name` are the analyzer `name` of this database.
-pub(crate) fn normalize_analyzer(name: &str, database: &str) -> String {
-    if let Some(rest) = name.strip_prefix("::") {
-        return rest.to_string();
-    }
-    match name.split_once("::") {
-        Some((db, rest)) if db == database => rest.to_string(),
-        _ => name.to_string(),
     }
 }

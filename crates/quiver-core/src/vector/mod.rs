@@ -3,7 +3,7 @@
 //! training of the quantizer, the inverted file and the quantizer's file on disk.
 //!
 //! Hand-written rather than bound to Faiss: Faiss is C++ with a BLAS dependency, and the
-//! index must live inside the core's snapshot-correct maintenance protocol (`secondary.rs`)
+//! index must live inside the core's snapshot-correct maintenance protocol (`indexes/maintained.rs`)
 //! with entries tagged by key and revision, which an external index cannot hold. The part
 //! that is compute-bound and generic — the matrix product of k-means — comes from
 //! `matrixmultiply`.

@@ -27,7 +27,6 @@
 //! [`structure_for`]; the protocol above comes for free, and a query reaches the structure
 //! through [`MaintainedIndex::read`] and `as_any` downcasting.
 
-use std::any::Any;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -38,45 +37,14 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::collection::Collection;
-use crate::index::IndexDef;
-use crate::sorted::SortedIndex;
+use crate::indexes::definition::IndexDef;
+use crate::indexes::persistent::SortedIndex;
+use crate::indexes::structure::IndexStructure;
+use crate::indexes::vector::{BuildContext, VectorIndex};
 use crate::staged_version::StagedEntry;
-use crate::vector_index::{BuildContext, VectorIndex};
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;
-
-/// One index type's in-memory structure.
-pub(crate) trait IndexStructure: Send + Sync + Any {
-    /// Adds the entries of version `rev` of document `key`.
-    fn insert(&mut self, key: &Arc<str>, rev: Revision, doc: &Map<String, Value>);
-    /// Removes the entries of version `rev` of `key` (`doc` is that version's body).
-    fn remove(&mut self, key: &str, rev: Revision, doc: &Map<String, Value>);
-    /// Number of entries.
-    fn len(&self) -> usize;
-    /// Share of distinct indexed values among the entries (1 = all distinct), for index
-    /// types that keep an estimate.
-    fn selectivity(&self) -> Option<f64>;
-    /// An empty structure of the same kind and definition.
-    fn fresh(&self) -> Box<dyn IndexStructure>;
-    fn as_any(&self) -> &dyn Any;
-    /// Work the structure needs after its build scan and before it may serve queries (a
-    /// vector index's quantizer, loaded or trained over what the scan filed), or None. The
-    /// job runs without the index lock while commits go on recording; its result goes to
-    /// [`IndexStructure::complete`]. An error fails the build (and the index creation).
-    fn completion(&self, name: &str) -> Option<Completion> {
-        let _ = name;
-        None
-    }
-    /// Applies what [`IndexStructure::completion`]'s job produced.
-    fn complete(&mut self, done: Box<dyn Any + Send>) {
-        let _ = done;
-    }
-}
-
-/// A structure's post-build job (see [`IndexStructure::completion`]).
-pub(crate) type Completion = Box<dyn FnOnce() -> Result<Box<dyn Any + Send>> + Send>;
 
 /// The registry: the structure that maintains an index of this definition, or None for types
 /// that are definitions only (ttl works by scanning; inverted indexes are not queried).
@@ -87,10 +55,10 @@ pub(crate) fn structure_for(
 ) -> Option<Box<dyn IndexStructure>> {
     match def.kind.as_str() {
         "persistent" | "hash" | "skiplist" => Some(Box::new(SortedIndex::new(def))),
-        "geo" | "geo1" | "geo2" => Some(Box::new(crate::geo_index::GeoIndex::new(def))),
-        "fulltext" => Some(Box::new(crate::fulltext::FulltextIndex::new(def))),
+        "geo" | "geo1" | "geo2" => Some(Box::new(crate::indexes::geo::GeoIndex::new(def))),
+        "fulltext" => Some(Box::new(crate::indexes::fulltext::FulltextIndex::new(def))),
         "vector" => Some(Box::new(VectorIndex::new(def, place.clone())?)),
-        "mdi" | "mdi-prefixed" | "zkd" => Some(Box::new(crate::mdi_index::MdiIndex::new(
+        "mdi" | "mdi-prefixed" | "zkd" => Some(Box::new(crate::indexes::mdi::MdiIndex::new(
             def,
             !place.existing,
         ))),
@@ -271,11 +239,12 @@ pub(crate) struct PendingCommit {
 }
 
 /// Inserts the entries of every staged version into the written collections' indexes
-/// (writer locks held, before the engine commit). `snapshot` holds the prior versions.
+/// (writer locks held, before the engine commit). `snapshot` holds the prior versions;
+/// `indexes_of` gives a written collection's maintained indexes.
 pub(crate) fn before_commit(
     entries: &HashMap<(CollectionId, String), StagedEntry>,
     snapshot: &Snapshot,
-    coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
+    indexes_of: impl Fn(CollectionId) -> Option<Arc<Vec<Arc<MaintainedIndex>>>>,
 ) -> Result<PendingCommit> {
     let mut pending = PendingCommit::default();
     let mut by_collection: HashMap<CollectionId, Arc<Vec<Arc<MaintainedIndex>>>> = HashMap::new();
@@ -283,10 +252,7 @@ pub(crate) fn before_commit(
         let indexes = match by_collection.get(cid) {
             Some(list) => Arc::clone(list),
             None => {
-                let list = match coll_of(*cid) {
-                    Some(coll) => coll.maintained_indexes(),
-                    None => Arc::new(Vec::new()),
-                };
+                let list = indexes_of(*cid).unwrap_or_default();
                 for ix in list.iter() {
                     pending.indexes.push(Arc::clone(ix));
                 }

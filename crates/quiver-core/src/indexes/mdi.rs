@@ -12,7 +12,7 @@
 //! the box's runs of the curve rather than everything between its corners. `mdi-prefixed`
 //! indexes put the `prefixFields` values (compared for equality only) in front of the Z-value.
 //! Entries carry the document's key and revision, per the maintenance protocol of
-//! `secondary.rs`.
+//! `maintained.rs`.
 
 use std::any::Any;
 use std::collections::BTreeMap;
@@ -23,8 +23,8 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::index::IndexDef;
-use crate::secondary::{Completion, IndexStructure};
+use crate::indexes::definition::IndexDef;
+use crate::indexes::structure::{Completion, IndexStructure};
 
 /// The order-preserving image of a number (`-0.0` and `0.0` are one point).
 pub fn encode(x: f64) -> u64 {
@@ -187,7 +187,10 @@ pub fn in_box(point: &[u64], b: &MdiBox) -> bool {
 /// The byte prefix of an entry: the canonical JSON of the prefix values, then a 0 byte (JSON
 /// text never holds one), so that one prefix's entries are one contiguous range.
 fn prefix_bytes(values: &[Value]) -> Vec<u8> {
-    let canonical: Vec<Value> = values.iter().map(crate::unique::canonical).collect();
+    let canonical: Vec<Value> = values
+        .iter()
+        .map(crate::indexes::unique::canonical)
+        .collect();
     let mut out = serde_json::to_vec(&canonical).unwrap_or_default();
     out.push(0);
     out

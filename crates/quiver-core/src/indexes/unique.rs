@@ -16,7 +16,7 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde_json::{Map, Number, Value};
 
-use crate::index::IndexDef;
+use crate::indexes::definition::IndexDef;
 
 /// Superseded entries tolerated before a rebuild is considered.
 const REBUILD_MIN_GARBAGE: usize = if cfg!(test) { 8 } else { 10_000 };

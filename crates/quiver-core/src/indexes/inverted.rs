@@ -19,14 +19,24 @@ use quiver_search::index::{
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
 
-use crate::index::IndexDef;
+use crate::indexes::definition::IndexDef;
 use crate::view_feed::{DocumentSource, ViewFeed};
 use crate::view_links::LinkedViews;
-use crate::views::normalize_analyzer;
 
 /// How often an inverted index commits what it indexed (ArangoDB's `commitIntervalMsec`
 /// default).
 const COMMIT_INTERVAL_MSEC: u64 = 1000;
+
+/// `::name` and `<this database>::name` are the analyzer `name` of this database.
+pub(crate) fn normalize_analyzer(name: &str, database: &str) -> String {
+    if let Some(rest) = name.strip_prefix("::") {
+        return rest.to_string();
+    }
+    match name.split_once("::") {
+        Some((db, rest)) if db == database => rest.to_string(),
+        _ => name.to_string(),
+    }
+}
 
 /// What a collection needs to keep inverted indexes: its database's analyzers and name.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! The `vector` index of a collection (ArangoDB 3.12, Faiss `IVF<nLists>,Flat`): documents'
 //! embeddings filed in the inverted file of `vector::ivf`, maintained by the protocol of
-//! `secondary.rs` like every other in-memory index.
+//! `maintained.rs` like every other in-memory index.
 //!
 //! The quantizer (the `nLists` centroids) is learnt once, when the index is created, from the
 //! vectors the collection holds then, and kept in a file of its own
@@ -17,8 +17,8 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::index::IndexDef;
-use crate::secondary::{Completion, IndexStructure};
+use crate::indexes::definition::IndexDef;
+use crate::indexes::structure::{Completion, IndexStructure};
 use crate::vector::ivf::{Hit, Ivf, Quantizer};
 use crate::vector::{self, kmeans, quantizer_file, Metric, NotAVector};
 

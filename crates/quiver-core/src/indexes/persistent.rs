@@ -5,7 +5,7 @@
 //! Values are ordered exactly as AQL compares them (`quiver_types::order`), so a range of the
 //! map is a range of the query's condition and walking it forwards or backwards yields the
 //! order a `SORT` over the indexed attributes would. Like the edge index, entries are tagged
-//! with revisions and a reader keeps only those its snapshot holds (see `secondary.rs`).
+//! with revisions and a reader keeps only those its snapshot holds (see `maintained.rs`).
 //!
 //! Hand-written rather than taken from a crate: the ordering is AQL's own (collation-ordered
 //! strings, type order across kinds), which no ordered-map crate could supply through a byte
@@ -21,9 +21,9 @@ use quiver_types::order::compare;
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
-use crate::unique::field_values;
+use crate::indexes::definition::IndexDef;
+use crate::indexes::structure::IndexStructure;
+use crate::indexes::unique::field_values;
 
 /// Array expansion can make one document contribute many tuples; beyond this many the rest
 /// are not indexed (ArangoDB has no limit but also no use for such documents).

@@ -1,6 +1,6 @@
 //! Fulltext semantics of ArangoDB's (deprecated but still used) fulltext index: how a
 //! document's attribute becomes a set of words, how a `FULLTEXT()` query string is parsed, and
-//! the maintained word index that answers such queries (kept per `secondary.rs`).
+//! the maintained word index that answers such queries (kept per `maintained.rs`).
 //!
 //! Words are maximal runs of letters and digits, lower-cased, NFC-normalized, at least
 //! `minLength` characters and cut to 40 characters. A string attribute is indexed; for an array
@@ -14,8 +14,8 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
-use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
+use crate::indexes::definition::IndexDef;
+use crate::indexes::structure::IndexStructure;
 use unicode_normalization::UnicodeNormalization;
 
 /// ArangoDB cuts longer words to this many characters.
@@ -182,7 +182,7 @@ impl Query {
 /// A document version named in the index: its key and the revision whose words are filed.
 type Entry = (Arc<str>, Revision);
 
-/// The maintained fulltext index (see `secondary.rs` for the snapshot protocol): an ordered
+/// The maintained fulltext index (see `maintained.rs` for the snapshot protocol): an ordered
 /// word map (so a `prefix:` term is one range walk) from each word to the document versions
 /// containing it, plus the set of indexed versions (the universe an exclusion-first query
 /// starts from). Only documents whose attribute yields at least one word are indexed, as in

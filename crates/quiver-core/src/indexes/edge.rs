@@ -42,7 +42,6 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde::Deserialize;
 
-use crate::collection::Collection;
 use crate::staged_version::StagedEntry;
 
 /// Edge documents scanned per write-lock acquisition while building.
@@ -1080,7 +1079,7 @@ impl BuildChunk {
 /// The edge index changes of a commit, across the written edge collections.
 #[derive(Default)]
 pub(crate) struct PendingEdges {
-    parts: Vec<(Arc<Collection>, Prepared)>,
+    parts: Vec<(Arc<EdgeIndex>, Prepared)>,
 }
 
 /// Enters every staged edge version into the written collections' edge indexes (writer
@@ -1088,7 +1087,7 @@ pub(crate) struct PendingEdges {
 pub(crate) fn before_commit(
     entries: &HashMap<(CollectionId, String), StagedEntry>,
     snapshot: &Snapshot,
-    coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
+    index_of: impl Fn(CollectionId) -> Option<Arc<EdgeIndex>>,
 ) -> Result<PendingEdges> {
     let mut by_collection: HashMap<CollectionId, Vec<(&str, &StagedEntry)>> = HashMap::new();
     for ((cid, key), entry) in entries {
@@ -1099,11 +1098,7 @@ pub(crate) fn before_commit(
     }
     let mut pending = PendingEdges::default();
     for (cid, staged) in by_collection {
-        let Some(coll) = coll_of(cid) else { continue };
-        let Some(index) = coll.edge_index() else {
-            continue;
-        };
-        let index = Arc::clone(index);
+        let Some(index) = index_of(cid) else { continue };
         let mut bodies = Vec::new();
         for (key, entry) in &staged {
             if let Some(prior) = entry.prior {
@@ -1132,7 +1127,7 @@ pub(crate) fn before_commit(
             })
             .collect();
         match index.prepare(&changes) {
-            Ok(prepared) => pending.parts.push((coll, prepared)),
+            Ok(prepared) => pending.parts.push((Arc::clone(&index), prepared)),
             Err(err) => {
                 pending.failed();
                 return Err(err);
@@ -1145,19 +1140,15 @@ pub(crate) fn before_commit(
 impl PendingEdges {
     /// The batch was committed at `tick`.
     pub fn committed(self, tick: u64, horizon: u64) {
-        for (coll, prepared) in self.parts {
-            if let Some(index) = coll.edge_index() {
-                index.committed(prepared, tick, horizon);
-            }
+        for (index, prepared) in self.parts {
+            index.committed(prepared, tick, horizon);
         }
     }
 
     /// The commit failed.
     pub fn failed(self) {
-        for (coll, prepared) in self.parts {
-            if let Some(index) = coll.edge_index() {
-                index.failed(prepared);
-            }
+        for (index, prepared) in self.parts {
+            index.failed(prepared);
         }
     }
 }

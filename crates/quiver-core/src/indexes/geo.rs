@@ -13,7 +13,7 @@
 //! Points go into the finest level. A larger shape goes into the finest level at which its
 //! bounding rectangle spans at most a few cells, in each of them, so a query visits every
 //! level but only the cells under its own rectangle. Entries carry the document's key and
-//! revision, per the maintenance protocol of `secondary.rs`.
+//! revision, per the maintenance protocol of `maintained.rs`.
 
 use std::any::Any;
 use std::collections::{BTreeMap, HashSet};
@@ -23,8 +23,8 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::geo::{GeoFields, Rect, Shape, ShapeKind};
-use crate::index::IndexDef;
-use crate::secondary::IndexStructure;
+use crate::indexes::definition::IndexDef;
+use crate::indexes::structure::IndexStructure;
 
 /// Finest level: cells of 180/2^14 degrees (about 1.2 km of latitude).
 const MAX_LEVEL: u32 = 14;
