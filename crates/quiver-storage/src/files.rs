@@ -582,6 +582,28 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Writes all of `bytes` at `offset` (a positioned write, looping over partial writes), after
+/// the fault hooks' check at `point`; a short write the hooks ask for writes a prefix of
+/// `bytes` and fails with EIO.
+pub(crate) fn write_all_at(
+    file: &File,
+    bytes: &[u8],
+    offset: u64,
+    hooks: &Option<Arc<dyn IoHooks>>,
+    point: FailPoint,
+) -> io::Result<()> {
+    check(hooks, point)?;
+    if let Some(cut) = hooks.as_ref().and_then(|h| h.short_write(point)) {
+        let cut = cut.min(bytes.len());
+        file.write_all_at(&bytes[..cut], offset)?;
+        return Err(io::Error::other(format!(
+            "short write: {cut} of {} bytes (injected)",
+            bytes.len()
+        )));
+    }
+    file.write_all_at(bytes, offset)
+}
+
 /// Replaces `path` atomically with `bytes` (temp file, fsync, rename, directory fsync).
 pub(crate) fn atomic_write(
     path: &Path,
@@ -589,11 +611,10 @@ pub(crate) fn atomic_write(
     hooks: &Option<Arc<dyn IoHooks>>,
     point: FailPoint,
 ) -> io::Result<()> {
-    check(hooks, point)?;
     let tmp = path.with_extension("tmp");
     {
         let file = File::create(&tmp)?;
-        file.write_all_at(bytes, 0)?;
+        write_all_at(&file, bytes, 0, hooks, point)?;
         file.sync_all()?;
     }
     std::fs::rename(&tmp, path)?;

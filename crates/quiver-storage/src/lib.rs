@@ -111,6 +111,13 @@ pub trait IoHooks: Send + Sync {
     fn free_space(&self) -> Option<u64> {
         None
     }
+
+    /// Makes the write at `point` a short write: only this many bytes of it reach the file
+    /// before it fails with EIO, as a write cut off by a full disk or a failing device would
+    /// leave it (`None`: the write is whole). Asked after [`IoHooks::check`] passed.
+    fn short_write(&self, _point: FailPoint) -> Option<usize> {
+        None
+    }
 }
 
 /// Startup options of the engine.

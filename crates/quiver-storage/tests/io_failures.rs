@@ -88,6 +88,64 @@ fn failure_at_every_maintenance_point_then_crash_keeps_exactly_the_model() {
     }
 }
 
+/// A short write (a prefix of the bytes reaches the file, then EIO) at every positioned write
+/// of collection, compaction and metadata, cut at several lengths, followed by a kill -9 or by
+/// a retry: the live view, the crashed copy and the retried engine all hold exactly the model.
+#[test]
+fn short_writes_at_every_write_point_keep_exactly_the_model() {
+    let points = [
+        FailPoint::JournalWrite,
+        FailPoint::CompactionWrite,
+        FailPoint::MetaWrite,
+    ];
+    for point in points {
+        for cut in [0, 1, 7, 64, 333, 4000] {
+            let dir = tempfile::tempdir().unwrap();
+            let faults = Arc::new(Faults::default());
+            let e = Engine::open(dir.path(), faulty(&faults)).unwrap();
+            let db = new_db(&e);
+            let a = new_col(&e, db);
+            let mut model = fill(&e, a, 20, 400);
+            churn(&e, a, &mut model, 0);
+            e.compact(a).unwrap();
+            churn(&e, a, &mut model, 1);
+            faults.arm_short(point, cut, 1);
+            let failed = e.compact(a).is_err();
+            assert!(
+                failed && faults.hits.lock().contains(&point),
+                "{point:?}/{cut}: the short write was not reached or not reported"
+            );
+            assert_eq!(
+                contents(&e, a),
+                model,
+                "{point:?}/{cut}: live view after failure"
+            );
+            let crashed = tempfile::tempdir().unwrap();
+            copy_dir(dir.path(), crashed.path());
+            {
+                let e2 = open(crashed.path());
+                assert!(col_status(&e2, a).is_ok(), "{point:?}/{cut}");
+                assert_eq!(contents(&e2, a), model, "{point:?}/{cut}: after crash");
+                e2.verify(a).unwrap();
+            }
+            faults.disarm_all();
+            churn(&e, a, &mut model, 2);
+            e.compact(a).unwrap();
+            assert_eq!(contents(&e, a), model, "{point:?}/{cut}: after retry");
+            let crashed = tempfile::tempdir().unwrap();
+            copy_dir(dir.path(), crashed.path());
+            drop(e);
+            let e3 = open(crashed.path());
+            assert_eq!(
+                contents(&e3, a),
+                model,
+                "{point:?}/{cut}: after retry and crash"
+            );
+            e3.verify(a).unwrap();
+        }
+    }
+}
+
 /// A failed fdatasync of the WAL fails the waiting sync writer and every later write (the
 /// kernel may have dropped the pages: never report success after that), reads keep working,
 /// and a restart recovers every write acknowledged before the failure and accepts writes.

@@ -412,9 +412,14 @@ impl Inner {
                 &gathered
             }
         };
-        files::check(&self.options.io_hooks, FailPoint::JournalWrite)
-            .and_then(|_| std::os::unix::fs::FileExt::write_all_at(&j.file.file, bytes, j.offset))
-            .map_err(|e| files::io_error(e, "writing a journal"))?;
+        files::write_all_at(
+            &j.file.file,
+            bytes,
+            j.offset,
+            &self.options.io_hooks,
+            FailPoint::JournalWrite,
+        )
+        .map_err(|e| files::io_error(e, "writing a journal"))?;
         j.offset += pend.len;
         j.count += pend.count;
         j.max_tick = j.max_tick.max(pend.max_tick);

@@ -365,12 +365,15 @@ impl Inner {
             },
             max_tick,
         ));
-        let written = files::check(&self.options.io_hooks, FailPoint::CompactionWrite)
-            .and_then(|_| {
-                std::os::unix::fs::FileExt::write_all_at(&file.file, &out, header_len as u64)
-            })
-            .and_then(|_| file.file.sync_data())
-            .and_then(|_| file.rename(&datafile_path(&col.dir, fid)));
+        let written = files::write_all_at(
+            &file.file,
+            &out,
+            header_len as u64,
+            &self.options.io_hooks,
+            FailPoint::CompactionWrite,
+        )
+        .and_then(|_| file.file.sync_data())
+        .and_then(|_| file.rename(&datafile_path(&col.dir, fid)));
         if let Err(e) = written {
             file.delete_when_unused(Vec::new());
             return Err(io(e));

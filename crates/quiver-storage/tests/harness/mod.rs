@@ -150,6 +150,8 @@ pub fn files_with(dir: &Path, pred: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
 #[derive(Default)]
 pub struct Faults {
     armed: Mutex<HashMap<FailPoint, usize>>,
+    /// Short writes: the next `times` writes at a point write `cut` bytes, then fail.
+    short: Mutex<HashMap<FailPoint, (usize, usize)>>,
     pub hits: Mutex<Vec<FailPoint>>,
 }
 
@@ -157,8 +159,13 @@ impl Faults {
     pub fn arm(&self, p: FailPoint, times: usize) {
         self.armed.lock().insert(p, times);
     }
+    /// The next `times` writes at `p` write only their first `cut` bytes, then fail.
+    pub fn arm_short(&self, p: FailPoint, cut: usize, times: usize) {
+        self.short.lock().insert(p, (cut, times));
+    }
     pub fn disarm_all(&self) {
         self.armed.lock().clear();
+        self.short.lock().clear();
     }
 }
 
@@ -173,6 +180,16 @@ impl IoHooks for Faults {
             }
         }
         Ok(())
+    }
+    fn short_write(&self, point: FailPoint) -> Option<usize> {
+        let mut short = self.short.lock();
+        let (cut, times) = short.get_mut(&point)?;
+        if *times == 0 {
+            return None;
+        }
+        *times -= 1;
+        self.hits.lock().push(point);
+        Some(*cut)
     }
 }
 
