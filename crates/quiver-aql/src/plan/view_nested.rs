@@ -70,17 +70,15 @@ impl NestedCount {
                     min: n as usize,
                     max: Some(n as usize),
                 }),
-            NestedCount::Between(lo, hi) => {
-                match (number(eval(lo)?), number(eval(hi)?)) {
-                    (Some(lo), Some(hi)) if hi.floor() >= lo.ceil().max(0.0) => {
-                        Some(ElementCount::Between {
-                            min: lo.ceil().max(0.0) as usize,
-                            max: Some(hi.floor() as usize),
-                        })
-                    }
-                    _ => None,
+            NestedCount::Between(lo, hi) => match (number(eval(lo)?), number(eval(hi)?)) {
+                (Some(lo), Some(hi)) if hi.floor() >= lo.ceil().max(0.0) => {
+                    Some(ElementCount::Between {
+                        min: lo.ceil().max(0.0) as usize,
+                        max: Some(hi.floor() as usize),
+                    })
                 }
-            }
+                _ => None,
+            },
         })
     }
 }
@@ -220,10 +218,9 @@ impl Planner<'_> {
             Question::Quantified(Quantifier::None) => NestedCount::None,
             Question::AtLeast(n) => NestedCount::AtLeast(self.operand(n, view, plan)?),
             Question::Exactly(n) => NestedCount::Exactly(self.operand(n, view, plan)?),
-            Question::Between(lo, hi) => NestedCount::Between(
-                self.operand(lo, view, plan)?,
-                self.operand(hi, view, plan)?,
-            ),
+            Question::Between(lo, hi) => {
+                NestedCount::Between(self.operand(lo, view, plan)?, self.operand(hi, view, plan)?)
+            }
         };
         Ok(Some(SearchCond::Nested {
             path: format!("{path}{ELEMENT_MARK}"),

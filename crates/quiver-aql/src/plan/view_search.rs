@@ -951,7 +951,9 @@ impl Planner<'_> {
                 let base = self.view_path(inner, view)?;
                 match &**index {
                     // The element of a nested condition (`view_nested.rs`).
-                    Expr::Literal(Value::String(mark)) if mark == ELEMENT_MARK && !base.is_empty() => {
+                    Expr::Literal(Value::String(mark))
+                        if mark == ELEMENT_MARK && !base.is_empty() =>
+                    {
                         Some(format!("{base}{ELEMENT_MARK}"))
                     }
                     Expr::Literal(Value::String(name)) => Some(if base.is_empty() {

@@ -33,7 +33,9 @@ pub use offsets::{offset_info, OffsetRule, DEFAULT_MAX_OFFSETS};
 pub use phrase_positions::{
     edit_distance, like_matches, LikeItem, PositionalPhraseQuery, TermMatcher,
 };
-pub use query::{ElementCount, ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue};
+pub use query::{
+    ElementCount, ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue,
+};
 pub use scoring::{FieldStats, Scorer};
 pub use top_scores::ScoreOrder;
 pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};

@@ -63,7 +63,9 @@ impl ElementCount {
     pub fn holds(&self, matched: usize, total: usize) -> bool {
         match *self {
             ElementCount::All => matched == total,
-            ElementCount::Between { min, max } => matched >= min && max.is_none_or(|m| matched <= m),
+            ElementCount::Between { min, max } => {
+                matched >= min && max.is_none_or(|m| matched <= m)
+            }
         }
     }
 }
@@ -213,7 +215,9 @@ fn element_cond(
                 .collect::<Result<_>>()?,
             *min,
         ),
-        SearchQuery::Not(inner) => ElementCond::Not(Box::new(element_cond(inner, element, leaves)?)),
+        SearchQuery::Not(inner) => {
+            ElementCond::Not(Box::new(element_cond(inner, element, leaves)?))
+        }
         SearchQuery::Boost(inner, _) => element_cond(inner, element, leaves)?,
         SearchQuery::Nested { path, count, cond } => {
             check(path)?;

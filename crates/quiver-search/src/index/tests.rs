@@ -766,7 +766,10 @@ fn offset_info_matches_brute_force() {
 /// straight from the JSON: the reference of nested search.
 fn element_holds(cond: &SearchQuery, at: &str, element: &Value) -> bool {
     let attribute = |path: &str| -> Value {
-        let name = path.strip_prefix(at).and_then(|r| r.strip_prefix('.')).unwrap();
+        let name = path
+            .strip_prefix(at)
+            .and_then(|r| r.strip_prefix('.'))
+            .unwrap();
         element.get(name).cloned().unwrap_or(Value::Null)
     };
     match cond {
@@ -871,7 +874,10 @@ fn nested_search_matches_brute_force() {
             inner(between(1, None), num("d[?].m[?].c", 2.0)),
         ]),
         inner(ElementCount::All, gt("d[?].m[?].c", 0.0)),
-        inner(between(2, Some(2)), SearchQuery::Not(Box::new(num("d[?].m[?].c", 1.0)))),
+        inner(
+            between(2, Some(2)),
+            SearchQuery::Not(Box::new(num("d[?].m[?].c", 1.0))),
+        ),
     ];
     let counts = [
         between(1, None),
@@ -889,9 +895,7 @@ fn nested_search_matches_brute_force() {
             };
             let expected: BTreeSet<String> = docs
                 .iter()
-                .filter(|(_, doc)| {
-                    nested_holds("d[?]", count, cond, doc["d"].as_array().unwrap())
-                })
+                .filter(|(_, doc)| nested_holds("d[?]", count, cond, doc["d"].as_array().unwrap()))
                 .map(|(k, _)| k.clone())
                 .collect();
             assert_eq!(keys(&index, query.clone()), expected, "{query:?}");
