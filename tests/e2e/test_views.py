@@ -370,3 +370,65 @@ def test_minhash_analyzer_and_minhash_match(db):
         assert "a" in searched and "c" not in searched
     db.delete_view(view)
     db.delete_analyzer(analyzer)
+
+
+def test_nested_search(db):
+    """Nested search (the documentation's examples): a view link and an inverted index with
+    `nested` fields, the question mark operator with quantifiers and nested levels, each
+    against the same condition as a FILTER over the collection; the link reports `nested`."""
+    coll = db.create_collection(unique("nesteddocs"))
+    coll.insert_many([
+        {"_key": "frame", "dimensions": [
+            {"part": "frame", "comments": "Slightly damaged at the bottom right corner.",
+             "measurements": [{"type": "height", "value": 47}, {"type": "width", "value": 72}]},
+            {"part": "canvas",
+             "measurements": [{"type": "height", "value": 35}, {"type": "width", "value": 60}]}]},
+        {"_key": "small", "dimensions": [{"type": "height", "value": 35},
+                                         {"type": "width", "value": 60}]},
+        {"_key": "tall", "dimensions": [{"type": "height", "value": 50},
+                                        {"type": "height", "value": 45},
+                                        {"type": "width", "value": 10}]},
+        {"_key": "none"},
+    ])
+    view = unique("nestedview")
+    link = {"fields": {"dimensions": {"nested": {
+        "type": {}, "value": {}, "part": {}, "comments": {"analyzers": ["text_en"]},
+        "measurements": {"nested": {"type": {}, "value": {}}}}}}}
+    created = db.create_arangosearch_view(view, properties={"links": {coll.name: link}})
+    nested = created["links"][coll.name]["fields"]["dimensions"]["nested"]
+    assert set(nested) == {"type", "value", "part", "comments", "measurements"}
+    coll.add_index({"type": "inverted", "name": "invnest", "fields": [
+        {"name": "dimensions", "nested": [
+            "type", "value", "part", {"name": "comments", "analyzer": "text_en"},
+            {"name": "measurements", "nested": ["type", "value"]}]}]})
+    alias = unique("nestedalias")
+    db.create_view(alias, "search-alias", {"indexes": [{"collection": coll.name,
+                                                        "index": "invnest"}]})
+    cases = [
+        ('d.dimensions[? FILTER CURRENT.type == "height" AND CURRENT.value > 40]', ["tall"]),
+        ('d.dimensions.type == "height"', []),
+        ('d.dimensions[? 1..2 FILTER CURRENT.type == "height"]', ["small", "tall"]),
+        ('d.dimensions[? AT LEAST (2) FILTER CURRENT.type == "height"]', ["tall"]),
+        ('d.dimensions[? 1 FILTER CURRENT.type == "height"]', ["small"]),
+        ('d.dimensions[? NONE FILTER CURRENT.type == "width"]', ["frame", "none"]),
+        ('d.dimensions[? ALL FILTER CURRENT.value >= 10]', ["none", "small", "tall"]),
+        ('d.dimensions[? FILTER CURRENT.part == "frame" AND '
+         'CURRENT.measurements[? FILTER CURRENT.type == "width" AND CURRENT.value <= 80]]',
+         ["frame"]),
+        ('d.dimensions[? FILTER CURRENT.part == "canvas" AND '
+         'CURRENT.measurements[? FILTER CURRENT.type == "height" AND CURRENT.value > 40]]', []),
+    ]
+    for cond, expected in cases:
+        got = keys(db, f"FOR d IN {view} SEARCH {cond} {SEARCH_SYNC} RETURN d._key")
+        assert got == expected, cond
+        assert keys(db, f"FOR d IN {alias} SEARCH {cond} {SEARCH_SYNC} RETURN d._key") \
+            == expected, cond
+        if "d.dimensions.type" not in cond:
+            assert keys(db, f"FOR d IN {coll.name} FILTER {cond} RETURN d._key") == expected
+    # The analyzer of a nested attribute applies inside the operator (the documentation's query).
+    damaged = ('d.dimensions[? FILTER CURRENT.part == "frame" AND ANALYZER(TOKENS("corner '
+               'damage", "text_en") ALL == CURRENT.comments, "text_en") AND '
+               'CURRENT.measurements[? FILTER CURRENT.type == "width" AND CURRENT.value <= 80]]')
+    assert keys(db, f"FOR d IN {view} SEARCH {damaged} {SEARCH_SYNC} RETURN d._key") == ["frame"]
+    db.delete_view(alias)
+    db.delete_view(view)

@@ -939,9 +939,9 @@ impl<'a> Parser<'a> {
 
     /// `input[? [quantifier] FILTER condition]`: whether the elements for which the condition
     /// holds are as many as the quantifier says — `ANY` (the default: at least one), `ALL`,
-    /// `NONE`, `AT LEAST (n)`, or a number `n` (exactly n). Written with the constructs the
-    /// engine has: `ANY`/`ALL`/`NONE` compare the per-element truth values with `true`, the
-    /// counts compare `LENGTH(input[* FILTER condition])`.
+    /// `NONE`, `AT LEAST (n)`, a number `n` (exactly n) or a range `n..m`. Written with the
+    /// constructs the engine has: `ANY`/`ALL`/`NONE` compare the per-element truth values
+    /// with `true`, the counts compare `LENGTH(input[* FILTER condition])` (`IN` a range).
     fn question_filter(&mut self, input: Expr) -> Result<Expr> {
         self.enter()?;
         self.expect_sym("[")?;
@@ -1006,6 +1006,10 @@ impl<'a> Parser<'a> {
                 Box::new(Expr::lit(Value::Bool(true))),
             ),
             Count::AtLeast(n) => Expr::Binary(BinOp::Ge, Box::new(matching()), Box::new(n)),
+            // `low..high`: a count within the range, bounds included.
+            Count::Exactly(n @ Expr::Range(..)) => {
+                Expr::Binary(BinOp::In, Box::new(matching()), Box::new(n))
+            }
             Count::Exactly(n) => Expr::Binary(BinOp::Eq, Box::new(matching()), Box::new(n)),
         })
     }

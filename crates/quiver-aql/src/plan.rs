@@ -24,6 +24,7 @@ mod index_scan;
 mod inverted_search;
 mod mdi_search;
 mod near_vectors;
+mod view_nested;
 mod view_search;
 pub use geo_search::{GeoOrigin, GeoSearch};
 pub use graph::{options_json as graph_options_json, GraphNode, PathCondition, Produce};
@@ -31,6 +32,7 @@ pub use index_scan::{EqCond, IndexHint, IndexScan};
 pub use inverted_search::InvertedSearch;
 pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
+pub use view_nested::NestedCount;
 pub use view_search::{ArrayQuantifier, Compare, Materialize, ScorersSort, SearchCond, ViewNode};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.

@@ -10,6 +10,7 @@ use quiver_search::index::{
 };
 use serde_json::{json, Value};
 
+use super::view_nested::{NestedCount, ELEMENT_MARK};
 use super::{NodeKind, Plan, Planner};
 use crate::ast::{BinOp, Expr, Quantifier, UnaryOp};
 use crate::expr::{CExpr, Slot};
@@ -165,6 +166,13 @@ pub enum SearchCond {
     },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
+    /// `d.field[? count FILTER cond]` over a nested field (`view_nested.rs`): `path` is the
+    /// field's element path (`field[?]`), the paths of `cond` are below it.
+    Nested {
+        path: String,
+        count: NestedCount,
+        cond: Box<SearchCond>,
+    },
 }
 
 fn unsupported(what: &str) -> Error {
@@ -273,6 +281,10 @@ impl SearchCond {
                 }
             }
             SearchCond::Constant(e) => e.visit_vars(f),
+            SearchCond::Nested { count, cond, .. } => {
+                count.visit_vars(f);
+                cond.visit_vars(f);
+            }
         }
     }
 
@@ -628,6 +640,14 @@ impl SearchCond {
                     SearchQuery::Nothing
                 }
             }
+            SearchCond::Nested { path, count, cond } => match count.to_count(eval)? {
+                Some(count) => SearchQuery::Nested {
+                    path: path.clone(),
+                    count,
+                    cond: Box::new(cond.to_query(eval)?),
+                },
+                None => SearchQuery::Nothing,
+            },
         })
     }
 }
@@ -916,7 +936,7 @@ impl Planner<'_> {
 
     /// The attribute path `e` names below the view variable (`d.a.b` → `a.b`, `d.a[1]` →
     /// `a[1]`), None for anything else.
-    fn view_path(&self, e: &Expr, view: Slot) -> Option<String> {
+    pub(super) fn view_path(&self, e: &Expr, view: Slot) -> Option<String> {
         match e {
             Expr::Name(n) => (self.lookup_var(n) == Some(view)).then(String::new),
             Expr::Attribute(inner, name) => {
@@ -930,6 +950,12 @@ impl Planner<'_> {
             Expr::Index(inner, index) => {
                 let base = self.view_path(inner, view)?;
                 match &**index {
+                    // The element of a nested condition (`view_nested.rs`).
+                    Expr::Literal(Value::String(mark))
+                        if mark == ELEMENT_MARK && !base.is_empty() =>
+                    {
+                        Some(format!("{base}{ELEMENT_MARK}"))
+                    }
                     Expr::Literal(Value::String(name)) => Some(if base.is_empty() {
                         name.clone()
                     } else {
@@ -961,7 +987,7 @@ impl Planner<'_> {
         Ok((found, compiled))
     }
 
-    fn operand(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<CExpr> {
+    pub(super) fn operand(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<CExpr> {
         let (found, compiled) = self.mentions(e, view, plan)?;
         if found {
             return Err(unsupported("an operand refers to the view variable"));
@@ -969,13 +995,16 @@ impl Planner<'_> {
         Ok(compiled)
     }
 
-    fn search_cond(
+    pub(super) fn search_cond(
         &mut self,
         e: &Expr,
         view: Slot,
         analyzer: &str,
         plan: &mut Plan,
     ) -> Result<SearchCond> {
+        if let Some(nested) = self.nested_cond(e, view, analyzer, plan)? {
+            return Ok(nested);
+        }
         match e {
             Expr::Binary(BinOp::And, a, b) => Ok(SearchCond::And(vec![
                 self.search_cond(a, view, analyzer, plan)?,

@@ -129,8 +129,10 @@ fn add_field(into: &mut Map<String, Value>, field: &Value, depth: usize) -> Resu
                     }
                 }
                 if let Some(nested) = o.get("nested").and_then(Value::as_array) {
+                    // Each object of the field's array is an element of its own (nested
+                    // search), as the link's `nested` says.
                     let mut sub = entry
-                        .remove("fields")
+                        .remove("nested")
                         .and_then(|v| match v {
                             Value::Object(m) => Some(m),
                             _ => None,
@@ -139,7 +141,7 @@ fn add_field(into: &mut Map<String, Value>, field: &Value, depth: usize) -> Resu
                     for child in nested {
                         add_field(&mut sub, child, depth + 1)?;
                     }
-                    entry.insert("fields".into(), Value::Object(sub));
+                    entry.insert("nested".into(), Value::Object(sub));
                 }
             }
             return Ok(());
@@ -387,12 +389,12 @@ mod tests {
             link.to_json()["fields"],
             json!({"title": {}, "tag": {"analyzers": ["identity"]},
                    "a": {"fields": {"b": {"fields": {"c": {"trackListPositions": true}}}}},
-                   "items": {"fields": {"x": {"analyzers": ["norm"]}}}})
+                   "items": {"nested": {"x": {"analyzers": ["norm"]}}}})
         );
         assert_eq!(link.root_analyzers(), ["text_en"]);
         use quiver_search::index::analyzer_at;
         assert_eq!(analyzer_at(&link, "title").as_deref(), Some("text_en"));
-        assert_eq!(analyzer_at(&link, "items.x").as_deref(), Some("norm"));
+        assert_eq!(analyzer_at(&link, "items[?].x").as_deref(), Some("norm"));
     }
 
     #[test]

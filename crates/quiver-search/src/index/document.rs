@@ -45,6 +45,8 @@ pub fn document_terms(
         terms: Vec::new(),
         next_position: HashMap::new(),
         analyzers,
+        element: None,
+        next_element: 0,
     };
     if let Value::Object(map) = doc {
         let root = link.resolved_root();
@@ -66,9 +68,65 @@ struct Collector<'a> {
     /// (path, analyzer or "" for the value markers) → the first position the next value gets.
     next_position: HashMap<(String, String), u32>,
     analyzers: &'a dyn AnalyzerSource,
+    /// The nested element whose attributes are being indexed (its first position).
+    element: Option<u32>,
+    /// The number the next nested element gets.
+    next_element: u32,
 }
 
 impl Collector<'_> {
+    /// Where a term at `position` of the current value goes: inside an element, into the
+    /// element's range (positions past it are kept at its end).
+    fn place(&self, position: u32) -> u32 {
+        match self.element {
+            Some(base) => base + position.min(encode::ELEMENT_STRIDE - 1),
+            None => position,
+        }
+    }
+
+    /// Indexes each value of `items` as an element of the nested field `path` whose
+    /// elements' settings are `element` (the attributes of objects; other values are elements
+    /// without attributes).
+    fn elements(
+        &mut self,
+        items: &[Value],
+        path: &str,
+        element: Resolved<'_>,
+        link_analyzers: &[String],
+        depth: usize,
+    ) {
+        let element_path = format!("{path}{}", encode::ELEMENT_MARK);
+        for item in items {
+            if self.next_element >= encode::MAX_ELEMENTS {
+                return;
+            }
+            let base = self.next_element * encode::ELEMENT_STRIDE;
+            self.next_element += 1;
+            let outer_positions = std::mem::take(&mut self.next_position);
+            let outer_element = self.element.replace(base);
+            self.terms.push(TermAt {
+                term: encode::element_term(&element_path),
+                position: base,
+            });
+            // Other values than objects are elements without attributes.
+            let no_attributes = serde_json::Map::new();
+            let map = item.as_object().unwrap_or(&no_attributes);
+            for (name, child) in map {
+                if let Some(child_spec) = element.child(name, link_analyzers) {
+                    self.value(
+                        child,
+                        format!("{element_path}.{name}"),
+                        child_spec,
+                        link_analyzers,
+                        depth + 1,
+                    );
+                }
+            }
+            self.element = outer_element;
+            self.next_position = outer_positions;
+        }
+    }
+
     fn value(
         &mut self,
         value: &Value,
@@ -79,6 +137,9 @@ impl Collector<'_> {
     ) {
         if depth > MAX_FIELD_DEPTH {
             return;
+        }
+        if let (Value::Array(items), Some(element)) = (value, spec.element()) {
+            self.elements(items, &path, element, link_analyzers, depth);
         }
         match value {
             Value::Object(map) => {
@@ -121,11 +182,11 @@ impl Collector<'_> {
                     for (i, (token, position)) in tokens.into_iter().enumerate() {
                         self.terms.push(TermAt {
                             term: encode::string_term(&path, analyzer, &token),
-                            position: base.saturating_add(position),
+                            position: self.place(base.saturating_add(position)),
                         });
                         self.terms.push(TermAt {
                             term: length.clone(),
-                            position: base.saturating_add(i as u32),
+                            position: self.place(base.saturating_add(i as u32)),
                         });
                     }
                 }
@@ -163,11 +224,13 @@ impl Collector<'_> {
 
     fn scalar(&mut self, path: &str, term: String) {
         let position = self.take_positions(path, "", &[(String::new(), 0)]);
+        let position = self.place(position);
         self.terms.push(TermAt { term, position });
     }
 
     fn marker(&mut self, _path: &str, term: String) {
-        self.terms.push(TermAt { term, position: 0 });
+        let position = self.place(0);
+        self.terms.push(TermAt { term, position });
     }
 }
 
@@ -221,6 +284,28 @@ mod tests {
             json!({"fields": {"a": {"trackListPositions": true}}}),
         );
         assert!(t.contains(&"s|a[1]|identity|y".to_string()), "{t:?}");
+    }
+
+    #[test]
+    fn nested_elements_own_position_ranges() {
+        let link = LinkDefinition::from_json(&json!({"fields": {"d": {"nested": {
+            "t": {}, "m": {"nested": {"v": {}}}}}}}))
+        .unwrap();
+        let doc = json!({"d": [{"t": "a", "m": [{"v": 1}, {"v": 2}]}, 7, {"t": "b"}]});
+        let all = document_terms(&doc, &link, &IdentityOnly);
+        let at = |term: &str| -> Vec<u32> {
+            all.iter()
+                .filter(|t| t.term == term)
+                .map(|t| t.position / encode::ELEMENT_STRIDE)
+                .collect()
+        };
+        // Elements in depth-first order: d[0] = 0, its m elements 1 and 2, d[1] = 3, d[2] = 4.
+        assert_eq!(at(&encode::element_term("d[?]")), [0, 3, 4]);
+        assert_eq!(at(&encode::element_term("d[?].m[?]")), [1, 2]);
+        assert_eq!(at(&encode::string_term("d[?].t", "identity", "b")), [4]);
+        assert_eq!(at(&encode::number_term("d[?].m[?].v", 2.0)), [2]);
+        // Not indexed as plain sub-attributes.
+        assert!(!all.iter().any(|t| t.term.contains("d.t")));
     }
 
     #[test]

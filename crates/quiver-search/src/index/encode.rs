@@ -5,6 +5,10 @@
 //! `n␟path␟<16 hex digits>` (numbers, order-preserving), `b␟path␟0|1`, `z␟path` (null), and the
 //! markers `e␟path` (any value), `t␟path␟type`, `a␟path␟analyzer` and `l␟path␟analyzer` (one
 //! occurrence per token: the field length BM25 and TFIDF normalise by). `␟` is U+001F.
+//!
+//! The objects of a `nested` field's array are elements of their own: their attributes are
+//! indexed under `field[?].attribute` at positions that say which element holds them
+//! ([`ELEMENT_STRIDE`]), and each element leaves one `o␟field[?]` at its first position.
 
 /// Separates the parts of a term.
 pub(crate) const SEP: char = '\u{1f}';
@@ -57,6 +61,23 @@ pub(crate) fn analyzer_term(path: &str, analyzer: &str) -> String {
 /// The field-length marker of `path` under `analyzer` (repeated once per token).
 pub(crate) fn length_term(path: &str, analyzer: &str) -> String {
     format!("l{SEP}{path}{SEP}{analyzer}")
+}
+
+/// What a nested field's path is followed by in the paths of its elements' attributes
+/// (`dims[?].type`).
+pub(crate) const ELEMENT_MARK: &str = "[?]";
+
+/// Positions each element of a nested field owns in its document: element `n` holds the
+/// positions `n · ELEMENT_STRIDE ..< (n + 1) · ELEMENT_STRIDE`.
+pub(crate) const ELEMENT_STRIDE: u32 = 1 << 16;
+
+/// Elements of nested fields (at every level together) one document may have; later ones are
+/// not indexed.
+pub(crate) const MAX_ELEMENTS: u32 = u32::MAX / ELEMENT_STRIDE;
+
+/// One element of the nested field whose element path is `path` (`dims[?]`).
+pub(crate) fn element_term(path: &str) -> String {
+    format!("o{SEP}{path}")
 }
 
 /// The bits of `value` reordered so that unsigned order is numeric order (`-0.0` is `0.0`).

@@ -16,6 +16,9 @@ pub fn analyzer_at(link: &LinkDefinition, path: &str) -> Option<String> {
     for segment in path.split('.') {
         let name = segment.split('[').next().unwrap_or(segment);
         spec = spec.child(name, &link_analyzers)?;
+        if segment.ends_with(super::encode::ELEMENT_MARK) {
+            spec = spec.element()?;
+        }
     }
     let list = if spec.analyzers.is_empty() {
         &link_analyzers[..]
@@ -51,7 +54,9 @@ impl SearchQuery {
                     *q = q.with_field_analyzers(link);
                 }
             }
-            SearchQuery::Not(inner) | SearchQuery::Boost(inner, _) => {
+            SearchQuery::Not(inner)
+            | SearchQuery::Boost(inner, _)
+            | SearchQuery::Nested { cond: inner, .. } => {
                 **inner = inner.with_field_analyzers(link);
             }
             // Conditions without an analyzer (EXISTS, constants, and any other kind) keep theirs.
@@ -85,6 +90,12 @@ mod tests {
         assert_eq!(analyzer_at(&link, "a.b").as_deref(), Some("norm_de"));
         assert_eq!(analyzer_at(&link, "a[2].b").as_deref(), Some("norm_de"));
         assert_eq!(analyzer_at(&link, "other"), None);
+        let nested = LinkDefinition::from_json(&json!({
+            "fields": {"d": {"nested": {"c": {"analyzers": ["text_en"]}}}}
+        }))
+        .unwrap();
+        assert_eq!(analyzer_at(&nested, "d[?].c").as_deref(), Some("text_en"));
+        assert_eq!(analyzer_at(&nested, "d.c"), None);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! A view's link to one collection, as ArangoDB defines it: which attributes are indexed
 //! (`fields`, nested, `includeAllFields`), with which analyzers, whether array positions are
 //! part of the path (`trackListPositions`), `storeValues` and `inBackground`. Sub-fields
-//! inherit every setting they do not override.
+//! inherit every setting they do not override. A field with `nested` indexes each object of
+//! its array as an element of its own (nested search, see `nested.rs`).
 
 use std::collections::BTreeMap;
 
@@ -18,6 +19,9 @@ pub struct FieldDefinition {
     pub include_all_fields: Option<bool>,
     pub track_list_positions: Option<bool>,
     pub fields: BTreeMap<String, FieldDefinition>,
+    /// `nested`: the sub-fields of the objects of this field's array, each object indexed as
+    /// an element of its own (None: not a nested field).
+    pub nested: Option<BTreeMap<String, FieldDefinition>>,
 }
 
 /// A link of a view to one collection.
@@ -39,6 +43,8 @@ pub struct Resolved<'a> {
     pub include_all_fields: bool,
     pub track_list_positions: bool,
     pub fields: &'a BTreeMap<String, FieldDefinition>,
+    /// The `nested` sub-fields, when this is a nested field.
+    pub nested: Option<&'a BTreeMap<String, FieldDefinition>>,
 }
 
 const IDENTITY: &[String] = &[];
@@ -51,6 +57,9 @@ impl LinkDefinition {
             return Err(bad("link definition must be an object"));
         };
         let root = parse_field(obj, 0)?;
+        if root.nested.is_some() {
+            return Err(bad("'nested' is only allowed for fields of a link"));
+        }
         let store_values = match obj.get("storeValues") {
             None | Some(Value::Null) => "none".to_string(),
             Some(Value::String(s)) if s == "none" || s == "id" => s.clone(),
@@ -102,6 +111,7 @@ impl LinkDefinition {
                 }
             }
             f.fields.values().for_each(|c| walk(c, out));
+            f.nested.iter().flatten().for_each(|(_, c)| walk(c, out));
         }
         let mut out = self.root_analyzers();
         walk(&self.root, &mut out);
@@ -118,6 +128,10 @@ impl LinkDefinition {
                 }
             }
             f.fields.values_mut().for_each(|c| walk(c, map));
+            f.nested
+                .iter_mut()
+                .flatten()
+                .for_each(|(_, c)| walk(c, map));
         }
         walk(&mut self.root, map);
     }
@@ -129,6 +143,7 @@ impl LinkDefinition {
             include_all_fields: self.root.include_all_fields.unwrap_or(false),
             track_list_positions: self.root.track_list_positions.unwrap_or(false),
             fields: &self.root.fields,
+            nested: None,
         }
     }
 }
@@ -151,15 +166,27 @@ impl<'a> Resolved<'a> {
                     .track_list_positions
                     .unwrap_or(self.track_list_positions),
                 fields: &def.fields,
+                nested: def.nested.as_ref(),
             }),
             None if self.include_all_fields => Some(Resolved {
                 analyzers: inherited,
                 include_all_fields: true,
                 track_list_positions: self.track_list_positions,
                 fields: empty_fields(),
+                nested: None,
             }),
             None => None,
         }
+    }
+
+    /// The settings of one element of this nested field (its sub-fields are the `nested`
+    /// ones); None when the field is not nested.
+    pub fn element(&self) -> Option<Resolved<'a>> {
+        Some(Resolved {
+            fields: self.nested?,
+            nested: None,
+            ..*self
+        })
     }
 }
 
@@ -196,24 +223,28 @@ fn parse_field(obj: &Map<String, Value>, depth: usize) -> Result<FieldDefinition
             Some(_) => Err(bad(&format!("{name} must be a boolean"))),
         }
     };
-    let mut fields = BTreeMap::new();
-    match obj.get("fields") {
-        None | Some(Value::Null) => {}
-        Some(Value::Object(map)) => {
-            for (name, def) in map {
-                let Some(def) = def.as_object() else {
-                    return Err(bad(&format!("field '{name}' must be an object")));
-                };
-                fields.insert(name.clone(), parse_field(def, depth + 1)?);
+    let sub_fields = |key: &str| -> Result<Option<BTreeMap<String, FieldDefinition>>> {
+        match obj.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Object(map)) => {
+                let mut fields = BTreeMap::new();
+                for (name, def) in map {
+                    let Some(def) = def.as_object() else {
+                        return Err(bad(&format!("field '{name}' must be an object")));
+                    };
+                    fields.insert(name.clone(), parse_field(def, depth + 1)?);
+                }
+                Ok(Some(fields))
             }
+            Some(_) => Err(bad(&format!("{key} must be an object"))),
         }
-        Some(_) => return Err(bad("fields must be an object")),
-    }
+    };
     Ok(FieldDefinition {
         analyzers,
         include_all_fields: flag("includeAllFields")?,
         track_list_positions: flag("trackListPositions")?,
-        fields,
+        fields: sub_fields("fields")?.unwrap_or_default(),
+        nested: sub_fields("nested")?,
     })
 }
 
@@ -226,6 +257,9 @@ fn fields_json(fields: &BTreeMap<String, FieldDefinition>) -> Value {
         }
         if !def.fields.is_empty() {
             obj.insert("fields".into(), fields_json(&def.fields));
+        }
+        if let Some(nested) = &def.nested {
+            obj.insert("nested".into(), fields_json(nested));
         }
         if let Some(b) = def.include_all_fields {
             obj.insert("includeAllFields".into(), json!(b));
@@ -284,10 +318,32 @@ mod tests {
             json!({"fields": {"a": 1}}),
             json!({"includeAllFields": "yes"}),
             json!({"storeValues": "all"}),
+            json!({"nested": {"a": {}}}),
+            json!({"fields": {"a": {"nested": []}}}),
         ] {
             let err = LinkDefinition::from_json(&bad_link).unwrap_err();
             assert_eq!(err.code, ErrorCode::BadParameter, "{bad_link}");
         }
+    }
+
+    #[test]
+    fn nested_fields_resolve_per_element() {
+        let link = LinkDefinition::from_json(&json!({
+            "fields": {"dims": {"nested": {"type": {}, "m": {"nested": {"v": {}}}}}}
+        }))
+        .unwrap();
+        let names = link.root_analyzers();
+        let dims = link.resolved_root().child("dims", &names).unwrap();
+        assert!(dims.child("type", &names).is_none());
+        let element = dims.element().unwrap();
+        assert!(element.child("type", &names).is_some());
+        let m = element.child("m", &names).unwrap();
+        assert!(m.element().unwrap().child("v", &names).is_some());
+        assert!(element.element().is_none());
+        let given = json!({"analyzers": ["identity"],
+            "fields": {"dims": {"nested": {"type": {}}}},
+            "includeAllFields": false, "storeValues": "none", "trackListPositions": false});
+        assert_eq!(LinkDefinition::from_json(&given).unwrap().to_json(), given);
     }
 
     #[test]

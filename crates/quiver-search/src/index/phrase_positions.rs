@@ -128,7 +128,7 @@ impl TermMatcher {
     }
 
     /// The terms of the segment's dictionary this position accepts.
-    fn expand(
+    pub(crate) fn expand(
         &self,
         dictionary: &tantivy::termdict::TermDictionary,
     ) -> tantivy::Result<Vec<TermInfo>> {

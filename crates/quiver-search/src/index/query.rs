@@ -13,6 +13,7 @@ use tantivy::Term;
 
 use super::document::AnalyzerSource;
 use super::encode;
+use super::nested::NestedQuery;
 use super::ngram_similarity::NgramSimilarityQuery;
 use super::phrase_positions::{PositionalPhraseQuery, TermMatcher};
 
@@ -146,6 +147,23 @@ pub enum SearchQuery {
     /// At least `min` of the conditions hold.
     MinMatch(Vec<SearchQuery>, usize),
     Boost(Box<SearchQuery>, f64),
+    /// `field[? count FILTER cond]` over a `nested` field: `path` is the field's element
+    /// path (`dims[?]`), `cond` compares the elements' attributes (`dims[?].type`) and must
+    /// hold for `count` elements (`nested.rs`).
+    Nested {
+        path: String,
+        count: ElementCount,
+        cond: Box<SearchQuery>,
+    },
+}
+
+/// How many elements of a nested field must match (`[? ANY|ALL|NONE|AT LEAST (n)|n|n..m`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ElementCount {
+    /// Every element (true without elements).
+    All,
+    /// From `min` to `max` (None: no upper bound) elements; `ANY` is 1.., `NONE` 0..=0.
+    Between { min: usize, max: Option<usize> },
 }
 
 /// A term whose matches add to the score, with the boost in force.
@@ -218,6 +236,16 @@ impl SearchQuery {
                 .iter()
                 .for_each(|q| q.collect_scored(boost, analyzers, out)),
             SearchQuery::Boost(inner, b) => inner.collect_scored(boost * b, analyzers, out),
+            // NONE matches where its condition does not: like NOT, it adds nothing.
+            SearchQuery::Nested { count, cond, .. }
+                if *count
+                    != (ElementCount::Between {
+                        min: 0,
+                        max: Some(0),
+                    }) =>
+            {
+                cond.collect_scored(boost, analyzers, out)
+            }
             _ => {}
         }
     }
@@ -447,6 +475,9 @@ impl SearchQuery {
                 Box::new(BooleanQuery::with_minimum_required_clauses(clauses, *min))
             }
             SearchQuery::Boost(inner, _) => inner.to_tantivy(field, analyzers)?,
+            SearchQuery::Nested { path, count, cond } => {
+                Box::new(NestedQuery::new(field, path, *count, cond)?)
+            }
         })
     }
 }

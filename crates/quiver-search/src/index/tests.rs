@@ -761,3 +761,144 @@ fn offset_info_matches_brute_force() {
         json!([])
     );
 }
+
+/// Whether `cond` (over attributes of the element path `at`) holds for `element`, read
+/// straight from the JSON: the reference of nested search.
+fn element_holds(cond: &SearchQuery, at: &str, element: &Value) -> bool {
+    let attribute = |path: &str| -> Value {
+        let name = path
+            .strip_prefix(at)
+            .and_then(|r| r.strip_prefix('.'))
+            .unwrap();
+        element.get(name).cloned().unwrap_or(Value::Null)
+    };
+    match cond {
+        SearchQuery::Term {
+            path,
+            value: SearchValue::Number(n),
+            ..
+        } => attribute(path).as_f64() == Some(*n),
+        SearchQuery::Term {
+            path,
+            value: SearchValue::String(s),
+            ..
+        } => attribute(path).as_str() == Some(s.as_str()),
+        SearchQuery::Range {
+            path,
+            lower: Some((SearchValue::Number(n), false)),
+            upper: None,
+            ..
+        } => attribute(path).as_f64().is_some_and(|v| v > *n),
+        SearchQuery::And(list) => list.iter().all(|c| element_holds(c, at, element)),
+        SearchQuery::Or(list) => list.iter().any(|c| element_holds(c, at, element)),
+        SearchQuery::Not(inner) => !element_holds(inner, at, element),
+        SearchQuery::Nested { path, count, cond } => {
+            let field = path.strip_suffix("[?]").unwrap();
+            let items = match attribute(field) {
+                Value::Array(items) => items,
+                _ => Vec::new(),
+            };
+            nested_holds(path, *count, cond, &items)
+        }
+        other => panic!("no reference for {other:?}"),
+    }
+}
+
+fn nested_holds(path: &str, count: ElementCount, cond: &SearchQuery, items: &[Value]) -> bool {
+    let matched = items
+        .iter()
+        .filter(|e| element_holds(cond, path, e))
+        .count();
+    count.holds(matched, items.len())
+}
+
+#[test]
+fn nested_search_matches_brute_force() {
+    let link = LinkDefinition::from_json(&json!({"fields": {"d": {"nested": {
+        "a": {}, "s": {}, "m": {"nested": {"c": {}}}}}}}))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = ViewIndex::open(dir.path()).unwrap();
+    // A small linear congruential generator: the documents are the same on every run.
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: u64| {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (seed >> 33) % n
+    };
+    let mut docs = BTreeMap::new();
+    for i in 0..160 {
+        let dims: Vec<Value> = (0..next(5))
+            .map(|_| {
+                let m: Vec<Value> = (0..next(4)).map(|_| json!({"c": next(3)})).collect();
+                let s = ["x", "y"][next(2) as usize];
+                json!({"a": next(3), "s": s, "m": m})
+            })
+            .collect();
+        let doc = json!({"_key": format!("k{i}"), "d": dims});
+        index
+            .put(7, &format!("k{i}"), document_terms(&doc, &link, &Words))
+            .unwrap();
+        docs.insert(format!("k{i}"), doc);
+        if i == 80 {
+            index.commit("{}").unwrap();
+        }
+    }
+    for i in (0..160).step_by(7) {
+        index.remove(7, &format!("k{i}"));
+        docs.remove(&format!("k{i}"));
+    }
+    index.commit("{}").unwrap();
+    let num = |path: &str, n: f64| term(path, "identity", SearchValue::Number(n));
+    let text = |path: &str, s: &str| term(path, "identity", SearchValue::String(s.into()));
+    let gt = |path: &str, n: f64| SearchQuery::Range {
+        path: path.into(),
+        analyzer: "identity".into(),
+        lower: Some((SearchValue::Number(n), false)),
+        upper: None,
+    };
+    let inner = |count, cond| SearchQuery::Nested {
+        path: "d[?].m[?]".into(),
+        count,
+        cond: Box::new(cond),
+    };
+    let between = |min, max| ElementCount::Between { min, max };
+    let conditions = [
+        SearchQuery::And(vec![num("d[?].a", 1.0), text("d[?].s", "x")]),
+        SearchQuery::Or(vec![num("d[?].a", 2.0), text("d[?].s", "y")]),
+        SearchQuery::Not(Box::new(text("d[?].s", "x"))),
+        gt("d[?].a", 0.0),
+        SearchQuery::And(vec![
+            text("d[?].s", "y"),
+            inner(between(1, None), num("d[?].m[?].c", 2.0)),
+        ]),
+        inner(ElementCount::All, gt("d[?].m[?].c", 0.0)),
+        inner(
+            between(2, Some(2)),
+            SearchQuery::Not(Box::new(num("d[?].m[?].c", 1.0))),
+        ),
+    ];
+    let counts = [
+        between(1, None),
+        ElementCount::All,
+        between(0, Some(0)),
+        between(2, None),
+        between(1, Some(2)),
+    ];
+    for cond in &conditions {
+        for count in counts {
+            let query = SearchQuery::Nested {
+                path: "d[?]".into(),
+                count,
+                cond: Box::new(cond.clone()),
+            };
+            let expected: BTreeSet<String> = docs
+                .iter()
+                .filter(|(_, doc)| nested_holds("d[?]", count, cond, doc["d"].as_array().unwrap()))
+                .map(|(k, _)| k.clone())
+                .collect();
+            assert_eq!(keys(&index, query.clone()), expected, "{query:?}");
+        }
+    }
+}
