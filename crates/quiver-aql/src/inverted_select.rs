@@ -350,7 +350,8 @@ fn paths(cond: &SearchCond, out: &mut Vec<String>) {
         | SearchCond::Levenshtein { path, .. }
         | SearchCond::NgramMatch { path, .. }
         | SearchCond::MinHashMatch { path, .. }
-        | SearchCond::ArrayCompare { path, .. } => out.push(path.clone()),
+        | SearchCond::ArrayCompare { path, .. }
+        | SearchCond::Geo { path, .. } => out.push(path.clone()),
         SearchCond::Constant(_) => {}
     }
 }

@@ -68,7 +68,8 @@ mod document_rules;
 mod document_writer;
 mod edge_index;
 pub mod fulltext;
-pub mod geo;
+/// Geometry on the sphere lives in its own crate (`quiver-geo`), shared with the search layer.
+pub use quiver_geo as geo;
 mod geo_index;
 pub mod graphs;
 mod index;

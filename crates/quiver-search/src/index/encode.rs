@@ -5,6 +5,15 @@
 //! `n␟path␟<16 hex digits>` (numbers, order-preserving), `b␟path␟0|1`, `z␟path` (null), and the
 //! markers `e␟path` (any value), `t␟path␟type`, `a␟path␟analyzer` and `l␟path␟analyzer` (one
 //! occurrence per token: the field length BM25 and TFIDF normalise by). `␟` is U+001F.
+//!
+//! Geo analyzers index cells (`quiver_geo::cells`): `g␟path␟analyzer␟c<cell>` for each cell
+//! of a shape's covering, `g␟path␟analyzer␟a<cell>` for those cells and every cell holding
+//! them (down to the analyzer's minimum level), `g␟path␟analyzer␟w` for a shape too large to
+//! list. The shape itself is kept for the exact check as a *stored* value,
+//! `G␟path␟analyzer␟0|1␟<GeoJSON>` (1: legacy polygons), which the index stores with the
+//! document instead of indexing it (`view_index.rs`).
+
+use quiver_geo::cells::Cell;
 
 /// Separates the parts of a term.
 pub(crate) const SEP: char = '\u{1f}';
@@ -57,6 +66,31 @@ pub(crate) fn analyzer_term(path: &str, analyzer: &str) -> String {
 /// The field-length marker of `path` under `analyzer` (repeated once per token).
 pub(crate) fn length_term(path: &str, analyzer: &str) -> String {
     format!("l{SEP}{path}{SEP}{analyzer}")
+}
+
+/// A geo cell term of `path` under `analyzer`: `covering` for a cell of a shape's covering,
+/// otherwise the "holds part of a shape" term of a cell.
+pub(crate) fn geo_cell_term(path: &str, analyzer: &str, cell: &Cell, covering: bool) -> String {
+    let kind = if covering { 'c' } else { 'a' };
+    format!("g{SEP}{path}{SEP}{analyzer}{SEP}{kind}{}", cell.key())
+}
+
+/// The geo term of a shape covering the whole sphere.
+pub(crate) fn geo_world_term(path: &str, analyzer: &str) -> String {
+    format!("g{SEP}{path}{SEP}{analyzer}{SEP}w")
+}
+
+/// What every stored geo value starts with.
+pub(crate) const GEO_STORED_KIND: &str = "G\u{1f}";
+
+/// The stored (not indexed) geo value of `path` under `analyzer`.
+pub(crate) fn geo_stored(path: &str, analyzer: &str, legacy: bool, geojson: &str) -> String {
+    format!("G{SEP}{path}{SEP}{analyzer}{SEP}{}{SEP}{geojson}", u8::from(legacy))
+}
+
+/// The prefix of the stored geo values of `path` under `analyzer`.
+pub(crate) fn geo_stored_prefix(path: &str, analyzer: &str) -> String {
+    format!("G{SEP}{path}{SEP}{analyzer}{SEP}")
 }
 
 /// The bits of `value` reordered so that unsigned order is numeric order (`-0.0` is `0.0`).
