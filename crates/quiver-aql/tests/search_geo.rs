@@ -90,10 +90,14 @@ fn search_geo_functions_equal_filter_over_a_full_scan() {
         json!({"name": "geo_fine", "type": "geojson",
                "properties": {"options": {"maxCells": 8, "minLevel": 2, "maxLevel": 26}}}),
     ] {
-        quiver_core::analyzers::create(&db, &definition, quiver_types::NamingConvention::Traditional)
-            .unwrap()
-            .wait()
-            .unwrap();
+        quiver_core::analyzers::create(
+            &db,
+            &definition,
+            quiver_types::NamingConvention::Traditional,
+        )
+        .unwrap()
+        .wait()
+        .unwrap();
     }
     let places = db.create_collection(CollectionSpec::new("places")).unwrap();
     let mut rng = Lcg(42);
@@ -192,7 +196,10 @@ fn search_geo_functions_equal_filter_over_a_full_scan() {
             matched += filter.len();
         }
     }
-    assert!(matched > 2000, "the conditions select documents ({matched})");
+    assert!(
+        matched > 2000,
+        "the conditions select documents ({matched})"
+    );
 
     // A geo function on a field without a geo analyzer (identity by default) is 400/10, as
     // is an invalid query geometry.

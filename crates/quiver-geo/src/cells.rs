@@ -197,8 +197,14 @@ mod tests {
             assert_eq!(a, Cell::of_point(l, 48.85, 2.35));
             assert_eq!(a.ancestor(0), c.ancestor(0));
         }
-        assert_eq!(Cell::of_point(3, 90.0, 179.0), Cell::of_point(3, 89.9, 179.9));
-        assert_eq!(Cell::of_point(3, 10.0, 180.0), Cell::of_point(3, 10.0, -180.0));
+        assert_eq!(
+            Cell::of_point(3, 90.0, 179.0),
+            Cell::of_point(3, 89.9, 179.9)
+        );
+        assert_eq!(
+            Cell::of_point(3, 10.0, 180.0),
+            Cell::of_point(3, 10.0, -180.0)
+        );
         let east = Rect {
             lat_lo: 0.0,
             lat_hi: 20.0,
@@ -225,7 +231,10 @@ mod tests {
             let Covering::Cells(cells) = options.cover_shape(&shape) else {
                 panic!("{value} is small enough to list");
             };
-            assert!(cells.len() as u64 <= options.max_cells.max(1) * 4, "{value}");
+            assert!(
+                cells.len() as u64 <= options.max_cells.max(1) * 4,
+                "{value}"
+            );
             let level = cells[0].level;
             // Points inside (the ring's centroid) and on the shape's edges.
             let mut probes = vec![to_lat_lng(shape.centroid())];
@@ -274,7 +283,10 @@ mod tests {
                 }
             }
         }
-        assert_eq!(options.cover_cap(0.0, 0.0, 4.0), options.cover_rect(&Rect::WORLD));
+        assert_eq!(
+            options.cover_cap(0.0, 0.0, 4.0),
+            options.cover_rect(&Rect::WORLD)
+        );
     }
 
     #[test]

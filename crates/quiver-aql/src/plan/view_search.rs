@@ -6,7 +6,8 @@
 
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    ExistsKind, GeoFilter, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery, SearchValue,
+    ExistsKind, GeoFilter, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery,
+    SearchValue,
 };
 use serde_json::{json, Value};
 
@@ -96,8 +97,8 @@ pub enum GeoCall {
         origin: CExpr,
         lower: CExpr,
         upper: CExpr,
-        include_lower: Option<CExpr>,
-        include_upper: Option<CExpr>,
+        include_lower: Option<Box<CExpr>>,
+        include_upper: Option<Box<CExpr>>,
     },
     /// `GEO_CONTAINS(region, field)` (`field_contains`: `GEO_CONTAINS(field, region)`).
     Contains { region: CExpr, field_contains: bool },
@@ -123,8 +124,8 @@ impl GeoCall {
             } => {
                 [origin, lower, upper]
                     .into_iter()
-                    .chain(include_lower.iter())
-                    .chain(include_upper.iter())
+                    .chain(include_lower.as_deref())
+                    .chain(include_upper.as_deref())
                     .for_each(|e| e.visit_vars(f));
             }
             GeoCall::Contains { region, .. } | GeoCall::Intersects { region } => {
@@ -183,7 +184,7 @@ impl GeoCall {
                 include_lower,
                 include_upper,
             } => {
-                let flag = |e: &Option<CExpr>,
+                let flag = |e: &Option<Box<CExpr>>,
                             eval: &mut dyn FnMut(&CExpr) -> Result<Value>|
                  -> Result<bool> {
                     match e {
@@ -1152,9 +1153,14 @@ impl Planner<'_> {
                     _ => Compare::Ge,
                 };
                 for (side, other, flipped) in [(l, r, false), (r, l, true)] {
-                    if let Some(cond) =
-                        self.geo_distance_compare(side, other, cmp(*op, flipped), view, analyzer, plan)?
-                    {
+                    if let Some(cond) = self.geo_distance_compare(
+                        side,
+                        other,
+                        cmp(*op, flipped),
+                        view,
+                        analyzer,
+                        plan,
+                    )? {
                         return Ok(cond);
                     }
                 }
@@ -1472,11 +1478,11 @@ impl Planner<'_> {
                         lower: self.operand(&args[2], view, plan)?,
                         upper: self.operand(&args[3], view, plan)?,
                         include_lower: match args.get(4) {
-                            Some(e) => Some(self.operand(e, view, plan)?),
+                            Some(e) => Some(Box::new(self.operand(e, view, plan)?)),
                             None => None,
                         },
                         include_upper: match args.get(5) {
-                            Some(e) => Some(self.operand(e, view, plan)?),
+                            Some(e) => Some(Box::new(self.operand(e, view, plan)?)),
                             None => None,
                         },
                     },
@@ -1484,7 +1490,9 @@ impl Planner<'_> {
             }
             "GEO_CONTAINS" | "GEO_INTERSECTS" => {
                 arity(2, 2)?;
-                let field_first = self.view_path(&args[0], view).is_some_and(|p| !p.is_empty());
+                let field_first = self
+                    .view_path(&args[0], view)
+                    .is_some_and(|p| !p.is_empty());
                 let (path, region) = self.geo_operands(args, view, plan, name)?;
                 Ok(SearchCond::Geo {
                     path,

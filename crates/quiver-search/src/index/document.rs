@@ -8,8 +8,8 @@ use quiver_geo::cells::Covering;
 use serde_json::{json, Value};
 
 use super::encode;
-use crate::analyzer::GeoAnalyzer;
 use super::link::{LinkDefinition, Resolved, MAX_FIELD_DEPTH};
+use crate::analyzer::GeoAnalyzer;
 
 /// Positions left free between two values of one path (array elements without
 /// `trackListPositions`), so that a phrase never runs from one value into the next.

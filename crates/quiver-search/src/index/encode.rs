@@ -85,7 +85,10 @@ pub(crate) const GEO_STORED_KIND: &str = "G\u{1f}";
 
 /// The stored (not indexed) geo value of `path` under `analyzer`.
 pub(crate) fn geo_stored(path: &str, analyzer: &str, legacy: bool, geojson: &str) -> String {
-    format!("G{SEP}{path}{SEP}{analyzer}{SEP}{}{SEP}{geojson}", u8::from(legacy))
+    format!(
+        "G{SEP}{path}{SEP}{analyzer}{SEP}{}{SEP}{geojson}",
+        u8::from(legacy)
+    )
 }
 
 /// The prefix of the stored geo values of `path` under `analyzer`.

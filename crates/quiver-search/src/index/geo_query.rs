@@ -83,7 +83,10 @@ pub(crate) fn geo_query(
                 // Widened a little so that a point at exactly the bound is inside the cells.
                 Some((hi, _)) => {
                     let (lat, lng) = to_lat_lng(origin);
-                    Some(geo.cover.cover_cap(lat, lng, hi / EARTH_RADIUS_M * (1.0 + 1e-9) + 1e-12))
+                    Some(
+                        geo.cover
+                            .cover_cap(lat, lng, hi / EARTH_RADIUS_M * (1.0 + 1e-9) + 1e-12),
+                    )
                 }
                 None => None,
             };
@@ -102,8 +105,7 @@ pub(crate) fn geo_query(
                 GeoFilter::Intersects(_) => "GEO_INTERSECTS()",
                 _ => "GEO_CONTAINS()",
             };
-            let region =
-                Shape::parse_with(region, legacy).map_err(|e| bad_geojson(function, e))?;
+            let region = Shape::parse_with(region, legacy).map_err(|e| bad_geojson(function, e))?;
             let covering = geo.cover.cover_shape(&region);
             let check: Check = match filter {
                 GeoFilter::RegionContains(_) => {

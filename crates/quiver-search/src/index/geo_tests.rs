@@ -33,6 +33,9 @@ impl AnalyzerSource for GeoAnalyzers {
     }
 }
 
+/// A distance bound: meters, inclusive.
+type Bound = Option<(f64, bool)>;
+
 /// A small deterministic generator (64-bit LCG), so failures reproduce.
 struct Lcg(u64);
 
@@ -184,8 +187,8 @@ fn a_point_is_one_covering_cell_and_its_holders() {
     let covering = terms.iter().filter(|t| t.contains("\u{1f}c")).count();
     assert_eq!(covering, 32);
     // A huge shape with a fine minimum level is the world term.
-    let fine = GeoAnalyzer::from_properties("geojson", &json!({"options": {"minLevel": 12}}))
-        .unwrap();
+    let fine =
+        GeoAnalyzer::from_properties("geojson", &json!({"options": {"minLevel": 12}})).unwrap();
     assert_eq!(
         geo_index_terms("geo", "g", &fine, &cap),
         vec![super::encode::geo_world_term("geo", "g")]
@@ -206,7 +209,7 @@ fn geo_searches_match_brute_force() {
         let radius = [5_000.0, 80_000.0, 400_000.0, 3_000_000.0][round % 4];
         let low = radius * rng.range(0.0, 0.8);
         for analyzer in ["geo_json", "geo_centroid", "geo_pt"] {
-            let cases: Vec<(Option<(f64, bool)>, Option<(f64, bool)>)> = vec![
+            let cases: Vec<(Bound, Bound)> = vec![
                 (None, Some((radius, true))),
                 (Some((low, false)), Some((radius, false))),
                 (Some((radius, true)), None),
@@ -225,23 +228,39 @@ fn geo_searches_match_brute_force() {
                     lower.is_none_or(|(lo, inc)| if inc { d >= lo } else { d > lo })
                         && upper.is_none_or(|(hi, inc)| if inc { d <= hi } else { d < hi })
                 });
-                assert_eq!(found(&index, &query), want, "{analyzer} {origin} {lower:?} {upper:?}");
+                assert_eq!(
+                    found(&index, &query),
+                    want,
+                    "{analyzer} {origin} {lower:?} {upper:?}"
+                );
                 checked += want.len();
             }
             let region = quad(lat, lng, rng.range(0.5, 6.0));
             let region_shape = Shape::parse(&region).unwrap();
             let contains = geo(analyzer, GeoFilter::RegionContains(region.clone()));
             let want = expected(&docs, analyzer, |s| region_shape.contains(s));
-            assert_eq!(found(&index, &contains), want, "{analyzer} contains {region}");
+            assert_eq!(
+                found(&index, &contains),
+                want,
+                "{analyzer} contains {region}"
+            );
             checked += want.len();
             let intersects = geo(analyzer, GeoFilter::Intersects(region.clone()));
             let want = expected(&docs, analyzer, |s| s.intersects(&region_shape));
-            assert_eq!(found(&index, &intersects), want, "{analyzer} intersects {region}");
+            assert_eq!(
+                found(&index, &intersects),
+                want,
+                "{analyzer} intersects {region}"
+            );
             checked += want.len();
             let point = Shape::parse(&origin).unwrap();
             let contains_point = geo(analyzer, GeoFilter::ContainsRegion(origin.clone()));
             let want = expected(&docs, analyzer, |s| s.is_area() && s.contains(&point));
-            assert_eq!(found(&index, &contains_point), want, "{analyzer} contains {origin}");
+            assert_eq!(
+                found(&index, &contains_point),
+                want,
+                "{analyzer} contains {origin}"
+            );
         }
     }
     assert!(checked > 1000, "the queries select documents ({checked})");
