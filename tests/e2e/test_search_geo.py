@@ -55,6 +55,7 @@ def test_geo_search_with_geojson_and_geopoint_analyzers(db):
                     "fields": {
                         "location": {"analyzers": ["geo_json"]},
                         "pos": {"analyzers": ["geo_pt"]},
+                        "name": {},
                     }
                 }
             }
