@@ -15,13 +15,16 @@ ALLOWED = {
     "quiver-errors": set(),
     "quiver-metrics": set(),
     "quiver-types": {"quiver-errors"},
+    "quiver-geo": {"quiver-errors"},
     "quiver-storage": {"quiver-errors", "quiver-types"},
-    "quiver-search": {"quiver-errors", "quiver-types"},
-    "quiver-core": {"quiver-errors", "quiver-types", "quiver-storage", "quiver-search"},
+    "quiver-search": {"quiver-errors", "quiver-types", "quiver-geo"},
+    "quiver-core": {
+        "quiver-errors", "quiver-types", "quiver-storage", "quiver-search", "quiver-geo",
+    },
     "quiver-graph": {"quiver-errors", "quiver-types"},
     "quiver-aql": {
         "quiver-errors", "quiver-types", "quiver-core", "quiver-graph", "quiver-search",
-        "quiver-metrics",
+        "quiver-metrics", "quiver-geo",
     },
     "quiver-server": {
         "quiver-errors", "quiver-types", "quiver-core", "quiver-aql", "quiver-graph", "quiver-search",

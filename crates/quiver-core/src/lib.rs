@@ -68,7 +68,8 @@ mod database;
 mod document;
 mod document_rules;
 mod document_writer;
-pub mod geo;
+/// Geometry on the sphere lives in its own crate (`quiver-geo`), shared with the search layer.
+pub use quiver_geo as geo;
 pub mod graphs;
 mod indexes;
 mod key_range;

@@ -80,6 +80,10 @@ impl AnalyzerSource for DatabaseAnalyzers {
             .contains(&quiver_search::Feature::Offset)
             .then(|| analyzer.tokens(input))
     }
+
+    fn geo(&self, analyzer: &str) -> Option<quiver_search::analyzer::GeoAnalyzer> {
+        self.resolve(analyzer)?.geo()
+    }
 }
 
 /// The analyzers of database `database`, resolved through the core's `databases`.

@@ -6,7 +6,8 @@
 
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    ExistsKind, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery, SearchValue,
+    ExistsKind, GeoFilter, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery,
+    SearchValue,
 };
 use serde_json::{json, Value};
 
@@ -81,6 +82,144 @@ pub enum ArrayQuantifier {
     All,
     None,
     AtLeast(CExpr),
+}
+
+/// A geo function of a SEARCH condition, on a field indexed by a geo analyzer.
+#[derive(Clone, Debug)]
+pub enum GeoCall {
+    /// `GEO_DISTANCE(field, origin) op distance` (either argument order).
+    Distance {
+        origin: CExpr,
+        op: Compare,
+        distance: CExpr,
+    },
+    /// `GEO_IN_RANGE(field, origin, lower, upper, includeLower = true, includeUpper = true)`.
+    InRange {
+        origin: CExpr,
+        lower: CExpr,
+        upper: CExpr,
+        include_lower: Option<Box<CExpr>>,
+        include_upper: Option<Box<CExpr>>,
+    },
+    /// `GEO_CONTAINS(region, field)` (`field_contains`: `GEO_CONTAINS(field, region)`).
+    Contains { region: CExpr, field_contains: bool },
+    /// `GEO_INTERSECTS(region, field)` or `GEO_INTERSECTS(field, region)`.
+    Intersects { region: CExpr },
+}
+
+impl GeoCall {
+    fn visit_vars(&self, f: &mut dyn FnMut(Slot)) {
+        match self {
+            GeoCall::Distance {
+                origin, distance, ..
+            } => {
+                origin.visit_vars(f);
+                distance.visit_vars(f);
+            }
+            GeoCall::InRange {
+                origin,
+                lower,
+                upper,
+                include_lower,
+                include_upper,
+            } => {
+                [origin, lower, upper]
+                    .into_iter()
+                    .chain(include_lower.as_deref())
+                    .chain(include_upper.as_deref())
+                    .for_each(|e| e.visit_vars(f));
+            }
+            GeoCall::Contains { region, .. } | GeoCall::Intersects { region } => {
+                region.visit_vars(f)
+            }
+        }
+    }
+
+    /// The index condition for one row.
+    fn to_query(
+        &self,
+        path: &str,
+        analyzer: &str,
+        eval: &mut dyn FnMut(&CExpr) -> Result<Value>,
+    ) -> Result<SearchQuery> {
+        let geo = |filter: GeoFilter| SearchQuery::Geo {
+            path: path.to_string(),
+            analyzer: analyzer.to_string(),
+            filter,
+        };
+        let number = |v: Value, what: &str| {
+            v.as_f64()
+                .ok_or_else(|| type_error(format!("{what} expects a number")))
+        };
+        Ok(match self {
+            GeoCall::Distance {
+                origin,
+                op,
+                distance,
+            } => {
+                let origin = eval(origin)?;
+                let d = number(eval(distance)?, "GEO_DISTANCE() compared with a distance")?;
+                let distance = |lower: Option<(f64, bool)>, upper: Option<(f64, bool)>| {
+                    geo(GeoFilter::Distance {
+                        origin: origin.clone(),
+                        lower,
+                        upper,
+                    })
+                };
+                match op {
+                    Compare::Eq => distance(Some((d, true)), Some((d, true))),
+                    Compare::Lt => distance(None, Some((d, false))),
+                    Compare::Le => distance(None, Some((d, true))),
+                    Compare::Gt => distance(Some((d, false)), None),
+                    Compare::Ge => distance(Some((d, true)), None),
+                    Compare::Ne => SearchQuery::Or(vec![
+                        distance(None, Some((d, false))),
+                        distance(Some((d, false)), None),
+                    ]),
+                }
+            }
+            GeoCall::InRange {
+                origin,
+                lower,
+                upper,
+                include_lower,
+                include_upper,
+            } => {
+                let flag = |e: &Option<Box<CExpr>>,
+                            eval: &mut dyn FnMut(&CExpr) -> Result<Value>|
+                 -> Result<bool> {
+                    match e {
+                        None => Ok(true),
+                        Some(e) => match eval(e)? {
+                            Value::Bool(b) => Ok(b),
+                            _ => Err(type_error(
+                                "GEO_IN_RANGE() expects booleans for the inclusion flags".into(),
+                            )),
+                        },
+                    }
+                };
+                let include_lower = flag(include_lower, eval)?;
+                let include_upper = flag(include_upper, eval)?;
+                geo(GeoFilter::Distance {
+                    origin: eval(origin)?,
+                    lower: Some((number(eval(lower)?, "GEO_IN_RANGE()")?, include_lower)),
+                    upper: Some((number(eval(upper)?, "GEO_IN_RANGE()")?, include_upper)),
+                })
+            }
+            GeoCall::Contains {
+                region,
+                field_contains,
+            } => {
+                let region = eval(region)?;
+                geo(if *field_contains {
+                    GeoFilter::ContainsRegion(region)
+                } else {
+                    GeoFilter::RegionContains(region)
+                })
+            }
+            GeoCall::Intersects { region } => geo(GeoFilter::Intersects(eval(region)?)),
+        })
+    }
 }
 
 /// A SEARCH condition with compiled operands.
@@ -163,6 +302,12 @@ pub enum SearchCond {
         analyzer: String,
         op: Compare,
         values: CExpr,
+    },
+    /// A geo function on a field indexed by a geo analyzer (`analyzer`).
+    Geo {
+        path: String,
+        analyzer: String,
+        call: GeoCall,
     },
     /// A condition not about the view's documents: true matches all, anything else none.
     Constant(CExpr),
@@ -280,6 +425,7 @@ impl SearchCond {
                     n.visit_vars(f);
                 }
             }
+            SearchCond::Geo { call, .. } => call.visit_vars(f),
             SearchCond::Constant(e) => e.visit_vars(f),
             SearchCond::Nested { count, cond, .. } => {
                 count.visit_vars(f);
@@ -633,6 +779,11 @@ impl SearchCond {
                     }
                 }
             }
+            SearchCond::Geo {
+                path,
+                analyzer,
+                call,
+            } => call.to_query(path, analyzer, eval)?,
             SearchCond::Constant(e) => {
                 if truthy(&eval(e)?) {
                     SearchQuery::All
@@ -1030,6 +1181,18 @@ impl Planner<'_> {
                     (BinOp::Gt, false) | (BinOp::Lt, true) => Compare::Gt,
                     _ => Compare::Ge,
                 };
+                for (side, other, flipped) in [(l, r, false), (r, l, true)] {
+                    if let Some(cond) = self.geo_distance_compare(
+                        side,
+                        other,
+                        cmp(*op, flipped),
+                        view,
+                        analyzer,
+                        plan,
+                    )? {
+                        return Ok(cond);
+                    }
+                }
                 let (path, value, op) = match (self.view_path(l, view), self.view_path(r, view)) {
                     (Some(p), _) if !p.is_empty() => (p, r, cmp(*op, false)),
                     (_, Some(p)) if !p.is_empty() => (p, l, cmp(*op, true)),
@@ -1120,6 +1283,62 @@ impl Planner<'_> {
             }
             _ => self.constant_cond(e, view, plan),
         }
+    }
+
+    /// The field and the other operand of a geo function whose first two arguments are an
+    /// attribute of the view variable and a value (in either order).
+    fn geo_operands(
+        &mut self,
+        args: &[Expr],
+        view: Slot,
+        plan: &mut Plan,
+        what: &str,
+    ) -> Result<(String, CExpr)> {
+        let is_field = |me: &Self, e: &Expr| me.view_path(e, view).filter(|p| !p.is_empty());
+        let (path, other) = match (is_field(self, &args[0]), is_field(self, &args[1])) {
+            (Some(path), _) => (path, &args[1]),
+            (None, Some(path)) => (path, &args[0]),
+            (None, None) => {
+                return Err(unsupported(&format!(
+                    "one of the first two arguments of {what} must be an attribute of the view \
+                     variable"
+                )))
+            }
+        };
+        Ok((path, self.operand(other, view, plan)?))
+    }
+
+    /// `GEO_DISTANCE(field, origin) op distance` seen from the call (`call` the call,
+    /// `distance` the other side of the comparison).
+    fn geo_distance_compare(
+        &mut self,
+        call: &Expr,
+        distance: &Expr,
+        op: Compare,
+        view: Slot,
+        analyzer: &str,
+        plan: &mut Plan,
+    ) -> Result<Option<SearchCond>> {
+        let Expr::Call(name, args) = call else {
+            return Ok(None);
+        };
+        if !name.eq_ignore_ascii_case("GEO_DISTANCE") || args.len() != 2 {
+            return Ok(None);
+        }
+        let mentions_view = |me: &Self, e: &Expr| me.view_path(e, view).is_some();
+        if !mentions_view(self, &args[0]) && !mentions_view(self, &args[1]) {
+            return Ok(None);
+        }
+        let (path, origin) = self.geo_operands(args, view, plan, "GEO_DISTANCE()")?;
+        Ok(Some(SearchCond::Geo {
+            path,
+            analyzer: analyzer.to_string(),
+            call: GeoCall::Distance {
+                origin,
+                op,
+                distance: self.operand(distance, view, plan)?,
+            },
+        }))
     }
 
     fn constant_cond(&mut self, e: &Expr, view: Slot, plan: &mut Plan) -> Result<SearchCond> {
@@ -1274,6 +1493,46 @@ impl Planner<'_> {
                     prefix: match args.get(5) {
                         Some(p) => Some(self.operand(p, view, plan)?),
                         None => None,
+                    },
+                })
+            }
+            "GEO_IN_RANGE" => {
+                arity(4, 6)?;
+                let (path, origin) = self.geo_operands(args, view, plan, "GEO_IN_RANGE()")?;
+                Ok(SearchCond::Geo {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    call: GeoCall::InRange {
+                        origin,
+                        lower: self.operand(&args[2], view, plan)?,
+                        upper: self.operand(&args[3], view, plan)?,
+                        include_lower: match args.get(4) {
+                            Some(e) => Some(Box::new(self.operand(e, view, plan)?)),
+                            None => None,
+                        },
+                        include_upper: match args.get(5) {
+                            Some(e) => Some(Box::new(self.operand(e, view, plan)?)),
+                            None => None,
+                        },
+                    },
+                })
+            }
+            "GEO_CONTAINS" | "GEO_INTERSECTS" => {
+                arity(2, 2)?;
+                let field_first = self
+                    .view_path(&args[0], view)
+                    .is_some_and(|p| !p.is_empty());
+                let (path, region) = self.geo_operands(args, view, plan, name)?;
+                Ok(SearchCond::Geo {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    call: if name == "GEO_CONTAINS" {
+                        GeoCall::Contains {
+                            region,
+                            field_contains: field_first,
+                        }
+                    } else {
+                        GeoCall::Intersects { region }
                     },
                 })
             }

@@ -37,6 +37,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use builtin::BUILTIN_NAMES;
+pub use geo::{GeoAnalyzer, GeoInput, GeoJsonKind};
 
 /// The largest accepted `properties` object, serialized (ArangoDB's limit).
 pub const PROPERTIES_SIZE_MAX: usize = 1024 * 1024;
@@ -373,6 +374,11 @@ impl Analyzer {
     /// Whether this analyzer only accepts geo values (GeoJSON or coordinate pairs), not text.
     pub fn is_geo(&self) -> bool {
         matches!(self.definition.kind.as_str(), "geojson" | "geopoint")
+    }
+
+    /// The geo configuration of a `geojson` or `geopoint` analyzer (None for other types).
+    pub fn geo(&self) -> Option<GeoAnalyzer> {
+        GeoAnalyzer::from_properties(&self.definition.kind, &self.definition.properties)
     }
 
     /// The tokens of `input`, for indexing. A binary n-gram that would split a multi-byte

@@ -4,10 +4,12 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
+use quiver_geo::cells::Covering;
+use serde_json::{json, Value};
 
 use super::encode;
 use super::link::{LinkDefinition, Resolved, MAX_FIELD_DEPTH};
+use crate::analyzer::GeoAnalyzer;
 
 /// Positions left free between two values of one path (array elements without
 /// `trackListPositions`), so that a phrase never runs from one value into the next.
@@ -22,6 +24,13 @@ pub trait AnalyzerSource: Send + Sync {
     /// known and has the `offset` feature.
     fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<crate::analyzer::Token>> {
         let _ = (analyzer, input);
+        None
+    }
+
+    /// The configuration of `analyzer` when it is a geo analyzer (`geojson`, `geopoint`),
+    /// which indexes JSON values (objects, arrays) rather than text.
+    fn geo(&self, analyzer: &str) -> Option<GeoAnalyzer> {
+        let _ = analyzer;
         None
     }
 }
@@ -138,6 +147,18 @@ impl Collector<'_> {
         if depth > MAX_FIELD_DEPTH {
             return;
         }
+        if matches!(value, Value::Object(_) | Value::Array(_)) {
+            let analyzers = if spec.analyzers.is_empty() {
+                link_analyzers
+            } else {
+                spec.analyzers
+            };
+            for analyzer in analyzers {
+                if let Some(geo) = self.analyzers.geo(analyzer) {
+                    self.geo_value(value, &path, analyzer, &geo);
+                }
+            }
+        }
         if let (Value::Array(items), Some(element)) = (value, spec.element()) {
             self.elements(items, &path, element, link_analyzers, depth);
         }
@@ -176,6 +197,10 @@ impl Collector<'_> {
                     let Some(tokens) = self.analyzers.tokens(analyzer, s) else {
                         continue;
                     };
+                    if tokens.is_empty() && self.analyzers.geo(analyzer).is_some() {
+                        // Geo analyzers read geometries, not text: the string is not theirs.
+                        continue;
+                    }
                     self.marker(&path, encode::analyzer_term(&path, analyzer));
                     let base = self.take_positions(&path, analyzer, &tokens);
                     let length = encode::length_term(&path, analyzer);
@@ -210,6 +235,28 @@ impl Collector<'_> {
         }
     }
 
+    /// The cell terms and the stored shape of a geometry a geo analyzer reads at `path`.
+    fn geo_value(&mut self, value: &Value, path: &str, analyzer: &str, geo: &GeoAnalyzer) {
+        let Some(shape) = geo.shape(value) else {
+            return;
+        };
+        self.marker(path, encode::analyzer_term(path, analyzer));
+        for term in geo_index_terms(path, analyzer, geo, &shape) {
+            self.marker(path, term);
+        }
+        // A point is stored as `[lng, lat]`; other shapes as given.
+        let stored = if shape.kind == quiver_geo::ShapeKind::Point {
+            let (lat, lng) = shape.coords[0][0];
+            json!([lng, lat]).to_string()
+        } else {
+            value.to_string()
+        };
+        self.marker(
+            path,
+            encode::geo_stored(path, analyzer, geo.legacy(), &stored),
+        );
+    }
+
     /// The base position of a new value of (path, analyzer) holding `tokens`.
     fn take_positions(&mut self, path: &str, analyzer: &str, tokens: &[(String, u32)]) -> u32 {
         let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
@@ -232,6 +279,32 @@ impl Collector<'_> {
         let position = self.place(0);
         self.terms.push(TermAt { term, position });
     }
+}
+
+/// The cell terms a shape is indexed under by a geo analyzer: each cell of its covering, and
+/// the "holds part of a shape" term of those cells and of every cell holding them (see
+/// `encode.rs`). Sorted, without repetitions.
+pub(crate) fn geo_index_terms(
+    path: &str,
+    analyzer: &str,
+    geo: &GeoAnalyzer,
+    shape: &quiver_geo::Shape,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    match geo.cover.cover_shape(shape) {
+        Covering::World => out.push(encode::geo_world_term(path, analyzer)),
+        Covering::Cells(cells) => {
+            for cell in cells {
+                out.push(encode::geo_cell_term(path, analyzer, &cell, true));
+                for holder in geo.cover.ancestors(cell) {
+                    out.push(encode::geo_cell_term(path, analyzer, &holder, false));
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// The identity analyzer: the whole string is one token. Always available, also as the

@@ -9,6 +9,15 @@
 //! The objects of a `nested` field's array are elements of their own: their attributes are
 //! indexed under `field[?].attribute` at positions that say which element holds them
 //! ([`ELEMENT_STRIDE`]), and each element leaves one `o␟field[?]` at its first position.
+//!
+//! Geo analyzers index cells (`quiver_geo::cells`): `g␟path␟analyzer␟c<cell>` for each cell
+//! of a shape's covering, `g␟path␟analyzer␟a<cell>` for those cells and every cell holding
+//! them (down to the analyzer's minimum level), `g␟path␟analyzer␟w` for a shape too large to
+//! list. The shape itself is kept for the exact check as a *stored* value,
+//! `G␟path␟analyzer␟0|1␟<GeoJSON>` (1: legacy polygons), which the index stores with the
+//! document instead of indexing it (`view_index.rs`).
+
+use quiver_geo::cells::Cell;
 
 /// Separates the parts of a term.
 pub(crate) const SEP: char = '\u{1f}';
@@ -78,6 +87,34 @@ pub(crate) const MAX_ELEMENTS: u32 = u32::MAX / ELEMENT_STRIDE;
 /// One element of the nested field whose element path is `path` (`dims[?]`).
 pub(crate) fn element_term(path: &str) -> String {
     format!("o{SEP}{path}")
+}
+
+/// A geo cell term of `path` under `analyzer`: `covering` for a cell of a shape's covering,
+/// otherwise the "holds part of a shape" term of a cell.
+pub(crate) fn geo_cell_term(path: &str, analyzer: &str, cell: &Cell, covering: bool) -> String {
+    let kind = if covering { 'c' } else { 'a' };
+    format!("g{SEP}{path}{SEP}{analyzer}{SEP}{kind}{}", cell.key())
+}
+
+/// The geo term of a shape covering the whole sphere.
+pub(crate) fn geo_world_term(path: &str, analyzer: &str) -> String {
+    format!("g{SEP}{path}{SEP}{analyzer}{SEP}w")
+}
+
+/// What every stored geo value starts with.
+pub(crate) const GEO_STORED_KIND: &str = "G\u{1f}";
+
+/// The stored (not indexed) geo value of `path` under `analyzer`.
+pub(crate) fn geo_stored(path: &str, analyzer: &str, legacy: bool, geojson: &str) -> String {
+    format!(
+        "G{SEP}{path}{SEP}{analyzer}{SEP}{}{SEP}{geojson}",
+        u8::from(legacy)
+    )
+}
+
+/// The prefix of the stored geo values of `path` under `analyzer`.
+pub(crate) fn geo_stored_prefix(path: &str, analyzer: &str) -> String {
+    format!("G{SEP}{path}{SEP}{analyzer}{SEP}")
 }
 
 /// The bits of `value` reordered so that unsigned order is numeric order (`-0.0` is `0.0`).

@@ -48,7 +48,8 @@ impl SearchQuery {
             | SearchQuery::Prefix { path, analyzer, .. }
             | SearchQuery::Like { path, analyzer, .. }
             | SearchQuery::Levenshtein { path, analyzer, .. }
-            | SearchQuery::NgramMatch { path, analyzer, .. } => *analyzer = pick(path, analyzer),
+            | SearchQuery::NgramMatch { path, analyzer, .. }
+            | SearchQuery::Geo { path, analyzer, .. } => *analyzer = pick(path, analyzer),
             SearchQuery::And(list) | SearchQuery::Or(list) | SearchQuery::MinMatch(list, _) => {
                 for q in list.iter_mut() {
                     *q = q.with_field_analyzers(link);

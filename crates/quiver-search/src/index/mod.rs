@@ -1,7 +1,8 @@
 //! The full-text index of an ArangoSearch view, on tantivy: how a link maps documents to terms
 //! (`link.rs`, `document.rs`, `encode.rs`) and how the terms reach tantivy
 //! (`term_stream.rs`), SEARCH conditions with their values known (`query.rs`,
-//! `ngram_similarity.rs`, `phrase_positions.rs`, nested search in `nested.rs`; the fields' analyzers of an inverted index in
+//! `ngram_similarity.rs`, `phrase_positions.rs`, nested search in `nested.rs`, geo functions in
+//! `geo_query.rs`; the fields' analyzers of an inverted index in
 //! `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
 //! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
 //! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
@@ -12,6 +13,7 @@ mod document;
 mod encode;
 mod field_analyzers;
 mod field_stats;
+mod geo_query;
 mod link;
 mod matched_docs;
 mod nested;
@@ -26,6 +28,7 @@ mod view_index;
 
 pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
 pub use field_analyzers::analyzer_at;
+pub use geo_query::GeoFilter;
 pub use link::{FieldDefinition, LinkDefinition, Resolved, MAX_FIELD_DEPTH};
 pub use nested::NestedQuery;
 pub use ngram_similarity::{longest_common_subsequence, NgramSimilarityQuery};
@@ -40,5 +43,7 @@ pub use scoring::{FieldStats, Scorer};
 pub use top_scores::ScoreOrder;
 pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
 
+#[cfg(test)]
+mod geo_tests;
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ use tantivy::Term;
 
 use super::document::AnalyzerSource;
 use super::encode;
+use super::geo_query::{geo_query, GeoFilter};
 use super::nested::NestedQuery;
 use super::ngram_similarity::NgramSimilarityQuery;
 use super::phrase_positions::{PositionalPhraseQuery, TermMatcher};
@@ -140,6 +141,13 @@ pub enum SearchQuery {
         analyzer: String,
         target: String,
         threshold: f64,
+    },
+    /// A geo function (`GEO_DISTANCE`, `GEO_IN_RANGE`, `GEO_CONTAINS`, `GEO_INTERSECTS`) on a
+    /// field indexed by the geo analyzer `analyzer`.
+    Geo {
+        path: String,
+        analyzer: String,
+        filter: GeoFilter,
     },
     And(Vec<SearchQuery>),
     Or(Vec<SearchQuery>),
@@ -436,6 +444,22 @@ impl SearchQuery {
                     .map(|t| (Occur::Should, term_query(t)))
                     .collect();
                 Box::new(BooleanQuery::with_minimum_required_clauses(clauses, min))
+            }
+            SearchQuery::Geo {
+                path,
+                analyzer,
+                filter,
+            } => {
+                let geo = analyzers.geo(analyzer).ok_or_else(|| {
+                    Error::with_message(
+                        ErrorCode::BadParameter,
+                        format!(
+                            "geo functions need a field indexed by a 'geojson' or 'geopoint' \
+                             analyzer; '{analyzer}' is not one (use ANALYZER())"
+                        ),
+                    )
+                })?;
+                geo_query(field, path, analyzer, &geo, filter)?
             }
             SearchQuery::And(list) => {
                 let mut clauses = Vec::with_capacity(list.len());

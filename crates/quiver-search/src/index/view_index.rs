@@ -73,6 +73,8 @@ struct Fields {
     terms: Field,
     id: Field,
     collection: Field,
+    /// The shapes geo analyzers read (stored, for the exact check of geo searches).
+    geo: Field,
 }
 
 /// The full-text index of one view.
@@ -103,12 +105,14 @@ fn schema() -> (Schema, Fields) {
     );
     let id = builder.add_text_field("id", STRING | STORED);
     let collection = builder.add_text_field("collection", STRING);
+    let geo = builder.add_text_field(super::geo_query::GEO_FIELD, STORED);
     (
         builder.build(),
         Fields {
             terms,
             id,
             collection,
+            geo,
         },
     )
 }
@@ -233,6 +237,11 @@ impl ViewIndex {
         doc.add_text(self.fields.collection, collection.to_string());
         let mut text = String::with_capacity(terms.iter().map(|t| t.term.len() + 16).sum());
         for t in &terms {
+            if t.term.starts_with(encode::GEO_STORED_KIND) {
+                // A geo analyzer's shape: stored for the exact check, not indexed.
+                doc.add_text(self.fields.geo, &t.term);
+                continue;
+            }
             term_stream::push_term(&mut text, t.position, &t.term);
         }
         doc.add_text(self.fields.terms, &text);
