@@ -4,6 +4,9 @@
 //! The server's own body reading, with its error answers, is tested in quiver-server.
 #![allow(dead_code)] // each test crate uses some of these
 
+mod batch_json;
+
+pub use batch_json::CursorJson;
 use quiver_aql::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use serde_json::{Map, Value};
 
