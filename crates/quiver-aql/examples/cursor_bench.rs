@@ -13,22 +13,24 @@ use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
 
 fn run(service: &QueryService, db: &str, query: &str) -> usize {
-    let (_, first) = service
+    let mut batch = service
         .create_cursor(db, CursorRequest::new(query))
         .expect("query runs");
-    let mut n = first["result"].as_array().map_or(0, Vec::len);
-    let mut reply = first;
-    while reply["hasMore"] == true {
-        let id = reply["id"].as_str().expect("cursor id").to_string();
-        let next = reply["nextBatchId"].as_str().map(str::to_string);
-        reply = service
+    let mut n = batch.rows.len();
+    while batch.has_more {
+        let id = batch.id.clone().expect("cursor id");
+        let next = batch.next_batch_id.map(|b| b.to_string());
+        batch = service
             .next_batch(db, &id, next.as_deref())
-            .expect("next batch")
-            .1;
-        n += reply["result"].as_array().map_or(0, Vec::len);
+            .expect("next batch");
+        n += batch.rows.len();
     }
     // Serialization is part of every real round trip.
-    std::hint::black_box(serde_json::to_vec(&reply).map(|v| v.len()).unwrap_or(0));
+    std::hint::black_box(
+        serde_json::to_vec(&batch.rows)
+            .map(|v| v.len())
+            .unwrap_or(0),
+    );
     n
 }
 

@@ -47,7 +47,7 @@ fn batch(
     let (cpu0, t0) = (cpu_seconds(), Instant::now());
     let mut rows = 0;
     for (q, bind) in queries.iter().cycle().take(queries.len() * repeat) {
-        let (_, reply) = service
+        let reply = service
             .create_cursor(
                 "_system",
                 CursorRequest {
@@ -58,7 +58,7 @@ fn batch(
                 },
             )
             .expect("query runs");
-        rows += reply["result"].as_array().map_or(0, Vec::len);
+        rows += reply.rows.len();
     }
     let n = (queries.len() * repeat) as f64;
     (

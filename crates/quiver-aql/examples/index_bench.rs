@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 
 fn run(service: &QueryService, query: &str, rules: &[&str]) -> (usize, Duration) {
     let start = Instant::now();
-    let (_, reply) = service
+    let reply = service
         .create_cursor(
             "_system",
             CursorRequest {
@@ -24,7 +24,7 @@ fn run(service: &QueryService, query: &str, rules: &[&str]) -> (usize, Duration)
             },
         )
         .expect("query runs");
-    let n = reply["result"].as_array().map_or(0, Vec::len);
+    let n = reply.rows.len();
     (n, start.elapsed())
 }
 

@@ -17,12 +17,9 @@ fn page(service: &QueryService, rules: &[&str]) -> (f64, Vec<Value>) {
     req.batch_size = 1000;
     req.rules = rules.iter().map(|r| r.to_string()).collect();
     let t = Instant::now();
-    let (_, reply) = service.create_cursor("_system", req).expect("page query");
+    let reply = service.create_cursor("_system", req).expect("page query");
     let secs = t.elapsed().as_secs_f64();
-    (
-        secs,
-        reply["result"].as_array().cloned().unwrap_or_default(),
-    )
+    (secs, reply.rows)
 }
 
 fn main() {

@@ -25,6 +25,7 @@ pub mod optimizer;
 pub mod parser;
 pub mod plan;
 pub mod plan_cache;
+pub mod query_extra;
 pub mod results_cache;
 pub mod service;
 pub mod source;

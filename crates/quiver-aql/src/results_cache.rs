@@ -29,6 +29,8 @@ use std::time::SystemTime;
 use parking_lot::{Mutex, RwLock};
 use serde_json::{Map, Value};
 
+use crate::query_extra::QueryExtra;
+
 /// Queries shorter than this are never cached (ArangoDB's threshold: such queries are cheaper
 /// to run than to look up).
 pub const MIN_QUERY_LENGTH: usize = 8;
@@ -191,7 +193,7 @@ pub struct NewResult {
     pub raw_result: bool,
     /// The `extra` of the run that produced the result (its stats, and plan and profile if
     /// it was profiled), answered again with every hit.
-    pub extra: Value,
+    pub extra: Arc<QueryExtra>,
     /// Every collection the query read, with its data version when it ran.
     pub sources: Vec<(String, DataVersion)>,
     /// Seconds the query took.
@@ -430,7 +432,7 @@ mod tests {
             bind_vars: Map::new(),
             results: vec![json!(1); rows],
             raw_result: false,
-            extra: json!({}),
+            extra: Arc::default(),
             sources: sources
                 .iter()
                 .map(|(n, v)| (n.to_string(), version(*v)))

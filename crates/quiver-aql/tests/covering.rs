@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::QueryService;
@@ -20,7 +22,7 @@ fn setup() -> (tempfile::TempDir, Arc<quiver_core::Core>, QueryService) {
 
 fn run(service: &QueryService, aql: &str, rules: &[&str]) -> Vec<Value> {
     let (_, reply) = service
-        .create_cursor(
+        .create_cursor_json(
             "_system", support::cursor(&json!({"query": aql, "batchSize": 100000, "options": {"optimizer": {"rules": rules}}})))
         .unwrap_or_else(|e| panic!("{aql}: {e:?}"));
     reply["result"].as_array().cloned().unwrap()

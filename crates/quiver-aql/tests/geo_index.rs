@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::QueryService;
@@ -43,7 +45,7 @@ impl Fixture {
     }
 
     fn query(&self, aql: &str, bind: Value) -> Result<Vec<Value>, u32> {
-        match self.service.create_cursor(
+        match self.service.create_cursor_json(
             "_system",
             support::cursor(&json!({"query": aql, "bindVars": bind, "batchSize": 100000})),
         ) {
@@ -281,7 +283,7 @@ impl Fixture {
     fn query_with(&self, aql: &str, bind: Value, rules: &[&str]) -> Vec<Value> {
         let (_, reply) = self
             .service
-            .create_cursor(
+            .create_cursor_json(
                 "_system",
                 support::cursor(&json!({"query": aql, "bindVars": bind, "batchSize": 100000,
                        "options": {"optimizer": {"rules": rules}}})),
@@ -463,7 +465,7 @@ fn geo_index_optimizer_matches_full_scans() {
     // Streaming: the nearest three around a dense area read a small part of the index.
     let (_, reply) = f
         .service
-        .create_cursor(
+        .create_cursor_json(
             "_system", support::cursor(&json!({"query": "FOR d IN pts SORT DISTANCE(d.lat, d.lng, 50, 10) LIMIT 3 RETURN d._key"})))
         .unwrap();
     let scanned = reply["extra"]["stats"]["scannedIndex"].as_u64().unwrap();

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -252,7 +254,7 @@ impl Store {
             Store::Core(core, db) => {
                 let service = QueryService::over_core(core.clone());
                 let (_, r) = service
-                    .create_cursor(db, support::cursor(&json!({"query": "FOR d IN @@c SORT d._key RETURN d", "bindVars": {"@c": name}, "batchSize": 1_000_000})))
+                    .create_cursor_json(db, support::cursor(&json!({"query": "FOR d IN @@c SORT d._key RETURN d", "bindVars": {"@c": name}, "batchSize": 1_000_000})))
                     .map_err(|e| e.to_string())?;
                 Ok(r["result"].as_array().cloned().unwrap_or_default())
             }
@@ -355,7 +357,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         rules: Vec::new(),
         data_after: None,
     };
-    match service.create_cursor(store.db(), support::cursor(&body)) {
+    match service.create_cursor_json(store.db(), support::cursor(&body)) {
         Ok((_, reply)) => {
             outcome.result = reply["result"].as_array().cloned();
             outcome.warnings = reply["extra"]["warnings"]

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
@@ -268,7 +270,7 @@ impl Db {
     fn query(&self, q: &str) -> Vec<Value> {
         let (_, reply) = self
             .service
-            .create_cursor(
+            .create_cursor_json(
                 &self.name,
                 support::cursor(&json!({"query": q, "batchSize": 1_000_000})),
             )

@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::core::CoreSource;
@@ -78,7 +80,7 @@ fn open(dir: &std::path::Path) -> (Arc<Core>, QueryService) {
 }
 
 fn try_run(service: &QueryService, query: &str) -> Result<Vec<Value>, quiver_errors::Error> {
-    let (_, reply) = service.create_cursor(
+    let (_, reply) = service.create_cursor_json(
         "_system",
         support::cursor(&json!({"query": query, "batchSize": 10000})),
     )?;

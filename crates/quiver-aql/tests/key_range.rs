@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -27,7 +29,7 @@ fn run(service: &QueryService, aql: &str, binds: &Value, rules: &[&str]) -> Vec<
     let body = json!({"query": aql, "bindVars": binds, "batchSize": 100000,
         "options": {"optimizer": {"rules": rules}}});
     let (_, reply) = service
-        .create_cursor("_system", support::cursor(&body))
+        .create_cursor_json("_system", support::cursor(&body))
         .unwrap_or_else(|e| panic!("{aql} {binds}: {e:?}"));
     reply["result"].as_array().cloned().unwrap()
 }
@@ -205,7 +207,7 @@ fn a_transaction_sees_its_own_writes_in_key_ranges() {
         let body = json!({"query": aql, "bindVars": binds, "batchSize": 100000,
             "options": {"optimizer": {"rules": rules}}});
         let (_, reply) = service
-            .create_cursor_in("_system", support::cursor(&body), lent)
+            .create_cursor_in_json("_system", support::cursor(&body), lent)
             .unwrap_or_else(|e| panic!("{aql}: {e:?}"));
         trx = back.lock().take();
         reply["result"].as_array().cloned().unwrap()

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::core::CoreSource;
@@ -21,7 +23,7 @@ const CORPUS: [&str; 6] = [
 ];
 
 fn run(service: &QueryService, query: &str) -> Result<Vec<Value>, quiver_errors::Error> {
-    let (_, reply) = service.create_cursor(
+    let (_, reply) = service.create_cursor_json(
         "_system",
         support::cursor(&json!({"query": query, "batchSize": 1000})),
     )?;

@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -145,7 +147,7 @@ proptest! {
         let s = service();
         let start = Instant::now();
         let body = json!({"query": query, "bindVars": {"p": 1, "@c": "c"}, "memoryLimit": 10_000_000, "options": {"maxRuntime": 0.5}});
-        if let Err(e) = s.create_cursor("_system", support::cursor(&body)) {
+        if let Err(e) = s.create_cursor_json("_system", support::cursor(&body)) {
             // Unused bind parameters are the common outcome; any error must be well-formed.
             prop_assert!(e.number() > 0);
             prop_assert!(!e.message.is_empty());
@@ -193,7 +195,7 @@ fn pathological_inputs_fail_cleanly() {
         format!("RETURN {}1", "NOT ".repeat(95)),
     ];
     for q in &limit_cases {
-        match s.create_cursor("_system", support::cursor(&json!({"query": q}))) {
+        match s.create_cursor_json("_system", support::cursor(&json!({"query": q}))) {
             Ok((_, r)) => assert_eq!(r["hasMore"], false),
             // Nested subqueries may not redeclare an outer variable (1511).
             Err(e) => assert!([1501, 1511, 1524].contains(&e.number()), "{}", e.message),
@@ -207,6 +209,6 @@ fn pathological_inputs_fail_cleanly() {
         "RETURN @",
         "RETURN ```",
     ] {
-        let _ = s.create_cursor("_system", support::cursor(&json!({"query": q})));
+        let _ = s.create_cursor_json("_system", support::cursor(&json!({"query": q})));
     }
 }

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::memory::MemorySource;
@@ -47,14 +49,16 @@ fn inline_answers_equal_the_full_path() {
         json!({"query": "RETURN 'ünïcödé'"}),
     ];
     assert!(
-        s.create_cursor_inline("_system", &support::cursor(&cases[0]))
+        s.create_cursor_inline_json("_system", &support::cursor(&cases[0]))
             .is_none(),
         "not inline before the plan is cached"
     );
     for body in cases {
-        let (code, full) = s.create_cursor("_system", support::cursor(&body)).unwrap();
+        let (code, full) = s
+            .create_cursor_json("_system", support::cursor(&body))
+            .unwrap();
         let (inline_code, bytes) = s
-            .create_cursor_inline("_system", &support::cursor(&body))
+            .create_cursor_inline_json("_system", &support::cursor(&body))
             .unwrap_or_else(|| panic!("inline once cached: {body}"))
             .unwrap();
         assert_eq!((code, inline_code), (201, 201));
@@ -68,19 +72,19 @@ fn inline_errors_and_warnings_match() {
     let (_, s) = service();
     let body = json!({"query": "RETURN FAIL('boom')"});
     let full = s
-        .create_cursor("_system", support::cursor(&body))
+        .create_cursor_json("_system", support::cursor(&body))
         .unwrap_err();
     let inline = s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .unwrap()
         .unwrap_err();
     assert_eq!((inline.code, inline.message), (full.code, full.message));
     let body = json!({"query": "FOR i IN [0, 1] RETURN 1 / i", "options": {"failOnWarning": true}});
     let full = s
-        .create_cursor("_system", support::cursor(&body))
+        .create_cursor_json("_system", support::cursor(&body))
         .unwrap_err();
     let inline = s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .unwrap()
         .unwrap_err();
     assert_eq!((inline.code, inline.message), (full.code, full.message));
@@ -90,9 +94,10 @@ fn inline_errors_and_warnings_match() {
 fn results_beyond_one_batch_still_get_a_cursor() {
     let (_, s) = service();
     let body = json!({"query": "FOR i IN 1..5 RETURN i", "batchSize": 2, "count": true});
-    s.create_cursor("_system", support::cursor(&body)).unwrap();
+    s.create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
     let (code, bytes) = s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .unwrap()
         .unwrap();
     assert_eq!(code, 201);
@@ -101,9 +106,9 @@ fn results_beyond_one_batch_still_get_a_cursor() {
     assert_eq!(first["hasMore"], true);
     assert_eq!(first["count"], 5);
     let id = first["id"].as_str().unwrap();
-    let (_, next) = s.next_batch("_system", id, Some("2")).unwrap();
+    let (_, next) = s.next_batch_json("_system", id, Some("2")).unwrap();
     assert_eq!(next["result"], json!([3, 4]));
-    let (_, last) = s.next_batch("_system", id, None).unwrap();
+    let (_, last) = s.next_batch_json("_system", id, None).unwrap();
     assert_eq!(last["result"], json!([5]));
     assert_eq!(last["hasMore"], false);
 }
@@ -130,9 +135,10 @@ fn only_trivial_plans_run_inline() {
         json!({"query": "RETURN 1", "options": {"allowRetry": true}}),
     ];
     for body in not_inline {
-        s.create_cursor("_system", support::cursor(&body)).unwrap();
+        s.create_cursor_json("_system", support::cursor(&body))
+            .unwrap();
         assert!(
-            s.create_cursor_inline("_system", &support::cursor(&body))
+            s.create_cursor_inline_json("_system", &support::cursor(&body))
                 .is_none(),
             "{body}"
         );
@@ -140,9 +146,10 @@ fn only_trivial_plans_run_inline() {
     // With a near-zero slow-query threshold every query must be logged, which only the
     // registered path does.
     let body = json!({"query": "RETURN 2"});
-    s.create_cursor("_system", support::cursor(&body)).unwrap();
+    s.create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
     assert!(s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .is_some());
     s.set_properties(
         "_system",
@@ -150,7 +157,7 @@ fn only_trivial_plans_run_inline() {
     )
     .unwrap();
     assert!(s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .is_none());
 }
 
@@ -169,7 +176,7 @@ fn catalog_changes_invalidate_cached_plans() {
     };
     assert!(explain(&s).contains(&"EnumerateCollectionNode".to_string()));
     assert_eq!(
-        s.create_cursor("_system", support::cursor(&body))
+        s.create_cursor_json("_system", support::cursor(&body))
             .unwrap()
             .1["result"],
         json!(["k03"])
@@ -184,7 +191,7 @@ fn catalog_changes_invalidate_cached_plans() {
         .unwrap();
     assert!(explain(&s).contains(&"IndexNode".to_string()));
     assert_eq!(
-        s.create_cursor("_system", support::cursor(&body))
+        s.create_cursor_json("_system", support::cursor(&body))
             .unwrap()
             .1["result"],
         json!(["k03"])
@@ -199,7 +206,7 @@ fn catalog_changes_invalidate_cached_plans() {
         )
         .unwrap();
     assert_eq!(
-        s.create_cursor("_system", support::cursor(&body))
+        s.create_cursor_json("_system", support::cursor(&body))
             .unwrap()
             .1["result"],
         json!(["x"])
@@ -211,10 +218,12 @@ fn bind_values_are_part_of_the_key() {
     let (_, s) = service();
     for n in [1, 2, 3, 1] {
         let body = json!({"query": "FOR i IN 1..@n RETURN i", "bindVars": {"n": n}});
-        let (_, r) = s.create_cursor("_system", support::cursor(&body)).unwrap();
+        let (_, r) = s
+            .create_cursor_json("_system", support::cursor(&body))
+            .unwrap();
         assert_eq!(r["result"].as_array().unwrap().len(), n as usize);
         let (_, bytes) = s
-            .create_cursor_inline("_system", &support::cursor(&body))
+            .create_cursor_inline_json("_system", &support::cursor(&body))
             .unwrap()
             .unwrap();
         let r: Value = serde_json::from_slice(&bytes).unwrap();
@@ -222,7 +231,7 @@ fn bind_values_are_part_of_the_key() {
     }
     // Missing and unused bind parameters are still reported, never served from the cache.
     let err = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": "FOR i IN 1..@n RETURN i"})),
         )
@@ -259,7 +268,7 @@ fn core_catalog_changes_invalidate_cached_plans() {
             .collect::<Vec<_>>()
     };
     let run = |s: &QueryService| {
-        s.create_cursor("_system", support::cursor(&query))
+        s.create_cursor_json("_system", support::cursor(&query))
             .map(|r| r.1["result"].clone())
     };
     assert_eq!(run(&s).unwrap(), json!(["k4"]));
@@ -290,19 +299,22 @@ fn trivial_plans_that_keep_running_long_are_demoted() {
     let (_, s) = service();
     // Statically trivial (constant range, no data access) but far over the inline budget.
     let body = json!({"query": "FOR i IN 1..10000 RETURN LENGTH(SHA512(CONCAT(i, SHA512(TO_STRING(i)))))"});
-    s.create_cursor("_system", support::cursor(&body)).unwrap();
+    s.create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
     // Three slow runs in a row (the first was the full path's) demote it.
     assert!(s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .is_some());
     assert!(s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .is_some());
     assert!(s
-        .create_cursor_inline("_system", &support::cursor(&body))
+        .create_cursor_inline_json("_system", &support::cursor(&body))
         .is_none());
     // The full path still answers.
-    let (_, r) = s.create_cursor("_system", support::cursor(&body)).unwrap();
+    let (_, r) = s
+        .create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
     assert_eq!(r["result"].as_array().map(Vec::len), Some(1000));
 }
 
@@ -321,7 +333,7 @@ fn max_runtime_stops_expensive_function_calls() {
     ] {
         let started = std::time::Instant::now();
         let err = s
-            .create_cursor(
+            .create_cursor_json(
                 "_system", support::cursor(&json!({"query": query, "bindVars": {"a": a, "b": b}, "options": {"maxRuntime": 0.05}})))
             .unwrap_err();
         assert_eq!(err.number(), 1500, "{query}");

@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,7 +20,7 @@ fn service() -> QueryService {
 fn run(s: &QueryService, query: &str) -> Duration {
     let started = Instant::now();
     let (_, reply) = s
-        .create_cursor("_system", support::cursor(&json!({"query": query})))
+        .create_cursor_json("_system", support::cursor(&json!({"query": query})))
         .unwrap_or_else(|e| panic!("{}", e.message));
     assert_eq!(reply["error"], false);
     started.elapsed()
@@ -74,21 +76,21 @@ fn many_statements_plan_in_near_linear_time() {
 fn results_of_long_chains_are_right() {
     let s = service();
     let (_, reply) = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": let_chain(500)})),
         )
         .unwrap();
     assert_eq!(reply["result"], json!([499]));
     let (_, reply) = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": unused_chain(500)})),
         )
         .unwrap();
     assert_eq!(reply["result"], json!([1, 2]));
     let (_, reply) = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": constants_in_loop(500)})),
         )
@@ -102,7 +104,7 @@ fn max_runtime_covers_parsing_and_planning() {
     let query = let_chain(20_000);
     let started = Instant::now();
     let err = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "options": {"maxRuntime": 0.000001}})),
         )

@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::memory::MemorySource;
@@ -20,7 +22,7 @@ fn constants_folded_at_plan_time_are_charged() {
     let query = "LET a = RANGE(1, 1e7) LET b = RANGE(1, 1e7) LET c = RANGE(1, 1e7) \
                  RETURN LENGTH(a) + LENGTH(b) + LENGTH(c)";
     let err = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "memoryLimit": 1_000_000})),
         )
@@ -30,7 +32,7 @@ fn constants_folded_at_plan_time_are_charged() {
     let query = "LET a = RANGE(1, 20000) LET b = RANGE(1, 20000) LET c = RANGE(1, 20000) \
                  RETURN LENGTH(a) + LENGTH(b) + LENGTH(c)";
     let err = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "memoryLimit": 700_000})),
         )
@@ -38,7 +40,7 @@ fn constants_folded_at_plan_time_are_charged() {
     assert_eq!(err.number(), 32, "{}", err.message);
     // Under the limit the same query runs.
     let (_, reply) = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "memoryLimit": 10_000_000})),
         )
@@ -50,7 +52,7 @@ fn constants_folded_at_plan_time_are_charged() {
 fn accumulated_results_stop_at_the_limit() {
     let s = service();
     let err = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({
                 "query": "FOR a IN 1..1e5 FOR b IN 1..1e5 RETURN [a, b]",
@@ -67,12 +69,14 @@ fn the_server_default_applies_to_queries_without_their_own_limit() {
     s.set_memory_limits(500_000, 0);
     let query = json!({"query": "FOR i IN 1..100000 RETURN i"});
     let err = s
-        .create_cursor("_system", support::cursor(&query))
+        .create_cursor_json("_system", support::cursor(&query))
         .unwrap_err();
     assert_eq!(err.number(), 32, "{}", err.message);
     // A query's own memoryLimit may be higher than the server's default.
     let query = json!({"query": "FOR i IN 1..100000 RETURN i", "memoryLimit": 10_000_000});
-    let (_, reply) = s.create_cursor("_system", support::cursor(&query)).unwrap();
+    let (_, reply) = s
+        .create_cursor_json("_system", support::cursor(&query))
+        .unwrap();
     assert_eq!(reply["extra"]["stats"]["scannedFull"], 0);
 }
 
@@ -84,14 +88,14 @@ fn all_queries_together_stay_under_the_global_limit() {
     let streaming = json!({"query": "FOR i IN 1..20000 SORT i DESC RETURN i",
                            "batchSize": 1, "options": {"stream": true}});
     let (_, first) = s
-        .create_cursor("_system", support::cursor(&streaming))
+        .create_cursor_json("_system", support::cursor(&streaming))
         .unwrap();
     assert_eq!(first["hasMore"], true);
     let held = s.memory_in_use();
     assert!(held > 0, "an open streaming cursor holds no memory");
     let big = json!({"query": "FOR i IN 1..100000 RETURN i"});
     let err = s
-        .create_cursor("_system", support::cursor(&big))
+        .create_cursor_json("_system", support::cursor(&big))
         .unwrap_err();
     assert_eq!(err.number(), 32, "{}", err.message);
     assert!(err.message.contains("global"), "{}", err.message);
@@ -106,7 +110,7 @@ fn the_global_memory_figure_moves_while_a_query_runs() {
     let streaming = json!({"query": "FOR i IN 1..20000 SORT i DESC RETURN i",
                            "batchSize": 1, "options": {"stream": true}});
     let (_, first) = s
-        .create_cursor("_system", support::cursor(&streaming))
+        .create_cursor_json("_system", support::cursor(&streaming))
         .unwrap();
     let held = s.figures().running_memory;
     assert!(
@@ -115,7 +119,7 @@ fn the_global_memory_figure_moves_while_a_query_runs() {
     );
     assert_eq!(held, s.memory_in_use());
     let id = first["id"].as_str().unwrap().to_string();
-    s.delete_cursor("_system", &id).unwrap();
+    s.delete_cursor_json("_system", &id).unwrap();
     assert_eq!(s.figures().running_memory, 0);
 }
 
@@ -126,7 +130,9 @@ fn rows_a_cursor_keeps_count_against_the_global_limit_until_given_back() {
     s.set_memory_limits(0, 3_500_000);
     // A finished query whose cursor keeps 49,990 rows: the rows stay counted.
     let kept = json!({"query": "FOR i IN 1..50000 RETURN i", "batchSize": 10});
-    let (_, first) = s.create_cursor("_system", support::cursor(&kept)).unwrap();
+    let (_, first) = s
+        .create_cursor_json("_system", support::cursor(&kept))
+        .unwrap();
     assert_eq!(first["hasMore"], true);
     let held = s.memory_in_use();
     assert!(
@@ -138,21 +144,23 @@ fn rows_a_cursor_keeps_count_against_the_global_limit_until_given_back() {
     let big = json!({"query": "FOR i IN 1..200000 RETURN i", "batchSize": 10});
     let alone = s.memory_in_use();
     let err = s
-        .create_cursor("_system", support::cursor(&big))
+        .create_cursor_json("_system", support::cursor(&big))
         .unwrap_err();
     assert_eq!(err.number(), 32, "{}", err.message);
     assert!(err.message.contains("global"), "{}", err.message);
     assert_eq!(s.memory_in_use(), alone);
     // Reading a batch gives its rows back; deleting the cursor gives back the rest.
     let id = first["id"].as_str().unwrap().to_string();
-    s.next_batch("_system", &id, None).unwrap();
+    s.next_batch_json("_system", &id, None).unwrap();
     let after_batch = s.memory_in_use();
     assert!(
         after_batch < held,
         "{after_batch} after a batch, {held} before"
     );
-    s.delete_cursor("_system", &id).unwrap();
+    s.delete_cursor_json("_system", &id).unwrap();
     assert_eq!(s.memory_in_use(), 0);
-    let (_, reply) = s.create_cursor("_system", support::cursor(&big)).unwrap();
+    let (_, reply) = s
+        .create_cursor_json("_system", support::cursor(&big))
+        .unwrap();
     assert_eq!(reply["hasMore"], true);
 }

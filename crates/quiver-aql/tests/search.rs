@@ -4,6 +4,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::core::CoreSource;
@@ -66,7 +68,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn run(&self, query: &str) -> Result<Vec<Value>, quiver_errors::Error> {
-        let (_, reply) = self.service.create_cursor(
+        let (_, reply) = self.service.create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "batchSize": 1000})),
         )?;

@@ -5,6 +5,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::core::CoreSource;
@@ -74,7 +76,7 @@ fn populate(core: &Core) {
 
 fn run(service: &QueryService, query: &str) -> Vec<Value> {
     let (_, reply) = service
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "batchSize": 1000})),
         )

@@ -3,6 +3,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::memory::MemorySource;
@@ -24,7 +26,7 @@ fn service_with_docs(n: usize) -> (Arc<MemorySource>, QueryService) {
 
 fn post(s: &QueryService, body: Value) -> Value {
     let (code, reply) = s
-        .create_cursor("_system", support::cursor(&body))
+        .create_cursor_json("_system", support::cursor(&body))
         .expect("cursor created");
     assert_eq!(code, 201);
     assert_eq!(reply["code"], 201);
@@ -45,7 +47,7 @@ fn multi_batch_with_count_and_continuation() {
     assert!(first["extra"]["stats"]["executionTime"].as_f64().unwrap() > 0.0);
     assert_eq!(first["extra"]["warnings"], json!([]));
     let id = first["id"].as_str().unwrap().to_string();
-    let (code, second) = s.next_batch("_system", &id, None).unwrap();
+    let (code, second) = s.next_batch_json("_system", &id, None).unwrap();
     assert_eq!(code, 200);
     assert_eq!(second["result"][0], 1001);
     assert_eq!(second["id"], id.as_str());
@@ -54,11 +56,11 @@ fn multi_batch_with_count_and_continuation() {
         second["extra"].is_object(),
         "non-streaming batches all carry extra"
     );
-    let (_, third) = s.next_batch("_system", &id, Some("3")).unwrap();
+    let (_, third) = s.next_batch_json("_system", &id, Some("3")).unwrap();
     assert_eq!(third["hasMore"], false);
     assert_eq!(third["result"].as_array().unwrap().len(), 500);
     assert!(third.get("nextBatchId").is_none());
-    let gone = s.next_batch("_system", &id, None).unwrap_err();
+    let gone = s.next_batch_json("_system", &id, None).unwrap_err();
     assert_eq!(gone.code, ErrorCode::CursorNotFound);
     assert_eq!(s.open_cursors(), 0);
 }
@@ -141,10 +143,10 @@ fn streaming_cursor_produces_batches_lazily() {
         "a streaming query stays registered"
     );
     assert_eq!(current[0]["stream"], true);
-    let (_, b2) = s.next_batch("_system", &id, Some("2")).unwrap();
+    let (_, b2) = s.next_batch_json("_system", &id, Some("2")).unwrap();
     assert_eq!(b2["result"][0], 10);
     assert_eq!(b2["hasMore"], true);
-    let (_, b3) = s.next_batch("_system", &id, Some("3")).unwrap();
+    let (_, b3) = s.next_batch_json("_system", &id, Some("3")).unwrap();
     assert_eq!(b3["result"].as_array().unwrap().len(), 5);
     assert_eq!(b3["hasMore"], false);
     assert!(
@@ -169,7 +171,7 @@ fn streaming_writes_commit_at_the_end_and_abort_on_delete() {
         source.documents("_system", "out").unwrap().is_empty(),
         "nothing visible before the query ends"
     );
-    s.delete_cursor("_system", &id).unwrap();
+    s.delete_cursor_json("_system", &id).unwrap();
     assert!(
         source.documents("_system", "out").unwrap().is_empty(),
         "deleting the cursor aborts"
@@ -179,8 +181,8 @@ fn streaming_writes_commit_at_the_end_and_abort_on_delete() {
         json!({"query": "FOR i IN 1..30 INSERT {_key: TO_STRING(i)} INTO out RETURN NEW._key", "batchSize": 10, "options": {"stream": true}}),
     );
     let id = r["id"].as_str().unwrap().to_string();
-    s.next_batch("_system", &id, None).unwrap();
-    let (_, last) = s.next_batch("_system", &id, None).unwrap();
+    s.next_batch_json("_system", &id, None).unwrap();
+    let (_, last) = s.next_batch_json("_system", &id, None).unwrap();
     assert_eq!(last["hasMore"], false);
     assert_eq!(last["extra"]["stats"]["writesExecuted"], 30);
     assert_eq!(source.documents("_system", "out").unwrap().len(), 30);
@@ -194,22 +196,22 @@ fn allow_retry_refetches_last_batch_and_keeps_cursor_deletable() {
         json!({"query": "FOR i IN 1..3 RETURN i", "batchSize": 2, "options": {"allowRetry": true}}),
     );
     let id = r["id"].as_str().unwrap().to_string();
-    let (_, again) = s.next_batch("_system", &id, Some("1")).unwrap();
+    let (_, again) = s.next_batch_json("_system", &id, Some("1")).unwrap();
     assert_eq!(again["result"], json!([1, 2]));
-    let (_, last) = s.next_batch("_system", &id, Some("2")).unwrap();
+    let (_, last) = s.next_batch_json("_system", &id, Some("2")).unwrap();
     assert_eq!(last["result"], json!([3]));
     assert_eq!(last["hasMore"], false);
     // The last batch names no cursor (as ArangoDB's), yet the cursor stays for a retry.
     assert!(last.get("id").is_none(), "{last}");
     assert!(last.get("nextBatchId").is_none(), "{last}");
-    let (_, retry) = s.next_batch("_system", &id, Some("2")).unwrap();
+    let (_, retry) = s.next_batch_json("_system", &id, Some("2")).unwrap();
     assert_eq!(retry["result"], json!([3]));
     assert!(retry.get("id").is_none(), "{retry}");
-    let (code, del) = s.delete_cursor("_system", &id).unwrap();
+    let (code, del) = s.delete_cursor_json("_system", &id).unwrap();
     assert_eq!(code, 202);
     assert_eq!(del["id"], id.as_str());
     assert_eq!(
-        s.delete_cursor("_system", &id).unwrap_err().code,
+        s.delete_cursor_json("_system", &id).unwrap_err().code,
         ErrorCode::CursorNotFound
     );
 }
@@ -223,11 +225,13 @@ fn retry_without_allow_retry_is_refused() {
     );
     let id = r["id"].as_str().unwrap().to_string();
     assert_eq!(
-        s.next_batch("_system", &id, Some("1")).unwrap_err().code,
+        s.next_batch_json("_system", &id, Some("1"))
+            .unwrap_err()
+            .code,
         ErrorCode::BadParameter
     );
     assert_eq!(
-        s.next_batch("_system", &id, Some("2")).unwrap().1["result"],
+        s.next_batch_json("_system", &id, Some("2")).unwrap().1["result"],
         json!([2])
     );
 }
@@ -242,7 +246,7 @@ fn cursors_expire_after_ttl() {
     let id = r["id"].as_str().unwrap().to_string();
     std::thread::sleep(std::time::Duration::from_millis(120));
     assert_eq!(
-        s.next_batch("_system", &id, None).unwrap_err().code,
+        s.next_batch_json("_system", &id, None).unwrap_err().code,
         ErrorCode::CursorNotFound
     );
 }
@@ -265,20 +269,24 @@ fn request_validation_errors() {
     // Reading the body (missing query, bad batchSize, bad bindVars, …) is the server's:
     // quiver-server/src/api/cursor/request.rs tests those answers.
     let (_, s) = service_with_docs(0);
-    let code = |req: CursorRequest| s.create_cursor("_system", req).unwrap_err().code;
+    let code = |req: CursorRequest| s.create_cursor_json("_system", req).unwrap_err().code;
     assert_eq!(code(CursorRequest::new("   ")), ErrorCode::QueryParse);
     let mut zero_batch = CursorRequest::new("RETURN 1");
     zero_batch.batch_size = 0;
     assert_eq!(code(zero_batch.clone()), ErrorCode::BadParameter);
-    assert!(s.create_cursor_inline("_system", &zero_batch).is_none());
+    assert!(s
+        .create_cursor_inline_json("_system", &zero_batch)
+        .is_none());
     assert_eq!(
-        s.create_cursor("nodb", CursorRequest::new("RETURN 1"))
+        s.create_cursor_json("nodb", CursorRequest::new("RETURN 1"))
             .unwrap_err()
             .code,
         ErrorCode::DatabaseNotFound
     );
     assert_eq!(
-        s.next_batch("_system", "12345", None).unwrap_err().code,
+        s.next_batch_json("_system", "12345", None)
+            .unwrap_err()
+            .code,
         ErrorCode::CursorNotFound
     );
 }
@@ -299,7 +307,7 @@ fn warnings_limits_and_fail_on_warning() {
     );
     assert_eq!(r["extra"]["warnings"].as_array().unwrap().len(), 2);
     let e = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(&json!({"query": "RETURN 1 / 0", "options": {"failOnWarning": true}})),
         )
@@ -311,7 +319,7 @@ fn warnings_limits_and_fail_on_warning() {
 fn memory_limit_and_max_runtime() {
     let (_, s) = service_with_docs(0);
     let e = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(
                 &json!({"query": "FOR i IN 1..100000 SORT i DESC RETURN i", "memoryLimit": 100000}),
@@ -319,7 +327,7 @@ fn memory_limit_and_max_runtime() {
         )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::ResourceLimit);
-    let e = s.create_cursor("_system", support::cursor(&json!({"query": "FOR i IN 1..100000000 FILTER i < 0 RETURN i", "options": {"maxRuntime": 0.05}}))).unwrap_err();
+    let e = s.create_cursor_json("_system", support::cursor(&json!({"query": "FOR i IN 1..100000000 FILTER i < 0 RETURN i", "options": {"maxRuntime": 0.05}}))).unwrap_err();
     assert_eq!(e.code, ErrorCode::QueryKilled);
 }
 
@@ -335,7 +343,7 @@ fn kill_a_streaming_query() {
     let qid = current[0]["id"].as_str().unwrap().to_string();
     assert_eq!(s.kill("_system", &qid).unwrap().0, 200);
     assert_eq!(
-        s.next_batch("_system", &id, None).unwrap_err().code,
+        s.next_batch_json("_system", &id, None).unwrap_err().code,
         ErrorCode::QueryKilled
     );
     assert_eq!(
@@ -457,7 +465,7 @@ fn modification_stats_and_atomicity() {
     );
     assert_eq!(r["extra"]["stats"]["writesExecuted"], 4);
     let e = s
-        .create_cursor(
+        .create_cursor_json(
             "_system",
             support::cursor(
                 &json!({"query": "FOR d IN docs REMOVE d IN docs LET x = FAIL('stop') RETURN x"}),

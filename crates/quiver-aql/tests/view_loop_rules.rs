@@ -6,6 +6,8 @@
 
 mod support;
 
+use support::CursorJson;
+
 use std::sync::Arc;
 
 use quiver_aql::source::core::CoreSource;
@@ -30,7 +32,7 @@ impl Fixture {
             "options": {"optimizer": {"rules": rules}}});
         let (_, reply) = self
             .service
-            .create_cursor("_system", support::cursor(&body))
+            .create_cursor_json("_system", support::cursor(&body))
             .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
         reply["result"].as_array().cloned().unwrap_or_default()
     }
@@ -41,7 +43,7 @@ impl Fixture {
             "options": {"optimizer": {"rules": rules}}});
         let (_, reply) = self
             .service
-            .create_cursor("_system", support::cursor(&body))
+            .create_cursor_json("_system", support::cursor(&body))
             .unwrap_or_else(|e| panic!("{query} {binds}: {}", e.message));
         let lookups = reply["extra"]["stats"]["documentLookups"]
             .as_u64()

@@ -28,7 +28,7 @@ pub enum Produce {
     /// The whole document as its stored JSON text, in a `Value::String`: the vertex
     /// variable is only returned by the query's final `RETURN`, so the text goes into the
     /// response unparsed (see `optimizer::graph::pass_stored_vertices` and
-    /// `service::CursorReply`).
+    /// `service::CursorBatch`).
     Raw,
 }
 

@@ -2,15 +2,16 @@
 //! (`POST /_api/cursor/{id}[/{batchId}]`, with `allowRetry` re-sends), streaming batches that
 //! run the query further and commit it at the end, and `DELETE /_api/cursor/{id}`.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use super::cursors::{Cursor, CursorData, StreamState};
-use super::response::{stats_json, warnings_json, ProfileTimings};
-use super::{bad, CursorReply, QueryService, ServiceReply};
+use super::{bad, CursorBatch, QueryService};
 use crate::exec::Execution;
+use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 
 impl QueryService {
     /// Drops expired cursors; a streaming one aborts its writes and leaves the list of
@@ -33,97 +34,85 @@ impl QueryService {
         }
     }
 
-    /// Stores the cursor (of `user`) if it has more to give and sets the status code.
+    /// Stores the cursor (of `user`) if it has more to give.
     pub(super) fn respond_first(
         &self,
-        mut body: Value,
+        batch: CursorBatch,
         cursor: Cursor,
-        code: u16,
         user: Option<&str>,
-    ) -> Result<CursorReply> {
-        body["code"] = json!(code);
-        let raw_result = cursor.raw_result;
+    ) -> Result<CursorBatch> {
         // As ArangoDB 3.12: a first batch that holds the whole result creates no cursor, with
         // or without `count`, `stream` or `allowRetry` (its body has no `id` to ask it with).
         if !cursor.exhausted {
-            let id = body["id"].as_str().map(str::to_string);
-            if let Some(id) = id {
-                self.cursors.insert(id, cursor, user)?;
+            if let Some(id) = &batch.id {
+                self.cursors.insert(id.clone(), cursor, user)?;
             }
         }
-        Ok(CursorReply {
-            code,
-            body,
-            raw_result,
-        })
+        Ok(batch)
     }
 
-    /// Produces the next batch of a cursor as a response body (without `code`).
-    pub(super) fn next_body(&self, cursor: &mut Cursor, id: Option<String>) -> Result<Value> {
+    /// Produces the next batch of a cursor.
+    pub(super) fn next_batch_of(
+        &self,
+        cursor: &mut Cursor,
+        id: Option<String>,
+    ) -> Result<CursorBatch> {
         let values = cursor.take_rows(cursor.batch_size);
         if let CursorData::Materialized(results) = &cursor.data {
             cursor.exhausted = results.is_empty();
         }
-        self.finish_body(cursor, values, id)
+        self.finish_batch(cursor, values, id)
     }
 
-    pub(super) fn finish_body(
+    pub(super) fn finish_batch(
         &self,
         cursor: &mut Cursor,
         values: Vec<Value>,
         id: Option<String>,
-    ) -> Result<Value> {
+    ) -> Result<CursorBatch> {
         cursor.batch_id += 1;
         let has_more = !cursor.exhausted;
-        let mut body = Map::with_capacity(10);
-        body.insert("result".into(), Value::Array(values));
-        body.insert("hasMore".into(), json!(has_more));
         // `id` and `nextBatchId` only while there is more, as ArangoDB's cursors write them;
         // a retriable cursor's last batch omits them too (the client already has the id).
-        if has_more {
-            let id = id.unwrap_or_else(|| self.new_id().to_string());
-            body.insert("id".into(), json!(id));
-            body.insert(
-                "nextBatchId".into(),
-                json!((cursor.batch_id + 1).to_string()),
-            );
-        }
-        if let Some(c) = cursor.count {
-            body.insert("count".into(), json!(c));
-        }
-        if has_more || cursor.allow_retry {
-            if let Some(extra) = &cursor.extra {
-                body.insert("extra".into(), extra.clone());
-            }
-        } else if let Some(extra) = cursor.extra.take() {
-            // Last batch: the cursor is about to go away, no need to copy.
-            body.insert("extra".into(), extra);
-        } else if !matches!(cursor.data, CursorData::Streaming(_)) {
-            body.insert("extra".into(), json!({"warnings": [], "stats": {}}));
-        }
-        body.insert("cached".into(), json!(cursor.cached));
-        body.insert("error".into(), json!(false));
-        let body = Value::Object(body);
+        let id = has_more.then(|| id.unwrap_or_else(|| self.new_id().to_string()));
+        let extra = if has_more || cursor.allow_retry {
+            cursor.extra.clone()
+        } else {
+            // Last batch: the cursor is about to go away.
+            cursor.extra.take()
+        };
+        let batch = CursorBatch {
+            rows: values,
+            raw_rows: cursor.raw_result,
+            has_more,
+            id,
+            next_batch_id: has_more.then_some(cursor.batch_id + 1),
+            count: cursor.count,
+            extra,
+            cached: cursor.cached,
+            plan_cache_key: None,
+        };
         if cursor.allow_retry {
-            cursor.last_batch = Some(body.clone());
+            cursor.last_batch = Some(batch.clone());
         }
         cursor.expires = Instant::now() + cursor.ttl;
-        Ok(body)
+        Ok(batch)
     }
 
-    /// `POST|PUT /_api/cursor/{id}` (`batch_id` None) and `POST /_api/cursor/{id}/{batchId}`.
-    /// `POST /_api/cursor/{id}[/{batchId}]`, every result row a value.
-    pub fn next_batch(&self, db: &str, id: &str, batch_id: Option<&str>) -> Result<ServiceReply> {
-        self.next_batch_reply(db, id, batch_id)?.into_plain()
+    /// `POST|PUT /_api/cursor/{id}` (`batch_id` None) and `POST /_api/cursor/{id}/{batchId}`,
+    /// every result row a value.
+    pub fn next_batch(&self, db: &str, id: &str, batch_id: Option<&str>) -> Result<CursorBatch> {
+        self.next_batch_raw(db, id, batch_id)?.into_values()
     }
 
-    /// The next batch for the HTTP layer: rows may be documents as stored JSON text.
-    pub fn next_batch_reply(
+    /// The next batch for the HTTP layer: rows may be documents as stored JSON text
+    /// ([`CursorBatch::raw_rows`]).
+    pub fn next_batch_raw(
         &self,
         db: &str,
         id: &str,
         batch_id: Option<&str>,
-    ) -> Result<CursorReply> {
+    ) -> Result<CursorBatch> {
         self.purge_expired();
         let not_found = || Error::with_message(ErrorCode::CursorNotFound, "cursor not found");
         let handle = self.cursors.get(id).ok_or_else(not_found)?;
@@ -139,14 +128,9 @@ impl QueryService {
                 if !cursor.allow_retry {
                     return Err(bad(format!("batch id {requested} was already delivered; the cursor does not allow retries")));
                 }
-                let mut body = cursor.last_batch.clone().ok_or_else(not_found)?;
-                body["code"] = json!(200);
+                let batch = cursor.last_batch.clone().ok_or_else(not_found)?;
                 cursor.expires = Instant::now() + cursor.ttl;
-                return Ok(CursorReply {
-                    code: 200,
-                    body,
-                    raw_result: cursor.raw_result,
-                });
+                return Ok(batch);
             }
             if requested != cursor.batch_id + 1 {
                 return Err(bad(format!("batch id {requested} not found")));
@@ -157,11 +141,11 @@ impl QueryService {
             drop(cursor);
             return Err(not_found());
         }
-        let body = match &mut cursor.data {
-            CursorData::Materialized(_) => self.next_body(&mut cursor, Some(id.to_string())),
+        let batch = match &mut cursor.data {
+            CursorData::Materialized(_) => self.next_batch_of(&mut cursor, Some(id.to_string())),
             CursorData::Streaming(_) => self.stream_batch(&mut cursor, id),
         };
-        let mut body = match body {
+        let batch = match batch {
             Ok(b) => b,
             Err(e) => {
                 drop(cursor);
@@ -169,21 +153,15 @@ impl QueryService {
                 return Err(e);
             }
         };
-        body["code"] = json!(200);
         let remove = cursor.exhausted && !cursor.allow_retry;
-        let raw_result = cursor.raw_result;
         drop(cursor);
         if remove {
             self.cursors.remove(id);
         }
-        Ok(CursorReply {
-            code: 200,
-            body,
-            raw_result,
-        })
+        Ok(batch)
     }
 
-    fn stream_batch(&self, cursor: &mut Cursor, id: &str) -> Result<Value> {
+    fn stream_batch(&self, cursor: &mut Cursor, id: &str) -> Result<CursorBatch> {
         let batch_size = cursor.batch_size;
         let CursorData::Streaming(state) = &mut cursor.data else {
             return Err(Error::new(ErrorCode::Internal));
@@ -198,15 +176,15 @@ impl QueryService {
             *peeked = values.pop();
         }
         cursor_with_values(cursor, values, self, 0.0, 0.0).map(|mut b| {
-            if b.get("id").is_some() {
-                b["id"] = json!(id);
+            if b.id.is_some() {
+                b.id = Some(id.to_string());
             }
             b
         })
     }
 
     /// `DELETE /_api/cursor/{id}`.
-    pub fn delete_cursor(&self, db: &str, id: &str) -> Result<ServiceReply> {
+    pub fn delete_cursor(&self, db: &str, id: &str) -> Result<()> {
         self.purge_expired();
         let Some(c) = self.cursors.remove_in_database(id, db) else {
             return Err(Error::with_message(
@@ -226,19 +204,19 @@ impl QueryService {
                 }
             }
         }
-        Ok((202, json!({"id": id, "error": false, "code": 202})))
+        Ok(())
     }
 }
 
-/// Builds a streaming batch body from `values`; when the stream has ended, commits the
-/// query's writes and attaches `extra`.
+/// Builds a streaming batch from `values`; when the stream has ended, commits the query's
+/// writes and attaches `extra`.
 pub(super) fn cursor_with_values(
     cursor: &mut Cursor,
     values: Vec<Value>,
     service: &QueryService,
     parsing: f64,
     optimizing: f64,
-) -> Result<Value> {
+) -> Result<CursorBatch> {
     let CursorData::Streaming(state) = &mut cursor.data else {
         return Err(Error::new(ErrorCode::Internal));
     };
@@ -262,22 +240,29 @@ pub(super) fn cursor_with_values(
             };
             let executing = started.elapsed().as_secs_f64();
             service.queries.unregister(*query_id, stats.peak_memory, 0);
-            let mut extra = json!({
-                "warnings": warnings_json(&warnings),
-                "stats": stats_json(&stats, parsing + optimizing + executing, stats.full_count.is_some(), Some(plan), *profile),
-            });
+            let mut extra = QueryExtra {
+                warnings,
+                stats: QueryStatistics::of_run(
+                    &stats,
+                    parsing + optimizing + executing,
+                    stats.full_count.is_some(),
+                    Some(plan),
+                    *profile,
+                ),
+                profile: None,
+                plan: None,
+            };
             if *profile >= 1 {
-                extra["profile"] = ProfileTimings {
+                extra.profile = Some(ProfileTimings {
                     parsing,
                     optimizing,
                     executing,
-                }
-                .json();
-                extra["plan"] = service.plan_json_for(&cursor.database, plan);
+                });
+                extra.plan = Some(service.plan_json_for(&cursor.database, plan));
             }
-            cursor.extra = Some(extra);
+            cursor.extra = Some(Arc::new(extra));
         }
         cursor.exhausted = true;
     }
-    service.finish_body(cursor, values, None)
+    service.finish_batch(cursor, values, None)
 }

@@ -10,9 +10,11 @@ use parking_lot::Mutex;
 use quiver_errors::Result;
 use serde_json::Value;
 
+use super::CursorBatch;
 use crate::exec::Execution;
 use crate::held::{HeldResults, Hold, HoldCaps};
 use crate::plan::QueryPlan;
+use crate::query_extra::QueryExtra;
 
 /// Default upper bound of open cursors per service (`--query.max-open-cursors`); creating
 /// more fails with a resource error instead of growing without bound.
@@ -42,10 +44,10 @@ pub(super) struct Cursor {
     pub(super) count: Option<u64>,
     pub(super) data: CursorData,
     /// Extra of a materialized cursor (repeated with every batch) or of a finished stream.
-    pub(super) extra: Option<Value>,
+    pub(super) extra: Option<Arc<QueryExtra>>,
     /// Number of the batch delivered last (the first response is batch 1).
     pub(super) batch_id: u64,
-    pub(super) last_batch: Option<Value>,
+    pub(super) last_batch: Option<CursorBatch>,
     pub(super) allow_retry: bool,
     pub(super) exhausted: bool,
     /// Rows are documents as stored JSON text (`QueryPlan::raw_result`).

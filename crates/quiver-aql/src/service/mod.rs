@@ -1,26 +1,26 @@
 //! The query service behind `/_api/cursor`, `/_api/explain`, `/_api/query`.
 //!
 //! Every method takes the database name and the typed request the HTTP layer read from the
-//! body ([`CursorRequest`], [`ExplainRequest`], [`PropertiesUpdate`]) and returns
-//! `(http_status, response_body)` for success or a `quiver_errors::Error` that the HTTP layer
-//! turns into ArangoDB's error envelope.
+//! body ([`CursorRequest`], [`ExplainRequest`], [`PropertiesUpdate`]). The cursor methods
+//! return typed batches ([`CursorBatch`], its `extra` a [`QueryExtra`]) that the HTTP layer
+//! writes as JSON; the other endpoints still return `(http_status, response_body)`. Failures
+//! are a `quiver_errors::Error` that the HTTP layer turns into ArangoDB's error envelope.
 //!
 //! This file is the facade: planning (through the plan cache) and running queries. Open
 //! cursors live in the cursor registry (`cursors.rs`), the cursor protocol is in
-//! `batches.rs`, running and slow queries in the query registry (`queries.rs`), and the
-//! response JSON shared by all batches in `response.rs`. Non-streaming queries run to
+//! `batches.rs`, the batch it answers in `batch.rs`, and running and slow queries in the
+//! query registry (`queries.rs`). Non-streaming queries run to
 //! completion inside `create_cursor` (their writes are committed before the first batch is
 //! returned) and keep only the remaining results; streaming queries keep their executor and
 //! transaction and produce each batch on demand, committing when the last row has been
 //! produced.
 
+mod batch;
 mod batches;
 mod cursors;
 mod queries;
 mod query_metrics;
-mod reply;
 mod request;
-mod response;
 mod result_caching;
 
 use std::collections::VecDeque;
@@ -40,17 +40,17 @@ use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
+pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
 use crate::source::DataSource;
 use crate::value::estimate_size;
+pub use batch::CursorBatch;
 use batches::cursor_with_values;
 pub use cursors::MAX_CURSORS;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
 use queries::QueryRegistry;
 pub use query_metrics::QueryFigures;
-pub use reply::CursorReply;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
-use response::{single_batch_body, stats_json, warnings_json, ProfileTimings};
 
 /// The rows a non-streaming cursor keeps are charged to the cursor caps in steps of this
 /// many estimated bytes (one lock per step, not per row).
@@ -300,13 +300,13 @@ impl QueryService {
     }
 
     /// `POST /_api/cursor`, every result row a value.
-    pub fn create_cursor(&self, db: &str, req: CursorRequest) -> Result<ServiceReply> {
-        self.create_cursor_with(db, req, None)?.into_plain()
+    pub fn create_cursor(&self, db: &str, req: CursorRequest) -> Result<CursorBatch> {
+        self.create_cursor_with(db, req, None)?.into_values()
     }
 
     /// `POST /_api/cursor` for the HTTP layer: result rows may be documents as stored JSON
-    /// text ([`CursorReply`]), to be written into the response without parsing.
-    pub fn create_cursor_reply(&self, db: &str, req: CursorRequest) -> Result<CursorReply> {
+    /// text ([`CursorBatch::raw_rows`]), to be written into the response without parsing.
+    pub fn create_cursor_raw(&self, db: &str, req: CursorRequest) -> Result<CursorBatch> {
         self.create_cursor_with(db, req, None)
     }
 
@@ -320,8 +320,8 @@ impl QueryService {
         db: &str,
         req: CursorRequest,
         txn: Box<dyn crate::source::Transaction>,
-    ) -> Result<ServiceReply> {
-        self.create_cursor_with(db, req, Some(txn))?.into_plain()
+    ) -> Result<CursorBatch> {
+        self.create_cursor_with(db, req, Some(txn))?.into_values()
     }
 
     fn create_cursor_with(
@@ -329,7 +329,7 @@ impl QueryService {
         db: &str,
         mut req: CursorRequest,
         given: Option<Box<dyn crate::source::Transaction>>,
-    ) -> Result<CursorReply> {
+    ) -> Result<CursorBatch> {
         if req.batch_size == 0 {
             return Err(bad("expecting non-zero value for 'batchSize'"));
         }
@@ -448,11 +448,9 @@ impl QueryService {
                 cached: false,
                 hold: None,
             };
-            let mut body = cursor_with_values(&mut cursor, values, self, parsing, optimizing)?;
-            if let Some(key) = plan_cache_key {
-                body["planCacheKey"] = json!(key.to_string());
-            }
-            return self.respond_first(body, cursor, 201, req.user.as_deref());
+            let mut batch = cursor_with_values(&mut cursor, values, self, parsing, optimizing)?;
+            batch.plan_cache_key = plan_cache_key;
+            return self.respond_first(batch, cursor, req.user.as_deref());
         }
         // Non-streaming: run to completion, commit, keep the results. What is left after the
         // first batch is held by the cursor: charged to the cursor caps while the query runs,
@@ -507,21 +505,29 @@ impl QueryService {
             }
         };
         self.queries.unregister(query_id, stats.peak_memory, 0);
-        let mut extra = json!({
-            "warnings": warnings_json(&warnings),
-            "stats": stats_json(&stats, parsing + optimizing + executing, req.full_count, Some(&plan), req.profile),
-        });
+        let mut extra = QueryExtra {
+            warnings,
+            stats: QueryStatistics::of_run(
+                &stats,
+                parsing + optimizing + executing,
+                req.full_count,
+                Some(&plan),
+                req.profile,
+            ),
+            profile: None,
+            plan: None,
+        };
         if req.profile >= 1 {
-            extra["profile"] = ProfileTimings {
+            extra.profile = Some(ProfileTimings {
                 parsing,
                 optimizing,
                 executing,
-            }
-            .json();
-            extra["plan"] = self.plan_json_for(db, &plan);
+            });
+            extra.plan = Some(self.plan_json_for(db, &plan));
         }
+        let extra = Arc::new(extra);
         if let Some(candidate) = candidate {
-            let warned = !warnings.is_empty();
+            let warned = !extra.warnings.is_empty();
             self.keep_result(
                 db,
                 &req,
@@ -550,16 +556,14 @@ impl QueryService {
             cached: false,
             hold,
         };
-        let mut body = self.next_body(&mut cursor, None)?;
-        if let Some(key) = plan_cache_key {
-            body["planCacheKey"] = json!(key.to_string());
-        }
-        self.respond_first(body, cursor, 201, req.user.as_deref())
+        let mut batch = self.next_batch_of(&mut cursor, None)?;
+        batch.plan_cache_key = plan_cache_key;
+        self.respond_first(batch, cursor, req.user.as_deref())
     }
 
     /// `POST /_api/cursor` for a query whose cached plan is trivial (see [`crate::plan_cache`]):
     /// run on the calling thread without a snapshot, transaction, query registration or
-    /// cursor, the response written straight into bytes. `None` when the query does not
+    /// cursor. `None` when the query does not
     /// qualify (not cached yet, not trivial, or options that need the full path: `stream`,
     /// `profile`, `allowRetry`, a slow-query threshold near zero); the caller then uses
     /// [`QueryService::create_cursor`], whose answer is the same.
@@ -567,7 +571,7 @@ impl QueryService {
         &self,
         db: &str,
         req: &CursorRequest,
-    ) -> Option<Result<(u16, Vec<u8>)>> {
+    ) -> Option<Result<CursorBatch>> {
         if req.stream
             || req.profile > 0
             || req.allow_retry
@@ -599,7 +603,7 @@ impl QueryService {
         db: &str,
         req: &CursorRequest,
         cached: &CachedPlan,
-    ) -> Result<(u16, Vec<u8>)> {
+    ) -> Result<CursorBatch> {
         let started = Instant::now();
         let limits = Limits {
             deadline: (req.max_runtime > 0.0)
@@ -633,12 +637,14 @@ impl QueryService {
         let kept = exec.ctx.keep_global(held);
         let (stats, warnings) = exec.finish()?;
         let execution_time = started.elapsed().as_secs_f64();
+        let extra = Arc::new(QueryExtra {
+            warnings,
+            stats: QueryStatistics::of_run(&stats, execution_time, req.full_count, None, 0),
+            profile: None,
+            plan: None,
+        });
         if results.len() > req.batch_size {
             // More than one batch: a cursor after all, exactly as the full path makes it.
-            let extra = json!({
-                "warnings": warnings_json(&warnings),
-                "stats": stats_json(&stats, execution_time, req.full_count, None, 0),
-            });
             let mut hold = self.cursors.held().hold(req.user.as_deref(), held)?;
             hold.keep_global(kept);
             let mut cursor = Cursor {
@@ -657,24 +663,20 @@ impl QueryService {
                 cached: false,
                 hold: Some(hold),
             };
-            let body = self.next_body(&mut cursor, None)?;
-            let CursorReply { code, body, .. } =
-                self.respond_first(body, cursor, 201, req.user.as_deref())?;
-            let bytes = serde_json::to_vec(&body)
-                .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
-            return Ok((code, bytes));
+            let batch = self.next_batch_of(&mut cursor, None)?;
+            return self.respond_first(batch, cursor, req.user.as_deref());
         }
-        Ok((
-            201,
-            single_batch_body(
-                &results,
-                req.count,
-                &warnings,
-                &stats,
-                execution_time,
-                req.full_count,
-            ),
-        ))
+        Ok(CursorBatch {
+            count: req.count.then_some(results.len() as u64),
+            rows: results,
+            raw_rows: false,
+            has_more: false,
+            id: None,
+            next_batch_id: None,
+            extra: Some(extra),
+            cached: false,
+            plan_cache_key: None,
+        })
     }
 
     fn plan_json_for(&self, db: &str, plan: &QueryPlan) -> Value {
@@ -733,7 +735,12 @@ impl QueryService {
             "executionTime": t0.elapsed().as_secs_f64().max(1e-6),
         });
         if *profile >= 2 {
-            stats["rules"] = response::rule_seconds_json(&plan);
+            stats["rules"] = Value::Object(
+                plan.rule_seconds
+                    .iter()
+                    .map(|(name, secs)| (name.clone(), json!(secs)))
+                    .collect(),
+            );
         }
         if *use_plan_cache {
             check_plan_cache_eligible(rules, false, Some(&plan))?;

@@ -17,8 +17,9 @@ use quiver_errors::Result;
 use serde_json::{json, Value};
 
 use super::cursors::{Cursor, CursorData};
-use super::{binds_key, CursorReply, CursorRequest, QueryService, ServiceReply};
+use super::{binds_key, CursorBatch, CursorRequest, QueryService, ServiceReply};
 use crate::plan::QueryPlan;
+use crate::query_extra::QueryExtra;
 use crate::results_cache::{CacheUpdate, DataVersion, Freshness, NewResult, ResultKey};
 use crate::source::checked::CollectionAccess;
 use crate::source::DataSource;
@@ -102,7 +103,7 @@ impl QueryService {
 
     /// The first batch of a cursor over a kept result, when a fresh one exists and the
     /// caller may read everything it was read from.
-    pub(super) fn cached_cursor(&self, db: &str, req: &CursorRequest) -> Option<CursorReply> {
+    pub(super) fn cached_cursor(&self, db: &str, req: &CursorRequest) -> Option<CursorBatch> {
         let now = SourceVersions {
             source: &*self.source,
             database: db,
@@ -144,9 +145,8 @@ impl QueryService {
                 .sum();
             cursor.hold = Some(self.cursors.held().hold(req.user.as_deref(), bytes).ok()?);
         }
-        let body = self.next_body(&mut cursor, None).ok()?;
-        self.respond_first(body, cursor, 201, req.user.as_deref())
-            .ok()
+        let batch = self.next_batch_of(&mut cursor, None).ok()?;
+        self.respond_first(batch, cursor, req.user.as_deref()).ok()
     }
 
     /// Keeps the result of a query that ran to its end, if it may be kept: the plan is
@@ -161,7 +161,7 @@ impl QueryService {
         plan: &QueryPlan,
         results: &VecDeque<Value>,
         warned: bool,
-        extra: &Value,
+        extra: &Arc<QueryExtra>,
         run_time: f64,
     ) {
         let Some(snapshot) = candidate.snapshot else {

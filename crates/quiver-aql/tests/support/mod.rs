@@ -2,8 +2,12 @@
 //! would send). Strict on purpose: every member must be one the mapping knows, with the JSON
 //! type the HTTP layer documents, so a test cannot pass an option that is silently dropped.
 //! The server's own body reading, with its error answers, is tested in quiver-server.
+//! The answers come back as the JSON bodies the server writes (`batch_json.rs`).
 #![allow(dead_code)] // each test crate uses some of these
 
+mod batch_json;
+
+pub use batch_json::CursorJson;
 use quiver_aql::{CursorRequest, ExplainRequest, PropertiesUpdate};
 use serde_json::{Map, Value};
 

@@ -1,19 +1,21 @@
 //! `/_api/cursor`, `/_api/query*`, `/_api/explain`: AQL, answered by quiver-aql's query
-//! service; this module maps paths and methods onto it, and `cursor/request.rs` reads the
-//! request bodies into the service's typed requests.
+//! service; this module maps paths and methods onto it, `cursor/request.rs` reads the
+//! request bodies into the service's typed requests and `cursor/response.rs` writes the
+//! service's typed cursor batches as response bodies.
 
 mod request;
+mod response;
 
 use std::sync::Arc;
 
 use http::Method;
 use parking_lot::Mutex;
-use quiver_aql::service::CursorReply;
+use quiver_aql::service::{CursorBatch, QueryExtra};
 use quiver_aql::source::core::{leased, LeaseReturn};
 use quiver_aql::CursorRequest;
 use quiver_core::TransactionOptions;
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 
@@ -22,10 +24,14 @@ fn reply(result: Result<(u16, Value)>) -> Result<Response> {
     Ok(Response::json(status, &body))
 }
 
-/// A cursor batch whose rows may be stored documents passed through as JSON text.
-fn cursor_reply(result: Result<CursorReply>) -> Result<Response> {
-    let reply = result?;
-    Ok(Response::json_bytes(reply.code, reply.to_bytes()))
+/// A cursor batch (rows may be stored documents passed through as JSON text), with status
+/// `code`.
+fn batch_reply(result: Result<CursorBatch>, code: u16) -> Result<Response> {
+    let batch = result?;
+    Ok(Response::json_bytes(
+        code,
+        response::batch_body(&batch, code),
+    ))
 }
 
 /// Routes the AQL endpoints.
@@ -37,14 +43,14 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     let body = || -> Result<Value> { Ok(super::body_json(req)?.unwrap_or(Value::Null)) };
     match (family, &req.method, rest.as_slice()) {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
-            Some(trx) => reply(create_in_transaction(state, req, trx, body()?)),
+            Some(trx) => create_in_transaction(state, req, trx, body()?),
             None => {
                 let mut query = request::cursor_request(&body()?)?;
                 state
                     .recordings
                     .aql_query(&query.query, &query.bind_vars, db);
                 for_caller(state, req, &mut query);
-                cursor_reply(queries.create_cursor_reply(db, query))
+                batch_reply(queries.create_cursor_raw(db, query), 201)
             }
         },
         ("cursor", &Method::PUT, []) => Err(Error::with_message(
@@ -52,12 +58,15 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             "expecting PUT /_api/cursor/<cursor-id>",
         )),
         ("cursor", &Method::POST | &Method::PUT, [id]) => {
-            cursor_reply(queries.next_batch_reply(db, id, None))
+            batch_reply(queries.next_batch_raw(db, id, None), 200)
         }
         ("cursor", &Method::POST, [id, batch]) => {
-            cursor_reply(queries.next_batch_reply(db, id, Some(batch)))
+            batch_reply(queries.next_batch_raw(db, id, Some(batch)), 200)
         }
-        ("cursor", &Method::DELETE, [id]) => reply(queries.delete_cursor(db, id)),
+        ("cursor", &Method::DELETE, [id]) => {
+            queries.delete_cursor(db, id)?;
+            reply(Ok((202, json!({"id": id, "error": false, "code": 202}))))
+        }
         ("cursor", _, [] | [_] | [_, _]) => Ok(method_not_allowed()),
         ("explain", &Method::POST, []) => {
             reply(queries.explain(db, &request::explain_request(&body()?)?))
@@ -114,7 +123,7 @@ fn for_caller(state: &ServerState, req: &Request, query: &mut CursorRequest) {
 pub(crate) fn run_body(state: &ServerState, req: &Request, body: &Value) -> Result<Response> {
     let mut query = request::cursor_request(body)?;
     for_caller(state, req, &mut query);
-    cursor_reply(state.queries.create_cursor_reply(&req.database, query))
+    batch_reply(state.queries.create_cursor_raw(&req.database, query), 201)
 }
 
 /// Runs `body` (as [`run_body`]) to its end: every result row, and the query's `extra`
@@ -125,29 +134,24 @@ pub(crate) fn run_to_end(
     req: &Request,
     body: &Value,
     rows_hint: usize,
-) -> Result<(Vec<Value>, Value)> {
+) -> Result<(Vec<Value>, Option<Arc<QueryExtra>>)> {
     let mut query = request::cursor_request(body)?;
     for_caller(state, req, &mut query);
     query.batch_size = rows_hint.clamp(1, CursorRequest::DEFAULT_BATCH_SIZE);
     let db: &str = &req.database;
-    let (_, mut answer) = state.queries.create_cursor(db, query)?;
+    let mut batch = state.queries.create_cursor(db, query)?;
     let mut rows = Vec::new();
     loop {
-        if let Some(Value::Array(batch)) = answer.get_mut("result").map(Value::take) {
-            rows.extend(batch);
-        }
-        let more = answer.get("hasMore").and_then(Value::as_bool) == Some(true);
-        let id = answer.get("id").and_then(Value::as_str).map(str::to_string);
-        match (more, id) {
+        rows.append(&mut batch.rows);
+        match (batch.has_more, batch.id.take()) {
             (true, Some(id)) => {
                 // Every batch but the last is full, so this ends after the query's rows.
-                answer = state.queries.next_batch(db, &id, None)?.1;
+                batch = state.queries.next_batch(db, &id, None)?;
             }
             _ => break,
         }
     }
-    let extra = answer.get_mut("extra").map(Value::take).unwrap_or_default();
-    Ok((rows, extra))
+    Ok((rows, batch.extra))
 }
 
 /// `POST /_api/cursor` of a query the query service knows to be trivial (its cached plan
@@ -182,10 +186,7 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
     state
         .recordings
         .aql_query(&request.query, &request.bind_vars, &req.database);
-    Some(match answer {
-        Ok((status, bytes)) => Response::json_bytes(status, bytes),
-        Err(e) => e.into(),
-    })
+    Some(batch_reply(answer, 201).unwrap_or_else(Into::into))
 }
 
 /// Runs a query inside stream transaction `trx` (`x-arango-trx-id`): it reads the
@@ -200,7 +201,7 @@ fn create_in_transaction(
     req: &Request,
     trx: &str,
     body: Value,
-) -> Result<(u16, Value)> {
+) -> Result<Response> {
     let db = state.database(&req.database)?;
     let back: LeaseReturn = Arc::new(Mutex::new(None));
     let mut lost = false;
@@ -228,5 +229,5 @@ fn create_in_transaction(
         // locked slot rules out; the query's own error is the one to report.
         let _ = state.core.stream_transactions().abort(trx, &req.database);
     }
-    reply
+    batch_reply(reply, 201)
 }

@@ -231,15 +231,12 @@ fn remove_by_keys(
         "bindVars": {"@collection": collection, "keys": keys},
     });
     let (old, extra) = cursor::run_to_end(state, req, &query, keys.len())?;
-    let stat = |name: &str| {
-        extra
-            .pointer(&format!("/stats/{name}"))
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-    };
+    let (removed, ignored) = extra.map_or((0, 0), |e| {
+        (e.stats.writes_executed, e.stats.writes_ignored)
+    });
     let mut answer = json!({
-        "removed": stat("writesExecuted"),
-        "ignored": stat("writesIgnored"),
+        "removed": removed,
+        "ignored": ignored,
         "error": false,
         "code": 200,
     });
