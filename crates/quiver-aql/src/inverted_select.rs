@@ -352,7 +352,7 @@ fn paths(cond: &SearchCond, out: &mut Vec<String>) {
         | SearchCond::MinHashMatch { path, .. }
         | SearchCond::ArrayCompare { path, .. }
         | SearchCond::Nested { path, .. } => out.push(path.clone()),
-        | SearchCond::Geo { path, .. } => out.push(path.clone()),
+        SearchCond::Geo { path, .. } => out.push(path.clone()),
         SearchCond::Constant(_) => {}
     }
 }

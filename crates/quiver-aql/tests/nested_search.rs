@@ -14,6 +14,7 @@ use quiver_errors::ErrorCode;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
+use support::CursorJson;
 
 struct Fixture {
     service: QueryService,
@@ -84,7 +85,7 @@ fn fixture() -> Fixture {
 
 impl Fixture {
     fn run(&self, query: &str) -> Result<Vec<Value>, quiver_errors::Error> {
-        let (_, reply) = self.service.create_cursor(
+        let (_, reply) = self.service.create_cursor_json(
             "_system",
             support::cursor(&json!({"query": query, "batchSize": 1000})),
         )?;

@@ -11,9 +11,10 @@ use quiver_aql::source::core::CoreSource;
 use quiver_aql::QueryService;
 use quiver_core::{CollectionSpec, Core, CoreOptions, InsertOptions};
 use serde_json::{json, Value};
+use support::CursorJson;
 
 fn run(service: &QueryService, query: &str) -> Result<Vec<Value>, quiver_errors::Error> {
-    let (_, reply) = service.create_cursor(
+    let (_, reply) = service.create_cursor_json(
         "_system",
         support::cursor(&json!({"query": query, "batchSize": 10000})),
     )?;

@@ -199,6 +199,7 @@ fn element_cond(
         SearchQuery::Phrase { .. } => return Err(unsupported("PHRASE()")),
         SearchQuery::NgramMatch { .. } => return Err(unsupported("NGRAM_MATCH()")),
         SearchQuery::MinHashMatch { .. } => return Err(unsupported("MINHASH_MATCH()")),
+        SearchQuery::Geo { .. } => return Err(unsupported("geo functions")),
         SearchQuery::And(list) => ElementCond::And(
             list.iter()
                 .map(|q| element_cond(q, element, leaves))
