@@ -454,3 +454,51 @@ def test_vector_indexes_are_retrained_on_restore(server, db, target, tmp_path):
     assert restored[0]["params"]["nLists"] == 4
     # Every list probed: the exact answer, the same on both servers.
     assert list(tdb.aql.execute(query)) == expected
+
+
+def test_a_collection_restores_on_several_connections(server, db, target, tmp_path):
+    """Plain lines go out on --threads connections: many small requests of one collection,
+    every document back with its revision."""
+    coll = db.create_collection("wide")
+    for start in range(0, 20000, 5000):
+        coll.import_bulk([{"_key": f"k{i}", "v": i, "s": "x" * (i % 50)}
+                          for i in range(start, start + 5000)])
+    out = tmp_path / "dump"
+    run_tool("dump", "--server.endpoint", endpoint(server), "--server.database", db.name,
+             "--output-directory", str(out), "--compress-output", "false")
+    run_tool("restore", "--server.endpoint", endpoint(target), "--server.database", db.name,
+             "--create-database", "true", "--input-directory", str(out),
+             "--batch-size", "4096", "--threads", "4", "--progress", "false")
+    restored = target.client().db(db.name, username="root", password="")
+    assert restored.collection("wide").count() == 20000
+    assert documents(restored, "wide") == documents(db, "wide")
+    assert revisions(restored, "wide") == revisions(db, "wide")
+
+
+def test_an_enveloped_dump_restores_in_order(server, db, target, tmp_path):
+    """Enveloped lines may remove what earlier lines inserted: with --threads 4 and requests
+    of a few lines, every removal still comes after its insert."""
+    coll = db.create_collection("churn")
+    coll.import_bulk([{"_key": f"k{i}", "v": i} for i in range(2000)])
+    out = tmp_path / "dump"
+    run_tool("dump", "--server.endpoint", endpoint(server), "--server.database", db.name,
+             "--output-directory", str(out), "--compress-output", "false",
+             "--envelope", "true")
+    assert json.loads((out / "dump.json").read_text())["useEnvelope"] is True
+    # Each insert followed by its removal (but every 100th): about a hundred pairs straddle
+    # two requests, which would race on separate connections.
+    data = out / f"churn_{md5('churn')}.data.json"
+    inserts = [line for line in data.read_text().splitlines() if line.strip()]
+    assert len(inserts) == 2000
+    with open(data, "w") as f:
+        for line in inserts:
+            f.write(line + "\n")
+            key = json.loads(line)["data"]["_key"]
+            if int(key[1:]) % 100:
+                f.write(json.dumps({"type": 2302, "data": {"_key": key}}) + "\n")
+    run_tool("restore", "--server.endpoint", endpoint(target), "--server.database", db.name,
+             "--create-database", "true", "--input-directory", str(out),
+             "--batch-size", "1024", "--threads", "4", "--progress", "false")
+    restored = target.client().db(db.name, username="root", password="")
+    assert sorted(d["_key"] for d in restored.collection("churn").all()) == sorted(
+        f"k{i}" for i in range(0, 2000, 100))

@@ -2,13 +2,14 @@
 //! that the dump is complete (`dump.json`) and unencrypted, create the database if asked,
 //! then per collection (on `--threads` workers; document collections before edge
 //! collections) `restore-collection`, the data in requests of at most `--batch-size` bytes
-//! (`restore-data`), `restore-indexes` — `_analyzers` first, edge collections after document
+//! (`restore-data`; up to `--threads` of them in flight unless the dump is enveloped),
+//! `restore-indexes` — `_analyzers` first, edge collections after document
 //! collections — and views last (`restore-view`).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{mpsc, Mutex};
 use std::time::Instant;
 
 use quiver_errors::{Error, ErrorCode, Result};
@@ -131,7 +132,12 @@ fn restore_database(
     interrupted: &AtomicBool,
 ) -> Result<RestoreSummary> {
     let started = Instant::now();
-    check_dump_directory(dir)?;
+    let meta = check_dump_directory(dir)?;
+    // Lines of an enveloped dump may remove what an earlier line inserted: their order
+    // counts, so they go one request after the other. Plain lines (3.8 and later, and every
+    // dump of `quiver dump` without `--envelope`) are one document each and go out on
+    // `--threads` connections, as arangorestore restores such a collection.
+    let ordered = meta["useEnvelope"].as_bool().unwrap_or(false);
     ensure_database(client, db, options.create_database)?;
     let structures: Vec<Value> = dump_format::read_structures(dir)?
         .into_iter()
@@ -172,15 +178,17 @@ fn restore_database(
                             break;
                         }
                         let name = structure["parameters"]["name"].as_str().unwrap_or("");
-                        let result = restore_collection(
-                            &client,
+                        let job = CollectionRestore {
+                            connection,
+                            client: &client,
                             options,
                             db,
                             dir,
-                            &structure,
-                            &progress,
+                            ordered,
+                            progress: &progress,
                             interrupted,
-                        );
+                        };
+                        let result = job.run(&structure);
                         if let Err(err) = result {
                             progress.line(
                                 &format!("error restoring collection '{name}': {}", err.message),
@@ -228,89 +236,154 @@ fn restore_database(
     Ok(summary)
 }
 
-fn restore_collection(
-    client: &Client,
-    options: &RestoreOptions,
-    db: &str,
-    dir: &Path,
-    structure: &Value,
-    progress: &Progress,
-    interrupted: &AtomicBool,
-) -> Result<()> {
-    let name = structure["parameters"]["name"].as_str().unwrap_or("");
-    if options.create_collection {
-        client.json(
-            "PUT",
-            Some(db),
-            &format!(
-                "/_api/replication/restore-collection?overwrite={}&force={}&ignoreDistributeShardsLikeErrors=false",
-                options.overwrite, options.force
-            ),
-            structure,
-        )?;
-    }
-    if options.import_data {
-        if let Some(path) = dump_format::find_data_file(dir, name) {
-            send_data(client, options, db, name, &path, progress, interrupted)?;
-        }
-    }
-    if options.create_collection {
-        client.json(
-            "PUT",
-            Some(db),
-            &format!(
-                "/_api/replication/restore-indexes?collection={}&force={}",
-                encode(name),
-                options.force
-            ),
-            structure,
-        )?;
-    }
-    Ok(())
+/// The restore of one collection.
+struct CollectionRestore<'a> {
+    connection: &'a Connection,
+    client: &'a Client,
+    options: &'a RestoreOptions,
+    db: &'a str,
+    dir: &'a Path,
+    /// Send the data one request after the other (an enveloped dump).
+    ordered: bool,
+    progress: &'a Progress,
+    interrupted: &'a AtomicBool,
 }
 
-fn send_data(
-    client: &Client,
-    options: &RestoreOptions,
-    db: &str,
-    name: &str,
-    path: &Path,
-    progress: &Progress,
-    interrupted: &AtomicBool,
-) -> Result<()> {
-    let limit = options.batch_size.clamp(1024, 512 * 1024 * 1024) as usize;
-    let target = format!(
-        "/_api/replication/restore-data?collection={}&force={}",
-        encode(name),
-        options.force
-    );
-    let mut reader = dump_format::open_data(path)?;
-    let mut buffer: Vec<u8> = Vec::with_capacity(limit.min(16 << 20));
-    let mut lines = 0u64;
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        let n = reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| io_error(path, e))?;
-        if n > 0 && !line.iter().all(u8::is_ascii_whitespace) {
-            buffer.extend_from_slice(&line);
-            if !line.ends_with(b"\n") {
-                buffer.push(b'\n');
-            }
-            lines += 1;
+impl CollectionRestore<'_> {
+    fn run(&self, structure: &Value) -> Result<()> {
+        let (client, options, db) = (self.client, self.options, self.db);
+        let name = structure["parameters"]["name"].as_str().unwrap_or("");
+        if options.create_collection {
+            client.json(
+                "PUT",
+                Some(db),
+                &format!(
+                    "/_api/replication/restore-collection?overwrite={}&force={}&ignoreDistributeShardsLikeErrors=false",
+                    options.overwrite, options.force
+                ),
+                structure,
+            )?;
         }
-        if (n == 0 && !buffer.is_empty()) || buffer.len() >= limit {
-            if interrupted.load(Ordering::Relaxed) {
-                return Err(canceled());
+        if options.import_data {
+            if let Some(path) = dump_format::find_data_file(self.dir, name) {
+                self.send_data(name, &path)?;
             }
-            client.request("PUT", Some(db), &target, Some(&buffer))?;
-            progress.add(lines);
-            buffer.clear();
-            lines = 0;
         }
-        if n == 0 {
-            return Ok(());
+        if options.create_collection {
+            client.json(
+                "PUT",
+                Some(db),
+                &format!(
+                    "/_api/replication/restore-indexes?collection={}&force={}",
+                    encode(name),
+                    options.force
+                ),
+                structure,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Reads the data file into requests of whole lines of at most `--batch-size` bytes and
+    /// sends them: one at a time when `ordered`, else on up to `--threads` connections (a
+    /// bounded queue of one request per sender between the reader and the senders).
+    fn send_data(&self, name: &str, path: &Path) -> Result<()> {
+        let target = format!(
+            "/_api/replication/restore-data?collection={}&force={}",
+            encode(name),
+            self.options.force
+        );
+        let senders = if self.ordered {
+            1
+        } else {
+            self.options.threads.clamp(1, 64)
+        };
+        if senders == 1 {
+            return self.read_batches(path, &mut |body, lines| {
+                self.client
+                    .request("PUT", Some(self.db), &target, Some(&body))?;
+                self.progress.add(lines);
+                Ok(())
+            });
+        }
+        let (sender, receiver) = mpsc::sync_channel::<(Vec<u8>, u64)>(senders);
+        let receiver = Mutex::new(receiver);
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let read = std::thread::scope(|scope| {
+            for _ in 0..senders {
+                scope.spawn(|| {
+                    let client = self.connection.client();
+                    loop {
+                        let next = receiver.lock().unwrap_or_else(|e| e.into_inner()).recv();
+                        let Ok((body, lines)) = next else { break };
+                        if failure.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
+                            continue;
+                        }
+                        match client.request("PUT", Some(self.db), &target, Some(&body)) {
+                            Ok(_) => self.progress.add(lines),
+                            Err(err) => {
+                                failure
+                                    .lock()
+                                    .unwrap_or_else(|e| e.into_inner())
+                                    .get_or_insert(err);
+                            }
+                        }
+                    }
+                });
+            }
+            let read = self.read_batches(path, &mut |body, lines| {
+                if let Some(err) = failure.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+                    return Err(err);
+                }
+                sender.send((body, lines)).map_err(|_| {
+                    Error::with_message(ErrorCode::Internal, "restore senders stopped")
+                })
+            });
+            drop(sender);
+            read
+        });
+        // A sender's error is the cause of a reader's stop: it comes first.
+        if let Some(err) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+            return Err(err);
+        }
+        read
+    }
+
+    /// Cuts the data file into bodies of whole non-blank lines, each at most `--batch-size`
+    /// bytes (or one line), and hands each with its line count to `send`.
+    fn read_batches(
+        &self,
+        path: &Path,
+        send: &mut dyn FnMut(Vec<u8>, u64) -> Result<()>,
+    ) -> Result<()> {
+        let limit = self.options.batch_size.clamp(1024, 512 * 1024 * 1024) as usize;
+        let capacity = limit.min(16 << 20) + (64 << 10);
+        let mut reader = dump_format::open_data(path)?;
+        let mut buffer: Vec<u8> = Vec::with_capacity(capacity);
+        let mut lines = 0u64;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader
+                .read_until(b'\n', &mut line)
+                .map_err(|e| io_error(path, e))?;
+            if n > 0 && !line.iter().all(u8::is_ascii_whitespace) {
+                buffer.extend_from_slice(&line);
+                if !line.ends_with(b"\n") {
+                    buffer.push(b'\n');
+                }
+                lines += 1;
+            }
+            if (n == 0 && !buffer.is_empty()) || buffer.len() >= limit {
+                if self.interrupted.load(Ordering::Relaxed) {
+                    return Err(canceled());
+                }
+                let body = std::mem::replace(&mut buffer, Vec::with_capacity(capacity));
+                send(body, std::mem::take(&mut lines))?;
+            }
+            if n == 0 {
+                return Ok(());
+            }
         }
     }
 }
