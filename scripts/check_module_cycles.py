@@ -204,7 +204,7 @@ def module_files(src, root_file):
 
 
 USE_ITEM = re.compile(
-    r"(?P<test>\#\[cfg\(test\)\]\s*)?(?:\#\[[^\]]*\]\s*)*"
+    r"(?P<attributes>(?:\#\[[^\]]*\]\s*)*)"
     r"\b(?P<visibility>pub(?:\s*\([^)]*\))?\s+)?use\s+(?P<tree>[^;]*);"
 )
 USE_TOKEN = re.compile(r"\s*(::|[A-Za-z_][A-Za-z0-9_]*|[{},*])")
@@ -321,7 +321,7 @@ def public_names(path):
         text = strip_comments_and_strings(f.read())
     names = {m.group("name") for m in top_level(PUBLIC_ITEM, text)}
     for m in top_level(USE_ITEM, text):
-        if not m.group("test") and m.group("visibility"):
+        if "cfg(test)" not in m.group("attributes") and m.group("visibility"):
             names.update(name for _, name in use_tree_leaves(m.group("tree")) if name != "*")
     return names
 
@@ -341,7 +341,7 @@ def root_imports(src, root_file, files, tops):
     explicit = {}
     globbed = {}
     for m in top_level(USE_ITEM, text):
-        if m.group("test"):
+        if "cfg(test)" in m.group("attributes"):
             continue
         for path, name in use_tree_leaves(m.group("tree")):
             while path and path[0] in ("crate", "self"):
@@ -452,12 +452,12 @@ SELF_CHECK = {
     "lib.rs": (
         "pub mod a;\npub mod b;\npub mod c;\nmod d;\nmod e;\nmod f;\nmod g;\n"
         "pub use e::Thing;\n"
-        "pub(crate) use f::{inner::{Other as Renamed}, self as f_again};\n"
+        "pub(crate) use f::{inner::{Other as Renamed}};\n"
         "#[doc(hidden)]\npub use g::*;\n"
         "pub use std::fmt::Debug;\n"
         "use Renamed as Twice;\n"
         # Imports of the root's tests and of a function body name nothing for the modules.
-        "#[cfg(test)]\nuse e::Hidden;\n"
+        "#[allow(unused)]\n#[cfg(test)]\nuse e::Hidden;\n"
         "fn h() { use f::Hidden; }\n"
     ),
     # a -> b through a grouped use; the test module's use of c does not count.
@@ -471,10 +471,11 @@ SELF_CHECK = {
     "d.rs": "",
     # e -> f -> g -> e, every step hidden behind an import of the crate root: an alias, an
     # import of an import, a glob and `super::` from a top-level module.
-    "e.rs": "pub struct Thing;\nfn f(_: crate::Renamed, _: crate::Twice) {}\n",
+    "e.rs": "pub struct Thing;\nfn f(_: crate::Twice) {}\n",
     "f.rs": "pub mod inner { pub struct Other; }\nuse crate::{Debug, Globbed};\n",
     "g.rs": (
-        "pub struct Globbed;\n"
+        # The root's explicit `pub use e::Thing` shadows the `Thing` its glob brings from here.
+        "pub struct Globbed;\npub struct Thing;\n"
         "pub(crate) fn helper() { let _ = super::Thing; crate::c::f(); }\n"
     ),
 }
