@@ -1,8 +1,8 @@
 //! Asynchronous execution (`x-arango-async: true|store`) and the `/_api/job` store.
 //!
-//! Queued requests go through a bounded channel to a small pool of OS threads that call
-//! [`crate::handle`] and block on durability (they are not tokio workers, so blocking is
-//! fine). Overflow of the queue or of the result store answers 503/21003 like ArangoDB.
+//! Queued requests go through a bounded channel to a small pool of OS threads that answer
+//! them through their [`JobHost`] (the server, whose host answers with [`crate::handle`]) and
+//! block on durability (they are not tokio workers, so blocking is fine). Overflow of the queue or of the result store answers 503/21003 like ArangoDB.
 //! Stored jobs, pending or done, are held results ([`quiver_aql::held`]): each counts against
 //! the per-user cap on stored jobs, and a finished job's response bytes against the memory
 //! caps (`--server.async-results-memory-limit` and `…-per-user`) until it is fetched or
@@ -22,7 +22,17 @@ use quiver_aql::held::{HeldResults, Hold, HoldCaps};
 use quiver_errors::{Error, ErrorCode};
 
 use crate::auth::Identity;
-use crate::{Request, Response, ServerState};
+use crate::{Request, Response};
+
+/// What the job workers run against: the job store and the handler that answers a queued
+/// request. The server state is the host (its handler is [`crate::handle`]); the workers hold
+/// it weakly and stop once it is gone.
+pub trait JobHost: Send + Sync + 'static {
+    /// The queue and result store the workers take jobs from and report to.
+    fn jobs(&self) -> &JobManager;
+    /// Answers one queued request, as if it had just arrived.
+    fn answer(&self, request: Request) -> Response;
+}
 
 /// A finished job's response, kept until fetched.
 #[derive(Clone)]
@@ -119,14 +129,14 @@ impl JobManager {
         }
     }
 
-    /// Starts `workers` threads executing jobs against `state` for as long as it lives.
-    pub fn start_workers(&self, state: Weak<ServerState>, workers: usize) -> std::io::Result<()> {
+    /// Starts `workers` threads executing jobs against `host` for as long as it lives.
+    pub fn start_workers<H: JobHost>(&self, host: Weak<H>, workers: usize) -> std::io::Result<()> {
         for i in 0..workers.max(1) {
             let receiver = self.receiver.clone();
-            let state = state.clone();
+            let host = host.clone();
             std::thread::Builder::new()
                 .name(format!("quiver-job-{i}"))
-                .spawn(move || worker(state, receiver))?;
+                .spawn(move || worker(host, receiver))?;
         }
         Ok(())
     }
@@ -343,27 +353,27 @@ fn stored(response: Response) -> StoredResponse {
     }
 }
 
-fn worker(state: Weak<ServerState>, receiver: Arc<Mutex<Receiver<Queued>>>) {
+fn worker<H: JobHost>(host: Weak<H>, receiver: Arc<Mutex<Receiver<Queued>>>) {
     loop {
         let job = {
             let receiver = receiver.lock();
             receiver.recv()
         };
         let Ok(job) = job else { return };
-        let Some(state) = state.upgrade() else { return };
+        let Some(host) = host.upgrade() else { return };
         if let Some(id) = job.id {
-            if !state.jobs.begin(id) {
+            if !host.jobs().begin(id) {
                 continue;
             }
         }
         let response = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            crate::handle(&state, job.request).settle_blocking()
+            host.answer(job.request).settle_blocking()
         }))
         .unwrap_or_else(|_| {
             Error::with_message(ErrorCode::Internal, "job handler panicked").into()
         });
         if let Some(id) = job.id {
-            state.jobs.finish(id, response);
+            host.jobs().finish(id, response);
         }
     }
 }

@@ -84,6 +84,18 @@ pub fn handle(state: &ServerState, mut request: Request) -> Response {
     response
 }
 
+/// The async job workers answer a queued request the way the transport does, through
+/// [`handle`] (the job queue sits below the state and the handlers, so it receives them).
+impl jobs::JobHost for ServerState {
+    fn jobs(&self) -> &jobs::JobManager {
+        &self.jobs
+    }
+
+    fn answer(&self, request: Request) -> Response {
+        handle(self, request)
+    }
+}
+
 /// 404 for an unknown path: ArangoDB answers with an error body naming the path.
 pub(crate) fn not_found(request: &Request) -> Response {
     Error::with_message(

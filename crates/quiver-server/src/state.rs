@@ -11,6 +11,10 @@ use quiver_errors::Result;
 use crate::auth::{AuthConfig, Authenticator};
 use crate::jobs::JobManager;
 
+/// ArangoDB's default idle timeout of stream transactions
+/// (`--transaction.streaming-idle-timeout`; see `ServerConfig::stream_idle_timeout`).
+pub const STREAM_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Server settings (from the command line / configuration file).
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
@@ -138,7 +142,7 @@ impl Default for ServerConfig {
             max_body_size: 512 * 1024 * 1024,
             async_queue_capacity: 4096,
             async_workers: 2,
-            stream_idle_timeout: crate::api::transaction::IDLE_TIMEOUT,
+            stream_idle_timeout: STREAM_IDLE_TIMEOUT,
             auth: AuthConfig::default(),
             trusted_origins: crate::cors::TrustedOrigins::None,
             export_metrics_api: true,
@@ -189,7 +193,8 @@ pub struct ServerState {
 
 impl ServerState {
     /// Builds the state (loading the users of `_system/_users`, creating `root` on first
-    /// start, and the JWT secrets) and starts the async job workers.
+    /// start, and the JWT secrets) and starts the async job workers, which answer their
+    /// requests through the state ([`crate::jobs::JobHost`]).
     pub fn new(config: ServerConfig, core: Arc<Core>) -> std::io::Result<Arc<ServerState>> {
         let workers = config.async_workers;
         let auth = Authenticator::new(config.auth.clone(), core.clone(), &config.data_dir)

@@ -23,6 +23,12 @@ pub fn route(state: &ServerState, req: &Request) -> Response {
     }
     let mut response = Response::empty(200);
     response.content_type = Some(HeaderValue::from_static(PROMETHEUS_CONTENT_TYPE));
-    response.body = crate::stats::metrics_page::render(state).into();
+    response.body = crate::stats::metrics_page::render(
+        &state.statistics,
+        &state.queries,
+        &state.core,
+        state.started,
+    )
+    .into();
     response
 }

@@ -11,7 +11,10 @@ pub fn statistics(state: &ServerState, req: &Request) -> Response {
     if req.method != Method::GET && req.method != Method::HEAD {
         return method_not_allowed();
     }
-    Response::json(200, &statistics_json::statistics(state))
+    Response::json(
+        200,
+        &statistics_json::statistics(&state.statistics, state.started),
+    )
 }
 
 /// `/_admin/statistics-description`.
@@ -19,5 +22,5 @@ pub fn description(state: &ServerState, req: &Request) -> Response {
     if req.method != Method::GET && req.method != Method::HEAD {
         return method_not_allowed();
     }
-    Response::json(200, &statistics_json::description(state))
+    Response::json(200, &statistics_json::description(&state.statistics))
 }

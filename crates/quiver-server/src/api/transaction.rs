@@ -4,7 +4,6 @@
 //! `x-arango-trx-id` header.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use http::Method;
 use quiver_core::{DocumentReader, DocumentWriter, EdgeDirection, Transaction, TransactionOptions};
@@ -13,10 +12,6 @@ use serde_json::{json, Value};
 
 use crate::response::Durability;
 use crate::{method_not_allowed, not_found, Request, Response, ServerState};
-
-/// ArangoDB's default idle timeout of stream transactions
-/// (`--transaction.streaming-idle-timeout`; see `ServerConfig::stream_idle_timeout`).
-pub const IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The stream transaction a request runs in (`x-arango-trx-id`), if any.
 pub fn transaction_id(req: &Request) -> Option<&str> {

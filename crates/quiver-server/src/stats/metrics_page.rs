@@ -2,17 +2,20 @@
 //! text format, read at the moment of the request from the request statistics, the query
 //! service, the transaction counts, the storage engine and the operating system.
 
+use std::time::Instant;
+
+use quiver_aql::QueryService;
+use quiver_core::Core;
 use quiver_metrics::{Exposition, HistogramSnapshot};
 
 use super::process;
-use crate::stats::requests::MethodKind;
-use crate::ServerState;
+use super::requests::{MethodKind, RequestStatistics};
 
 /// Bytes of every index of every collection in every database (primary, edge and secondary
 /// indexes, as the collections' figures report them).
-pub fn index_memory(state: &ServerState) -> u64 {
+pub fn index_memory(core: &Core) -> u64 {
     let mut total = 0u64;
-    for db in state.core.databases() {
+    for db in core.databases() {
         for coll in db.collections() {
             if let Ok(figures) = coll.figures() {
                 total += figures["indexes"]["size"].as_u64().unwrap_or(0);
@@ -22,19 +25,24 @@ pub fn index_memory(state: &ServerState) -> u64 {
     total
 }
 
-/// The whole page.
-pub fn render(state: &ServerState) -> String {
+/// The whole page, from the server's request statistics, query service and core, and the
+/// moment it started.
+pub fn render(
+    statistics: &RequestStatistics,
+    queries: &QueryService,
+    core: &Core,
+    started: Instant,
+) -> String {
     let mut page = Exposition::new();
-    http_metrics(&mut page, state);
-    aql_metrics(&mut page, state);
+    http_metrics(&mut page, statistics);
+    aql_metrics(&mut page, queries);
     transaction_metrics(&mut page);
-    process_metrics(&mut page, state);
-    storage_metrics(&mut page, state);
+    process_metrics(&mut page, started);
+    storage_metrics(&mut page, core);
     page.finish()
 }
 
-fn http_metrics(page: &mut Exposition, state: &ServerState) {
-    let s = &state.statistics;
+fn http_metrics(page: &mut Exposition, s: &RequestStatistics) {
     page.counter(
         "arangodb_http_request_statistics_total_requests_total",
         "Total number of HTTP requests",
@@ -144,8 +152,8 @@ fn http_metrics(page: &mut Exposition, state: &ServerState) {
     );
 }
 
-fn aql_metrics(page: &mut Exposition, state: &ServerState) {
-    let q = state.queries.figures();
+fn aql_metrics(page: &mut Exposition, queries: &QueryService) {
+    let q = queries.figures();
     page.counter(
         "arangodb_aql_all_query_total",
         "Number of AQL queries finished",
@@ -202,7 +210,7 @@ fn transaction_metrics(page: &mut Exposition) {
     );
 }
 
-fn process_metrics(page: &mut Exposition, state: &ServerState) {
+fn process_metrics(page: &mut Exposition, started: Instant) {
     let p = process::read();
     page.gauge(
         "arangodb_process_statistics_resident_set_size",
@@ -247,7 +255,7 @@ fn process_metrics(page: &mut Exposition, state: &ServerState) {
     page.counter(
         "arangodb_server_statistics_server_uptime_total",
         "Seconds since the server started",
-        state.started.elapsed().as_secs_f64(),
+        started.elapsed().as_secs_f64(),
     );
     page.gauge(
         "arangodb_server_statistics_physical_memory",
@@ -261,8 +269,8 @@ fn process_metrics(page: &mut Exposition, state: &ServerState) {
     );
 }
 
-fn storage_metrics(page: &mut Exposition, state: &ServerState) {
-    let e = state.core.engine().stats();
+fn storage_metrics(page: &mut Exposition, core: &Core) {
+    let e = core.engine().stats();
     page.counter(
         "quiver_wal_commits_total",
         "Batches committed to the write-ahead log",
@@ -360,6 +368,6 @@ fn storage_metrics(page: &mut Exposition, state: &ServerState) {
     page.gauge(
         "quiver_index_memory_bytes",
         "Memory of all indexes of all collections [bytes]",
-        index_memory(state) as f64,
+        index_memory(core) as f64,
     );
 }

@@ -2,21 +2,22 @@
 //! `system`, `client`, `http` and `server`, each a set of figures; a distribution is
 //! `{sum, count, counts}` with one count per cut and one above the last (not cumulative).
 
+use std::time::Instant;
+
 use quiver_metrics::HistogramSnapshot;
 use serde_json::{json, Value};
 
 use super::process;
-use crate::stats::requests::MethodKind;
-use crate::ServerState;
+use super::requests::{MethodKind, RequestStatistics};
 
 fn distribution(h: &HistogramSnapshot) -> Value {
     json!({"sum": h.sum, "count": h.count, "counts": h.counts})
 }
 
-/// The body of `GET /_admin/statistics`.
-pub fn statistics(state: &ServerState) -> Value {
+/// The body of `GET /_admin/statistics`, from the server's request statistics and the moment
+/// it started.
+pub fn statistics(s: &RequestStatistics, started: Instant) -> Value {
     let p = process::read();
-    let s = &state.statistics;
     let t = &s.times;
     let tx = quiver_core::transaction_counts();
     let method = |k| s.method_count(k);
@@ -60,7 +61,7 @@ pub fn statistics(state: &ServerState) -> Value {
             "requestsOther": method(MethodKind::Other),
         },
         "server": {
-            "uptime": state.started.elapsed().as_secs_f64(),
+            "uptime": started.elapsed().as_secs_f64(),
             "physicalMemory": p.physical_memory,
             "transactions": {
                 "started": tx.started,
@@ -101,8 +102,7 @@ fn distribution_figure(
 }
 
 /// The body of `GET /_admin/statistics-description`.
-pub fn description(state: &ServerState) -> Value {
-    let s = &state.statistics;
+pub fn description(s: &RequestStatistics) -> Value {
     let t = &s.times;
     let mut figures = vec![
         figure(
