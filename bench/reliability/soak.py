@@ -151,11 +151,17 @@ def one_operation(c, rng):
                 headers={"x-arango-trx-id": tid},
             )
             resp = c.conn.getresponse()
-            resp.read()
+            text = resp.read()
+            if resp.status == 409:
+                # A write-write conflict (1200) with a concurrent writer: the transaction is
+                # given up, as a client would.
+                c.call("DELETE", f"/_api/transaction/{tid}", ok=(200, 404, 409, 410))
+                return
             if resp.status not in (201, 202):
-                raise RuntimeError(f"transaction insert: {resp.status}")
+                raise RuntimeError(f"transaction insert: {resp.status} {text[:300]!r}")
         action = "PUT" if rng.random() < 0.8 else "DELETE"
-        c.call(action, f"/_api/transaction/{tid}")
+        # Committing may meet a conflict with a writer that committed first (409/1200).
+        c.call(action, f"/_api/transaction/{tid}", ok=(200, 409))
 
 
 def main():
