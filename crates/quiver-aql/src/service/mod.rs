@@ -33,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::exec::{ExecCtx, Execution, Limits, DEFAULT_MEMORY_CAP};
 use crate::explain;
@@ -43,7 +43,7 @@ use crate::limits::GlobalMemory;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
-use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
+use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanEntry, PlanKey};
 pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
 use crate::source::DataSource;
@@ -800,37 +800,16 @@ impl QueryService {
         &self,
         db: &str,
         access: Option<&crate::source::checked::CollectionAccess>,
-    ) -> Result<Vec<Value>> {
+    ) -> Result<Vec<PlanEntry>> {
         let readable = |sources: &[String]| {
             access.is_none_or(|a| sources.iter().all(|c| a.check(c, false).is_ok()))
         };
-        let list: Vec<Value> = self
+        Ok(self
             .plans
             .entries(db)
             .into_iter()
             .filter(|e| readable(&e.data_sources))
-            .map(|e| {
-                // Only the collection bind parameters are part of the listing, as in ArangoDB.
-                let binds: Map<String, Value> =
-                    serde_json::from_str::<Map<String, Value>>(&e.binds)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|(name, _)| name.starts_with('@'))
-                        .collect();
-                json!({
-                    "hash": e.hash.to_string(),
-                    "query": e.query,
-                    "queryHash": e.query_hash,
-                    "bindVars": binds,
-                    "fullCount": e.full_count,
-                    "dataSources": e.data_sources,
-                    "created": e.created,
-                    "hits": e.hits,
-                    "memoryUsage": e.memory,
-                })
-            })
-            .collect();
-        Ok(list)
+            .collect())
     }
 
     /// `DELETE /_api/query-plan-cache`: forgets the plans cached for `db`.

@@ -105,8 +105,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         ("query-plan-cache", &Method::GET, []) => {
             let access = crate::access::query_access(state, req);
-            ok(Value::Array(
-                queries.plan_cache_entries(db, access.as_ref())?,
+            ok(query_bodies::plan_cache_body(
+                &queries.plan_cache_entries(db, access.as_ref())?,
             ))
         }
         ("query-plan-cache", &Method::DELETE, []) => {

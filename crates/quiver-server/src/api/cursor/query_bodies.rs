@@ -1,13 +1,15 @@
 //! The JSON bodies of the AQL endpoints besides the cursor's, written from the query
 //! service's typed results: `/_api/explain` ([`ExplainResult`]), `/_api/query` (parse,
 //! [`ParseResult`]), `/_api/query/properties` ([`QueryProperties`]), `/_api/query/rules`,
+//! `/_api/query-plan-cache` ([`PlanEntry`]),
 //! `/_api/query-cache/properties` and the bare acknowledgement of a clear or kill. The
 //! envelope members (`error`, `code`) and ArangoDB's member order are decided here.
 
+use quiver_aql::plan_cache::PlanEntry;
 use quiver_aql::results_cache::CacheProperties;
 use quiver_aql::service::{ExplainResult, ParseResult, QueryProperties};
 use quiver_aql::value::number;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// `{"error": false, "code": 200}`: a clear or kill that succeeded.
 pub(super) fn acknowledged() -> Value {
@@ -87,4 +89,30 @@ pub(super) fn rules_body(rules: &[&str]) -> Value {
 /// `GET` and `PUT /_api/query-cache/properties`.
 pub(super) fn results_cache_properties_body(p: &CacheProperties) -> Value {
     p.json()
+}
+
+/// `GET /_api/query-plan-cache`: one object per cached plan, with only its collection bind
+/// parameters (as ArangoDB lists them).
+pub(super) fn plan_cache_body(entries: &[PlanEntry]) -> Value {
+    entries
+        .iter()
+        .map(|e| {
+            let binds: Map<String, Value> = serde_json::from_str::<Map<String, Value>>(&e.binds)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|(name, _)| name.starts_with('@'))
+                .collect();
+            json!({
+                "hash": e.hash.to_string(),
+                "query": e.query,
+                "queryHash": e.query_hash,
+                "bindVars": binds,
+                "fullCount": e.full_count,
+                "dataSources": e.data_sources,
+                "created": e.created,
+                "hits": e.hits,
+                "memoryUsage": e.memory,
+            })
+        })
+        .collect()
 }
