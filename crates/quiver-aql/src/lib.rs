@@ -31,7 +31,7 @@ pub mod service;
 pub mod source;
 pub mod vector_select;
 
-pub use service::{CursorRequest, ExplainRequest, PropertiesUpdate, QueryService, ServiceReply};
+pub use service::{CursorRequest, ExplainRequest, PropertiesUpdate, QueryService};
 pub use source::DataSource;
 
 /// Runs `f`, first moving to a fresh stack segment when the current one is nearly used up.

@@ -29,10 +29,10 @@ fn run(service: &QueryService, aql: &str, rules: &[&str]) -> Vec<Value> {
 }
 
 fn index_node(service: &QueryService, aql: &str) -> Value {
-    let (_, reply) = service
+    let reply = service
         .explain("_system", &support::explain(&json!({"query": aql})))
         .unwrap();
-    reply["plan"]["nodes"]
+    reply.plan["nodes"]
         .as_array()
         .unwrap()
         .iter()

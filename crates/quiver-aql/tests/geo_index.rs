@@ -294,14 +294,14 @@ impl Fixture {
 
     /// (node types, names of the indexes of IndexNodes, rules) of the query's plan.
     fn plan(&self, aql: &str, bind: Value) -> (Vec<String>, Vec<String>, Vec<String>) {
-        let (_, reply) = self
+        let reply = self
             .service
             .explain(
                 "_system",
                 &support::explain(&json!({"query": aql, "bindVars": bind})),
             )
             .unwrap();
-        let plan = &reply["plan"];
+        let plan = &reply.plan;
         let strings = |v: &Value| -> Vec<String> {
             v.as_array()
                 .unwrap()

@@ -371,16 +371,16 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
         || case.get("rules").is_some()
         || case.get("indexes used").is_some()
     {
-        if let Ok((_, explain)) = service.explain(
+        if let Ok(explain) = service.explain(
             store.db(),
             &support::explain(&json!({"query": query, "bindVars": bind, "options": options})),
         ) {
-            let types: Vec<&str> = explain["plan"]["nodes"]
+            let types: Vec<&str> = explain.plan["nodes"]
                 .as_array()
                 .map(|n| n.iter().filter_map(|n| n["type"].as_str()).collect())
                 .unwrap_or_default();
             outcome.plan = Some(types.join(" "));
-            let used: Vec<&str> = explain["plan"]["nodes"]
+            let used: Vec<&str> = explain.plan["nodes"]
                 .as_array()
                 .map(|n| {
                     n.iter()
@@ -390,7 +390,7 @@ fn run_case(case: &Case, backend: Backend) -> Result<Outcome, String> {
                 })
                 .unwrap_or_default();
             outcome.indexes_used = Some(used.join(" "));
-            outcome.rules = explain["plan"]["rules"]
+            outcome.rules = explain.plan["rules"]
                 .as_array()
                 .map(|r| {
                     r.iter()

@@ -35,13 +35,13 @@ fn run(service: &QueryService, aql: &str, binds: &Value, rules: &[&str]) -> Vec<
 }
 
 fn plan(service: &QueryService, aql: &str, binds: &Value) -> Value {
-    let (_, reply) = service
+    let reply = service
         .explain(
             "_system",
             &support::explain(&json!({"query": aql, "bindVars": binds})),
         )
         .unwrap();
-    reply["plan"].clone()
+    reply.plan.clone()
 }
 
 fn node_types(plan: &Value) -> Vec<String> {

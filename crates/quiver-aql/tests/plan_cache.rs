@@ -166,8 +166,8 @@ fn catalog_changes_invalidate_cached_plans() {
     let (source, s) = service();
     let body = json!({"query": "FOR d IN docs FILTER d.v == 3 RETURN d._key"});
     let explain = |s: &QueryService| {
-        let (_, e) = s.explain("_system", &support::explain(&body)).unwrap();
-        e["plan"]["nodes"]
+        let e = s.explain("_system", &support::explain(&body)).unwrap();
+        e.plan["nodes"]
             .as_array()
             .unwrap()
             .iter()
@@ -259,8 +259,8 @@ fn core_catalog_changes_invalidate_cached_plans() {
     let s = QueryService::over_core(core.clone());
     let query = json!({"query": "FOR d IN c FILTER d.v == 4 RETURN d._key"});
     let nodes = |s: &QueryService| {
-        let (_, e) = s.explain("_system", &support::explain(&query)).unwrap();
-        e["plan"]["nodes"]
+        let e = s.explain("_system", &support::explain(&query)).unwrap();
+        e.plan["nodes"]
             .as_array()
             .unwrap()
             .iter()

@@ -266,7 +266,7 @@ fn errors_and_explain() {
             .unwrap_err();
         assert_eq!(err.code, ErrorCode::BadParameter, "{bad}");
     }
-    let (_, plan) = f
+    let plan = f
         .service
         .explain(
             "_system",
@@ -275,7 +275,7 @@ fn errors_and_explain() {
             ),
         )
         .unwrap();
-    let types: Vec<&str> = plan["plan"]["nodes"]
+    let types: Vec<&str> = plan.plan["nodes"]
         .as_array()
         .unwrap()
         .iter()

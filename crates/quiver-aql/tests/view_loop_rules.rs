@@ -55,14 +55,14 @@ impl Fixture {
     }
 
     fn rules_fired(&self, query: &str, binds: &Value) -> Vec<String> {
-        let (_, plan) = self
+        let plan = self
             .service
             .explain(
                 "_system",
                 &support::explain(&json!({"query": query, "bindVars": binds})),
             )
             .unwrap_or_else(|e| panic!("{query}: {}", e.message));
-        plan["plan"]["rules"]
+        plan.plan["rules"]
             .as_array()
             .unwrap()
             .iter()

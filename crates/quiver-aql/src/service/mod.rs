@@ -1,10 +1,13 @@
 //! The query service behind `/_api/cursor`, `/_api/explain`, `/_api/query`.
 //!
 //! Every method takes the database name and the typed request the HTTP layer read from the
-//! body ([`CursorRequest`], [`ExplainRequest`], [`PropertiesUpdate`]). The cursor methods
-//! return typed batches ([`CursorBatch`], its `extra` a [`QueryExtra`]) that the HTTP layer
-//! writes as JSON; the other endpoints still return `(http_status, response_body)`. Failures
-//! are a `quiver_errors::Error` that the HTTP layer turns into ArangoDB's error envelope.
+//! body ([`CursorRequest`], [`ExplainRequest`], [`PropertiesUpdate`]) and returns typed
+//! results that the HTTP layer writes as JSON: cursor batches ([`CursorBatch`], its `extra` a
+//! [`QueryExtra`]), explained and parsed queries ([`ExplainResult`], [`ParseResult`]), query
+//! properties ([`QueryProperties`]), the listings of running and slow queries and of the
+//! caches (one JSON object per entry), or nothing for a clear or kill. The HTTP status and
+//! the envelope (`error`, `code`) are the HTTP layer's. Failures are a `quiver_errors::Error`
+//! that the HTTP layer turns into ArangoDB's error envelope.
 //!
 //! This file is the facade: planning (through the plan cache) and running queries. Open
 //! cursors live in the cursor registry (`cursors.rs`), the cursor protocol is in
@@ -18,6 +21,7 @@
 mod batch;
 mod batches;
 mod cursors;
+mod explained;
 mod queries;
 mod query_metrics;
 mod request;
@@ -29,7 +33,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use quiver_errors::{Error, ErrorCode, Result};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::exec::{ExecCtx, Execution, Limits, DEFAULT_MEMORY_CAP};
 use crate::explain;
@@ -39,7 +43,7 @@ use crate::limits::GlobalMemory;
 use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
-use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanKey};
+use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanEntry, PlanKey};
 pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
 use crate::source::DataSource;
@@ -48,6 +52,8 @@ pub use batch::CursorBatch;
 use batches::cursor_with_values;
 pub use cursors::MAX_CURSORS;
 use cursors::{Cursor, CursorData, CursorRegistry, StreamState};
+pub use explained::{ExplainResult, ExplainStats, ParseResult};
+pub use queries::QueryProperties;
 use queries::QueryRegistry;
 pub use query_metrics::QueryFigures;
 pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
@@ -55,9 +61,6 @@ pub use request::{CursorRequest, ExplainRequest, PropertiesUpdate};
 /// The rows a non-streaming cursor keeps are charged to the cursor caps in steps of this
 /// many estimated bytes (one lock per step, not per row).
 const HOLD_STEP: u64 = 1 << 20;
-
-/// `(HTTP status, JSON body)` of a successful call.
-pub type ServiceReply = (u16, Value);
 
 /// Query execution, cursors and the query registry of one server.
 pub struct QueryService {
@@ -697,7 +700,7 @@ impl QueryService {
     }
 
     /// `POST /_api/explain`.
-    pub fn explain(&self, db: &str, req: &ExplainRequest) -> Result<ServiceReply> {
+    pub fn explain(&self, db: &str, req: &ExplainRequest) -> Result<ExplainResult> {
         let ExplainRequest {
             query,
             bind_vars,
@@ -727,80 +730,62 @@ impl QueryService {
         let counts = |c: &str| txn.count(c).unwrap_or(0);
         let plan_json = explain::plan_json(&plan, db, &counts);
         let rules_executed = plan.rule_seconds.len();
-        let mut stats = json!({
-            "rulesExecuted": rules_executed,
-            "rulesSkipped": optimizer::RULES.len().saturating_sub(rules_executed),
-            "plansCreated": 1,
-            "peakMemoryUsage": 0,
-            "executionTime": t0.elapsed().as_secs_f64().max(1e-6),
-        });
-        if *profile >= 2 {
-            stats["rules"] = Value::Object(
-                plan.rule_seconds
-                    .iter()
-                    .map(|(name, secs)| (name.clone(), json!(secs)))
-                    .collect(),
-            );
-        }
+        let stats = ExplainStats {
+            rules_executed,
+            rules_skipped: optimizer::RULES.len().saturating_sub(rules_executed),
+            plans_created: 1,
+            execution_time: t0.elapsed().as_secs_f64().max(1e-6),
+            rule_seconds: (*profile >= 2).then(|| plan.rule_seconds.clone()),
+        };
         if *use_plan_cache {
             check_plan_cache_eligible(rules, false, Some(&plan))?;
         }
-        let mut out = json!({"warnings": [], "stats": stats, "error": false, "code": 200});
-        if let Some(key) = plan_cache_key.filter(|_| *use_plan_cache) {
-            out["planCacheKey"] = json!(key.to_string());
-        }
-        if *all_plans {
-            out["plans"] = json!([plan_json]);
-        } else {
-            out["plan"] = plan_json;
-            out["cacheable"] = json!(plan.cacheable);
-        }
-        Ok((200, out))
+        Ok(ExplainResult {
+            plan: plan_json,
+            all_plans: *all_plans,
+            cacheable: plan.cacheable,
+            plan_cache_key: plan_cache_key.filter(|_| *use_plan_cache),
+            stats,
+        })
     }
 
     /// `POST /_api/query` (parse without executing).
-    pub fn parse(&self, _db: &str, query: &str) -> Result<ServiceReply> {
+    pub fn parse(&self, _db: &str, query: &str) -> Result<ParseResult> {
         let ast = parser::parse(query)?;
-        Ok((
-            200,
-            json!({
-                "error": false,
-                "code": 200,
-                "parsed": true,
-                "collections": explain::collection_names(&ast),
-                "bindVars": plan::bind_parameter_names(&ast),
-                "ast": explain::ast_json(&ast),
-            }),
-        ))
+        Ok(ParseResult {
+            collections: explain::collection_names(&ast),
+            bind_vars: plan::bind_parameter_names(&ast),
+            ast: explain::ast_json(&ast),
+        })
     }
 
     /// `GET /_api/query/current`.
-    pub fn current(&self, db: &str) -> Result<ServiceReply> {
+    pub fn current(&self, db: &str) -> Result<Vec<Value>> {
         self.queries.current(db)
     }
 
     /// `GET /_api/query/slow`.
-    pub fn slow(&self, db: &str) -> Result<ServiceReply> {
+    pub fn slow(&self, db: &str) -> Result<Vec<Value>> {
         self.queries.slow(db)
     }
 
     /// `DELETE /_api/query/slow`.
-    pub fn clear_slow(&self, db: &str) -> Result<ServiceReply> {
+    pub fn clear_slow(&self, db: &str) -> Result<()> {
         self.queries.clear_slow(db)
     }
 
     /// `DELETE /_api/query/{id}`.
-    pub fn kill(&self, db: &str, id: &str) -> Result<ServiceReply> {
+    pub fn kill(&self, db: &str, id: &str) -> Result<()> {
         self.queries.kill(db, id)
     }
 
     /// `GET /_api/query/properties` of database `db`.
-    pub fn properties(&self, db: &str) -> Result<ServiceReply> {
+    pub fn properties(&self, db: &str) -> Result<QueryProperties> {
         self.queries.properties(db)
     }
 
     /// `PUT /_api/query/properties` of database `db` (each database has its own).
-    pub fn set_properties(&self, db: &str, update: &PropertiesUpdate) -> Result<ServiceReply> {
+    pub fn set_properties(&self, db: &str, update: &PropertiesUpdate) -> Result<QueryProperties> {
         self.queries.set_properties(db, update)
     }
 
@@ -815,55 +800,27 @@ impl QueryService {
         &self,
         db: &str,
         access: Option<&crate::source::checked::CollectionAccess>,
-    ) -> Result<ServiceReply> {
+    ) -> Result<Vec<PlanEntry>> {
         let readable = |sources: &[String]| {
             access.is_none_or(|a| sources.iter().all(|c| a.check(c, false).is_ok()))
         };
-        let list: Vec<Value> = self
+        Ok(self
             .plans
             .entries(db)
             .into_iter()
             .filter(|e| readable(&e.data_sources))
-            .map(|e| {
-                // Only the collection bind parameters are part of the listing, as in ArangoDB.
-                let binds: Map<String, Value> =
-                    serde_json::from_str::<Map<String, Value>>(&e.binds)
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|(name, _)| name.starts_with('@'))
-                        .collect();
-                json!({
-                    "hash": e.hash.to_string(),
-                    "query": e.query,
-                    "queryHash": e.query_hash,
-                    "bindVars": binds,
-                    "fullCount": e.full_count,
-                    "dataSources": e.data_sources,
-                    "created": e.created,
-                    "hits": e.hits,
-                    "memoryUsage": e.memory,
-                })
-            })
-            .collect();
-        Ok((200, Value::Array(list)))
+            .collect())
     }
 
     /// `DELETE /_api/query-plan-cache`: forgets the plans cached for `db`.
-    pub fn clear_plan_cache(&self, db: &str) -> Result<ServiceReply> {
+    pub fn clear_plan_cache(&self, db: &str) -> Result<()> {
         self.plans.clear(db);
-        Ok((200, json!({"error": false, "code": 200})))
+        Ok(())
     }
 
-    /// `GET /_api/query/rules`.
-    pub fn rules(&self) -> Result<ServiceReply> {
-        let list: Vec<Value> = optimizer::RULES
-            .iter()
-            .map(|r| {
-                json!({"name": r, "flags": {"hidden": false, "clusterOnly": false, "canBeDisabled": true,
-                    "canCreateAdditionalPlans": false, "disabledByDefault": false, "enterpriseOnly": false}})
-            })
-            .collect();
-        Ok((200, Value::Array(list)))
+    /// `GET /_api/query/rules`: the names of the optimizer rules, in the order they run.
+    pub fn rules(&self) -> &'static [&'static str] {
+        optimizer::RULES
     }
 
     /// Every running query of every database: (id, database, query text), by id

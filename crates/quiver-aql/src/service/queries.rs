@@ -13,18 +13,18 @@ use serde_json::{json, Value};
 
 use super::query_metrics::{QueryFigures, QueryMetrics};
 use super::request::{CursorRequest, PropertiesUpdate};
-use super::ServiceReply;
 
-/// `/_api/query/properties` of one database.
-#[derive(Clone, Debug)]
-struct QueryProperties {
-    enabled: bool,
-    track_slow_queries: bool,
-    track_bind_vars: bool,
-    max_slow_queries: u64,
-    slow_query_threshold: f64,
-    slow_streaming_query_threshold: f64,
-    max_query_string_length: u64,
+/// `/_api/query/properties` of one database: whether queries are tracked, and what the
+/// slow-query log keeps (thresholds in seconds).
+#[derive(Clone, Debug, PartialEq)]
+pub struct QueryProperties {
+    pub enabled: bool,
+    pub track_slow_queries: bool,
+    pub track_bind_vars: bool,
+    pub max_slow_queries: u64,
+    pub slow_query_threshold: f64,
+    pub slow_streaming_query_threshold: f64,
+    pub max_query_string_length: u64,
 }
 
 impl Default for QueryProperties {
@@ -70,20 +70,6 @@ impl QueryProperties {
     /// near zero): inline runs are not registered, so they are off then.
     fn logs_fast_queries(&self) -> bool {
         self.enabled && self.track_slow_queries && self.slow_query_threshold < 0.001
-    }
-
-    fn to_json(&self) -> Value {
-        json!({
-            "error": false,
-            "code": 200,
-            "enabled": self.enabled,
-            "trackSlowQueries": self.track_slow_queries,
-            "trackBindVars": self.track_bind_vars,
-            "maxSlowQueries": self.max_slow_queries,
-            "slowQueryThreshold": seconds_json(self.slow_query_threshold),
-            "slowStreamingQueryThreshold": seconds_json(self.slow_streaming_query_threshold),
-            "maxQueryStringLength": self.max_query_string_length,
-        })
     }
 }
 
@@ -265,7 +251,7 @@ impl QueryRegistry {
     }
 
     /// `GET /_api/query/current`.
-    pub(super) fn current(&self, db: &str) -> Result<ServiceReply> {
+    pub(super) fn current(&self, db: &str) -> Result<Vec<Value>> {
         let running = self.running.lock();
         let mut list: Vec<(u64, Value)> = running
             .iter()
@@ -273,30 +259,26 @@ impl QueryRegistry {
             .map(|(id, q)| (*id, Self::query_json(*id, q, 0)))
             .collect();
         list.sort_by_key(|(id, _)| *id);
-        Ok((
-            200,
-            Value::Array(list.into_iter().map(|(_, v)| v).collect()),
-        ))
+        Ok(list.into_iter().map(|(_, v)| v).collect())
     }
 
     /// `GET /_api/query/slow`.
-    pub(super) fn slow(&self, db: &str) -> Result<ServiceReply> {
+    pub(super) fn slow(&self, db: &str) -> Result<Vec<Value>> {
         let slow = self.slow.lock();
-        let list = slow
+        Ok(slow
             .get(db)
             .map(|l| l.iter().cloned().collect())
-            .unwrap_or_default();
-        Ok((200, Value::Array(list)))
+            .unwrap_or_default())
     }
 
     /// `DELETE /_api/query/slow`.
-    pub(super) fn clear_slow(&self, db: &str) -> Result<ServiceReply> {
+    pub(super) fn clear_slow(&self, db: &str) -> Result<()> {
         self.slow.lock().remove(db);
-        Ok((200, json!({"error": false, "code": 200})))
+        Ok(())
     }
 
     /// `DELETE /_api/query/{id}`.
-    pub(super) fn kill(&self, db: &str, id: &str) -> Result<ServiceReply> {
+    pub(super) fn kill(&self, db: &str, id: &str) -> Result<()> {
         let running = self.running.lock();
         let q = id
             .parse::<u64>()
@@ -305,12 +287,12 @@ impl QueryRegistry {
             .filter(|q| q.database == db)
             .ok_or_else(|| Error::with_message(ErrorCode::QueryNotFound, "query ID not found"))?;
         q.killed.store(true, Ordering::Relaxed);
-        Ok((200, json!({"error": false, "code": 200})))
+        Ok(())
     }
 
     /// `GET /_api/query/properties` of database `db`.
-    pub(super) fn properties(&self, db: &str) -> Result<ServiceReply> {
-        Ok((200, self.properties_of(db).to_json()))
+    pub(super) fn properties(&self, db: &str) -> Result<QueryProperties> {
+        Ok(self.properties_of(db))
     }
 
     /// `PUT /_api/query/properties` of database `db`.
@@ -318,7 +300,7 @@ impl QueryRegistry {
         &self,
         db: &str,
         update: &PropertiesUpdate,
-    ) -> Result<ServiceReply> {
+    ) -> Result<QueryProperties> {
         {
             let mut all = self.properties.lock();
             let p = all.entry(db.to_string()).or_default();

@@ -14,13 +14,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use parking_lot::Mutex;
 use quiver_errors::Result;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::cursors::{Cursor, CursorData};
-use super::{binds_key, CursorBatch, CursorRequest, QueryService, ServiceReply};
+use super::{binds_key, CursorBatch, CursorRequest, QueryService};
 use crate::plan::QueryPlan;
 use crate::query_extra::QueryExtra;
-use crate::results_cache::{CacheUpdate, DataVersion, Freshness, NewResult, ResultKey};
+use crate::results_cache::{
+    CacheProperties, CacheUpdate, DataVersion, Freshness, NewResult, ResultKey,
+};
 use crate::source::checked::CollectionAccess;
 use crate::source::DataSource;
 use crate::value::estimate_size;
@@ -203,13 +205,13 @@ impl QueryService {
     }
 
     /// `GET /_api/query-cache/properties`.
-    pub fn results_cache_properties(&self) -> ServiceReply {
-        (200, self.results.properties().json())
+    pub fn results_cache_properties(&self) -> CacheProperties {
+        self.results.properties()
     }
 
     /// `PUT /_api/query-cache/properties`.
-    pub fn set_results_cache_properties(&self, update: &CacheUpdate) -> ServiceReply {
-        (200, self.results.update(update).json())
+    pub fn set_results_cache_properties(&self, update: &CacheUpdate) -> CacheProperties {
+        self.results.update(update)
     }
 
     /// `GET /_api/query-cache/entries`: the fresh results kept for `db` whose every data
@@ -218,7 +220,7 @@ impl QueryService {
         &self,
         db: &str,
         access: Option<&CollectionAccess>,
-    ) -> Result<ServiceReply> {
+    ) -> Result<Vec<Value>> {
         let now = SourceVersions {
             source: &*self.source,
             database: db,
@@ -238,12 +240,11 @@ impl QueryService {
             })
             .map(|e| e.json(with_binds))
             .collect();
-        Ok((200, Value::Array(list)))
+        Ok(list)
     }
 
     /// `DELETE /_api/query-cache`: forgets the results kept for `db`.
-    pub fn clear_results_cache(&self, db: &str) -> ServiceReply {
+    pub fn clear_results_cache(&self, db: &str) {
         self.results.clear(db);
-        (200, json!({"error": false, "code": 200}))
     }
 }

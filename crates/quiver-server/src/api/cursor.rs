@@ -1,8 +1,10 @@
 //! `/_api/cursor`, `/_api/query*`, `/_api/explain`: AQL, answered by quiver-aql's query
 //! service; this module maps paths and methods onto it, `cursor/request.rs` reads the
-//! request bodies into the service's typed requests and `cursor/response.rs` writes the
-//! service's typed cursor batches as response bodies.
+//! request bodies into the service's typed requests, `cursor/response.rs` writes the
+//! service's typed cursor batches as response bodies and `cursor/query_bodies.rs` the
+//! service's other typed results (explain, parse, query registry and caches).
 
+mod query_bodies;
 mod request;
 mod response;
 
@@ -19,9 +21,9 @@ use serde_json::{json, Value};
 
 use crate::{method_not_allowed, not_found, Request, Response, ServerState};
 
-fn reply(result: Result<(u16, Value)>) -> Result<Response> {
-    let (status, body) = result?;
-    Ok(Response::json(status, &body))
+/// A 200 response with `body`.
+fn ok(body: Value) -> Result<Response> {
+    Ok(Response::json(200, &body))
 }
 
 /// A cursor batch (rows may be stored documents passed through as JSON text), with status
@@ -65,43 +67,72 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         }
         ("cursor", &Method::DELETE, [id]) => {
             queries.delete_cursor(db, id)?;
-            reply(Ok((202, json!({"id": id, "error": false, "code": 202}))))
+            Ok(Response::json(
+                202,
+                &json!({"id": id, "error": false, "code": 202}),
+            ))
         }
         ("cursor", _, [] | [_] | [_, _]) => Ok(method_not_allowed()),
-        ("explain", &Method::POST, []) => {
-            reply(queries.explain(db, &request::explain_request(&body()?)?))
-        }
+        ("explain", &Method::POST, []) => ok(query_bodies::explain_body(
+            queries.explain(db, &request::explain_request(&body()?)?)?,
+        )),
         ("explain", _, []) => Ok(method_not_allowed()),
-        ("query", &Method::POST, []) => reply(queries.parse(db, &request::query_text(&body()?)?)),
-        ("query", &Method::GET, ["current"]) => reply(queries.current(db)),
-        ("query", &Method::GET, ["slow"]) => reply(queries.slow(db)),
-        ("query", &Method::DELETE, ["slow"]) => reply(queries.clear_slow(db)),
-        ("query", &Method::GET, ["properties"]) => reply(queries.properties(db)),
-        ("query", &Method::PUT, ["properties"]) => {
-            reply(queries.set_properties(db, &request::properties_update(&body()?)?))
+        ("query", &Method::POST, []) => ok(query_bodies::parse_body(
+            queries.parse(db, &request::query_text(&body()?)?)?,
+        )),
+        ("query", &Method::GET, ["current"]) => ok(Value::Array(queries.current(db)?)),
+        ("query", &Method::GET, ["slow"]) => ok(Value::Array(queries.slow(db)?)),
+        ("query", &Method::DELETE, ["slow"]) => {
+            queries.clear_slow(db)?;
+            ok(query_bodies::acknowledged())
         }
-        ("query", &Method::GET, ["rules"]) => reply(queries.rules()),
-        ("query", &Method::DELETE, [id]) => reply(queries.kill(db, id)),
+        ("query", &Method::GET, ["properties"]) => {
+            ok(query_bodies::properties_body(&queries.properties(db)?))
+        }
+        ("query", &Method::PUT, ["properties"]) => {
+            let update = request::properties_update(&body()?)?;
+            ok(query_bodies::properties_body(
+                &queries.set_properties(db, &update)?,
+            ))
+        }
+        ("query", &Method::GET, ["rules"]) => ok(query_bodies::rules_body(queries.rules())),
+        ("query", &Method::DELETE, [id]) => {
+            queries.kill(db, id)?;
+            ok(query_bodies::acknowledged())
+        }
         ("query", _, [] | ["current" | "slow" | "properties" | "rules"]) => {
             Ok(method_not_allowed())
         }
         ("query-plan-cache", &Method::GET, []) => {
             let access = crate::access::query_access(state, req);
-            reply(queries.plan_cache_entries(db, access.as_ref()))
+            ok(query_bodies::plan_cache_body(
+                &queries.plan_cache_entries(db, access.as_ref())?,
+            ))
         }
-        ("query-plan-cache", &Method::DELETE, []) => reply(queries.clear_plan_cache(db)),
+        ("query-plan-cache", &Method::DELETE, []) => {
+            queries.clear_plan_cache(db)?;
+            ok(query_bodies::acknowledged())
+        }
         ("query-plan-cache", _, []) => Ok(method_not_allowed()),
-        ("query-cache", &Method::GET, ["properties"]) => {
-            reply(Ok(queries.results_cache_properties()))
+        ("query-cache", &Method::GET, ["properties"]) => ok(
+            query_bodies::results_cache_properties_body(&queries.results_cache_properties()),
+        ),
+        ("query-cache", &Method::PUT, ["properties"]) => {
+            let update = request::results_cache_update(&body()?)?;
+            ok(query_bodies::results_cache_properties_body(
+                &queries.set_results_cache_properties(&update),
+            ))
         }
-        ("query-cache", &Method::PUT, ["properties"]) => reply(Ok(
-            queries.set_results_cache_properties(&request::results_cache_update(&body()?)?)
-        )),
         ("query-cache", &Method::GET, ["entries"]) => {
             let access = crate::access::query_access(state, req);
-            reply(queries.results_cache_entries(db, access.as_ref()))
+            ok(Value::Array(
+                queries.results_cache_entries(db, access.as_ref())?,
+            ))
         }
-        ("query-cache", &Method::DELETE, []) => reply(Ok(queries.clear_results_cache(db))),
+        ("query-cache", &Method::DELETE, []) => {
+            queries.clear_results_cache(db);
+            ok(query_bodies::acknowledged())
+        }
         ("query-cache", _, [] | ["properties" | "entries"]) => Ok(method_not_allowed()),
         _ => Ok(not_found(req)),
     }
