@@ -88,25 +88,28 @@ pub enum Covering {
     Cells(Vec<Cell>),
 }
 
-/// Rows (latitude) and columns (longitude) at `level`.
-fn dims(level: u32) -> (u64, u64) {
+/// Rows (latitude) and columns (longitude) at `level` of the grid (shared by the geo index
+/// and the geo analyzers).
+pub fn dims(level: u32) -> (u64, u64) {
     (1u64 << level, 1u64 << (level + 1))
 }
 
-fn row_of(level: u32, lat: f64) -> u64 {
+/// The row of latitude `lat` at `level`.
+pub fn row_of(level: u32, lat: f64) -> u64 {
     let (rows, _) = dims(level);
     let r = ((lat + 90.0) / 180.0 * rows as f64).floor();
     (r.max(0.0) as u64).min(rows - 1)
 }
 
-fn col_of(level: u32, lng: f64) -> u64 {
+/// The column of longitude `lng` at `level`.
+pub fn col_of(level: u32, lng: f64) -> u64 {
     let (_, cols) = dims(level);
     let c = ((lng + 180.0) / 360.0 * cols as f64).floor();
     (c.max(0.0) as u64).min(cols - 1)
 }
 
 /// Column ranges of a rectangle (two when it wraps across the antimeridian).
-fn col_ranges(level: u32, rect: &Rect) -> Vec<(u64, u64)> {
+pub fn col_ranges(level: u32, rect: &Rect) -> Vec<(u64, u64)> {
     let (_, cols) = dims(level);
     if rect.lng_lo <= rect.lng_hi {
         let mut ranges = vec![(col_of(level, rect.lng_lo), col_of(level, rect.lng_hi))];
@@ -123,7 +126,8 @@ fn col_ranges(level: u32, rect: &Rect) -> Vec<(u64, u64)> {
     }
 }
 
-fn cells_of_rect(level: u32, rect: &Rect) -> u64 {
+/// How many cells of `level` a rectangle spans.
+pub fn cells_of_rect(level: u32, rect: &Rect) -> u64 {
     let rows = row_of(level, rect.lat_hi) - row_of(level, rect.lat_lo) + 1;
     let cols: u64 = col_ranges(level, rect).iter().map(|(a, b)| b - a + 1).sum();
     rows.saturating_mul(cols)

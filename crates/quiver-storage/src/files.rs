@@ -518,9 +518,9 @@ pub(crate) fn preallocate(file: &File, len: u64) -> io::Result<bool> {
     }
 }
 
-/// The size of the file system holding `dir` in bytes (`statvfs`); `None` if unknown.
+/// `statvfs` of the file system holding `dir`; `None` if it fails.
 #[allow(unsafe_code)]
-pub(crate) fn total_space(dir: &Path) -> Option<u64> {
+fn statvfs(dir: &Path) -> Option<libc::statvfs> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
     let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
     // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs the call fills in.
@@ -529,27 +529,24 @@ pub(crate) fn total_space(dir: &Path) -> Option<u64> {
         return None;
     }
     // SAFETY: statvfs returned 0, so it initialized `st`.
-    let st = unsafe { st.assume_init() };
+    Some(unsafe { st.assume_init() })
+}
+
+/// The size of the file system holding `dir` in bytes; `None` if unknown.
+pub(crate) fn total_space(dir: &Path) -> Option<u64> {
+    let st = statvfs(dir)?;
+    // The field types differ between targets (u64 on x86-64 Linux, narrower elsewhere).
     #[allow(clippy::unnecessary_cast)]
     Some((st.f_blocks as u64).saturating_mul(st.f_frsize as u64))
 }
 
 /// Bytes available to the engine on the file system holding `dir` (`statvfs`; the fault
 /// hooks may model a smaller disk); `None` if unknown.
-#[allow(unsafe_code)]
 pub(crate) fn free_space(dir: &Path, hooks: &Option<Arc<dyn IoHooks>>) -> Option<u64> {
     if let Some(free) = hooks.as_ref().and_then(|h| h.free_space()) {
         return Some(free);
     }
-    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs the call fills in.
-    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so it initialized `st`.
-    let st = unsafe { st.assume_init() };
+    let st = statvfs(dir)?;
     // The field types differ between targets (u64 on x86-64 Linux, narrower elsewhere).
     #[allow(clippy::unnecessary_cast)]
     Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))

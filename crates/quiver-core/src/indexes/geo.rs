@@ -22,6 +22,7 @@ use std::sync::Arc;
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
+use crate::geo::cells::{cells_of_rect, col_of, col_ranges, row_of};
 use crate::geo::{GeoFields, Rect, Shape, ShapeKind};
 use crate::indexes::definition::IndexDef;
 use crate::indexes::structure::IndexStructure;
@@ -37,43 +38,6 @@ const MAX_ROWS_PER_LEVEL: u64 = 4096;
 
 fn cell_id(level: u32, row: u64, col: u64) -> u64 {
     (u64::from(level) << 56) | (row << 28) | col
-}
-
-/// Rows (latitude) and columns (longitude) at `level`: 2^level rows of 180/2^level degrees
-/// and twice as many columns of the same width.
-fn dims(level: u32) -> (u64, u64) {
-    (1u64 << level, 1u64 << (level + 1))
-}
-
-fn row_of(level: u32, lat: f64) -> u64 {
-    let (rows, _) = dims(level);
-    let r = ((lat + 90.0) / 180.0 * rows as f64).floor();
-    (r.max(0.0) as u64).min(rows - 1)
-}
-
-fn col_of(level: u32, lng: f64) -> u64 {
-    let (_, cols) = dims(level);
-    let c = ((lng + 180.0) / 360.0 * cols as f64).floor();
-    (c.max(0.0) as u64).min(cols - 1)
-}
-
-/// Column ranges of a rectangle (two when it wraps across the antimeridian).
-fn col_ranges(level: u32, rect: &Rect) -> Vec<(u64, u64)> {
-    let (_, cols) = dims(level);
-    if rect.lng_lo <= rect.lng_hi {
-        vec![(col_of(level, rect.lng_lo), col_of(level, rect.lng_hi))]
-    } else {
-        vec![
-            (col_of(level, rect.lng_lo), cols - 1),
-            (0, col_of(level, rect.lng_hi)),
-        ]
-    }
-}
-
-fn cells_of_rect(level: u32, rect: &Rect) -> u64 {
-    let rows = row_of(level, rect.lat_hi) - row_of(level, rect.lat_lo) + 1;
-    let cols: u64 = col_ranges(level, rect).iter().map(|(a, b)| b - a + 1).sum();
-    rows * cols
 }
 
 /// One geo index's cells.
