@@ -290,3 +290,129 @@ fn documents_are_read_when_anything_else_of_them_is() {
         );
     }
 }
+
+/// Two collections with an inverted index on `text` each, and `a` with a second inverted index
+/// on `tag`; `alias` is a search-alias view of the two `text` indexes, `both` of all three (so
+/// a document of `a` can be found through two of its indexes). 600 documents of 1–6 random
+/// words spread over both collections in three batches, each made searchable; then every
+/// fifth document removed without the indexes catching up.
+fn alias_fixture(seed: u64) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let core = Arc::new(Core::open(dir.path(), CoreOptions::default()).unwrap());
+    let db = core.database("_system").unwrap();
+    for name in ["a", "b"] {
+        let c = db.create_collection(CollectionSpec::new(name)).unwrap();
+        c.create_index(&json!({"type": "inverted", "name": "words",
+            "fields": [{"name": "text", "analyzer": "text_en"}]}))
+            .unwrap();
+    }
+    db.collection("a")
+        .unwrap()
+        .create_index(&json!({"type": "inverted", "name": "tags", "fields": ["tag"]}))
+        .unwrap();
+    db.create_view(
+        "alias",
+        "search-alias",
+        &json!({"indexes": [{"collection": "a", "index": "words"},
+                            {"collection": "b", "index": "words"}]}),
+    )
+    .unwrap();
+    db.create_view(
+        "both",
+        "search-alias",
+        &json!({"indexes": [{"collection": "a", "index": "words"},
+                            {"collection": "a", "index": "tags"},
+                            {"collection": "b", "index": "words"}]}),
+    )
+    .unwrap();
+    let f = Fixture {
+        service: QueryService::new(Arc::new(CoreSource::new(Arc::clone(&core)))),
+        _core: core,
+        _dir: dir,
+    };
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut gone = Vec::new();
+    for batch in 0..3 {
+        for collection in ["a", "b"] {
+            let docs: Vec<Value> = (0..100)
+                .map(|i| {
+                    let n = rng.gen_range(1..=6);
+                    let text: Vec<&str> = (0..n)
+                        .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                        .collect();
+                    let key = format!("{collection}{}", batch * 100 + i);
+                    if i % 5 == 0 {
+                        gone.push((collection, key.clone()));
+                    }
+                    json!({"_key": key, "text": text.join(" "), "tag": WORDS[i % WORDS.len()]})
+                })
+                .collect();
+            f.run(
+                &format!("FOR d IN @docs INSERT d INTO {collection}"),
+                &json!({"docs": docs}),
+                &[],
+            );
+        }
+        // Commits the indexes: the next batch goes to other segments.
+        f.run(
+            "FOR d IN both SEARCH true OPTIONS {waitForSync: true} COLLECT WITH COUNT INTO n RETURN n",
+            &json!({}),
+            &[],
+        );
+    }
+    for (collection, key) in gone {
+        f.run(
+            &format!("REMOVE @key IN {collection}"),
+            &json!({"key": key}),
+            &[],
+        );
+    }
+    f
+}
+
+#[test]
+fn constrained_sort_through_a_search_alias_view_gives_the_rows_of_the_full_sort() {
+    let f = alias_fixture(23);
+    let mut rng = StdRng::seed_from_u64(9);
+    let sorts = [
+        "SORT BM25(d) DESC",
+        "SORT BM25(d)",
+        "SORT TFIDF(d, true) ASC, BM25(d) DESC",
+    ];
+    let conditions = [
+        ("alias", "ANALYZER(d.text IN @words, 'text_en')"),
+        ("both", "ANALYZER(d.text IN @words, 'text_en')"),
+        (
+            "both",
+            "ANALYZER(d.text IN @words, 'text_en') OR d.tag IN @words",
+        ),
+    ];
+    let mut checked = 0;
+    for (view, condition) in conditions {
+        for sort in sorts {
+            for _ in 0..6 {
+                let words: Vec<&str> = (0..rng.gen_range(1..=3))
+                    .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                    .collect();
+                let offset = rng.gen_range(0..40);
+                let count = [0, 1, 3, 10, 50, 400][rng.gen_range(0..6)];
+                let query = format!(
+                    "FOR d IN {view} SEARCH {condition} {sort} \
+                     LIMIT @offset, @count RETURN [d._id, BM25(d), TFIDF(d, true)]"
+                );
+                let binds = json!({"words": words, "offset": offset, "count": count});
+                assert!(
+                    f.rules_fired(&query, &binds)
+                        .contains(&"arangosearch-constrained-sort".to_string()),
+                    "{query}"
+                );
+                let fast = f.run(&query, &binds, &[]);
+                let full = f.run(&query, &binds, &["-arangosearch-constrained-sort"]);
+                assert_eq!(fast, full, "{query} {binds}");
+                assert!(fast.len() <= count);
+                checked += fast.len();
+            }
+        }
+    }
+    assert!(checked > 300, "too few rows compared: {checked}");
+}

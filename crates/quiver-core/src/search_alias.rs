@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{Hit, Scorer, SearchQuery};
+use quiver_search::index::{Hit, ScoreOrder, Scorer, SearchQuery};
 use quiver_storage::CollectionId;
 use serde_json::{json, Value};
 
@@ -120,6 +120,38 @@ impl AliasIndexes {
             }
         }
         Ok(out)
+    }
+
+    /// The first `k` documents [`AliasIndexes::search`] gives once sorted (stably) by `order`
+    /// over `scorers`. That full result is the indexes' hits one index after the other, each
+    /// document once; when no collection has two of the searched indexes no document repeats,
+    /// so its first `k` are among the first `k` of each index, and a stable sort of those
+    /// lists in index order gives them in the full result's order. Otherwise (a document may
+    /// come from two indexes, and only its first counts) the full result is sorted.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        let searched: Vec<Arc<InvertedIndex>> = self
+            .live()
+            .into_iter()
+            .filter(|ix| collections.is_none_or(|ids| ids.contains(&ix.collection)))
+            .collect();
+        let mut owners = HashSet::new();
+        if !searched.iter().all(|ix| owners.insert(ix.collection)) {
+            let hits = self.search(query, collections, scorers, wait_for_sync)?;
+            return Ok(order.best(hits, k));
+        }
+        let mut candidates = Vec::new();
+        for ix in &searched {
+            candidates.extend(ix.search_top(query, scorers, order, k, wait_for_sync)?);
+        }
+        Ok(order.best(candidates, k))
     }
 }
 

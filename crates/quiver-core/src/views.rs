@@ -359,8 +359,8 @@ impl View {
     }
 
     /// The first `k` documents [`View::search`] gives once sorted (stably) by `order` over
-    /// `scorers`, in that order. An arangosearch view keeps the best `k` inside its index and
-    /// reads only their identities; a search-alias view sorts its full result.
+    /// `scorers`, in that order. Each index keeps its best `k` and reads only their
+    /// identities (a search-alias view merges its indexes' best, `AliasIndexes::search_top`).
     pub fn search_top(
         &self,
         query: &SearchQuery,
@@ -370,11 +370,13 @@ impl View {
         k: usize,
         wait_for_sync: bool,
     ) -> Result<Vec<Hit>> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::DataSourceNotFound));
+        }
         let parts = match &self.kind {
-            ViewKind::Search(parts) if !self.dropped.load(Ordering::Acquire) => parts,
-            _ => {
-                let hits = self.search(query, collections, scorers, wait_for_sync)?;
-                return Ok(order.best(hits, k));
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                return indexes.search_top(query, collections, scorers, order, k, wait_for_sync)
             }
         };
         if wait_for_sync {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, Scorer, SearchQuery, ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
@@ -349,6 +349,28 @@ impl InvertedIndex {
         self.feed
             .index
             .search(&query, None, scorers, &*self.analyzers)
+    }
+
+    /// The first `k` documents [`InvertedIndex::search`] gives once sorted (stably) by
+    /// `order` over `scorers`: the index keeps the best `k` and reads only their identities.
+    pub fn search_top(
+        &self,
+        query: &SearchQuery,
+        scorers: &[Scorer],
+        order: &ScoreOrder,
+        k: usize,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        if self.is_dropped() {
+            return Ok(Vec::new());
+        }
+        if wait_for_sync {
+            self.feed.wait_synced()?;
+        }
+        let query = query.with_field_analyzers(&self.link);
+        self.feed
+            .index
+            .search_top(&query, None, scorers, order, k, &*self.analyzers)
     }
 
     /// Stops the indexer after it committed what it holds (shutdown).
