@@ -174,6 +174,37 @@ def test_rolled_back_stream_transaction_leaves_no_trace(db):
     assert list(db.aql.execute(q)) == ["kept"]
 
 
+def test_every_kind_of_write_leaves_one_entry_per_document(db):
+    # Inserted keys reach the index without a deletion of an earlier version; updates,
+    # replaces, overwriting inserts, removals with re-inserts and a truncate must still leave
+    # exactly one entry per live document (counted in the index alone, and listed).
+    coll = db.create_collection(unique())
+    coll.insert_many([{"_key": f"k{i}", "t": "alpha"} for i in range(10)])  # read by the build
+    db.create_arangosearch_view(
+        "churn", properties={"links": {coll.name: {"includeAllFields": True}}})
+    coll.insert_many([{"_key": f"n{i}", "t": "alpha"} for i in range(10)])
+    listed = f"FOR d IN churn SEARCH d.t == 'alpha' {SEARCH_SYNC} RETURN d._key"
+    expected = {f"k{i}" for i in range(10)} | {f"n{i}" for i in range(10)}
+    assert keys(db, listed) == sorted(expected)
+    coll.update_many([{"_key": "k1", "t": "beta"}, {"_key": "n1", "t": "beta"}])
+    coll.replace({"_key": "n2", "t": "alpha", "v": 2})
+    coll.insert({"_key": "n3", "t": "alpha", "v": 3}, overwrite=True)
+    coll.insert({"_key": "k3", "t": "alpha", "v": 3}, overwrite=True)
+    coll.delete("n4")
+    coll.delete("k4")
+    coll.insert({"_key": "n4", "t": "alpha"})
+    coll.insert({"_key": "k4", "t": "alpha"})
+    coll.delete("n5")
+    expected -= {"k1", "n1", "n5"}
+    assert keys(db, listed) == sorted(expected)
+    assert _search_count(db, "churn", "d.t == 'alpha'") == len(expected)
+    assert _search_count(db, "churn", "d.t == 'beta'") == 2
+    coll.truncate()
+    coll.insert({"_key": "n0", "t": "alpha"})
+    assert keys(db, listed) == ["n0"]
+    assert _search_count(db, "churn", "d.t == 'alpha'") == 1
+
+
 def _search_count(db, view, doc_filter):
     q = f"FOR d IN {view} SEARCH {doc_filter} {SEARCH_SYNC} COLLECT WITH COUNT INTO n RETURN n"
     return list(db.aql.execute(q))[0]

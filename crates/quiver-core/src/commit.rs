@@ -60,7 +60,7 @@ pub(crate) fn commit_staged(
     pending.committed(ticket.tick, horizon);
     edges.committed(ticket.tick, horizon);
     crate::staging::record_indexes(&staging.entries, coll_of);
-    feed_views(staging, colls);
+    feed_views(staging, colls, ticket.tick);
     for coll in colls {
         let newest = staging
             .entries
@@ -75,10 +75,10 @@ pub(crate) fn commit_staged(
     Ok(Some(ticket))
 }
 
-/// Hands the committed changes of collections with linked views to the views' feeds (only
-/// after the engine commit succeeded, so no uncommitted write ever reaches a view). One flag
-/// read per collection when no view is linked.
-fn feed_views(staging: &Staging, colls: &[Arc<Collection>]) {
+/// Hands the changes of collections with linked views, committed at `tick`, to the views'
+/// feeds (only after the engine commit succeeded, so no uncommitted write ever reaches a
+/// view). One flag read per collection when no view is linked.
+fn feed_views(staging: &Staging, colls: &[Arc<Collection>], tick: u64) {
     for coll in colls {
         if coll.views.is_empty() {
             continue;
@@ -92,6 +92,10 @@ fn feed_views(staging: &Staging, colls: &[Arc<Collection>]) {
                     collection: *cid,
                     key: key.clone(),
                     body: body.clone(),
+                    tick,
+                    // The commit checked that a document absent from the staging's snapshot
+                    // is still absent (a second insert of the key fails).
+                    new_key: entry.prior.is_none(),
                 },
                 None => Change::Remove {
                     collection: *cid,

@@ -30,11 +30,14 @@ const SYNC_WAIT: Duration = Duration::from_secs(60);
 /// One committed change of a linked collection.
 #[derive(Clone)]
 pub(crate) enum Change {
-    /// The document's new stored body.
+    /// The document's new stored body, committed at `tick`; `new_key`: the key did not exist
+    /// before this commit (an insert).
     Put {
         collection: CollectionId,
         key: String,
         body: Bytes,
+        tick: u64,
+        new_key: bool,
     },
     Remove {
         collection: CollectionId,
@@ -44,10 +47,12 @@ pub(crate) enum Change {
     RemoveAll { collection: CollectionId },
 }
 
-/// Produces the documents of a collection (key, stored body) for a link's (re)build; run by
-/// the indexer so that it is ordered with the changes around it.
-pub(crate) type DocumentSource =
-    Box<dyn FnOnce() -> Result<Box<dyn Iterator<Item = Result<(String, Bytes)>>>> + Send>;
+/// The documents of a collection (key, stored body) in one snapshot, and that snapshot's tick.
+pub(crate) type SnapshotDocuments = (u64, Box<dyn Iterator<Item = Result<(String, Bytes)>>>);
+
+/// Produces the documents of a collection for a link's (re)build; run by the indexer so that
+/// it is ordered with the changes around it.
+pub(crate) type DocumentSource = Box<dyn FnOnce() -> Result<SnapshotDocuments> + Send>;
 
 enum Message {
     Changes(u64, Vec<Change>),
@@ -97,6 +102,7 @@ impl ViewFeed {
             analyzers,
             committed: Arc::clone(&committed),
             interval: Arc::clone(&interval),
+            built_at: HashMap::new(),
         };
         let thread = std::thread::Builder::new()
             .name(format!("quiver-view-{name}"))
@@ -211,10 +217,13 @@ struct Indexer {
     analyzers: Arc<dyn AnalyzerSource>,
     committed: Arc<(Mutex<u64>, Condvar)>,
     interval: Arc<AtomicU64>,
+    /// The snapshot tick of each collection's last build: documents committed at or before it
+    /// may be in the index through the build, later ones only through their own changes.
+    built_at: HashMap<CollectionId, u64>,
 }
 
 impl Indexer {
-    fn run(self, rx: Receiver<Message>) {
+    fn run(mut self, rx: Receiver<Message>) {
         let mut applied = 0u64;
         let mut committed = 0u64;
         let mut due: Option<Instant> = None;
@@ -278,19 +287,35 @@ impl Indexer {
         }
     }
 
+    /// Whether a change committed at `tick` to `collection` came after the snapshot the
+    /// collection's last build read (false without a build).
+    fn after_build(&self, collection: CollectionId, tick: u64) -> bool {
+        self.built_at
+            .get(&collection)
+            .is_some_and(|built| tick > *built)
+    }
+
     fn apply(&self, change: Change) {
         match change {
             Change::Put {
                 collection,
                 key,
                 body,
-            } => self.put(collection, &key, &body),
+                tick,
+                new_key,
+            } => {
+                // An inserted key committed after the build's snapshot has no earlier version
+                // in the index: every earlier one was removed by a change queued before it.
+                let replaces = !(new_key && self.after_build(collection, tick));
+                self.put(collection, &key, &body, replaces);
+            }
             Change::Remove { collection, key } => self.index.remove(collection, &key),
             Change::RemoveAll { collection } => self.index.remove_collection(collection),
         }
     }
 
-    fn put(&self, collection: CollectionId, key: &str, body: &[u8]) {
+    /// Indexes one document; `replaces`: the index may hold an earlier version of it.
+    fn put(&self, collection: CollectionId, key: &str, body: &[u8], replaces: bool) {
         let Some(link) = self.links.read().get(&collection).cloned() else {
             return;
         };
@@ -302,23 +327,31 @@ impl Indexer {
             }
         };
         let terms = document_terms(&doc, &link, &*self.analyzers);
-        if let Err(err) = self.index.put(collection, key, terms) {
+        let done = if replaces {
+            self.index.put(collection, key, terms)
+        } else {
+            self.index.insert(collection, key, terms)
+        };
+        if let Err(err) = done {
             tracing::error!(key, "indexing a document failed: {}", err.message);
         }
     }
 
-    fn build(&self, collection: CollectionId, source: DocumentSource) {
+    fn build(&mut self, collection: CollectionId, source: DocumentSource) {
         self.index.remove_collection(collection);
-        let docs = match source() {
+        self.built_at.remove(&collection);
+        let (tick, docs) = match source() {
             Ok(docs) => docs,
             Err(err) => {
                 tracing::error!("reading a linked collection failed: {}", err.message);
                 return;
             }
         };
+        self.built_at.insert(collection, tick);
         for item in docs {
             match item {
-                Ok((key, body)) => self.put(collection, &key, &body),
+                // The collection's documents were all removed just before.
+                Ok((key, body)) => self.put(collection, &key, &body, false),
                 Err(err) => {
                     tracing::error!("reading a linked collection failed: {}", err.message);
                     return;

@@ -630,10 +630,11 @@ impl ViewCatalog {
         let source: DocumentSource = Box::new(move || {
             let snapshot = engine.snapshot();
             let iter = snapshot.scan(cid)?;
-            Ok(
+            Ok((
+                snapshot.tick(),
                 Box::new(iter.map(|item| item.map(|(key, doc)| (key, doc.body))))
                     as Box<dyn Iterator<Item = Result<(String, Bytes)>>>,
-            )
+            ))
         });
         view.feed.link(cid, link.clone(), source);
         view.links.write().insert(cid, link);

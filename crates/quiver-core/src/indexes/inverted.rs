@@ -296,10 +296,11 @@ impl InvertedIndex {
         let source: DocumentSource = Box::new(move || {
             let snapshot = engine.snapshot();
             let iter = snapshot.scan(cid)?;
-            Ok(
+            Ok((
+                snapshot.tick(),
                 Box::new(iter.map(|item| item.map(|(key, doc)| (key, doc.body))))
                     as Box<dyn Iterator<Item = Result<(String, Bytes)>>>,
-            )
+            ))
         });
         feed.link(cid, link.clone(), source);
         Ok(Arc::new(InvertedIndex {

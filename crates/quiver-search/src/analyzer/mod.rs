@@ -25,6 +25,7 @@ mod stem;
 mod stopwords;
 mod text;
 mod wildcard;
+mod word_cache;
 mod words;
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use super::props::{
     unsigned,
 };
 use super::stem::stemmer_for;
+use super::word_cache::WordCache;
 use super::words::segments;
 use super::{Built, Rejection, Token, TokenStream};
 
@@ -31,6 +32,8 @@ struct Text {
     stopwords: HashSet<String>,
     stemmer: Option<Stemmer>,
     edge: Option<EdgeNgram>,
+    /// The terms of words analyzed lately.
+    words: WordCache,
 }
 
 impl std::fmt::Debug for Text {
@@ -44,17 +47,26 @@ impl std::fmt::Debug for Text {
     }
 }
 
+impl Text {
+    /// The term of one word: accents, case, stemming; None for a stop word.
+    fn word_term(&self, text: &str) -> Option<String> {
+        let word = normalize(text, self.keep_accents, self.case);
+        if self.stopwords.contains(&word) {
+            return None;
+        }
+        Some(match &self.stemmer {
+            Some(stemmer) => stemmer.stem(&word).into_owned(),
+            None => word,
+        })
+    }
+}
+
 impl TokenStream for Text {
     fn analyze(&self, input: &str, _strict: bool, out: &mut Vec<Token>) -> Result<()> {
         let mut position = 0;
         for segment in segments(input).filter(|s| s.is_word()) {
-            let word = normalize(segment.text, self.keep_accents, self.case);
-            if self.stopwords.contains(&word) {
+            let Some(term) = self.words.term(segment.text, |text| self.word_term(text)) else {
                 continue;
-            }
-            let term = match &self.stemmer {
-                Some(stemmer) => stemmer.stem(&word).into_owned(),
-                None => word,
             };
             let (start, end) = (segment.start, segment.start + segment.text.len());
             match &self.edge {
@@ -153,6 +165,7 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
             stopwords: stopwords.into_iter().collect(),
             stemmer,
             edge,
+            words: WordCache::default(),
         }),
     })
 }

@@ -56,6 +56,7 @@ pub fn document_terms(
         analyzers,
         element: None,
         next_element: 0,
+        lengths: Vec::new(),
     };
     if let Value::Object(map) = doc {
         let root = link.resolved_root();
@@ -66,6 +67,15 @@ pub fn document_terms(
             if let Some(spec) = root.child(name, &link_analyzers) {
                 out.value(value, name.clone(), spec, &link_analyzers, 0);
             }
+        }
+    }
+    // One field-length term per (path, analyzer) with tokens, at the first position.
+    for (path, analyzer, tokens) in std::mem::take(&mut out.lengths) {
+        if tokens > 0 {
+            out.terms.push(TermAt {
+                term: encode::length_term(&path, analyzer.as_str(), tokens),
+                position: 0,
+            });
         }
     }
     out.terms.sort_by_key(|t| t.position);
@@ -81,6 +91,8 @@ struct Collector<'a> {
     element: Option<u32>,
     /// The number the next nested element gets.
     next_element: u32,
+    /// Tokens per (path, analyzer) so far: the field lengths (few per document).
+    lengths: Vec<(String, String, u32)>,
 }
 
 impl Collector<'_> {
@@ -203,15 +215,15 @@ impl Collector<'_> {
                     }
                     self.marker(&path, encode::analyzer_term(&path, analyzer));
                     let base = self.take_positions(&path, analyzer, &tokens);
-                    let length = encode::length_term(&path, analyzer);
-                    for (i, (token, position)) in tokens.into_iter().enumerate() {
+                    self.count_tokens(&path, analyzer, tokens.len());
+                    let prefix = encode::string_prefix(&path, analyzer);
+                    for (token, position) in tokens {
+                        let mut term = String::with_capacity(prefix.len() + token.len());
+                        term.push_str(&prefix);
+                        term.push_str(&token);
                         self.terms.push(TermAt {
-                            term: encode::string_term(&path, analyzer, &token),
+                            term,
                             position: self.place(base.saturating_add(position)),
-                        });
-                        self.terms.push(TermAt {
-                            term: length.clone(),
-                            position: self.place(base.saturating_add(i as u32)),
                         });
                     }
                 }
@@ -255,6 +267,21 @@ impl Collector<'_> {
             path,
             encode::geo_stored(path, analyzer, geo.legacy(), &stored),
         );
+    }
+
+    /// Adds `tokens` to the field length of (path, analyzer) in this document.
+    fn count_tokens(&mut self, path: &str, analyzer: &str, tokens: usize) {
+        let tokens = u32::try_from(tokens).unwrap_or(u32::MAX);
+        match self
+            .lengths
+            .iter_mut()
+            .find(|(p, a, _)| p == path && a == analyzer)
+        {
+            Some((_, _, n)) => *n = n.saturating_add(tokens),
+            None => self
+                .lengths
+                .push((path.to_string(), analyzer.to_string(), tokens)),
+        }
     }
 
     /// The base position of a new value of (path, analyzer) holding `tokens`.
@@ -346,6 +373,16 @@ mod tests {
         assert!(t.contains(&"b|a.b|1".to_string()), "{t:?}");
         assert!(t.contains(&"z|a.b".to_string()));
         assert!(t.contains(&"e|a.b".to_string()));
+    }
+
+    #[test]
+    fn one_length_term_per_field_holds_its_token_count() {
+        let t = terms(
+            json!({"a": ["x", "y", "z"], "b": "w", "c": []}),
+            json!({"includeAllFields": true}),
+        );
+        let lengths: Vec<&String> = t.iter().filter(|t| t.starts_with("l|")).collect();
+        assert_eq!(lengths, ["l|a|identity|3", "l|b|identity|1"]);
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //! Every term carries its kind, the attribute path and (for analyzed strings) the analyzer, so
 //! terms of different paths, analyzers and value types never meet: `s␟path␟analyzer␟token`,
 //! `n␟path␟<16 hex digits>` (numbers, order-preserving), `b␟path␟0|1`, `z␟path` (null), and the
-//! markers `e␟path` (any value), `t␟path␟type`, `a␟path␟analyzer` and `l␟path␟analyzer` (one
-//! occurrence per token: the field length BM25 and TFIDF normalise by). `␟` is U+001F.
+//! markers `e␟path` (any value), `t␟path␟type`, `a␟path␟analyzer` and
+//! `l␟path␟analyzer␟<tokens>` (once per document: the field length BM25 and TFIDF normalise
+//! by, the number of tokens of the field in decimal). `␟` is U+001F.
 //!
 //! The objects of a `nested` field's array are elements of their own: their attributes are
 //! indexed under `field[?].attribute` at positions that say which element holds them
@@ -67,9 +68,19 @@ pub(crate) fn analyzer_term(path: &str, analyzer: &str) -> String {
     format!("a{SEP}{path}{SEP}{analyzer}")
 }
 
-/// The field-length marker of `path` under `analyzer` (repeated once per token).
-pub(crate) fn length_term(path: &str, analyzer: &str) -> String {
-    format!("l{SEP}{path}{SEP}{analyzer}")
+/// The field length of `path` under `analyzer` in one document: `tokens` tokens.
+pub(crate) fn length_term(path: &str, analyzer: &str, tokens: u32) -> String {
+    format!("{}{tokens}", length_prefix(path, analyzer))
+}
+
+/// What every field-length term of `path` under `analyzer` starts with.
+pub(crate) fn length_prefix(path: &str, analyzer: &str) -> String {
+    format!("l{SEP}{path}{SEP}{analyzer}{SEP}")
+}
+
+/// The token count a term starting with [`length_prefix`] records (None for other text).
+pub(crate) fn length_of(term: &str, prefix: &str) -> Option<u32> {
+    term.strip_prefix(prefix)?.parse().ok()
 }
 
 /// What a nested field's path is followed by in the paths of its elements' attributes

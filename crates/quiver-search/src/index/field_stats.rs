@@ -1,5 +1,5 @@
 //! The scorers' statistics of a field (attribute path under one analyzer), per segment: each
-//! document's token count in the field (the frequency of the field's length term `l␟…`) and
+//! document's token count in the field (the number its field-length term `l␟…␟<tokens>` holds) and
 //! the number and total length of the live documents having it. A segment's postings never
 //! change and its deletions only grow, so (segment, number of deleted documents, field)
 //! identifies one state: the statistics are computed once per state and kept while that state
@@ -11,9 +11,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use tantivy::index::SegmentId;
-use tantivy::postings::Postings;
 use tantivy::schema::{Field, IndexRecordOption};
-use tantivy::{DocId, DocSet, Searcher, SegmentReader, Term, TERMINATED};
+use tantivy::{DocId, DocSet, Searcher, SegmentReader, TERMINATED};
+
+use super::encode;
 
 /// Entries kept at most (segments × scored fields); beyond, the cache starts over.
 const MAX_ENTRIES: usize = 1024;
@@ -51,22 +52,23 @@ impl FieldStatsCache {
             .retain(|(segment, deleted, _), _| current.contains(&(*segment, *deleted)));
     }
 
-    /// The statistics of the field whose length term is `length_term` in `segment`.
+    /// The statistics of the field whose length terms start with `length_prefix` in
+    /// `segment`.
     pub fn segment(
         &self,
         segment: &SegmentReader,
         terms: Field,
-        length_term: &str,
+        length_prefix: &str,
     ) -> Result<Arc<SegmentFieldStats>> {
         let key = (
             segment.segment_id(),
             segment.num_deleted_docs(),
-            length_term.to_string(),
+            length_prefix.to_string(),
         );
         if let Some(found) = self.entries.lock().get(&key) {
             return Ok(Arc::clone(found));
         }
-        let stats = Arc::new(compute(segment, terms, length_term)?);
+        let stats = Arc::new(compute(segment, terms, length_prefix)?);
         let mut entries = self.entries.lock();
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
@@ -83,29 +85,47 @@ fn read_error(err: impl std::fmt::Display) -> Error {
     )
 }
 
-fn compute(segment: &SegmentReader, terms: Field, length_term: &str) -> Result<SegmentFieldStats> {
+fn compute(
+    segment: &SegmentReader,
+    terms: Field,
+    length_prefix: &str,
+) -> Result<SegmentFieldStats> {
     let mut stats = SegmentFieldStats::default();
     let inverted = segment.inverted_index(terms).map_err(read_error)?;
-    let Some(mut postings) = inverted
-        .read_postings(
-            &Term::from_field_text(terms, length_term),
-            IndexRecordOption::WithFreqs,
-        )
-        .map_err(read_error)?
-    else {
-        return Ok(stats);
-    };
-    stats.lengths = vec![0; segment.max_doc() as usize];
     let alive = segment.alive_bitset();
-    let mut doc = postings.doc();
-    while doc != TERMINATED {
-        if alive.is_none_or(|a| a.is_alive(doc)) {
-            let length = postings.term_freq();
-            stats.lengths[doc as usize] = length;
-            stats.docs_with_field += 1;
-            stats.total_length += u64::from(length);
+    // One length term per document with the field (`l␟path␟analyzer␟<tokens>`): a few
+    // distinct lengths, each with the documents of that length.
+    let mut stream = inverted
+        .terms()
+        .range()
+        .ge(length_prefix.as_bytes())
+        .into_stream()
+        .map_err(read_error)?;
+    while stream.advance() {
+        let Ok(key) = std::str::from_utf8(stream.key()) else {
+            break;
+        };
+        if !key.starts_with(length_prefix) {
+            break;
         }
-        doc = postings.advance();
+        let Some(length) = encode::length_of(key, length_prefix) else {
+            continue;
+        };
+        if stats.lengths.is_empty() {
+            stats.lengths = vec![0; segment.max_doc() as usize];
+        }
+        let mut postings = inverted
+            .read_postings_from_terminfo(stream.value(), IndexRecordOption::Basic)
+            .map_err(read_error)?;
+        let mut doc = postings.doc();
+        while doc != TERMINATED {
+            if alive.is_none_or(|a| a.is_alive(doc)) {
+                stats.lengths[doc as usize] = length;
+                stats.docs_with_field += 1;
+                stats.total_length += u64::from(length);
+            }
+            doc = postings.advance();
+        }
     }
     Ok(stats)
 }

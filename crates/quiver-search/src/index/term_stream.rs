@@ -13,8 +13,11 @@ pub(super) const TOKENIZER: &str = "quiver_terms";
 
 /// Appends one term at `position` to `out`.
 pub(super) fn push_term(out: &mut String, position: u32, term: &str) {
-    use std::fmt::Write as _;
-    let _ = write!(out, "{position}:{}:", term.len());
+    let mut digits = itoa::Buffer::new();
+    out.push_str(digits.format(position));
+    out.push(':');
+    out.push_str(digits.format(term.len()));
+    out.push(':');
     out.push_str(term);
 }
 
@@ -84,7 +87,7 @@ mod tests {
     fn terms_come_back_as_written() {
         let terms = [
             (0, "s\u{1f}text\u{1f}text_en\u{1f}quick"),
-            (0, "l\u{1f}text\u{1f}text_en"),
+            (0, "l\u{1f}text\u{1f}text_en\u{1f}12"),
             (7, "12:3:odd"),
             (300, ""),
             (u32::MAX, "ünïcödé ✓"),

@@ -40,10 +40,14 @@ const WRITER_MEMORY_PER_THREAD: usize = 64 << 20;
 /// Indexing threads of one index at most (each builds its own segments).
 const MAX_WRITER_THREADS: usize = 4;
 
-/// Indexing threads of an index: one per core, at most [`MAX_WRITER_THREADS`].
+/// Indexing threads of an index: one per core but one (the view's feeder, which analyzes the
+/// documents, keeps a core busy while a bulk load runs), at least 1, at most
+/// [`MAX_WRITER_THREADS`]. Each thread builds segments of its own, so more threads also mean
+/// more, smaller segments to merge.
 fn writer_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
+        .saturating_sub(1)
         .clamp(1, MAX_WRITER_THREADS)
 }
 
@@ -231,6 +235,17 @@ impl ViewIndex {
     /// Replaces the document `collection/key` with one holding `terms` (visible after the next
     /// commit).
     pub fn put(&self, collection: u64, key: &str, terms: Vec<TermAt>) -> Result<()> {
+        self.add(collection, key, terms, true)
+    }
+
+    /// Adds the document `collection/key` holding `terms`, which the index does not hold (an
+    /// inserted key): no deletion of an earlier version is queued, which tantivy would look
+    /// up in every segment at the next commit.
+    pub fn insert(&self, collection: u64, key: &str, terms: Vec<TermAt>) -> Result<()> {
+        self.add(collection, key, terms, false)
+    }
+
+    fn add(&self, collection: u64, key: &str, terms: Vec<TermAt>, replaces: bool) -> Result<()> {
         let mut doc = TantivyDocument::new();
         let id = format!("{collection}/{key}");
         doc.add_text(self.fields.id, &id);
@@ -246,7 +261,9 @@ impl ViewIndex {
         }
         doc.add_text(self.fields.terms, &text);
         let writer = self.writer.lock();
-        writer.delete_term(self.id_term(collection, key));
+        if replaces {
+            writer.delete_term(self.id_term(collection, key));
+        }
         writer
             .add_document(doc)
             .map_err(|e| engine_error("adding a document", e))?;
@@ -549,7 +566,7 @@ impl ViewIndex {
         path: &str,
         analyzer: &str,
     ) -> Result<(FieldStats, Vec<Arc<SegmentFieldStats>>)> {
-        let length_term = encode::length_term(path, analyzer);
+        let length_prefix = encode::length_prefix(path, analyzer);
         let mut stats = FieldStats {
             docs_with_field: 0,
             total_length: 0,
@@ -558,7 +575,7 @@ impl ViewIndex {
         for segment in searcher.segment_readers() {
             let found = self
                 .field_stats
-                .segment(segment, self.fields.terms, &length_term)?;
+                .segment(segment, self.fields.terms, &length_prefix)?;
             stats.docs_with_field += found.docs_with_field;
             stats.total_length += found.total_length;
             per_segment.push(found);
