@@ -173,20 +173,35 @@ pub(crate) fn encode_stored_with(
 /// The response-ready JSON of a stored document: `_id` spliced in after `_key`.
 /// `escaped_collection` is the collection name JSON-escaped without quotes.
 pub(crate) fn splice_id(stored: &[u8], key: &str, escaped_collection: &str) -> Bytes {
+    let mut out = Vec::with_capacity(stored.len() + escaped_collection.len() + key.len() + 10);
+    append_with_id(&mut out, stored, key, escaped_collection);
+    Bytes::from(out)
+}
+
+/// [`splice_id`] appending to `out`: what whole-collection reads use to write many documents
+/// into one buffer.
+pub(crate) fn append_with_id(
+    out: &mut Vec<u8>,
+    stored: &[u8],
+    key: &str,
+    escaped_collection: &str,
+) {
     let at = KEY_PREFIX_LEN + key.len() + 1;
     if stored.len() < at || !stored.starts_with(b"{\"_key\":\"") {
         // Not in the stored format (cannot happen for documents written by this crate);
         // fall back to a parse so the caller still gets a correct document.
-        return match serde_json::from_slice::<Map<String, Value>>(stored) {
+        match serde_json::from_slice::<Map<String, Value>>(stored) {
             Ok(mut map) => {
                 let id = format!("{}/{key}", unescape_name(escaped_collection));
                 map.shift_insert(1.min(map.len()), "_id".into(), id.into());
-                Bytes::from(serde_json::to_vec(&map).unwrap_or_default())
+                // Writing into a Vec cannot fail and a map of values always serializes.
+                let _ = serde_json::to_writer(&mut *out, &map);
             }
-            Err(_) => Bytes::copy_from_slice(stored),
-        };
+            Err(_) => out.extend_from_slice(stored),
+        }
+        return;
     }
-    let mut out = Vec::with_capacity(stored.len() + escaped_collection.len() + key.len() + 10);
+    out.reserve(stored.len() + escaped_collection.len() + key.len() + 10);
     out.extend_from_slice(&stored[..at]);
     out.extend_from_slice(b",\"_id\":\"");
     out.extend_from_slice(escaped_collection.as_bytes());
@@ -194,7 +209,6 @@ pub(crate) fn splice_id(stored: &[u8], key: &str, escaped_collection: &str) -> B
     out.extend_from_slice(key.as_bytes());
     out.push(b'"');
     out.extend_from_slice(&stored[at..]);
-    Bytes::from(out)
 }
 
 fn unescape_name(escaped: &str) -> String {

@@ -41,8 +41,9 @@
 //!
 //! # Fast paths
 //! Documents are stored as JSON text beginning `{"_key":…,"_rev":…`; [`Collection::get_raw`]
-//! returns response-ready bytes with `_id` spliced in, without parsing. Inserts serialize the
-//! caller's parsed body once.
+//! returns response-ready bytes with `_id` spliced in, without parsing, and
+//! [`ReadView::scan_raw`] does the same for a whole collection in storage order (the
+//! replication dump). Inserts serialize the caller's parsed body once.
 //!
 //! # Schemas
 //! A collection `schema` (JSON Schema draft-4 `rule`, `level` none/new/moderate/strict,
@@ -76,6 +77,7 @@ mod key_range;
 mod keygen;
 mod lookup;
 mod options;
+mod raw_scan;
 mod schema;
 mod search_alias;
 mod staged_version;
@@ -107,6 +109,7 @@ pub use options::{
     Committed, InsertOptions, ModifyOptions, OpResult, OverwriteMode, RemoveOptions, WriteKind,
     WriteOptions,
 };
+pub use raw_scan::RawScan;
 pub use schema::validate_with_schema;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};

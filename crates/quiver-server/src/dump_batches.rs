@@ -7,10 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use parking_lot::Mutex;
-use quiver_core::{Database, DocumentIter, DocumentReader, ReadView};
+use quiver_core::{Database, DocumentReader, RawScan, ReadView};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::Value;
+
+use crate::chunk_buffers::ChunkBuffers;
 
 /// At most this many batches exist at once (each pins old document versions).
 pub const MAX_BATCHES: usize = 64;
@@ -39,6 +42,8 @@ pub struct Batch {
     cursors: Mutex<HashMap<String, Arc<Mutex<Cursor>>>>,
     /// The parallel dump protocol (`/_api/dump`): what remains and what was handed out.
     parallel: Mutex<ParallelState>,
+    /// Chunk bodies, reused once sent.
+    buffers: Arc<ChunkBuffers>,
 }
 
 /// State of a parallel dump (`/_api/dump/next`): the collections still to read, in order, and
@@ -51,26 +56,35 @@ struct ParallelState {
     delivered: std::collections::BTreeMap<u64, (String, Chunk)>,
 }
 
+/// What an enveloped dump line starts with (`{"type":2300,"data":<document>}`, a document
+/// marker of ArangoDB's replication format).
+const ENVELOPE_START: &[u8] = b"{\"type\":2300,\"data\":";
+
+/// Bytes a chunk's buffer reserves beyond the requested size (it grows further if needed).
+const CHUNK_SLACK: usize = 256 * 1024;
+
 /// Batches of a parallel dump a client may leave unacknowledged (its prefetch window).
 pub const MAX_UNACKNOWLEDGED: usize = 64;
 
 /// Where the dump of one collection stands in a batch.
 pub struct Cursor {
-    docs: DocumentIter,
+    /// The collection's documents as stored text; `None` once exhausted (its window of
+    /// locations is freed then, while the batch may live on).
+    docs: Option<RawScan>,
     /// Documents handed out before the last chunk (the `from` a retry of it sends).
     last_from: u64,
     /// Documents handed out so far (the `lastincluded` value of the last chunk).
     emitted: u64,
     /// The last chunk, kept so that a retried request gets the same bytes.
     last_chunk: Option<Chunk>,
-    exhausted: bool,
 }
 
 /// One response's worth of documents.
 #[derive(Clone, Debug)]
 pub struct Chunk {
-    /// JSON lines, each ending in `\n`.
-    pub body: Vec<u8>,
+    /// JSON lines, each ending in `\n` (shared: the chunk kept for a retry and the response
+    /// are the same bytes).
+    pub body: Bytes,
     /// Whether documents remain after this chunk.
     pub more: bool,
     /// The position after this chunk (what the client sends as `from` next).
@@ -113,6 +127,7 @@ impl DumpBatches {
             expires: Mutex::new(Instant::now() + ttl_of(ttl_seconds)),
             cursors: Mutex::new(HashMap::new()),
             parallel: Mutex::new(ParallelState::default()),
+            buffers: Arc::new(ChunkBuffers::default()),
         };
         registry.batches.insert(id, Arc::new(batch));
         assert!(registry.batches.len() <= MAX_BATCHES);
@@ -261,13 +276,12 @@ impl Batch {
                 Some(cursor) => cursor.clone(),
                 None => {
                     let coll = self.view.collection(name)?;
-                    let docs = self.view.scan(&coll)?;
+                    let docs = self.view.scan_raw(&coll)?;
                     let cursor = Arc::new(Mutex::new(Cursor {
-                        docs,
+                        docs: Some(docs),
                         last_from: 0,
                         emitted: 0,
                         last_chunk: None,
-                        exhausted: false,
                     }));
                     cursors.insert(name.to_string(), cursor.clone());
                     cursor
@@ -289,26 +303,35 @@ impl Batch {
                 ),
             ));
         }
-        let mut body = Vec::new();
+        // Documents go out as stored (with `_id` spliced in), never parsed: the lines are
+        // what serializing the parsed documents would give, at a fraction of the cost.
+        let target = chunk_size.max(1);
+        // Room for the last document too, so the buffer is not moved while filled.
+        let mut body = self.buffers.take(target.saturating_add(CHUNK_SLACK));
         let mut count = 0u64;
-        while body.len() < chunk_size.max(1) {
-            let Some(doc) = cursor.docs.next() else {
-                cursor.exhausted = true;
+        while body.len() < target {
+            let Some(docs) = cursor.docs.as_mut() else {
                 break;
             };
-            let doc = doc?;
+            let start = body.len();
             if envelope {
-                serde_json::to_writer(&mut body, &serde_json::json!({ "type": 2300, "data": doc }))
-            } else {
-                serde_json::to_writer(&mut body, &doc)
+                body.extend_from_slice(ENVELOPE_START);
             }
-            .map_err(|e| Error::with_message(ErrorCode::Internal, e.to_string()))?;
+            if !docs.append_next(&mut body)? {
+                body.truncate(start);
+                cursor.docs = None;
+                break;
+            }
+            if envelope {
+                body.push(b'}');
+            }
             body.push(b'\n');
             count += 1;
         }
+        let body = ChunkBuffers::freeze(&self.buffers, body);
         let chunk = Chunk {
             body,
-            more: !cursor.exhausted,
+            more: cursor.docs.is_some(),
             last_included: cursor.emitted + count,
         };
         cursor.last_from = cursor.emitted;

@@ -10,6 +10,7 @@
 pub mod access;
 pub mod api;
 pub mod auth;
+pub mod chunk_buffers;
 pub mod cors;
 pub mod dump_batches;
 #[doc(hidden)]

@@ -203,6 +203,9 @@ impl Reply {
     }
 }
 
+/// Most bytes reserved for a response body before reading it.
+const MAX_RESERVED_BODY: usize = 128 * 1024 * 1024;
+
 /// A client bound to one server.
 pub struct Client {
     agent: ureq::Agent,
@@ -224,6 +227,20 @@ impl Client {
         db: Option<&str>,
         path: &str,
         body: Option<&[u8]>,
+    ) -> Result<Reply> {
+        self.request_into(method, db, path, body, Vec::new())
+    }
+
+    /// [`Client::request`] reading the response body into `buffer` (cleared first): a
+    /// caller fetching many large bodies hands back one it is done with, whose memory is
+    /// already paged in.
+    pub fn request_into(
+        &self,
+        method: &str,
+        db: Option<&str>,
+        path: &str,
+        body: Option<&[u8]>,
+        mut buffer: Vec<u8>,
     ) -> Result<Reply> {
         let url = match db {
             Some(db) => format!("{}/_db/{}{path}", self.connection.base_url, encode(db)),
@@ -261,7 +278,15 @@ impl Client {
                 Some((name.to_ascii_lowercase(), value))
             })
             .collect();
-        let mut bytes = Vec::new();
+        // Sized up front from Content-Length (dump chunks run to tens of MiB), bounded so
+        // that a wrong header cannot reserve much more than a chunk.
+        let expected = response
+            .header("content-length")
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        buffer.clear();
+        buffer.reserve(expected.min(MAX_RESERVED_BODY));
+        let mut bytes = buffer;
         std::io::Read::read_to_end(&mut response.into_reader(), &mut bytes).map_err(|e| {
             Error::with_message(
                 ErrorCode::IoError,

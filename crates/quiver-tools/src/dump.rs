@@ -17,6 +17,10 @@ use crate::dump_format::{self, io_error, DataWriter};
 use crate::options::DumpOptions;
 use crate::progress::{rate, Progress};
 
+/// Bytes a chunk buffer holds beyond `--batch-size` (a server ends a chunk after the document
+/// that passes the size).
+const CHUNK_SLACK: usize = 1 << 20;
+
 /// Time to live the batch is started and extended with, in seconds.
 const BATCH_TTL: u64 = 600;
 
@@ -318,7 +322,45 @@ impl CollectionJob<'_> {
             &json!({ "ttl": BATCH_TTL }),
         );
         let max_chunk = self.options.batch_size.clamp(128 * 1024, 96 * 1024 * 1024);
-        let mut chunk = self.options.initial_batch_size.clamp(128 * 1024, max_chunk);
+        let chunk = self.options.initial_batch_size.clamp(128 * 1024, max_chunk);
+        // The file is written (and compressed) on a thread of its own, so the next chunk is
+        // already being asked for while this one goes to disk; at most one chunk waits.
+        // Written bodies come back to be read into again (their pages are already mapped).
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Vec<u8>>(1);
+        let (give_back, given_back) = std::sync::mpsc::channel::<Vec<u8>>();
+        std::thread::scope(|scope| {
+            let written = scope.spawn(move || -> Result<()> {
+                for body in receiver {
+                    writer.write(&body)?;
+                    let _ = give_back.send(body);
+                }
+                writer.finish()
+            });
+            let fetched = self.fetch(name, chunk, max_chunk, &sender, &given_back);
+            drop(sender);
+            let written = written.join().unwrap_or_else(|_| {
+                Err(Error::with_message(
+                    ErrorCode::Internal,
+                    "the data file writer panicked",
+                ))
+            });
+            // A failed write closes the channel, which stops the fetching with a send error:
+            // the write's error is the one to report.
+            written?;
+            fetched
+        })
+    }
+
+    /// Fetches the chunks of collection `name` into the buffers `given_back` holds (or new
+    /// ones) and hands each to `sender`; returns the data bytes.
+    fn fetch(
+        &self,
+        name: &str,
+        mut chunk: u64,
+        max_chunk: u64,
+        sender: &std::sync::mpsc::SyncSender<Vec<u8>>,
+        given_back: &std::sync::mpsc::Receiver<Vec<u8>>,
+    ) -> Result<u64> {
         let mut from = 0u64;
         let mut bytes = 0u64;
         loop {
@@ -331,7 +373,14 @@ impl CollectionJob<'_> {
                 self.batch_id,
                 self.options.envelope
             );
-            let reply = self.client.request("GET", Some(self.db), &path, None)?;
+            // Room for the largest chunk, so that a buffer handed back fits any later chunk
+            // and is never moved (a move or a fresh buffer costs a zeroed page per 4 KiB).
+            let mut buffer = given_back.try_recv().unwrap_or_default();
+            buffer.clear();
+            buffer.reserve(max_chunk as usize + CHUNK_SLACK);
+            let reply = self
+                .client
+                .request_into("GET", Some(self.db), &path, None, buffer)?;
             let content_type = reply.header("content-type").unwrap_or("");
             if reply.status == 200 && !content_type.starts_with("application/x-arango-dump") {
                 return Err(Error::with_message(
@@ -352,9 +401,12 @@ impl CollectionJob<'_> {
                 .header("x-arango-replication-lastincluded")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0);
-            writer.write(&reply.body)?;
             bytes += reply.body.len() as u64;
             let lines = reply.body.iter().filter(|&&b| b == b'\n').count() as u64;
+            if sender.send(reply.body).is_err() {
+                // The writer stopped on an error, which the caller reports.
+                return Ok(bytes);
+            }
             self.progress.add(lines);
             if !more || last <= from {
                 break;
@@ -362,7 +414,6 @@ impl CollectionJob<'_> {
             from = last;
             chunk = (chunk + chunk / 2).min(max_chunk);
         }
-        writer.finish()?;
         Ok(bytes)
     }
 }
