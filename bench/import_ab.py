@@ -87,7 +87,8 @@ def run(binary, tool, relations, lines, threads):
         started = time.monotonic()
         subprocess.run([tool, "import", "--server.endpoint", f"tcp://127.0.0.1:{port}",
                         "--server.database", "pokec", "--collection", "relations",
-                        "--file", relations, "--type", "jsonl", "--threads", str(threads)],
+                        "--file", relations, "--type", "jsonl", "--threads", str(threads),
+                        "--progress", "false"],
                        check=True, stdout=subprocess.DEVNULL)
         wall = time.monotonic() - started
         cpu = cpu_seconds(server.pid) - cpu0

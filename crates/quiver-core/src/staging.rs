@@ -22,7 +22,8 @@ use crate::staged_version::{EdgeEnds, StagedEntry};
 /// reaches the engine, the primary and the edge index in the order of its operations (an
 /// import's edges grouped by `_from` as in the input, its ascending generated keys in order),
 /// which keeps those structures' working set small.
-pub(crate) type StagedEntries = IndexMap<(CollectionId, String), StagedEntry, hashbrown::DefaultHashBuilder>;
+pub(crate) type StagedEntries =
+    IndexMap<(CollectionId, String), StagedEntry, hashbrown::DefaultHashBuilder>;
 
 /// A borrowed `(collection, key)` for looking up [`StagedEntries`] without building the
 /// owned key: hashes exactly as the tuple `(CollectionId, String)` does.

@@ -409,7 +409,11 @@ impl Table {
     /// [`Table::recent`] entry tried first.
     fn intern(&mut self, name: &str, end: usize) -> Result<u32> {
         if let Some(id) = self.recent[end] {
-            if self.vertices.get(id as usize).is_some_and(|v| &*v.name == name) {
+            if self
+                .vertices
+                .get(id as usize)
+                .is_some_and(|v| &*v.name == name)
+            {
                 return Ok(id);
             }
         }

@@ -169,7 +169,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
     if format == Format::Documents && !prefixes.active() && coll.takes_encoded(&opts) {
         // JSON lines the core stores as encoded go from the line to the stored encoding in
         // one pass (`json::encode_document`), without a `Value` per attribute.
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::for_body(body.len());
         for_each_line(body, &mut empty, &mut |line, text| {
             match prefixes.encoded(line, text) {
                 Ok(doc) => {
@@ -189,7 +189,7 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         let docs = Documents::Encoded(docs);
         progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
     } else {
-        let mut chunk = Chunk::default();
+        let mut chunk = Chunk::for_body(body.len());
         let mut each = |progress: &mut Progress, line: usize, item: Item, source| -> Result<()> {
             match prefixes.document(line, item) {
                 Ok(doc) => {
@@ -253,7 +253,10 @@ struct Prefixes<'a> {
 impl Prefixes<'_> {
     /// Whether a prefix may change `_from` or `_to`.
     fn active(&self) -> bool {
-        self.edges && [self.from, self.to].iter().any(|p| p.is_some_and(|p| !p.is_empty()))
+        self.edges
+            && [self.from, self.to]
+                .iter()
+                .any(|p| p.is_some_and(|p| !p.is_empty()))
     }
 
     /// The document to insert, or the error code and the `details` text of the input item at
@@ -325,17 +328,19 @@ struct Chunk<'a, D> {
     bytes: u64,
 }
 
-impl<D> Default for Chunk<'_, D> {
-    fn default() -> Self {
+impl<'a, D> Chunk<'a, D> {
+    /// An empty chunk with room for the documents of a body of `body_bytes` (at most
+    /// [`CHUNK`]), so that it does not grow by copying.
+    fn for_body(body_bytes: usize) -> Self {
+        // A JSON line of an edge is ~50 bytes; smaller documents are rare.
+        let capacity = (body_bytes / 32 + 1).min(CHUNK);
         Chunk {
-            docs: Vec::new(),
+            docs: Vec::with_capacity(capacity),
             sources: Vec::new(),
             bytes: 0,
         }
     }
-}
 
-impl<'a, D> Chunk<'a, D> {
     fn push(&mut self, doc: D, bytes: u64, source: Option<Source<'a>>) {
         self.docs.push(doc);
         self.bytes += bytes;
@@ -346,10 +351,15 @@ impl<'a, D> Chunk<'a, D> {
         self.docs.len() >= CHUNK || self.bytes >= CHUNK_BYTES
     }
 
-    /// The documents and their sources so far; the chunk starts again empty.
+    /// The documents and their sources so far; the chunk starts again empty, with the same
+    /// room.
     fn take(&mut self) -> (Vec<D>, Vec<Source<'a>>) {
         self.bytes = 0;
-        (std::mem::take(&mut self.docs), std::mem::take(&mut self.sources))
+        let capacity = self.docs.capacity();
+        (
+            std::mem::replace(&mut self.docs, Vec::with_capacity(capacity)),
+            std::mem::take(&mut self.sources),
+        )
     }
 }
 
