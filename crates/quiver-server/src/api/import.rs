@@ -251,12 +251,12 @@ struct Prefixes<'a> {
 }
 
 impl Prefixes<'_> {
-    /// Whether a prefix may change `_from` or `_to`.
+    /// Whether a prefix may change `_from` or `_to` (of any collection, as [`apply_prefix`]
+    /// does).
     fn active(&self) -> bool {
-        self.edges
-            && [self.from, self.to]
-                .iter()
-                .any(|p| p.is_some_and(|p| !p.is_empty()))
+        [self.from, self.to]
+            .iter()
+            .any(|p| p.is_some_and(|p| !p.is_empty()))
     }
 
     /// The document to insert, or the error code and the `details` text of the input item at
@@ -567,6 +567,64 @@ mod tests {
             write_failure(&dup, "{}"),
             "creating document failed with error 'unique constraint violated', offending document: {}"
         );
+    }
+
+    /// A JSON line read for the encoded path fails with exactly the `details` text of the
+    /// line read as a value, and a good one keeps its attributes in order.
+    #[test]
+    fn encoded_lines_fail_as_values_do() {
+        let edges = Prefixes {
+            from: None,
+            to: None,
+            overwrite: false,
+            edges: true,
+        };
+        for text in [
+            r#"{"_from":"v/a"}"#,
+            r#"{"_from":"v/a","_to":1}"#,
+            "[1]",
+            "not json",
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":1} {"b":2}"#,
+        ] {
+            let value = edges.document(7, document_item(text)).unwrap_err().1;
+            assert_eq!(edges.encoded(7, text).unwrap_err(), value, "{text}");
+        }
+        let doc = edges
+            .encoded(
+                1,
+                r#" {"_key":"k","_to":"v/b","x":[1, 2.0],"_from":"v/a","_id":"e/k"}"#,
+            )
+            .unwrap();
+        assert_eq!(doc.key, Some(json!("k")));
+        assert_eq!(
+            String::from_utf8(doc.members).unwrap(),
+            r#","_to":"v/b","x":[1,2],"_from":"v/a""#
+        );
+        assert!(!edges.active());
+    }
+
+    /// A refused document is printed from its line as the insert saw it: after the prefixes.
+    #[test]
+    fn refused_documents_are_printed_after_the_prefixes() {
+        let prefixed = Prefixes {
+            from: Some("v"),
+            to: Some(""),
+            overwrite: false,
+            edges: true,
+        };
+        assert!(prefixed.active());
+        assert_eq!(
+            prefixed.printed(r#"{"_from":"a", "_to":"x/b"}"#),
+            r#"{"_from":"v/a","_to":"x/b"}"#
+        );
+        let documents = Prefixes {
+            edges: false,
+            ..prefixed
+        };
+        // As before the encoded path: the prefixes apply to document collections too.
+        assert!(documents.active());
+        assert_eq!(documents.printed(r#"{"_from":"a"}"#), r#"{"_from":"v/a"}"#);
     }
 
     #[test]
