@@ -129,6 +129,7 @@ impl Collection {
         opts: &WriteOptions,
     ) -> Result<Committed<Vec<Result<OpResult>>>> {
         let staged = self.auto_commit(opts.wait_for_sync, |st| {
+            st.entries.reserve(prepared.len());
             let mut out = Vec::with_capacity(prepared.len());
             for item in prepared {
                 let one = item.and_then(|mut p| {

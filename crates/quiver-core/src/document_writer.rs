@@ -147,6 +147,41 @@ impl DocumentWriter<'_> {
         })
     }
 
+    /// [`DocumentWriter::insert_many`] for bodies the caller has already encoded (same checks,
+    /// errors and results, items independent unless `opts.all_or_nothing`). Stores the
+    /// encodings as they are when [`Collection::takes_encoded`] says so, and builds the
+    /// documents as values otherwise.
+    pub fn insert_many_encoded(
+        &mut self,
+        coll: &Arc<Collection>,
+        docs: Vec<EncodedDocument>,
+        opts: &WriteOptions,
+    ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        if !coll.takes_encoded(opts) {
+            let docs = docs
+                .into_iter()
+                .map(EncodedDocument::into_value)
+                .collect::<Result<Vec<_>>>()?;
+            return self.insert_many(coll, docs, opts);
+        }
+        if self.lone_insert(opts) {
+            coll.check_usable()?;
+            let prepared = docs
+                .into_iter()
+                .map(|doc| document_rules::prepare_encoded(coll, doc))
+                .collect();
+            return coll.commit_prepared_inserts(prepared, opts);
+        }
+        self.run(coll, opts, |st| {
+            each(docs, opts.all_or_nothing, |doc| {
+                st.check_write(coll)?;
+                let mut prepared = document_rules::prepare_encoded(coll, doc)?;
+                let (rev, body) = document_rules::stage_new(st, coll, &mut prepared, true)?;
+                document_rules::created(coll, std::mem::take(&mut prepared.key), rev, &body, opts)
+            })
+        })
+    }
+
     /// Replaces the document `key` (the body's `_key`/`_id` when None): the new body's
     /// attributes replace all old ones. Errors: 1202 missing; 412/1200 on `if_match` (or body
     /// `_rev` with `ignore_revs=false`) mismatch; 1227 not an object; 1233 edge attributes.

@@ -4,9 +4,12 @@
 //! document rules that fill it are in `document_rules.rs`, its commit in `commit.rs`.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use indexmap::map::Entry;
+use indexmap::{Equivalent, IndexMap};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{CollectionId, Snapshot, WriteBatch};
 use quiver_types::Revision;
@@ -15,10 +18,34 @@ use serde_json::{Map, Value};
 use crate::collection::Collection;
 use crate::staged_version::{EdgeEnds, StagedEntry};
 
+/// The staged versions by collection and key, in the order they were first staged: a batch
+/// reaches the engine, the primary and the edge index in the order of its operations (an
+/// import's edges grouped by `_from` as in the input, its ascending generated keys in order),
+/// which keeps those structures' working set small.
+pub(crate) type StagedEntries =
+    IndexMap<(CollectionId, String), StagedEntry, hashbrown::DefaultHashBuilder>;
+
+/// A borrowed `(collection, key)` for looking up [`StagedEntries`] without building the
+/// owned key: hashes exactly as the tuple `(CollectionId, String)` does.
+struct StagedKey<'a>(CollectionId, &'a str);
+
+impl Hash for StagedKey<'_> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+        self.1.hash(state);
+    }
+}
+
+impl Equivalent<(CollectionId, String)> for StagedKey<'_> {
+    fn equivalent(&self, key: &(CollectionId, String)) -> bool {
+        self.0 == key.0 && self.1 == key.1
+    }
+}
+
 /// Writes staged over a snapshot.
 pub(crate) struct Staging {
     pub snapshot: Snapshot,
-    pub entries: HashMap<(CollectionId, String), StagedEntry>,
+    pub entries: StagedEntries,
     /// Collections written, to lock at commit.
     pub written: HashMap<CollectionId, Arc<Collection>>,
     pub bytes: usize,
@@ -42,7 +69,7 @@ impl Staging {
     pub fn new(snapshot: Snapshot, max_bytes: usize) -> Staging {
         Staging {
             snapshot,
-            entries: HashMap::new(),
+            entries: StagedEntries::default(),
             written: HashMap::new(),
             bytes: 0,
             max_bytes,
@@ -76,11 +103,8 @@ impl Staging {
 
     /// The current state of a document: staged writes first, then the snapshot.
     pub fn lookup(&self, cid: CollectionId, key: &str) -> Result<Option<(Revision, Bytes)>> {
-        // Allocating the tuple key only when something is staged keeps single reads cheap.
-        if !self.entries.is_empty() {
-            if let Some(entry) = self.entries.get(&(cid, key.to_string())) {
-                return Ok(entry.current.clone());
-            }
+        if let Some(entry) = self.entries.get(&StagedKey(cid, key)) {
+            return Ok(entry.current.clone());
         }
         Ok(self
             .snapshot
@@ -90,10 +114,8 @@ impl Staging {
 
     /// The current revision of a document (staged writes first), without reading its body.
     pub fn lookup_rev(&self, cid: CollectionId, key: &str) -> Result<Option<Revision>> {
-        if !self.entries.is_empty() {
-            if let Some(entry) = self.entries.get(&(cid, key.to_string())) {
-                return Ok(entry.current.as_ref().map(|(rev, _)| *rev));
-            }
+        if let Some(entry) = self.entries.get(&StagedKey(cid, key)) {
+            return Ok(entry.current.as_ref().map(|(rev, _)| *rev));
         }
         self.snapshot.revision(cid, key)
     }
@@ -127,24 +149,24 @@ impl Staging {
             self.unique_claims
                 .insert((cid, *index_id, value.clone()), key.to_string());
         }
-        let map_key = (cid, key.to_string());
-        if let Some(entry) = self.entries.get_mut(&map_key) {
-            entry.current = current;
-            entry.removal_rev = removal_rev;
-            entry.edge = edge;
-            entry.unique = unique;
-            return Ok(());
+        match self.entries.entry((cid, key.to_string())) {
+            Entry::Occupied(mut staged) => {
+                let entry = staged.get_mut();
+                entry.current = current;
+                entry.removal_rev = removal_rev;
+                entry.edge = edge;
+                entry.unique = unique;
+            }
+            Entry::Vacant(slot) => {
+                slot.insert(StagedEntry {
+                    prior: seen,
+                    current,
+                    removal_rev,
+                    edge,
+                    unique,
+                });
+            }
         }
-        self.entries.insert(
-            map_key,
-            StagedEntry {
-                prior: seen,
-                current,
-                removal_rev,
-                edge,
-                unique,
-            },
-        );
         Ok(())
     }
 
@@ -182,7 +204,7 @@ impl Staging {
 /// area. Called with the writer locks of those collections held, after the engine accepted
 /// the batch.
 pub(crate) fn record_indexes(
-    entries: &HashMap<(CollectionId, String), StagedEntry>,
+    entries: &StagedEntries,
     coll_of: impl Fn(CollectionId) -> Option<Arc<Collection>>,
 ) {
     for ((cid, key), entry) in entries {

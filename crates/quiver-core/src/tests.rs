@@ -2128,3 +2128,82 @@ fn each_core_has_its_own_catalog_version() {
     assert_eq!(core_a.catalog_version(), after_index);
     assert_eq!(core_b.catalog_version(), before_b);
 }
+
+/// A batch of encoded inserts answers item by item what the same batch as values does (plain
+/// path, fallbacks, edges, a duplicate key within the batch), auto-commit and staged in a
+/// transaction, and `all_or_nothing` writes nothing when an item fails.
+#[test]
+fn encoded_batches_match_value_batches() {
+    let (_dir, _core, db) = setup();
+    let docs = [
+        json!({"_key": "a", "_from": "v/1", "_to": "v/2", "n": 1}),
+        json!({"_from": "v/1", "_to": "v/3"}),
+        json!({"_key": "a", "_from": "v/2", "_to": "v/3"}),
+        json!({"_from": "v/1"}),
+        json!({"_key": "bad key", "_from": "v/1", "_to": "v/2"}),
+        json!({"_from": "nohandle", "_to": "v/2"}),
+    ];
+    let specs = [
+        json!({"type": 3}),
+        json!({"type": 3, "schema": {"rule": {"properties": {"n": {"type": "number"}}}}}),
+    ];
+    let outcome = |results: Vec<quiver_errors::Result<OpResult>>| -> Vec<String> {
+        results
+            .into_iter()
+            .map(|r| match r {
+                Ok(op) => format!("{:?}", op.kind),
+                Err(e) => format!("{:?}", e.code),
+            })
+            .collect()
+    };
+    for (i, spec) in specs.iter().enumerate() {
+        let mut spec = spec.clone();
+        spec["name"] = format!("batch{i}").into();
+        let coll = create(&db, spec.clone());
+        spec["name"] = format!("twin{i}").into();
+        let twin = create(&db, spec);
+        let opts = InsertOptions::new();
+        let a = DocumentWriter::AutoCommit
+            .insert_many_encoded(&coll, docs.iter().map(encoded).collect(), &opts)
+            .unwrap()
+            .into_value();
+        let b = twin.insert_many(docs.to_vec(), &opts).unwrap().into_value();
+        let a = outcome(a);
+        assert_eq!(a, outcome(b));
+        assert_eq!(a[..3], ["Created", "Created", "UniqueConstraintViolated"]);
+        assert_eq!(coll.count().unwrap(), 2);
+        assert_eq!(coll.get("a", None).unwrap()["_from"], "v/1");
+
+        let mut trx = db
+            .begin_transaction(TransactionOptions {
+                write: vec![coll.name().to_string()],
+                ..TransactionOptions::default()
+            })
+            .unwrap();
+        let staged = DocumentWriter::Transaction(&mut trx)
+            .insert_many_encoded(&coll, docs.iter().map(encoded).collect(), &opts)
+            .unwrap()
+            .into_value();
+        trx.commit().unwrap().wait().unwrap();
+        let staged = outcome(staged);
+        assert_eq!(staged[0], "UniqueConstraintViolated");
+        assert_eq!(staged[1], "Created");
+        assert_eq!(staged[3..], a[3..]);
+        assert_eq!(coll.count().unwrap(), 3);
+
+        let all = InsertOptions {
+            all_or_nothing: true,
+            ..InsertOptions::new()
+        };
+        let refused = DocumentWriter::AutoCommit.insert_many_encoded(
+            &coll,
+            vec![
+                encoded(&json!({"_from": "v/1", "_to": "v/9"})),
+                encoded(&json!({"_from": "v/1"})),
+            ],
+            &all,
+        );
+        assert_eq!(code(refused), ErrorCode::InvalidEdgeAttribute);
+        assert_eq!(coll.count().unwrap(), 3);
+    }
+}

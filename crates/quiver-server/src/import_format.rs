@@ -114,6 +114,17 @@ fn read_documents(
     empty: &mut u64,
     each: &mut dyn FnMut(Numbered) -> Result<()>,
 ) -> Result<()> {
+    for_each_line(body, empty, &mut |n, line| each((n, document_item(line))))
+}
+
+/// Hands every non-blank line of a JSON-lines body (`type=documents`) to `each` with its
+/// 1-based line number, in order; blank lines are counted in `empty`. The first error `each`
+/// returns ends the reading and is returned.
+pub(crate) fn for_each_line<'a>(
+    body: &'a str,
+    empty: &mut u64,
+    each: &mut dyn FnMut(usize, &'a str) -> Result<()>,
+) -> Result<()> {
     let mut all = lines(body).enumerate().peekable();
     while let Some((n, line)) = all.next() {
         if line.trim().is_empty() {
@@ -123,14 +134,18 @@ fn read_documents(
             }
             continue;
         }
-        let item = match crate::json::parse(line.as_bytes()) {
-            Ok(v @ Value::Object(_)) => Item::Doc(v),
-            Ok(other) => not_an_object(&other.to_string()),
-            Err(_) => parse_error(line),
-        };
-        each((n + 1, item))?;
+        each(n + 1, line)?;
     }
     Ok(())
+}
+
+/// The item of one non-blank line of a JSON-lines body.
+pub(crate) fn document_item(line: &str) -> Item {
+    match crate::json::parse(line.as_bytes()) {
+        Ok(v @ Value::Object(_)) => Item::Doc(v),
+        Ok(other) => not_an_object(&other.to_string()),
+        Err(_) => parse_error(line),
+    }
 }
 
 fn read_array(body: &str, each: &mut dyn FnMut(Numbered) -> Result<()>) -> Result<()> {

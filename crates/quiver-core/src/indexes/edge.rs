@@ -368,6 +368,11 @@ struct Table {
     free_vertices: Vec<u32>,
     by_name: HashTable<u32>,
     hasher: hashbrown::DefaultHashBuilder,
+    /// The vertices of the last edge added, `_from` and `_to`: edges usually arrive grouped
+    /// by one end (an import sorted by `_from`), and comparing the name with the last one
+    /// saves the hash lookup, whose probes miss the cache. Checked by name, so a stale id
+    /// (its vertex reclaimed, the name emptied or replaced) never matches a wrong vertex.
+    recent: [Option<u32>; 2],
     /// Tick of the commit that superseded a slot ([`PENDING`] while in flight).
     superseded: HashMap<u32, u64>,
     /// Superseded slots in commit order, to unlink once the horizon passes their tick.
@@ -386,6 +391,7 @@ impl Table {
             free_vertices: Vec::new(),
             by_name: HashTable::new(),
             hasher: hashbrown::DefaultHashBuilder::default(),
+            recent: [None; 2],
             superseded: HashMap::new(),
             garbage: VecDeque::new(),
             live_slots: 0,
@@ -399,7 +405,24 @@ impl Table {
             .copied()
     }
 
-    fn intern(&mut self, name: &str) -> Result<u32> {
+    /// The vertex of `name`, created if new; `end` (0 for `_from`, 1 for `_to`) selects the
+    /// [`Table::recent`] entry tried first.
+    fn intern(&mut self, name: &str, end: usize) -> Result<u32> {
+        if let Some(id) = self.recent[end] {
+            if self
+                .vertices
+                .get(id as usize)
+                .is_some_and(|v| &*v.name == name)
+            {
+                return Ok(id);
+            }
+        }
+        let id = self.intern_looked_up(name)?;
+        self.recent[end] = Some(id);
+        Ok(id)
+    }
+
+    fn intern_looked_up(&mut self, name: &str) -> Result<u32> {
         if let Some(id) = self.vertex_id(name) {
             return Ok(id);
         }
@@ -446,8 +469,8 @@ impl Table {
         if self.free_slots.is_empty() && self.slots.len() >= u32::MAX as usize {
             return Err(full("edges"));
         }
-        let f = self.intern(from)?;
-        let t = self.intern(to)?;
+        let f = self.intern(from, 0)?;
+        let t = self.intern(to, 1)?;
         let offset = self.keys.push(key);
         let slot = Slot {
             from: f,
@@ -1085,7 +1108,7 @@ pub(crate) struct PendingEdges {
 /// Enters every staged edge version into the written collections' edge indexes (writer
 /// locks held, before the engine commit). `snapshot` holds the prior versions.
 pub(crate) fn before_commit(
-    entries: &HashMap<(CollectionId, String), StagedEntry>,
+    entries: &crate::staging::StagedEntries,
     snapshot: &Snapshot,
     index_of: impl Fn(CollectionId) -> Option<Arc<EdgeIndex>>,
 ) -> Result<PendingEdges> {

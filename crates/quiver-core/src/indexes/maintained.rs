@@ -41,7 +41,6 @@ use crate::indexes::definition::IndexDef;
 use crate::indexes::persistent::SortedIndex;
 use crate::indexes::structure::IndexStructure;
 use crate::indexes::vector::{BuildContext, VectorIndex};
-use crate::staged_version::StagedEntry;
 
 /// Documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 512;
@@ -242,7 +241,7 @@ pub(crate) struct PendingCommit {
 /// (writer locks held, before the engine commit). `snapshot` holds the prior versions;
 /// `indexes_of` gives a written collection's maintained indexes.
 pub(crate) fn before_commit(
-    entries: &HashMap<(CollectionId, String), StagedEntry>,
+    entries: &crate::staging::StagedEntries,
     snapshot: &Snapshot,
     indexes_of: impl Fn(CollectionId) -> Option<Arc<Vec<Arc<MaintainedIndex>>>>,
 ) -> Result<PendingCommit> {

@@ -1,13 +1,13 @@
 //! `POST /_api/import`: bulk import of JSON lines, JSON arrays and the tabular format
 //! (a header line of attribute names, then one array of values per line).
 
-use quiver_core::{OverwriteMode, WriteKind};
+use quiver_core::{EncodedDocument, OverwriteMode, WriteKind};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
 use super::transaction::with_writer;
 use super::write_options::write_options;
-use crate::import_format::{bad, read_items, snippet, Format, Item};
+use crate::import_format::{bad, document_item, for_each_line, read_items, snippet, Format, Item};
 use crate::response::Durability;
 use crate::{method_not_allowed, Request, Response, ServerState};
 
@@ -160,28 +160,69 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
                 w.truncate(&coll, opts.wait_for_sync)
             })?));
     }
-    let mut chunk: Vec<Value> = Vec::new();
-    let mut chunk_bytes = 0u64;
-    read_items(body, format, &mut empty, false, &mut |(line, item)| {
-        match prefixes.document(line, item) {
-            Ok(doc) => {
-                chunk_bytes += quiver_aql::value::estimate_size(&doc);
-                chunk.push(doc);
-                if chunk.len() >= CHUNK || chunk_bytes >= CHUNK_BYTES {
-                    chunk_bytes = 0;
-                    progress.insert(state, req, &coll, &opts, std::mem::take(&mut chunk))?;
-                }
-            }
-            Err((_, problem)) => {
-                progress.errors += 1;
-                if want_details {
-                    progress.input_details.push(problem);
-                }
-            }
+    let refused = |progress: &mut Progress, problem: String| {
+        progress.errors += 1;
+        if want_details {
+            progress.input_details.push(problem);
         }
-        Ok(())
-    })?;
-    progress.insert(state, req, &coll, &opts, chunk)?;
+    };
+    if format == Format::Documents && !prefixes.active() && coll.takes_encoded(&opts) {
+        // JSON lines the core stores as encoded go from the line to the stored encoding in
+        // one pass (`json::encode_document`), without a `Value` per attribute.
+        let mut chunk = Chunk::for_body(body.len());
+        for_each_line(body, &mut empty, &mut |line, text| {
+            match prefixes.encoded(line, text) {
+                Ok(doc) => {
+                    let bytes = doc.members.len() as u64 + 64;
+                    chunk.push(doc, bytes, want_details.then_some(Source::Line(text)));
+                }
+                Err(problem) => refused(&mut progress, problem),
+            }
+            if chunk.is_full() {
+                let (docs, sources) = chunk.take();
+                let docs = Documents::Encoded(docs);
+                progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+            }
+            Ok(())
+        })?;
+        let (docs, sources) = chunk.take();
+        let docs = Documents::Encoded(docs);
+        progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+    } else {
+        let mut chunk = Chunk::for_body(body.len());
+        let mut each = |progress: &mut Progress, line: usize, item: Item, source| -> Result<()> {
+            match prefixes.document(line, item) {
+                Ok(doc) => {
+                    // Formats without lines keep a printable copy while details may need it.
+                    let source = match source {
+                        Source::Text(_) if want_details => Source::Text(snippet(&doc.to_string())),
+                        other => other,
+                    };
+                    let bytes = quiver_aql::value::estimate_size(&doc);
+                    chunk.push(doc, bytes, want_details.then_some(source));
+                }
+                Err((_, problem)) => refused(progress, problem),
+            }
+            if chunk.is_full() {
+                let (docs, sources) = chunk.take();
+                let docs = Documents::Values(docs);
+                progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+            }
+            Ok(())
+        };
+        if format == Format::Documents {
+            for_each_line(body, &mut empty, &mut |line, text| {
+                each(&mut progress, line, document_item(text), Source::Line(text))
+            })?;
+        } else {
+            read_items(body, format, &mut empty, false, &mut |(line, item)| {
+                each(&mut progress, line, item, Source::Text(String::new()))
+            })?;
+        }
+        let (docs, sources) = chunk.take();
+        let docs = Documents::Values(docs);
+        progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+    }
     let Progress {
         counts,
         errors,
@@ -210,6 +251,14 @@ struct Prefixes<'a> {
 }
 
 impl Prefixes<'_> {
+    /// Whether a prefix may change `_from` or `_to` (of any collection, as [`apply_prefix`]
+    /// does).
+    fn active(&self) -> bool {
+        [self.from, self.to]
+            .iter()
+            .any(|p| p.is_some_and(|p| !p.is_empty()))
+    }
+
     /// The document to insert, or the error code and the `details` text of the input item at
     /// `line`.
     fn document(&self, line: usize, item: Item) -> std::result::Result<Value, (ErrorCode, String)> {
@@ -225,6 +274,92 @@ impl Prefixes<'_> {
             Item::Invalid(code, problem) => (code, problem),
         };
         Err((code, format!("at position {line}: {problem}")))
+    }
+
+    /// [`Prefixes::document`] of the JSON line `text` as an encoded document (for use when no
+    /// prefix is [`Prefixes::active`]), or the `details` text of its error: the errors of
+    /// [`Prefixes::document`], worded from the line parsed as a `Value` (only then).
+    fn encoded(&self, line: usize, text: &str) -> std::result::Result<EncodedDocument, String> {
+        let is_string = |end: &Option<Value>| matches!(end, Some(Value::String(_)));
+        match crate::json::encode_document(text.as_bytes()) {
+            Ok(doc) if !self.edges || (is_string(&doc.from) && is_string(&doc.to)) => Ok(doc),
+            // Not an object, not JSON, or an edge without its ends: the reading as a value
+            // words the error (and decides, should the two readings ever disagree).
+            _ => {
+                let doc = self
+                    .document(line, document_item(text))
+                    .map_err(|(_, problem)| problem)?;
+                crate::json::encode_document(doc.to_string().as_bytes())
+                    .map_err(|e| format!("at position {line}: {}", e.message))
+            }
+        }
+    }
+
+    /// The `details` text of a refused document of the JSON line `text`: the document as
+    /// inserted (after the prefixes), printed again.
+    fn printed(&self, text: &str) -> String {
+        match self.document(0, document_item(text)) {
+            Ok(doc) => snippet(&doc.to_string()),
+            Err(_) => snippet(text),
+        }
+    }
+}
+
+/// Where the `details` text of a document comes from should its insert be refused: its JSON
+/// line, parsed and printed again only then, or a copy printed up front (formats without
+/// lines of their own).
+enum Source<'a> {
+    Line(&'a str),
+    Text(String),
+}
+
+/// The documents of one commit, in input order.
+enum Documents {
+    Values(Vec<Value>),
+    Encoded(Vec<EncodedDocument>),
+}
+
+/// The documents of an import with independent items not inserted yet: at most [`CHUNK`]
+/// documents or [`CHUNK_BYTES`] estimated bytes.
+struct Chunk<'a, D> {
+    docs: Vec<D>,
+    /// Per document, its [`Source`] (only when `details` are asked for).
+    sources: Vec<Source<'a>>,
+    bytes: u64,
+}
+
+impl<'a, D> Chunk<'a, D> {
+    /// An empty chunk with room for the documents of a body of `body_bytes` (at most
+    /// [`CHUNK`]), so that it does not grow by copying.
+    fn for_body(body_bytes: usize) -> Self {
+        // A JSON line of an edge is ~50 bytes; smaller documents are rare.
+        let capacity = (body_bytes / 32 + 1).min(CHUNK);
+        Chunk {
+            docs: Vec::with_capacity(capacity),
+            sources: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    fn push(&mut self, doc: D, bytes: u64, source: Option<Source<'a>>) {
+        self.docs.push(doc);
+        self.bytes += bytes;
+        self.sources.extend(source);
+    }
+
+    fn is_full(&self) -> bool {
+        self.docs.len() >= CHUNK || self.bytes >= CHUNK_BYTES
+    }
+
+    /// The documents and their sources so far; the chunk starts again empty, with the same
+    /// room.
+    fn take(&mut self) -> (Vec<D>, Vec<Source<'a>>) {
+        self.bytes = 0;
+        let capacity = self.docs.capacity();
+        (
+            std::mem::replace(&mut self.docs, Vec::with_capacity(capacity)),
+            std::mem::take(&mut self.sources),
+        )
     }
 }
 
@@ -252,20 +387,23 @@ impl Progress {
         req: &Request,
         coll: &std::sync::Arc<quiver_core::Collection>,
         opts: &quiver_core::WriteOptions,
-        chunk: Vec<Value>,
+        prefixes: &Prefixes<'_>,
+        documents: Documents,
+        sources: Vec<Source<'_>>,
     ) -> Result<()> {
-        if chunk.is_empty() {
+        let empty = match &documents {
+            Documents::Values(docs) => docs.is_empty(),
+            Documents::Encoded(docs) => docs.is_empty(),
+        };
+        if empty {
             return Ok(());
         }
-        // Keep a printable copy only when errors will be reported in detail.
-        let copies: Vec<String> = if self.want_details {
-            chunk.iter().map(|d| snippet(&d.to_string())).collect()
-        } else {
-            Vec::new()
-        };
         let outcome = with_writer(state, req, |w| {
             let before = w.staged_operations();
-            let result = w.insert_many(coll, chunk, opts);
+            let result = match documents {
+                Documents::Values(docs) => w.insert_many(coll, docs, opts),
+                Documents::Encoded(docs) => w.insert_many_encoded(coll, docs, opts),
+            };
             Ok(result.map_err(|e| (e, w.staged_operations() != before)))
         })?;
         let committed = outcome.or_else(|failure| undo_failed(state, req, failure))?;
@@ -277,9 +415,13 @@ impl Progress {
                 Err(e) => {
                     self.errors += 1;
                     if self.want_details {
-                        let text = copies.get(i).map(String::as_str).unwrap_or("");
+                        let text = match sources.get(i) {
+                            Some(Source::Line(line)) => prefixes.printed(line),
+                            Some(Source::Text(text)) => text.clone(),
+                            None => String::new(),
+                        };
                         self.write_details
-                            .push(format!("at position {at}: {}", write_failure(e, text)));
+                            .push(format!("at position {at}: {}", write_failure(e, &text)));
                     }
                 }
             }
@@ -425,6 +567,64 @@ mod tests {
             write_failure(&dup, "{}"),
             "creating document failed with error 'unique constraint violated', offending document: {}"
         );
+    }
+
+    /// A JSON line read for the encoded path fails with exactly the `details` text of the
+    /// line read as a value, and a good one keeps its attributes in order.
+    #[test]
+    fn encoded_lines_fail_as_values_do() {
+        let edges = Prefixes {
+            from: None,
+            to: None,
+            overwrite: false,
+            edges: true,
+        };
+        for text in [
+            r#"{"_from":"v/a"}"#,
+            r#"{"_from":"v/a","_to":1}"#,
+            "[1]",
+            "not json",
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":1} {"b":2}"#,
+        ] {
+            let value = edges.document(7, document_item(text)).unwrap_err().1;
+            assert_eq!(edges.encoded(7, text).unwrap_err(), value, "{text}");
+        }
+        let doc = edges
+            .encoded(
+                1,
+                r#" {"_key":"k","_to":"v/b","x":[1, 2.0],"_from":"v/a","_id":"e/k"}"#,
+            )
+            .unwrap();
+        assert_eq!(doc.key, Some(json!("k")));
+        assert_eq!(
+            String::from_utf8(doc.members).unwrap(),
+            r#","_to":"v/b","x":[1,2],"_from":"v/a""#
+        );
+        assert!(!edges.active());
+    }
+
+    /// A refused document is printed from its line as the insert saw it: after the prefixes.
+    #[test]
+    fn refused_documents_are_printed_after_the_prefixes() {
+        let prefixed = Prefixes {
+            from: Some("v"),
+            to: Some(""),
+            overwrite: false,
+            edges: true,
+        };
+        assert!(prefixed.active());
+        assert_eq!(
+            prefixed.printed(r#"{"_from":"a", "_to":"x/b"}"#),
+            r#"{"_from":"v/a","_to":"x/b"}"#
+        );
+        let documents = Prefixes {
+            edges: false,
+            ..prefixed
+        };
+        // As before the encoded path: the prefixes apply to document collections too.
+        assert!(documents.active());
+        assert_eq!(documents.printed(r#"{"_from":"a"}"#), r#"{"_from":"v/a"}"#);
     }
 
     #[test]

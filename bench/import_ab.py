@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""A/B of the server's cost of `POST /_api/import` for the Pokec relations (edges).
+
+  bench/import_ab.py A_BIN B_BIN [--data DIR] [--lines N] [--rounds R] [--threads T]
+
+Per round, A then B, each a fresh server (`quiver serve` on a free port and a temporary data
+directory): the edge collection `relations` of `quiver bench pokec load`'s schema (database
+`pokec`, autoincrement keys; `_from`/`_to` are not looked up, so no `profiles` are needed), then
+`quiver import --type jsonl --threads T` (B_BIN's tool, for both servers) of the first N lines
+of DIR/relations.jsonl. Reported per run: wall seconds, the server's CPU time (utime + stime
+from /proc/<pid>/stat, before and after the import) per document, and the server's peak RSS
+(VmHWM). Then the medians per build and B/A. On a shared machine the CPU time per document is
+the comparable figure; wall time depends on the load.
+"""
+import argparse
+import base64
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+AUTH = "Basic " + base64.b64encode(b"root:").decode()
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def call(port, method, path, body=None, ok=(200, 201, 202)):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
+                                 headers={"Authorization": AUTH})
+    try:
+        with urllib.request.urlopen(req, timeout=600) as r:
+            status, text = r.status, r.read()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read()
+    if status not in ok:
+        raise SystemExit(f"{method} {path}: {status} {text[:300]!r}")
+    return json.loads(text) if text else None
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def hwm_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def start(binary, scratch):
+    log = open(os.path.join(scratch, "server.log"), "w")
+    server = subprocess.Popen([binary, "--server.endpoint", "tcp://127.0.0.1:0",
+                               "--database.directory", os.path.join(scratch, "data")],
+                              stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(600):
+        with open(os.path.join(scratch, "server.log")) as f:
+            m = re.search(r"listening on tcp://127\.0\.0\.1:(\d+)", f.read())
+        if m:
+            return server, int(m.group(1))
+        if server.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise SystemExit(f"{binary} did not start")
+
+
+def run(binary, tool, relations, lines, threads):
+    scratch = tempfile.mkdtemp(prefix="import-ab.")
+    server = None
+    try:
+        server, port = start(binary, scratch)
+        call(port, "POST", "/_api/database", {"name": "pokec"})
+        call(port, "POST", "/_db/pokec/_api/collection", {
+            "name": "relations", "type": 3,
+            "keyOptions": {"type": "autoincrement", "increment": 1, "offset": 0}})
+        cpu0 = cpu_seconds(server.pid)
+        started = time.monotonic()
+        subprocess.run([tool, "import", "--server.endpoint", f"tcp://127.0.0.1:{port}",
+                        "--server.database", "pokec", "--collection", "relations",
+                        "--file", relations, "--type", "jsonl", "--threads", str(threads),
+                        "--progress", "false"],
+                       check=True, stdout=subprocess.DEVNULL)
+        wall = time.monotonic() - started
+        cpu = cpu_seconds(server.pid) - cpu0
+        got = call(port, "GET", "/_db/pokec/_api/collection/relations/count")["count"]
+        if got != lines:
+            raise SystemExit(f"{binary}: {got} relations imported, expected {lines}")
+        return {"seconds": wall, "cpuUsPerDoc": cpu * 1e6 / lines,
+                "peakRssMiB": hwm_kib(server.pid) / 1024}
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--data", default=os.path.expanduser("~/.cache/quiver-pokec/scale-0.1-seed-3"))
+    p.add_argument("--lines", type=int, default=1_000_000)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--threads", type=int, default=4)
+    args = p.parse_args()
+    with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as part:
+        with open(os.path.join(args.data, "relations.jsonl"), "rb") as src:
+            n = 0
+            for line in src:
+                if n == args.lines:
+                    break
+                part.write(line)
+                n += 1
+    lines = n
+    results = {"A": [], "B": []}
+    try:
+        for r in range(1, args.rounds + 1):
+            for name, binary in (("A", args.a), ("B", args.b)):
+                load = os.getloadavg()[0]
+                one = run(binary, args.b, part.name, lines, args.threads)
+                results[name].append(one)
+                print(f"round {r} {name}: {one['seconds']:.1f} s, server "
+                      f"{one['cpuUsPerDoc']:.2f} us CPU/document, peak RSS "
+                      f"{one['peakRssMiB']:.0f} MiB, load {load:.1f}", flush=True)
+    finally:
+        os.unlink(part.name)
+    print(f"{lines:,} relations, --threads {args.threads}, medians of {args.rounds} rounds:")
+    print("| build | seconds | server CPU us / document | server peak RSS MiB |")
+    print("|---|---|---|---|")
+    med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
+    for name in ("A", "B"):
+        m = med[name]
+        print(f"| {name} | {m['seconds']:.1f} | {m['cpuUsPerDoc']:.2f} | {m['peakRssMiB']:.0f} |")
+    print(f"B/A server CPU per document: {med['B']['cpuUsPerDoc'] / med['A']['cpuUsPerDoc']:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
