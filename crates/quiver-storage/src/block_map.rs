@@ -102,9 +102,12 @@ impl<V> Block<V> {
         &self.arena[self.refs[i].range()]
     }
 
+    /// Compares bytes (the order of `str`) without slicing the arena as a `str`, which
+    /// would check both ends for a character boundary at every step.
     fn search(&self, key: &str) -> Result<usize, usize> {
-        self.refs
-            .binary_search_by(|r| self.arena[r.range()].cmp(key))
+        let arena = self.arena.as_bytes();
+        let key = key.as_bytes();
+        self.refs.binary_search_by(|r| arena[r.range()].cmp(key))
     }
 
     /// How many keys are below `key` (at or below it when `inclusive`).

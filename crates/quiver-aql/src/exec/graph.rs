@@ -245,6 +245,10 @@ impl Fetch<'_> {
             (Produce::Raw, Some((c, k))) => {
                 self.lookup(|txn| txn.get_json(c, k))?.map(Value::String)
             }
+            (Produce::Id, Some((c, k))) => {
+                let exists = self.lookup(|txn| txn.exists(c, k))?;
+                exists.then(|| Value::String(id.to_string()))
+            }
             (Produce::IdOnly, Some((c, k))) => {
                 let exists = self.lookup(|txn| txn.exists(c, k))?;
                 exists.then(|| {

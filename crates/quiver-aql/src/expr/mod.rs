@@ -181,6 +181,56 @@ impl CExpr {
         }
     }
 
+    /// Calls `f` on each direct sub-expression, mutably, in evaluation order.
+    pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut CExpr)) {
+        match self {
+            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
+            CExpr::Array(items) | CExpr::Call(_, items) => items.iter_mut().for_each(&mut *f),
+            CExpr::Object(members) => members.iter_mut().for_each(|(k, v)| {
+                if let CKey::Computed(k) = k {
+                    f(k);
+                }
+                f(v);
+            }),
+            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => f(e),
+            CExpr::Index(a, b)
+            | CExpr::Binary(_, a, b)
+            | CExpr::ArrayCompare(_, _, a, b)
+            | CExpr::Range(a, b) => {
+                f(a);
+                f(b);
+            }
+            CExpr::ArrayAtLeast(n, _, a, b) => {
+                f(n);
+                f(a);
+                f(b);
+            }
+            CExpr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                f(input);
+                for e in [filter, project].into_iter().flatten() {
+                    f(e);
+                }
+                if let Some((a, b)) = limit {
+                    f(a);
+                    f(b);
+                }
+            }
+            CExpr::Ternary(c, t, e) => {
+                f(c);
+                if let Some(t) = t {
+                    f(t);
+                }
+                f(e);
+            }
+        }
+    }
+
     /// Whether `pred` holds for every direct sub-expression; stops at the first that fails.
     pub fn all_children(&self, mut pred: impl FnMut(&CExpr) -> bool) -> bool {
         let mut ok = true;

@@ -167,18 +167,36 @@ fn produce_modes(plan: &mut Plan, i: usize) -> bool {
         return false;
     };
     let after = reads_after(plan, i + 1);
-    let vertex_mode = match g.vertex_out {
+    let (vertex_out, current_mode) = (g.vertex_out, g.vertex_mode);
+    let vertex_mode = match vertex_out {
+        // The reads were already rewritten to the bare id (the rule ran before).
+        Some(_) if current_mode == Produce::Id => Produce::Id,
         Some(v) if after.contains(&v) => {
             let mut names = BTreeSet::new();
             if nodes_use_only_attributes(&plan.nodes[i + 1..], v, &mut names)
                 && names.iter().all(|n| n == "_id" || n == "_key")
             {
-                Produce::IdOnly
+                if names.len() == 1
+                    && read_only_in_calculations(plan, i, v)
+                    && names.contains("_id")
+                {
+                    for n in &mut plan.nodes[i + 1..] {
+                        if let NodeKind::Calculation { expr, .. } = &mut n.kind {
+                            id_reads_to_var(expr, v);
+                        }
+                    }
+                    Produce::Id
+                } else {
+                    Produce::IdOnly
+                }
             } else {
                 Produce::Full
             }
         }
         _ => Produce::Skip,
+    };
+    let NodeKind::Graph(g) = &plan.nodes[i].kind else {
+        return false;
     };
     let mode = |slot: Option<Slot>| match slot {
         Some(s) if after.contains(&s) => Produce::Full,
@@ -194,6 +212,34 @@ fn produce_modes(plan: &mut Plan, i: usize) -> bool {
     g.edge_mode = edge_mode;
     g.path_mode = path_mode;
     changed
+}
+
+/// Whether every node after the graph node `i` that reads `slot` is a calculation of the
+/// same pipeline (no subquery, index lookup, loop bound or modification reads it), so that
+/// rewriting those calculations reaches every read.
+fn read_only_in_calculations(plan: &Plan, i: usize, slot: Slot) -> bool {
+    plan.nodes[i + 1..]
+        .iter()
+        .all(|n| matches!(n.kind, NodeKind::Calculation { .. }) || !n.kind.reads().contains(&slot))
+}
+
+/// Replaces `slot._id` and `slot["_id"]` by `slot` (whose value becomes the id string).
+fn id_reads_to_var(e: &mut CExpr, slot: Slot) {
+    let is_id_read = match e {
+        CExpr::Attribute(base, name) => {
+            matches!(**base, CExpr::Var(s) if s == slot) && name == "_id"
+        }
+        CExpr::Index(base, key) => {
+            matches!(**base, CExpr::Var(s) if s == slot)
+                && matches!(&**key, CExpr::Const(Value::String(k)) if k == "_id")
+        }
+        _ => false,
+    };
+    if is_id_read {
+        *e = CExpr::Var(slot);
+    } else {
+        e.for_each_child_mut(&mut |c| id_reads_to_var(c, slot));
+    }
 }
 
 pub(super) fn optimize_traversals(plan: &mut Plan, _: &super::OptimizeOptions) -> bool {

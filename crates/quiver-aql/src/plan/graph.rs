@@ -23,6 +23,10 @@ pub enum Produce {
     /// Only `_id` / `_key` are read: the document is not fetched (an existence check
     /// keeps missing vertices null, as with full documents).
     IdOnly,
+    /// Only `_id` is read, by calculations whose reads of `v._id` were rewritten to `v`: the
+    /// variable holds the id string itself (after the same existence check), so no
+    /// `{_key, _id}` object is built per vertex.
+    Id,
     /// Nothing reads it (rule `optimize-traversals`).
     Skip,
     /// The whole document as its stored JSON text, in a `Value::String`: the vertex
