@@ -374,6 +374,14 @@ async fn http1_connection<S>(
             // A client that sends a request and then shuts down its sending side still
             // gets its answer.
             .half_close(true)
+            // Each answer's head and body are copied into one buffer and sent with one
+            // `send`, as before `pipeline_flush(false)` (which also stopped hyper from
+            // flattening): with the sockets' vectored writes, hyper queued the body beside
+            // the head and wrote both with `writev`, which cost a single-document read at
+            // c=16 ~0.8 µs (6 %) more server CPU (docs/benchmarks/http.md, "Single-document
+            // request cost"). The price: hyper's write buffer keeps the capacity of the
+            // largest answer the connection sent until the connection closes.
+            .writev(false)
             // arangod sends no `Date` header (http-api.md §1.6); hyper's would add 37
             // bytes to every answer for the client to parse.
             .auto_date_header(false)

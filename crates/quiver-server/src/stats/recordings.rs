@@ -38,11 +38,16 @@ pub struct ApiCall {
 
 impl Recorded for ApiCall {
     fn bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.path.len() + self.database.len()
+        ApiCall::bytes_of(&self.path, &self.database)
     }
 }
 
 impl ApiCall {
+    /// The bytes of a call of `path` in `database` (as [`Recorded::bytes`]).
+    fn bytes_of(path: &str, database: &str) -> usize {
+        std::mem::size_of::<Self>() + path.len() + database.len()
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "timeStamp": iso_seconds(&self.at),
@@ -151,21 +156,32 @@ impl<T: Recorded + Clone> Recorder<T> {
     /// Keeps `entry`, dropping the oldest of its shard beyond the limit. An entry larger
     /// than a shard's share is not kept.
     pub fn record(&self, entry: T) {
-        let size = entry.bytes();
+        self.record_with(entry.bytes(), |_| entry);
+    }
+
+    /// As [`Recorder::record`], for an entry of `size` bytes that `make` builds, given the
+    /// last entry dropped to make room for it, if any: a full recorder (the usual state after
+    /// the first minutes of a busy server) then reuses that entry's allocations instead of
+    /// freeing them and allocating new ones for every request.
+    pub fn record_with(&self, size: usize, make: impl FnOnce(Option<T>) -> T) {
         if size > self.shard_limit {
             return;
         }
         let seq = self.next.fetch_add(1, Ordering::Relaxed);
         let mut shard = self.shards[shard_of_thread()].lock();
-        shard.bytes += size;
-        shard.entries.push_back((seq, entry));
-        while shard.bytes > self.shard_limit {
-            let (_, dropped) = shard
+        let mut dropped = None;
+        while shard.bytes + size > self.shard_limit {
+            let (_, oldest) = shard
                 .entries
                 .pop_front()
                 .expect("a shard over its limit holds entries");
-            shard.bytes -= dropped.bytes();
+            shard.bytes -= oldest.bytes();
+            dropped = Some(oldest);
         }
+        let entry = make(dropped);
+        debug_assert_eq!(entry.bytes(), size);
+        shard.bytes += size;
+        shard.entries.push_back((seq, entry));
         debug_assert!(shard.bytes <= self.shard_limit);
     }
 
@@ -222,11 +238,24 @@ impl Recordings {
         if !self.api_calls.is_on() {
             return;
         }
-        self.api_calls.record(ApiCall {
-            at: Utc::now(),
-            method: method.clone(),
-            path: path.to_owned(),
-            database: database.to_owned(),
+        let at = Utc::now();
+        let size = ApiCall::bytes_of(path, database);
+        self.api_calls.record_with(size, |dropped| match dropped {
+            Some(mut call) => {
+                call.at = at;
+                call.method = method.clone();
+                call.path.clear();
+                call.path.push_str(path);
+                call.database.clear();
+                call.database.push_str(database);
+                call
+            }
+            None => ApiCall {
+                at,
+                method: method.clone(),
+                path: path.to_owned(),
+                database: database.to_owned(),
+            },
         });
     }
 
@@ -292,6 +321,36 @@ mod tests {
             .map(|c| c.path)
             .collect();
         assert_eq!(kept, ["/_api/versio9", "/_api/versio8", "/_api/versio7"]);
+    }
+
+    #[test]
+    fn a_full_recording_reuses_dropped_calls_with_their_new_contents() {
+        let one = ApiCall::bytes_of("/_api/version", "_system");
+        let recordings = Recordings::new(RecordingLimits {
+            api_calls: SHARDS * (4 * one),
+            aql_queries: 0,
+        });
+        // Paths and databases longer and shorter than the dropped calls' own.
+        for i in 0..12 {
+            let path = format!("/_api/document/c/{}", "k".repeat(i % 3));
+            let database = if i % 2 == 0 { "_system" } else { "db1" };
+            recordings.api_call(&http::Method::PUT, &path, database);
+        }
+        let calls = recordings.api_calls_json();
+        let list = calls["calls"].as_array().unwrap();
+        assert!(list.len() >= 3, "{calls}");
+        for (call, i) in list.iter().zip((0..12).rev()) {
+            assert_eq!(
+                call["path"],
+                format!("/_api/document/c/{}", "k".repeat(i % 3))
+            );
+            assert_eq!(call["database"], if i % 2 == 0 { "_system" } else { "db1" });
+            assert_eq!(call["requestType"], "PUT");
+        }
+        let shard = recordings.api_calls.shards[shard_of_thread()].lock();
+        let held: usize = shard.entries.iter().map(|(_, c)| c.bytes()).sum();
+        assert_eq!(held, shard.bytes);
+        assert!(shard.bytes <= recordings.api_calls.shard_limit);
     }
 
     #[test]
