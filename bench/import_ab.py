@@ -13,8 +13,6 @@ from /proc/<pid>/stat, before and after the import) per document, and the server
 the comparable figure; wall time depends on the load.
 """
 import argparse
-import base64
-import json
 import os
 import re
 import shutil
@@ -23,39 +21,13 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
-AUTH = "Basic " + base64.b64encode(b"root:").decode()
-TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def call(port, method, path, body=None, ok=(200, 201, 202)):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Authorization": AUTH})
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            status, text = r.status, r.read()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read()
-    if status not in ok:
-        raise SystemExit(f"{method} {path}: {status} {text[:300]!r}")
-    return json.loads(text) if text else None
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from tools_measure import call, cpu_seconds, status_kib  # noqa: E402
 
 
 def hwm_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    return 0
+    return status_kib(pid, "VmHWM:")
 
 
 def start(binary, scratch):

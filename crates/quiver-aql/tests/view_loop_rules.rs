@@ -54,6 +54,21 @@ impl Fixture {
         )
     }
 
+    /// Checks that `query` (with a LIMIT of `count`) takes the constrained sort and gives
+    /// the rows it gives without it; returns how many rows were compared.
+    fn check_constrained_sort(&self, query: &str, binds: &Value, count: usize) -> usize {
+        assert!(
+            self.rules_fired(query, binds)
+                .contains(&"arangosearch-constrained-sort".to_string()),
+            "{query}"
+        );
+        let fast = self.run(query, binds, &[]);
+        let full = self.run(query, binds, &["-arangosearch-constrained-sort"]);
+        assert_eq!(fast, full, "{query} {binds}");
+        assert!(fast.len() <= count);
+        fast.len()
+    }
+
     fn rules_fired(&self, query: &str, binds: &Value) -> Vec<String> {
         let plan = self
             .service
@@ -147,16 +162,7 @@ fn constrained_sort_gives_the_rows_of_the_full_sort() {
                  LIMIT @offset, @count RETURN [d._key, BM25(d), TFIDF(d, true)]"
             );
             let binds = json!({"words": words, "offset": offset, "count": count});
-            assert!(
-                f.rules_fired(&query, &binds)
-                    .contains(&"arangosearch-constrained-sort".to_string()),
-                "{query}"
-            );
-            let fast = f.run(&query, &binds, &[]);
-            let full = f.run(&query, &binds, &["-arangosearch-constrained-sort"]);
-            assert_eq!(fast, full, "{query} {binds}");
-            assert!(fast.len() <= count);
-            checked += fast.len();
+            checked += f.check_constrained_sort(&query, &binds, count);
         }
     }
     assert!(checked > 500, "too few rows compared: {checked}");
@@ -401,16 +407,7 @@ fn constrained_sort_through_a_search_alias_view_gives_the_rows_of_the_full_sort(
                      LIMIT @offset, @count RETURN [d._id, BM25(d), TFIDF(d, true)]"
                 );
                 let binds = json!({"words": words, "offset": offset, "count": count});
-                assert!(
-                    f.rules_fired(&query, &binds)
-                        .contains(&"arangosearch-constrained-sort".to_string()),
-                    "{query}"
-                );
-                let fast = f.run(&query, &binds, &[]);
-                let full = f.run(&query, &binds, &["-arangosearch-constrained-sort"]);
-                assert_eq!(fast, full, "{query} {binds}");
-                assert!(fast.len() <= count);
-                checked += fast.len();
+                checked += f.check_constrained_sort(&query, &binds, count);
             }
         }
     }

@@ -76,6 +76,8 @@ mod tests {
                 json!({"_key": format!("k{i}"), "n": i, "s": "a\nb\u{e9}", "o": {"x": [1.5, null]}}),
                 &WriteOptions::new(),
             )
+            .unwrap()
+            .wait()
             .unwrap();
         }
         let view = db.read_view();
@@ -86,6 +88,8 @@ mod tests {
             .collect();
         // A write after the view was taken is not seen.
         coll.insert(json!({"_key": "late"}), &WriteOptions::new())
+            .unwrap()
+            .wait()
             .unwrap();
         let mut scan = view.scan_raw(&coll).unwrap();
         let mut out = Vec::new();

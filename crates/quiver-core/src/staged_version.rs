@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use indexmap::IndexMap;
+use quiver_storage::CollectionId;
 use quiver_types::Revision;
 
 /// The endpoints of an edge document.
@@ -25,3 +27,10 @@ pub(crate) struct StagedEntry {
     /// Values of the staged version in the collection's unique indexes: (index id, value).
     pub unique: Vec<(u64, String)>,
 }
+
+/// The staged versions by collection and key, in the order they were first staged: a batch
+/// reaches the engine, the primary and the edge index in the order of its operations (an
+/// import's edges grouped by `_from` as in the input, its ascending generated keys in order),
+/// which keeps those structures' working set small.
+pub(crate) type StagedEntries =
+    IndexMap<(CollectionId, String), StagedEntry, hashbrown::DefaultHashBuilder>;

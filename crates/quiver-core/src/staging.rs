@@ -9,21 +9,14 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use indexmap::map::Entry;
-use indexmap::{Equivalent, IndexMap};
+use indexmap::Equivalent;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_storage::{CollectionId, Snapshot, WriteBatch};
 use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::collection::Collection;
-use crate::staged_version::{EdgeEnds, StagedEntry};
-
-/// The staged versions by collection and key, in the order they were first staged: a batch
-/// reaches the engine, the primary and the edge index in the order of its operations (an
-/// import's edges grouped by `_from` as in the input, its ascending generated keys in order),
-/// which keeps those structures' working set small.
-pub(crate) type StagedEntries =
-    IndexMap<(CollectionId, String), StagedEntry, hashbrown::DefaultHashBuilder>;
+use crate::staged_version::{EdgeEnds, StagedEntries, StagedEntry};
 
 /// A borrowed `(collection, key)` for looking up [`StagedEntries`] without building the
 /// owned key: hashes exactly as the tuple `(CollectionId, String)` does.

@@ -48,6 +48,59 @@ pub enum CKey {
     Computed(CExpr),
 }
 
+/// The direct sub-expressions of `$expr` handed to `$f` in evaluation order, through `$iter`
+/// (`iter` or `iter_mut`): one body for the shared and the mutable visitor.
+macro_rules! visit_children {
+    ($expr:expr, $f:ident, $iter:ident) => {
+        match $expr {
+            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
+            CExpr::Array(items) | CExpr::Call(_, items) => items.$iter().for_each(&mut *$f),
+            CExpr::Object(members) => members.$iter().for_each(|(k, v)| {
+                if let CKey::Computed(k) = k {
+                    $f(k);
+                }
+                $f(v);
+            }),
+            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => $f(e),
+            CExpr::Index(a, b)
+            | CExpr::Binary(_, a, b)
+            | CExpr::ArrayCompare(_, _, a, b)
+            | CExpr::Range(a, b) => {
+                $f(a);
+                $f(b);
+            }
+            CExpr::ArrayAtLeast(n, _, a, b) => {
+                $f(n);
+                $f(a);
+                $f(b);
+            }
+            CExpr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                $f(input);
+                for e in [filter, project].into_iter().flatten() {
+                    $f(e);
+                }
+                if let Some((a, b)) = limit {
+                    $f(a);
+                    $f(b);
+                }
+            }
+            CExpr::Ternary(c, t, e) => {
+                $f(c);
+                if let Some(t) = t {
+                    $f(t);
+                }
+                $f(e);
+            }
+        }
+    };
+}
+
 impl CExpr {
     /// Calls `f` for every slot the expression reads.
     pub fn visit_vars(&self, f: &mut dyn FnMut(Slot)) {
@@ -133,102 +186,12 @@ impl CExpr {
 
     /// Calls `f` on each direct sub-expression, in evaluation order.
     pub fn for_each_child(&self, f: &mut dyn FnMut(&CExpr)) {
-        match self {
-            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
-            CExpr::Array(items) | CExpr::Call(_, items) => items.iter().for_each(&mut *f),
-            CExpr::Object(members) => members.iter().for_each(|(k, v)| {
-                if let CKey::Computed(k) = k {
-                    f(k);
-                }
-                f(v);
-            }),
-            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => f(e),
-            CExpr::Index(a, b)
-            | CExpr::Binary(_, a, b)
-            | CExpr::ArrayCompare(_, _, a, b)
-            | CExpr::Range(a, b) => {
-                f(a);
-                f(b);
-            }
-            CExpr::ArrayAtLeast(n, _, a, b) => {
-                f(n);
-                f(a);
-                f(b);
-            }
-            CExpr::Expansion {
-                input,
-                filter,
-                limit,
-                project,
-                ..
-            } => {
-                f(input);
-                for e in [filter, project].into_iter().flatten() {
-                    f(e);
-                }
-                if let Some((a, b)) = limit {
-                    f(a);
-                    f(b);
-                }
-            }
-            CExpr::Ternary(c, t, e) => {
-                f(c);
-                if let Some(t) = t {
-                    f(t);
-                }
-                f(e);
-            }
-        }
+        visit_children!(self, f, iter)
     }
 
     /// Calls `f` on each direct sub-expression, mutably, in evaluation order.
     pub fn for_each_child_mut(&mut self, f: &mut dyn FnMut(&mut CExpr)) {
-        match self {
-            CExpr::Const(_) | CExpr::Current | CExpr::Var(_) => {}
-            CExpr::Array(items) | CExpr::Call(_, items) => items.iter_mut().for_each(&mut *f),
-            CExpr::Object(members) => members.iter_mut().for_each(|(k, v)| {
-                if let CKey::Computed(k) = k {
-                    f(k);
-                }
-                f(v);
-            }),
-            CExpr::Attribute(e, _) | CExpr::Unary(_, e) => f(e),
-            CExpr::Index(a, b)
-            | CExpr::Binary(_, a, b)
-            | CExpr::ArrayCompare(_, _, a, b)
-            | CExpr::Range(a, b) => {
-                f(a);
-                f(b);
-            }
-            CExpr::ArrayAtLeast(n, _, a, b) => {
-                f(n);
-                f(a);
-                f(b);
-            }
-            CExpr::Expansion {
-                input,
-                filter,
-                limit,
-                project,
-                ..
-            } => {
-                f(input);
-                for e in [filter, project].into_iter().flatten() {
-                    f(e);
-                }
-                if let Some((a, b)) = limit {
-                    f(a);
-                    f(b);
-                }
-            }
-            CExpr::Ternary(c, t, e) => {
-                f(c);
-                if let Some(t) = t {
-                    f(t);
-                }
-                f(e);
-            }
-        }
+        visit_children!(self, f, iter_mut)
     }
 
     /// Whether `pred` holds for every direct sub-expression; stops at the first that fails.

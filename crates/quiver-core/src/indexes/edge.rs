@@ -1108,7 +1108,7 @@ pub(crate) struct PendingEdges {
 /// Enters every staged edge version into the written collections' edge indexes (writer
 /// locks held, before the engine commit). `snapshot` holds the prior versions.
 pub(crate) fn before_commit(
-    entries: &crate::staging::StagedEntries,
+    entries: &crate::staged_version::StagedEntries,
     snapshot: &Snapshot,
     index_of: impl Fn(CollectionId) -> Option<Arc<EdgeIndex>>,
 ) -> Result<PendingEdges> {

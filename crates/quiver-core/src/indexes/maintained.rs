@@ -241,7 +241,7 @@ pub(crate) struct PendingCommit {
 /// (writer locks held, before the engine commit). `snapshot` holds the prior versions;
 /// `indexes_of` gives a written collection's maintained indexes.
 pub(crate) fn before_commit(
-    entries: &crate::staging::StagedEntries,
+    entries: &crate::staged_version::StagedEntries,
     snapshot: &Snapshot,
     indexes_of: impl Fn(CollectionId) -> Option<Arc<Vec<Arc<MaintainedIndex>>>>,
 ) -> Result<PendingCommit> {

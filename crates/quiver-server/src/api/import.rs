@@ -180,14 +180,14 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             }
             if chunk.is_full() {
                 let (docs, sources) = chunk.take();
-                let docs = Documents::Encoded(docs);
-                progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+                let docs = ChunkDocuments::new(Documents::Encoded(docs), sources);
+                progress.insert(state, req, &coll, &opts, &prefixes, docs)?;
             }
             Ok(())
         })?;
         let (docs, sources) = chunk.take();
-        let docs = Documents::Encoded(docs);
-        progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+        let docs = ChunkDocuments::new(Documents::Encoded(docs), sources);
+        progress.insert(state, req, &coll, &opts, &prefixes, docs)?;
     } else {
         let mut chunk = Chunk::for_body(body.len());
         let mut each = |progress: &mut Progress, line: usize, item: Item, source| -> Result<()> {
@@ -205,8 +205,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             }
             if chunk.is_full() {
                 let (docs, sources) = chunk.take();
-                let docs = Documents::Values(docs);
-                progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+                let docs = ChunkDocuments::new(Documents::Values(docs), sources);
+                progress.insert(state, req, &coll, &opts, &prefixes, docs)?;
             }
             Ok(())
         };
@@ -220,8 +220,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
             })?;
         }
         let (docs, sources) = chunk.take();
-        let docs = Documents::Values(docs);
-        progress.insert(state, req, &coll, &opts, &prefixes, docs, sources)?;
+        let docs = ChunkDocuments::new(Documents::Values(docs), sources);
+        progress.insert(state, req, &coll, &opts, &prefixes, docs)?;
     }
     let Progress {
         counts,
@@ -319,6 +319,19 @@ enum Documents {
     Encoded(Vec<EncodedDocument>),
 }
 
+/// One chunk handed to [`Progress::insert`]: its documents and, per document, where its
+/// `details` text comes from (empty when details are not asked for).
+struct ChunkDocuments<'a> {
+    documents: Documents,
+    sources: Vec<Source<'a>>,
+}
+
+impl<'a> ChunkDocuments<'a> {
+    fn new(documents: Documents, sources: Vec<Source<'a>>) -> ChunkDocuments<'a> {
+        ChunkDocuments { documents, sources }
+    }
+}
+
 /// The documents of an import with independent items not inserted yet: at most [`CHUNK`]
 /// documents or [`CHUNK_BYTES`] estimated bytes.
 struct Chunk<'a, D> {
@@ -388,9 +401,9 @@ impl Progress {
         coll: &std::sync::Arc<quiver_core::Collection>,
         opts: &quiver_core::WriteOptions,
         prefixes: &Prefixes<'_>,
-        documents: Documents,
-        sources: Vec<Source<'_>>,
+        chunk: ChunkDocuments<'_>,
     ) -> Result<()> {
+        let ChunkDocuments { documents, sources } = chunk;
         let empty = match &documents {
             Documents::Values(docs) => docs.is_empty(),
             Documents::Encoded(docs) => docs.is_empty(),
