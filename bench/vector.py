@@ -68,6 +68,15 @@ class Quiver:
         self.proc.wait(timeout=60)
 
 
+def status_mib(pid, field):
+    """A /proc/<pid>/status memory field (VmRSS, VmHWM) in MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
 def data(n, dim, queries, seed):
     rng = np.random.default_rng(seed)
     centres = rng.normal(0, 1, (max(1, n // 100), dim)).astype(np.float32)
@@ -106,10 +115,12 @@ def main():
     quantizer = faiss.IndexFlatL2(args.dim)
     ivf = faiss.IndexIVFFlat(quantizer, args.dim, n_lists, faiss.METRIC_L2)
     ivf.cp.niter = 25
+    faiss_rss0 = status_mib(os.getpid(), "VmRSS")
     t0 = time.perf_counter()
     ivf.train(xb)
     ivf.add(xb)
     faiss_build = time.perf_counter() - t0
+    faiss_index_mib = status_mib(os.getpid(), "VmRSS") - faiss_rss0
     faiss.omp_set_num_threads(1)
     faiss_rows = {}
     for p in probes:
@@ -134,11 +145,16 @@ def main():
                               for i in range(start, min(args.n, start + chunk)))
             srv.call("POST", "/_api/import?collection=v&type=documents", raw=lines.encode())
         load = time.perf_counter() - t0
+        time.sleep(10)
+        rss_before_index = status_mib(srv.proc.pid, "VmRSS")
         t0 = time.perf_counter()
         srv.call("POST", "/_api/index?collection=v", {
             "type": "vector", "fields": ["v"],
             "params": {"metric": "l2", "dimension": args.dim, "nLists": n_lists}})
         quiver_build = time.perf_counter() - t0
+        time.sleep(10)
+        rss_after_index = status_mib(srv.proc.pid, "VmRSS")
+        hwm = status_mib(srv.proc.pid, "VmHWM")
         # The round trip without the search: same request size, no index work.
         base = []
         for q in xq:
@@ -164,6 +180,9 @@ def main():
     print(f"load (import API): {load:.1f} s; raw vectors: {xb.nbytes / 2**20:.0f} MiB")
     print(f"build: QuiverDB {quiver_build:.2f} s, FAISS {faiss_build:.2f} s "
           f"(ratio {quiver_build / faiss_build:.2f})")
+    print(f"memory: QuiverDB server RSS {rss_before_index:.0f} MiB after the load, "
+          f"{rss_after_index:.0f} MiB with the index (+{rss_after_index - rss_before_index:.0f} MiB), "
+          f"peak {hwm:.0f} MiB; FAISS IVF,Flat train + add: +{faiss_index_mib:.0f} MiB of its process")
     print(f"HTTP+AQL round trip without a search (same request size): {baseline:.2f} ms median")
     print("| nProbe | QuiverDB recall@10 | FAISS recall@10 | QuiverDB median ms (HTTP+AQL) "
           "| QuiverDB search ms (minus round trip) | FAISS median ms (in process) |")

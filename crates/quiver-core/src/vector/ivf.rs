@@ -172,6 +172,16 @@ impl Ivf {
             2,
         );
         assert_eq!(labels.len(), waiting.entries.len());
+        // Each list gets exactly the room its entries take: filled by doubling, the lists
+        // would hold up to twice the vectors' size while the waiting copy is still alive.
+        let mut counts = vec![0usize; self.lists.len()];
+        for &label in &labels {
+            counts[label as usize] += 1;
+        }
+        for (list, &n) in self.lists.iter_mut().zip(&counts) {
+            list.entries.reserve_exact(n);
+            list.vectors.reserve_exact(n * self.dim);
+        }
         for (i, (key, rev)) in waiting.entries.iter().enumerate() {
             let v = &waiting.vectors[i * self.dim..(i + 1) * self.dim];
             self.lists[labels[i] as usize].push(key, *rev, v);
