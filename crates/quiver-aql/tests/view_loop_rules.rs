@@ -86,6 +86,16 @@ impl Fixture {
     }
 }
 
+/// One to three random words, an offset below 40 and a LIMIT count for a constrained sort.
+fn random_limit(rng: &mut StdRng) -> (Vec<&'static str>, usize, usize) {
+    let words = (0..rng.gen_range(1..=3))
+        .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+        .collect();
+    let offset = rng.gen_range(0..40);
+    let count = [0, 1, 3, 10, 50, 400][rng.gen_range(0..6)];
+    (words, offset, count)
+}
+
 /// 600 documents of 1–6 random words, written in three batches each made searchable (three
 /// segments at least), then every fifth document removed without the view catching up.
 fn fixture(seed: u64) -> Fixture {
@@ -152,11 +162,7 @@ fn constrained_sort_gives_the_rows_of_the_full_sort() {
     let mut checked = 0;
     for sort in sorts {
         for _ in 0..12 {
-            let words: Vec<&str> = (0..rng.gen_range(1..=3))
-                .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
-                .collect();
-            let offset = rng.gen_range(0..40);
-            let count = [0, 1, 3, 10, 50, 400][rng.gen_range(0..6)];
+            let (words, offset, count) = random_limit(&mut rng);
             let query = format!(
                 "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en') {sort} \
                  LIMIT @offset, @count RETURN [d._key, BM25(d), TFIDF(d, true)]"
@@ -397,11 +403,7 @@ fn constrained_sort_through_a_search_alias_view_gives_the_rows_of_the_full_sort(
     for (view, condition) in conditions {
         for sort in sorts {
             for _ in 0..6 {
-                let words: Vec<&str> = (0..rng.gen_range(1..=3))
-                    .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
-                    .collect();
-                let offset = rng.gen_range(0..40);
-                let count = [0, 1, 3, 10, 50, 400][rng.gen_range(0..6)];
+                let (words, offset, count) = random_limit(&mut rng);
                 let query = format!(
                     "FOR d IN {view} SEARCH {condition} {sort} \
                      LIMIT @offset, @count RETURN [d._id, BM25(d), TFIDF(d, true)]"

@@ -340,13 +340,9 @@ impl InvertedIndex {
         scorers: &[Scorer],
         wait_for_sync: bool,
     ) -> Result<Vec<Hit>> {
-        if self.is_dropped() {
+        let Some(query) = self.prepare(query, wait_for_sync)? else {
             return Ok(Vec::new());
-        }
-        if wait_for_sync {
-            self.feed.wait_synced()?;
-        }
-        let query = query.with_field_analyzers(&self.link);
+        };
         self.feed
             .index
             .search(&query, None, scorers, &*self.analyzers)
@@ -362,16 +358,24 @@ impl InvertedIndex {
         k: usize,
         wait_for_sync: bool,
     ) -> Result<Vec<Hit>> {
-        if self.is_dropped() {
+        let Some(query) = self.prepare(query, wait_for_sync)? else {
             return Ok(Vec::new());
+        };
+        self.feed
+            .index
+            .search_top(&query, None, scorers, order, k, &*self.analyzers)
+    }
+
+    /// `query` with the definition's field analyzers, after waiting for the index with
+    /// `wait_for_sync`; None when the index was dropped (it finds nothing).
+    fn prepare(&self, query: &SearchQuery, wait_for_sync: bool) -> Result<Option<SearchQuery>> {
+        if self.is_dropped() {
+            return Ok(None);
         }
         if wait_for_sync {
             self.feed.wait_synced()?;
         }
-        let query = query.with_field_analyzers(&self.link);
-        self.feed
-            .index
-            .search_top(&query, None, scorers, order, k, &*self.analyzers)
+        Ok(Some(query.with_field_analyzers(&self.link)))
     }
 
     /// Stops the indexer after it committed what it holds (shutdown).
