@@ -237,6 +237,11 @@ impl DataFile {
         self.map.get_or_init(|| map_read_only(&self.file)).clone()
     }
 
+    /// Whether the file's read-only map has been made (and could hold mapped pages).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.map.get(), Some(Some(_)))
+    }
+
     /// Drops this process's page-table entries for the file's read-only map, after a pass
     /// over the whole file (the hint writer's scan of a sealed journal, the startup and the
     /// first storage-order verification of a datafile). The pages stay in the kernel's page

@@ -14,7 +14,7 @@ mod index;
 pub use collection_options::{
     check_journal_size, CollectionOptions, JOURNAL_SIZE_FLOOR, JOURNAL_SIZE_MAX, JOURNAL_SIZE_MIN,
 };
-pub use engine::{plan, Engine, FileStat, KeyRangeIter, ScanIter};
+pub use engine::{plan, resident_file_bytes, Engine, FileStat, KeyRangeIter, ScanIter};
 pub use engine::{OrderedScan, RawDocument, MAX_SCAN_THREADS};
 pub use index::binary_ordered_key;
 
@@ -168,6 +168,10 @@ pub struct EngineOptions {
     /// (`engine/disk_reserve.rs`). `None`: a 32nd of the file system, between 1 MiB and the
     /// smaller of 64 MiB and two WAL segments; `Some(0)`: no reserve.
     pub disk_reserve: Option<u64>,
+    /// `--storage.mapped-memory-limit`: when the file-backed part of the process's resident
+    /// set passes this many bytes, the maintenance thread drops the datafiles' mapped pages
+    /// (they stay in the kernel's page cache; `engine/mapped_budget.rs`). `None`: no limit.
+    pub mapped_memory_limit: Option<u64>,
 }
 
 impl Default for EngineOptions {
@@ -186,6 +190,7 @@ impl Default for EngineOptions {
             wal_throttle_wait: Duration::from_secs(15),
             group_commit_gather: Duration::from_micros(800),
             disk_reserve: None,
+            mapped_memory_limit: None,
         }
     }
 }
@@ -206,6 +211,7 @@ impl fmt::Debug for EngineOptions {
             .field("wal_throttle_wait", &self.wal_throttle_wait)
             .field("group_commit_gather", &self.group_commit_gather)
             .field("disk_reserve", &self.disk_reserve)
+            .field("mapped_memory_limit", &self.mapped_memory_limit)
             .finish()
     }
 }

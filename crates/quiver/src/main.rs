@@ -336,10 +336,23 @@ struct ServeOptions {
         long = "database.disk-reserve",
         value_name = "SIZE",
         default_value = "auto",
-        value_parser = parse_reserve,
+        value_parser = parse_auto_size,
         help_heading = "Database"
     )]
-    disk_reserve: ReserveSize,
+    disk_reserve: AutoSize,
+
+    /// Datafile pages mapped into the server's memory: when the file-backed part of its
+    /// resident set passes this size, the mapped pages are released (they stay in the
+    /// kernel's page cache and are mapped again on the next read). Bytes with k/m/g
+    /// suffixes; `auto`: a 32nd of the machine's memory, at least 256 MiB; 0: no limit.
+    #[arg(
+        long = "storage.mapped-memory-limit",
+        value_name = "SIZE",
+        default_value = "auto",
+        value_parser = parse_auto_size,
+        help_heading = "Database"
+    )]
+    mapped_memory_limit: AutoSize,
 
     /// An origin (`https://app.example.com`) whose cross-origin requests may carry
     /// credentials (`Access-Control-Allow-Credentials: true`); repeatable or comma-separated;
@@ -817,6 +830,7 @@ fn engine_options(options: &ServeOptions) -> EngineOptions {
         wal_logfile_size: options.logfile_size,
         ignore_datafile_errors: options.ignore_datafile_errors,
         disk_reserve: options.disk_reserve.0,
+        mapped_memory_limit: mapped_memory_limit(options.mapped_memory_limit, physical_memory()),
         wal_throttle_when_pending: options.throttle_when_pending,
         wal_throttle_wait: Duration::from_millis(options.throttle_wait),
         compaction: CompactionOptions {
@@ -835,15 +849,29 @@ fn engine_options(options: &ServeOptions) -> EngineOptions {
     }
 }
 
-/// `--database.disk-reserve`: `auto` (None) or a number of bytes.
+/// A size option that may be `auto` (None) or a number of bytes (`--database.disk-reserve`,
+/// `--storage.mapped-memory-limit`).
 #[derive(Clone, Copy, Debug)]
-struct ReserveSize(Option<u64>);
+struct AutoSize(Option<u64>);
 
 /// `auto` or a size as [`parse_size`] reads it.
-fn parse_reserve(text: &str) -> Result<ReserveSize, String> {
+fn parse_auto_size(text: &str) -> Result<AutoSize, String> {
     match text.trim() {
-        "auto" => Ok(ReserveSize(None)),
-        other => parse_size(other).map(|n| ReserveSize(Some(n))),
+        "auto" => Ok(AutoSize(None)),
+        other => parse_size(other).map(|n| AutoSize(Some(n))),
+    }
+}
+
+/// The smallest `auto` mapped-memory limit, whatever the machine's memory.
+const MAPPED_MEMORY_LIMIT_MIN: u64 = 256 << 20;
+
+/// `--storage.mapped-memory-limit`: `auto` is a 32nd of the machine's memory, at least
+/// [`MAPPED_MEMORY_LIMIT_MIN`]; 0 means no limit.
+fn mapped_memory_limit(option: AutoSize, physical: u64) -> Option<u64> {
+    match option.0 {
+        None => Some((physical / 32).max(MAPPED_MEMORY_LIMIT_MIN)),
+        Some(0) => None,
+        Some(bytes) => Some(bytes),
     }
 }
 
@@ -1692,6 +1720,27 @@ mod tests {
             }
             _ => panic!("expected serve"),
         }
+    }
+
+    #[test]
+    fn mapped_memory_limit_option() {
+        let gib = 1u64 << 30;
+        let defaults = Cli::try_parse_from(["quiver"]).unwrap().serve;
+        assert_eq!(
+            mapped_memory_limit(defaults.mapped_memory_limit, 24 * gib),
+            Some(24 * gib / 32)
+        );
+        assert_eq!(
+            mapped_memory_limit(defaults.mapped_memory_limit, 2 * gib),
+            Some(MAPPED_MEMORY_LIMIT_MIN)
+        );
+        let parse = |value: &str| {
+            Cli::try_parse_from(["quiver", "--storage.mapped-memory-limit", value])
+                .map(|cli| mapped_memory_limit(cli.serve.mapped_memory_limit, 24 * gib))
+        };
+        assert_eq!(parse("0").unwrap(), None);
+        assert_eq!(parse("64m").unwrap(), Some(64 << 20));
+        assert!(parse("lots").is_err());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The engine's background threads: the syncer (see `syncer.rs`) and the maintenance thread,
-//! which prepares spare WAL segments, runs the collector, the index GC and the compactor.
+//! which prepares spare WAL segments, runs the collector, keeps the mapped datafile pages
+//! within their budget, and runs the index GC and the compactor.
 //!
 //! Invariant: the loops hold only a `Weak` of the engine between rounds and stop when it is
 //! dropped or shut down; every wait is bounded.
@@ -9,6 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
+use super::mapped_budget::MappedBudget;
 use super::syncer::syncer_loop;
 use super::{Background, Inner};
 
@@ -75,6 +77,7 @@ impl BackgroundLog {
 fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
     let mut last_compaction = Instant::now();
     let mut log = BackgroundLog { last_full: None };
+    let mut mapped = MappedBudget::new();
     loop {
         {
             let mut woken = bg.wake.lock();
@@ -105,6 +108,7 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
                 Err(e) => log.warn("collector", &e),
             }
         }
+        mapped.tick(&inner);
         // Index GC (old versions, tombstones) whenever enough garbage piled up, whether or
         // not the collection is compacted.
         for col in inner.catalog().collections.values() {
