@@ -5,7 +5,8 @@
 //! a full scan of a large collection (an aggregation, a dump) or many random reads, the
 //! resident set carries a second copy of the page cache's view of the data, although the
 //! kernel could reclaim those pages at any moment. The maintenance thread checks the file-backed
-//! part of the resident set at most once per [`CHECK_INTERVAL`]; above the limit it drops the
+//! part of the resident set at most once per [`CHECK_INTERVAL`] (longer after releases that
+//! freed little); above the limit it drops the
 //! page-table entries of every datafile's map (`DataFile::release_mapped_pages`). The pages stay
 //! in the kernel's page cache, as a database reading with `pread` would leave them, and the next
 //! read faults them back in (a minor fault, no disk I/O while they are cached).
@@ -17,40 +18,60 @@ use super::Inner;
 /// Shortest time between two readings of the resident set.
 pub(super) const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// When the maintenance thread last looked.
+/// Longest time between two readings: the interval doubles up to this after a release that
+/// freed little (the file-backed pages above the limit are then not the datafiles', e.g. a
+/// view's index files), so such a process does not release and re-fault the datafiles every
+/// second.
+pub(super) const CHECK_INTERVAL_MAX: Duration = Duration::from_secs(64);
+
+/// When the maintenance thread last looked, and when it looks next.
 pub(super) struct MappedBudget {
     last_check: Option<Instant>,
+    interval: Duration,
 }
 
 impl MappedBudget {
     pub(super) fn new() -> MappedBudget {
-        MappedBudget { last_check: None }
+        MappedBudget {
+            last_check: None,
+            interval: CHECK_INTERVAL,
+        }
     }
 
-    /// Called on every round of the maintenance loop: at most once per [`CHECK_INTERVAL`],
-    /// releases the datafiles' mapped pages when the file-backed resident set is above the
-    /// engine's limit. Returns how many maps were released.
+    /// Called on every round of the maintenance loop: at most once per interval, releases
+    /// the datafiles' mapped pages when the file-backed resident set is above the engine's
+    /// limit. Returns how many maps were released.
     pub(super) fn tick(&mut self, inner: &Inner) -> usize {
         let Some(limit) = inner.options.mapped_memory_limit else {
             return 0;
         };
-        if self
-            .last_check
-            .is_some_and(|t| t.elapsed() < CHECK_INTERVAL)
-        {
+        if self.last_check.is_some_and(|t| t.elapsed() < self.interval) {
             return 0;
         }
         self.last_check = Some(Instant::now());
-        match resident_file_bytes() {
-            Some(resident) if resident > limit => {
-                let released = inner.release_mapped_pages();
-                tracing::debug!(
-                    "mapped datafile pages: {resident} bytes resident, limit {limit}: released the maps of {released} files"
-                );
-                released
-            }
-            _ => 0,
-        }
+        let Some(resident) = resident_file_bytes().filter(|&r| r > limit) else {
+            self.interval = CHECK_INTERVAL;
+            return 0;
+        };
+        let released = inner.release_mapped_pages();
+        let after = resident_file_bytes().unwrap_or(resident);
+        self.interval = next_interval(self.interval, resident, after, limit);
+        tracing::debug!(
+            "mapped datafile pages: {resident} bytes resident, limit {limit}: released the maps of {released} files, {after} bytes resident after; next look in {:?}",
+            self.interval
+        );
+        released
+    }
+}
+
+/// The wait before the next look after a release that took the resident file pages from
+/// `before` to `after`: the shortest when it freed at least an eighth of the limit, else
+/// twice the last wait (at most [`CHECK_INTERVAL_MAX`]).
+fn next_interval(last: Duration, before: u64, after: u64, limit: u64) -> Duration {
+    if before.saturating_sub(after) >= limit / 8 {
+        CHECK_INTERVAL
+    } else {
+        (last * 2).min(CHECK_INTERVAL_MAX)
     }
 }
 
@@ -84,4 +105,28 @@ fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions; it returns -1 for an unknown name.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     u64::try_from(size).ok().filter(|&s| s > 0).unwrap_or(4096)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interval_grows_while_releases_free_little_and_resets_when_one_does() {
+        let mib = 1u64 << 20;
+        let limit = 800 * mib;
+        let mut wait = CHECK_INTERVAL;
+        for expected in [2, 4, 8, 16, 32, 64, 64] {
+            wait = next_interval(wait, 900 * mib, 890 * mib, limit);
+            assert_eq!(wait, Duration::from_secs(expected));
+        }
+        assert_eq!(
+            next_interval(wait, 900 * mib, 700 * mib, limit),
+            CHECK_INTERVAL
+        );
+        assert_eq!(
+            next_interval(wait, 900 * mib, 1000 * mib, limit),
+            CHECK_INTERVAL_MAX
+        );
+    }
 }
