@@ -3,13 +3,13 @@
 //! Datafiles are read through read-only shared maps (`files.rs`). Every page a read touches
 //! stays mapped, and so counts in the process's resident set, until the map is dropped: after
 //! a full scan of a large collection (an aggregation, a dump) or many random reads, the
-//! resident set carries a second copy of the page cache's view of the data, although the
-//! kernel could reclaim those pages at any moment. The maintenance thread checks the file-backed
-//! part of the resident set at most once per [`CHECK_INTERVAL`] (longer after releases that
-//! freed little); above the limit it drops the
-//! page-table entries of every datafile's map (`DataFile::release_mapped_pages`). The pages stay
-//! in the kernel's page cache, as a database reading with `pread` would leave them, and the next
-//! read faults them back in (a minor fault, no disk I/O while they are cached).
+//! resident set counts the page cache's pages of the data, although the kernel could reclaim
+//! them at any moment. The maintenance thread checks the file-backed part of the resident set
+//! at most once per [`CHECK_INTERVAL`] (longer after releases that freed little); above the
+//! limit it drops the page-table entries of every datafile's map
+//! (`DataFile::release_mapped_pages`). The pages stay in the kernel's page cache, as a
+//! database reading with `pread` would leave them, and the next read faults them back in (a
+//! minor fault, no disk I/O while they are cached).
 
 use std::time::{Duration, Instant};
 
