@@ -371,4 +371,40 @@ mod tests {
         );
         assert_eq!(sorted(picked), vec![0, 1, 2]);
     }
+
+    #[test]
+    fn a_bulk_load_merges_each_document_a_few_times() {
+        // Sixty commits of 600 KiB, each merge done before the next commit: every document
+        // is merged 3 times (the policy without its skew rule: 30 times, merging the large
+        // segment again after every commit; tantivy's log merge policy: 4.3 times).
+        let options = TierOptions::default();
+        let commit = full(600 << 10);
+        let mut segments: Vec<SegmentSize> = Vec::new();
+        let mut merged_bytes = 0u64;
+        for _ in 0..60 {
+            segments.push(commit);
+            loop {
+                let mut picked = pick(&options, &segments);
+                if picked.is_empty() {
+                    break;
+                }
+                assert!((3..=10).contains(&picked.len()), "{picked:?}");
+                let mut merged = full(0);
+                merged.docs = 0;
+                merged.live_docs = 0;
+                picked.sort_unstable_by(|a, b| b.cmp(a));
+                for i in picked {
+                    let s = segments.remove(i);
+                    merged.bytes += s.bytes;
+                    merged.docs += s.docs;
+                    merged.live_docs += s.live_docs;
+                }
+                merged_bytes += merged.bytes;
+                segments.push(merged);
+            }
+        }
+        let per_document = merged_bytes as f64 / (60 * commit.bytes) as f64;
+        assert!(per_document <= 3.0, "{per_document}");
+        assert!(segments.len() <= 6, "{}", segments.len());
+    }
 }
