@@ -265,7 +265,7 @@ mod tests {
     fn segments_below_the_floor_merge_up_to_segments_max_at_once() {
         // Fifteen segments of 100 KiB to 1.5 MiB: all below the 2 MiB floor, so equal; the
         // ten smallest are one merge.
-        let segments: Vec<SegmentSize> = (1..=15).rev().map(|i| full(i * 100 << 10)).collect();
+        let segments: Vec<SegmentSize> = (1..=15).rev().map(|i| full((i * 100) << 10)).collect();
         let picked = pick(&TierOptions::default(), &segments);
         assert_eq!(sorted(picked), (5..15).collect::<Vec<_>>());
     }
