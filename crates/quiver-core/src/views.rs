@@ -13,7 +13,8 @@ use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
+    TierOptions, ViewIndex,
 };
 use quiver_storage::CollectionId;
 use quiver_types::validate_view_name;
@@ -190,18 +191,33 @@ impl Settings {
     }
 
     /// The merge policy of the index: `consolidationIntervalMsec` 0 turns merges off; a tier
-    /// policy merges once `segmentsMin` (at least 2) similar segments exist; `bytes_accum`
-    /// merges with tantivy's defaults.
+    /// policy is ArangoDB's with its five parameters; `bytes_accum` merges as the default
+    /// tier policy.
     fn consolidation(&self) -> Consolidation {
         if self.consolidation_interval_msec == 0 {
             return Consolidation::Off;
         }
-        let min = self
-            .consolidation_policy
-            .get("segmentsMin")
-            .and_then(Value::as_u64)
-            .unwrap_or(1) as usize;
-        Consolidation::Tiered { min_segments: min }
+        let mut options = TierOptions::default();
+        let policy = &self.consolidation_policy;
+        if policy.get("type").and_then(Value::as_str) == Some("tier") {
+            let number = |name: &str| policy.get(name).and_then(Value::as_u64);
+            if let Some(n) = number("segmentsMin") {
+                options.segments_min = n as usize;
+            }
+            if let Some(n) = number("segmentsMax") {
+                options.segments_max = n as usize;
+            }
+            if let Some(n) = number("segmentsBytesMax") {
+                options.segments_bytes_max = n;
+            }
+            if let Some(n) = number("segmentsBytesFloor") {
+                options.segments_bytes_floor = n;
+            }
+            if let Some(n) = number("minScore") {
+                options.min_score = n as f64;
+            }
+        }
+        Consolidation::Tiered(options)
     }
 }
 

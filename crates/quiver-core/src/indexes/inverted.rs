@@ -14,7 +14,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
-    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery, ViewIndex,
+    AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
+    TierOptions, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
@@ -281,7 +282,7 @@ impl InvertedIndex {
     ) -> Result<Arc<InvertedIndex>> {
         let link = link_definition(def, &context.database)?;
         let (index, _) = ViewIndex::open(&dir)?;
-        index.set_consolidation(Consolidation::Tiered { min_segments: 1 });
+        index.set_consolidation(Consolidation::Tiered(TierOptions::default()));
         index.clear()?;
         let feed = ViewFeed::start(
             &def.name,

@@ -6,7 +6,7 @@
 //! `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
 //! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
 //! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
-//! matches with `matched_docs.rs`).
+//! matches with `matched_docs.rs`; merges chosen by ArangoDB's tier policy in `tier_merge.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
 mod document;
@@ -23,6 +23,7 @@ mod phrase_positions;
 mod query;
 mod scoring;
 mod term_stream;
+mod tier_merge;
 mod top_scores;
 mod view_index;
 
@@ -40,6 +41,7 @@ pub use query::{
     ElementCount, ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue,
 };
 pub use scoring::{FieldStats, Scorer};
+pub use tier_merge::TierOptions;
 pub use top_scores::ScoreOrder;
 pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
 

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
-use tantivy::indexer::{LogMergePolicy, NoMergePolicy};
+use tantivy::indexer::NoMergePolicy;
 use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
@@ -31,6 +31,7 @@ use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
 use super::term_stream::{self, TermsTokenizer};
+use super::tier_merge::{TierMergePolicy, TierOptions};
 use super::top_scores::{BestScores, ScoreOrder};
 
 /// Bytes each of tantivy's indexing threads may buffer before it writes a segment on its own
@@ -68,9 +69,8 @@ pub struct IndexState(Searcher);
 pub enum Consolidation {
     /// No merges (`consolidationIntervalMsec` 0).
     Off,
-    /// Merge once at least this many segments of a similar size exist (tier's `segmentsMin`,
-    /// at least 2).
-    Tiered { min_segments: usize },
+    /// ArangoDB's tier policy (`tier_merge.rs`).
+    Tiered(TierOptions),
 }
 
 struct Fields {
@@ -220,10 +220,8 @@ impl ViewIndex {
         let writer = self.writer.lock();
         match policy {
             Consolidation::Off => writer.set_merge_policy(Box::new(NoMergePolicy)),
-            Consolidation::Tiered { min_segments } => {
-                let mut merge = LogMergePolicy::default();
-                merge.set_min_num_segments(min_segments.max(2));
-                writer.set_merge_policy(Box::new(merge));
+            Consolidation::Tiered(options) => {
+                writer.set_merge_policy(Box::new(TierMergePolicy::new(options, &self.dir)));
             }
         }
     }
