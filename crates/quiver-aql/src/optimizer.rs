@@ -45,9 +45,11 @@ pub const RULES: &[&str] = &[
     "remove-redundant-sorts",
     "remove-collect-variables",
     "sort-limit",
+    "handle-arangosearch-views",
     "arangosearch-constrained-sort",
     "reduce-extraction-to-projection",
     "no-document-materialization-arangosearch",
+    "late-document-materialization-arangosearch",
     "optimize-count",
 ];
 
@@ -269,6 +271,15 @@ fn optimize_pipeline(
         log,
     )?;
     run("sort-limit", &mut plan, sort_limit, log)?;
+    // Cannot be disabled, as in ArangoDB: it fires for every plan reading a view.
+    {
+        options.limits.check()?;
+        let started = Instant::now();
+        if view_loop::primary_sort(&mut plan) {
+            log.fired.push("handle-arangosearch-views".into());
+        }
+        log.ran("handle-arangosearch-views", started);
+    }
     run(
         "arangosearch-constrained-sort",
         &mut plan,
@@ -286,6 +297,12 @@ fn optimize_pipeline(
         "no-document-materialization-arangosearch",
         &mut plan,
         |plan, _| view_loop::no_materialization(plan),
+        log,
+    )?;
+    run(
+        "late-document-materialization-arangosearch",
+        &mut plan,
+        |plan, _| view_loop::late_materialization(plan),
         log,
     )?;
     Ok(plan)
