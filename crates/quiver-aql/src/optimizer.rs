@@ -222,6 +222,9 @@ fn optimize_pipeline(
         let (mdi, mdi_covered) = crate::mdi_select::use_mdi_indexes(&mut plan, &options.indexes);
         changed |= mdi;
         covered |= mdi_covered;
+        let sort_removed = sort_removed
+            || (options.rules.is_enabled("use-index-for-sort")
+                && view_loop::inverted_primary_sort(&mut plan, options.full_count));
         if sort_removed {
             log.fired.push("use-index-for-sort".into());
         }

@@ -363,3 +363,53 @@ fn documents_are_read_after_the_limit_only() {
     let query = "FOR d IN v SEARCH true SORT d.t LIMIT 3 RETURN d";
     assert!(!rules(&f.plan(query, &json!({}))).contains(&RULE.to_string()));
 }
+
+#[test]
+fn an_inverted_index_loop_reads_in_its_primary_sort() {
+    let f = fixture(9);
+    let mut rng = StdRng::seed_from_u64(5);
+    // (SORT, its unoptimized form, whether the index's primary sort serves it alone)
+    let sorts = [
+        ("SORT d.a", "SORT NOOPT(d.a)", true),
+        ("SORT d.a ASC", "SORT NOOPT(d.a)", true),
+        ("SORT d.a DESC", "SORT NOOPT(d.a) DESC", false),
+        // Mixed directions, as declared: not through the index alone.
+        (
+            "SORT d.a, d.b DESC",
+            "SORT NOOPT(d.a), NOOPT(d.b) DESC",
+            false,
+        ),
+        ("SORT d.b DESC", "SORT NOOPT(d.b) DESC", false),
+    ];
+    let mut compared = 0;
+    for (sort, reference, satisfied) in sorts {
+        for _ in 0..8 {
+            let words: Vec<&str> = (0..rng.gen_range(1..=2))
+                .map(|_| WORDS[rng.gen_range(0..WORDS.len())])
+                .collect();
+            let words = serde_json::to_string(&words).unwrap();
+            let limit = random_limit(&mut rng);
+            let head = format!(
+                "FOR d IN docs OPTIONS {{indexHint: 'inv', forceIndexHint: true, waitForSync: true}} \
+                 FILTER d.t IN {words}"
+            );
+            let query = format!("{head} {sort} {limit} RETURN [d._key, d.a, d.b]");
+            let plain = format!("{head} {reference} {limit} RETURN [d._key, d.a, d.b]");
+            let plan = f.plan(&query, &json!({}));
+            assert_eq!(
+                !node_types(&plan).contains(&"SortNode".to_string()),
+                satisfied,
+                "{query}"
+            );
+            assert_eq!(
+                rules(&plan).contains(&"use-index-for-sort".to_string()),
+                satisfied,
+                "{query}"
+            );
+            let got = f.run(&query, &json!({}), &[]);
+            assert_eq!(got, f.run(&plain, &json!({}), &[]), "{query}");
+            compared += got.len();
+        }
+    }
+    assert!(compared > 300, "too few rows compared: {compared}");
+}

@@ -52,16 +52,7 @@ pub(super) fn primary_sort(plan: &mut Plan) -> bool {
             continue;
         };
         seen_view = true;
-        let first_loop = plan.nodes[..i].iter().all(|n| {
-            matches!(
-                n.kind,
-                NodeKind::Singleton
-                    | NodeKind::Calculation { .. }
-                    | NodeKind::Subquery { .. }
-                    | NodeKind::Filter { .. }
-            )
-        });
-        if !first_loop
+        if !first_loop(plan, i)
             || view.primary_sort.is_some()
             || view.scorers_sort.is_some()
             || view.columns.sort.is_empty()
@@ -116,6 +107,117 @@ pub(super) fn primary_sort(plan: &mut Plan) -> bool {
         i += 1;
     }
     seen_view
+}
+
+/// Whether node `i` is the first loop of its pipeline: the rows before it are at most one.
+fn first_loop(plan: &Plan, i: usize) -> bool {
+    plan.nodes[..i].iter().all(|n| {
+        matches!(
+            n.kind,
+            NodeKind::Singleton
+                | NodeKind::Calculation { .. }
+                | NodeKind::Subquery { .. }
+                | NodeKind::Filter { .. }
+        )
+    })
+}
+
+/// Part of rule `use-index-for-sort`: a collection loop through an inverted index
+/// (`indexHint`) that is the first loop of its pipeline, followed (after calculations and
+/// filters) by a `SORT` whose keys are attribute paths of its variable forming a prefix of the
+/// index's `primarySort`, each in its declared direction and all in one direction (ArangoDB
+/// does not serve mixed directions through an index alone): the SORT goes and the index gives
+/// the documents in that order ("reverse" when descending, as ArangoDB reports it). A LIMIT
+/// right after the SORT (offset + count; not with `fullCount`) stops the read early when no
+/// filter stands between.
+pub(super) fn inverted_primary_sort(plan: &mut Plan, full_count: bool) -> bool {
+    let mut changed = false;
+    for i in 1..plan.nodes.len() {
+        let NodeKind::IndexScan(scan) = &plan.nodes[i].kind else {
+            continue;
+        };
+        let Some(search) = &scan.inverted else {
+            continue;
+        };
+        if search.sorted.is_some() || !first_loop(plan, i) {
+            continue;
+        }
+        let null = serde_json::Value::Null;
+        let columns = StoredColumns::from_definitions(
+            scan.index.description.get("primarySort").unwrap_or(&null),
+            &null,
+        );
+        if columns.sort.is_empty() {
+            continue;
+        }
+        let mut path_of: HashMap<Slot, String> = HashMap::new();
+        // Conditions the index serves leave `true` behind until the filters are cleaned up.
+        let mut always_true: BTreeSet<Slot> = BTreeSet::new();
+        let mut filtered = false;
+        let mut found = None;
+        for (j, node) in plan.nodes.iter().enumerate().skip(i + 1) {
+            match &node.kind {
+                NodeKind::Filter { input } if always_true.contains(input) => {}
+                NodeKind::Calculation {
+                    out,
+                    expr: CExpr::Const(serde_json::Value::Bool(true)),
+                } => {
+                    always_true.insert(*out);
+                }
+                NodeKind::Calculation { out, expr } => {
+                    if let Some(path) = attribute_path(expr, scan.out) {
+                        path_of.insert(*out, path);
+                    } else if let CExpr::Var(source) = expr {
+                        if let Some(path) = path_of.get(source).cloned() {
+                            path_of.insert(*out, path);
+                        }
+                    }
+                }
+                NodeKind::Filter { .. } => filtered = true,
+                NodeKind::Sort { keys, limit } => {
+                    let matches = !keys.is_empty()
+                        && keys.len() <= columns.sort.len()
+                        && keys.iter().all(|(_, asc)| *asc == keys[0].1)
+                        && keys
+                            .iter()
+                            .zip(&columns.sort)
+                            .all(|((slot, asc), (p, a))| path_of.get(slot) == Some(p) && asc == a);
+                    if matches {
+                        let following = match plan.nodes.get(j + 1).map(|n| &n.kind) {
+                            Some(NodeKind::Limit { offset, count, .. })
+                                if !full_count && *count != u64::MAX =>
+                            {
+                                Some(offset.saturating_add(*count))
+                            }
+                            _ => None,
+                        };
+                        let read = PrimarySortRead {
+                            buckets: keys.len(),
+                            limit: if filtered { None } else { limit.or(following) },
+                        };
+                        found = Some((j, read, !keys[0].1));
+                    }
+                    break;
+                }
+                _ => break,
+            }
+        }
+        let Some((sort_at, read, descending)) = found else {
+            continue;
+        };
+        plan.nodes.remove(sort_at);
+        if let NodeKind::IndexScan(scan) = &mut plan.nodes[i].kind {
+            scan.sorted = true;
+            scan.reverse = descending;
+            if let Some(search) = &mut scan.inverted {
+                search.sorted = Some(read);
+            }
+        }
+        changed = true;
+        // The plan is shorter now; one inverted loop per pipeline is the first loop.
+        break;
+    }
+    changed
 }
 
 /// The attributes `names` (top-level, read from a view loop's variable) as taken from the

@@ -299,11 +299,12 @@ impl Transaction for CheckedTransaction {
         collection: &str,
         index: u64,
         query: &super::SearchQuery,
+        read: Option<&SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
         self.read(collection)?;
         self.inner
-            .inverted_search(collection, index, query, wait_for_sync)
+            .inverted_search(collection, index, query, read, wait_for_sync)
     }
 
     fn mdi_lookup(

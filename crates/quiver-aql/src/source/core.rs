@@ -537,10 +537,11 @@ impl Transaction for CoreTransaction {
         collection: &str,
         index: u64,
         query: &super::SearchQuery,
+        read: Option<&super::SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
         let c = self.coll(collection)?;
-        c.search_inverted_index(index, query, wait_for_sync)
+        c.search_inverted_index(index, query, read, wait_for_sync)
     }
 
     fn mdi_lookup(

@@ -238,9 +238,10 @@ pub trait Transaction: Send {
         collection: &str,
         index: u64,
         query: &SearchQuery,
+        read: Option<&SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
-        let _ = (query, wait_for_sync);
+        let _ = (query, read, wait_for_sync);
         Err(Error::with_message(
             ErrorCode::IndexNotFound,
             format!(
