@@ -2,7 +2,9 @@
 //! view) used by the optimizer: a SORT the primary sort satisfies goes and the loop reads in
 //! that order (`handle-arangosearch-views`), attributes the index keeps are read from it
 //! (`no-document-materialization-arangosearch`), and documents are read after the LIMIT only
-//! (`late-document-materialization-arangosearch`). Each query is compared with its
+//! (`late-document-materialization-arangosearch`); a collection loop through an inverted
+//! index (`indexHint`) drops a SORT its primary sort serves (`use-index-for-sort`). Each
+//! query is compared with its
 //! unoptimized form (the SORT keys through `NOOPT()`, which no rule looks through, or the
 //! rule switched off) over random documents whose sort attribute is missing, null, boolean,
 //! numeric, string, array or object, with many ties, over several index segments, with
