@@ -463,3 +463,60 @@ def test_nested_search(db):
     assert keys(db, f"FOR d IN {view} SEARCH {damaged} {SEARCH_SYNC} RETURN d._key") == ["frame"]
     db.delete_view(alias)
     db.delete_view(view)
+
+
+def test_primary_sort_and_stored_values_in_the_optimizer(db):
+    """A SORT the view's primarySort satisfies leaves the plan (the view node reports
+    `primarySort`), attributes in primarySort/storedValues are read from the index
+    (`noMaterialization`), and with SORT … LIMIT documents are read after the LIMIT (a
+    MaterializeNode); each result equals the unoptimized one."""
+    coll = db.create_collection(unique())
+    docs = []
+    for i in range(300):
+        doc = {"_key": f"k{i}", "text": ["lamp", "drum lamp", "pink"][i % 3],
+               "title": f"t{i % 17}"}
+        if i % 7:
+            doc["date"] = [None, True, i % 11, f"d{i % 5}", [i % 2]][i % 5]
+        docs.append(doc)
+    coll.import_bulk(docs)
+    db.create_arangosearch_view(
+        "sorted_view",
+        properties={
+            "primarySort": [{"field": "date", "direction": "desc"}],
+            "storedValues": [{"fields": ["title"]}],
+            "links": {coll.name: {"fields": {"text": {"analyzers": ["text_en"]}}}},
+        },
+    )
+    search = f"SEARCH ANALYZER(d.text == 'lamp', 'text_en') {SEARCH_SYNC}"
+
+    query = f"FOR d IN sorted_view {search} SORT d.date DESC LIMIT 5, 20 RETURN d"
+    plan = db.aql.explain(query)
+    types = [n["type"] for n in plan["nodes"]]
+    assert "SortNode" not in types
+    view_node = next(n for n in plan["nodes"] if n["type"] == "EnumerateViewNode")
+    assert view_node["primarySort"] == [{"field": "date", "asc": False}]
+    assert view_node["primarySortBuckets"] == 1
+    assert "handle-arangosearch-views" in plan["rules"]
+    assert "late-document-materialization-arangosearch" in plan["rules"]
+    assert types[types.index("LimitNode") + 1] == "MaterializeNode"
+    reference = (f"FOR d IN sorted_view {search} SORT NOOPT(d.date) DESC LIMIT 5, 20 "
+                 "RETURN d")
+    got = list(db.aql.execute(query))
+    assert len(got) == 20
+    assert got == list(db.aql.execute(reference))
+
+    covered = (f"FOR d IN sorted_view {search} SORT d.date DESC "
+               "RETURN {k: d._key, date: d.date, title: d.title}")
+    plan = db.aql.explain(covered)
+    view_node = next(n for n in plan["nodes"] if n["type"] == "EnumerateViewNode")
+    assert view_node["noMaterialization"] is True
+    assert "no-document-materialization-arangosearch" in plan["rules"]
+    without = list(db.aql.execute(
+        covered, optimizer_rules=["-no-document-materialization-arangosearch"]))
+    assert list(db.aql.execute(covered)) == without
+    assert len(without) == 200
+
+    # The reversed direction is not the primary sort's: the SORT stays.
+    reversed_plan = db.aql.explain(f"FOR d IN sorted_view {search} SORT d.date RETURN d")
+    assert "SortNode" in [n["type"] for n in reversed_plan["nodes"]]
+    db.delete_view("sorted_view")

@@ -412,10 +412,7 @@ fn nodes_json(
                 m.insert("view".into(), json!(v.view));
                 m.insert("outVariable".into(), var(vars, v.out));
                 m.insert("options".into(), v.options.clone());
-                m.insert(
-                    "noMaterialization".into(),
-                    json!(v.materialize == crate::plan::Materialize::Nothing),
-                );
+                view_node_fields(&mut m, v, vars);
                 m.insert(
                     "scorers".into(),
                     Value::Array(
@@ -443,6 +440,10 @@ fn nodes_json(
                     m.insert("scorersSortLimit".into(), json!(sort.limit));
                 }
             }
+            NodeKind::Materialize { var: slot } => {
+                m.insert("inNmDocId".into(), var(vars, *slot));
+                m.insert("outVariable".into(), var(vars, *slot));
+            }
             NodeKind::Modify(spec) => {
                 m.insert("database".into(), json!(database));
                 m.insert("collection".into(), json!(spec.collection));
@@ -463,6 +464,74 @@ fn nodes_json(
         prev = Some(node.id);
     }
     out
+}
+
+/// What an EnumerateViewNode says of its materialization and its use of the view's primary
+/// sort and stored values, in ArangoDB's attributes: `noMaterialization`; `primarySort` (the
+/// view's, `{field, asc}`) and `primarySortBuckets` (how many of its fields the loop's order
+/// follows) when it reads in that order; `viewValuesVars` for the attributes taken from the
+/// index (a primary sort field `{fieldNumber, field, …}`, a stored column `{columnNumber,
+/// viewStoredValuesVars: [{fieldNumber, field, …}]}`; `id` and `name` are the loop variable's,
+/// which holds them); `outNmDocId` with late materialization.
+fn view_node_fields(m: &mut Map<String, Value>, v: &crate::plan::ViewNode, vars: &[VarInfo]) {
+    use crate::plan::Materialize;
+    m.insert(
+        "noMaterialization".into(),
+        json!(matches!(
+            v.materialize,
+            Materialize::Nothing | Materialize::Values(_)
+        )),
+    );
+    if let Some(read) = v.primary_sort {
+        let sort: Vec<Value> = v
+            .columns
+            .sort
+            .iter()
+            .map(|(field, asc)| json!({"field": field, "asc": asc}))
+            .collect();
+        m.insert("primarySort".into(), Value::Array(sort));
+        m.insert("primarySortBuckets".into(), json!(read.buckets));
+    }
+    let (Materialize::Values(values) | Materialize::Late(values)) = &v.materialize else {
+        m.insert("viewValuesVars".into(), json!([]));
+        return;
+    };
+    let out = var(vars, v.out);
+    let sort_len = v.columns.sort.len();
+    let mut list = Vec::new();
+    let mut columns: Vec<(usize, Vec<Value>)> = Vec::new();
+    for value in values {
+        let Some(position) = value.position else {
+            continue;
+        };
+        let mut entry = json!({"field": value.name, "id": out["id"], "name": out["name"]});
+        if position < sort_len {
+            entry["fieldNumber"] = json!(position);
+            list.push(entry);
+            continue;
+        }
+        // The stored column holding the position, and the field's number in it.
+        let mut at = position - sort_len;
+        for (column, fields) in v.columns.stored.iter().enumerate() {
+            if at < fields.len() {
+                entry["fieldNumber"] = json!(at);
+                match columns.iter_mut().find(|(c, _)| *c == column) {
+                    Some((_, vars)) => vars.push(entry),
+                    None => columns.push((column, vec![entry])),
+                }
+                break;
+            }
+            at -= fields.len();
+        }
+    }
+    columns.sort_by_key(|(column, _)| *column);
+    for (column, fields) in columns {
+        list.push(json!({"columnNumber": column, "viewStoredValuesVars": fields}));
+    }
+    m.insert("viewValuesVars".into(), Value::Array(list));
+    if matches!(v.materialize, Materialize::Late(_)) {
+        m.insert("outNmDocId".into(), out);
+    }
 }
 
 /// `extra.stats.nodes` for `profile: 2`.

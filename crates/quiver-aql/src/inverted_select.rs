@@ -453,6 +453,7 @@ pub fn use_inverted_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, b
             inverted: Some(Box::new(InvertedSearch {
                 condition,
                 wait_for_sync: hint.wait_for_sync,
+                sorted: None,
             })),
         };
         if remove_conjuncts(

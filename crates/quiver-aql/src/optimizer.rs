@@ -45,9 +45,11 @@ pub const RULES: &[&str] = &[
     "remove-redundant-sorts",
     "remove-collect-variables",
     "sort-limit",
+    "handle-arangosearch-views",
     "arangosearch-constrained-sort",
     "reduce-extraction-to-projection",
     "no-document-materialization-arangosearch",
+    "late-document-materialization-arangosearch",
     "optimize-count",
 ];
 
@@ -220,6 +222,9 @@ fn optimize_pipeline(
         let (mdi, mdi_covered) = crate::mdi_select::use_mdi_indexes(&mut plan, &options.indexes);
         changed |= mdi;
         covered |= mdi_covered;
+        let sort_removed = sort_removed
+            || (options.rules.is_enabled("use-index-for-sort")
+                && view_loop::inverted_primary_sort(&mut plan, options.full_count));
         if sort_removed {
             log.fired.push("use-index-for-sort".into());
         }
@@ -269,6 +274,15 @@ fn optimize_pipeline(
         log,
     )?;
     run("sort-limit", &mut plan, sort_limit, log)?;
+    // Cannot be disabled, as in ArangoDB: it fires for every plan reading a view.
+    {
+        options.limits.check()?;
+        let started = Instant::now();
+        if view_loop::primary_sort(&mut plan) {
+            log.fired.push("handle-arangosearch-views".into());
+        }
+        log.ran("handle-arangosearch-views", started);
+    }
     run(
         "arangosearch-constrained-sort",
         &mut plan,
@@ -286,6 +300,12 @@ fn optimize_pipeline(
         "no-document-materialization-arangosearch",
         &mut plan,
         |plan, _| view_loop::no_materialization(plan),
+        log,
+    )?;
+    run(
+        "late-document-materialization-arangosearch",
+        &mut plan,
+        |plan, _| view_loop::late_materialization(plan),
         log,
     )?;
     Ok(plan)

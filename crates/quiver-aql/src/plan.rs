@@ -33,7 +33,10 @@ pub use inverted_search::InvertedSearch;
 pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
 pub use view_nested::NestedCount;
-pub use view_search::{ArrayQuantifier, Compare, Materialize, ScorersSort, SearchCond, ViewNode};
+pub use view_search::{
+    ArrayQuantifier, Compare, Materialize, PrimarySortRead, ScorersSort, SearchCond, ViewNode,
+    ViewValue,
+};
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.
 #[derive(Clone, Debug)]
@@ -161,6 +164,11 @@ pub enum NodeKind {
     Graph(Box<GraphNode>),
     /// `FOR d IN view SEARCH …` (`plan::view_search`).
     EnumerateView(Box<ViewNode>),
+    /// Replaces the `{_key, _id, …}` a view loop with late materialization put into `var` by
+    /// the document (`MATERIALIZE var`).
+    Materialize {
+        var: Slot,
+    },
     NoResults,
 }
 
@@ -183,6 +191,7 @@ impl NodeKind {
             NodeKind::Modify(m) => m.kind.node_name(),
             NodeKind::Graph(g) => g.type_name(),
             NodeKind::EnumerateView(_) => "EnumerateViewNode",
+            NodeKind::Materialize { .. } => "MaterializeNode",
             NodeKind::NoResults => "NoResultsNode",
         }
     }
@@ -279,6 +288,9 @@ impl NodeKind {
                 }
             }
             NodeKind::Graph(g) => set = g.reads(),
+            NodeKind::Materialize { var } => {
+                set.insert(*var);
+            }
             NodeKind::EnumerateView(v) => {
                 if let Some(c) = &v.condition {
                     c.visit_vars(&mut |s| {

@@ -1202,12 +1202,15 @@ impl Collection {
     }
 
     /// The keys of the documents inverted index `id` finds for `query` (conditions without an
-    /// analyzer take the field's analyzer of the definition); with `wait_for_sync` after every
-    /// write acknowledged before the call is searchable. 1212 for an unknown index.
+    /// analyzer take the field's analyzer of the definition); with `read`, in the order of the
+    /// index's primary sort and cut to its limit (`ViewIndex::search_sorted`); with
+    /// `wait_for_sync` after every write acknowledged before the call is searchable. 1212 for
+    /// an unknown index.
     pub fn search_inverted_index(
         &self,
         id: u64,
         query: &quiver_search::index::SearchQuery,
+        read: Option<&quiver_search::index::SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
         let Some(ix) = self.inverted_index_by_id(id) else {
@@ -1219,11 +1222,11 @@ impl Collection {
                 ),
             ));
         };
-        Ok(ix
-            .search(query, &[], wait_for_sync)?
-            .into_iter()
-            .map(|hit| hit.key)
-            .collect())
+        let hits = match read {
+            None => ix.search(query, &[], wait_for_sync)?,
+            Some(read) => ix.search_sorted(query, &[], read, wait_for_sync)?,
+        };
+        Ok(hits.into_iter().map(|hit| hit.key).collect())
     }
 
     /// Every open inverted index.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{Hit, ScoreOrder, Scorer, SearchQuery};
+use quiver_search::index::{Hit, ScoreOrder, Scorer, SearchQuery, SortedRead, StoredColumns};
 use quiver_storage::CollectionId;
 use serde_json::{json, Value};
 
@@ -152,6 +152,68 @@ impl AliasIndexes {
             candidates.extend(ix.search_top(query, scorers, order, k, wait_for_sync)?);
         }
         Ok(order.best(candidates, k))
+    }
+}
+
+impl AliasIndexes {
+    /// The primary sort and stored fields of the indexes (they agree; none without indexes).
+    pub fn stored_columns(&self) -> StoredColumns {
+        self.live()
+            .first()
+            .map(|ix| ix.stored_columns())
+            .unwrap_or_default()
+    }
+
+    /// The documents [`AliasIndexes::search`] gives, ordered by the first `read.buckets`
+    /// primary sort fields (stably), cut to `read.limit`, with the primary sort and stored
+    /// values when `read.values`. As for [`AliasIndexes::search_top`]: when no collection has
+    /// two of the searched indexes, each index's first hits of the order, merged stably in
+    /// index order, hold the full result's first hits; otherwise every index's full list is
+    /// merged, each document once, and then cut.
+    pub fn search_sorted(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        let searched: Vec<Arc<InvertedIndex>> = self
+            .live()
+            .into_iter()
+            .filter(|ix| collections.is_none_or(|ids| ids.contains(&ix.collection)))
+            .collect();
+        let columns = self.stored_columns();
+        let buckets = read.buckets.min(columns.sort.len());
+        let mut owners = HashSet::new();
+        let disjoint = searched.iter().all(|ix| owners.insert(ix.collection));
+        let each = SortedRead {
+            buckets,
+            limit: if disjoint { read.limit } else { None },
+            // The merge compares the primary sort values.
+            values: read.values || buckets > 0,
+        };
+        let mut out = Vec::new();
+        let mut seen: HashSet<(CollectionId, String)> = HashSet::new();
+        for ix in &searched {
+            for hit in ix.search_sorted(query, scorers, &each, wait_for_sync)? {
+                if disjoint || seen.insert((hit.collection, hit.key.clone())) {
+                    out.push(hit);
+                }
+            }
+        }
+        if buckets > 0 {
+            out.sort_by(|a, b| columns.compare_sort(&a.values, &b.values, buckets));
+        }
+        if let Some(k) = read.limit {
+            out.truncate(k);
+        }
+        if !read.values {
+            for hit in &mut out {
+                hit.values = Vec::new();
+            }
+        }
+        Ok(out)
     }
 }
 

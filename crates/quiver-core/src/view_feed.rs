@@ -328,9 +328,9 @@ impl Indexer {
         };
         let terms = document_terms(&doc, &link, &*self.analyzers);
         let done = if replaces {
-            self.index.put(collection, key, terms)
+            self.index.put(collection, key, terms, &doc)
         } else {
-            self.index.insert(collection, key, terms)
+            self.index.insert(collection, key, terms, &doc)
         };
         if let Err(err) = done {
             tracing::error!(key, "indexing a document failed: {}", err.message);

@@ -14,7 +14,7 @@ use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
-    TierOptions, ViewIndex,
+    SortedRead, StoredColumns, TierOptions, ViewIndex,
 };
 use quiver_storage::CollectionId;
 use quiver_types::validate_view_name;
@@ -404,6 +404,45 @@ impl View {
             .search_top(query, collections, scorers, order, k, &*self.analyzers)
     }
 
+    /// The primary sort and stored fields of the view (for a search-alias view: those of its
+    /// indexes, which agree; none without indexes).
+    pub fn stored_columns(&self) -> StoredColumns {
+        match &self.kind {
+            ViewKind::Search(parts) => parts.feed.index.stored_columns(),
+            ViewKind::Alias(indexes) => indexes.stored_columns(),
+        }
+    }
+
+    /// The documents [`View::search`] gives, ordered by the first `read.buckets` primary sort
+    /// fields (stably), the first `read.limit` of them, with the primary sort and stored
+    /// values when `read.values` (`ViewIndex::search_sorted`; a search-alias view merges its
+    /// indexes' lists, `AliasIndexes::search_sorted`).
+    pub fn search_sorted(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[CollectionId]>,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        if self.dropped.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::DataSourceNotFound));
+        }
+        let parts = match &self.kind {
+            ViewKind::Search(parts) => parts,
+            ViewKind::Alias(indexes) => {
+                return indexes.search_sorted(query, collections, scorers, read, wait_for_sync)
+            }
+        };
+        if wait_for_sync {
+            parts.feed.wait_synced()?;
+        }
+        parts
+            .feed
+            .index
+            .search_sorted(query, collections, scorers, read, &*self.analyzers)
+    }
+
     /// How many documents match `query` (restricted to `collections` when given) in a
     /// reader's snapshot at commit tick `snapshot_tick`, counted in the index alone — or None
     /// when the index cannot be shown to hold exactly what that snapshot holds of the linked
@@ -590,6 +629,10 @@ impl ViewCatalog {
         let dir = self.directory.join(id.to_string());
         let (index, _) = ViewIndex::open(&dir)?;
         index.set_consolidation(settings.consolidation());
+        index.set_stored_columns(StoredColumns::from_definitions(
+            &settings.primary_sort,
+            &settings.stored_values,
+        ));
         let feed = ViewFeed::start(
             name,
             Arc::new(index),

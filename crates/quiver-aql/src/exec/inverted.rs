@@ -1,7 +1,9 @@
 //! The operator of an `IndexNode` over an inverted index (`inverted_select`): per input row the
 //! served condition's operands are evaluated into the index query, the index is searched and
 //! each found document is read from the query's snapshot (a key the snapshot does not hold is
-//! skipped: the index lags the collection or is ahead of an old snapshot).
+//! skipped: the index lags the collection or is ahead of an old snapshot). A loop that replaced
+//! a SORT by the index's primary sort gets the keys in that order, only the first
+//! offset+count under a LIMIT (and more when the snapshot lacks some of them).
 
 use std::collections::VecDeque;
 
@@ -9,6 +11,7 @@ use quiver_errors::Result;
 
 use super::{ExecCtx, Op, Operator, Row};
 use crate::plan::{IndexScan, InvertedSearch};
+use crate::source::SortedRead;
 
 pub(super) struct InvertedScanOp {
     input: Op,
@@ -54,12 +57,55 @@ impl Operator for InvertedScanOp {
                 return Ok(None);
             };
             let query = self.search.condition.to_query(&mut |e| ctx.eval(e, &row))?;
-            let keys = ctx.txn.inverted_search(
-                &self.scan.collection,
-                self.scan.index.id,
-                &query,
-                self.search.wait_for_sync,
-            )?;
+            let keys = match self.search.sorted {
+                None => ctx.txn.inverted_search(
+                    &self.scan.collection,
+                    self.scan.index.id,
+                    &query,
+                    None,
+                    self.search.wait_for_sync,
+                )?,
+                Some(sorted) => {
+                    let limit = sorted
+                        .limit
+                        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
+                    let mut want = limit;
+                    loop {
+                        let read = SortedRead {
+                            buckets: sorted.buckets,
+                            limit: want,
+                            values: false,
+                        };
+                        let mut keys = ctx.txn.inverted_search(
+                            &self.scan.collection,
+                            self.scan.index.id,
+                            &query,
+                            Some(&read),
+                            self.search.wait_for_sync,
+                        )?;
+                        let (Some(limit), Some(asked)) = (limit, want) else {
+                            break keys;
+                        };
+                        // Enough keys the snapshot holds, or all there are.
+                        let mut present = 0;
+                        let mut cut = keys.len();
+                        for (i, key) in keys.iter().enumerate() {
+                            if present == limit {
+                                cut = i;
+                                break;
+                            }
+                            if ctx.txn.exists(&self.scan.collection, key)? {
+                                present += 1;
+                            }
+                        }
+                        if present == limit || keys.len() < asked {
+                            keys.truncate(cut);
+                            break keys;
+                        }
+                        want = Some(asked.saturating_mul(4).max(16));
+                    }
+                }
+            };
             self.keys = keys.into();
             self.row = Some(row);
         }

@@ -219,6 +219,10 @@ pub fn build(plan: &Plan, seed: Row, profile: bool) -> Op {
             }),
             NodeKind::Graph(g) => Box::new(graph::GraphOp::new(op, g)),
             NodeKind::EnumerateView(v) => Box::new(view::ViewOp::new(op, (**v).clone())),
+            NodeKind::Materialize { var } => Box::new(view::MaterializeOp {
+                input: op,
+                var: *var,
+            }),
             NodeKind::NoResults => Box::new(NoResultsOp),
         };
         op = if profile {

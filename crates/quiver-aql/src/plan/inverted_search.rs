@@ -2,7 +2,7 @@
 //! conjuncts the index serves, as a SEARCH condition over the loop variable's attributes,
 //! turned into the index's query per input row by `exec/inverted.rs`.
 
-use super::view_search::SearchCond;
+use super::view_search::{PrimarySortRead, SearchCond};
 use crate::expr::Slot;
 
 /// The search an inverted index runs for a `FOR … OPTIONS {indexHint}` loop.
@@ -14,6 +14,9 @@ pub struct InvertedSearch {
     /// `OPTIONS {waitForSync: true}` of the loop: the index commits what was written before
     /// the search runs.
     pub wait_for_sync: bool,
+    /// The loop gives its documents in the order of the index's primary sort (a SORT it
+    /// replaced, rule `use-index-for-sort`).
+    pub sorted: Option<PrimarySortRead>,
 }
 
 impl InvertedSearch {

@@ -7,7 +7,7 @@
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     ExistsKind, GeoFilter, OffsetRule, PhrasePart, PhraseToken, ScoreOrder, Scorer, SearchQuery,
-    SearchValue,
+    SearchValue, StoredColumns,
 };
 use serde_json::{json, Value};
 
@@ -37,14 +37,27 @@ pub struct ViewNode {
     /// A `SORT` by scorers of this node followed by `LIMIT` (rule
     /// `arangosearch-constrained-sort`): the node produces only the first rows of that order.
     pub scorers_sort: Option<ScorersSort>,
-    /// What of each found document the rows carry (rule
-    /// `no-document-materialization-arangosearch`).
+    /// What of each found document the rows carry (rules
+    /// `no-document-materialization-arangosearch`, `late-document-materialization-arangosearch`).
     pub materialize: Materialize,
     pub options: Value,
+    /// The view's primary sort and stored fields, read when the loop is planned.
+    pub columns: StoredColumns,
+    /// The loop gives its rows in the order of the view's primary sort (rule
+    /// `handle-arangosearch-views`, which removed the SORT that asked for it).
+    pub primary_sort: Option<PrimarySortRead>,
+}
+
+/// A view loop reading in the order of its view's primary sort: by how many of its fields
+/// (the removed SORT's), and how many rows at most (offset + count of the LIMIT after it).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PrimarySortRead {
+    pub buckets: usize,
+    pub limit: Option<u64>,
 }
 
 /// What a view loop puts into its variable.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Materialize {
     /// The document, read from the query's snapshot.
     Document,
@@ -54,6 +67,21 @@ pub enum Materialize {
     /// `null`: the variable is never read; the snapshot is only asked whether it holds the
     /// document, or the index counts the rows when it can (`Transaction::count_view`).
     Nothing,
+    /// An object of the attributes read, taken from the index's primary sort and stored
+    /// values (each name with its position in the hit's values; `_key` and `_id` from the
+    /// identity), after checking that the snapshot holds the document: no document is read.
+    Values(Vec<ViewValue>),
+    /// As `Values`, always with `_key` and `_id`; a MaterializeNode after the LIMIT replaces
+    /// the variable by the document (late materialization).
+    Late(Vec<ViewValue>),
+}
+
+/// One top-level attribute a view loop takes from its index: the name, and its position in
+/// the hit's values (None: `_key` or `_id`, from the identity).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewValue {
+    pub name: String,
+    pub position: Option<usize>,
 }
 
 /// The best rows of a view loop by its scores: keys (index into the node's scorers,
@@ -1060,6 +1088,7 @@ impl Planner<'_> {
             }
             options_json = value;
         }
+        let columns = self.txn.view_stored_columns(&view)?;
         self.mark_loop();
         let out = self.declare(var)?;
         let condition = match search {
@@ -1080,6 +1109,8 @@ impl Planner<'_> {
                 scorers_sort: None,
                 materialize: Materialize::Document,
                 options: options_json,
+                columns,
+                primary_sort: None,
             })),
         );
         Ok(())

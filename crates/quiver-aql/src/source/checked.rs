@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{
     CollectionInfo, DocIter, EdgeHits, IndexMeta, IndexRange, ScoreOrder, Scorer, SearchQuery,
-    Transaction, ViewHit, WriteOptions, WriteOutcome,
+    SortedRead, StoredColumns, Transaction, ViewHit, WriteOptions, WriteOutcome,
 };
 
 /// The rule: given a collection and whether the access writes, whether it is allowed.
@@ -151,6 +151,24 @@ impl Transaction for CheckedTransaction {
             .search_view_top(view, query, collections, scorers, order, k, wait_for_sync)
     }
 
+    fn view_stored_columns(&self, view: &str) -> Result<StoredColumns> {
+        self.inner.view_stored_columns(view)
+    }
+
+    fn search_view_sorted(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        self.check_view_read(view, collections)?;
+        self.inner
+            .search_view_sorted(view, query, collections, scorers, read, wait_for_sync)
+    }
+
     fn count_view(
         &self,
         view: &str,
@@ -281,11 +299,12 @@ impl Transaction for CheckedTransaction {
         collection: &str,
         index: u64,
         query: &super::SearchQuery,
+        read: Option<&SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
         self.read(collection)?;
         self.inner
-            .inverted_search(collection, index, query, wait_for_sync)
+            .inverted_search(collection, index, query, read, wait_for_sync)
     }
 
     fn mdi_lookup(

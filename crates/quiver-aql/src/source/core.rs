@@ -179,6 +179,7 @@ impl CoreTransaction {
                     collection,
                     key: hit.key,
                     scores: hit.scores,
+                    values: hit.values,
                 });
             }
         }
@@ -315,6 +316,25 @@ impl Transaction for CoreTransaction {
     ) -> Result<Vec<super::ViewHit>> {
         let (v, ids) = self.view_and_ids(view, collections)?;
         let hits = v.search_top(query, ids.as_deref(), scorers, order, k, wait_for_sync)?;
+        Ok(self.view_hits(hits))
+    }
+
+    fn view_stored_columns(&self, view: &str) -> Result<super::StoredColumns> {
+        let (v, _) = self.view_and_ids(view, None)?;
+        Ok(v.stored_columns())
+    }
+
+    fn search_view_sorted(
+        &self,
+        view: &str,
+        query: &super::SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[super::Scorer],
+        read: &super::SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<super::ViewHit>> {
+        let (v, ids) = self.view_and_ids(view, collections)?;
+        let hits = v.search_sorted(query, ids.as_deref(), scorers, read, wait_for_sync)?;
         Ok(self.view_hits(hits))
     }
 
@@ -517,10 +537,11 @@ impl Transaction for CoreTransaction {
         collection: &str,
         index: u64,
         query: &super::SearchQuery,
+        read: Option<&super::SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
         let c = self.coll(collection)?;
-        c.search_inverted_index(index, query, wait_for_sync)
+        c.search_inverted_index(index, query, read, wait_for_sync)
     }
 
     fn mdi_lookup(

@@ -42,9 +42,14 @@ pub struct ViewHit {
     pub collection: String,
     pub key: String,
     pub scores: Vec<f64>,
+    /// The view's primary sort and stored values (`StoredColumns::value_paths`), when the
+    /// search asked for them.
+    pub values: Vec<Value>,
 }
 
-pub use quiver_search::index::{OffsetRule, ScoreOrder, Scorer, SearchQuery};
+pub use quiver_search::index::{
+    OffsetRule, ScoreOrder, Scorer, SearchQuery, SortedRead, StoredColumns,
+};
 
 /// Per-operation options of INSERT/UPDATE/REPLACE/REMOVE/UPSERT (`OPTIONS {...}`).
 #[derive(Clone, Debug, PartialEq)]
@@ -173,6 +178,30 @@ pub trait Transaction: Send {
         hits.truncate(k);
         Ok(hits)
     }
+    /// The primary sort and stored fields of view `view` (none for a backend without them).
+    fn view_stored_columns(&self, view: &str) -> Result<StoredColumns> {
+        let _ = view;
+        Ok(StoredColumns::default())
+    }
+    /// The hits [`Transaction::search_view`] gives, ordered stably by the first
+    /// `read.buckets` fields of the view's primary sort, the first `read.limit` of them, each
+    /// with the view's primary sort and stored values when `read.values`. A backend without
+    /// primary sort or stored values gives the search's hits cut to the limit.
+    fn search_view_sorted(
+        &self,
+        view: &str,
+        query: &SearchQuery,
+        collections: Option<&[String]>,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<ViewHit>> {
+        let mut hits = self.search_view(view, query, collections, scorers, wait_for_sync)?;
+        if let Some(k) = read.limit {
+            hits.truncate(k);
+        }
+        Ok(hits)
+    }
     /// How many hits [`Transaction::search_view`] would give whose documents this
     /// transaction sees, counted without looking at the hits — or None when the backend
     /// cannot count so exactly (then the caller checks each hit).
@@ -209,9 +238,10 @@ pub trait Transaction: Send {
         collection: &str,
         index: u64,
         query: &SearchQuery,
+        read: Option<&SortedRead>,
         wait_for_sync: bool,
     ) -> Result<Vec<String>> {
-        let _ = (query, wait_for_sync);
+        let _ = (query, read, wait_for_sync);
         Err(Error::with_message(
             ErrorCode::IndexNotFound,
             format!(

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
-    TierOptions, ViewIndex,
+    SortedRead, StoredColumns, TierOptions, ViewIndex,
 };
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
@@ -283,6 +283,10 @@ impl InvertedIndex {
         let link = link_definition(def, &context.database)?;
         let (index, _) = ViewIndex::open(&dir)?;
         index.set_consolidation(Consolidation::Tiered(TierOptions::default()));
+        index.set_stored_columns(StoredColumns::from_definitions(
+            def.extra.get("primarySort").unwrap_or(&Value::Null),
+            def.extra.get("storedValues").unwrap_or(&Value::Null),
+        ));
         index.clear()?;
         let feed = ViewFeed::start(
             &def.name,
@@ -365,6 +369,29 @@ impl InvertedIndex {
         self.feed
             .index
             .search_top(&query, None, scorers, order, k, &*self.analyzers)
+    }
+
+    /// The documents [`InvertedIndex::search`] gives, ordered by the first `read.buckets`
+    /// primary sort fields (stably), cut to `read.limit`, with the primary sort and stored
+    /// values when `read.values` (`ViewIndex::search_sorted`).
+    pub fn search_sorted(
+        &self,
+        query: &SearchQuery,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        wait_for_sync: bool,
+    ) -> Result<Vec<Hit>> {
+        let Some(query) = self.prepare(query, wait_for_sync)? else {
+            return Ok(Vec::new());
+        };
+        self.feed
+            .index
+            .search_sorted(&query, None, scorers, read, &*self.analyzers)
+    }
+
+    /// The primary sort and stored fields of the definition.
+    pub fn stored_columns(&self) -> StoredColumns {
+        self.feed.index.stored_columns()
     }
 
     /// `query` with the definition's field analyzers, after waiting for the index with

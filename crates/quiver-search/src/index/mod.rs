@@ -5,7 +5,8 @@
 //! `geo_query.rs`; the fields' analyzers of an inverted index in
 //! `field_analyzers.rs`), the offsets of matches (`offsets.rs`), the scorers
 //! (`scoring.rs`, with their per-segment field statistics in `field_stats.rs`), the best k
-//! matches by score (`top_scores.rs`) and the index itself (`view_index.rs`, collecting
+//! matches by score (`top_scores.rs`), the primary sort and stored values kept per document
+//! (`stored_columns.rs`) and the index itself (`view_index.rs`, collecting
 //! matches with `matched_docs.rs`; merges chosen by ArangoDB's tier policy in `tier_merge.rs`).
 //! docs/design/search.md ("Views and the index") explains the mapping.
 
@@ -22,6 +23,7 @@ mod offsets;
 mod phrase_positions;
 mod query;
 mod scoring;
+mod stored_columns;
 mod term_stream;
 mod tier_merge;
 mod top_scores;
@@ -41,9 +43,10 @@ pub use query::{
     ElementCount, ExistsKind, PhrasePart, PhraseToken, ScoredTerm, SearchQuery, SearchValue,
 };
 pub use scoring::{FieldStats, Scorer};
+pub use stored_columns::{value_at, StoredColumns};
 pub use tier_merge::TierOptions;
 pub use top_scores::ScoreOrder;
-pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
+pub use view_index::{Consolidation, Hit, IndexState, Opened, SortedRead, ViewIndex};
 
 #[cfg(test)]
 mod geo_tests;

@@ -79,7 +79,12 @@ fn build(dir: &std::path::Path) -> ViewIndex {
     for (i, text) in CORPUS.iter().enumerate() {
         let doc = json!({"_key": format!("k{i}"), "text": text, "n": i, "even": i % 2 == 0});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .put(
+                7,
+                &format!("k{i}"),
+                document_terms(&doc, &link(), &Words),
+                &doc,
+            )
             .unwrap();
     }
     index.commit("{\"covered\":1}").unwrap();
@@ -248,7 +253,12 @@ fn scores_stay_exact_across_segments_and_removals() {
     for (i, text) in CORPUS.iter().enumerate() {
         let doc = json!({"_key": format!("k{i}"), "text": text});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .put(
+                7,
+                &format!("k{i}"),
+                document_terms(&doc, &link(), &Words),
+                &doc,
+            )
             .unwrap();
         if i == 2 {
             index.commit("{}").unwrap();
@@ -406,6 +416,7 @@ fn updates_removals_and_reopening() {
                 7,
                 "k1",
                 document_terms(&json!({"text": "slow"}), &link(), &Words),
+                &Value::Null,
             )
             .unwrap();
         index.remove(7, "k3");
@@ -414,6 +425,7 @@ fn updates_removals_and_reopening() {
                 9,
                 "other",
                 document_terms(&json!({"text": "fox"}), &link(), &Words),
+                &Value::Null,
             )
             .unwrap();
         // Not visible before the commit.
@@ -456,7 +468,12 @@ fn values_of_other_types_never_match_strings() {
         ("d", json!(true)),
     ] {
         index
-            .put(1, key, document_terms(&json!({"v": v}), &link, &Words))
+            .put(
+                1,
+                key,
+                document_terms(&json!({"v": v}), &link, &Words),
+                &Value::Null,
+            )
             .unwrap();
     }
     index.commit("{}").unwrap();
@@ -838,7 +855,12 @@ fn nested_search_matches_brute_force() {
             .collect();
         let doc = json!({"_key": format!("k{i}"), "d": dims});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link, &Words))
+            .put(
+                7,
+                &format!("k{i}"),
+                document_terms(&doc, &link, &Words),
+                &doc,
+            )
             .unwrap();
         docs.insert(format!("k{i}"), doc);
         if i == 80 {

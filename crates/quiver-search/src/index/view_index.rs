@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
@@ -17,7 +17,8 @@ use tantivy::indexer::NoMergePolicy;
 use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, STORED, STRING,
+    Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
+    STRING,
 };
 use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher,
@@ -30,6 +31,7 @@ use super::field_stats::{FieldStatsCache, SegmentFieldStats};
 use super::matched_docs::MatchedDocs;
 use super::query::SearchQuery;
 use super::scoring::{FieldStats, Scorer};
+use super::stored_columns::StoredColumns;
 use super::term_stream::{self, TermsTokenizer};
 use super::tier_merge::{TierMergePolicy, TierOptions};
 use super::top_scores::{BestScores, ScoreOrder};
@@ -59,7 +61,26 @@ pub struct Hit {
     pub key: String,
     /// One score per requested scorer, in the order requested.
     pub scores: Vec<f64>,
+    /// The values of the index's primary sort and stored fields
+    /// ([`StoredColumns::value_paths`]), when the search asked for them (empty otherwise).
+    pub values: Vec<serde_json::Value>,
 }
+
+/// How [`ViewIndex::search_sorted`] orders and cuts its hits and what they carry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SortedRead {
+    /// The hits in the order of the first `buckets` primary sort fields (0: index order);
+    /// ties keep the index order.
+    pub buckets: usize,
+    /// Only the first `limit` hits of that order.
+    pub limit: Option<usize>,
+    /// Each hit carries the values of the primary sort and stored fields.
+    pub values: bool,
+}
+
+/// Names of the two byte columns (fast fields) of [`StoredColumns`].
+const SORT_COLUMN: &str = "sort";
+const STORED_COLUMN: &str = "stored";
 
 /// The searchable state of a view's index at one moment ([`ViewIndex::state`]).
 pub struct IndexState(Searcher);
@@ -79,6 +100,9 @@ struct Fields {
     collection: Field,
     /// The shapes geo analyzers read (stored, for the exact check of geo searches).
     geo: Field,
+    /// The primary sort values and the stored values (`stored_columns.rs`), columnar.
+    sort: Field,
+    stored: Field,
 }
 
 /// The full-text index of one view.
@@ -88,6 +112,7 @@ pub struct ViewIndex {
     reader: IndexReader,
     fields: Fields,
     field_stats: FieldStatsCache,
+    columns: RwLock<StoredColumns>,
 }
 
 impl std::fmt::Debug for ViewIndex {
@@ -110,6 +135,8 @@ fn schema() -> (Schema, Fields) {
     let id = builder.add_text_field("id", STRING | STORED);
     let collection = builder.add_text_field("collection", STRING);
     let geo = builder.add_text_field(super::geo_query::GEO_FIELD, STORED);
+    let sort = builder.add_bytes_field(SORT_COLUMN, FAST);
+    let stored = builder.add_bytes_field(STORED_COLUMN, FAST);
     (
         builder.build(),
         Fields {
@@ -117,6 +144,8 @@ fn schema() -> (Schema, Fields) {
             id,
             collection,
             geo,
+            sort,
+            stored,
         },
     )
 }
@@ -205,6 +234,7 @@ impl ViewIndex {
                 reader,
                 fields,
                 field_stats: FieldStatsCache::default(),
+                columns: RwLock::new(StoredColumns::default()),
             },
             opened,
         ))
@@ -226,25 +256,64 @@ impl ViewIndex {
         }
     }
 
+    /// Sets the primary sort and stored fields every document written from now on keeps
+    /// (set before the index is fed: a view's or inverted index's are fixed at creation).
+    pub fn set_stored_columns(&self, columns: StoredColumns) {
+        *self.columns.write() = columns;
+    }
+
+    /// The primary sort and stored fields of the index.
+    pub fn stored_columns(&self) -> StoredColumns {
+        self.columns.read().clone()
+    }
+
     fn id_term(&self, collection: u64, key: &str) -> Term {
         Term::from_field_text(self.fields.id, &format!("{collection}/{key}"))
     }
 
-    /// Replaces the document `collection/key` with one holding `terms` (visible after the next
-    /// commit).
-    pub fn put(&self, collection: u64, key: &str, terms: Vec<TermAt>) -> Result<()> {
-        self.add(collection, key, terms, true)
+    /// Replaces the document `collection/key` with one holding `terms` and the values of
+    /// `doc` at the stored fields (visible after the next commit).
+    pub fn put(
+        &self,
+        collection: u64,
+        key: &str,
+        terms: Vec<TermAt>,
+        doc: &serde_json::Value,
+    ) -> Result<()> {
+        self.add(collection, key, terms, doc, true)
     }
 
     /// Adds the document `collection/key` holding `terms`, which the index does not hold (an
     /// inserted key): no deletion of an earlier version is queued, which tantivy would look
     /// up in every segment at the next commit.
-    pub fn insert(&self, collection: u64, key: &str, terms: Vec<TermAt>) -> Result<()> {
-        self.add(collection, key, terms, false)
+    pub fn insert(
+        &self,
+        collection: u64,
+        key: &str,
+        terms: Vec<TermAt>,
+        doc: &serde_json::Value,
+    ) -> Result<()> {
+        self.add(collection, key, terms, doc, false)
     }
 
-    fn add(&self, collection: u64, key: &str, terms: Vec<TermAt>, replaces: bool) -> Result<()> {
+    fn add(
+        &self,
+        collection: u64,
+        key: &str,
+        terms: Vec<TermAt>,
+        source: &serde_json::Value,
+        replaces: bool,
+    ) -> Result<()> {
         let mut doc = TantivyDocument::new();
+        {
+            let columns = self.columns.read();
+            if let Some(bytes) = columns.sort_column(source) {
+                doc.add_bytes(self.fields.sort, &bytes);
+            }
+            if let Some(bytes) = columns.stored_column(source) {
+                doc.add_bytes(self.fields.stored, &bytes);
+            }
+        }
         let id = format!("{collection}/{key}");
         doc.add_text(self.fields.id, &id);
         doc.add_text(self.fields.collection, collection.to_string());
@@ -343,6 +412,7 @@ impl ViewIndex {
                     collection,
                     key,
                     scores,
+                    values: Vec::new(),
                 });
             }
         }
@@ -385,9 +455,168 @@ impl ViewIndex {
                 collection,
                 key,
                 scores,
+                values: Vec::new(),
             });
         }
         Ok(hits)
+    }
+
+    /// The documents [`ViewIndex::search`] gives, ordered by the first `read.buckets` primary
+    /// sort fields (AQL's order of the values, each field in its declared direction; ties keep
+    /// the index order, so this is a stable sort of `search`'s hits), the first `read.limit`
+    /// of them, each with the primary sort and stored values when `read.values`. The order
+    /// reads only the primary sort column of the matches (each distinct value of a segment
+    /// decoded once); with a limit the first hits are selected before they are sorted.
+    /// Identities and stored values are read for the hits kept only.
+    pub fn search_sorted(
+        &self,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        scorers: &[Scorer],
+        read: &SortedRead,
+        analyzers: &dyn AnalyzerSource,
+    ) -> Result<Vec<Hit>> {
+        let searcher = self.reader.searcher();
+        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let scores = if scorers.is_empty() {
+            Vec::new()
+        } else {
+            self.score(&searcher, query, &matched, scorers, analyzers)?
+        };
+        let columns = self.columns.read().clone();
+        let buckets = read.buckets.min(columns.sort.len());
+        // (segment, position among the segment's matches), in index order.
+        let mut order: Vec<(u32, usize)> = matched
+            .iter()
+            .enumerate()
+            .flat_map(|(segment, docs)| (0..docs.len()).map(move |i| (segment as u32, i)))
+            .collect();
+        let mut sort_values = Vec::new();
+        if buckets > 0 || (read.values && !columns.sort.is_empty()) {
+            for (segment, docs) in matched.iter().enumerate() {
+                sort_values.push(self.column_values(&searcher, segment, SORT_COLUMN, docs)?);
+            }
+        }
+        if buckets > 0 {
+            let by_sort = |a: &(u32, usize), b: &(u32, usize)| {
+                columns
+                    .compare_sort(
+                        &sort_values[a.0 as usize][a.1],
+                        &sort_values[b.0 as usize][b.1],
+                        buckets,
+                    )
+                    .then(a.cmp(b))
+            };
+            match read.limit {
+                Some(0) => order.clear(),
+                Some(k) if k < order.len() => {
+                    order.select_nth_unstable_by(k - 1, by_sort);
+                    order.truncate(k);
+                }
+                _ => {}
+            }
+            order.sort_unstable_by(by_sort);
+        } else if let Some(k) = read.limit {
+            order.truncate(k);
+        }
+        // The stored values of the kept hits, per segment.
+        let mut stored_values: HashMap<(u32, usize), Arc<Vec<serde_json::Value>>> = HashMap::new();
+        if read.values && !columns.stored.is_empty() {
+            let mut per_segment: HashMap<u32, Vec<usize>> = HashMap::new();
+            for (segment, i) in &order {
+                per_segment.entry(*segment).or_default().push(*i);
+            }
+            for (segment, positions) in per_segment {
+                let docs: Vec<DocId> = positions
+                    .iter()
+                    .map(|i| matched[segment as usize][*i])
+                    .collect();
+                let values =
+                    self.column_values(&searcher, segment as usize, STORED_COLUMN, &docs)?;
+                for (i, v) in positions.into_iter().zip(values) {
+                    stored_values.insert((segment, i), v);
+                }
+            }
+        }
+        let stored_count: usize = columns.stored.iter().map(Vec::len).sum();
+        let mut hits = Vec::with_capacity(order.len());
+        for (segment, i) in order {
+            let doc = matched[segment as usize][i];
+            let (collection, key) = self.identity(&searcher, segment, doc)?;
+            let scores = match scores.get(segment as usize) {
+                Some(s) => s[i * scorers.len()..(i + 1) * scorers.len()].to_vec(),
+                None => vec![0.0; scorers.len()],
+            };
+            let mut values = Vec::new();
+            if read.values {
+                values.reserve(columns.sort.len() + stored_count);
+                let sorted = sort_values
+                    .get(segment as usize)
+                    .map_or(&[][..], |s| s[i].as_slice());
+                let stored = stored_values
+                    .get(&(segment, i))
+                    .map_or(&[][..], |s| s.as_slice());
+                for n in 0..columns.sort.len() {
+                    values.push(sorted.get(n).cloned().unwrap_or(serde_json::Value::Null));
+                }
+                for n in 0..stored_count {
+                    values.push(stored.get(n).cloned().unwrap_or(serde_json::Value::Null));
+                }
+            }
+            hits.push(Hit {
+                collection,
+                key,
+                scores,
+                values,
+            });
+        }
+        Ok(hits)
+    }
+
+    /// The values of column `name` (a JSON array per document; empty where the document has
+    /// none) of `docs` of segment `segment`, aligned with `docs`: the distinct values are
+    /// decoded once, in the column dictionary's order.
+    fn column_values(
+        &self,
+        searcher: &Searcher,
+        segment: usize,
+        name: &str,
+        docs: &[DocId],
+    ) -> Result<Vec<Arc<Vec<serde_json::Value>>>> {
+        let empty = Arc::new(Vec::new());
+        let reader = searcher.segment_reader(segment as u32);
+        let Some(column) = reader
+            .fast_fields()
+            .bytes(name)
+            .map_err(|e| engine_error("reading a value column", e))?
+        else {
+            return Ok(vec![empty; docs.len()]);
+        };
+        let ords: Vec<Option<u64>> = docs
+            .iter()
+            .map(|doc| column.term_ords(*doc).next())
+            .collect();
+        let mut distinct: Vec<u64> = ords.iter().flatten().copied().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut decoded = Vec::with_capacity(distinct.len());
+        column
+            .dictionary()
+            .sorted_ords_to_term_cb(distinct.iter().copied(), |bytes| {
+                let values: Vec<serde_json::Value> =
+                    serde_json::from_slice(bytes).unwrap_or_default();
+                decoded.push(Arc::new(values));
+                Ok(())
+            })
+            .map_err(|e| engine_error("reading a value column", e))?;
+        Ok(ords
+            .iter()
+            .map(|ord| {
+                ord.and_then(|o| distinct.binary_search(&o).ok())
+                    .and_then(|at| decoded.get(at).cloned())
+                    .unwrap_or_else(|| Arc::clone(&empty))
+            })
+            .collect())
     }
 
     /// The searchable state of the index now: what [`ViewIndex::count`] counts in, however
