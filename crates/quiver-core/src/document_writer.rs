@@ -131,7 +131,11 @@ impl DocumentWriter<'_> {
         self.run(coll, opts, |st| {
             st.check_write(coll)?;
             let prepared = document_rules::prepare_encoded(coll, doc, opts)?;
-            staged_result(coll, document_rules::stage_prepared(st, coll, prepared, opts)?, opts)
+            staged_result(
+                coll,
+                document_rules::stage_prepared(st, coll, prepared, opts)?,
+                opts,
+            )
         })
     }
 
@@ -192,7 +196,11 @@ impl DocumentWriter<'_> {
             each(docs, opts.all_or_nothing, |doc| {
                 st.check_write(coll)?;
                 let prepared = document_rules::prepare_encoded(coll, doc, opts)?;
-                staged_result(coll, document_rules::stage_prepared(st, coll, prepared, opts)?, opts)
+                staged_result(
+                    coll,
+                    document_rules::stage_prepared(st, coll, prepared, opts)?,
+                    opts,
+                )
             })
         })
     }

@@ -2002,7 +2002,8 @@ fn encoded_inserts_match_value_inserts() {
         }
         assert_eq!(coll.count().unwrap(), twin.count().unwrap());
     }
-    // Overwrite modes take the value path and see the stored document.
+    // Update takes the value path and sees the stored document (the second `k1`, which
+    // replaced the first in restore mode).
     let opts = InsertOptions {
         overwrite_mode: OverwriteMode::Update,
         return_old: true,
@@ -2015,7 +2016,7 @@ fn encoded_inserts_match_value_inserts() {
         .wait()
         .unwrap();
     assert_eq!(updated.kind, WriteKind::Updated);
-    assert_eq!(updated.old.unwrap()["n"], 2);
+    assert_eq!(updated.old.unwrap()["n"], 3);
     assert_eq!(plain.get("k1", None).unwrap()["m"], 9);
 }
 

@@ -809,9 +809,17 @@ fn restore_data_keeps_revisions_order_and_errors() {
     // Refused lines: the error of the line; nothing after it is written.
     let bad_edge = "{\"_key\":\"c\",\"_from\":\"v/1\",\"_to\":\"v/5\"}\n{\"_key\":\"d\",\"_from\":\"v/1\"}\n{\"_key\":\"f\",\"_from\":\"v/1\",\"_to\":\"v/6\"}\n";
     let (status, body) = restore("", bad_edge);
-    assert_eq!((status, body["errorNum"].as_u64()), (400, Some(1233)), "{body}");
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(1233)),
+        "{body}"
+    );
     let (status, body) = restore("", "{\"type\":9999,\"data\":{}}\n");
-    assert_eq!((status, body["errorNum"].as_u64()), (400, Some(10)), "{body}");
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(10)),
+        "{body}"
+    );
     assert_eq!(
         body["errorMessage"],
         "unexpected marker type 9999 in line 1 of the restore data"
@@ -822,7 +830,11 @@ fn restore_data_keeps_revisions_order_and_errors() {
         (400, Some("remove marker in line 1 has no _key"))
     );
     let (status, body) = restore("", "\n[1]\n");
-    assert_eq!((status, body["errorNum"].as_u64()), (400, Some(1227)), "{body}");
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(1227)),
+        "{body}"
+    );
     assert_eq!(
         body["errorMessage"],
         "line 2 of the restore data is not a JSON object"
@@ -839,8 +851,17 @@ fn restore_data_keeps_revisions_order_and_errors() {
     // With force the refused lines are skipped.
     assert_eq!(restore("&force=true", bad_edge).0, 200);
     let (_, count) = f.json(Method::GET, "/_api/collection/e/count", None);
-    assert_eq!(count["count"], 4, "a, b, c and f: the refused request wrote nothing");
+    assert_eq!(
+        count["count"], 4,
+        "a, b, c and f: the refused request wrote nothing"
+    );
     // An enveloped removal.
-    assert_eq!(restore("", "{\"type\":2302,\"data\":{\"_key\":\"c\"}}\n").0, 200);
-    assert_eq!(f.json(Method::GET, "/_api/collection/e/count", None).1["count"], 3);
+    assert_eq!(
+        restore("", "{\"type\":2302,\"data\":{\"_key\":\"c\"}}\n").0,
+        200
+    );
+    assert_eq!(
+        f.json(Method::GET, "/_api/collection/e/count", None).1["count"],
+        3
+    );
 }
