@@ -19,7 +19,7 @@ use quiver_errors::Result;
 use crate::collection::Collection;
 use crate::commit::commit_staged;
 use crate::document::unique_violation;
-use crate::document_rules::{self, PreparedInsert};
+use crate::document_rules::{self, PreparedInsert, StagedInsert};
 use crate::options::{Committed, OpResult, WriteOptions};
 use crate::staging::Staging;
 
@@ -119,10 +119,11 @@ impl Collection {
         Ok(Committed::new(result, Some(ticket), || opts.wait_for_sync))
     }
 
-    /// Plain inserts of many documents (`overwriteMode` conflict) in one commit: every item is
-    /// prepared before the writer mutex, as a lone insert is, then staged under it over one
-    /// snapshot (a duplicate key within the request is a conflict). Items fail independently
-    /// unless `opts.all_or_nothing`.
+    /// Prepared inserts of many documents (`overwriteMode` conflict, or replace for encoded
+    /// bodies: [`document_rules::stage_prepared`]) in one commit: every item is prepared
+    /// before the writer mutex, as a lone insert is, then staged under it over one snapshot
+    /// (a duplicate key within the request is a conflict, or replaces the earlier item).
+    /// Items fail independently unless `opts.all_or_nothing`.
     pub(crate) fn commit_prepared_inserts(
         self: &Arc<Self>,
         prepared: Vec<Result<PreparedInsert>>,
@@ -132,10 +133,7 @@ impl Collection {
             st.entries.reserve(prepared.len());
             let mut out = Vec::with_capacity(prepared.len());
             for item in prepared {
-                let one = item.and_then(|mut p| {
-                    let (rev, body) = document_rules::stage_new(st, self, &mut p, true)?;
-                    Ok((std::mem::take(&mut p.key), rev, body))
-                });
+                let one = item.and_then(|p| document_rules::stage_prepared(st, self, p, opts));
                 match one {
                     Err(err) if opts.all_or_nothing => return Err(err),
                     one => out.push(one),
@@ -143,13 +141,16 @@ impl Collection {
             }
             Ok(out)
         })?;
-        // Results are built after the writer mutex is released.
+        // Results of new documents are built after the writer mutex is released.
         Ok(staged.map(|items| {
             items
                 .into_iter()
                 .map(|one| {
-                    one.and_then(|(key, rev, body)| {
-                        document_rules::created(self, key, rev, &body, opts)
+                    one.and_then(|staged| match staged {
+                        StagedInsert::Created(key, rev, body) => {
+                            document_rules::created(self, key, rev, &body, opts)
+                        }
+                        StagedInsert::Written(result) => Ok(result),
                     })
                 })
                 .collect()

@@ -711,10 +711,15 @@ impl Collection {
 
     /// Whether an insert can store an encoded body without building its attributes as
     /// values ([`DocumentWriter::insert_encoded`](crate::DocumentWriter)): no computed values,
-    /// no schema to apply, no unique index, and `overwrite_mode` conflict. Callers may skip
-    /// encoding when this is false.
+    /// no schema to apply, no unique index, and `overwrite_mode` conflict or replace (a
+    /// replaced document goes through the value rules under the writer lock). Callers may
+    /// skip encoding when this is false.
     pub fn takes_encoded(&self, opts: &WriteOptions) -> bool {
-        if opts.overwrite_mode != OverwriteMode::Conflict || self.has_unique_indexes() {
+        let mode = matches!(
+            opts.overwrite_mode,
+            OverwriteMode::Conflict | OverwriteMode::Replace
+        );
+        if !mode || self.has_unique_indexes() {
             return false;
         }
         let meta = self.meta.read();

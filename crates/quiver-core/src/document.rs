@@ -55,6 +55,9 @@ pub struct EncodedDocument {
     pub from: Option<Value>,
     /// `_to` when the body has one (it is also one of `members`).
     pub to: Option<Value>,
+    /// `_rev` when the body has one (not one of `members`): the revision a restore keeps
+    /// ([`WriteOptions::keep_revisions`](crate::WriteOptions)), ignored otherwise.
+    pub rev: Option<Value>,
     /// Every top-level attribute except `_key`, `_id` and `_rev`, in the body's order, each
     /// as `,"name":value`: compact JSON exactly as serde_json writes a `Value`, names unique.
     /// The insert stores these bytes as they are, so they must be valid.
@@ -72,6 +75,9 @@ impl EncodedDocument {
         let mut map = decode_stored(&text)?;
         if let Some(key) = self.key {
             map.insert("_key".into(), key);
+        }
+        if let Some(rev) = self.rev {
+            map.insert("_rev".into(), rev);
         }
         Ok(Value::Object(map))
     }

@@ -248,6 +248,19 @@ impl PreparedInsert {
         Ok(&self.map)
     }
 
+    /// The document as the value rules see it: its attributes with `_key` and, in restore
+    /// mode, the kept `_rev`.
+    fn attributes_with_revision(&mut self) -> Result<Map<String, Value>> {
+        self.attributes()?;
+        let mut map = std::mem::take(&mut self.map);
+        self.has_map = false;
+        map.insert("_key".into(), Value::String(self.key.clone()));
+        if let Some(rev) = self.given_rev {
+            map.insert("_rev".into(), Value::String(rev.encode()));
+        }
+        Ok(map)
+    }
+
     /// The stored body with its revision filled in.
     pub fn finish(&mut self, rev: Revision) -> Result<Bytes> {
         let text = rev.encode();
@@ -325,10 +338,12 @@ fn prepare_parsed(
 
 /// [`prepare_insert`] for a body already encoded by the caller. Only for collections without
 /// computed values and (unless skipped) schema: the caller checks
-/// [`Collection::takes_encoded`](crate::Collection) first.
+/// [`Collection::takes_encoded`](crate::Collection) first. The body's `_rev` is kept in
+/// restore mode ([`WriteOptions::keep_revisions`]).
 pub(crate) fn prepare_encoded(
     coll: &Arc<Collection>,
     doc: EncodedDocument,
+    opts: &WriteOptions,
 ) -> Result<PreparedInsert> {
     coll.check_usable()?;
     let (key, generated) = choose_key(coll, doc.key.as_ref(), doc.from.as_ref(), doc.to.as_ref())?;
@@ -337,6 +352,10 @@ pub(crate) fn prepare_encoded(
     write_stored_prefix(&mut body, &key, &[b'0'; REV_TEXT_LEN]);
     body.extend_from_slice(&doc.members);
     body.push(b'}');
+    let given_rev = match &doc.rev {
+        Some(Value::String(rev)) if opts.keep_revisions => Revision::decode(rev),
+        _ => None,
+    };
     let mut prepared = PreparedInsert {
         key,
         map: Map::new(),
@@ -344,9 +363,13 @@ pub(crate) fn prepare_encoded(
         body: Vec::new(),
         edge: None,
         deferred: None,
-        given_rev: None,
+        given_rev,
     };
-    if prepared.key.len() + 32 + body.len() > coll.settings.max_transaction_size {
+    let too_large = prepared.key.len() + 32 + body.len() > coll.settings.max_transaction_size;
+    // Kept even when too large: an existing document it replaces is written by the value
+    // rules ([`stage_prepared`]), which read the attributes from it.
+    prepared.body = body;
+    if too_large {
         prepared.deferred = Some(transaction_too_large());
         return Ok(prepared);
     }
@@ -358,8 +381,53 @@ pub(crate) fn prepare_encoded(
             prepared.edge = Some((Arc::from(from.as_str()), Arc::from(to.as_str())));
         }
     }
-    prepared.body = body;
     Ok(prepared)
+}
+
+/// What [`stage_prepared`] staged: a new document (its result is built once the writer lock
+/// is released) or, for `overwriteMode` replace over a stored document, the replace's result.
+pub(crate) enum StagedInsert {
+    Created(String, Revision, Bytes),
+    Written(OpResult),
+}
+
+/// Stages a prepared insert (`overwriteMode` conflict or replace, the modes of
+/// [`Collection::takes_encoded`](crate::Collection)): a new document through [`stage_new`];
+/// with replace, a key that is stored (or staged) already is replaced by the value rules of
+/// [`insert`], with their checks and errors.
+pub(crate) fn stage_prepared(
+    st: &mut Staging,
+    coll: &Arc<Collection>,
+    mut prepared: PreparedInsert,
+    opts: &WriteOptions,
+) -> Result<StagedInsert> {
+    let replace = opts.overwrite_mode == OverwriteMode::Replace;
+    if replace && st.lookup_rev(coll.id(), &prepared.key)?.is_some() {
+        let Some((old_rev, old_body)) = st.lookup(coll.id(), &prepared.key)? else {
+            unreachable!("the key was just seen staged or stored");
+        };
+        let map = prepared.attributes_with_revision()?;
+        let key = std::mem::take(&mut prepared.key);
+        if version_blocks(opts.version_attribute.as_deref(), &map, &old_body)? {
+            return unchanged(coll, key, old_rev, &old_body, opts).map(StagedInsert::Written);
+        }
+        return stage_existing(
+            st,
+            coll,
+            key,
+            map,
+            (old_rev, &old_body),
+            opts,
+            WriteKind::Replaced,
+        )
+        .map(StagedInsert::Written);
+    }
+    let (rev, body) = stage_new(st, coll, &mut prepared, !replace)?;
+    Ok(StagedInsert::Created(
+        std::mem::take(&mut prepared.key),
+        rev,
+        body,
+    ))
 }
 
 /// Stages a prepared insert of a new document over `st`: the existence check (staged

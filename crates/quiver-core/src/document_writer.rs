@@ -35,6 +35,20 @@ pub enum DocumentWriter<'t> {
     Transaction(&'t mut Transaction),
 }
 
+/// The result of a staged insert: a new document's built from its stored body.
+fn staged_result(
+    coll: &Collection,
+    staged: document_rules::StagedInsert,
+    opts: &WriteOptions,
+) -> Result<OpResult> {
+    match staged {
+        document_rules::StagedInsert::Created(key, rev, body) => {
+            document_rules::created(coll, key, rev, &body, opts)
+        }
+        document_rules::StagedInsert::Written(result) => Ok(result),
+    }
+}
+
 /// Runs `op` on every item; with `all_or_nothing` the first failure fails the whole call.
 fn each<I, T>(
     items: impl IntoIterator<Item = I>,
@@ -111,14 +125,17 @@ impl DocumentWriter<'_> {
             return self.insert(coll, doc.into_value()?, opts);
         }
         if self.lone_insert(opts) {
-            let prepared = document_rules::prepare_encoded(coll, doc)?;
+            let prepared = document_rules::prepare_encoded(coll, doc, opts)?;
             return coll.commit_prepared_insert(prepared, opts);
         }
         self.run(coll, opts, |st| {
             st.check_write(coll)?;
-            let mut prepared = document_rules::prepare_encoded(coll, doc)?;
-            let (rev, body) = document_rules::stage_new(st, coll, &mut prepared, true)?;
-            document_rules::created(coll, std::mem::take(&mut prepared.key), rev, &body, opts)
+            let prepared = document_rules::prepare_encoded(coll, doc, opts)?;
+            staged_result(
+                coll,
+                document_rules::stage_prepared(st, coll, prepared, opts)?,
+                opts,
+            )
         })
     }
 
@@ -164,20 +181,26 @@ impl DocumentWriter<'_> {
                 .collect::<Result<Vec<_>>>()?;
             return self.insert_many(coll, docs, opts);
         }
-        if self.lone_insert(opts) {
+        if matches!(self, DocumentWriter::AutoCommit) {
+            // Everything that depends only on the request is prepared before the writer
+            // mutex (as for a lone insert); with `overwriteMode` replace too, the stored
+            // documents being looked at only under it.
             coll.check_usable()?;
             let prepared = docs
                 .into_iter()
-                .map(|doc| document_rules::prepare_encoded(coll, doc))
+                .map(|doc| document_rules::prepare_encoded(coll, doc, opts))
                 .collect();
             return coll.commit_prepared_inserts(prepared, opts);
         }
         self.run(coll, opts, |st| {
             each(docs, opts.all_or_nothing, |doc| {
                 st.check_write(coll)?;
-                let mut prepared = document_rules::prepare_encoded(coll, doc)?;
-                let (rev, body) = document_rules::stage_new(st, coll, &mut prepared, true)?;
-                document_rules::created(coll, std::mem::take(&mut prepared.key), rev, &body, opts)
+                let prepared = document_rules::prepare_encoded(coll, doc, opts)?;
+                staged_result(
+                    coll,
+                    document_rules::stage_prepared(st, coll, prepared, opts)?,
+                    opts,
+                )
             })
         })
     }

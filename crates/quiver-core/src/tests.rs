@@ -1886,7 +1886,8 @@ fn encoded(doc: &Value) -> EncodedDocument {
     for (name, value) in doc.as_object().unwrap() {
         match name.as_str() {
             "_key" => out.key = Some(value.clone()),
-            "_id" | "_rev" => {}
+            "_rev" => out.rev = Some(value.clone()),
+            "_id" => {}
             _ => {
                 out.members.push(b',');
                 out.members
@@ -1923,10 +1924,19 @@ fn encoded_inserts_match_value_inserts() {
         return_new: true,
         ..InsertOptions::new()
     };
+    // What restore-data writes with: replace, dumped revisions kept.
+    let restore = InsertOptions {
+        overwrite_mode: OverwriteMode::Replace,
+        keep_revisions: true,
+        return_old: true,
+        ..InsertOptions::new()
+    };
     let docs = [
         json!({"n": 1, "s": "x", "o": {"a": [1, 2.5, null]}, "_id": "ignored/x", "_rev": "r"}),
         json!({"_key": "k1", "n": 2}),
         json!({"_key": "k1", "n": 3}),
+        json!({"_key": "k2", "_rev": "_mf7RRsy---", "n": 9}),
+        json!({"_key": "k2", "_rev": "_mf7RRsy--A", "n": 10}),
         json!({"_key": "bad key", "n": 4}),
         json!({"_key": 5, "n": 5}),
         json!({"n": "not a number"}),
@@ -1951,7 +1961,7 @@ fn encoded_inserts_match_value_inserts() {
         let twin = make(format!("twin{i}"));
         plain.get_or_insert_with(|| Arc::clone(&coll));
         for doc in &docs {
-            for opts in [InsertOptions::new(), silent.clone()] {
+            for opts in [InsertOptions::new(), silent.clone(), restore.clone()] {
                 let a = coll
                     .insert_encoded(encoded(doc), &opts)
                     .and_then(|c| c.wait());
@@ -1959,6 +1969,11 @@ fn encoded_inserts_match_value_inserts() {
                 match (a, b) {
                     (Ok(a), Ok(b)) => {
                         assert_eq!((a.kind, a.key.clone()), (b.kind, b.key.clone()), "{doc}");
+                        let given = doc["_rev"].as_str().and_then(Revision::decode);
+                        if opts.keep_revisions && given.is_some() {
+                            assert_eq!(a.rev, b.rev, "{doc}: the kept revision");
+                            assert_eq!(a.old.is_some(), b.old.is_some(), "{doc}");
+                        }
                         let (_, stored_a) = coll.get_raw(&a.key, None).unwrap();
                         let (_, stored_b) = twin.get_raw(&b.key, None).unwrap();
                         let strip = |raw: &[u8], rev: Revision, name: &str| {
@@ -1987,7 +2002,8 @@ fn encoded_inserts_match_value_inserts() {
         }
         assert_eq!(coll.count().unwrap(), twin.count().unwrap());
     }
-    // Overwrite modes take the value path and see the stored document.
+    // Update takes the value path and sees the stored document (the second `k1`, which
+    // replaced the first in restore mode).
     let opts = InsertOptions {
         overwrite_mode: OverwriteMode::Update,
         return_old: true,
@@ -2000,7 +2016,7 @@ fn encoded_inserts_match_value_inserts() {
         .wait()
         .unwrap();
     assert_eq!(updated.kind, WriteKind::Updated);
-    assert_eq!(updated.old.unwrap()["n"], 2);
+    assert_eq!(updated.old.unwrap()["n"], 3);
     assert_eq!(plain.get("k1", None).unwrap()["m"], 9);
 }
 

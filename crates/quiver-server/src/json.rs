@@ -268,43 +268,214 @@ impl<'de> Visitor<'de> for TopLevel<'_> {
         f.write_str("a JSON object")
     }
 
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
+        read_document(self.doc, map, 1).map(drop)
+    }
+}
+
+/// Reads the attributes of a document object into `doc` (values at nesting `depth`): `_key`,
+/// `_from`, `_to` and `_rev` as values, every attribute but `_key`, `_id` and `_rev` encoded
+/// into `members`. Returns how many attributes the object has.
+fn read_document<'de, A: MapAccess<'de>>(
+    doc: &mut EncodedDocument,
+    mut map: A,
+    depth: usize,
+) -> std::result::Result<usize, A::Error> {
+    let mut names = NameSet::default();
+    let mut count = 0;
+    while let Some(name) = map.next_key::<Name<'de>>()? {
+        // As in [`StrictValue`], the value is read before the name is checked, so that a
+        // body with both a duplicate and a later syntax error reports the same error.
+        read_attribute(doc, &name.0, &mut map, depth)?;
+        if let Some(name) = names.insert(name) {
+            return Err(duplicate(&name.0));
+        }
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// Reads the value of the attribute `name` of a document into `doc` (see [`read_document`]).
+fn read_attribute<'de, A: MapAccess<'de>>(
+    doc: &mut EncodedDocument,
+    name: &str,
+    map: &mut A,
+    depth: usize,
+) -> std::result::Result<(), A::Error> {
+    match name {
+        "_key" | "_id" | "_rev" => {
+            let value = map.next_value_seed(StrictValue { depth })?;
+            if name == "_key" {
+                doc.key = Some(value);
+            } else if name == "_rev" {
+                doc.rev = Some(value);
+            }
+        }
+        "_from" | "_to" => {
+            let value = map.next_value_seed(StrictValue { depth })?;
+            write_name(&mut doc.members, name);
+            // Writing into a Vec cannot fail and a Value always serializes.
+            let _ = serde_json::to_writer(&mut doc.members, &value);
+            if name == "_from" {
+                doc.from = Some(value);
+            } else {
+                doc.to = Some(value);
+            }
+        }
+        _ => {
+            write_name(&mut doc.members, name);
+            map.next_value_seed(Transcode {
+                out: &mut doc.members,
+                depth,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// One line of a dump's data read by [`encode_dump_line`].
+#[derive(Debug, PartialEq)]
+pub enum DumpLine {
+    /// A plain document line.
+    Document(EncodedDocument),
+    /// An envelope of the format before 3.8, `{"type":<marker>,"data":{…}}`: the marker and
+    /// the enveloped document.
+    Envelope(u64, EncodedDocument),
+}
+
+/// Reads one line of a dump's data in one pass, as [`encode_document`] reads a document: a
+/// plain document, or an envelope (an object of at most 3 attributes whose `type` is an
+/// unsigned integer and whose `data` is an object) with its `data` encoded. The rules are
+/// those of [`parse`]; an error here means the line is to be read by [`parse`] (which words
+/// the error), and so does a document that is no envelope but has an object `data`
+/// attribute (then read again by [`encode_document`]).
+pub fn encode_dump_line(bytes: &[u8]) -> Result<DumpLine> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let mut line = DumpTop {
+        doc: EncodedDocument {
+            members: Vec::with_capacity(bytes.len()),
+            ..EncodedDocument::default()
+        },
+        data: None,
+        marker: None,
+        count: 0,
+    };
+    de::Deserializer::deserialize_map(&mut de, &mut line)
+        .and_then(|()| de.end())
+        .map_err(corrupted)?;
+    match (line.marker, line.data) {
+        (Some(marker), Some(data)) if line.count <= 3 => Ok(DumpLine::Envelope(marker, data)),
+        (_, Some(_)) => encode_document(bytes).map(DumpLine::Document),
+        (_, None) => Ok(DumpLine::Document(line.doc)),
+    }
+}
+
+/// The top-level object of [`encode_dump_line`]: the line as a document, and besides what an
+/// envelope needs (`type` as a marker, `data` when it is an object).
+struct DumpTop {
+    doc: EncodedDocument,
+    data: Option<EncodedDocument>,
+    marker: Option<u64>,
+    count: usize,
+}
+
+impl<'de> Visitor<'de> for &mut DumpTop {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<(), A::Error> {
-        let doc = self.doc;
         let mut names = NameSet::default();
         while let Some(name) = map.next_key::<Name<'de>>()? {
-            // As in [`StrictValue`], the value is read before the name is checked, so that a
-            // body with both a duplicate and a later syntax error reports the same error.
-            let depth = 1;
             match &*name.0 {
-                "_key" | "_id" | "_rev" => {
-                    let value = map.next_value_seed(StrictValue { depth })?;
-                    if name.0 == "_key" {
-                        doc.key = Some(value);
-                    }
+                "type" => {
+                    let at = self.doc.members.len();
+                    read_attribute(&mut self.doc, "type", &mut map, 1)?;
+                    // The value as written: an unsigned integer prints as its digits only.
+                    let written = &self.doc.members[at + b",\"type\":".len()..];
+                    self.marker = std::str::from_utf8(written)
+                        .ok()
+                        .and_then(|t| t.parse().ok());
                 }
-                "_from" | "_to" => {
-                    let value = map.next_value_seed(StrictValue { depth })?;
-                    write_name(&mut doc.members, &name.0);
-                    // Writing into a Vec cannot fail and a Value always serializes.
-                    let _ = serde_json::to_writer(&mut doc.members, &value);
-                    if name.0 == "_from" {
-                        doc.from = Some(value);
-                    } else {
-                        doc.to = Some(value);
-                    }
-                }
-                _ => {
-                    write_name(&mut doc.members, &name.0);
-                    map.next_value_seed(Transcode {
-                        out: &mut doc.members,
-                        depth,
+                "data" => {
+                    write_name(&mut self.doc.members, "data");
+                    map.next_value_seed(DataValue {
+                        out: &mut self.doc.members,
+                        data: &mut self.data,
                     })?;
                 }
+                other => read_attribute(&mut self.doc, other, &mut map, 1)?,
             }
             if let Some(name) = names.insert(name) {
                 return Err(duplicate(&name.0));
             }
+            self.count += 1;
         }
+        Ok(())
+    }
+}
+
+/// The value of a top-level `data` attribute: an object is read as an enveloped document,
+/// anything else encoded as a member of the line's document.
+struct DataValue<'a> {
+    out: &'a mut Vec<u8>,
+    data: &'a mut Option<EncodedDocument>,
+}
+
+impl<'a> DataValue<'a> {
+    /// The value as a member of the line's document (a top-level attribute's value).
+    fn members(self) -> Transcode<'a> {
+        Transcode {
+            out: self.out,
+            depth: 1,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for DataValue<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for DataValue<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<(), E> {
+        self.members().visit_bool(v)
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<(), E> {
+        self.members().visit_i64(v)
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<(), E> {
+        self.members().visit_u64(v)
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<(), E> {
+        self.members().visit_f64(v)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<(), E> {
+        self.members().visit_str(v)
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.members().visit_unit()
+    }
+    fn visit_none<E: de::Error>(self) -> std::result::Result<(), E> {
+        self.members().visit_none()
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<(), A::Error> {
+        self.members().visit_seq(seq)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> std::result::Result<(), A::Error> {
+        // Its attributes are at the depth of the members of a top-level object's value.
+        let mut data = EncodedDocument::default();
+        read_document(&mut data, map, 2)?;
+        *self.data = Some(data);
         Ok(())
     }
 }
@@ -527,7 +698,8 @@ mod tests {
         for (name, value) in map {
             match name.as_str() {
                 "_key" => doc.key = Some(value),
-                "_id" | "_rev" => {}
+                "_rev" => doc.rev = Some(value),
+                "_id" => {}
                 _ => {
                     write_name(&mut doc.members, &name);
                     doc.members.extend(to_bytes(&value));
@@ -650,6 +822,105 @@ mod tests {
             // Cut short (almost always malformed): the same error.
             let cut = cut.min(text.len()).max(1);
             same_as_parse(&text.as_bytes()[..cut]);
+        }
+    }
+
+    /// What [`encode_dump_line`] must produce: [`parse`]'s reading of the line, an envelope
+    /// as restore-data recognizes it (at most 3 attributes, an unsigned `type`, an object
+    /// `data`) or a document; an error exactly when [`parse`] fails.
+    fn same_dump_line_as_parse(bytes: &[u8]) {
+        let text = String::from_utf8_lossy(bytes);
+        let expected = parse(bytes).map(|value| {
+            let map = value.as_object().expect("test lines are objects");
+            match (map.get("type"), map.get("data")) {
+                (Some(Value::Number(n)), Some(data @ Value::Object(_)))
+                    if map.len() <= 3 && n.is_u64() =>
+                {
+                    let data = via_value(data.to_string().as_bytes()).unwrap();
+                    DumpLine::Envelope(n.as_u64().unwrap(), data)
+                }
+                _ => DumpLine::Document(via_value(bytes).unwrap()),
+            }
+        });
+        match (encode_dump_line(bytes), expected) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{text}"),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!("{text}: one pass {a:?}, via a value {b:?}"),
+        }
+    }
+
+    #[test]
+    fn dump_lines_read_as_parse_reads_them() {
+        let lines: &[&str] = &[
+            r#"{"_key":"1","_id":"e/1","_rev":"_mf7RRsy---","_from":"v/1","_to":"v/2"}"#,
+            r#"{"type":2300,"data":{"_key":"1","_id":"e/1","_rev":"_a","_from":"v/1","n":[1.0]}}"#,
+            r#"{"data":{"_key":"1"},"type":2302}"#,
+            r#"{"type":2300.0,"data":{"_key":"1"},"x":1}"#,
+            r#"{"type":2300,"data":{"_key":"1"},"x":1,"y":2}"#,
+            r#"{"type":"2300","data":{"_key":"1"}}"#,
+            r#"{"type":-2300,"data":{"_key":"1"}}"#,
+            r#"{"type":2300.5,"data":{"_key":"1"}}"#,
+            r#"{"type":2300,"data":[1,{"a":1}]}"#,
+            r#"{"type":2300,"data":"x"}"#,
+            r#"{"data":{"a":{"b":1}},"n":1}"#,
+            r#"{"type":2300,"data":{"a":1,"a":2}}"#,
+            r#"{"type":2300,"data":{"a":1},"type":1}"#,
+            r#"{"type":2300,"data":{"a":1},"data":{}}"#,
+            r#"{"type":2300,"data":{"_key":"1"} x"#,
+            r#"{"type":2300,"data":{"_key":"1""#,
+            r#"{"type":{"a":1,"a":2},"data":{}}"#,
+            r#"{"type":18446744073709551615,"data":{}}"#,
+        ];
+        for line in lines {
+            same_dump_line_as_parse(line.as_bytes());
+        }
+        let deep = format!(
+            "{{\"type\":2300,\"data\":{{\"a\":{}{}}}}}",
+            "[".repeat(126),
+            "]".repeat(126)
+        );
+        same_dump_line_as_parse(deep.as_bytes());
+        let deeper = deep.replace("[", "[[").replace("]", "]]");
+        same_dump_line_as_parse(deeper.as_bytes());
+    }
+
+    fn dump_attribute_name() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            Just("type".to_string()),
+            Just("data".to_string()),
+            Just("_key".to_string()),
+            Just("_rev".to_string()),
+            "[a-b]{1}",
+        ]
+    }
+
+    fn dump_value() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        prop_oneof![
+            (2299u64..2304).prop_map(|n| Value::Number(n.into())),
+            json_value(),
+            proptest::collection::vec((attribute_name(), json_value()), 0..4)
+                .prop_map(|pairs| Value::Object(pairs.into_iter().collect())),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn dump_lines_match_for_generated_objects(
+            pairs in proptest::collection::vec((dump_attribute_name(), dump_value()), 0..5),
+        ) {
+            let mut text = String::from("{");
+            for (i, (name, value)) in pairs.iter().enumerate() {
+                if i > 0 {
+                    text.push(',');
+                }
+                text.push_str(&serde_json::to_string(name).unwrap());
+                text.push(':');
+                text.push_str(&serde_json::to_string(value).unwrap());
+            }
+            text.push('}');
+            same_dump_line_as_parse(text.as_bytes());
         }
     }
 

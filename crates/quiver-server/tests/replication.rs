@@ -752,3 +752,116 @@ fn revision_tree_ranges_and_documents_follow_the_batch() {
     );
     assert_eq!(first.as_array().unwrap().len(), 1);
 }
+
+/// restore-data reads plain and enveloped lines in one pass: every document keeps its dumped
+/// revision and its attributes' order, a dumped document replaces a stored one, edges reach
+/// the edge index, and a refused line stops the request (or is skipped with `force`) with the
+/// error of its line.
+#[test]
+fn restore_data_keeps_revisions_order_and_errors() {
+    let f = fixture();
+    let (status, body) = f.json(
+        Method::POST,
+        "/_api/collection",
+        Some(json!({"name": "e", "type": 3})),
+    );
+    assert_eq!(status, 200, "{body}");
+    let restore = |query: &str, data: &str| {
+        let r = f.raw(
+            Method::PUT,
+            &format!("/_api/replication/restore-data?collection=e{query}"),
+            data,
+        );
+        (r.status.as_u16(), r.body_json().unwrap_or(Value::Null))
+    };
+    let data = "{\"_key\":\"a\",\"_id\":\"e/a\",\"_rev\":\"_abc---\",\"_to\":\"v/2\",\"x\":[1.0,{\"y\":2}],\"_from\":\"v/1\"}\n\
+                \r\n\
+                {\"type\":2301,\"data\":{\"_id\":\"e/b\",\"_key\":\"b\",\"_rev\":\"_abd---\",\"_from\":\"v/1\",\"_to\":\"v/3\"}}\n";
+    assert_eq!(restore("", data).0, 200);
+    let stored = |key: &str| {
+        let r = f.call(Method::GET, &format!("/_api/document/e/{key}"), None);
+        String::from_utf8(r.body.to_vec()).unwrap()
+    };
+    assert_eq!(
+        stored("a"),
+        r#"{"_key":"a","_id":"e/a","_rev":"_abc---","_to":"v/2","x":[1,{"y":2}],"_from":"v/1"}"#
+    );
+    assert_eq!(
+        stored("b"),
+        r#"{"_key":"b","_id":"e/b","_rev":"_abd---","_from":"v/1","_to":"v/3"}"#
+    );
+    // A dumped document over a stored one replaces it, with its dumped revision.
+    let again = "{\"type\":2300,\"data\":{\"_key\":\"a\",\"_rev\":\"_abe---\",\"_from\":\"v/1\",\"_to\":\"v/4\"}}\n";
+    assert_eq!(restore("", again).0, 200);
+    assert_eq!(
+        stored("a"),
+        r#"{"_key":"a","_id":"e/a","_rev":"_abe---","_from":"v/1","_to":"v/4"}"#
+    );
+    let (_, edges) = f.json(Method::GET, "/_api/edges/e?vertex=v/1&direction=out", None);
+    let mut to: Vec<&str> = edges["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["_to"].as_str().unwrap())
+        .collect();
+    to.sort();
+    assert_eq!(to, ["v/3", "v/4"]);
+    // Refused lines: the error of the line; nothing after it is written.
+    let bad_edge = "{\"_key\":\"c\",\"_from\":\"v/1\",\"_to\":\"v/5\"}\n{\"_key\":\"d\",\"_from\":\"v/1\"}\n{\"_key\":\"f\",\"_from\":\"v/1\",\"_to\":\"v/6\"}\n";
+    let (status, body) = restore("", bad_edge);
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(1233)),
+        "{body}"
+    );
+    let (status, body) = restore("", "{\"type\":9999,\"data\":{}}\n");
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(10)),
+        "{body}"
+    );
+    assert_eq!(
+        body["errorMessage"],
+        "unexpected marker type 9999 in line 1 of the restore data"
+    );
+    let (status, body) = restore("", "{\"type\":2302,\"data\":{\"_key\":7}}\n");
+    assert_eq!(
+        (status, body["errorMessage"].as_str()),
+        (400, Some("remove marker in line 1 has no _key"))
+    );
+    let (status, body) = restore("", "\n[1]\n");
+    assert_eq!(
+        (status, body["errorNum"].as_u64()),
+        (400, Some(1227)),
+        "{body}"
+    );
+    assert_eq!(
+        body["errorMessage"],
+        "line 2 of the restore data is not a JSON object"
+    );
+    let (status, body) = restore("", "{\"a\":1,\"a\":2}\n");
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["errorMessage"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid JSON in line 1 of the restore data: "),
+        "{body}"
+    );
+    // With force the refused lines are skipped.
+    assert_eq!(restore("&force=true", bad_edge).0, 200);
+    let (_, count) = f.json(Method::GET, "/_api/collection/e/count", None);
+    assert_eq!(
+        count["count"], 4,
+        "a, b, c and f: the refused request wrote nothing"
+    );
+    // An enveloped removal.
+    assert_eq!(
+        restore("", "{\"type\":2302,\"data\":{\"_key\":\"c\"}}\n").0,
+        200
+    );
+    assert_eq!(
+        f.json(Method::GET, "/_api/collection/e/count", None).1["count"],
+        3
+    );
+}

@@ -6,10 +6,14 @@
 
 use std::sync::Arc;
 
-use quiver_core::{Collection, CollectionSpec, Database, OverwriteMode, WriteOptions};
+use quiver_core::{
+    Collection, CollectionSpec, Database, DocumentWriter, EncodedDocument, OverwriteMode,
+    WriteOptions,
+};
 use quiver_errors::{Error, ErrorCode, Result};
 use serde_json::{json, Value};
 
+use crate::json::DumpLine;
 use crate::{Request, Response, ServerState};
 
 /// Documents per commit of `restore-data`: bounds one engine batch.
@@ -152,11 +156,36 @@ fn dumped_index_id(definition: &Value) -> Option<u64> {
 
 /// One line of a dump's data: a document to store or a key to remove.
 enum DataLine {
-    Store(Value),
+    Store(EncodedDocument),
     Remove(String),
 }
 
+/// Reads one line of the restore data in one pass (`json::encode_dump_line`: no `Value` per
+/// attribute); a line that pass refuses is read as a value, which words the error.
 fn parse_line(line: &str, number: usize) -> Result<DataLine> {
+    match crate::json::encode_dump_line(line.as_bytes()) {
+        Ok(DumpLine::Document(doc)) => Ok(DataLine::Store(doc)),
+        Ok(DumpLine::Envelope(marker, data)) => enveloped(marker, data, number),
+        Err(_) => parse_value_line(line, number),
+    }
+}
+
+/// The document or removal of an enveloped line with `marker`.
+fn enveloped(marker: u64, data: EncodedDocument, number: usize) -> Result<DataLine> {
+    match marker {
+        MARKER_DOCUMENT | MARKER_EDGE => Ok(DataLine::Store(data)),
+        MARKER_REMOVE => match data.key {
+            Some(Value::String(key)) => Ok(DataLine::Remove(key)),
+            _ => Err(bad(format!("remove marker in line {number} has no _key"))),
+        },
+        other => Err(bad(format!(
+            "unexpected marker type {other} in line {number} of the restore data"
+        ))),
+    }
+}
+
+/// [`parse_line`] by way of a `Value`: the errors' wording.
+fn parse_value_line(line: &str, number: usize) -> Result<DataLine> {
     let value = crate::json::parse(line.as_bytes()).map_err(|e| {
         bad(format!(
             "invalid JSON in line {number} of the restore data: {}",
@@ -170,30 +199,21 @@ fn parse_line(line: &str, number: usize) -> Result<DataLine> {
         ));
     };
     // The enveloped format of arangodump before 3.8: {"type":2300,"data":{…}}.
-    let enveloped = object.len() <= 3
+    let enveloped_line = object.len() <= 3
         && object.get("type").is_some_and(Value::is_u64)
         && object.get("data").is_some_and(Value::is_object);
-    if !enveloped {
-        // `_rev` stays: restore mode keeps the dumped revision.
-        object.remove("_id");
-        return Ok(DataLine::Store(Value::Object(object)));
-    }
-    let marker = object["type"].as_u64().unwrap_or(0);
-    let Some(Value::Object(mut data)) = object.remove("data") else {
-        unreachable!("checked above");
+    let (marker, doc) = if enveloped_line {
+        let marker = object["type"].as_u64().unwrap_or(0);
+        (Some(marker), object.remove("data").unwrap_or_default())
+    } else {
+        (None, Value::Object(object))
     };
+    // The one-pass reading refused a line this reading accepts: encoded from its printed
+    // form (`_rev` stays: restore mode keeps the dumped revision).
+    let doc = crate::json::encode_document(doc.to_string().as_bytes())?;
     match marker {
-        MARKER_DOCUMENT | MARKER_EDGE => {
-            data.remove("_id");
-            Ok(DataLine::Store(Value::Object(data)))
-        }
-        MARKER_REMOVE => match data.get("_key") {
-            Some(Value::String(key)) => Ok(DataLine::Remove(key.clone())),
-            _ => Err(bad(format!("remove marker in line {number} has no _key"))),
-        },
-        other => Err(bad(format!(
-            "unexpected marker type {other} in line {number} of the restore data"
-        ))),
+        Some(marker) => enveloped(marker, doc, number),
+        None => Ok(DataLine::Store(doc)),
     }
 }
 
@@ -211,12 +231,13 @@ fn restore_data(db: &Arc<Database>, req: &Request) -> Result<Response> {
     opts.silent = true;
     opts.keep_revisions = true;
     let mut response = Response::ok_result(200, json!(true));
-    let mut pending: Vec<Value> = Vec::new();
-    let flush = |pending: &mut Vec<Value>, response: &mut Response| -> Result<()> {
+    let mut pending: Vec<EncodedDocument> = Vec::new();
+    let flush = |pending: &mut Vec<EncodedDocument>, response: &mut Response| -> Result<()> {
         if pending.is_empty() {
             return Ok(());
         }
-        let committed = coll.insert_many(std::mem::take(pending), &opts)?;
+        let documents = std::mem::replace(pending, Vec::with_capacity(pending.capacity()));
+        let committed = DocumentWriter::AutoCommit.insert_many_encoded(&coll, documents, &opts)?;
         if !force {
             if let Some(Err(err)) = committed.value().iter().find(|r| r.is_err()) {
                 return Err(err.clone());
@@ -232,6 +253,10 @@ fn restore_data(db: &Arc<Database>, req: &Request) -> Result<Response> {
         }
         match parse_line(line, i + 1) {
             Ok(DataLine::Store(doc)) => {
+                if pending.capacity() == 0 {
+                    // A dumped edge is ~100 bytes of text.
+                    pending.reserve((body.len() / 64 + 1).min(CHUNK));
+                }
                 pending.push(doc);
                 if pending.len() >= CHUNK {
                     flush(&mut pending, &mut response)?;
