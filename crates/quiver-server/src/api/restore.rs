@@ -155,6 +155,9 @@ fn dumped_index_id(definition: &Value) -> Option<u64> {
 }
 
 /// One line of a dump's data: a document to store or a key to remove.
+// Read and moved once per line into the chunk; boxing the document would only add an
+// allocation per line.
+#[allow(clippy::large_enum_variant)]
 enum DataLine {
     Store(EncodedDocument),
     Remove(String),
