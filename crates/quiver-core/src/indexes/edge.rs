@@ -7,7 +7,7 @@
 //! each), every edge version is one fixed 32-byte [`Slot`] (endpoints as vertex numbers, the
 //! key as a range of one shared key arena or, for a plain decimal key, its number, revision,
 //! commit tick), and each vertex keeps two `Vec<u32>` of slot numbers, in revision order. No
-//! allocation per edge; about 45 bytes per edge for both directions with generated keys
+//! allocation per edge; about 47 bytes per edge for both directions with generated keys
 //! (`docs/benchmarks/tools.md`, "Memory").
 //!
 //! # Visibility without primary-index probes
