@@ -628,7 +628,7 @@ impl<V> BlockMap<V> {
     pub fn update_each<'k, X>(
         &mut self,
         items: impl Iterator<Item = (&'k str, X)>,
-        mut f: impl FnMut(&mut V, X),
+        mut f: impl FnMut(&str, &mut V, X),
     ) {
         let mut current: Option<&mut Block<V>> = None;
         for (key, payload) in items {
@@ -641,7 +641,7 @@ impl<V> BlockMap<V> {
             }
             if let Some(block) = current.as_deref_mut() {
                 if let Ok(pos) = block.search(key) {
-                    f(&mut block.values[pos], payload);
+                    f(key, &mut block.values[pos], payload);
                 }
             }
         }
@@ -972,7 +972,7 @@ mod tests {
             .map(|i| format!("{i:06}"))
             .chain(["000005".to_string(), "zzz".to_string()])
             .collect();
-        map.update_each(keys.iter().map(|k| (k.as_str(), 1_000_000)), |v, add| {
+        map.update_each(keys.iter().map(|k| (k.as_str(), 1_000_000)), |_, v, add| {
             *v += add
         });
         for i in 0..2_000u32 {

@@ -6,6 +6,7 @@
 //! that some live snapshot may still need, tagged with commit ticks; a snapshot reads the
 //! newest version whose tick is not above its own.
 
+use std::collections::HashMap;
 use std::ops::Bound;
 
 use crate::block_map::{BlockMap, OwnedKey, Then};
@@ -43,76 +44,168 @@ impl Version {
     }
 }
 
-/// A key's versions: the newest in `head`, older ones in `older`, oldest first (sorted by
-/// tick, so that appending and looking up are cheap even for long chains under a long-lived
-/// snapshot).
-#[derive(Clone, Debug)]
-pub(crate) struct Entry {
+/// A key's versions as a caller sees them: the newest in `head`, older ones (oldest first)
+/// in `older`, which [`PrimaryIndex::for_each_chunked`] hands out for the entry at hand.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyVersions<'a> {
     pub head: Version,
-    /// Boxed so that the common case (a single version) costs one pointer instead of a
-    /// 24-byte empty Vec in every entry of a 10-million-key index.
-    #[allow(clippy::box_collection)]
-    older: Option<Box<Vec<Version>>>,
+    older: &'a [Version],
+}
+
+impl KeyVersions<'_> {
+    /// Versions older than the head, oldest first.
+    pub fn older(&self) -> &[Version] {
+        self.older
+    }
+}
+
+/// Bit of [`Entry::len`] set when the key has older versions in its shard's
+/// [`Shard::older`] map (a marker is at most a journal's size, 2^30 bytes, so the bit is free).
+const HAS_OLDER: u32 = 1 << 31;
+
+/// A key's newest version as its block holds it: 28 bytes at 4-byte alignment (the
+/// [`Version`] it unpacks to is 32 with a 64-bit file id, and a pointer to older versions
+/// made the entry 40). The rare older versions live in the shard's side map, flagged by
+/// [`HAS_OLDER`] (docs/benchmarks/tools.md, "Memory").
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(crate) struct Entry {
+    tick: u64,
+    rev: u64,
+    fid: u32,
+    offset: u32,
+    /// The marker's length, and [`HAS_OLDER`].
+    len: u32,
 }
 
 impl Entry {
-    fn visible(&self, tick: u64) -> Option<&Version> {
-        if self.head.tick <= tick {
-            return Some(&self.head);
-        }
-        let older = self.older();
-        let visible = older.partition_point(|v| v.tick <= tick);
-        visible.checked_sub(1).map(|i| &older[i])
-    }
-
-    /// Versions older than the head, oldest first.
-    pub fn older(&self) -> &[Version] {
-        self.older.as_deref().map(|v| v.as_slice()).unwrap_or(&[])
-    }
-
     fn new(head: Version) -> Entry {
-        Entry { head, older: None }
+        let mut e = Entry {
+            tick: 0,
+            rev: 0,
+            fid: 0,
+            offset: 0,
+            len: 0,
+        };
+        e.set_head(head);
+        e
     }
 
-    fn push(&mut self, version: Version) {
-        let old = std::mem::replace(&mut self.head, version);
-        self.older.get_or_insert_with(Default::default).push(old);
-    }
-
-    /// Drops versions no snapshot at or above `horizon` can see: those superseded at or
-    /// below it, and those at or below `floor`, the truncate in effect at the horizon.
-    /// Returns whether nothing is left.
-    fn prune_below(&mut self, horizon: u64, floor: u64) -> bool {
-        self.prune(horizon);
-        if self.head.tick <= floor {
-            return true;
-        }
-        if let Some(older) = self.older.as_mut() {
-            let dead = older.partition_point(|v| v.tick <= floor);
-            older.drain(..dead);
-            if older.is_empty() {
-                self.older = None;
-            }
-        }
-        false
-    }
-
-    /// Drops versions no snapshot at or above `horizon` can see.
-    fn prune(&mut self, horizon: u64) {
-        if self.head.tick <= horizon {
-            self.older = None;
-        } else if let Some(older) = self.older.as_mut() {
-            // Keep the newest version at or below the horizon and everything newer.
-            let at_or_below = older.partition_point(|v| v.tick <= horizon);
-            if at_or_below > 1 {
-                older.drain(..at_or_below - 1);
-            }
+    pub fn head(&self) -> Version {
+        Version {
+            tick: self.tick,
+            rev: self.rev,
+            loc: Loc {
+                fid: self.fid as u64,
+                offset: self.offset,
+                len: self.len & !HAS_OLDER,
+            },
         }
     }
 
-    fn versions_mut(&mut self) -> impl Iterator<Item = &mut Version> {
-        std::iter::once(&mut self.head).chain(self.older.iter_mut().flat_map(|v| v.iter_mut()))
+    /// Replaces the newest version, keeping the flag for older ones.
+    fn set_head(&mut self, v: Version) {
+        // File numbers count files created (WAL segments, journals, compactions): 2^32 of
+        // them is far beyond any data directory's life; a marker is at most 2^30 bytes.
+        let fid = u32::try_from(v.loc.fid).expect("file numbers fit 32 bits");
+        assert!(v.loc.len < HAS_OLDER, "markers are below 2 GiB");
+        self.tick = v.tick;
+        self.rev = v.rev;
+        self.fid = fid;
+        self.offset = v.loc.offset;
+        self.len = v.loc.len | (self.len & HAS_OLDER);
     }
+
+    fn has_older(&self) -> bool {
+        self.len & HAS_OLDER != 0
+    }
+
+    fn head_tick(&self) -> u64 {
+        self.tick
+    }
+
+    fn head_removed(&self) -> bool {
+        self.fid == 0
+    }
+}
+
+/// The version of `head` and `older` (oldest first) visible at `tick`.
+fn visible_of(head: Version, older: &[Version], tick: u64) -> Option<Version> {
+    if head.tick <= tick {
+        return Some(head);
+    }
+    let visible = older.partition_point(|v| v.tick <= tick);
+    visible.checked_sub(1).map(|i| older[i])
+}
+
+/// Drops versions no snapshot at or above `horizon` can see: those superseded at or below it,
+/// and those at or below `floor`, the truncate in effect at the horizon. Returns whether
+/// nothing is left.
+fn prune_below(head: Version, older: &mut Vec<Version>, horizon: u64, floor: u64) -> bool {
+    prune(head, older, horizon);
+    if head.tick <= floor {
+        return true;
+    }
+    let dead = older.partition_point(|v| v.tick <= floor);
+    older.drain(..dead);
+    false
+}
+
+/// Drops versions no snapshot at or above `horizon` can see.
+fn prune(head: Version, older: &mut Vec<Version>, horizon: u64) {
+    if head.tick <= horizon {
+        older.clear();
+    } else {
+        // Keep the newest version at or below the horizon and everything newer.
+        let at_or_below = older.partition_point(|v| v.tick <= horizon);
+        if at_or_below > 1 {
+            older.drain(..at_or_below - 1);
+        }
+    }
+}
+
+/// One shard: its keys' entries in blocks (each key's bytes in its block's arena, no allocation
+/// per key, and keys that arrive in order fill every block: docs/benchmarks/storage.md,
+/// "Memory per stored document"), and the older versions of the few keys that have
+/// any (a version superseded while a snapshot may still read it, until GC drops it).
+#[derive(Default)]
+struct Shard {
+    map: BlockMap<Entry>,
+    older: HashMap<OwnedKey, Vec<Version>>,
+}
+
+/// The older versions of `key`, whose entry is `e`.
+fn older_of<'a>(older: &'a HashMap<OwnedKey, Vec<Version>>, key: &str, e: &Entry) -> &'a [Version] {
+    if e.has_older() {
+        older.get(key).map_or(&[], Vec::as_slice)
+    } else {
+        &[]
+    }
+}
+
+/// Runs `f` on the head and older versions of `key` (entry `e`), then stores them back: the
+/// older ones in the side map when any are left, the flag set accordingly.
+fn with_chain<R>(
+    older: &mut HashMap<OwnedKey, Vec<Version>>,
+    key: &str,
+    e: &mut Entry,
+    f: impl FnOnce(&mut Version, &mut Vec<Version>) -> R,
+) -> R {
+    let mut chain = if e.has_older() {
+        older.remove(key).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let mut head = e.head();
+    let result = f(&mut head, &mut chain);
+    e.set_head(head);
+    if chain.is_empty() {
+        e.len &= !HAS_OLDER;
+    } else {
+        e.len |= HAS_OLDER;
+        older.insert(OwnedKey::from(key), chain);
+    }
+    result
 }
 
 const SHARDS: usize = 16;
@@ -121,11 +214,6 @@ const SHARDS: usize = 16;
 const ALL_STALE: u64 = 1 << 62;
 /// Entries a scan copies per shard lock acquisition.
 pub(crate) const SCAN_CHUNK: usize = 256;
-
-/// A shard's keys and entries: each key's bytes lie in its block's arena (no allocation per
-/// key, and a search compares bytes of the block it is already reading), and keys that arrive
-/// in order fill every block (docs/benchmarks/storage.md, "Memory per stored document").
-type Shard = BlockMap<Entry>;
 
 /// Visible (key, version) pairs of a chunk and the last key examined (`None` = shard done).
 pub(crate) type VisibleChunk = (Vec<(Box<str>, Version)>, Option<Box<str>>);
@@ -171,7 +259,7 @@ fn shard_of(key: &str) -> usize {
 impl PrimaryIndex {
     pub fn new() -> PrimaryIndex {
         PrimaryIndex {
-            shards: (0..SHARDS).map(|_| RwLock::new(BlockMap::new())).collect(),
+            shards: (0..SHARDS).map(|_| RwLock::new(Shard::default())).collect(),
             truncates: RwLock::new(Vec::new()),
             last_truncate: AtomicU64::new(0),
             stale: AtomicU64::new(0),
@@ -245,8 +333,9 @@ impl PrimaryIndex {
     pub fn get(&self, key: &str, tick: u64) -> Option<Version> {
         let floor = self.floor(tick);
         let shard = self.shards[shard_of(key)].read();
-        let v = shard.get(key)?.visible(tick)?;
-        (!v.is_removed() && v.tick > floor).then_some(*v)
+        let e = shard.map.get(key)?;
+        let v = visible_of(e.head(), older_of(&shard.older, key, e), tick)?;
+        (!v.is_removed() && v.tick > floor).then_some(v)
     }
 
     /// Installs a new newest version; returns whether the key was alive before.
@@ -256,11 +345,12 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
+        let Shard { map, older } = &mut *shard;
         // One search, for a new key (the common case) as for an existing one.
-        shard.upsert(key, |entry| match entry {
+        map.upsert(key, |entry| match entry {
             Some(entry) => {
                 let (was_alive, gone) =
-                    self.push_onto(entry, version, horizon, floor, last_truncate);
+                    self.push_onto(older, key, entry, version, horizon, floor, last_truncate);
                 (was_alive, if gone { Then::Remove } else { Then::Keep })
             }
             // Removing a key nobody has: nothing to store.
@@ -284,15 +374,16 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        shard.upsert(key, |entry| match entry {
+        let Shard { map, older } = &mut *shard;
+        map.upsert(key, |entry| match entry {
             Some(entry) => {
-                if !entry.head.is_removed() && entry.head.tick > last_truncate {
+                if !entry.head_removed() && entry.head_tick() > last_truncate {
                     return (Ok(false), Then::Keep);
                 }
                 match write() {
                     Ok(version) => {
                         // A live head: the entry cannot be gone afterwards.
-                        self.push_onto(entry, version, horizon, floor, last_truncate);
+                        self.push_onto(older, key, entry, version, horizon, floor, last_truncate);
                         (Ok(true), Then::Keep)
                     }
                     Err(e) => (Err(e), Then::Keep),
@@ -308,19 +399,28 @@ impl PrimaryIndex {
     /// Pushes `version` onto an existing entry and prunes it: returns whether the key was
     /// alive before, and whether the entry is now empty (a lone tombstone nobody can see) and
     /// must be removed.
+    #[allow(clippy::too_many_arguments)]
     fn push_onto(
         &self,
+        older: &mut HashMap<OwnedKey, Vec<Version>>,
+        key: &str,
         entry: &mut Entry,
         version: Version,
         horizon: u64,
         floor: u64,
         last_truncate: u64,
     ) -> (bool, bool) {
-        let was_alive = !entry.head.is_removed() && entry.head.tick > last_truncate;
-        entry.push(version);
-        entry.prune_below(horizon, floor);
-        let gone = entry.head.is_removed() && entry.older().is_empty();
-        if !gone && (entry.head.is_removed() || !entry.older().is_empty()) {
+        let was_alive = !entry.head_removed() && entry.head_tick() > last_truncate;
+        let (gone, stale) = with_chain(older, key, entry, |head, chain| {
+            chain.push(std::mem::replace(head, version));
+            prune_below(*head, chain, horizon, floor);
+            let gone = head.is_removed() && chain.is_empty();
+            (gone, head.is_removed() || !chain.is_empty())
+        });
+        if gone {
+            // The entry goes: no chain may stay behind in the side map.
+            older.remove(key);
+        } else if stale {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
         (was_alive, gone)
@@ -330,8 +430,9 @@ impl PrimaryIndex {
     pub fn newest_tick(&self, key: &str) -> Option<u64> {
         self.shards[shard_of(key)]
             .read()
+            .map
             .get(key)
-            .map(|e| e.head.tick)
+            .map(|e| e.head_tick())
     }
 
     /// Recovery: keeps the version with the highest tick for each key.
@@ -346,10 +447,10 @@ impl PrimaryIndex {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
         // One search for the common case at restart (a key seen for the first time).
-        shard.upsert(key, |entry| match entry {
+        shard.map.upsert(key, |entry| match entry {
             Some(entry) => {
-                if version.tick > entry.head.tick {
-                    entry.head = version;
+                if version.tick > entry.head_tick() {
+                    entry.set_head(version);
                 }
                 ((), Then::Keep)
             }
@@ -379,33 +480,23 @@ impl PrimaryIndex {
         moves: impl Iterator<Item = (&'a str, Loc, Loc)>,
     ) {
         let mut guard = self.shards[shard % SHARDS].write();
-        guard.update_each(
+        let Shard { map, older } = &mut *guard;
+        map.update_each(
             moves.map(|(key, from, to)| {
                 debug_assert_eq!(shard_of(key), shard);
                 (key, (from, to))
             }),
-            |entry, (from, to)| {
-                for v in entry.versions_mut() {
-                    if v.loc == from {
-                        v.loc = to;
-                    }
-                }
+            |key, entry, (from, to)| {
+                repoint_versions(older, key, entry, from, to);
             },
         );
     }
 
     pub fn repoint(&self, key: &str, from: Loc, to: Loc) -> bool {
         let mut shard = self.shards[shard_of(key)].write();
-        let mut hit = false;
-        if let Some(entry) = shard.get_mut(key) {
-            for v in entry.versions_mut() {
-                if v.loc == from {
-                    v.loc = to;
-                    hit = true;
-                }
-            }
-        }
-        hit
+        let Shard { map, older } = &mut *shard;
+        map.get_mut(key)
+            .is_some_and(|entry| repoint_versions(older, key, entry, from, to))
     }
 
     /// Rebuilds every shard into full blocks. Keys installed in order fill their blocks
@@ -417,17 +508,31 @@ impl PrimaryIndex {
         // longer and more CPU, and the new blocks came from other threads' heaps, so the
         // memory freed here could not be reused or returned.
         for shard in &self.shards {
-            shard.write().repack();
+            shard.write().map.repack();
         }
     }
 
-    /// Heap bytes of the shards' blocks and block maps (not the version chains, which
-    /// [`chain_memory`] counts per entry). Each shard is read-locked for one walk over its
-    /// blocks (a block holds up to 64 entries).
-    pub fn structure_bytes(&self) -> u64 {
+    /// Heap bytes of the shards' blocks and block maps and of the older versions kept beside
+    /// them. Each shard is read-locked for one walk over its blocks (a block holds up to 64
+    /// entries) and its older versions.
+    pub fn memory_bytes(&self) -> u64 {
         self.shards
             .iter()
-            .map(|shard| shard.read().heap_bytes() as u64)
+            .map(|shard| {
+                let shard = shard.read();
+                let chains: usize = shard
+                    .older
+                    .iter()
+                    .map(|(k, v)| {
+                        let key_heap = if k.is_heap_allocated() { k.len() } else { 0 };
+                        key_heap + v.capacity() * std::mem::size_of::<Version>()
+                    })
+                    .sum();
+                // The side map's slots (key, vector, a control byte) by its capacity.
+                let slots =
+                    shard.older.capacity() * (std::mem::size_of::<(OwnedKey, Vec<Version>)>() + 1);
+                (shard.map.heap_bytes() + chains + slots) as u64
+            })
             .sum()
     }
 
@@ -453,24 +558,32 @@ impl PrimaryIndex {
                 // made a pass over a collection of millions of documents cost as many
                 // allocations, ~5 % of the server's CPU under a sustained insert load, where
                 // the compactor ran this pass every `min_interval`.
-                let last = shard
-                    .write()
-                    .retain_chunk(from.as_deref(), SCAN_CHUNK * 4, |_, e| {
-                        let gone = e.prune_below(horizon, floor);
-                        if gone || (e.head.is_removed() && e.head.tick <= horizon) {
-                            return false;
+                let mut guard = shard.write();
+                let Shard { map, older } = &mut *guard;
+                let last = map.retain_chunk(from.as_deref(), SCAN_CHUNK * 4, |k, e| {
+                    let head = e.head();
+                    let (gone, has_older) = if e.has_older() {
+                        with_chain(older, k, e, |head, chain| {
+                            (prune_below(*head, chain, horizon, floor), !chain.is_empty())
+                        })
+                    } else {
+                        (head.tick <= floor, false)
+                    };
+                    if gone || (head.is_removed() && head.tick <= horizon) {
+                        if e.has_older() {
+                            older.remove(k);
                         }
-                        if !e.head.is_removed() {
-                            alive += 1;
-                        }
-                        if e.head.is_removed()
-                            || !e.older().is_empty()
-                            || e.head.tick <= last_truncate
-                        {
-                            left += 1;
-                        }
-                        true
-                    });
+                        return false;
+                    }
+                    if !head.is_removed() {
+                        alive += 1;
+                    }
+                    if head.is_removed() || has_older || head.tick <= last_truncate {
+                        left += 1;
+                    }
+                    true
+                });
+                drop(guard);
                 match last {
                     Some(k) => from = Some(k),
                     None => break,
@@ -485,7 +598,7 @@ impl PrimaryIndex {
 
     /// Calls `f` for every entry, chunk by chunk: `f` runs under a shard's read lock for at
     /// most one chunk of entries, then the lock is released (writers get in between chunks).
-    pub fn for_each_chunked(&self, mut f: impl FnMut(&str, &Entry)) {
+    pub fn for_each_chunked(&self, mut f: impl FnMut(&str, KeyVersions<'_>)) {
         for shard in &self.shards {
             let mut from: Option<Box<str>> = None;
             loop {
@@ -495,8 +608,14 @@ impl PrimaryIndex {
                     None => Bound::Unbounded,
                 };
                 let mut last: Option<&str> = None;
-                for (k, e) in guard.iter_from(lower).take(SCAN_CHUNK * 4) {
-                    f(k, e);
+                for (k, e) in guard.map.iter_from(lower).take(SCAN_CHUNK * 4) {
+                    f(
+                        k,
+                        KeyVersions {
+                            head: e.head(),
+                            older: older_of(&guard.older, k, e),
+                        },
+                    );
                     last = Some(k);
                 }
                 match last {
@@ -521,14 +640,14 @@ impl PrimaryIndex {
             Some(k) => Bound::Excluded(k),
             None => Bound::Unbounded,
         };
-        let mut out = Vec::with_capacity(limit.min(guard.len()));
+        let mut out = Vec::with_capacity(limit.min(guard.map.len()));
         // The resume key is cloned once per chunk, not once per entry (scans are hot).
         let mut last = None;
-        for (k, e) in guard.iter_from(lower).take(limit) {
+        for (k, e) in guard.map.iter_from(lower).take(limit) {
             last = Some(k);
-            if let Some(v) = e.visible(tick) {
+            if let Some(v) = visible_of(e.head(), older_of(&guard.older, k, e), tick) {
                 if !v.is_removed() && v.tick > floor {
-                    out.push((Box::from(k), *v));
+                    out.push((Box::from(k), v));
                 }
             }
         }
@@ -555,9 +674,9 @@ impl PrimaryIndex {
             None => Bound::Unbounded,
         };
         let mut last = None;
-        for (k, e) in guard.iter_from(lower).take(limit) {
+        for (k, e) in guard.map.iter_from(lower).take(limit) {
             last = Some(k);
-            if let Some(v) = e.visible(tick) {
+            if let Some(v) = visible_of(e.head(), older_of(&guard.older, k, e), tick) {
                 if !v.is_removed() && v.tick > floor {
                     f(v.loc);
                 }
@@ -584,10 +703,11 @@ impl PrimaryIndex {
         let mut out = Vec::new();
         let mut last = None;
         let mut examined = 0;
+        let chains = &guard.older;
         let mut keep_visible = |k: &str, e: &Entry| {
-            if let Some(v) = e.visible(tick) {
+            if let Some(v) = visible_of(e.head(), older_of(chains, k, e), tick) {
                 if !v.is_removed() && v.tick > floor {
-                    out.push((Box::from(k), *v));
+                    out.push((Box::from(k), v));
                 }
             }
         };
@@ -612,6 +732,7 @@ impl PrimaryIndex {
         };
         if reverse {
             for (k, e) in guard
+                .map
                 .iter_back_from(upper)
                 .take_while(|(k, _)| above_lower(k))
                 .take(limit)
@@ -622,6 +743,7 @@ impl PrimaryIndex {
             }
         } else {
             for (k, e) in guard
+                .map
                 .iter_from(lower)
                 .take_while(|(k, _)| below_upper(k))
                 .take(limit)
@@ -638,27 +760,63 @@ impl PrimaryIndex {
     }
 }
 
-/// Heap bytes of an entry's older versions (the entry itself, its key and its share of the
-/// blocks are in [`PrimaryIndex::structure_bytes`]).
-pub(crate) fn chain_memory(e: &Entry) -> u64 {
-    e.older.as_ref().map_or(0, |older| {
-        (std::mem::size_of::<Vec<Version>>() + older.capacity() * std::mem::size_of::<Version>())
-            as u64
-    })
+/// Moves every version of `key` (entry `e`) located at `from` to `to`; returns whether any was.
+fn repoint_versions(
+    older: &mut HashMap<OwnedKey, Vec<Version>>,
+    key: &str,
+    e: &mut Entry,
+    from: Loc,
+    to: Loc,
+) -> bool {
+    let mut hit = false;
+    let mut head = e.head();
+    if head.loc == from {
+        head.loc = to;
+        e.set_head(head);
+        hit = true;
+    }
+    if e.has_older() {
+        if let Some(chain) = older.get_mut(key) {
+            for v in chain.iter_mut().filter(|v| v.loc == from) {
+                v.loc = to;
+                hit = true;
+            }
+        }
+    }
+    hit
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The entry a block holds per key: tick, revision, 32-bit file number, offset, length
+    /// (with the older-versions flag), at 4-byte alignment.
+    #[test]
+    fn an_entry_is_28_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 28);
+        assert_eq!(std::mem::align_of::<Entry>(), 4);
+        let v = Version {
+            tick: u64::MAX - 1,
+            rev: 1 << 60,
+            loc: Loc {
+                fid: u32::MAX as u64,
+                offset: u32::MAX,
+                len: (1 << 30) + 7,
+            },
+        };
+        let mut e = Entry::new(v);
+        assert_eq!(e.head(), v);
+        e.len |= HAS_OLDER;
+        assert_eq!(e.head(), v, "the flag is not part of the length");
+        e.set_head(Version { tick: 3, ..v });
+        assert!(e.has_older(), "replacing the head keeps the flag");
+    }
+
     #[test]
     fn memory_estimate_counts_every_entry_and_chain_across_chunks() {
         let idx = PrimaryIndex::new();
-        let estimate = |idx: &PrimaryIndex| {
-            let mut total = idx.structure_bytes();
-            idx.for_each_chunked(|_, e| total += chain_memory(e));
-            total
-        };
+        let estimate = |idx: &PrimaryIndex| idx.memory_bytes();
         // More entries than one chunk per shard, keys in order (so blocks are full).
         let n = SHARDS * SCAN_CHUNK * 4 * 2;
         for i in 0..n {
@@ -999,15 +1157,16 @@ mod tests {
             idx.install("hot", v(tick, 1), 0);
             if tick > 1 {
                 let shard = idx.shards[shard_of("hot")].read();
-                let e = shard.get("hot").unwrap();
-                assert_eq!(e.head.tick, tick);
-                assert_eq!(e.older().last().map(|v| v.tick), Some(tick - 1));
+                let e = shard.map.get("hot").unwrap();
+                assert_eq!(e.head_tick(), tick);
+                let older = older_of(&shard.older, "hot", e);
+                assert_eq!(older.last().map(|v| v.tick), Some(tick - 1));
             }
         }
         let shard = idx.shards[shard_of("hot")].read();
-        let e = shard.get("hot").unwrap();
-        assert_eq!(e.older().len() as u64, n - 1);
-        assert!(e.older().windows(2).all(|w| w[0].tick < w[1].tick));
+        let older = older_of(&shard.older, "hot", shard.map.get("hot").unwrap());
+        assert_eq!(older.len() as u64, n - 1);
+        assert!(older.windows(2).all(|w| w[0].tick < w[1].tick));
         drop(shard);
         for tick in (1..=n).step_by(997) {
             assert_eq!(idx.get("hot", tick).unwrap().tick, tick);

@@ -5,9 +5,10 @@
 //! # Layout (why it is small)
 //! One [`Table`] per collection: vertex ids are interned once per distinct vertex (a `u32`
 //! each), every edge version is one fixed 32-byte [`Slot`] (endpoints as vertex numbers, the
-//! key as a range of one shared key arena, revision, commit tick), and each vertex keeps two
-//! `Vec<u32>` of slot numbers, in revision order. No allocation per edge; about 57 bytes per
-//! edge for both directions with Pokec's keys (`docs/benchmarks/pokec.md`).
+//! key as a range of one shared key arena or, for a plain decimal key, its number, revision,
+//! commit tick), and each vertex keeps two `Vec<u32>` of slot numbers, in revision order. No
+//! allocation per edge; about 47 bytes per edge for both directions with generated keys
+//! (`docs/benchmarks/tools.md`, "Memory").
 //!
 //! # Visibility without primary-index probes
 //! A slot records the tick of the commit that created it, and (in a side map, since few slots
@@ -60,6 +61,10 @@ const COMPACT_MIN_DEAD: usize = if cfg!(test) { 16 } else { 1 << 20 };
 const PENDING: u64 = u64::MAX;
 const FLAG_SUPERSEDED: u64 = 1;
 const FLAG_FREE: u64 = 2;
+/// The key is a decimal number kept in the slot (bits 16..64) instead of the key arena.
+const FLAG_NUMBER: u64 = 4;
+/// Digits of the longest decimal key kept as a number: below 2^48.
+const NUMBER_DIGITS: usize = 14;
 const MAX_KEY_OFFSET: usize = 1 << 48;
 
 /// Which end of an edge a lookup starts from.
@@ -226,7 +231,8 @@ pub(crate) fn skim_ends(body: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
 struct Slot {
     from: u32,
     to: u32,
-    /// Key arena offset (bits 16..64), key length (bits 8..16), flags (bits 0..8).
+    /// Key arena offset, or with [`FLAG_NUMBER`] the key's decimal value (bits 16..64), key
+    /// length (bits 8..16), flags (bits 0..8).
     key: u64,
     rev: u64,
     /// Tick of the commit that created this version ([`PENDING`] while it is in flight).
@@ -234,7 +240,11 @@ struct Slot {
 }
 
 impl Slot {
+    /// The key's bytes in the key arena (empty for a key kept as a number).
     fn key_range(&self) -> std::ops::Range<usize> {
+        if self.flags() & FLAG_NUMBER != 0 {
+            return 0..0;
+        }
         let start = (self.key >> 16) as usize;
         start..start + ((self.key >> 8) & 0xff) as usize
     }
@@ -242,6 +252,44 @@ impl Slot {
     fn flags(&self) -> u64 {
         self.key & 0xff
     }
+}
+
+/// The value of a key that is kept as a number in its slot: decimal digits without a leading
+/// zero (or `0` alone), at most [`NUMBER_DIGITS`] of them, so that printing the number gives
+/// the key back. ArangoDB's traditional and autoincrement generators make such keys.
+fn key_number(key: &str) -> Option<u64> {
+    let b = key.as_bytes();
+    if b.is_empty() || b.len() > NUMBER_DIGITS || (b[0] == b'0' && b.len() > 1) {
+        return None;
+    }
+    b.iter().try_fold(0u64, |n, &d| {
+        d.is_ascii_digit().then(|| n * 10 + u64::from(d - b'0'))
+    })
+}
+
+/// A slot's key as text: borrowed from the key arena, or printed from its number.
+enum SlotKey<'a> {
+    Arena(&'a str),
+    Number(itoa::Buffer, u64),
+}
+
+impl SlotKey<'_> {
+    fn as_str(&mut self) -> &str {
+        match self {
+            SlotKey::Arena(s) => s,
+            SlotKey::Number(buf, n) => buf.format(*n),
+        }
+    }
+}
+
+/// Appends a slot to a vertex's list, growing it by half (at least 4) when full: a doubling
+/// `Vec` leaves about a third of the lists' memory unused at Pokec's ~19 edges per vertex,
+/// this about a sixth, for a few more (amortized constant) copies.
+fn push_to_list(list: &mut Vec<u32>, id: u32) {
+    if list.len() == list.capacity() {
+        list.reserve_exact((list.len() / 2).max(4));
+    }
+    list.push(id);
 }
 
 /// Slots per chunk of [`Slots`]: 2 MiB chunks.
@@ -452,8 +500,21 @@ impl Table {
         Ok(id)
     }
 
-    fn key(&self, slot: &Slot) -> &str {
-        self.keys.get(slot.key_range())
+    fn key(&self, slot: &Slot) -> SlotKey<'_> {
+        if slot.flags() & FLAG_NUMBER != 0 {
+            SlotKey::Number(itoa::Buffer::new(), slot.key >> 16)
+        } else {
+            SlotKey::Arena(self.keys.get(slot.key_range()))
+        }
+    }
+
+    /// Whether `slot`'s key is `key`.
+    fn key_is(&self, slot: &Slot, key: &str) -> bool {
+        if slot.flags() & FLAG_NUMBER != 0 {
+            key_number(key) == Some(slot.key >> 16)
+        } else {
+            self.keys.get(slot.key_range()) == key
+        }
     }
 
     fn add(&mut self, key: &str, rev: Revision, from: &str, to: &str, created: u64) -> Result<u32> {
@@ -471,11 +532,14 @@ impl Table {
         }
         let f = self.intern(from, 0)?;
         let t = self.intern(to, 1)?;
-        let offset = self.keys.push(key);
+        let key_bits = match key_number(key) {
+            Some(n) => n << 16 | FLAG_NUMBER,
+            None => (self.keys.push(key) as u64) << 16,
+        };
         let slot = Slot {
             from: f,
             to: t,
-            key: (offset as u64) << 16 | (key.len() as u64) << 8,
+            key: key_bits | (key.len() as u64) << 8,
             rev: rev.0,
             created,
         };
@@ -486,8 +550,8 @@ impl Table {
             }
             None => self.slots.push(slot),
         };
-        self.vertices[f as usize].out.push(id);
-        self.vertices[t as usize].inbound.push(id);
+        push_to_list(&mut self.vertices[f as usize].out, id);
+        push_to_list(&mut self.vertices[t as usize].inbound, id);
         self.live_slots += 1;
         Ok(id)
     }
@@ -502,7 +566,7 @@ impl Table {
             .copied()
             .find(|&id| {
                 let slot = &self.slots[id];
-                slot.rev == rev.0 && self.key(slot) == key
+                slot.rev == rev.0 && self.key_is(slot, key)
             })
     }
 
@@ -584,7 +648,7 @@ impl Table {
     fn compact_keys(&mut self) {
         let mut keys = KeyArena::default();
         for slot in self.slots.iter_mut() {
-            if slot.flags() & FLAG_FREE != 0 {
+            if slot.flags() & (FLAG_FREE | FLAG_NUMBER) != 0 {
                 continue;
             }
             let range = slot.key_range();
@@ -631,7 +695,8 @@ impl Table {
         };
         for &id in list {
             let slot = &self.slots[id];
-            let key = self.key(slot);
+            let mut key = self.key(slot);
+            let key = key.as_str();
             let rev = Revision(slot.rev);
             let seen = if exact {
                 Seen::Check
@@ -1365,7 +1430,7 @@ mod tests {
                 .find("v/hub", &key(i), Revision(i as u64 + 1))
                 .unwrap();
             assert_eq!(id as usize, i);
-            assert_eq!(table.key(&table.slots[id]), key(i));
+            assert_eq!(table.key(&table.slots[id]).as_str(), key(i));
         }
         let mut out = EdgeHits::new();
         table
@@ -1380,6 +1445,65 @@ mod tests {
             .unwrap();
         assert_eq!(out.len(), (0..n).filter(|i| i % 7 == 3).count());
         assert_eq!(out.get(0).unwrap().key, key(3));
+    }
+
+    /// Decimal keys live in their slots, not the key arena, and read back as the same text;
+    /// keys that would not print back the same (leading zero, too long, not digits) stay in
+    /// the arena.
+    #[test]
+    fn decimal_keys_are_kept_in_their_slots() {
+        assert_eq!(key_number("0"), Some(0));
+        assert_eq!(key_number("12345678901234"), Some(12_345_678_901_234));
+        for text in ["", "01", "123456789012345", "12a", "-1", "+1", "1.5"] {
+            assert_eq!(key_number(text), None, "{text:?}");
+        }
+        let mut table = Table::new();
+        let keys = [
+            "0",
+            "7",
+            "30622564",
+            "12345678901234",
+            "01",
+            "123456789012345",
+            "edge-1",
+        ];
+        for (i, key) in keys.iter().enumerate() {
+            table
+                .add(key, Revision(i as u64 + 1), "v/a", "v/b", 0)
+                .unwrap();
+        }
+        assert_eq!(
+            table.keys.len(),
+            "01".len() + "123456789012345".len() + "edge-1".len(),
+            "only the keys that are not plain numbers take arena bytes"
+        );
+        for (i, key) in keys.iter().enumerate() {
+            let id = table.find("v/a", key, Revision(i as u64 + 1)).unwrap();
+            assert_eq!(table.key(&table.slots[id]).as_str(), *key);
+            // A number's other spellings do not match it.
+            assert_eq!(
+                table.find("v/a", &format!("0{key}"), Revision(i as u64 + 1)),
+                None
+            );
+        }
+        let mut out = EdgeHits::new();
+        table
+            .lookup(
+                "v/b",
+                EdgeDirection::Inbound,
+                1,
+                false,
+                &mut out,
+                &mut |_, _| Ok(false),
+            )
+            .unwrap();
+        let found: Vec<&str> = out.iter().map(|h| h.key).collect();
+        assert_eq!(found, keys);
+        // Unlinking a numbered slot leaves no dead arena bytes behind.
+        let id = table.find("v/a", "30622564", Revision(3)).unwrap();
+        table.unlink(id);
+        assert_eq!(table.dead_key_bytes, 0);
+        assert_eq!(table.find("v/a", "30622564", Revision(3)), None);
     }
 
     #[test]

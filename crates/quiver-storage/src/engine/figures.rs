@@ -30,11 +30,9 @@ impl Inner {
         let floor = col.index.floor(visible);
         let mut f = Figures::default();
         let mut alive_in_files: HashMap<u64, (u64, u64)> = HashMap::new();
-        let mut index_memory = 0u64;
-        // One chunked pass for counts and memory: no shard is read-locked for longer than a
-        // chunk (writers of that shard wait at most that long).
+        // One chunked pass for counts: no shard is read-locked for longer than a chunk
+        // (writers of that shard wait at most that long).
         col.index.for_each_chunked(|_, e| {
-            index_memory += crate::index::chain_memory(e);
             if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
                 f.alive_count += 1;
                 f.alive_size += e.head.loc.len as u64;
@@ -65,7 +63,7 @@ impl Inner {
             };
         }
         f.uncollected_logfile_entries = col.uncollected.load(Ordering::Acquire);
-        f.index_memory = index_memory + col.index.structure_bytes();
+        f.index_memory = col.index.memory_bytes();
         f.last_tick = col.last_tick.load(Ordering::Acquire);
         f.journal_size = col.journal_size(self.options.journal_size_default);
         f.compaction_status = col.compaction_status.lock().clone();
