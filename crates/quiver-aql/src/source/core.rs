@@ -609,12 +609,14 @@ impl Transaction for CoreTransaction {
         let scan = view.snapshot().ordered_scan(c.id())?;
         // The machine's cores share the scan; each counts its part into its own table.
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let finder = skim::AttributeFinder::new(attr);
         let parts = scan.for_each_parallel(threads, RawCounts::default, |counts, doc| {
             counts.seen += 1;
             if counts.seen % 4096 == 0 {
                 check(counts.held)?;
             }
-            let raw = skim::raw_attribute(doc.body, attr)
+            let raw = finder
+                .raw(doc.body)
                 .map_err(|e| Error::with_message(ErrorCode::CorruptedDatafile, e.0))?;
             counts.add(raw);
             Ok(())
@@ -796,6 +798,7 @@ impl Projection {
 struct RawCounts {
     small: Vec<u64>,
     other: HashMap<Box<[u8]>, u64>,
+    /// Documents without the attribute or with `null` in it (one group).
     missing: u64,
     seen: u64,
     /// Estimated bytes of `other`'s keys and slots (memory accounting).
@@ -807,7 +810,8 @@ const SMALL_INTS: usize = 1024;
 
 impl RawCounts {
     fn add(&mut self, raw: Option<&[u8]>) {
-        let Some(raw) = raw else {
+        // A missing attribute and `null` are the same group (AQL reads a missing one as null).
+        let Some(raw) = raw.filter(|r| *r != b"null") else {
             self.missing += 1;
             return;
         };

@@ -105,6 +105,73 @@ pub fn raw_attribute<'b>(body: &'b [u8], name: &str) -> Result<Option<&'b [u8]>,
     }
 }
 
+/// Finds one top-level attribute in many bodies without walking the attributes before it.
+///
+/// A stored body is compact JSON the core serialized, so the attribute's key appears as the
+/// bytes `"NAME":`. The finder searches for them (SIMD, [`memchr::memmem`]) and accepts the
+/// first occurrence whose quote is real — not escaped, i.e. preceded by an even run of
+/// backslashes; a real quote followed by `NAME":` opens an object key, since a string's
+/// content cannot hold an unescaped quote — when no `{` or `[` byte lies between the body's
+/// opening brace and it (then no nested container was open, so the key is the top-level
+/// object's; any earlier top-level occurrence would have been found first). Every other case —
+/// a bracket before the candidate (even one inside a string), whitespace around the colon, an
+/// escaped key, an absent attribute — falls back to [`raw_attribute`]'s full walk, so the
+/// answer is always [`raw_attribute`]'s on well-formed JSON. Unlike the walk, the search does
+/// not check the structure of the attributes it jumps over (stored bodies are well-formed).
+pub struct AttributeFinder {
+    name: String,
+    needle: memchr::memmem::Finder<'static>,
+}
+
+impl AttributeFinder {
+    pub fn new(name: &str) -> AttributeFinder {
+        let quoted = serde_json::to_string(name).expect("a string serializes");
+        AttributeFinder {
+            name: name.to_string(),
+            needle: memchr::memmem::Finder::new(format!("{quoted}:").as_bytes()).into_owned(),
+        }
+    }
+
+    /// The raw JSON text of the attribute in `body`, as [`raw_attribute`] gives it.
+    pub fn raw<'b>(&self, body: &'b [u8]) -> Result<Option<&'b [u8]>, SkimError> {
+        match self.jump(body) {
+            Some(found) => found.map(Some),
+            None => raw_attribute(body, &self.name),
+        }
+    }
+
+    /// The value after the first real candidate key if no container opens before it; `None`
+    /// when only the full walk can answer.
+    fn jump<'b>(&self, body: &'b [u8]) -> Option<Result<&'b [u8], SkimError>> {
+        let mut p = Parser { b: body, i: 0 };
+        p.ws();
+        if p.next() != Some(b'{') {
+            return None;
+        }
+        let open = p.i;
+        let mut from = open;
+        let at = loop {
+            let at = from + self.needle.find(&body[from..])?;
+            let backslashes = body[open..at]
+                .iter()
+                .rev()
+                .take_while(|&&c| c == b'\\')
+                .count();
+            if backslashes % 2 == 0 {
+                break at;
+            }
+            from = at + 1;
+        };
+        if memchr::memchr2(b'{', b'[', &body[open..at]).is_some() {
+            return None;
+        }
+        p.i = at + self.needle.needle().len();
+        p.ws();
+        let start = p.i;
+        Some(p.skip_value().map(|()| &body[start..p.i]))
+    }
+}
+
 /// The wanted name equal to the raw key bytes (between the quotes), if any.
 fn match_key<'w, W: AsRef<str>>(
     raw: &[u8],
@@ -328,6 +395,55 @@ mod tests {
         assert!(raw_attribute(b"[1]", "AGE").is_err());
         assert!(raw_attribute(br#"{"AGE":"#, "AGE").is_err());
         assert!(raw_attribute(br#"{"x":1"#, "AGE").is_err());
+    }
+
+    #[test]
+    fn finder_jumps_only_to_real_top_level_keys() {
+        let find = |body: &str, name: &str| {
+            let got = AttributeFinder::new(name).raw(body.as_bytes()).unwrap();
+            assert_eq!(got, raw_attribute(body.as_bytes(), name).unwrap(), "{body}");
+            got.map(|v| String::from_utf8(v.to_vec()).unwrap())
+        };
+        let some = |s: &str| Some(s.to_string());
+        assert_eq!(find(r#"{"a":"x","AGE":26,"b":1}"#, "AGE"), some("26"));
+        assert_eq!(find(r#" {"AGE": null }"#, "AGE"), some("null"));
+        // Inside a string: the quote before the name is escaped.
+        assert_eq!(find(r#"{"s":"\"AGE\":1","AGE":2}"#, "AGE"), some("2"));
+        // An escaped backslash before a real quote.
+        assert_eq!(find(r#"{"s":"x\\","AGE":3}"#, "AGE"), some("3"));
+        // Nested first: the bracket before the candidate sends it to the full walk.
+        assert_eq!(find(r#"{"n":{"AGE":1},"AGE":4}"#, "AGE"), some("4"));
+        assert_eq!(find(r#"{"n":[{"AGE":1}]}"#, "AGE"), None);
+        assert_eq!(find(r#"{"s":"[","AGE":5}"#, "AGE"), some("5"));
+        // Forms the search does not see: whitespace, escapes, absence.
+        assert_eq!(find(r#"{"AGE" : 6}"#, "AGE"), some("6"));
+        assert_eq!(find(r#"{"A\u0047E":7}"#, "AGE"), some("7"));
+        assert_eq!(find(r#"{"AGEX":8}"#, "AGE"), None);
+        assert_eq!(
+            find(r#"{"x":{"a":[1,"b"]},"AGE":{"c":[9]}}"#, "AGE"),
+            some(r#"{"c":[9]}"#)
+        );
+        // Names that need escaping are searched in their serialized form.
+        assert_eq!(find(r#"{"a\"b":10}"#, "a\"b"), some("10"));
+        assert!(AttributeFinder::new("a").raw(br#"{"a":"#).is_err());
+        assert!(AttributeFinder::new("a").raw(b"[1]").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn finder_agrees_with_the_full_walk((body, wanted, unique) in object_text()) {
+            // Stored bodies have no duplicate keys; the finder is only for them.
+            prop_assume!(unique);
+            for name in &wanted {
+                let want = raw_attribute(body.as_bytes(), name).unwrap();
+                prop_assert_eq!(AttributeFinder::new(name).raw(body.as_bytes()).unwrap(), want);
+            }
+        }
+
+        #[test]
+        fn finder_never_panics_on_arbitrary_bytes(body in prop::collection::vec(any::<u8>(), 0..64), w in "[a-c]{1,2}") {
+            let _ = AttributeFinder::new(&w).raw(&body);
+        }
     }
 
     #[test]

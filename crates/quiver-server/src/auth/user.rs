@@ -118,6 +118,20 @@ impl UserRecord {
             .unwrap_or_else(|| self.database_level(db))
     }
 
+    /// Whether every collection of `db` is `rw` for this user, the system collections with
+    /// fixed rules (`_users`, `_queues`; see [`UserRecord::collection_level`]) aside: then
+    /// the collections a query names cannot get it refused unless it names one of those.
+    pub fn writes_every_collection(&self, db: &str) -> bool {
+        // An unlisted name resolves through the wildcard grants, as `*` itself does.
+        let mut listed = [db, WILDCARD]
+            .into_iter()
+            .filter_map(|d| self.databases.get(d))
+            .flat_map(|g| g.collections.keys());
+        self.database_level(db) == Level::ReadWrite
+            && self.collection_level(db, WILDCARD) == Level::ReadWrite
+            && listed.all(|c| self.collection_level(db, c) == Level::ReadWrite)
+    }
+
     /// Server administration (users, databases): `rw` on `_system`.
     pub fn is_admin(&self) -> bool {
         self.database_level(SYSTEM_DATABASE) == Level::ReadWrite
@@ -306,6 +320,27 @@ mod tests {
         // A `*/coll` grant comes before the database level.
         let u = user(&[("shop", Some(RW), &[]), ("*", None, &[("orders", RO)])]);
         assert_eq!(u.collection_level("shop", "orders"), RO);
+    }
+
+    #[test]
+    fn writing_every_collection_needs_rw_on_every_grant_that_applies() {
+        let root = user(&[("*", Some(RW), &[("*", RW)])]);
+        assert!(root.writes_every_collection("shop"));
+        assert!(root.writes_every_collection("_system"));
+        let db_only = user(&[("shop", Some(RW), &[])]);
+        assert!(db_only.writes_every_collection("shop"));
+        assert!(!db_only.writes_every_collection("other"));
+        // One collection below rw, in the database or through `*/coll`.
+        let u = user(&[("shop", Some(RW), &[("audit", RO)])]);
+        assert!(!u.writes_every_collection("shop"));
+        let u = user(&[("shop", Some(RW), &[]), ("*", None, &[("orders", RO)])]);
+        assert!(!u.writes_every_collection("shop"));
+        // The collection default below the database level.
+        let u = user(&[("shop", Some(RW), &[("*", RO)])]);
+        assert!(!u.writes_every_collection("shop"));
+        let u = user(&[("*", Some(RW), &[("*", RO)]), ("shop", None, &[("*", RW)])]);
+        assert!(u.writes_every_collection("shop"));
+        assert!(!u.writes_every_collection("other"));
     }
 
     #[test]
