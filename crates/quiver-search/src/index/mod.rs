@@ -41,7 +41,7 @@ pub use query::{
 };
 pub use scoring::{FieldStats, Scorer};
 pub use top_scores::ScoreOrder;
-pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex};
+pub use view_index::{Consolidation, Hit, IndexState, Opened, ViewIndex, INDEX_FORMAT};
 
 #[cfg(test)]
 mod geo_tests;

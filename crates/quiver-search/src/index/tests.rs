@@ -79,7 +79,12 @@ fn build(dir: &std::path::Path) -> ViewIndex {
     for (i, text) in CORPUS.iter().enumerate() {
         let doc = json!({"_key": format!("k{i}"), "text": text, "n": i, "even": i % 2 == 0});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .put(
+                7,
+                &format!("k{i}"),
+                1,
+                document_terms(&doc, &link(), &Words),
+            )
             .unwrap();
     }
     index.commit("{\"covered\":1}").unwrap();
@@ -248,7 +253,12 @@ fn scores_stay_exact_across_segments_and_removals() {
     for (i, text) in CORPUS.iter().enumerate() {
         let doc = json!({"_key": format!("k{i}"), "text": text});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link(), &Words))
+            .put(
+                7,
+                &format!("k{i}"),
+                1,
+                document_terms(&doc, &link(), &Words),
+            )
             .unwrap();
         if i == 2 {
             index.commit("{}").unwrap();
@@ -405,6 +415,7 @@ fn updates_removals_and_reopening() {
             .put(
                 7,
                 "k1",
+                2,
                 document_terms(&json!({"text": "slow"}), &link(), &Words),
             )
             .unwrap();
@@ -413,6 +424,7 @@ fn updates_removals_and_reopening() {
             .put(
                 9,
                 "other",
+                3,
                 document_terms(&json!({"text": "fox"}), &link(), &Words),
             )
             .unwrap();
@@ -432,6 +444,29 @@ fn updates_removals_and_reopening() {
     assert_eq!(opened, Opened::Existing(Some("{\"covered\":3}".into())));
     assert_eq!(keys(&index, word("fox")), set(&[0]));
     assert_eq!(index.num_docs(), CORPUS.len() as u64 - 1);
+    // The reopened index reports what it holds of each collection, with the revisions.
+    let mut held = Vec::new();
+    index
+        .for_each_identity(7, |key, rev| {
+            held.push((key.to_string(), rev));
+            Ok(())
+        })
+        .unwrap();
+    held.sort();
+    let mut expected: Vec<(String, u64)> = (0..CORPUS.len())
+        .filter(|i| *i != 3)
+        .map(|i| (format!("k{i}"), if i == 1 { 2 } else { 1 }))
+        .collect();
+    expected.sort();
+    assert_eq!(held, expected);
+    let mut other = 0;
+    index
+        .for_each_identity(9, |_, _| {
+            other += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(other, 0);
 }
 
 #[test]
@@ -456,7 +491,7 @@ fn values_of_other_types_never_match_strings() {
         ("d", json!(true)),
     ] {
         index
-            .put(1, key, document_terms(&json!({"v": v}), &link, &Words))
+            .put(1, key, 1, document_terms(&json!({"v": v}), &link, &Words))
             .unwrap();
     }
     index.commit("{}").unwrap();
@@ -838,7 +873,7 @@ fn nested_search_matches_brute_force() {
             .collect();
         let doc = json!({"_key": format!("k{i}"), "d": dims});
         index
-            .put(7, &format!("k{i}"), document_terms(&doc, &link, &Words))
+            .put(7, &format!("k{i}"), 1, document_terms(&doc, &link, &Words))
             .unwrap();
         docs.insert(format!("k{i}"), doc);
         if i == 80 {
