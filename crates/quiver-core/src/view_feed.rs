@@ -485,7 +485,6 @@ impl Indexer {
                 Some(recorded) => match self.catch_up(collection, &snapshot, recorded.tick) {
                     Ok(done) => {
                         tracing::info!(
-                            collection,
                             "{}: caught up {} documents ({} removed) of collection {} since its \
                              last commit, not rebuilt",
                             self.what,
@@ -506,7 +505,6 @@ impl Indexer {
             if let Some(reason) = rebuild_reason {
                 match built {
                     Ok(n) => tracing::warn!(
-                        collection,
                         "{}: rebuilt from collection {} ({} documents): {}",
                         self.what,
                         collection,
