@@ -40,8 +40,6 @@ import tempfile
 import time
 import urllib.request
 
-import psycopg
-
 WORD = re.compile(r"[A-Za-z]{2,}")
 SKIPPED_SUFFIXES = (".html", ".htm", ".png", ".jpg", ".gif", ".svg", ".pdf", ".js", ".css",
                     ".bz2", ".xz", ".zip", ".ico", ".woff", ".ttf")
@@ -254,6 +252,8 @@ max_parallel_workers_per_gather = 2
         subprocess.run(as_pg + [f"{self.pg_bin}/pg_ctl", "-D", f"{self.dir}/data", "-l",
                                 f"{self.dir}/server.log", "-w", "start"], check=True,
                        stdout=subprocess.DEVNULL)
+        import psycopg  # only this comparison needs it (bench/view_restart.py imports this file)
+
         self.conn = psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
                                     autocommit=True)
 

@@ -244,6 +244,61 @@ def test_view_survives_restart_and_kill(tmp_root):
         srv.stop()
 
 
+def test_restart_catches_the_view_up_instead_of_rebuilding(tmp_root):
+    srv = Server(tmp_root / unique("views"), extra_args=["--log.level", "views=info"]).start()
+    try:
+        db = srv.client().db("_system", username="root", password="")
+        coll = db.create_collection("texts")
+        db.create_arangosearch_view(
+            "tv", properties={"links": {"texts": {"fields": {"text": {"analyzers": ["text_en"]},
+                                                             "n": {}}}}}
+        )
+        n = 20_000
+        for start in range(0, n, 5_000):
+            coll.insert_many([{"_key": str(i), "text": f"word{i % 10} common t{i % 97}", "n": i}
+                              for i in range(start, start + 5_000)])
+        queries = [
+            f"FOR d IN tv SEARCH ANALYZER(d.text == 'common', 'text_en') {SEARCH_SYNC} "
+            "COLLECT WITH COUNT INTO c RETURN c",
+            f"FOR d IN tv SEARCH ANALYZER(d.text == 'word3', 'text_en') {SEARCH_SYNC} "
+            "SORT d._key RETURN d._key",
+            f"FOR d IN tv SEARCH d.n >= 19990 {SEARCH_SYNC} SORT d.n RETURN d.n",
+            f"FOR d IN tv SEARCH ANALYZER(PHRASE(d.text, 'common t5'), 'text_en') {SEARCH_SYNC} "
+            "SORT BM25(d) DESC, d._key LIMIT 20 RETURN d._key",
+        ]
+        before = [list(db.aql.execute(q)) for q in queries]
+        assert before[0] == [n]
+
+        srv.restart()
+        db = srv.client().db("_system", username="root", password="")
+        assert [list(db.aql.execute(q)) for q in queries] == before
+        log = "".join(srv.startup + srv.output)
+        assert "view '_system/tv': caught up 0 documents (0 removed)" in log, log
+        assert "rebuilt from" not in log, log
+
+        # Writes the view may not have committed when the process is killed: the restarted
+        # view catches up with them (re-feeding only what changed) and matches the collection.
+        coll = db.collection("texts")
+        coll.insert_many([{"_key": f"x{i}", "text": "later common", "n": -1} for i in range(300)])
+        coll.delete_many([{"_key": str(i)} for i in range(100)])
+        coll.update_many([{"_key": str(i), "text": "zebra"} for i in range(100, 150)])
+        srv.kill()
+        srv.start()
+        db = srv.client().db("_system", username="root", password="")
+        assert list(db.aql.execute(queries[0])) == [n + 300 - 150]
+        later = f"FOR d IN tv SEARCH ANALYZER(d.text == 'later', 'text_en') {SEARCH_SYNC} " \
+                "COLLECT WITH COUNT INTO c RETURN c"
+        assert list(db.aql.execute(later)) == [300]
+        changed = f"FOR d IN tv SEARCH ANALYZER(d.text == 'zebra', 'text_en') {SEARCH_SYNC} " \
+                  "SORT d._key RETURN d._key"
+        assert list(db.aql.execute(changed)) == sorted(str(i) for i in range(100, 150))
+        log = "".join(srv.startup + srv.output)
+        assert "view '_system/tv': caught up" in log, log
+        assert "rebuilt from" not in log, log
+    finally:
+        srv.stop()
+
+
 def test_custom_analyzers_in_links_and_in_use_needs_force(db):
     """A link may name a custom analyzer of the view's database or of _system; the view indexes
     with it, and dropping an analyzer a view uses needs force."""

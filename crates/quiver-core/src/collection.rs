@@ -973,7 +973,7 @@ impl Collection {
         drop(snapshot);
         let opened = built
             .and_then(|()| self.persist())
-            .and_then(|()| self.open_inverted_index(&def));
+            .and_then(|()| self.open_inverted_index(&def, false));
         if let Err(err) = opened {
             let _writers = self.write_lock.lock();
             self.meta.write().indexes.retain(|d| d.id != def.id);
@@ -1122,7 +1122,8 @@ impl Collection {
     }
 
     /// Sets the database's analyzers and name and opens the collection's inverted indexes,
-    /// each rebuilt from the collection in the background (start-up, new collection).
+    /// each caught up with (or rebuilt from) the collection in the background (start-up, new
+    /// collection).
     pub(crate) fn open_search(&self, context: SearchContext) {
         if self.search_context.set(context).is_err() || self.status.is_some() {
             return;
@@ -1136,7 +1137,7 @@ impl Collection {
             .cloned()
             .collect();
         for def in defs {
-            if let Err(err) = self.open_inverted_index(&def) {
+            if let Err(err) = self.open_inverted_index(&def, true) {
                 tracing::error!(
                     "inverted index {} of collection {} could not be opened: {}",
                     def.name,
@@ -1156,8 +1157,9 @@ impl Collection {
         })
     }
 
-    /// Opens inverted index `def` (nothing for other types).
-    fn open_inverted_index(&self, def: &IndexDef) -> Result<()> {
+    /// Opens inverted index `def` (nothing for other types); `reopening`: it existed before
+    /// (start-up), so what its directory holds is caught up rather than rebuilt.
+    fn open_inverted_index(&self, def: &IndexDef, reopening: bool) -> Result<()> {
         if def.kind != "inverted" {
             return Ok(());
         }
@@ -1173,6 +1175,7 @@ impl Collection {
             self.search_context()?,
             &self.engine,
             &self.views,
+            reopening,
         )?;
         self.inverted.write().push(ix);
         Ok(())
@@ -1635,6 +1638,7 @@ impl Collection {
         if !self.views.is_empty() {
             let change = crate::view_feed::Change::RemoveAll {
                 collection: self.id,
+                tick: Some(ticket.tick),
             };
             for feed in self.views.feeds() {
                 feed.changes(vec![change.clone()]);

@@ -88,9 +88,10 @@ fn feed_views(staging: &Staging, colls: &[Arc<Collection>], tick: u64) {
             .iter()
             .filter(|((cid, _), _)| *cid == coll.id())
             .map(|((cid, key), entry)| match &entry.current {
-                Some((_, body)) => Change::Put {
+                Some((rev, body)) => Change::Put {
                     collection: *cid,
                     key: key.clone(),
+                    rev: rev.0,
                     body: body.clone(),
                     tick,
                     // The commit checked that a document absent from the staging's snapshot
@@ -100,6 +101,7 @@ fn feed_views(staging: &Staging, colls: &[Arc<Collection>], tick: u64) {
                 None => Change::Remove {
                     collection: *cid,
                     key: key.clone(),
+                    tick,
                 },
             })
             .collect();

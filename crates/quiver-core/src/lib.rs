@@ -91,6 +91,7 @@ mod view_analyzers;
 mod view_feed;
 mod view_host;
 mod view_links;
+mod view_record;
 mod views;
 
 pub use catalog::{Core, CoreOptions};

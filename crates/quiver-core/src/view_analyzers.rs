@@ -84,6 +84,10 @@ impl AnalyzerSource for DatabaseAnalyzers {
     fn geo(&self, analyzer: &str) -> Option<quiver_search::analyzer::GeoAnalyzer> {
         self.resolve(analyzer)?.geo()
     }
+
+    fn definition(&self, analyzer: &str) -> Option<serde_json::Value> {
+        Some(self.resolve(analyzer)?.definition().to_json())
+    }
 }
 
 /// The analyzers of database `database`, resolved through the core's `databases`.

@@ -8,6 +8,15 @@
 //! Every message carries a sequence number taken in queue order; `committed` is the number of
 //! the last message whose effects the index has committed, so "every write acknowledged before
 //! now is searchable" is `committed >= enqueued` as read now.
+//!
+//! Each commit records what it covers (`view_record.rs`): per linked collection, the commit
+//! tick up to which its writes are in the index. The changes of one collection reach the
+//! queue in commit order (they are sent under its writer mutex), and a change at or below the
+//! tick of the snapshot the collection was last built or caught up from is skipped (that
+//! snapshot already holds it or a later state), so the committed index holds of each
+//! collection exactly its state at the recorded tick. Attaching a link to a reopened index
+//! therefore only re-feeds what changed after that tick (`catch_up`); anything that does not
+//! add up is rebuilt.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,8 +27,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{document_terms, AnalyzerSource, LinkDefinition, ViewIndex};
-use quiver_storage::CollectionId;
+use quiver_search::index::{document_terms, AnalyzerSource, LinkDefinition, Opened, ViewIndex};
+use quiver_storage::{CollectionId, Engine, Snapshot};
+
+use crate::view_record::{link_shape, CommitRecord, LinkRecord};
 
 /// Messages the queue holds at most; a writer waits for room beyond (back-pressure).
 pub(crate) const QUEUE_CAPACITY: usize = 4096;
@@ -27,14 +38,15 @@ pub(crate) const QUEUE_CAPACITY: usize = 4096;
 /// The longest a `waitForSync` search waits for the index to catch up.
 const SYNC_WAIT: Duration = Duration::from_secs(60);
 
-/// One committed change of a linked collection.
+/// One committed change of a linked collection, with the tick of the commit.
 #[derive(Clone)]
 pub(crate) enum Change {
-    /// The document's new stored body, committed at `tick`; `new_key`: the key did not exist
+    /// The document's new stored body (revision `rev`); `new_key`: the key did not exist
     /// before this commit (an insert).
     Put {
         collection: CollectionId,
         key: String,
+        rev: u64,
         body: Bytes,
         tick: u64,
         new_key: bool,
@@ -42,22 +54,26 @@ pub(crate) enum Change {
     Remove {
         collection: CollectionId,
         key: String,
+        tick: u64,
     },
-    /// Every document of the collection went (truncate, dropped link or collection).
-    RemoveAll { collection: CollectionId },
+    /// Every document of the collection went: a truncate committed at `Some(tick)`, or a
+    /// dropped link or collection (`None`).
+    RemoveAll {
+        collection: CollectionId,
+        tick: Option<u64>,
+    },
 }
-
-/// The documents of a collection (key, stored body) in one snapshot, and that snapshot's tick.
-pub(crate) type SnapshotDocuments = (u64, Box<dyn Iterator<Item = Result<(String, Bytes)>>>);
-
-/// Produces the documents of a collection for a link's (re)build; run by the indexer so that
-/// it is ordered with the changes around it.
-pub(crate) type DocumentSource = Box<dyn FnOnce() -> Result<SnapshotDocuments> + Send>;
 
 enum Message {
     Changes(u64, Vec<Change>),
-    /// Index every document of the collection (a new link, or a rebuild at startup).
-    Build(u64, CollectionId, DocumentSource),
+    /// Bring the index in line with the collection, read from the engine when the indexer
+    /// gets there (so in order with the changes around it): caught up from the reopened
+    /// index's record when that covers the link, otherwise every document is indexed (a new
+    /// link, or a rebuild).
+    Attach(u64, CollectionId, Engine),
+    /// The reopened index's record has served every link attached at open: the recorded
+    /// collections no link was attached for leave the index.
+    EndOpen(u64),
     /// Commit now (a `waitForSync` search is waiting).
     Flush,
     Stop,
@@ -73,6 +89,8 @@ pub(crate) struct ViewFeed {
     /// The sequence number of the last message whose effects are committed in the index.
     committed: Arc<(Mutex<u64>, Condvar)>,
     commit_interval_ms: Arc<AtomicU64>,
+    /// Documents analyzed and handed to the index since the feed started.
+    analyzed: Arc<AtomicU64>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -84,28 +102,51 @@ impl std::fmt::Debug for ViewFeed {
     }
 }
 
+/// What the index held when it was opened, for the links attached at open.
+enum Reopened {
+    /// The record of its last commit.
+    Recorded(CommitRecord),
+    /// Nothing usable, and why: every link is rebuilt.
+    Unusable(String),
+}
+
 impl ViewFeed {
-    /// Starts the indexer of `index`.
+    /// Starts the indexer of `index` (`what`: "view 'name'" or "inverted index 'name'", for
+    /// the log). `opened` is what [`ViewIndex::open`] found; a new view or index passes
+    /// `None` (its links are built without a word in the log).
     pub fn start(
-        name: &str,
+        what: &str,
         index: Arc<ViewIndex>,
         analyzers: Arc<dyn AnalyzerSource>,
         commit_interval_ms: u64,
+        opened: Option<Opened>,
     ) -> Result<Arc<ViewFeed>> {
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
         let links = Arc::new(RwLock::new(HashMap::new()));
         let committed = Arc::new((Mutex::new(0u64), Condvar::new()));
         let interval = Arc::new(AtomicU64::new(commit_interval_ms));
+        let analyzed = Arc::new(AtomicU64::new(0));
+        let reopened = opened.map(|opened| match opened {
+            Opened::Created => Reopened::Unusable("its directory held no usable index".into()),
+            Opened::Existing(payload) => match CommitRecord::parse(payload.as_deref()) {
+                Ok(record) => Reopened::Recorded(record),
+                Err(reason) => Reopened::Unusable(reason),
+            },
+        });
         let indexer = Indexer {
+            what: what.to_string(),
             index: Arc::clone(&index),
             links: Arc::clone(&links),
             analyzers,
             committed: Arc::clone(&committed),
             interval: Arc::clone(&interval),
+            analyzed: Arc::clone(&analyzed),
             built_at: HashMap::new(),
+            covered: CommitRecord::default(),
+            reopened,
         };
         let thread = std::thread::Builder::new()
-            .name(format!("quiver-view-{name}"))
+            .name(format!("quiver-view-{}", what.replace('\'', "")))
             .spawn(move || indexer.run(rx))
             .map_err(|e| {
                 Error::with_message(ErrorCode::Internal, format!("starting a view indexer: {e}"))
@@ -117,6 +158,7 @@ impl ViewFeed {
             enqueued: AtomicU64::new(0),
             committed,
             commit_interval_ms: interval,
+            analyzed,
             thread: Mutex::new(Some(thread)),
         }))
     }
@@ -141,16 +183,38 @@ impl ViewFeed {
         }
     }
 
-    /// Sets (or replaces) the link of `collection` and indexes its documents from `source`.
-    pub fn link(&self, collection: CollectionId, link: LinkDefinition, source: DocumentSource) {
+    /// Sets (or replaces) the link of `collection` and brings the index in line with the
+    /// collection's documents in `engine` (caught up or rebuilt, see [`Message::Attach`]).
+    /// The feed must be registered with the collection's linked views before.
+    pub fn link(&self, collection: CollectionId, link: LinkDefinition, engine: Engine) {
         self.links.write().insert(collection, Arc::new(link));
-        self.send(|seq| Message::Build(seq, collection, source));
+        self.send(|seq| Message::Attach(seq, collection, engine));
+    }
+
+    /// Every link the reopened index serves is attached: recorded collections without one
+    /// leave the index.
+    pub fn end_open(&self) {
+        self.send(Message::EndOpen);
     }
 
     /// Removes the link of `collection` and its documents from the index.
     pub fn unlink(&self, collection: CollectionId) {
         self.links.write().remove(&collection);
-        self.send(|seq| Message::Changes(seq, vec![Change::RemoveAll { collection }]));
+        self.send(|seq| {
+            Message::Changes(
+                seq,
+                vec![Change::RemoveAll {
+                    collection,
+                    tick: None,
+                }],
+            )
+        });
+    }
+
+    /// Documents analyzed and handed to the index since the feed started (a reopened index
+    /// that was caught up analyzed only what changed).
+    pub fn documents_analyzed(&self) -> u64 {
+        self.analyzed.load(Ordering::Relaxed)
     }
 
     pub fn set_commit_interval(&self, ms: u64) {
@@ -191,7 +255,8 @@ impl ViewFeed {
         *self.committed.0.lock() >= target
     }
 
-    /// Stops the indexer after it has applied and committed everything queued.
+    /// Stops the indexer after it has applied and committed everything queued, and closes
+    /// the index's writer (releasing its directory).
     pub fn stop(&self) {
         {
             let mut sender = self.sender.lock();
@@ -201,6 +266,7 @@ impl ViewFeed {
         }
         if let Some(thread) = self.thread.lock().take() {
             let _ = thread.join();
+            self.index.close();
         }
     }
 }
@@ -211,15 +277,31 @@ impl Drop for ViewFeed {
     }
 }
 
+/// What catching a collection up did.
+struct CatchUp {
+    /// Documents indexed again: written after the recorded tick, or held at a stale revision.
+    refed: u64,
+    /// Documents the index held that the collection no longer has.
+    removed: u64,
+}
+
 struct Indexer {
+    /// "view 'name'" or "inverted index 'name'", for the log.
+    what: String,
     index: Arc<ViewIndex>,
     links: Arc<RwLock<HashMap<CollectionId, Arc<LinkDefinition>>>>,
     analyzers: Arc<dyn AnalyzerSource>,
     committed: Arc<(Mutex<u64>, Condvar)>,
     interval: Arc<AtomicU64>,
-    /// The snapshot tick of each collection's last build: documents committed at or before it
-    /// may be in the index through the build, later ones only through their own changes.
+    analyzed: Arc<AtomicU64>,
+    /// The snapshot tick each collection was last built or caught up from: its changes at or
+    /// below it are already in the index (or superseded there) and are skipped.
     built_at: HashMap<CollectionId, u64>,
+    /// What the index holds of each collection after the messages applied so far: the
+    /// payload of the next commit.
+    covered: CommitRecord,
+    /// What the reopened index held, until the links attached at open are served.
+    reopened: Option<Reopened>,
 }
 
 impl Indexer {
@@ -245,8 +327,12 @@ impl Indexer {
                     }
                     applied = seq;
                 }
-                Some(Message::Build(seq, collection, source)) => {
-                    self.build(collection, source);
+                Some(Message::Attach(seq, collection, engine)) => {
+                    self.attach(collection, &engine);
+                    applied = seq;
+                }
+                Some(Message::EndOpen(seq)) => {
+                    self.end_open();
                     applied = seq;
                 }
                 Some(Message::Flush) => commit_now = true,
@@ -265,7 +351,7 @@ impl Indexer {
                 commit_now = true;
             }
             if commit_now && applied > committed {
-                match self.index.commit("{}") {
+                match self.index.commit(&self.covered.to_payload()) {
                     Ok(()) => {
                         committed = applied;
                         let (lock, cv) = &*self.committed;
@@ -287,35 +373,74 @@ impl Indexer {
         }
     }
 
-    /// Whether a change committed at `tick` to `collection` came after the snapshot the
-    /// collection's last build read (false without a build).
+    /// Whether a change committed at `tick` to `collection` is not yet in the index: it came
+    /// after the snapshot the collection was last built or caught up from (false before
+    /// the collection's first build: that build's snapshot will hold it).
     fn after_build(&self, collection: CollectionId, tick: u64) -> bool {
         self.built_at
             .get(&collection)
             .is_some_and(|built| tick > *built)
     }
 
-    fn apply(&self, change: Change) {
+    /// The commit at `tick` of `collection` is in the index now.
+    fn covers(&mut self, collection: CollectionId, tick: u64) {
+        if let Some(record) = self.covered.collections.get_mut(&collection) {
+            record.tick = record.tick.max(tick);
+        }
+    }
+
+    fn apply(&mut self, change: Change) {
         match change {
             Change::Put {
                 collection,
                 key,
+                rev,
                 body,
                 tick,
                 new_key,
             } => {
+                if !self.after_build(collection, tick) {
+                    return;
+                }
                 // An inserted key committed after the build's snapshot has no earlier version
                 // in the index: every earlier one was removed by a change queued before it.
-                let replaces = !(new_key && self.after_build(collection, tick));
-                self.put(collection, &key, &body, replaces);
+                self.put(collection, &key, rev, &body, !new_key);
+                self.covers(collection, tick);
             }
-            Change::Remove { collection, key } => self.index.remove(collection, &key),
-            Change::RemoveAll { collection } => self.index.remove_collection(collection),
+            Change::Remove {
+                collection,
+                key,
+                tick,
+            } => {
+                if !self.after_build(collection, tick) {
+                    return;
+                }
+                self.index.remove(collection, &key);
+                self.covers(collection, tick);
+            }
+            Change::RemoveAll {
+                collection,
+                tick: Some(tick),
+            } => {
+                if !self.after_build(collection, tick) {
+                    return;
+                }
+                self.index.remove_collection(collection);
+                self.covers(collection, tick);
+            }
+            Change::RemoveAll {
+                collection,
+                tick: None,
+            } => {
+                self.index.remove_collection(collection);
+                self.built_at.remove(&collection);
+                self.covered.collections.remove(&collection);
+            }
         }
     }
 
     /// Indexes one document; `replaces`: the index may hold an earlier version of it.
-    fn put(&self, collection: CollectionId, key: &str, body: &[u8], replaces: bool) {
+    fn put(&self, collection: CollectionId, key: &str, rev: u64, body: &[u8], replaces: bool) {
         let Some(link) = self.links.read().get(&collection).cloned() else {
             return;
         };
@@ -327,34 +452,175 @@ impl Indexer {
             }
         };
         let terms = document_terms(&doc, &link, &*self.analyzers);
+        self.analyzed.fetch_add(1, Ordering::Relaxed);
         let done = if replaces {
-            self.index.put(collection, key, terms, &doc)
+            self.index.put(collection, key, rev, terms, &doc)
         } else {
-            self.index.insert(collection, key, terms, &doc)
+            self.index.insert(collection, key, rev, terms, &doc)
         };
         if let Err(err) = done {
             tracing::error!(key, "indexing a document failed: {}", err.message);
         }
     }
 
-    fn build(&mut self, collection: CollectionId, source: DocumentSource) {
-        self.index.remove_collection(collection);
-        self.built_at.remove(&collection);
-        let (tick, docs) = match source() {
-            Ok(docs) => docs,
-            Err(err) => {
-                tracing::error!("reading a linked collection failed: {}", err.message);
-                return;
-            }
+    /// Brings the index in line with `collection` as of a snapshot taken now: caught up from
+    /// the reopened index's record when it was made with the same link shape, otherwise
+    /// rebuilt. At open, says in the log which of the two happened and why.
+    fn attach(&mut self, collection: CollectionId, engine: &Engine) {
+        let Some(link) = self.links.read().get(&collection).cloned() else {
+            // Unlinked meanwhile.
+            return;
         };
+        let shape = link_shape(&link, &*self.analyzers);
+        let snapshot = engine.snapshot();
+        let tick = snapshot.tick();
+        let rebuild_reason = match &mut self.reopened {
+            None => None,
+            Some(Reopened::Unusable(reason)) => Some(reason.clone()),
+            Some(Reopened::Recorded(record)) => match record.collections.remove(&collection) {
+                None => Some("its last commit does not cover the collection".to_string()),
+                Some(recorded) if recorded.shape != shape => {
+                    Some("the link or its analyzers changed since its last commit".to_string())
+                }
+                Some(recorded) => match self.catch_up(collection, &snapshot, recorded.tick) {
+                    Ok(done) => {
+                        tracing::info!(
+                            "{}: caught up {} documents ({} removed) of collection {} since its \
+                             last commit, not rebuilt",
+                            self.what,
+                            done.refed,
+                            done.removed,
+                            collection
+                        );
+                        None
+                    }
+                    Err(reason) => Some(reason),
+                },
+            },
+        };
+        let caught_up =
+            matches!(&self.reopened, Some(Reopened::Recorded(_))) && rebuild_reason.is_none();
+        if !caught_up {
+            let built = self.build(collection, &snapshot);
+            if let Some(reason) = rebuild_reason {
+                match built {
+                    Ok(n) => tracing::warn!(
+                        "{}: rebuilt from collection {} ({} documents): {}",
+                        self.what,
+                        collection,
+                        n,
+                        reason
+                    ),
+                    Err(err) => tracing::error!(
+                        "{}: rebuilding from collection {} failed: {}",
+                        self.what,
+                        collection,
+                        err.message
+                    ),
+                }
+            } else if let Err(err) = built {
+                tracing::error!("reading a linked collection failed: {}", err.message);
+            }
+        }
         self.built_at.insert(collection, tick);
-        for item in docs {
-            match item {
-                // The collection's documents were all removed just before.
-                Ok((key, body)) => self.put(collection, &key, &body, false),
-                Err(err) => {
-                    tracing::error!("reading a linked collection failed: {}", err.message);
-                    return;
+        self.covered
+            .collections
+            .insert(collection, LinkRecord { tick, shape });
+    }
+
+    /// Indexes every document of `collection` in `snapshot` after removing what the index
+    /// held of it. Returns how many were indexed.
+    fn build(&mut self, collection: CollectionId, snapshot: &Snapshot) -> Result<u64> {
+        self.index.remove_collection(collection);
+        let mut n = 0u64;
+        for item in snapshot.scan(collection)? {
+            let (key, doc) = item?;
+            // The collection's documents were all removed just before.
+            self.put(collection, &key, doc.rev.0, &doc.body, false);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Brings the reopened index's documents of `collection`, which were its state at commit
+    /// tick `recorded`, to its state in `snapshot` without analyzing unchanged documents:
+    /// every document the index holds is looked up in the snapshot (gone: removed from the
+    /// index; another revision written at or below `recorded`: indexed again), and every
+    /// document written after `recorded` is indexed again. Then the documents held must be
+    /// exactly the collection's (counted); if not — or if the index claims writes the engine
+    /// does not have — why, and the caller rebuilds.
+    fn catch_up(
+        &mut self,
+        collection: CollectionId,
+        snapshot: &Snapshot,
+        recorded: u64,
+    ) -> std::result::Result<CatchUp, String> {
+        if recorded > snapshot.tick() {
+            return Err(format!(
+                "its last commit covers tick {recorded}, beyond the engine's newest tick {}",
+                snapshot.tick()
+            ));
+        }
+        let failed = |err: Error| format!("catching up failed: {}", err.message);
+        let mut held = 0u64;
+        let mut held_and_rewritten = 0u64;
+        let mut removed = 0u64;
+        let mut stale = Vec::new();
+        self.index
+            .for_each_identity(collection, |key, rev| {
+                match snapshot.revision_and_tick(collection, key)? {
+                    None => {
+                        self.index.remove(collection, key);
+                        removed += 1;
+                    }
+                    Some((current, written)) => {
+                        held += 1;
+                        if written > recorded {
+                            held_and_rewritten += 1;
+                        } else if current.0 != rev {
+                            stale.push(key.to_string());
+                        }
+                    }
+                }
+                Ok(())
+            })
+            .map_err(failed)?;
+        let mut refed = 0u64;
+        for key in &stale {
+            if let Some(doc) = snapshot.get(collection, key).map_err(failed)? {
+                self.put(collection, key, doc.rev.0, &doc.body, true);
+                refed += 1;
+            }
+        }
+        let mut written = 0u64;
+        for item in snapshot
+            .scan_written_after(collection, recorded)
+            .map_err(failed)?
+        {
+            let (key, doc) = item.map_err(failed)?;
+            self.put(collection, &key, doc.rev.0, &doc.body, true);
+            written += 1;
+        }
+        let count = snapshot.count(collection).map_err(failed)?;
+        let indexed = held + written - held_and_rewritten;
+        if indexed != count {
+            return Err(format!(
+                "after catching up it would hold {indexed} documents of the collection's {count}"
+            ));
+        }
+        Ok(CatchUp {
+            refed: refed + written,
+            removed,
+        })
+    }
+
+    /// The links attached at open are served: recorded collections that got none leave the
+    /// index, and later links are built as new ones.
+    fn end_open(&mut self) {
+        if let Some(Reopened::Recorded(record)) = self.reopened.take() {
+            for collection in record.collections.keys() {
+                if !self.covered.collections.contains_key(collection) {
+                    self.index.remove_collection(*collection);
                 }
             }
         }

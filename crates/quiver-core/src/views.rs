@@ -1,15 +1,14 @@
 //! ArangoSearch views of one database: their catalog (properties and links per collection,
 //! persisted in the database's catalog entry), their indexes under the data directory
-//! (`views/<database id>-<view id>`) and their feeds. A view's index is rebuilt from its linked
-//! collections whenever it is opened (startup, new link): simple and always correct, whatever
-//! a crash left behind.
+//! (`views/<database id>-<view id>`) and their feeds. A new link's documents are indexed from
+//! its collection; a view reopened at startup is caught up with its linked collections from
+//! what its last index commit covers, or rebuilt when that does not add up (`view_feed.rs`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
@@ -22,7 +21,7 @@ use serde_json::{json, Map, Value};
 
 use crate::indexes::inverted::{normalize_analyzer, InvertedIndex};
 use crate::search_alias::{self, AliasIndexes, SEARCH_ALIAS};
-use crate::view_feed::{DocumentSource, ViewFeed};
+use crate::view_feed::ViewFeed;
 use crate::view_host::ViewHost;
 
 /// The view types this server knows.
@@ -499,6 +498,13 @@ impl View {
             .map(Some)
     }
 
+    /// Documents the view's indexer analyzed since the view was opened (None for a
+    /// search-alias view): at startup only what changed since the index's last commit,
+    /// unless it had to be rebuilt.
+    pub fn documents_analyzed(&self) -> Option<u64> {
+        self.parts().map(|parts| parts.feed.documents_analyzed())
+    }
+
     /// The analyzers this view's links and searches use.
     pub fn analyzer_source(&self) -> &Arc<dyn AnalyzerSource> {
         &self.analyzers
@@ -557,7 +563,8 @@ impl ViewCatalog {
     }
 
     /// Opens the views stored in the catalog entry (`stored`: the array `catalog_json` wrote)
-    /// and rebuilds each index from its linked collections in the background.
+    /// and has each index caught up with (or rebuilt from) its linked collections in the
+    /// background.
     pub fn load(&self, host: &dyn ViewHost, stored: Option<&Value>) {
         for entry in stored.and_then(Value::as_array).into_iter().flatten() {
             if let Err(err) = self.load_one(host, entry) {
@@ -594,7 +601,7 @@ impl ViewCatalog {
         if let Some(obj) = entry.as_object() {
             settings.apply(obj, true)?;
         }
-        let view = self.open_view(id, name, guid, settings)?;
+        let view = self.open_view(host, id, name, guid, settings, true)?;
         let parts = view.parts().expect("an arangosearch view");
         let mut links = BTreeMap::new();
         for (cid, link) in entry
@@ -610,34 +617,43 @@ impl ViewCatalog {
                 links.insert(cid, LinkDefinition::from_json(link)?);
             }
         }
-        // Whatever the directory holds, the index is built again from the collections.
-        parts.feed.index.clear()?;
+        // What the directory holds is caught up with each collection (or rebuilt), and
+        // dropped for collections no longer linked.
         for (cid, link) in links {
             self.attach(host, parts, cid, link);
         }
+        parts.feed.end_open();
         self.views.write().insert(name.to_string(), view);
         Ok(())
     }
 
+    /// Opens the index of view `id`; `reopening`: the view existed before (startup), so what
+    /// its directory holds is caught up rather than built anew.
     fn open_view(
         &self,
+        host: &dyn ViewHost,
         id: u64,
         name: &str,
         guid: String,
         settings: Settings,
+        reopening: bool,
     ) -> Result<Arc<View>> {
         let dir = self.directory.join(id.to_string());
-        let (index, _) = ViewIndex::open(&dir)?;
+        let (index, opened) = ViewIndex::open(&dir)?;
         index.set_consolidation(settings.consolidation());
         index.set_stored_columns(StoredColumns::from_definitions(
             &settings.primary_sort,
             &settings.stored_values,
         ));
+        if !reopening {
+            index.clear()?;
+        }
         let feed = ViewFeed::start(
-            name,
+            &format!("view '{}/{name}'", host.database_name()),
             Arc::new(index),
             Arc::clone(&self.analyzers),
             settings.commit_interval_msec,
+            reopening.then_some(opened),
         )?;
         Ok(Arc::new(View {
             id,
@@ -682,20 +698,10 @@ impl ViewCatalog {
         let Some(linked) = host.linked_views(cid) else {
             return;
         };
-        let engine = host.engine().clone();
-        // Registered before the documents are read (when the indexer gets to the build), so
+        // Registered before the documents are read (when the indexer gets to the link), so
         // no commit falls between the two.
         linked.add(&view.feed);
-        let source: DocumentSource = Box::new(move || {
-            let snapshot = engine.snapshot();
-            let iter = snapshot.scan(cid)?;
-            Ok((
-                snapshot.tick(),
-                Box::new(iter.map(|item| item.map(|(key, doc)| (key, doc.body))))
-                    as Box<dyn Iterator<Item = Result<(String, Bytes)>>>,
-            ))
-        });
-        view.feed.link(cid, link.clone(), source);
+        view.feed.link(cid, link.clone(), host.engine().clone());
         view.links.write().insert(cid, link);
     }
 
@@ -810,9 +816,8 @@ impl ViewCatalog {
             let mut settings = Settings::default();
             settings.apply(&obj, true)?;
             let links = self.parse_links(host, obj.get("links"))?;
-            let view = self.open_view(id, name, guid, settings)?;
+            let view = self.open_view(host, id, name, guid, settings, false)?;
             let parts = view.parts().expect("an arangosearch view");
-            parts.feed.index.clear()?;
             for (cid, link) in links {
                 if let Some(link) = link {
                     self.attach(host, parts, cid, link);

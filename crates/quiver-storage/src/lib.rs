@@ -521,6 +521,19 @@ impl Snapshot {
         self.state.revision(cid, key)
     }
 
+    /// The revision of `key` in this snapshot and the tick of the marker that wrote that
+    /// version (without reading the body). Ticks grow with the commit order: a version
+    /// written by a batch committed after a batch with commit tick `t` has a tick above `t`,
+    /// before and after a restart (recovery keeps each marker's own tick, which lies between
+    /// the previous batch's commit tick and its own batch's).
+    pub fn revision_and_tick(
+        &self,
+        cid: CollectionId,
+        key: &str,
+    ) -> Result<Option<(Revision, u64)>> {
+        self.state.revision_and_tick(cid, key)
+    }
+
     /// Number of documents alive in this snapshot.
     pub fn count(&self, cid: CollectionId) -> Result<u64> {
         self.state.count(cid)
@@ -533,6 +546,17 @@ impl Snapshot {
         cid: CollectionId,
     ) -> Result<impl Iterator<Item = Result<(String, StoredDocument)>>> {
         self.state.scan(cid)
+    }
+
+    /// The documents alive in this snapshot whose version was written after the batch with
+    /// commit tick `after` (see [`Snapshot::revision_and_tick`]), like [`Snapshot::scan`];
+    /// the other documents are skipped in the primary index without being read.
+    pub fn scan_written_after(
+        &self,
+        cid: CollectionId,
+        after: u64,
+    ) -> Result<impl Iterator<Item = Result<(String, StoredDocument)>>> {
+        self.state.scan_written_after(cid, after)
     }
 
     /// All documents alive in this snapshot in storage order (file by file, front to back),

@@ -3,15 +3,14 @@
 //! `includeAllFields`, `trackListPositions`, `nested`) maps to a [`LinkDefinition`]; the index
 //! has its own tantivy index (`<data directory>/inverted-indexes/<collection id>/<index id>/`)
 //! and its own feed ([`ViewFeed`]), registered with the collection's linked feeds so its
-//! committed writes reach it like a view's. As a view's, the index is cleared and rebuilt from
-//! the collection whenever it is opened (creation, start-up). `search-alias` views search it
-//! (`search_alias.rs`).
+//! committed writes reach it like a view's. As a view's, the index is built from the
+//! collection when it is created and caught up with it (or rebuilt, `view_feed.rs`) when it
+//! is reopened at start-up. `search-alias` views search it (`search_alias.rs`).
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
@@ -21,7 +20,7 @@ use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
 
 use crate::indexes::definition::IndexDef;
-use crate::view_feed::{DocumentSource, ViewFeed};
+use crate::view_feed::ViewFeed;
 use crate::view_links::LinkedViews;
 
 /// How often an inverted index commits what it indexed (ArangoDB's `commitIntervalMsec`
@@ -270,8 +269,9 @@ impl std::fmt::Debug for InvertedIndex {
 }
 
 impl InvertedIndex {
-    /// Opens index `def` of collection `cid` in `dir`, clears it and has its indexer build
-    /// it from the collection; commits of the collection reach it from now on (`linked`).
+    /// Opens index `def` of collection `cid` in `dir` and has its indexer bring it in line
+    /// with the collection: built from it when new, caught up (or rebuilt) when `reopening`
+    /// at start-up; commits of the collection reach it from now on (`linked`).
     pub fn open(
         dir: PathBuf,
         cid: CollectionId,
@@ -279,35 +279,30 @@ impl InvertedIndex {
         context: &SearchContext,
         engine: &Engine,
         linked: &LinkedViews,
+        reopening: bool,
     ) -> Result<Arc<InvertedIndex>> {
         let link = link_definition(def, &context.database)?;
-        let (index, _) = ViewIndex::open(&dir)?;
+        let (index, opened) = ViewIndex::open(&dir)?;
         index.set_consolidation(Consolidation::Tiered(TierOptions::default()));
         index.set_stored_columns(StoredColumns::from_definitions(
             def.extra.get("primarySort").unwrap_or(&Value::Null),
             def.extra.get("storedValues").unwrap_or(&Value::Null),
         ));
-        index.clear()?;
+        if !reopening {
+            index.clear()?;
+        }
         let feed = ViewFeed::start(
-            &def.name,
+            &format!("inverted index '{}'", def.name),
             Arc::new(index),
             Arc::clone(&context.analyzers),
             COMMIT_INTERVAL_MSEC,
+            reopening.then_some(opened),
         )?;
-        // Registered before the documents are read (when the indexer gets to the build), so
+        // Registered before the documents are read (when the indexer gets to the link), so
         // no commit falls between the two.
         linked.add(&feed);
-        let engine = engine.clone();
-        let source: DocumentSource = Box::new(move || {
-            let snapshot = engine.snapshot();
-            let iter = snapshot.scan(cid)?;
-            Ok((
-                snapshot.tick(),
-                Box::new(iter.map(|item| item.map(|(key, doc)| (key, doc.body))))
-                    as Box<dyn Iterator<Item = Result<(String, Bytes)>>>,
-            ))
-        });
-        feed.link(cid, link.clone(), source);
+        feed.link(cid, link.clone(), engine.clone());
+        feed.end_open();
         Ok(Arc::new(InvertedIndex {
             id: def.id,
             name: def.name.clone(),

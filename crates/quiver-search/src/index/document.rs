@@ -33,6 +33,15 @@ pub trait AnalyzerSource: Send + Sync {
         let _ = analyzer;
         None
     }
+
+    /// The definition of `analyzer` (type, properties, features) as JSON, which decides the
+    /// terms it produces: recorded with an index's commits so that a reopened index whose
+    /// analyzer changed meanwhile is rebuilt. None when unknown (or for sources whose
+    /// analyzers never change).
+    fn definition(&self, analyzer: &str) -> Option<serde_json::Value> {
+        let _ = analyzer;
+        None
+    }
 }
 
 /// One term occurrence of a document.

@@ -125,7 +125,7 @@ fn build(dir: &std::path::Path, docs: &[Value]) -> ViewIndex {
     for doc in docs {
         let key = doc["_key"].as_str().unwrap();
         let terms = document_terms(doc, &link(), &GeoAnalyzers);
-        index.put(1, key, terms, doc).unwrap();
+        index.put(1, key, 1, terms, doc).unwrap();
     }
     index.commit("geo").unwrap();
     index

@@ -82,6 +82,7 @@ fn build(dir: &std::path::Path) -> ViewIndex {
             .put(
                 7,
                 &format!("k{i}"),
+                1,
                 document_terms(&doc, &link(), &Words),
                 &doc,
             )
@@ -256,6 +257,7 @@ fn scores_stay_exact_across_segments_and_removals() {
             .put(
                 7,
                 &format!("k{i}"),
+                1,
                 document_terms(&doc, &link(), &Words),
                 &doc,
             )
@@ -415,6 +417,7 @@ fn updates_removals_and_reopening() {
             .put(
                 7,
                 "k1",
+                2,
                 document_terms(&json!({"text": "slow"}), &link(), &Words),
                 &Value::Null,
             )
@@ -424,6 +427,7 @@ fn updates_removals_and_reopening() {
             .put(
                 9,
                 "other",
+                3,
                 document_terms(&json!({"text": "fox"}), &link(), &Words),
                 &Value::Null,
             )
@@ -444,6 +448,29 @@ fn updates_removals_and_reopening() {
     assert_eq!(opened, Opened::Existing(Some("{\"covered\":3}".into())));
     assert_eq!(keys(&index, word("fox")), set(&[0]));
     assert_eq!(index.num_docs(), CORPUS.len() as u64 - 1);
+    // The reopened index reports what it holds of each collection, with the revisions.
+    let mut held = Vec::new();
+    index
+        .for_each_identity(7, |key, rev| {
+            held.push((key.to_string(), rev));
+            Ok(())
+        })
+        .unwrap();
+    held.sort();
+    let mut expected: Vec<(String, u64)> = (0..CORPUS.len())
+        .filter(|i| *i != 3)
+        .map(|i| (format!("k{i}"), if i == 1 { 2 } else { 1 }))
+        .collect();
+    expected.sort();
+    assert_eq!(held, expected);
+    let mut other = 0;
+    index
+        .for_each_identity(9, |_, _| {
+            other += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(other, 0);
 }
 
 #[test]
@@ -471,6 +498,7 @@ fn values_of_other_types_never_match_strings() {
             .put(
                 1,
                 key,
+                1,
                 document_terms(&json!({"v": v}), &link, &Words),
                 &Value::Null,
             )
@@ -858,6 +886,7 @@ fn nested_search_matches_brute_force() {
             .put(
                 7,
                 &format!("k{i}"),
+                1,
                 document_terms(&doc, &link, &Words),
                 &doc,
             )

@@ -98,6 +98,9 @@ struct Fields {
     terms: Field,
     id: Field,
     collection: Field,
+    /// The revision (`_rev`) of the indexed version, a fast field: what a reopened index
+    /// compares with the collection ([`ViewIndex::for_each_identity`]).
+    rev: Field,
     /// The shapes geo analyzers read (stored, for the exact check of geo searches).
     geo: Field,
     /// The primary sort values and the stored values (`stored_columns.rs`), columnar.
@@ -108,7 +111,8 @@ struct Fields {
 /// The full-text index of one view.
 pub struct ViewIndex {
     dir: PathBuf,
-    writer: Mutex<IndexWriter>,
+    /// None once [`ViewIndex::close`]d.
+    writer: Mutex<Option<IndexWriter>>,
     reader: IndexReader,
     fields: Fields,
     field_stats: FieldStatsCache,
@@ -137,17 +141,31 @@ fn schema() -> (Schema, Fields) {
     let geo = builder.add_text_field(super::geo_query::GEO_FIELD, STORED);
     let sort = builder.add_bytes_field(SORT_COLUMN, FAST);
     let stored = builder.add_bytes_field(STORED_COLUMN, FAST);
+    let rev = builder.add_u64_field(REV_FIELD, FAST);
     (
         builder.build(),
         Fields {
             terms,
             id,
             collection,
+            rev,
             geo,
             sort,
             stored,
         },
     )
+}
+
+/// The fast field holding each document's revision.
+const REV_FIELD: &str = "rev";
+
+/// The version of what the index holds for a document (terms, their encoding, the fields):
+/// recorded with every commit by its users and compared when the index is reopened, so an
+/// index written by a build that encoded documents differently is rebuilt, not served.
+pub const INDEX_FORMAT: u32 = 1;
+
+fn closed() -> Error {
+    Error::with_message(ErrorCode::Internal, "view index: closed")
 }
 
 fn engine_error(what: &str, err: impl std::fmt::Display) -> Error {
@@ -230,7 +248,7 @@ impl ViewIndex {
         Ok((
             ViewIndex {
                 dir: dir.to_path_buf(),
-                writer: Mutex::new(writer),
+                writer: Mutex::new(Some(writer)),
                 reader,
                 fields,
                 field_stats: FieldStatsCache::default(),
@@ -248,6 +266,9 @@ impl ViewIndex {
     /// Sets how segments are merged.
     pub fn set_consolidation(&self, policy: Consolidation) {
         let writer = self.writer.lock();
+        let Some(writer) = writer.as_ref() else {
+            return;
+        };
         match policy {
             Consolidation::Off => writer.set_merge_policy(Box::new(NoMergePolicy)),
             Consolidation::Tiered(options) => {
@@ -271,35 +292,38 @@ impl ViewIndex {
         Term::from_field_text(self.fields.id, &format!("{collection}/{key}"))
     }
 
-    /// Replaces the document `collection/key` with one holding `terms` and the values of
-    /// `doc` at the stored fields (visible after the next commit).
+    /// Replaces the document `collection/key` with its version of revision `rev` holding
+    /// `terms` and the values of `doc` at the stored fields (visible after the next commit).
     pub fn put(
         &self,
         collection: u64,
         key: &str,
+        rev: u64,
         terms: Vec<TermAt>,
         doc: &serde_json::Value,
     ) -> Result<()> {
-        self.add(collection, key, terms, doc, true)
+        self.add(collection, key, rev, terms, doc, true)
     }
 
-    /// Adds the document `collection/key` holding `terms`, which the index does not hold (an
-    /// inserted key): no deletion of an earlier version is queued, which tantivy would look
-    /// up in every segment at the next commit.
+    /// Adds the document `collection/key` (revision `rev`) holding `terms`, which the index
+    /// does not hold (an inserted key): no deletion of an earlier version is queued, which
+    /// tantivy would look up in every segment at the next commit.
     pub fn insert(
         &self,
         collection: u64,
         key: &str,
+        rev: u64,
         terms: Vec<TermAt>,
         doc: &serde_json::Value,
     ) -> Result<()> {
-        self.add(collection, key, terms, doc, false)
+        self.add(collection, key, rev, terms, doc, false)
     }
 
     fn add(
         &self,
         collection: u64,
         key: &str,
+        rev: u64,
         terms: Vec<TermAt>,
         source: &serde_json::Value,
         replaces: bool,
@@ -317,6 +341,7 @@ impl ViewIndex {
         let id = format!("{collection}/{key}");
         doc.add_text(self.fields.id, &id);
         doc.add_text(self.fields.collection, collection.to_string());
+        doc.add_u64(self.fields.rev, rev);
         let mut text = String::with_capacity(terms.iter().map(|t| t.term.len() + 16).sum());
         for t in &terms {
             if t.term.starts_with(encode::GEO_STORED_KIND) {
@@ -328,6 +353,7 @@ impl ViewIndex {
         }
         doc.add_text(self.fields.terms, &text);
         let writer = self.writer.lock();
+        let writer = writer.as_ref().ok_or_else(closed)?;
         if replaces {
             writer.delete_term(self.id_term(collection, key));
         }
@@ -339,23 +365,27 @@ impl ViewIndex {
 
     /// Removes the document `collection/key` (visible after the next commit).
     pub fn remove(&self, collection: u64, key: &str) {
-        self.writer
-            .lock()
-            .delete_term(self.id_term(collection, key));
+        if let Some(writer) = self.writer.lock().as_ref() {
+            writer.delete_term(self.id_term(collection, key));
+        }
     }
 
     /// Removes every document of `collection` (a dropped link or a truncate).
     pub fn remove_collection(&self, collection: u64) {
-        self.writer.lock().delete_term(Term::from_field_text(
-            self.fields.collection,
-            &collection.to_string(),
-        ));
+        if let Some(writer) = self.writer.lock().as_ref() {
+            writer.delete_term(Term::from_field_text(
+                self.fields.collection,
+                &collection.to_string(),
+            ));
+        }
     }
 
     /// Removes every document.
     pub fn clear(&self) -> Result<()> {
         self.writer
             .lock()
+            .as_mut()
+            .ok_or_else(closed)?
             .delete_all_documents()
             .map(|_| ())
             .map_err(|e| engine_error("clearing", e))
@@ -366,6 +396,7 @@ impl ViewIndex {
     pub fn commit(&self, payload: &str) -> Result<()> {
         {
             let mut writer = self.writer.lock();
+            let writer = writer.as_mut().ok_or_else(closed)?;
             let mut prepared = writer
                 .prepare_commit()
                 .map_err(|e| engine_error("preparing a commit", e))?;
@@ -379,9 +410,69 @@ impl ViewIndex {
             .map_err(|e| engine_error("reloading its reader", e))
     }
 
+    /// Releases the writer and with it the directory's writer lock, after its merges are
+    /// done; uncommitted writes are dropped. Later writes fail, searches still answer.
+    pub fn close(&self) {
+        if let Some(writer) = self.writer.lock().take() {
+            if let Err(err) = writer.wait_merging_threads() {
+                tracing::warn!(dir = %self.dir.display(), "closing a view index: {err}");
+            }
+        }
+    }
+
     /// Live documents searchable now.
     pub fn num_docs(&self) -> u64 {
         self.reader.searcher().num_docs()
+    }
+
+    /// Calls `f` with the key and revision of every live document of `collection` in the
+    /// committed state (what a reopened index holds), segment by segment: the `id` terms
+    /// under the collection's prefix are walked in each segment's term dictionary and each
+    /// term's live document gives its revision from the fast field. No stored document is
+    /// read. A key held twice (which the writes never leave behind) is reported twice.
+    pub fn for_each_identity(
+        &self,
+        collection: u64,
+        mut f: impl FnMut(&str, u64) -> Result<()>,
+    ) -> Result<()> {
+        let searcher = self.reader.searcher();
+        let prefix = format!("{collection}/");
+        // `0` follows `/` in byte order: every id of the collection lies in [prefix, end).
+        let end = format!("{collection}0");
+        for segment in searcher.segment_readers() {
+            let inverted = segment
+                .inverted_index(self.fields.id)
+                .map_err(|e| engine_error("reading identities", e))?;
+            let revs = segment
+                .fast_fields()
+                .u64(REV_FIELD)
+                .map_err(|e| engine_error("reading revisions", e))?;
+            let alive = segment.alive_bitset();
+            let mut terms = inverted
+                .terms()
+                .range()
+                .ge(prefix.as_bytes())
+                .lt(end.as_bytes())
+                .into_stream()
+                .map_err(|e| engine_error("reading identities", e))?;
+            while terms.advance() {
+                let info = terms.value();
+                let mut postings = inverted
+                    .read_postings_from_terminfo(info, IndexRecordOption::Basic)
+                    .map_err(|e| engine_error("reading identities", e))?;
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        let id = std::str::from_utf8(terms.key())
+                            .map_err(|e| engine_error("reading identities", e))?;
+                        let rev = revs.first(doc).unwrap_or(0);
+                        f(&id[prefix.len()..], rev)?;
+                    }
+                    doc = postings.advance();
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The documents matching `query` (restricted to `collections` when given), each with

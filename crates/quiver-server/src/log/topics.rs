@@ -95,7 +95,14 @@ pub const TOPICS: &[(&str, &[&str])] = &[
     ("startup", &["quiver::startup"]),
     ("trx", &["quiver_core::streams", "quiver_core::txn"]),
     ("ttl", &["quiver_core::ttl"]),
-    ("views", &["quiver_search"]),
+    (
+        "views",
+        &[
+            "quiver_search",
+            "quiver_core::view_feed",
+            "quiver_core::views",
+        ],
+    ),
 ];
 
 /// The topic of an event with `target` (the longest matching prefix wins, as in the filter).

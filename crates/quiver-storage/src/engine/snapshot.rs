@@ -166,6 +166,15 @@ impl SnapshotState {
         Ok(col.index.get(key, self.tick()).map(|v| Revision(v.rev)))
     }
 
+    /// The revision of `key` and the tick of the marker that wrote it.
+    pub fn revision_and_tick(&self, cid: u64, key: &str) -> Result<Option<(Revision, u64)>> {
+        let col = self.collection(cid)?;
+        Ok(col
+            .index
+            .get(key, self.tick())
+            .map(|v| (Revision(v.rev), v.tick)))
+    }
+
     pub fn count(&self, cid: u64) -> Result<u64> {
         let col = self.collection(cid)?;
         Ok(col.count_at(self.tick()))
@@ -204,6 +213,12 @@ impl SnapshotState {
     }
 
     pub fn scan(self: &Arc<Self>, cid: u64) -> Result<ScanIter> {
+        self.scan_written_after(cid, 0)
+    }
+
+    /// Like [`SnapshotState::scan`], but only the documents whose visible version was written
+    /// by a marker with a tick above `after`; the others are skipped in the index, unread.
+    pub fn scan_written_after(self: &Arc<Self>, cid: u64, after: u64) -> Result<ScanIter> {
         let col = self.collection(cid)?.clone();
         Ok(ScanIter {
             snap: self.clone(),
@@ -212,6 +227,7 @@ impl SnapshotState {
             after: None,
             buffer: VecDeque::new(),
             done: false,
+            written_after: after,
         })
     }
 }
@@ -245,6 +261,8 @@ pub struct ScanIter {
     pub(super) after: Option<Box<str>>,
     pub(super) buffer: VecDeque<(Box<str>, Version)>,
     pub(super) done: bool,
+    /// Only versions written by markers above this tick are returned (0: all).
+    pub(super) written_after: u64,
 }
 
 impl Iterator for ScanIter {
@@ -278,7 +296,9 @@ impl Iterator for ScanIter {
                 self.snap.tick(),
                 SCAN_CHUNK,
             );
-            self.buffer.extend(items);
+            let written_after = self.written_after;
+            self.buffer
+                .extend(items.into_iter().filter(|(_, v)| v.tick > written_after));
             match last {
                 Some(k) => self.after = Some(k),
                 None => {
