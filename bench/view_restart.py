@@ -12,7 +12,7 @@ rounds, A and B are started alternately on their directories, measured, and stop
 CPU time is the server's utime+stime (/proc/<pid>/stat) when the search answers: every
 cycle of its start-up on every core, whatever else runs on the machine.
 
-    bench/view_restart.py --binary-a /work/bench-bin/quiver-main \\
+    bench/view_restart.py --binary-a "$MAIN_BIN" \\
         --binary-b target/release/quiver [--docs 200000] [--rounds 3]
 """
 
