@@ -2,7 +2,7 @@
 """A/B of quiver builds on one Pokec data directory: server CPU per workload (docs/benchmarks/peers.md).
 
     bench/pokec_ab.py --data DIR --dataset DATASET --rounds 3 [--agg-runs 20] [--neighbor-passes 10] \
-        [--tests aggregation,neighbors,singleRead] NAME=BINARY [NAME=BINARY ...]
+        [--tests aggregation,neighbors,singleRead] [--port 18631] NAME=BINARY [NAME=BINARY ...]
 
 For every round and build, in turn (the order reverses every other round), starts the build's
 server on the same data directory (one server at a time), runs `quiver bench pokec run
@@ -126,6 +126,7 @@ def one(name, binary, a, log):
 
 
 def main():
+    global PORT
     ap = argparse.ArgumentParser()
     ap.add_argument("--data", required=True)
     ap.add_argument("--dataset", required=True)
@@ -133,9 +134,11 @@ def main():
     ap.add_argument("--agg-runs", type=int, default=20)
     ap.add_argument("--neighbor-passes", type=int, default=10)
     ap.add_argument("--tests", default="aggregation,neighbors,singleRead")
+    ap.add_argument("--port", type=int, default=PORT, help="the servers' port (one at a time)")
     ap.add_argument("--runner", help="quiver binary that runs the client (default: the first build)")
     ap.add_argument("builds", nargs="+")
     a = ap.parse_args()
+    PORT = a.port
     builds = [b.split("=", 1) for b in a.builds]
     a.runner = a.runner or builds[0][1]
     results = {name: [] for name, _ in builds}

@@ -14,6 +14,9 @@
 //!        engine_bench [--dir PATH] --commit-one N (N single-document commits in one thread,
 //!        then one collector pass over them; one CSV line: commit CPU µs/doc, collect CPU
 //!        µs/doc, collect wall ms — thread CPU time, so other processes' load barely matters)
+//!        engine_bench [--dir PATH] --probe-one N (N documents with Pokec's keys `P1`..`PN`,
+//!        then point lookups of all of them in a shuffled order, five times, through one
+//!        snapshot, as a traversal's vertex checks do; one CSV line: thread CPU ns per lookup)
 //! (bench/storage/run.sh builds it in release mode and passes its arguments through.)
 
 use std::fs::OpenOptions;
@@ -38,6 +41,7 @@ struct Args {
     sync_one: Option<u64>,
     load_only: Option<u64>,
     commit_one: Option<u64>,
+    probe_one: Option<u64>,
     gather: Option<Duration>,
     window: Option<Duration>,
 }
@@ -54,6 +58,7 @@ fn parse_args() -> Args {
         sync_one: None,
         load_only: None,
         commit_one: None,
+        probe_one: None,
         gather: None,
         window: None,
     };
@@ -99,6 +104,13 @@ fn parse_args() -> Args {
                     it.next()
                         .and_then(|v| v.parse().ok())
                         .expect("--commit-one N"),
+                )
+            }
+            "--probe-one" => {
+                args.probe_one = Some(
+                    it.next()
+                        .and_then(|v| v.parse().ok())
+                        .expect("--probe-one N"),
                 )
             }
             "--window-ms" => {
@@ -394,6 +406,48 @@ fn commit_one(args: &Args, n: u64) {
     );
 }
 
+/// The primary index's point lookup (key → visible revision, no document read) per key, as
+/// thread CPU time: N documents keyed `P1`..`PN` committed in batches of 1,000 (the import's
+/// shape), collected into journals, then every key looked up five times in a shuffled order
+/// through one snapshot.
+fn probe_one(args: &Args, n: u64) {
+    let dir = args.dir.join("probe-one");
+    let (engine, cid) = fresh(&dir, EngineOptions::default());
+    let keys: Vec<String> = (1..=n).map(|i| format!("P{i}")).collect();
+    for chunk in keys.chunks(1000) {
+        let mut b = WriteBatch::new();
+        for (i, key) in chunk.iter().enumerate() {
+            b.put(cid, key, engine.hlc().next(), body(i as u64));
+        }
+        engine.commit(b).unwrap();
+    }
+    engine.collect().unwrap();
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for i in (1..order.len()).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        order.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    let snap = engine.snapshot();
+    let rounds = 5;
+    let t = thread_cpu();
+    let mut found = 0u64;
+    for _ in 0..rounds {
+        for &i in &order {
+            found += u64::from(snap.revision(cid, &keys[i]).unwrap().is_some());
+        }
+    }
+    let cpu = thread_cpu() - t;
+    assert_eq!(found, n * rounds);
+    drop(snap);
+    engine.shutdown().unwrap();
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("{:.1}", cpu.as_secs_f64() * 1e9 / (n * rounds) as f64);
+}
+
 fn cpu_seconds() -> f64 {
     std::fs::read_to_string("/proc/self/stat")
         .ok()
@@ -571,6 +625,11 @@ fn main() {
     std::fs::create_dir_all(&args.dir).unwrap();
     if let Some(n) = args.commit_one {
         commit_one(&args, n);
+        let _ = std::fs::remove_dir_all(&args.dir);
+        return;
+    }
+    if let Some(n) = args.probe_one {
+        probe_one(&args, n);
         let _ = std::fs::remove_dir_all(&args.dir);
         return;
     }

@@ -15,7 +15,8 @@
 //! * Blocks are indexed by a *fence* key: a block's fence is at most its first key, and every
 //!   key of a block is below the next block's fence. A key belongs to the block with the
 //!   greatest fence at or below it; a key below every fence lowers the first block's fence.
-//! * Within a block, keys are strictly increasing.
+//! * Within a block, keys are strictly increasing, and each key's reference carries the key's
+//!   [`fingerprint`] (a point lookup compares fingerprints first, see `Block::find`).
 //! * A block's arena never exceeds `u16::MAX` bytes (references are 16-bit offsets): it is
 //!   compacted before a key would cross that, and when dead bytes of removed keys dominate.
 //! * No block is empty; a block that falls below a quarter is merged with a neighbour when
@@ -29,7 +30,8 @@ use std::ops::Bound;
 pub(crate) type OwnedKey = compact_str::CompactString;
 
 /// Entries per block. Inserting into a block moves at most this many values; a lookup is a
-/// search over `len / BLOCK_CAP` fences and then a binary search inside one block.
+/// search over `len / BLOCK_CAP` fences and then one pass over the block's fingerprints (an
+/// insert: a binary search inside the block).
 pub(crate) const BLOCK_CAP: usize = 64;
 /// A block with fewer entries is merged with a neighbour when both fit in [`MERGE_INTO`].
 const MERGE_BELOW: usize = BLOCK_CAP / 4;
@@ -41,21 +43,96 @@ const GROW_STEP: usize = 8;
 /// Dead arena bytes tolerated before a block compacts its arena (and at most half of it).
 const COMPACT_MIN_DEAD: usize = 64;
 
+// A block's fingerprint candidates are the bits of one u64.
+const _: () = assert!(BLOCK_CAP <= 64);
+
 // Every live key of a full block fits the 16-bit arena offsets twice over, so that a
 // compaction always makes room for the next key.
 const _: () = assert!(BLOCK_CAP * MAX_KEY_LEN * 2 <= u16::MAX as usize);
 
-/// Where a key lies in its block's arena.
+/// Where a key lies in its block's arena, and its [`fingerprint`].
 #[derive(Clone, Copy, Debug)]
 struct KeyRef {
     start: u16,
     len: u8,
+    /// The key's [`fingerprint`], in what would otherwise be the struct's padding byte.
+    fingerprint: u8,
+}
+
+// The fingerprint costs no memory: the reference stays 4 bytes.
+const _: () = assert!(std::mem::size_of::<KeyRef>() == 4);
+
+/// One byte of a hash of `key`, kept beside every key of a block: a point lookup compares the
+/// fingerprints of the block's keys (adjacent bytes, read in one pass without branching on
+/// key order) and only the keys whose fingerprint matches (the key itself, and 1 in 256 of
+/// the others) are read from the arena. A binary search reads about six keys scattered over
+/// the arena, each depending on the comparison before it: a chain of cache misses when the
+/// index is larger than the cache (docs/design/storage.md, "Primary index").
+fn fingerprint(key: &[u8]) -> u8 {
+    const MUL: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut h = key.len() as u64;
+    let mut words = key.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        h = (h ^ u64::from_le_bytes(w))
+            .wrapping_mul(MUL)
+            .rotate_left(29);
+    }
+    let rest = words.remainder();
+    let mut w = [0u8; 8];
+    w[..rest.len()].copy_from_slice(rest);
+    // The top byte of a product depends on every bit of its factors' low words.
+    ((h ^ u64::from_le_bytes(w)).wrapping_mul(MUL) >> 56) as u8
 }
 
 impl KeyRef {
     fn range(self) -> std::ops::Range<usize> {
         let start = self.start as usize;
         start..start + self.len as usize
+    }
+}
+
+/// A block's fence in the map of blocks: the key, and its first eight bytes as a big-endian
+/// number (zero-padded), compared first. The order is the keys' byte order — a different
+/// number means different first bytes, an equal one leaves the decision to the keys — so
+/// the map can be searched by `str` as well ([`Borrow`]), and a search by a [`Fence`]
+/// decides nearly every step of the descent with one integer comparison instead of a call
+/// to `memcmp`.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Fence {
+    prefix: u64,
+    key: OwnedKey,
+}
+
+/// The longest key a [`Fence`] holds inline: a probe for a longer key would allocate, so it
+/// searches by `str` instead.
+const INLINE_KEY: usize = std::mem::size_of::<OwnedKey>();
+
+impl Fence {
+    fn new(key: &str) -> Fence {
+        let mut first = [0u8; 8];
+        let n = key.len().min(8);
+        first[..n].copy_from_slice(&key.as_bytes()[..n]);
+        Fence {
+            prefix: u64::from_be_bytes(first),
+            key: OwnedKey::from(key),
+        }
+    }
+
+    /// A fence to search for `key` by, if that costs no allocation.
+    fn probe(key: &str) -> Option<Fence> {
+        (key.len() <= INLINE_KEY).then(|| Fence::new(key))
+    }
+
+    fn as_str(&self) -> &str {
+        self.key.as_str()
+    }
+}
+
+impl std::borrow::Borrow<str> for Fence {
+    fn borrow(&self) -> &str {
+        self.key.as_str()
     }
 }
 
@@ -108,6 +185,28 @@ impl<V> Block<V> {
         let arena = self.arena.as_bytes();
         let key = key.as_bytes();
         self.refs.binary_search_by(|r| arena[r.range()].cmp(key))
+    }
+
+    /// The position of `key`, if present, found by its [`fingerprint`] (the same answer as
+    /// [`Block::search`]'s `Ok`, without a search in key order).
+    fn find(&self, key: &str) -> Option<usize> {
+        let fingerprint = fingerprint(key.as_bytes());
+        let arena = self.arena.as_bytes();
+        let key = key.as_bytes();
+        // One pass over the references collects the candidates as bits (no early exit, so the
+        // loop has no branch on the data); a block holds at most 64 keys.
+        let mut candidates = 0u64;
+        for (i, r) in self.refs.iter().enumerate() {
+            candidates |= u64::from(r.fingerprint == fingerprint) << i;
+        }
+        while candidates != 0 {
+            let i = candidates.trailing_zeros() as usize;
+            if &arena[self.refs[i].range()] == key {
+                return Some(i);
+            }
+            candidates &= candidates - 1;
+        }
+        None
     }
 
     /// How many keys are below `key` (at or below it when `inclusive`).
@@ -173,6 +272,7 @@ impl<V> Block<V> {
             KeyRef {
                 start: start as u16,
                 len: key.len() as u8,
+                fingerprint: fingerprint(key.as_bytes()),
             },
         );
         self.values.insert(pos, value);
@@ -292,15 +392,29 @@ impl<V> Block<V> {
 
 /// An ordered map from string keys (at most [`MAX_KEY_LEN`] bytes) to `V`, in blocks.
 pub(crate) struct BlockMap<V> {
-    blocks: BTreeMap<OwnedKey, Block<V>>,
+    blocks: BTreeMap<Fence, Block<V>>,
     len: usize,
+}
+
+/// [`BlockMap::block_for`], mutable (a function of the map of blocks alone, so that the
+/// map's other fields stay free to change while the block is borrowed).
+fn block_for_mut<'a, V>(
+    blocks: &'a mut BTreeMap<Fence, Block<V>>,
+    key: &str,
+) -> Option<(&'a Fence, &'a mut Block<V>)> {
+    match Fence::probe(key) {
+        Some(probe) => blocks.range_mut(..=probe).next_back(),
+        None => blocks
+            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
+            .next_back(),
+    }
 }
 
 /// What an [`BlockMap::upsert`] still has to do once its block is no longer borrowed.
 enum After<V> {
     Done,
     /// The block of this fence shrank below a quarter.
-    Merge(OwnedKey),
+    Merge(Fence),
     /// Insert this value where there was no room (or no block) yet.
     Insert(V),
 }
@@ -324,24 +438,25 @@ impl<V> BlockMap<V> {
     }
 
     /// The block `key` belongs to: the one with the greatest fence at or below it.
-    fn block_for(&self, key: &str) -> Option<(&OwnedKey, &Block<V>)> {
-        self.blocks
-            .range::<str, _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
+    fn block_for(&self, key: &str) -> Option<(&Fence, &Block<V>)> {
+        match Fence::probe(key) {
+            Some(probe) => self.blocks.range(..=probe).next_back(),
+            None => self
+                .blocks
+                .range::<str, _>((Bound::Unbounded, Bound::Included(key)))
+                .next_back(),
+        }
     }
 
     pub fn get(&self, key: &str) -> Option<&V> {
         let (_, block) = self.block_for(key)?;
-        let pos = block.search(key).ok()?;
+        let pos = block.find(key)?;
         Some(&block.values[pos])
     }
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut V> {
-        let (_, block) = self
-            .blocks
-            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()?;
-        let pos = block.search(key).ok()?;
+        let (_, block) = block_for_mut(&mut self.blocks, key)?;
+        let pos = block.find(key)?;
         Some(&mut block.values[pos])
     }
 
@@ -358,9 +473,7 @@ impl<V> BlockMap<V> {
         let home = if past_last {
             self.blocks.iter_mut().next_back()
         } else {
-            self.blocks
-                .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
-                .next_back()
+            block_for_mut(&mut self.blocks, key)
         };
         let (result, after) = match home {
             Some((fence, block)) => match block.search(key) {
@@ -406,7 +519,7 @@ impl<V> BlockMap<V> {
         };
         match after {
             After::Done => {}
-            After::Merge(fence) => self.merge_small(&fence),
+            After::Merge(fence) => self.merge_small(fence.as_str()),
             After::Insert(value) => self.insert_slow(key, value),
         }
         result
@@ -421,13 +534,9 @@ impl<V> BlockMap<V> {
                 .blocks
                 .pop_first()
                 .map_or_else(Block::new, |(_, block)| block);
-            self.blocks.insert(OwnedKey::from(key), block);
+            self.blocks.insert(Fence::new(key), block);
         }
-        let Some((_, block)) = self
-            .blocks
-            .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
-            .next_back()
-        else {
+        let Some((_, block)) = block_for_mut(&mut self.blocks, key) else {
             return;
         };
         let pos = match block.search(key) {
@@ -456,7 +565,7 @@ impl<V> BlockMap<V> {
         } else {
             right.insert(pos - at, key, value);
         }
-        let fence = OwnedKey::from(right.key(0));
+        let fence = Fence::new(right.key(0));
         self.blocks.insert(fence, right);
     }
 
@@ -616,7 +725,7 @@ impl<V> BlockMap<V> {
             }
         }
         for fence in shrunk {
-            self.merge_small(&fence);
+            self.merge_small(fence.as_str());
         }
         last
     }
@@ -633,11 +742,7 @@ impl<V> BlockMap<V> {
         let mut current: Option<&mut Block<V>> = None;
         for (key, payload) in items {
             if !current.as_ref().is_some_and(|b| b.covers(key)) {
-                current = self
-                    .blocks
-                    .range_mut::<str, _>((Bound::Unbounded, Bound::Included(key)))
-                    .next_back()
-                    .map(|(_, block)| block);
+                current = block_for_mut(&mut self.blocks, key).map(|(_, block)| block);
             }
             if let Some(block) = current.as_deref_mut() {
                 if let Ok(pos) = block.search(key) {
@@ -650,7 +755,7 @@ impl<V> BlockMap<V> {
     /// Rebuilds the map into full blocks (keys and values unchanged).
     pub fn repack(&mut self) {
         let old = std::mem::take(&mut self.blocks);
-        let mut built: Vec<(OwnedKey, Block<V>)> = Vec::with_capacity(self.len / BLOCK_CAP + 1);
+        let mut built: Vec<(Fence, Block<V>)> = Vec::with_capacity(self.len / BLOCK_CAP + 1);
         let mut current: Block<V> = Block::new();
         for (_, block) in old {
             let Block {
@@ -662,7 +767,7 @@ impl<V> BlockMap<V> {
             for (r, v) in refs.into_iter().zip(values) {
                 if current.len() == BLOCK_CAP {
                     let full = std::mem::replace(&mut current, Block::new());
-                    built.push((OwnedKey::from(full.key(0)), full));
+                    built.push((Fence::new(full.key(0)), full));
                 }
                 if current.is_empty() {
                     current.refs.reserve_exact(BLOCK_CAP);
@@ -676,7 +781,7 @@ impl<V> BlockMap<V> {
             current.refs.shrink_to_fit();
             current.values.shrink_to_fit();
             current.arena.shrink_to_fit();
-            built.push((OwnedKey::from(current.key(0)), current));
+            built.push((Fence::new(current.key(0)), current));
         }
         // Built from a sorted sequence, std's map fills its nodes.
         self.blocks = built.into_iter().collect();
@@ -686,12 +791,12 @@ impl<V> BlockMap<V> {
     /// map of blocks), not counting what the values own themselves.
     pub fn heap_bytes(&self) -> usize {
         // A fence slot and a block header in the map's nodes, which are about two thirds full.
-        let per_block = (std::mem::size_of::<OwnedKey>() + std::mem::size_of::<Block<V>>()) * 3 / 2;
+        let per_block = (std::mem::size_of::<Fence>() + std::mem::size_of::<Block<V>>()) * 3 / 2;
         self.blocks
             .iter()
             .map(|(fence, block)| {
-                let fence_heap = if fence.is_heap_allocated() {
-                    fence.len()
+                let fence_heap = if fence.key.is_heap_allocated() {
+                    fence.key.len()
                 } else {
                     0
                 };
@@ -724,6 +829,9 @@ impl<V> BlockMap<V> {
             );
             for i in 1..block.len() {
                 assert!(block.key(i - 1) < block.key(i), "strictly increasing");
+            }
+            for (i, r) in block.refs.iter().enumerate() {
+                assert_eq!(r.fingerprint, fingerprint(block.key(i).as_bytes()));
             }
             let live: usize = block.refs.iter().map(|r| r.len as usize).sum();
             assert_eq!(live + block.dead, block.arena.len(), "dead bytes counted");
@@ -957,6 +1065,80 @@ mod tests {
                 map.remove(&key(i + round));
             }
             map.check();
+        }
+    }
+
+    /// Fences order as their keys do, whatever the lengths and shared prefixes (the map is
+    /// searched both by fence and by `str`).
+    #[test]
+    fn fences_order_as_their_keys() {
+        let mut rng = Rng(5);
+        let alphabet = [b'\0', b'0', b'1', b'9', b'P', b'a', b'z', 0x7f];
+        let mut keys: Vec<String> = vec![String::new()];
+        for _ in 0..3_000 {
+            let len = rng.below(30) as usize;
+            let key: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            keys.push(String::from_utf8(key).unwrap());
+        }
+        for a in &keys {
+            for b in keys.iter().take(300) {
+                assert_eq!(Fence::new(a).cmp(&Fence::new(b)), a.cmp(b), "{a:?} {b:?}");
+            }
+        }
+    }
+
+    /// The fingerprint lookup answers as the ordered search does (the reference), for present
+    /// and absent keys, in blocks where many keys share one fingerprint, and after removals,
+    /// splits, merges, arena compactions and repacks moved the references around.
+    #[test]
+    fn fingerprint_lookup_agrees_with_the_ordered_search() {
+        let mut rng = Rng(11);
+        // Keys of Pokec's shape, long keys, and a set that all share one fingerprint.
+        let mut colliding: Vec<String> = (0..200_000u32)
+            .map(|i| format!("c{i}"))
+            .filter(|k| fingerprint(k.as_bytes()) == 7)
+            .collect();
+        assert!(colliding.len() > 300, "{}", colliding.len());
+        colliding.truncate(300);
+        let mut map: BlockMap<u64> = BlockMap::new();
+        let mut model: BTreeMap<String, u64> = BTreeMap::new();
+        let mut probes: Vec<String> = colliding.clone();
+        for step in 0..30_000u64 {
+            let key = match rng.below(4) {
+                0 => format!("P{}", rng.below(20_000)),
+                1 => colliding[rng.below(colliding.len() as u64) as usize].clone(),
+                2 => key_of(&mut rng, 20_000),
+                _ => format!("P{}{}", rng.below(100), "x".repeat(rng.below(40) as usize)),
+            };
+            if rng.below(4) == 0 {
+                map.remove(&key);
+                model.remove(&key);
+            } else {
+                map.upsert(&key, |_| ((), Then::Insert(step)));
+                model.insert(key.clone(), step);
+            }
+            if probes.len() < 2_000 {
+                probes.push(key);
+            }
+            if step % 5_000 == 4_999 {
+                if step % 10_000 == 9_999 {
+                    map.repack();
+                }
+                map.check();
+                for (_, block) in &map.blocks {
+                    for i in 0..block.len() {
+                        assert_eq!(block.find(block.key(i)), Some(i));
+                    }
+                    for p in &probes {
+                        assert_eq!(block.find(p), block.search(p).ok(), "{p}");
+                    }
+                }
+                for p in probes.iter().chain(model.keys()) {
+                    assert_eq!(map.get(p), model.get(p), "{p}");
+                }
+            }
         }
     }
 

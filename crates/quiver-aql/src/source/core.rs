@@ -658,6 +658,19 @@ impl Transaction for CoreTransaction {
     }
 
     fn exists(&self, collection: &str, key: &str) -> Result<bool> {
+        if let Reader::View(view) = &self.reader {
+            // A collection the query resolved before (a traversal checks every vertex it
+            // reaches) is borrowed under the query's own cache lock: no reference count of
+            // the shared collection is touched per vertex.
+            let resolved = self.collections.lock();
+            if let Some(c) = resolved.get(collection) {
+                if quiver_types::validate_key(key).is_err() {
+                    return Ok(false);
+                }
+                c.check_usable()?;
+                return Ok(view.snapshot().revision(c.id(), key)?.is_some());
+            }
+        }
         let c = self.coll(collection)?;
         if quiver_types::validate_key(key).is_err() {
             return Ok(false);
