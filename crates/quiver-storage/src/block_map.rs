@@ -1127,7 +1127,7 @@ mod tests {
                     map.repack();
                 }
                 map.check();
-                for (_, block) in &map.blocks {
+                for block in map.blocks.values() {
                     for i in 0..block.len() {
                         assert_eq!(block.find(block.key(i)), Some(i));
                     }
