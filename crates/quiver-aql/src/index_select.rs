@@ -31,6 +31,9 @@ pub struct IndexCatalog {
     pub collections: HashMap<String, (u64, Vec<IndexMeta>)>,
     /// Loop variable slot → its `indexHint` options.
     pub hints: HashMap<Slot, IndexHint>,
+    /// The analyzers named by the inverted indexes above (as their definitions name them)
+    /// that are `geojson` or `geopoint` analyzers: fields with these serve geo functions.
+    pub geo_analyzers: HashSet<String>,
 }
 
 /// The primary index as an index-selection candidate (id 0, as ArangoDB numbers it).

@@ -24,7 +24,7 @@ use crate::ast::{BinOp, Quantifier, UnaryOp};
 use crate::expr::{CExpr, Slot};
 use crate::index_select::{filter_stretch, remove_conjuncts, IndexCatalog};
 use crate::plan::{
-    ArrayQuantifier, Compare, IndexScan, InvertedSearch, NodeKind, Plan, SearchCond,
+    ArrayQuantifier, Compare, GeoCall, IndexScan, InvertedSearch, NodeKind, Plan, SearchCond,
 };
 use crate::source::IndexMeta;
 
@@ -110,19 +110,19 @@ impl Translator<'_> {
                 l,
                 r,
             ) => {
+                let op = Self::compare(*op);
+                if let Some(cond) = self.geo_distance(l, r, op, analyzer) {
+                    return cond;
+                }
+                if let Some(cond) = self.geo_distance(r, l, mirrored(op), analyzer) {
+                    return cond;
+                }
                 let (path, value, flipped) = match (self.field(l), self.field(r)) {
                     (Some(p), _) => (p, r, false),
                     (None, Some(p)) => (p, l, true),
                     _ => return self.constant(e),
                 };
-                let op = match (op, flipped) {
-                    (BinOp::Eq, _) => Compare::Eq,
-                    (BinOp::Ne, _) => Compare::Ne,
-                    (BinOp::Lt, false) | (BinOp::Gt, true) => Compare::Lt,
-                    (BinOp::Le, false) | (BinOp::Ge, true) => Compare::Le,
-                    (BinOp::Gt, false) | (BinOp::Lt, true) => Compare::Gt,
-                    _ => Compare::Ge,
-                };
+                let op = if flipped { mirrored(op) } else { op };
                 Some(SearchCond::Compare {
                     path,
                     analyzer: analyzer.to_string(),
@@ -204,6 +204,60 @@ impl Translator<'_> {
             CExpr::Call(def, args) => self.call(e, def.name, args, analyzer),
             _ => self.constant(e),
         }
+    }
+
+    /// `==`, `!=`, `<`, `<=`, `>`, `>=` as a comparison (`op` is one of these).
+    fn compare(op: BinOp) -> Compare {
+        match op {
+            BinOp::Eq => Compare::Eq,
+            BinOp::Ne => Compare::Ne,
+            BinOp::Lt => Compare::Lt,
+            BinOp::Le => Compare::Le,
+            BinOp::Gt => Compare::Gt,
+            _ => Compare::Ge,
+        }
+    }
+
+    /// The field and the other operand of a geo function whose first two arguments are an
+    /// attribute of the loop variable and a value not depending on the loop (either order);
+    /// `true` when the field comes first.
+    fn geo_operands(&self, args: &[CExpr]) -> Option<(String, CExpr, bool)> {
+        match (self.field(args.first()?), self.field(args.get(1)?)) {
+            (Some(path), _) => Some((path, self.operand(&args[1])?, true)),
+            (None, Some(path)) => Some((path, self.operand(&args[0])?, false)),
+            _ => None,
+        }
+    }
+
+    /// `GEO_DISTANCE(field, origin) op distance` (`call op distance`): None when `call` is not
+    /// such a call, `Some(None)` when it is one the index cannot serve.
+    fn geo_distance(
+        &self,
+        call: &CExpr,
+        distance: &CExpr,
+        op: Compare,
+        analyzer: &str,
+    ) -> Option<Option<SearchCond>> {
+        let CExpr::Call(def, args) = call else {
+            return None;
+        };
+        if def.name != "GEO_DISTANCE" {
+            return None;
+        }
+        // The third argument (an ellipsoid) has no index form.
+        if args.len() != 2 {
+            return Some(None);
+        }
+        let (path, origin, _) = self.geo_operands(args)?;
+        Some(Some(SearchCond::Geo {
+            path,
+            analyzer: analyzer.to_string(),
+            call: GeoCall::Distance {
+                origin,
+                op,
+                distance: self.operand(distance)?,
+            },
+        }))
     }
 
     fn call(&self, e: &CExpr, name: &str, args: &[CExpr], analyzer: &str) -> Option<SearchCond> {
@@ -306,6 +360,37 @@ impl Translator<'_> {
                     },
                 })
             }
+            "GEO_IN_RANGE" => {
+                let (path, origin, _) = self.geo_operands(args)?;
+                let flag =
+                    |i: usize| -> Option<Option<Box<CExpr>>> { Some(optional(i)?.map(Box::new)) };
+                Some(SearchCond::Geo {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    call: GeoCall::InRange {
+                        origin,
+                        lower: self.operand(args.get(2)?)?,
+                        upper: self.operand(args.get(3)?)?,
+                        include_lower: flag(4)?,
+                        include_upper: flag(5)?,
+                    },
+                })
+            }
+            "GEO_CONTAINS" | "GEO_INTERSECTS" => {
+                let (path, region, field_first) = self.geo_operands(args)?;
+                Some(SearchCond::Geo {
+                    path,
+                    analyzer: analyzer.to_string(),
+                    call: if name == "GEO_CONTAINS" {
+                        GeoCall::Contains {
+                            region,
+                            field_contains: field_first,
+                        }
+                    } else {
+                        GeoCall::Intersects { region }
+                    },
+                })
+            }
             "NGRAM_MATCH" => {
                 // (path, target, threshold?, analyzer?): a string third argument is the
                 // analyzer.
@@ -330,6 +415,17 @@ impl Translator<'_> {
             }
             _ => self.constant(e),
         }
+    }
+}
+
+/// The comparison with its operands swapped (`a < b` is `b > a`).
+fn mirrored(op: Compare) -> Compare {
+    match op {
+        Compare::Lt => Compare::Gt,
+        Compare::Le => Compare::Ge,
+        Compare::Gt => Compare::Lt,
+        Compare::Ge => Compare::Le,
+        same => same,
     }
 }
 
@@ -363,11 +459,67 @@ fn indexed_paths(ix: &IndexMeta) -> HashSet<String> {
     ix.fields.iter().map(|f| f.replace("[*]", "")).collect()
 }
 
+/// The analyzer names inverted index `ix`'s definition gives: the index's `analyzer` and
+/// each field's (top-level fields; as written, `identity` when none is given).
+pub fn analyzer_names(ix: &IndexMeta) -> Vec<String> {
+    let mut names = vec![index_analyzer(ix)];
+    for field in ix.description["fields"].as_array().into_iter().flatten() {
+        if let Some(name) = field.get("analyzer").and_then(Value::as_str) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// The index-wide analyzer of inverted index `ix`.
+fn index_analyzer(ix: &IndexMeta) -> String {
+    ix.description["analyzer"]
+        .as_str()
+        .unwrap_or(DEFAULT_ANALYZER)
+        .to_string()
+}
+
+/// The analyzer inverted index `ix` gives field `path` (one of its `fields`): the field's own,
+/// else the index's.
+fn field_analyzer(ix: &IndexMeta, path: &str) -> String {
+    ix.description["fields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|field| {
+            let name = field.get("name")?.as_str()?;
+            (name.replace("[*]", "") == path)
+                .then(|| field.get("analyzer").and_then(Value::as_str))
+                .flatten()
+        })
+        .map_or_else(|| index_analyzer(ix), str::to_string)
+}
+
+/// Whether every geo function of `cond` is on a field `ix` indexes with a geo analyzer
+/// (`geo_analyzers`), named by no `ANALYZER()` or by that one: a geo function needs the
+/// field's geo terms, any other analyzer finds nothing.
+fn geo_served(ix: &IndexMeta, cond: &SearchCond, geo_analyzers: &HashSet<String>) -> bool {
+    match cond {
+        SearchCond::And(list) | SearchCond::Or(list) | SearchCond::MinMatch(list, _) => {
+            list.iter().all(|c| geo_served(ix, c, geo_analyzers))
+        }
+        SearchCond::Not(c) | SearchCond::Boost(c, _) => geo_served(ix, c, geo_analyzers),
+        SearchCond::Geo { path, analyzer, .. } => {
+            let field = field_analyzer(ix, path);
+            geo_analyzers.contains(&field)
+                && (analyzer == DEFAULT_ANALYZER
+                    || normalize_analyzer(analyzer) == normalize_analyzer(&field))
+        }
+        _ => true,
+    }
+}
+
 /// The conjuncts (by position) inverted index `ix` serves, with their conditions.
 fn served(
     ix: &IndexMeta,
     translator: &Translator<'_>,
     conjuncts: &[CExpr],
+    geo_analyzers: &HashSet<String>,
 ) -> Vec<(usize, SearchCond)> {
     let indexed = indexed_paths(ix);
     conjuncts
@@ -377,8 +529,10 @@ fn served(
             let cond = translator.cond(e, DEFAULT_ANALYZER)?;
             let mut compared = Vec::new();
             paths(&cond, &mut compared);
-            (!compared.is_empty() && compared.iter().all(|p| indexed.contains(p)))
-                .then_some((k, cond))
+            (!compared.is_empty()
+                && compared.iter().all(|p| indexed.contains(p))
+                && geo_served(ix, &cond, geo_analyzers))
+            .then_some((k, cond))
         })
         .collect()
 }
@@ -428,7 +582,7 @@ pub fn use_inverted_indexes(plan: &mut Plan, catalog: &IndexCatalog) -> (bool, b
         };
         let exprs: Vec<CExpr> = stretch.conjuncts.iter().map(|c| c.expr.clone()).collect();
         let Some((ix, used)) = candidates.into_iter().find_map(|ix| {
-            let used = served(ix, &translator, &exprs);
+            let used = served(ix, &translator, &exprs, &catalog.geo_analyzers);
             (!used.is_empty()).then_some((ix, used))
         }) else {
             i += 1;

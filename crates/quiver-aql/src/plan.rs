@@ -34,8 +34,8 @@ pub use mdi_search::{DimBounds, MdiSearch};
 pub use near_vectors::NearVectors;
 pub use view_nested::NestedCount;
 pub use view_search::{
-    ArrayQuantifier, Compare, Materialize, PrimarySortRead, ScorersSort, SearchCond, ViewNode,
-    ViewValue,
+    ArrayQuantifier, Compare, GeoCall, Materialize, PrimarySortRead, ScorersSort, SearchCond,
+    ViewNode, ViewValue,
 };
 
 /// What an EnumerateListNode iterates: a variable's array, or a range streamed lazily.

@@ -4,11 +4,19 @@
 //! `TO_STRING` first (`null` is the empty string); objects are an invalid argument (warning
 //! 1542, `null`). The analyzer defaults to `identity`; an unknown analyzer, or one the
 //! query's database cannot reach, is error 10.
+//!
+//! A `geojson` or `geopoint` analyzer reads objects and arrays as geo values: a value it
+//! reads as a shape gives the cell tokens the index files the shape under
+//! (`quiver_search::index::geo_cell_tokens`: QuiverDB's own grid cells, not ArangoDB's S2
+//! cell tokens), an array it does not read gives one array per element, anything else `[]`
+//! (the analyzer indexes nothing for it).
 
 use std::sync::Arc;
 
 use quiver_core::analyzers::Analyzer;
 use quiver_errors::{Error, ErrorCode, Result};
+use quiver_search::analyzer::GeoAnalyzer;
+use quiver_search::index::geo_cell_tokens;
 use serde_json::Value;
 
 use super::{reading, FunctionContext, FunctionDef};
@@ -60,6 +68,26 @@ fn analyze(analyzer: &Analyzer, value: &Value, depth: usize) -> Result<Option<Va
     }
 }
 
+/// The tokens of one value under a geo analyzer.
+fn geo_tokens(geo: &GeoAnalyzer, value: &Value, depth: usize) -> Value {
+    let strings =
+        |tokens: Vec<String>| Value::Array(tokens.into_iter().map(Value::String).collect());
+    if matches!(value, Value::Object(_) | Value::Array(_)) {
+        if let Some(shape) = geo.shape(value) {
+            return strings(geo_cell_tokens(geo, &shape));
+        }
+    }
+    match value {
+        Value::Array(items) if depth < NESTING_MAX => Value::Array(
+            items
+                .iter()
+                .map(|item| geo_tokens(geo, item, depth + 1))
+                .collect(),
+        ),
+        _ => Value::Array(Vec::new()),
+    }
+}
+
 fn terms(analyzer: &Analyzer, text: &str) -> Result<Value> {
     Ok(Value::Array(
         analyzer
@@ -82,6 +110,9 @@ fn tokens(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
         }
     };
     let analyzer = analyzer_of(ctx, "TOKENS", name)?;
+    if let Some(geo) = analyzer.geo() {
+        return Ok(geo_tokens(&geo, &args[0], 0));
+    }
     match analyze(&analyzer, &args[0], 0)? {
         Some(tokens) => Ok(tokens),
         None => Ok(ctx.invalid_argument()),

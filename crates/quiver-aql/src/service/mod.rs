@@ -270,6 +270,17 @@ impl QueryService {
         for name in plan.collections.keys() {
             let mut list = vec![crate::index_select::primary_index()];
             list.extend(txn.secondary_indexes(name)?);
+            for analyzer in list
+                .iter()
+                .filter(|ix| ix.kind == "inverted")
+                .flat_map(crate::inverted_select::analyzer_names)
+            {
+                if !indexes.geo_analyzers.contains(&analyzer)
+                    && txn.analyzer(&analyzer).is_ok_and(|a| a.is_geo())
+                {
+                    indexes.geo_analyzers.insert(analyzer);
+                }
+            }
             // Views and other sources without a count have no indexes to choose from.
             if let Ok(count) = txn.count(name) {
                 indexes.collections.insert(name.clone(), (count, list));

@@ -326,14 +326,26 @@ pub(crate) fn geo_index_terms(
     geo: &GeoAnalyzer,
     shape: &quiver_geo::Shape,
 ) -> Vec<String> {
+    geo_cell_tokens(geo, shape)
+        .iter()
+        .map(|token| encode::geo_term(path, analyzer, token))
+        .collect()
+}
+
+/// The cell tokens a geo analyzer indexes a shape under, without the field and analyzer the
+/// index prefixes them with: `c<cell>` for each cell of its covering, `a<cell>` for those
+/// cells and every cell holding them down to `minLevel`, or `w` alone for a shape spanning
+/// too many cells (`Cell::key` writes `<cell>` as `level/row/column` in hexadecimal). Sorted,
+/// without repetitions. These are what `TOKENS()` reports for a geo value.
+pub fn geo_cell_tokens(geo: &GeoAnalyzer, shape: &quiver_geo::Shape) -> Vec<String> {
     let mut out = Vec::new();
     match geo.cover.cover_shape(shape) {
-        Covering::World => out.push(encode::geo_world_term(path, analyzer)),
+        Covering::World => out.push(encode::GEO_WORLD_TOKEN.to_string()),
         Covering::Cells(cells) => {
             for cell in cells {
-                out.push(encode::geo_cell_term(path, analyzer, &cell, true));
+                out.push(encode::geo_cell_token(&cell, true));
                 for holder in geo.cover.ancestors(cell) {
-                    out.push(encode::geo_cell_term(path, analyzer, &holder, false));
+                    out.push(encode::geo_cell_token(&holder, false));
                 }
             }
         }

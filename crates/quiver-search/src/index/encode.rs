@@ -103,14 +103,29 @@ pub(crate) fn element_term(path: &str) -> String {
 /// A geo cell term of `path` under `analyzer`: `covering` for a cell of a shape's covering,
 /// otherwise the "holds part of a shape" term of a cell.
 pub(crate) fn geo_cell_term(path: &str, analyzer: &str, cell: &Cell, covering: bool) -> String {
-    let kind = if covering { 'c' } else { 'a' };
-    format!("g{SEP}{path}{SEP}{analyzer}{SEP}{kind}{}", cell.key())
+    geo_term(path, analyzer, &geo_cell_token(cell, covering))
 }
 
 /// The geo term of a shape covering the whole sphere.
 pub(crate) fn geo_world_term(path: &str, analyzer: &str) -> String {
-    format!("g{SEP}{path}{SEP}{analyzer}{SEP}w")
+    geo_term(path, analyzer, GEO_WORLD_TOKEN)
 }
+
+/// The geo term of `path` under `analyzer` for a cell token ([`geo_cell_token`],
+/// [`GEO_WORLD_TOKEN`]).
+pub(crate) fn geo_term(path: &str, analyzer: &str, token: &str) -> String {
+    format!("g{SEP}{path}{SEP}{analyzer}{SEP}{token}")
+}
+
+/// The part of a geo term naming a cell: `c<cell>` for a cell of a shape's covering,
+/// `a<cell>` for the "holds part of a shape" term (`Cell::key` gives `<cell>`).
+pub(crate) fn geo_cell_token(cell: &Cell, covering: bool) -> String {
+    let kind = if covering { 'c' } else { 'a' };
+    format!("{kind}{}", cell.key())
+}
+
+/// The part of the geo term of a shape covering the whole sphere.
+pub(crate) const GEO_WORLD_TOKEN: &str = "w";
 
 /// What every stored geo value starts with.
 pub(crate) const GEO_STORED_KIND: &str = "G\u{1f}";

@@ -29,7 +29,9 @@ mod tier_merge;
 mod top_scores;
 mod view_index;
 
-pub use document::{document_terms, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP};
+pub use document::{
+    document_terms, geo_cell_tokens, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP,
+};
 pub use field_analyzers::analyzer_at;
 pub use geo_query::GeoFilter;
 pub use link::{FieldDefinition, LinkDefinition, Resolved, MAX_FIELD_DEPTH};
