@@ -129,7 +129,16 @@ impl Collection {
         prepared: Vec<Result<PreparedInsert>>,
         opts: &WriteOptions,
     ) -> Result<Committed<Vec<Result<OpResult>>>> {
+        // The edge index's vertex lookups for the new ends happen before the writer mutex;
+        // under it the edges are appended to the vertices found.
+        let vertex_hints = self.edge_index().map(|index| {
+            let ends = prepared
+                .iter()
+                .filter_map(|p| p.as_ref().ok().and_then(|p| p.edge.as_ref()));
+            (self.id(), index.resolve(ends))
+        });
         let staged = self.auto_commit(opts.wait_for_sync, |st| {
+            st.vertex_hints = vertex_hints;
             st.entries.reserve(prepared.len());
             let mut out = Vec::with_capacity(prepared.len());
             for item in prepared {

@@ -41,7 +41,12 @@ pub(crate) fn commit_staged(
     let indexes_of = |cid: CollectionId| coll_of(cid).map(|c| c.maintained_indexes());
     let pending = maintained::before_commit(&staging.entries, &staging.snapshot, indexes_of)?;
     let edge_index_of = |cid: CollectionId| coll_of(cid).and_then(|c| c.edge_index().cloned());
-    let edges = match edge::before_commit(&staging.entries, &staging.snapshot, edge_index_of) {
+    let edges = match edge::before_commit(
+        &staging.entries,
+        &staging.snapshot,
+        edge_index_of,
+        staging.vertex_hints.as_ref(),
+    ) {
         Ok(edges) => edges,
         Err(err) => {
             pending.failed();

@@ -16,6 +16,7 @@ use quiver_types::Revision;
 use serde_json::{Map, Value};
 
 use crate::collection::Collection;
+use crate::indexes::edge::VertexHints;
 use crate::staged_version::{EdgeEnds, StagedEntries, StagedEntry};
 
 /// A borrowed `(collection, key)` for looking up [`StagedEntries`] without building the
@@ -56,6 +57,9 @@ pub(crate) struct Staging {
     pub locked: bool,
     /// Unique-index values claimed by staged documents: (collection, index id, value) → key.
     pub unique_claims: HashMap<(CollectionId, u64, String), String>,
+    /// Vertex ids of the edge ends about to be staged into one edge collection, looked up
+    /// before its writer lock (`auto_commit.rs`), for the edge index at commit.
+    pub vertex_hints: Option<(CollectionId, VertexHints)>,
 }
 
 impl Staging {
@@ -71,6 +75,7 @@ impl Staging {
             writable: None,
             locked: false,
             unique_claims: HashMap::new(),
+            vertex_hints: None,
         }
     }
 

@@ -31,6 +31,7 @@
 //! wait until the build is done instead of building their own copy.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -43,7 +44,7 @@ use quiver_storage::{CollectionId, Snapshot};
 use quiver_types::Revision;
 use serde::Deserialize;
 
-use crate::staged_version::StagedEntry;
+use crate::staged_version::{EdgeEnds, StagedEntry};
 
 /// Edge documents scanned per write-lock acquisition while building.
 const BUILD_CHUNK: usize = 4096;
@@ -426,6 +427,9 @@ struct Table {
     /// Superseded slots in commit order, to unlink once the horizon passes their tick.
     garbage: VecDeque<(u64, u32)>,
     live_slots: usize,
+    /// Changes whenever a vertex id may stop naming the vertex it named (a vertex reclaimed,
+    /// the table replaced by a truncate): [`VertexHints`] taken at another epoch are ignored.
+    vertex_epoch: u64,
 }
 
 impl Table {
@@ -443,6 +447,7 @@ impl Table {
             superseded: HashMap::new(),
             garbage: VecDeque::new(),
             live_slots: 0,
+            vertex_epoch: 0,
         }
     }
 
@@ -517,7 +522,17 @@ impl Table {
         }
     }
 
-    fn add(&mut self, key: &str, rev: Revision, from: &str, to: &str, created: u64) -> Result<u32> {
+    /// Adds an edge version; `hint` holds the ends' vertex ids when they were looked up
+    /// before the writer lock and are still valid ([`VertexHints`]).
+    fn add(
+        &mut self,
+        key: &str,
+        rev: Revision,
+        from: &str,
+        to: &str,
+        created: u64,
+        hint: [Option<u32>; 2],
+    ) -> Result<u32> {
         if key.len() > 0xff {
             return Err(Error::with_message(
                 ErrorCode::DocumentKeyBad,
@@ -530,8 +545,14 @@ impl Table {
         if self.free_slots.is_empty() && self.slots.len() >= u32::MAX as usize {
             return Err(full("edges"));
         }
-        let f = self.intern(from, 0)?;
-        let t = self.intern(to, 1)?;
+        let f = match hint[0] {
+            Some(id) => id,
+            None => self.intern(from, 0)?,
+        };
+        let t = match hint[1] {
+            Some(id) => id,
+            None => self.intern(to, 1)?,
+        };
         let key_bits = match key_number(key) {
             Some(n) => n << 16 | FLAG_NUMBER,
             None => (self.keys.push(key) as u64) << 16,
@@ -617,6 +638,7 @@ impl Table {
             return;
         }
         let name = std::mem::take(&mut vertex.name);
+        self.vertex_epoch += 1;
         vertex.out = Vec::new();
         vertex.inbound = Vec::new();
         let hash = self.hasher.hash_one(&*name);
@@ -809,6 +831,45 @@ pub(crate) struct EdgeChange<'a> {
     pub prior: Option<(Revision, Cow<'a, str>)>,
 }
 
+/// Vertex ids of a batch's edge ends, looked up under the index's read lock before the
+/// collection's writer lock ([`EdgeIndex::resolve`]), so that the locked part of a commit
+/// appends to the vertices' lists without probing the name table (whose probes, for random
+/// vertices, miss the cache). Valid while the table's vertex epoch is the one recorded: ids
+/// are only ever renamed by a reclaim or a truncate, both of which change it. The hints are in
+/// the batch's order and are matched to its changes by the address of the ends' text: each
+/// hint keeps its ends alive, so no other name can have that address meanwhile.
+#[derive(Default)]
+pub(crate) struct VertexHints {
+    epoch: u64,
+    ends: Vec<(EdgeEnds, [Option<u32>; 2])>,
+    /// The next hint to match.
+    cursor: Cell<usize>,
+}
+
+/// Hints further ahead than this are not looked for (items refused before staging leave
+/// their hints unmatched; a batch whose order differs from the hints' just goes without).
+const HINT_LOOKAHEAD: usize = 8;
+
+impl VertexHints {
+    /// The ids looked up for the ends `from`, `to` if they are the text of a hinted edge at
+    /// or shortly after the cursor, which then moves past it.
+    fn next(&self, from: &str, to: &str) -> [Option<u32>; 2] {
+        let same = |a: &Arc<str>, b: &str| std::ptr::eq(&**a, b);
+        let cursor = self.cursor.get();
+        let mut ahead = self.ends.iter().skip(cursor).take(HINT_LOOKAHEAD);
+        match ahead
+            .position(|((f, t), _)| same(f, from) && same(t, to))
+            .map(|i| cursor + i)
+        {
+            Some(at) => {
+                self.cursor.set(at + 1);
+                self.ends[at].1
+            }
+            None => [None, None],
+        }
+    }
+}
+
 pub(crate) struct EdgeIndex {
     state: RwLock<State>,
     readiness: Mutex<Readiness>,
@@ -927,7 +988,9 @@ impl EdgeIndex {
     fn insert_chunk(&self, chunk: &mut BuildChunk, created: u64) -> Result<()> {
         let mut state = self.state.write();
         for (key, rev, from, to) in chunk.iter() {
-            state.current.add(key, rev, from, to, created)?;
+            state
+                .current
+                .add(key, rev, from, to, created, [None, None])?;
         }
         drop(state);
         chunk.clear();
@@ -999,11 +1062,53 @@ impl EdgeIndex {
         })
     }
 
+    /// Looks up the vertex ids of edge ends about to be inserted (`_from`, `_to` of each),
+    /// under the index's read lock, for [`EdgeIndex::prepare`] under the collection's writer
+    /// lock. Ends not interned yet get no hint (they are interned under the writer lock, so a
+    /// refused insert leaves no vertex behind).
+    pub fn resolve<'a>(&self, ends: impl IntoIterator<Item = &'a EdgeEnds>) -> VertexHints {
+        let ends = ends.into_iter();
+        let mut hints = VertexHints {
+            ends: Vec::with_capacity(ends.size_hint().0),
+            ..VertexHints::default()
+        };
+        let state = self.state.read();
+        let table = &state.current;
+        hints.epoch = table.vertex_epoch;
+        // Edges usually come grouped by one end: the previous edge's id is tried first.
+        let mut recent: [Option<(&str, u32)>; 2] = [None, None];
+        for pair in ends {
+            let mut ids = [None, None];
+            for (end, name) in [&*pair.0, &*pair.1].into_iter().enumerate() {
+                ids[end] = match recent[end] {
+                    Some((last, id)) if last == name => Some(id),
+                    _ => table.vertex_id(name),
+                };
+                if let Some(id) = ids[end] {
+                    recent[end] = Some((name, id));
+                }
+            }
+            hints.ends.push((pair.clone(), ids));
+        }
+        hints
+    }
+
     /// Enters a batch's changes before the engine commit (the collection's writer lock held):
     /// new versions as in flight, superseded ones as superseded-in-flight.
-    pub fn prepare(&self, changes: &[EdgeChange<'_>]) -> Result<Prepared> {
+    /// `hints` ([`EdgeIndex::resolve`]) spare the name-table probes of the ends they hold.
+    pub fn prepare(
+        &self,
+        changes: &[EdgeChange<'_>],
+        mut hints: Option<&VertexHints>,
+    ) -> Result<Prepared> {
         let mut prepared = Prepared::default();
         let mut state = self.state.write();
+        if hints
+            .as_ref()
+            .is_some_and(|h| h.epoch != state.current.vertex_epoch)
+        {
+            hints = None;
+        }
         for change in changes {
             if let Some((rev, from)) = &change.prior {
                 match state.current.find(from, change.key, *rev) {
@@ -1026,7 +1131,11 @@ impl EdgeIndex {
                 }
             }
             if let Some((rev, from, to)) = change.new {
-                match state.current.add(change.key, rev, from, to, PENDING) {
+                let hint = match hints {
+                    Some(h) => h.next(from, to),
+                    None => [None, None],
+                };
+                match state.current.add(change.key, rev, from, to, PENDING, hint) {
                     Ok(id) => prepared.added.push(id),
                     Err(err) => {
                         drop(state);
@@ -1110,7 +1219,10 @@ impl EdgeIndex {
         let mut state = self.state.write();
         state.truncating = false;
         if let Some(tick) = tick {
-            let old = std::mem::replace(&mut state.current, Table::new());
+            let mut fresh = Table::new();
+            // Ids of the old table name nothing in the new one.
+            fresh.vertex_epoch = state.current.vertex_epoch + 1;
+            let old = std::mem::replace(&mut state.current, fresh);
             state.retired.push((tick, old));
         }
         Self::collect_locked(&mut state, horizon);
@@ -1171,11 +1283,13 @@ pub(crate) struct PendingEdges {
 }
 
 /// Enters every staged edge version into the written collections' edge indexes (writer
-/// locks held, before the engine commit). `snapshot` holds the prior versions.
+/// locks held, before the engine commit). `snapshot` holds the prior versions; `hints` the
+/// vertex ids of one collection's new ends, looked up before the locks.
 pub(crate) fn before_commit(
     entries: &crate::staged_version::StagedEntries,
     snapshot: &Snapshot,
     index_of: impl Fn(CollectionId) -> Option<Arc<EdgeIndex>>,
+    hints: Option<&(CollectionId, VertexHints)>,
 ) -> Result<PendingEdges> {
     let mut by_collection: HashMap<CollectionId, Vec<(&str, &StagedEntry)>> = HashMap::new();
     for ((cid, key), entry) in entries {
@@ -1214,7 +1328,8 @@ pub(crate) fn before_commit(
                 prior: priors.remove(key),
             })
             .collect();
-        match index.prepare(&changes) {
+        let hints = hints.filter(|(of, _)| *of == cid).map(|(_, h)| h);
+        match index.prepare(&changes, hints) {
             Ok(prepared) => pending.parts.push((Arc::clone(&index), prepared)),
             Err(err) => {
                 pending.failed();
@@ -1283,7 +1398,7 @@ mod tests {
     fn ticks_decide_visibility_and_garbage_waits_for_the_horizon() {
         let ix = EdgeIndex::new(false);
         let p = ix
-            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)])
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)], None)
             .unwrap();
         // In flight: the reader's snapshot decides.
         let mut out = EdgeHits::new();
@@ -1300,7 +1415,10 @@ mod tests {
         assert_eq!(keys(&ix, "v/b", EdgeDirection::Inbound, 10), ["e1>v/a"]);
         // Re-point e1 at tick 20.
         let p = ix
-            .prepare(&[change("e1", Some((2, "v/a", "v/c")), Some((1, "v/a")))])
+            .prepare(
+                &[change("e1", Some((2, "v/a", "v/c")), Some((1, "v/a")))],
+                None,
+            )
             .unwrap();
         ix.committed(p, 20, 10);
         assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 15), ["e1>v/b"]);
@@ -1315,10 +1433,13 @@ mod tests {
         assert!(keys(&ix, "v/b", EdgeDirection::Inbound, 30).is_empty());
         // A failed commit leaves nothing behind.
         let p = ix
-            .prepare(&[
-                change("e2", Some((3, "v/a", "v/d")), None),
-                change("e1", None, Some((2, "v/a"))),
-            ])
+            .prepare(
+                &[
+                    change("e2", Some((3, "v/a", "v/d")), None),
+                    change("e1", None, Some((2, "v/a"))),
+                ],
+                None,
+            )
             .unwrap();
         ix.failed(p);
         assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 40), ["e1>v/c"]);
@@ -1329,7 +1450,7 @@ mod tests {
     fn truncate_retires_the_table_for_older_snapshots() {
         let ix = EdgeIndex::new(false);
         let p = ix
-            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)])
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)], None)
             .unwrap();
         ix.committed(p, 10, 0);
         ix.begin_truncate();
@@ -1348,14 +1469,85 @@ mod tests {
     }
 
     #[test]
+    fn vertex_hints_hold_until_an_id_may_name_another_vertex() {
+        let ix = EdgeIndex::new(false);
+        let p = ix
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)], None)
+            .unwrap();
+        ix.committed(p, 10, 0);
+        let ends: EdgeEnds = (Arc::from("v/a"), Arc::from("v/b"));
+        let new = |key, rev, hints: &VertexHints| {
+            let changes = [EdgeChange {
+                key,
+                new: Some((Revision(rev), &*ends.0, &*ends.1)),
+                prior: None,
+            }];
+            ix.prepare(&changes, Some(hints)).unwrap()
+        };
+        let hints = ix.resolve([&ends]);
+        assert_eq!(hints.ends[0].1, [Some(0), Some(1)]);
+        assert_eq!(
+            hints.next("v/a", "v/b"),
+            [None, None],
+            "matched by the hinted text only"
+        );
+        ix.committed(new("e2", 2, &hints), 11, 0);
+        assert_eq!(
+            keys(&ix, "v/a", EdgeDirection::Outbound, 11),
+            ["e1>v/b", "e2>v/b"]
+        );
+
+        // Both vertices are reclaimed and their ids reused by others: the hints taken before
+        // are stale and must not attach the edge to the new owners of the ids.
+        let stale = ix.resolve([&ends]);
+        let p = ix
+            .prepare(
+                &[
+                    change("e1", None, Some((1, "v/a"))),
+                    change("e2", None, Some((2, "v/a"))),
+                ],
+                None,
+            )
+            .unwrap();
+        ix.committed(p, 12, 12);
+        assert_eq!(ix.stats().vertices, 0);
+        let p = ix
+            .prepare(&[change("e3", Some((3, "v/c", "v/d")), None)], None)
+            .unwrap();
+        ix.committed(p, 13, 13);
+        ix.committed(new("e4", 4, &stale), 14, 14);
+        assert_eq!(keys(&ix, "v/c", EdgeDirection::Outbound, 14), ["e3>v/d"]);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 14), ["e4>v/b"]);
+        assert_eq!(keys(&ix, "v/b", EdgeDirection::Inbound, 14), ["e4>v/a"]);
+
+        // A truncate replaces the table: hints of the old one are stale too.
+        let stale = ix.resolve([&ends]);
+        ix.begin_truncate();
+        ix.end_truncate(Some(20), 20);
+        let p = ix
+            .prepare(&[change("e5", Some((5, "v/x", "v/y")), None)], None)
+            .unwrap();
+        ix.committed(p, 21, 21);
+        ix.committed(new("e6", 6, &stale), 22, 22);
+        assert_eq!(keys(&ix, "v/x", EdgeDirection::Outbound, 22), ["e5>v/y"]);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 22), ["e6>v/b"]);
+        assert_eq!(ix.stats().vertices, 4);
+    }
+
+    #[test]
     fn supersessions_that_overtake_the_build_are_applied_after_it() {
         let ix = EdgeIndex::new(true);
         // A writer removes e1 (and then re-adds it elsewhere) before the scan reached it.
         let p = ix
-            .prepare(&[change("e1", Some((5, "v/a", "v/z")), Some((1, "v/a")))])
+            .prepare(
+                &[change("e1", Some((5, "v/a", "v/z")), Some((1, "v/a")))],
+                None,
+            )
             .unwrap();
         ix.committed(p, 20, 0);
-        let p = ix.prepare(&[change("e2", None, Some((2, "v/a")))]).unwrap();
+        let p = ix
+            .prepare(&[change("e2", None, Some((2, "v/a")))], None)
+            .unwrap();
         // The scan (snapshot at tick 10) inserts the old versions while e2's commit is in
         // flight.
         let mut chunk = BuildChunk::default();
@@ -1390,13 +1582,13 @@ mod tests {
             let key = format!("edge-{i}");
             let prior = (i > 0).then_some((i, "v/a"));
             let p = ix
-                .prepare(&[change(&key, Some((i + 1, "v/a", "v/b")), None)])
+                .prepare(&[change(&key, Some((i + 1, "v/a", "v/b")), None)], None)
                 .unwrap();
             ix.committed(p, 10 + i * 2, 0);
             if let Some((rev, from)) = prior {
                 let old = format!("edge-{}", i - 1);
                 let p = ix
-                    .prepare(&[change(&old, None, Some((rev, from)))])
+                    .prepare(&[change(&old, None, Some((rev, from)))], None)
                     .unwrap();
                 ix.committed(p, 11 + i * 2, 11 + i * 2);
             }
@@ -1419,7 +1611,14 @@ mod tests {
         for i in 0..n {
             let to = format!("v/{}", i % 7);
             table
-                .add(&key(i), Revision(i as u64 + 1), "v/hub", &to, 0)
+                .add(
+                    &key(i),
+                    Revision(i as u64 + 1),
+                    "v/hub",
+                    &to,
+                    0,
+                    [None, None],
+                )
                 .unwrap();
         }
         assert_eq!(table.slots.len(), n);
@@ -1469,7 +1668,7 @@ mod tests {
         ];
         for (i, key) in keys.iter().enumerate() {
             table
-                .add(key, Revision(i as u64 + 1), "v/a", "v/b", 0)
+                .add(key, Revision(i as u64 + 1), "v/a", "v/b", 0, [None, None])
                 .unwrap();
         }
         assert_eq!(
