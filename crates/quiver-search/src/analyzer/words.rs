@@ -137,19 +137,18 @@ impl<'a> Iterator for AsciiWords<'a> {
                     mid => {
                         // A middle character joins only like with like around it.
                         let after = input.get(i + 1).map(|b| class(*b));
-                        let joins = match (c, mid, after) {
+                        let joins = matches!(
+                            (c, mid, after),
                             (
                                 Class::Letter,
                                 Class::MidLetter | Class::MidNumLet,
-                                Some(Class::Letter),
-                            ) => true,
-                            (
+                                Some(Class::Letter)
+                            ) | (
                                 Class::Digit,
                                 Class::MidNum | Class::MidNumLet,
-                                Some(Class::Digit),
-                            ) => true,
-                            _ => false,
-                        };
+                                Some(Class::Digit)
+                            )
+                        );
                         if joins {
                             i += 1;
                         } else {
