@@ -73,6 +73,14 @@ impl AnalyzerSource for DatabaseAnalyzers {
         )
     }
 
+    fn visit_tokens(&self, analyzer: &str, input: &str, visit: &mut dyn FnMut(&str, u32)) -> bool {
+        let Some(analyzer) = self.resolve(analyzer) else {
+            return false;
+        };
+        analyzer.visit_tokens(input, visit);
+        true
+    }
+
     fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<quiver_search::Token>> {
         let analyzer = self.resolve(analyzer)?;
         analyzer

@@ -165,6 +165,18 @@ pub(crate) trait TokenStream: Send + Sync + fmt::Debug {
     /// `TOKENS()` fails (a binary n-gram that splits a multi-byte character); without, such a
     /// token is left out.
     fn analyze(&self, input: &str, strict: bool, out: &mut Vec<Token>) -> Result<()>;
+
+    /// Calls `visit` with the term and position of each token `analyze` gives without
+    /// `strict`, in order. Types that can lend their terms without building each [`Token`]
+    /// override it (indexing needs neither the offsets nor owned terms).
+    fn visit(&self, input: &str, visit: &mut dyn FnMut(&str, u32)) {
+        let mut out = Vec::new();
+        let outcome = self.analyze(input, false, &mut out);
+        debug_assert!(outcome.is_ok(), "lenient analysis cannot fail");
+        for token in &out {
+            visit(&token.term, token.position);
+        }
+    }
 }
 
 /// Why a type rejected its properties (turned into ArangoDB's 400/10 message).
@@ -390,6 +402,12 @@ impl Analyzer {
         let outcome = self.stream.analyze(input, false, &mut out);
         debug_assert!(outcome.is_ok(), "lenient analysis cannot fail");
         out
+    }
+
+    /// Calls `visit` with the term and position of each of [`Analyzer::tokens`]' tokens, in
+    /// order, without building the tokens where the type can lend its terms (`text`).
+    pub fn visit_tokens(&self, input: &str, visit: &mut dyn FnMut(&str, u32)) {
+        self.stream.visit(input, visit);
     }
 
     /// The tokens of `input` as AQL's `TOKENS()` returns them: like [`Analyzer::tokens`], but a

@@ -37,6 +37,14 @@ impl Case {
 
     /// Applies the conversion.
     pub(crate) fn apply(self, text: &str) -> String {
+        if text.is_ascii() {
+            // The default mappings of ASCII letters are ASCII's.
+            return match self {
+                Case::Lower => text.to_ascii_lowercase(),
+                Case::Upper => text.to_ascii_uppercase(),
+                Case::None => text.to_string(),
+            };
+        }
         match self {
             Case::Lower => text.to_lowercase(),
             Case::Upper => text.to_uppercase(),
@@ -58,7 +66,7 @@ pub(crate) fn strip_accents(text: &str) -> String {
 
 /// Accent removal (unless `keep_accents`) then case conversion, in ArangoDB's order.
 pub(crate) fn normalize(text: &str, keep_accents: bool, case: Case) -> String {
-    if keep_accents {
+    if keep_accents || text.is_ascii() {
         case.apply(text)
     } else {
         case.apply(&strip_accents(text))

@@ -16,7 +16,7 @@ use super::props::{
 };
 use super::stem::stemmer_for;
 use super::word_cache::WordCache;
-use super::words::segments;
+use super::words;
 use super::{Built, Rejection, Token, TokenStream};
 
 #[derive(Debug)]
@@ -61,16 +61,18 @@ impl Text {
     }
 }
 
-impl TokenStream for Text {
-    fn analyze(&self, input: &str, _strict: bool, out: &mut Vec<Token>) -> Result<()> {
+impl Text {
+    /// Calls `emit(term, position, start, end)` for each token of `input`, in order.
+    fn each(&self, input: &str, mut emit: impl FnMut(&str, usize, usize, usize)) {
         let mut position = 0;
-        for segment in segments(input).filter(|s| s.is_word()) {
-            let Some(term) = self.words.term(segment.text, |text| self.word_term(text)) else {
+        let mut words = self.words.lock();
+        for segment in words::words(input) {
+            let Some(term) = words.term(segment.text, |text| self.word_term(text)) else {
                 continue;
             };
             let (start, end) = (segment.start, segment.start + segment.text.len());
             match &self.edge {
-                None => out.push(Token::new(term, position, start, end)),
+                None => emit(term, position, start, end),
                 Some(edge) => {
                     let chars: Vec<usize> = term
                         .char_indices()
@@ -79,16 +81,30 @@ impl TokenStream for Text {
                         .collect();
                     let length = chars.len() - 1;
                     for n in edge.min.max(1)..=edge.max.min(length) {
-                        out.push(Token::new(&term[..chars[n]], position, start, end));
+                        emit(&term[..chars[n]], position, start, end);
                     }
                     if edge.preserve_original && (length < edge.min || length > edge.max) {
-                        out.push(Token::new(term, position, start, end));
+                        emit(term, position, start, end);
                     }
                 }
             }
             position += 1;
         }
+    }
+}
+
+impl TokenStream for Text {
+    fn analyze(&self, input: &str, _strict: bool, out: &mut Vec<Token>) -> Result<()> {
+        self.each(input, |term, position, start, end| {
+            out.push(Token::new(term, position, start, end));
+        });
         Ok(())
+    }
+
+    fn visit(&self, input: &str, visit: &mut dyn FnMut(&str, u32)) {
+        self.each(input, |term, position, _, _| {
+            visit(term, u32::try_from(position).unwrap_or(u32::MAX));
+        });
     }
 }
 

@@ -2,11 +2,13 @@
 //! after accent removal, case conversion and stemming, or to nothing for a stop word. Natural
 //! text repeats its words, so most words are looked up instead of normalized and stemmed
 //! again. Bounded: past [`MAX_WORDS`] entries it starts over; words longer than
-//! [`MAX_WORD_BYTES`] are not kept.
+//! [`MAX_WORD_BYTES`] are not kept. One analysis locks the cache once ([`WordCache::lock`])
+//! and lends the known terms out without copying them.
 
 use std::collections::HashMap;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
+use rustc_hash::FxBuildHasher;
 
 /// Entries kept at most.
 const MAX_WORDS: usize = 1 << 16;
@@ -14,31 +16,48 @@ const MAX_WORDS: usize = 1 << 16;
 /// Longer words are analyzed every time (rare, and they would crowd out the common ones).
 const MAX_WORD_BYTES: usize = 64;
 
+type Terms = HashMap<Box<str>, Option<Box<str>>, FxBuildHasher>;
+
 #[derive(Debug, Default)]
 pub(crate) struct WordCache {
-    terms: Mutex<HashMap<String, Option<String>>>,
+    terms: Mutex<Terms>,
+}
+
+/// The cache, locked for one analysis.
+pub(crate) struct LockedWords<'a> {
+    terms: MutexGuard<'a, Terms>,
+    /// The term of the last word that was not kept.
+    uncached: Option<String>,
 }
 
 impl WordCache {
+    pub(crate) fn lock(&self) -> LockedWords<'_> {
+        LockedWords {
+            terms: self.terms.lock(),
+            uncached: None,
+        }
+    }
+}
+
+impl LockedWords<'_> {
     /// The term of `word` (None: a stop word), computed by `analyze` unless known.
     pub(crate) fn term(
-        &self,
+        &mut self,
         word: &str,
         analyze: impl FnOnce(&str) -> Option<String>,
-    ) -> Option<String> {
+    ) -> Option<&str> {
         if word.len() > MAX_WORD_BYTES {
-            return analyze(word);
+            self.uncached = analyze(word);
+            return self.uncached.as_deref();
         }
-        if let Some(known) = self.terms.lock().get(word) {
-            return known.clone();
+        if !self.terms.contains_key(word) {
+            let term = analyze(word).map(String::into_boxed_str);
+            if self.terms.len() >= MAX_WORDS {
+                self.terms.clear();
+            }
+            self.terms.insert(word.into(), term);
         }
-        let term = analyze(word);
-        let mut terms = self.terms.lock();
-        if terms.len() >= MAX_WORDS {
-            terms.clear();
-        }
-        terms.insert(word.to_string(), term.clone());
-        term
+        self.terms.get(word).and_then(|t| t.as_deref())
     }
 }
 
@@ -54,14 +73,19 @@ mod tests {
             calls.set(calls.get() + 1);
             (w != "the").then(|| w.to_lowercase())
         };
-        assert_eq!(cache.term("Word", analyze), Some("word".to_string()));
-        assert_eq!(cache.term("Word", analyze), Some("word".to_string()));
-        assert_eq!(cache.term("the", analyze), None);
-        assert_eq!(cache.term("the", analyze), None);
+        let mut words = cache.lock();
+        assert_eq!(words.term("Word", analyze), Some("word"));
+        assert_eq!(words.term("Word", analyze), Some("word"));
+        assert_eq!(words.term("the", analyze), None);
+        assert_eq!(words.term("the", analyze), None);
         assert_eq!(calls.get(), 2);
-        let long = "x".repeat(MAX_WORD_BYTES + 1);
-        cache.term(&long, analyze);
-        cache.term(&long, analyze);
+        let long = "X".repeat(MAX_WORD_BYTES + 1);
+        assert_eq!(words.term(&long, analyze), Some(&*long.to_lowercase()));
+        words.term(&long, analyze);
+        assert_eq!(calls.get(), 4);
+        drop(words);
+        // Kept across analyses.
+        assert_eq!(cache.lock().term("Word", analyze), Some("word"));
         assert_eq!(calls.get(), 4);
     }
 }

@@ -20,6 +20,19 @@ pub const VALUE_POSITION_GAP: u32 = 256;
 pub trait AnalyzerSource: Send + Sync {
     fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>>;
 
+    /// Calls `visit` with each of [`AnalyzerSource::tokens`]' tokens (term, position), in
+    /// order; false when the analyzer is unknown. Sources that can lend their terms
+    /// override it: indexing copies each term once, into the index's term.
+    fn visit_tokens(&self, analyzer: &str, input: &str, visit: &mut dyn FnMut(&str, u32)) -> bool {
+        let Some(tokens) = self.tokens(analyzer, input) else {
+            return false;
+        };
+        for (term, position) in &tokens {
+            visit(term, *position);
+        }
+        true
+    }
+
     /// The tokens with their byte offsets, for `OFFSET_INFO`; None unless the analyzer is
     /// known and has the `offset` feature.
     fn offset_tokens(&self, analyzer: &str, input: &str) -> Option<Vec<crate::analyzer::Token>> {
@@ -62,6 +75,7 @@ pub fn document_terms(
     let mut out = Collector {
         terms: Vec::new(),
         next_position: HashMap::new(),
+        key: String::new(),
         analyzers,
         element: None,
         next_element: 0,
@@ -93,8 +107,11 @@ pub fn document_terms(
 
 struct Collector<'a> {
     terms: Vec<TermAt>,
-    /// (path, analyzer or "" for the value markers) → the first position the next value gets.
-    next_position: HashMap<(String, String), u32>,
+    /// `path␟analyzer` (analyzer "" for the value markers) → the first position the next
+    /// value gets.
+    next_position: HashMap<String, u32>,
+    /// The key of `next_position` looked up last (reused, so a lookup allocates nothing).
+    key: String,
     analyzers: &'a dyn AnalyzerSource,
     /// The nested element whose attributes are being indexed (its first position).
     element: Option<u32>,
@@ -108,10 +125,7 @@ impl Collector<'_> {
     /// Where a term at `position` of the current value goes: inside an element, into the
     /// element's range (positions past it are kept at its end).
     fn place(&self, position: u32) -> u32 {
-        match self.element {
-            Some(base) => base + position.min(encode::ELEMENT_STRIDE - 1),
-            None => position,
-        }
+        place(self.element, position)
     }
 
     /// Indexes each value of `items` as an element of the nested field `path` whose
@@ -215,26 +229,7 @@ impl Collector<'_> {
                 };
                 self.marker(&path, encode::type_term(&path, "string"));
                 for analyzer in analyzers {
-                    let Some(tokens) = self.analyzers.tokens(analyzer, s) else {
-                        continue;
-                    };
-                    if tokens.is_empty() && self.analyzers.geo(analyzer).is_some() {
-                        // Geo analyzers read geometries, not text: the string is not theirs.
-                        continue;
-                    }
-                    self.marker(&path, encode::analyzer_term(&path, analyzer));
-                    let base = self.take_positions(&path, analyzer, &tokens);
-                    self.count_tokens(&path, analyzer, tokens.len());
-                    let prefix = encode::string_prefix(&path, analyzer);
-                    for (token, position) in tokens {
-                        let mut term = String::with_capacity(prefix.len() + token.len());
-                        term.push_str(&prefix);
-                        term.push_str(&token);
-                        self.terms.push(TermAt {
-                            term,
-                            position: self.place(base.saturating_add(position)),
-                        });
-                    }
+                    self.string_value(&path, analyzer, s);
                 }
             }
             Value::Number(n) => {
@@ -254,6 +249,38 @@ impl Collector<'_> {
         if !matches!(value, Value::Object(_) | Value::Array(_)) {
             self.marker(&path, encode::exists_term(&path));
         }
+    }
+
+    /// The tokens of string `s` at `path` under `analyzer`, with the analyzer's marker and
+    /// field length (nothing for an unknown analyzer, nor for a geo analyzer, which reads
+    /// geometries, not text).
+    fn string_value(&mut self, path: &str, analyzer: &str, s: &str) {
+        let before = self.terms.len();
+        self.marker(path, encode::analyzer_term(path, analyzer));
+        let with_marker = self.terms.len();
+        let base = self.next_position(path, analyzer).map_or(0, |next| *next);
+        let prefix = encode::string_prefix(path, analyzer);
+        let mut span = 0u32;
+        let (terms, element) = (&mut self.terms, self.element);
+        let known = self
+            .analyzers
+            .visit_tokens(analyzer, s, &mut |token: &str, position: u32| {
+                span = span.max(position.saturating_add(1));
+                let mut term = String::with_capacity(prefix.len() + token.len());
+                term.push_str(&prefix);
+                term.push_str(token);
+                terms.push(TermAt {
+                    term,
+                    position: place(element, base.saturating_add(position)),
+                });
+            });
+        let tokens = self.terms.len() - with_marker;
+        if !known || (tokens == 0 && self.analyzers.geo(analyzer).is_some()) {
+            self.terms.truncate(before);
+            return;
+        }
+        self.advance_positions(path, analyzer, base, span);
+        self.count_tokens(path, analyzer, tokens);
     }
 
     /// The cell terms and the stored shape of a geometry a geo analyzer reads at `path`.
@@ -293,15 +320,31 @@ impl Collector<'_> {
         }
     }
 
+    /// The first position the next value of (path, analyzer) gets, once it has one.
+    fn next_position(&mut self, path: &str, analyzer: &str) -> Option<&mut u32> {
+        self.key.clear();
+        self.key.push_str(path);
+        self.key.push(encode::SEP);
+        self.key.push_str(analyzer);
+        self.next_position.get_mut(self.key.as_str())
+    }
+
+    /// Records that the value of (path, analyzer) at `base` spans `span` positions.
+    fn advance_positions(&mut self, path: &str, analyzer: &str, base: u32, span: u32) {
+        let next = base.saturating_add(span).saturating_add(VALUE_POSITION_GAP);
+        match self.next_position(path, analyzer) {
+            Some(known) => *known = next,
+            None => {
+                self.next_position.insert(self.key.clone(), next);
+            }
+        }
+    }
+
     /// The base position of a new value of (path, analyzer) holding `tokens`.
     fn take_positions(&mut self, path: &str, analyzer: &str, tokens: &[(String, u32)]) -> u32 {
         let span = tokens.iter().map(|t| t.1).max().map_or(0, |m| m + 1);
-        let next = self
-            .next_position
-            .entry((path.to_string(), analyzer.to_string()))
-            .or_insert(0);
-        let base = *next;
-        *next = base.saturating_add(span).saturating_add(VALUE_POSITION_GAP);
+        let base = self.next_position(path, analyzer).map_or(0, |next| *next);
+        self.advance_positions(path, analyzer, base, span);
         base
     }
 
@@ -314,6 +357,15 @@ impl Collector<'_> {
     fn marker(&mut self, _path: &str, term: String) {
         let position = self.place(0);
         self.terms.push(TermAt { term, position });
+    }
+}
+
+/// Where a term at `position` of a value goes: inside the element starting at `element`,
+/// into the element's range (positions past it are kept at its end).
+fn place(element: Option<u32>, position: u32) -> u32 {
+    match element {
+        Some(base) => base + position.min(encode::ELEMENT_STRIDE - 1),
+        None => position,
     }
 }
 

@@ -23,14 +23,28 @@ use quiver_geo::cells::Cell;
 /// Separates the parts of a term.
 pub(crate) const SEP: char = '\u{1f}';
 
+/// `kind` followed by each part after a separator: the terms are built once per value
+/// indexed, so without `format!`'s machinery.
+fn joined(kind: char, parts: &[&str]) -> String {
+    let mut term = String::with_capacity(1 + parts.iter().map(|p| p.len() + 1).sum::<usize>());
+    term.push(kind);
+    for part in parts {
+        term.push(SEP);
+        term.push_str(part);
+    }
+    term
+}
+
 /// A token of a string analyzed by `analyzer` at `path`.
 pub(crate) fn string_term(path: &str, analyzer: &str, token: &str) -> String {
-    format!("{}{token}", string_prefix(path, analyzer))
+    let mut term = string_prefix(path, analyzer);
+    term.push_str(token);
+    term
 }
 
 /// What every string term of `path` under `analyzer` starts with.
 pub(crate) fn string_prefix(path: &str, analyzer: &str) -> String {
-    format!("s{SEP}{path}{SEP}{analyzer}{SEP}")
+    joined('s', &[path, analyzer, ""])
 }
 
 /// A number at `path`; integers and doubles of equal value are one term.
@@ -40,42 +54,44 @@ pub(crate) fn number_term(path: &str, value: f64) -> String {
 
 /// What every number term of `path` starts with.
 pub(crate) fn number_prefix(path: &str) -> String {
-    format!("n{SEP}{path}{SEP}")
+    joined('n', &[path, ""])
 }
 
 /// A boolean at `path`.
 pub(crate) fn bool_term(path: &str, value: bool) -> String {
-    format!("b{SEP}{path}{SEP}{}", u8::from(value))
+    joined('b', &[path, if value { "1" } else { "0" }])
 }
 
 /// `null` at `path`.
 pub(crate) fn null_term(path: &str) -> String {
-    format!("z{SEP}{path}")
+    joined('z', &[path])
 }
 
 /// Marks that `path` holds some indexed value.
 pub(crate) fn exists_term(path: &str) -> String {
-    format!("e{SEP}{path}")
+    joined('e', &[path])
 }
 
 /// Marks that `path` holds a value of type `kind` (`string`, `number`, `bool`, `null`).
 pub(crate) fn type_term(path: &str, kind: &str) -> String {
-    format!("t{SEP}{path}{SEP}{kind}")
+    joined('t', &[path, kind])
 }
 
 /// Marks that `path` holds a string indexed by `analyzer`.
 pub(crate) fn analyzer_term(path: &str, analyzer: &str) -> String {
-    format!("a{SEP}{path}{SEP}{analyzer}")
+    joined('a', &[path, analyzer])
 }
 
 /// The field length of `path` under `analyzer` in one document: `tokens` tokens.
 pub(crate) fn length_term(path: &str, analyzer: &str, tokens: u32) -> String {
-    format!("{}{tokens}", length_prefix(path, analyzer))
+    let mut term = length_prefix(path, analyzer);
+    term.push_str(itoa::Buffer::new().format(tokens));
+    term
 }
 
 /// What every field-length term of `path` under `analyzer` starts with.
 pub(crate) fn length_prefix(path: &str, analyzer: &str) -> String {
-    format!("l{SEP}{path}{SEP}{analyzer}{SEP}")
+    joined('l', &[path, analyzer, ""])
 }
 
 /// The token count a term starting with [`length_prefix`] records (None for other text).
@@ -97,7 +113,7 @@ pub(crate) const MAX_ELEMENTS: u32 = u32::MAX / ELEMENT_STRIDE;
 
 /// One element of the nested field whose element path is `path` (`dims[?]`).
 pub(crate) fn element_term(path: &str) -> String {
-    format!("o{SEP}{path}")
+    joined('o', &[path])
 }
 
 /// A geo cell term of `path` under `analyzer`: `covering` for a cell of a shape's covering,
@@ -178,5 +194,30 @@ mod tests {
         );
         assert!(string_term("a", "identity", "x").starts_with(&string_prefix("a", "identity")));
         assert!(!string_term("ab", "identity", "x").starts_with(&string_prefix("a", "identity")));
+    }
+
+    #[test]
+    fn terms_spell_kind_path_and_parts() {
+        let spelled = |t: String| t.replace(SEP, "|");
+        assert_eq!(
+            spelled(string_term("a.b", "text_en", "fox")),
+            "s|a.b|text_en|fox"
+        );
+        assert_eq!(
+            spelled(length_term("a", "identity", 120)),
+            "l|a|identity|120"
+        );
+        assert_eq!(spelled(bool_term("a", true)), "b|a|1");
+        assert_eq!(spelled(bool_term("a", false)), "b|a|0");
+        assert_eq!(spelled(null_term("a")), "z|a");
+        assert_eq!(spelled(exists_term("a")), "e|a");
+        assert_eq!(spelled(type_term("a", "string")), "t|a|string");
+        assert_eq!(spelled(analyzer_term("a", "identity")), "a|a|identity");
+        assert_eq!(spelled(element_term("d[?]")), "o|d[?]");
+        assert_eq!(spelled(number_prefix("a")), "n|a|");
+        assert_eq!(
+            length_of(&length_term("a", "x", 7), &length_prefix("a", "x")),
+            Some(7)
+        );
     }
 }
