@@ -34,7 +34,12 @@ fn filled(dir: &std::path::Path, limit: Option<u64>) -> (Engine, u64) {
         let mut batch = WriteBatch::new();
         for i in chunk {
             let body = format!("{{\"i\":{i},\"pad\":\"{pad}\"}}");
-            batch.put(cid, &format!("d{i:05}"), engine.hlc().next(), Bytes::from(body));
+            batch.put(
+                cid,
+                &format!("d{i:05}"),
+                engine.hlc().next(),
+                Bytes::from(body),
+            );
         }
         engine.commit(batch).unwrap().wait().unwrap();
     }
