@@ -9,7 +9,10 @@ directory): the edge collection `relations` of `quiver bench pokec load`'s schem
 `quiver import --type jsonl --threads T` (B_BIN's tool, for both servers) of the first N lines
 of DIR/relations.jsonl. Reported per run: wall seconds, the server's CPU time (utime + stime
 from /proc/<pid>/stat, before and after the import) per document, and the server's peak RSS
-(VmHWM). Then the medians per build and B/A. On a shared machine the CPU time per document is
+(VmHWM), its peak anonymous and file-backed resident memory (RssAnon, RssFile sampled every
+0.1 s during the import) and its RssAnon 5 s after the import (what stays: the index state and
+what the allocator kept). `--env-b KEY=VALUE` (repeatable) sets B's environment, so one binary
+can be compared with itself under allocator settings. Then the medians per build and B/A. On a shared machine the CPU time per document is
 the comparable figure; wall time depends on the load.
 """
 import argparse
@@ -20,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,11 +34,11 @@ def hwm_kib(pid):
     return status_kib(pid, "VmHWM:")
 
 
-def start(binary, scratch):
+def start(binary, scratch, env):
     log = open(os.path.join(scratch, "server.log"), "w")
     server = subprocess.Popen([binary, "--server.endpoint", "tcp://127.0.0.1:0",
                                "--database.directory", os.path.join(scratch, "data")],
-                              stdout=log, stderr=subprocess.STDOUT)
+                              stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env})
     for _ in range(600):
         with open(os.path.join(scratch, "server.log")) as f:
             m = re.search(r"listening on tcp://127\.0\.0\.1:(\d+)", f.read())
@@ -46,16 +50,27 @@ def start(binary, scratch):
     raise SystemExit(f"{binary} did not start")
 
 
-def run(binary, tool, relations, lines, threads):
+def run(binary, tool, relations, lines, threads, env):
     scratch = tempfile.mkdtemp(prefix="import-ab.")
     server = None
     try:
-        server, port = start(binary, scratch)
+        server, port = start(binary, scratch, env)
         call(port, "POST", "/_api/database", {"name": "pokec"})
         call(port, "POST", "/_db/pokec/_api/collection", {
             "name": "relations", "type": 3,
             "keyOptions": {"type": "autoincrement", "increment": 1, "offset": 0}})
         cpu0 = cpu_seconds(server.pid)
+        peaks = {"RssAnon:": 0, "RssFile:": 0}
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                for field in peaks:
+                    peaks[field] = max(peaks[field], status_kib(server.pid, field))
+                time.sleep(0.1)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
         started = time.monotonic()
         subprocess.run([tool, "import", "--server.endpoint", f"tcp://127.0.0.1:{port}",
                         "--server.database", "pokec", "--collection", "relations",
@@ -64,11 +79,17 @@ def run(binary, tool, relations, lines, threads):
                        check=True, stdout=subprocess.DEVNULL)
         wall = time.monotonic() - started
         cpu = cpu_seconds(server.pid) - cpu0
+        done.set()
+        sampler.join()
         got = call(port, "GET", "/_db/pokec/_api/collection/relations/count")["count"]
         if got != lines:
             raise SystemExit(f"{binary}: {got} relations imported, expected {lines}")
+        time.sleep(5)
         return {"seconds": wall, "cpuUsPerDoc": cpu * 1e6 / lines,
-                "peakRssMiB": hwm_kib(server.pid) / 1024}
+                "peakRssMiB": hwm_kib(server.pid) / 1024,
+                "peakRssAnonMiB": peaks["RssAnon:"] / 1024,
+                "peakRssFileMiB": peaks["RssFile:"] / 1024,
+                "settledRssAnonMiB": status_kib(server.pid, "RssAnon:") / 1024}
     finally:
         if server is not None:
             server.terminate()
@@ -84,7 +105,9 @@ def main():
     p.add_argument("--lines", type=int, default=1_000_000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=4)
+    p.add_argument("--env-b", action="append", default=[], metavar="KEY=VALUE")
     args = p.parse_args()
+    env_b = dict(kv.split("=", 1) for kv in args.env_b)
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as part:
         with open(os.path.join(args.data, "relations.jsonl"), "rb") as src:
             n = 0
@@ -99,20 +122,26 @@ def main():
         for r in range(1, args.rounds + 1):
             for name, binary in (("A", args.a), ("B", args.b)):
                 load = os.getloadavg()[0]
-                one = run(binary, args.b, part.name, lines, args.threads)
+                env = env_b if name == "B" else {}
+                one = run(binary, args.b, part.name, lines, args.threads, env)
                 results[name].append(one)
                 print(f"round {r} {name}: {one['seconds']:.1f} s, server "
                       f"{one['cpuUsPerDoc']:.2f} us CPU/document, peak RSS "
-                      f"{one['peakRssMiB']:.0f} MiB, load {load:.1f}", flush=True)
+                      f"{one['peakRssMiB']:.0f} MiB (anon {one['peakRssAnonMiB']:.0f}, file "
+                      f"{one['peakRssFileMiB']:.0f}; anon 5 s after "
+                      f"{one['settledRssAnonMiB']:.0f}), load {load:.1f}", flush=True)
     finally:
         os.unlink(part.name)
     print(f"{lines:,} relations, --threads {args.threads}, medians of {args.rounds} rounds:")
-    print("| build | seconds | server CPU us / document | server peak RSS MiB |")
-    print("|---|---|---|---|")
+    print("| build | seconds | server CPU us / document | server peak RSS MiB "
+          "| peak RssAnon MiB | peak RssFile MiB | RssAnon 5 s after MiB |")
+    print("|---|---|---|---|---|---|---|")
     med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
     for name in ("A", "B"):
         m = med[name]
-        print(f"| {name} | {m['seconds']:.1f} | {m['cpuUsPerDoc']:.2f} | {m['peakRssMiB']:.0f} |")
+        print(f"| {name} | {m['seconds']:.1f} | {m['cpuUsPerDoc']:.2f} | {m['peakRssMiB']:.0f} "
+              f"| {m['peakRssAnonMiB']:.0f} | {m['peakRssFileMiB']:.0f} "
+              f"| {m['settledRssAnonMiB']:.0f} |")
     print(f"B/A server CPU per document: {med['B']['cpuUsPerDoc'] / med['A']['cpuUsPerDoc']:.2f}")
 
 

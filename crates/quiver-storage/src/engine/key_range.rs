@@ -17,6 +17,7 @@ use std::sync::Arc;
 use quiver_errors::Result;
 
 use super::collection::Collection;
+use super::mapped_budget::PassBudget;
 use super::SnapshotState;
 use crate::index::{Version, SCAN_CHUNK};
 use crate::StoredDocument;
@@ -42,6 +43,8 @@ pub struct KeyRangeIter {
     shards: Vec<ShardCursor>,
     /// The key emitted last: the merge never goes back (checked, it is the scan's promise).
     last: Option<Box<str>>,
+    /// Keeps the pass's mapped reads within `--storage.mapped-memory-limit`.
+    budget: PassBudget,
 }
 
 impl KeyRangeIter {
@@ -60,6 +63,7 @@ impl KeyRangeIter {
             })
             .collect();
         KeyRangeIter {
+            budget: PassBudget::new(snap.inner()),
             snap,
             col,
             lower,
@@ -145,6 +149,7 @@ impl Iterator for KeyRangeIter {
                 );
             }
             let inner = self.snap.inner();
+            self.budget.read(inner, u64::from(version.loc.len));
             let doc = match inner.read_at(&self.col, version) {
                 Ok(Some(doc)) => Ok(Some(doc)),
                 Ok(None) => inner.read_version(&self.col, &key, self.snap.tick()),

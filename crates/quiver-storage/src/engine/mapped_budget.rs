@@ -10,6 +10,14 @@
 //! (`DataFile::release_mapped_pages`). The pages stay in the kernel's page cache, as a
 //! database reading with `pread` would leave them, and the next read faults them back in (a
 //! minor fault, no disk I/O while they are cached).
+//!
+//! A once-a-second look is too slow for a pass over a whole collection, which maps every page
+//! it reads within a fraction of a second: such passes keep within the limit themselves. A
+//! storage-order scan (`ordered_scan.rs`) releases each file's map once it has moved past
+//! the file, and a key-order pass ([`PassBudget`], used by the key-order and key-range scans,
+//! which read the files at random) looks at the resident set every [`PASS_STEP`] of mapped
+//! reads and releases every datafile's map above the limit. Under the limit neither releases
+//! anything, so repeated scans of data that fits keep their pages mapped.
 
 use std::time::{Duration, Instant};
 
@@ -72,6 +80,56 @@ fn next_interval(last: Duration, before: u64, after: u64, limit: u64) -> Duratio
         CHECK_INTERVAL
     } else {
         (last * 2).min(CHECK_INTERVAL_MAX)
+    }
+}
+
+/// Most bytes a key-order pass may map between two looks at the resident set (and at most a
+/// quarter of the limit). Each read counts as at least [`FAULT_AROUND`].
+pub(super) const PASS_STEP: u64 = 32 << 20;
+
+/// What one read through a map can map at most on a typical kernel: the faulting page and
+/// its cached neighbours (`fault_around_bytes`, 64 KiB by default).
+const FAULT_AROUND: u64 = 64 << 10;
+
+/// Whether the file-backed resident set is above `limit` (never without a limit).
+pub(super) fn over_limit(limit: Option<u64>) -> bool {
+    limit.is_some_and(|limit| resident_file_bytes().is_some_and(|r| r > limit))
+}
+
+/// A key-order pass's share of the budget: counts what the pass's reads may have mapped and,
+/// every [`PASS_STEP`] of it, releases every datafile's map when the file-backed resident
+/// set is above the limit (see the module notes).
+pub(crate) struct PassBudget {
+    limit: Option<u64>,
+    step: u64,
+    unchecked: u64,
+}
+
+impl PassBudget {
+    pub(super) fn new(inner: &Inner) -> PassBudget {
+        let limit = inner.options.mapped_memory_limit;
+        PassBudget {
+            limit,
+            step: limit.map_or(PASS_STEP, |l| (l / 4).clamp(FAULT_AROUND, PASS_STEP)),
+            unchecked: 0,
+        }
+    }
+
+    /// Counts a read of `len` bytes through a map; returns whether it released the maps.
+    pub(super) fn read(&mut self, inner: &Inner, len: u64) -> bool {
+        if self.limit.is_none() {
+            return false;
+        }
+        self.unchecked += len.max(FAULT_AROUND);
+        if self.unchecked < self.step {
+            return false;
+        }
+        self.unchecked = 0;
+        if !over_limit(self.limit) {
+            return false;
+        }
+        inner.release_mapped_pages();
+        true
     }
 }
 

@@ -19,6 +19,14 @@
 //! the whole file passed one sequential verification ([`DataFile::verified_sealed`], once per
 //! process and file). Markers of WAL segments, the journal, and any file whose verification
 //! failed are checked one by one as before, so damage still fails the read loudly.
+//!
+//! Mapped memory: a window is read file by file, so once the scan moves on from a file it
+//! reads nothing more of it in that window. Then, when the file-backed part of the resident
+//! set is above `--storage.mapped-memory-limit`, it releases that file's mapped pages
+//! ([`DataFile::release_mapped_pages`]; they stay in the page cache), so a pass over a
+//! collection larger than the limit holds about one file's pages per scanning thread above
+//! it instead of the whole collection until the maintenance thread's next look
+//! (`mapped_budget.rs`). Under the limit nothing is released.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -26,6 +34,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 
+use super::mapped_budget::over_limit;
 use super::{Collection, Inner, SnapshotState};
 use crate::files::DataFile;
 use crate::format;
@@ -97,6 +106,10 @@ pub struct OrderedScan {
     pos: usize,
     /// Read buffer for files that could not be mapped.
     scratch: Vec<u8>,
+    /// The engine's `mapped_memory_limit`.
+    limit: Option<u64>,
+    /// The file (index into `files`) the last document came from.
+    reading: Option<usize>,
 }
 
 impl OrderedScan {
@@ -104,7 +117,6 @@ impl OrderedScan {
         let sealed = col.sealed_fids();
         let shards = (0..col.primary().shard_count()).collect();
         OrderedScan {
-            snap,
             col,
             sealed,
             files: Vec::new(),
@@ -117,6 +129,9 @@ impl OrderedScan {
             window_limit: WINDOW,
             pos: 0,
             scratch: Vec::new(),
+            limit: snap.inner().options.mapped_memory_limit,
+            reading: None,
+            snap,
         }
     }
 
@@ -206,6 +221,7 @@ impl OrderedScan {
     /// whole-collection consumers.
     pub fn next_raw(&mut self) -> Option<Result<RawDocument<'_>>> {
         while self.pos >= self.window.len() {
+            self.moved_past();
             match self.fill() {
                 Ok(true) => continue,
                 Ok(false) => return None,
@@ -216,6 +232,10 @@ impl OrderedScan {
             }
         }
         let slot = self.window[self.pos];
+        if self.reading != Some(slot.file()) {
+            self.moved_past();
+            self.reading = Some(slot.file());
+        }
         if let Some(&ahead) = self.window.get(self.pos + PREFETCH_AHEAD) {
             prefetch(&self.files, ahead);
         }
@@ -227,6 +247,16 @@ impl OrderedScan {
             self.col.id,
             self.snap.inner(),
         ))
+    }
+
+    /// The scan has read what it reads of the current file in this window: above the mapped
+    /// memory limit, that file's mapped pages are released (see the module notes).
+    fn moved_past(&mut self) {
+        if let Some(i) = self.reading.take() {
+            if over_limit(self.limit) {
+                self.files[i].file.release_mapped_pages();
+            }
+        }
     }
 
     /// Splits this (not yet started) scan into up to `parts` scans over disjoint sets of
@@ -249,6 +279,8 @@ impl OrderedScan {
                 window_limit: (self.window_limit / parts).max(1),
                 pos: 0,
                 scratch: Vec::new(),
+                limit: self.limit,
+                reading: None,
             })
             .collect()
     }

@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 use super::catalog::Catalog;
 use super::collection::Collection;
+use super::mapped_budget::PassBudget;
 use super::{corrupt, Inner};
 
 impl Inner {
@@ -228,6 +229,7 @@ impl SnapshotState {
             buffer: VecDeque::new(),
             done: false,
             written_after: after,
+            budget: PassBudget::new(self.inner()),
         })
     }
 }
@@ -263,6 +265,8 @@ pub struct ScanIter {
     pub(super) done: bool,
     /// Only versions written by markers above this tick are returned (0: all).
     pub(super) written_after: u64,
+    /// Keeps the pass's mapped reads within `--storage.mapped-memory-limit`.
+    pub(super) budget: PassBudget,
 }
 
 impl Iterator for ScanIter {
@@ -272,6 +276,7 @@ impl Iterator for ScanIter {
         loop {
             if let Some((key, v)) = self.buffer.pop_front() {
                 let inner = &self.snap.guard.inner;
+                self.budget.read(inner, u64::from(v.loc.len));
                 let doc = match inner.read_at(&self.col, v) {
                     Ok(Some(doc)) => Ok(Some(doc)),
                     Ok(None) => inner.read_version(&self.col, &key, self.snap.tick()),
