@@ -46,6 +46,7 @@ use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanEntry, PlanKey};
 pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
+use crate::run_history::RunHistory;
 use crate::source::DataSource;
 use crate::value::estimate_size;
 pub use batch::CursorBatch;
@@ -76,6 +77,8 @@ pub struct QueryService {
     default_memory_limit: AtomicU64,
     /// What all running queries hold (`--query.global-memory-limit`).
     memory: Arc<GlobalMemory>,
+    /// How long the recent runs of each query text took.
+    history: RunHistory,
 }
 
 /// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
@@ -168,7 +171,15 @@ impl QueryService {
             results: ResultsCache::default(),
             default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
             memory: Arc::new(GlobalMemory::default()),
+            history: RunHistory::default(),
         }
+    }
+
+    /// Whether the recent runs of `query` in `db` were all brief (see [`crate::run_history`]):
+    /// the caller may run it on a thread it shares, with a [`crate::handoff::Handoff`] in
+    /// case this run is not.
+    pub fn runs_briefly(&self, db: &str, query: &str) -> bool {
+        self.history.brief(self.history.key(db, query))
     }
 
     /// Sets `--query.memory-limit` (the budget of a query without its own `memoryLimit`;
@@ -327,7 +338,21 @@ impl QueryService {
         self.create_cursor_with(db, req, Some(txn))?.into_values()
     }
 
+    /// [`QueryService::create_cursor_run`], its time recorded in the run history.
     fn create_cursor_with(
+        &self,
+        db: &str,
+        req: CursorRequest,
+        given: Option<Box<dyn crate::source::Transaction>>,
+    ) -> Result<CursorBatch> {
+        let started = Instant::now();
+        let text = self.history.key(db, &req.query);
+        let answer = self.create_cursor_run(db, req, given);
+        self.history.record(text, started.elapsed());
+        answer
+    }
+
+    fn create_cursor_run(
         &self,
         db: &str,
         mut req: CursorRequest,
@@ -358,6 +383,7 @@ impl QueryService {
             killed: killed.clone(),
             memory_limit: self.memory_limit_for(req.memory_limit),
             global: Some(self.memory.clone()),
+            handoff: req.handoff.take(),
         };
         let query_id = self.new_id();
         self.queries.register(query_id, db, &req, killed, false);
@@ -614,6 +640,7 @@ impl QueryService {
             killed: Arc::new(AtomicBool::new(false)),
             memory_limit: self.memory_limit_for(req.memory_limit),
             global: Some(self.memory.clone()),
+            handoff: None,
         };
         let ctx = ExecCtx::new(
             Box::new(NoData),
