@@ -179,7 +179,8 @@ impl QueryService {
     /// the caller may run it on a thread it shares, with a [`crate::handoff::Handoff`] in
     /// case this run is not.
     pub fn runs_briefly(&self, db: &str, query: &str) -> bool {
-        self.history.brief(self.history.key(db, query))
+        let version = self.source.catalog_version().unwrap_or(0);
+        self.history.brief(self.history.key(db, query), version)
     }
 
     /// Sets `--query.memory-limit` (the budget of a query without its own `memoryLimit`;
@@ -346,17 +347,22 @@ impl QueryService {
         given: Option<Box<dyn crate::source::Transaction>>,
     ) -> Result<CursorBatch> {
         let started = Instant::now();
+        let version = self.source.catalog_version().unwrap_or(0);
         let text = self.history.key(db, &req.query);
-        let answer = self.create_cursor_run(db, req, given);
-        self.history.record(text, started.elapsed());
+        let mut writes = false;
+        let answer = self.create_cursor_run(db, req, given, &mut writes);
+        let brief = !writes && started.elapsed() <= crate::run_history::BRIEF_RUN;
+        self.history.record(text, brief, version);
         answer
     }
 
+    /// Runs a query; `writes` is set once its plan is known to write.
     fn create_cursor_run(
         &self,
         db: &str,
         mut req: CursorRequest,
         given: Option<Box<dyn crate::source::Transaction>>,
+        writes: &mut bool,
     ) -> Result<CursorBatch> {
         if req.batch_size == 0 {
             return Err(bad("expecting non-zero value for 'batchSize'"));
@@ -429,6 +435,7 @@ impl QueryService {
             Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(txn, access)),
             None => txn,
         };
+        *writes = plan.is_modification;
         self.queries
             .set_modification(query_id, plan.is_modification);
         let ctx = ExecCtx::new(

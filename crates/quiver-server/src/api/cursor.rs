@@ -226,10 +226,7 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Inline {
         .as_ref()
         .and_then(|i| i.user())
         .map(str::to_owned);
-    let Some(answer) = state
-        .queries
-        .create_cursor_inline(&req.database, &request)
-    else {
+    let Some(answer) = state.queries.create_cursor_inline(&req.database, &request) else {
         return if state.queries.runs_briefly(&req.database, &request.query) {
             Inline::Brief
         } else {
