@@ -11,6 +11,8 @@ use std::time::Instant;
 
 use quiver_errors::{Error, ErrorCode, Result};
 
+use crate::handoff::Handoff;
+
 /// Runtime limits of one query.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -20,6 +22,9 @@ pub struct Limits {
     pub memory_limit: u64,
     /// What all running queries hold together (`--query.global-memory-limit`).
     pub global: Option<Arc<GlobalMemory>>,
+    /// Run by the first check past its budget on the calling thread (a query started on a
+    /// shared thread frees it, see [`crate::handoff`]).
+    pub handoff: Option<Arc<Handoff>>,
 }
 
 /// The memory (estimated bytes) all running queries hold together, against
@@ -145,6 +150,7 @@ impl Limits {
             killed: Arc::new(AtomicBool::new(false)),
             memory_limit: 0,
             global: None,
+            handoff: None,
         }
     }
 
@@ -154,8 +160,12 @@ impl Limits {
     }
 }
 
-/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans).
+/// Kill flag and `maxRuntime` (also usable off the query's thread, by parallel scans), and
+/// the query's [`Handoff`] once its budget is spent.
 pub fn check_limits(limits: &Limits) -> Result<()> {
+    if let Some(handoff) = &limits.handoff {
+        handoff.check();
+    }
     if limits.killed.load(AtomicOrdering::Relaxed) {
         return Err(Error::with_message(ErrorCode::QueryKilled, "query killed"));
     }

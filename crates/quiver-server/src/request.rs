@@ -2,11 +2,14 @@
 //! part of a batch request, from the async job queue or from a test.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use percent_encoding::percent_decode_str;
+use quiver_aql::handoff::Handoff;
 use quiver_errors::{Error, ErrorCode, Result};
+use serde_json::Value;
 use smallvec::SmallVec;
 
 /// The database a request addresses when its path has no `/_db/{name}` prefix.
@@ -144,6 +147,12 @@ pub struct Request {
     /// When the transport finished reading it (for the queue-time statistics; taken by the
     /// dispatcher, so a request is timed once).
     pub received: Option<std::time::Instant>,
+    /// Set by the transport when it runs the request on its HTTP worker because the query is
+    /// expected to be brief: what frees the worker should it not be (an AQL query hands it to
+    /// the query service, `quiver_aql::handoff`).
+    pub handoff: Option<Arc<Handoff>>,
+    /// The body as JSON, parsed on the first [`Request::body_json`].
+    parsed_body: OnceLock<Option<Value>>,
 }
 
 fn invalid_utf8() -> Error {
@@ -241,6 +250,8 @@ impl Request {
             identity: None,
             peer: None,
             received: None,
+            handoff: None,
+            parsed_body: OnceLock::new(),
         })
     }
 
@@ -254,7 +265,19 @@ impl Request {
     #[must_use]
     pub fn with_body(mut self, body: impl Into<Bytes>) -> Request {
         self.body = body.into();
+        self.parsed_body = OnceLock::new();
         self
+    }
+
+    /// The body as strict JSON (`None`: empty or only whitespace), parsed once however often it
+    /// is asked for (the cursor path reads it to decide where the query runs and again to run
+    /// it). A body that fails to parse is parsed, and fails, again on the next call.
+    pub fn body_json(&self) -> Result<Option<&Value>> {
+        if let Some(parsed) = self.parsed_body.get() {
+            return Ok(parsed.as_ref());
+        }
+        let parsed = crate::json::parse_body(&self.body)?;
+        Ok(self.parsed_body.get_or_init(|| parsed).as_ref())
     }
 
     /// Adds a header (builder style, for tests). Invalid names or values are skipped.

@@ -24,11 +24,14 @@ use hyper::body::Incoming;
 use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use quiver_aql::handoff::Handoff;
+use quiver_aql::run_history::BRIEF_RUN;
 use quiver_errors::{Error, ErrorCode};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
+use crate::api::cursor::Inline;
 use crate::cors::CorsRequest;
 use crate::{Request, Response, ServerState};
 
@@ -886,12 +889,22 @@ async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
                 return refused;
             }
             match guarded_inline(&state, &request) {
-                Some(response) => {
+                Inline::Answered(response) => {
                     state.ownership.record(&request, &response);
                     response
                 }
-                None if multi_thread => tokio::task::block_in_place(|| guarded(&state, request)),
-                None => {
+                // Recent runs of this query text were brief: run it right here, and should this
+                // run take longer, free the worker from inside the query (`block_in_place` with
+                // nothing to do hands the worker's other connections to another thread; the
+                // query goes on on this one).
+                Inline::Brief if multi_thread => {
+                    request.handoff = Some(Arc::new(Handoff::new(BRIEF_RUN, || {
+                        tokio::task::block_in_place(|| {})
+                    })));
+                    guarded(&state, request)
+                }
+                _ if multi_thread => tokio::task::block_in_place(|| guarded(&state, request)),
+                _ => {
                     let joined = tokio::task::spawn_blocking(move || {
                         guarded(&state, request).settle_blocking()
                     })
@@ -915,11 +928,13 @@ async fn dispatch(state: &Arc<ServerState>, request: Request) -> Response {
 }
 
 /// [`crate::api::cursor::try_inline`] under the same panic guard as [`guarded`].
-fn guarded_inline(state: &ServerState, request: &Request) -> Option<Response> {
+fn guarded_inline(state: &ServerState, request: &Request) -> Inline {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         crate::api::cursor::try_inline(state, request)
     }))
-    .unwrap_or_else(|_| Some(Error::with_message(ErrorCode::Internal, "handler panicked").into()))
+    .unwrap_or_else(|_| {
+        Inline::Answered(Error::with_message(ErrorCode::Internal, "handler panicked").into())
+    })
 }
 
 /// A handler bug must cost one request a 500, not the connection or the process.

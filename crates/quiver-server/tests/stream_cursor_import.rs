@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use http::Method;
 use quiver_core::{Core, CoreOptions};
+use quiver_server::api::cursor::{try_inline, Inline};
 use quiver_server::{handle, Request, Response, ServerConfig, ServerState};
 use serde_json::{json, Value};
 
@@ -247,14 +248,20 @@ fn trivial_queries_are_answered_inline_like_the_full_route() {
             .with_body(r#"{"query":"FOR i IN 1..3 RETURN i * 2","count":true}"#.to_string())
     };
     // Not cached yet: the full route answers (and caches the plan).
-    assert!(quiver_server::api::cursor::try_inline(&f.state, &build()).is_none());
+    assert!(!matches!(
+        try_inline(&f.state, &build()),
+        Inline::Answered(_)
+    ));
     // The plan cache is keyed by a process-wide catalog version that DDL in the other tests of
     // this binary (running in parallel) bumps, which can drop the plan between the two calls:
     // retry a bounded number of times; an inline path that never answers still fails.
     let (full, inline) = (0..50)
         .find_map(|_| {
             let full = handle(&f.state, build()).settle_blocking();
-            quiver_server::api::cursor::try_inline(&f.state, &build()).map(|inline| (full, inline))
+            match try_inline(&f.state, &build()) {
+                Inline::Answered(inline) => Some((full, inline)),
+                _ => None,
+            }
         })
         .expect("the inline path answers once the plan is cached");
     assert_eq!((full.status.as_u16(), inline.status.as_u16()), (201, 201));
@@ -267,8 +274,31 @@ fn trivial_queries_are_answered_inline_like_the_full_route() {
     assert_eq!(b["count"], 3);
     // Inside a stream transaction, or for an unknown database, never inline.
     let trx = build().with_header("x-arango-trx-id", "12345");
-    assert!(quiver_server::api::cursor::try_inline(&f.state, &trx).is_none());
+    assert!(matches!(try_inline(&f.state, &trx), Inline::Elsewhere));
     let other_db = Request::build(Method::POST, "/_db/nope/_api/cursor")
         .with_body(r#"{"query":"FOR i IN 1..3 RETURN i * 2","count":true}"#.to_string());
-    assert!(quiver_server::api::cursor::try_inline(&f.state, &other_db).is_none());
+    assert!(matches!(try_inline(&f.state, &other_db), Inline::Elsewhere));
+}
+
+#[test]
+fn queries_of_brief_texts_may_run_on_the_worker() {
+    let f = fixture();
+    let query = |n: u32| {
+        Request::build(Method::POST, "/_api/cursor").with_body(format!(
+            r#"{{"query":"FOR d IN _graphs FILTER d.n == @n RETURN d","bindVars":{{"n":{n}}}}}"#
+        ))
+    };
+    assert!(matches!(try_inline(&f.state, &query(0)), Inline::Elsewhere));
+    // Two brief runs of the text (any bind values) make it brief. DDL in the other tests of
+    // this binary (running in parallel) changes the catalog version, which starts the history
+    // over, and a run may lose its core on a loaded machine: retry a bounded number of times.
+    let brief = (0..50).any(|n| {
+        let r = handle(&f.state, query(n)).settle_blocking();
+        assert_eq!(r.status.as_u16(), 201);
+        matches!(try_inline(&f.state, &query(n + 1000)), Inline::Brief)
+    });
+    assert!(brief, "the text becomes brief after brief runs");
+    // A stream transaction's query never runs there.
+    let trx = query(1).with_header("x-arango-trx-id", "12345");
+    assert!(matches!(try_inline(&f.state, &trx), Inline::Elsewhere));
 }

@@ -46,6 +46,7 @@ use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanEntry, PlanKey};
 pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
+use crate::run_history::RunHistory;
 use crate::source::DataSource;
 use crate::value::estimate_size;
 pub use batch::CursorBatch;
@@ -76,6 +77,8 @@ pub struct QueryService {
     default_memory_limit: AtomicU64,
     /// What all running queries hold (`--query.global-memory-limit`).
     memory: Arc<GlobalMemory>,
+    /// How long the recent runs of each query text took.
+    history: RunHistory,
 }
 
 /// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
@@ -168,7 +171,16 @@ impl QueryService {
             results: ResultsCache::default(),
             default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
             memory: Arc::new(GlobalMemory::default()),
+            history: RunHistory::default(),
         }
+    }
+
+    /// Whether the recent runs of `query` in `db` were all brief (see [`crate::run_history`]):
+    /// the caller may run it on a thread it shares, with a [`crate::handoff::Handoff`] in
+    /// case this run is not.
+    pub fn runs_briefly(&self, db: &str, query: &str) -> bool {
+        let version = self.source.catalog_version().unwrap_or(0);
+        self.history.brief(self.history.key(db, query), version)
     }
 
     /// Sets `--query.memory-limit` (the budget of a query without its own `memoryLimit`;
@@ -338,11 +350,30 @@ impl QueryService {
         self.create_cursor_with(db, req, Some(txn))?.into_values()
     }
 
+    /// [`QueryService::create_cursor_run`], its time recorded in the run history.
     fn create_cursor_with(
+        &self,
+        db: &str,
+        req: CursorRequest,
+        given: Option<Box<dyn crate::source::Transaction>>,
+    ) -> Result<CursorBatch> {
+        let started = Instant::now();
+        let version = self.source.catalog_version().unwrap_or(0);
+        let text = self.history.key(db, &req.query);
+        let mut writes = false;
+        let answer = self.create_cursor_run(db, req, given, &mut writes);
+        let brief = !writes && started.elapsed() <= crate::run_history::BRIEF_RUN;
+        self.history.record(text, brief, version);
+        answer
+    }
+
+    /// Runs a query; `writes` is set once its plan is known to write.
+    fn create_cursor_run(
         &self,
         db: &str,
         mut req: CursorRequest,
         given: Option<Box<dyn crate::source::Transaction>>,
+        writes: &mut bool,
     ) -> Result<CursorBatch> {
         if req.batch_size == 0 {
             return Err(bad("expecting non-zero value for 'batchSize'"));
@@ -369,6 +400,7 @@ impl QueryService {
             killed: killed.clone(),
             memory_limit: self.memory_limit_for(req.memory_limit),
             global: Some(self.memory.clone()),
+            handoff: req.handoff.take(),
         };
         let query_id = self.new_id();
         self.queries.register(query_id, db, &req, killed, false);
@@ -414,6 +446,7 @@ impl QueryService {
             Some(access) => Box::new(crate::source::checked::CheckedTransaction::new(txn, access)),
             None => txn,
         };
+        *writes = plan.is_modification;
         self.queries
             .set_modification(query_id, plan.is_modification);
         let ctx = ExecCtx::new(
@@ -625,6 +658,7 @@ impl QueryService {
             killed: Arc::new(AtomicBool::new(false)),
             memory_limit: self.memory_limit_for(req.memory_limit),
             global: Some(self.memory.clone()),
+            handoff: None,
         };
         let ctx = ExecCtx::new(
             Box::new(NoData),

@@ -41,6 +41,9 @@ pub struct CursorRequest {
     /// The user asking (`None`: the superuser, or authentication is off): a cursor left
     /// open counts against this user's caps as well as the server's ([`crate::held`]).
     pub user: Option<String>,
+    /// Set when the caller runs the query on a thread it shares (see [`crate::handoff`]):
+    /// run once the query has taken longer than expected.
+    pub handoff: Option<std::sync::Arc<crate::handoff::Handoff>>,
 }
 
 impl CursorRequest {
@@ -69,6 +72,7 @@ impl CursorRequest {
             use_plan_cache: false,
             access: None,
             user: None,
+            handoff: None,
         }
     }
 }

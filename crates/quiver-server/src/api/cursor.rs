@@ -47,7 +47,8 @@ pub fn route(state: &ServerState, req: &Request) -> Result<Response> {
         ("cursor", &Method::POST, []) => match super::transaction::transaction_id(req) {
             Some(trx) => create_in_transaction(state, req, trx, body()?),
             None => {
-                let mut query = request::cursor_request(&body()?)?;
+                let mut query = request::cursor_request(req.body_json()?.unwrap_or(&Value::Null))?;
+                query.handoff = req.handoff.clone();
                 state
                     .recordings
                     .aql_query(&query.query, &query.bind_vars, db);
@@ -185,12 +186,25 @@ pub(crate) fn run_to_end(
     Ok((rows, batch.extra))
 }
 
-/// `POST /_api/cursor` of a query the query service knows to be trivial (its cached plan
-/// touches no data and runs in microseconds, see `quiver_aql::plan_cache`), answered on the
-/// calling thread. `None` for everything else, which then takes the normal route through
-/// [`crate::handle`]: the answer is the same either way, this only skips the hand-off a
+/// Where the transport may run a `POST /_api/cursor` ([`try_inline`]).
+pub enum Inline {
+    /// Answered already: the query service knows the query to be trivial (its cached plan
+    /// touches no data and runs in microseconds, see `quiver_aql::plan_cache`).
+    Answered(Response),
+    /// The recent runs of the query text were brief (`quiver_aql::run_history`): it may run
+    /// through [`crate::handle`] on the calling worker, with a hand-off in the request
+    /// ([`Request::handoff`]) that frees the worker should this run take longer.
+    Brief,
+    /// Anything else (another route, a body the cursor API refuses, a stream transaction, an
+    /// async job, a query not known to be brief): through [`crate::handle`] after freeing the
+    /// worker.
+    Elsewhere,
+}
+
+/// Decides where a `POST /_api/cursor` runs, answering it at once if its plan is trivial. The
+/// answer is the same wherever it runs: this only spares short queries the hand-off a
 /// potentially long query needs.
-pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
+pub fn try_inline(state: &ServerState, req: &Request) -> Inline {
     if req.method != Method::POST
         || req.segments.len() != 2
         || &req.segments[1] != "cursor"
@@ -198,18 +212,27 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
         || super::transaction::transaction_id(req).is_some()
         || state.check_database(&req.database).is_err()
     {
-        return None;
+        return Inline::Elsewhere;
     }
-    let body = super::body_json(req).ok()??;
-    let mut request = request::cursor_request(&body).ok()?;
+    // Parsed once: the route reads the same parse if the query runs elsewhere.
+    let Ok(Some(body)) = req.body_json() else {
+        return Inline::Elsewhere;
+    };
+    let Ok(mut request) = request::cursor_request(body) else {
+        return Inline::Elsewhere;
+    };
     request.user = req
         .identity
         .as_ref()
         .and_then(|i| i.user())
         .map(str::to_owned);
-    let answer = state
-        .queries
-        .create_cursor_inline(&req.database, &request)?;
+    let Some(answer) = state.queries.create_cursor_inline(&req.database, &request) else {
+        return if state.queries.runs_briefly(&req.database, &request.query) {
+            Inline::Brief
+        } else {
+            Inline::Elsewhere
+        };
+    };
     // Answered here, so [`crate::handle`] does not see it: record it as it would.
     state
         .recordings
@@ -217,7 +240,7 @@ pub fn try_inline(state: &ServerState, req: &Request) -> Option<Response> {
     state
         .recordings
         .aql_query(&request.query, &request.bind_vars, &req.database);
-    Some(batch_reply(answer, 201).unwrap_or_else(Into::into))
+    Inline::Answered(batch_reply(answer, 201).unwrap_or_else(Into::into))
 }
 
 /// Runs a query inside stream transaction `trx` (`x-arango-trx-id`): it reads the

@@ -135,6 +135,7 @@ pub fn cursor_request(body: &Value) -> Result<CursorRequest> {
         use_plan_cache: as_bool(opt("usePlanCache")),
         access: None,
         user: None,
+        handoff: None,
     })
 }
 
