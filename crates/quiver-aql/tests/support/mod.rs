@@ -6,6 +6,7 @@
 #![allow(dead_code)] // each test crate uses some of these
 
 mod batch_json;
+pub mod geo_places;
 
 pub use batch_json::CursorJson;
 use quiver_aql::{CursorRequest, ExplainRequest, PropertiesUpdate};
