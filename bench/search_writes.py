@@ -8,11 +8,18 @@ into a collection without a view, then the same documents into a collection link
 CPU seconds (utime + stime of the whole process from /proc/<pid>/stat), which the machine's
 other load disturbs far less than wall time.
 
+The client's own CPU competes with the server on a small machine. `--client json` (the
+default) encodes each import request while the clock runs, as bench/search.py does;
+`--client encoded` encodes every request body before the clock starts and sends them over
+one kept-alive connection, so the phases measure the server with a lighter client.
+
     python3 bench/search_writes.py --binary A=path/to/main --binary B=path/to/build \\
-        --docs 200000 --rounds 3
+        --docs 200000 --rounds 3 [--client encoded] [--port 19500]
 """
 
 import argparse
+import http.client
+import json
 import os
 import shutil
 import statistics
@@ -43,22 +50,53 @@ def load():
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def one_run(binary, docs, batch):
+def encoded_batches(docs, batch):
+    """The import request bodies of `docs`, `batch` documents each, encoded once."""
+    return [
+        "\n".join(json.dumps({"_key": str(i), "text": docs[i]})
+                  for i in range(start, min(len(docs), start + batch))).encode()
+        for start in range(0, len(docs), batch)
+    ]
+
+
+def import_encoded(quiver, collection, bodies):
+    """Sends pre-encoded import bodies over one kept-alive connection."""
+    conn = http.client.HTTPConnection("127.0.0.1", quiver.port, timeout=3600)
+    try:
+        for body in bodies:
+            conn.request("POST", f"/_api/import?collection={collection}&type=documents",
+                         body=body, headers={"content-type": "application/json"})
+            resp = conn.getresponse()
+            res = json.loads(resp.read())
+            if resp.status >= 300 or res.get("errors"):
+                raise RuntimeError(f"import: {resp.status} {res}")
+    finally:
+        conn.close()
+
+
+def one_run(binary, docs, batch, bodies):
     tmp = tempfile.mkdtemp(prefix="search-writes-")
     quiver = search.Quiver(binary, f"{tmp}/quiver")
     pid = quiver.proc.pid
     out = {}
+
+    def load_into(collection):
+        if bodies is None:
+            quiver.import_docs(collection, docs, batch)
+        else:
+            import_encoded(quiver, collection, bodies)
+
     try:
         quiver.call("POST", "/_api/collection", {"name": "plain"})
         c0, t0 = cpu_seconds(pid), time.perf_counter()
-        quiver.import_docs("plain", docs, batch)
+        load_into("plain")
         out["plain_s"], out["plain_cpu"] = time.perf_counter() - t0, cpu_seconds(pid) - c0
         quiver.call("DELETE", "/_api/collection/plain")
         quiver.call("POST", "/_api/collection", {"name": "docs"})
         quiver.call("POST", "/_api/view", {"name": "v", "type": "arangosearch",
                                            "links": {"docs": search.VIEW_LINK}})
         c0, t0 = cpu_seconds(pid), time.perf_counter()
-        quiver.import_docs("docs", docs, batch)
+        load_into("docs")
         out["linked_s"], out["linked_cpu"] = time.perf_counter() - t0, cpu_seconds(pid) - c0
         indexed = quiver.wait_view("v")
         out["searchable_s"] = time.perf_counter() - t0
@@ -77,16 +115,24 @@ def main():
     ap.add_argument("--docs", type=int, default=200_000)
     ap.add_argument("--batch", type=int, default=10_000, help="documents per import request")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--client", choices=["json", "encoded"], default="json",
+                    help="json: encode each request while timed; encoded: bodies encoded "
+                         "before the clock starts, one kept-alive connection")
+    ap.add_argument("--port", type=int, help="the servers' port (default: any free one)")
     args = ap.parse_args()
+    if args.port:
+        search.free_port = lambda: args.port
     binaries = [b.split("=", 1) for b in args.binary]
     docs = search.corpus(args.docs)
+    bodies = encoded_batches(docs, args.batch) if args.client == "encoded" else None
     print(f"# {len(docs):,} documents, {args.batch:,} per import request, "
-          f"{len(binaries)} binaries x {args.rounds} rounds, alternating", flush=True)
+          f"{len(binaries)} binaries x {args.rounds} rounds, alternating, "
+          f"client {args.client}", flush=True)
     runs = {name: [] for name, _ in binaries}
     for r in range(args.rounds):
         for name, path in binaries:
             before = load()
-            out = one_run(path, docs, args.batch)
+            out = one_run(path, docs, args.batch, bodies)
             runs[name].append(out)
             print(f"round {r + 1} {name}: load {before} -> {load()}; "
                   + " ".join(f"{k} {v:.2f}" for k, v in out.items()), flush=True)
