@@ -136,6 +136,10 @@ mod tests {
         found
     }
 
+    // Run at nice 19 (as `nice -n 19 cargo test` does) these only see that nothing is
+    // raised; the end-to-end test
+    // `test_views.py::test_search_threads_run_at_the_background_priority` starts a server
+    // with `--arangosearch.nice 15` and reads its threads' nice values.
     #[test]
     fn a_thread_is_lowered_never_raised() {
         let base = std::thread::spawn(|| lower_current_thread_to(0).unwrap())
