@@ -8,11 +8,20 @@ into a collection without a view, then the same documents into a collection link
 CPU seconds (utime + stime of the whole process from /proc/<pid>/stat), which the machine's
 other load disturbs far less than wall time.
 
+The client's own CPU competes with the server on a small machine. `--client json` (the
+default) encodes each import request while the clock runs, as bench/search.py does;
+`--client encoded` encodes every request body before the clock starts and sends them over
+one kept-alive connection, so the phases measure the server with a lighter client.
+`--api document` writes through `POST /_api/document` (arrays, `silent`) instead of
+`POST /_api/import`.
+
     python3 bench/search_writes.py --binary A=path/to/main --binary B=path/to/build \\
-        --docs 200000 --rounds 3
+        --docs 200000 --rounds 3 [--client encoded] [--port 19500]
 """
 
 import argparse
+import http.client
+import json
 import os
 import shutil
 import statistics
@@ -43,22 +52,64 @@ def load():
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def one_run(binary, docs, batch):
+def encoded_batches(docs, batch, api="import"):
+    """The request bodies of `docs`, `batch` documents each, encoded once: JSON lines for
+    `POST /_api/import`, an array for `POST /_api/document`."""
+    out = []
+    for start in range(0, len(docs), batch):
+        items = [{"_key": str(i), "text": docs[i]}
+                 for i in range(start, min(len(docs), start + batch))]
+        if api == "import":
+            out.append("\n".join(json.dumps(d) for d in items).encode())
+        else:
+            out.append(json.dumps(items).encode())
+    return out
+
+
+def send_encoded(quiver, collection, bodies, api="import"):
+    """Sends pre-encoded bodies over one kept-alive connection."""
+    if api == "import":
+        path = f"/_api/import?collection={collection}&type=documents"
+    else:
+        path = f"/_api/document?collection={collection}&silent=true"
+    conn = http.client.HTTPConnection("127.0.0.1", quiver.port, timeout=3600)
+    try:
+        for body in bodies:
+            conn.request("POST", path, body=body, headers={"content-type": "application/json"})
+            resp = conn.getresponse()
+            res = json.loads(resp.read() or b"null")
+            if resp.status >= 300 or (api == "import" and res.get("errors")) or (
+                    api == "document" and res):
+                raise RuntimeError(f"{api}: {resp.status} {str(res)[:300]}")
+    finally:
+        conn.close()
+
+
+def one_run(binary, docs, batch, bodies, api):
     tmp = tempfile.mkdtemp(prefix="search-writes-")
     quiver = search.Quiver(binary, f"{tmp}/quiver")
     pid = quiver.proc.pid
     out = {}
+
+    def load_into(collection):
+        if bodies is not None:
+            send_encoded(quiver, collection, bodies, api)
+        elif api == "import":
+            quiver.import_docs(collection, docs, batch)
+        else:
+            quiver.insert_docs(collection, docs, batch)
+
     try:
         quiver.call("POST", "/_api/collection", {"name": "plain"})
         c0, t0 = cpu_seconds(pid), time.perf_counter()
-        quiver.import_docs("plain", docs, batch)
+        load_into("plain")
         out["plain_s"], out["plain_cpu"] = time.perf_counter() - t0, cpu_seconds(pid) - c0
         quiver.call("DELETE", "/_api/collection/plain")
         quiver.call("POST", "/_api/collection", {"name": "docs"})
         quiver.call("POST", "/_api/view", {"name": "v", "type": "arangosearch",
                                            "links": {"docs": search.VIEW_LINK}})
         c0, t0 = cpu_seconds(pid), time.perf_counter()
-        quiver.import_docs("docs", docs, batch)
+        load_into("docs")
         out["linked_s"], out["linked_cpu"] = time.perf_counter() - t0, cpu_seconds(pid) - c0
         indexed = quiver.wait_view("v")
         out["searchable_s"] = time.perf_counter() - t0
@@ -77,16 +128,26 @@ def main():
     ap.add_argument("--docs", type=int, default=200_000)
     ap.add_argument("--batch", type=int, default=10_000, help="documents per import request")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--client", choices=["json", "encoded"], default="json",
+                    help="json: encode each request while timed; encoded: bodies encoded "
+                         "before the clock starts, one kept-alive connection")
+    ap.add_argument("--api", choices=["import", "document"], default="import",
+                    help="POST /_api/import (JSON lines) or POST /_api/document (arrays, silent)")
+    ap.add_argument("--port", type=int, help="the servers' port (default: any free one)")
     args = ap.parse_args()
+    if args.port:
+        search.free_port = lambda: args.port
     binaries = [b.split("=", 1) for b in args.binary]
     docs = search.corpus(args.docs)
-    print(f"# {len(docs):,} documents, {args.batch:,} per import request, "
-          f"{len(binaries)} binaries x {args.rounds} rounds, alternating", flush=True)
+    bodies = encoded_batches(docs, args.batch, args.api) if args.client == "encoded" else None
+    print(f"# {len(docs):,} documents, {args.batch:,} per request, "
+          f"{len(binaries)} binaries x {args.rounds} rounds, alternating, "
+          f"client {args.client}, {args.api} API", flush=True)
     runs = {name: [] for name, _ in binaries}
     for r in range(args.rounds):
         for name, path in binaries:
             before = load()
-            out = one_run(path, docs, args.batch)
+            out = one_run(path, docs, args.batch, bodies, args.api)
             runs[name].append(out)
             print(f"round {r + 1} {name}: load {before} -> {load()}; "
                   + " ".join(f"{k} {v:.2f}" for k, v in out.items()), flush=True)

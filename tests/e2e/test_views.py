@@ -1,7 +1,9 @@
 """ArangoSearch views through the real binary: /_api/view lifecycle with python-arango and raw
 HTTP, links over several collections, SEARCH with ==, PHRASE and BM25, eventual visibility and
 waitForSync, restart, kill -9 while indexing, a rolled-back stream transaction, PHRASE object
-tokens and OFFSET_INFO."""
+tokens, OFFSET_INFO and the priority of the indexes' background threads."""
+import os
+import sys
 import time
 
 import pytest
@@ -575,3 +577,48 @@ def test_primary_sort_and_stored_values_in_the_optimizer(db):
     reversed_plan = db.aql.explain(f"FOR d IN sorted_view {search} SORT d.date RETURN d")
     assert "SortNode" in [n["type"] for n in reversed_plan["nodes"]]
     db.delete_view("sorted_view")
+
+
+def _thread_nice_values(pid):
+    """The nice values of a process's threads by thread name (from /proc)."""
+    found = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                # Field 19 is the nice value; the fields after the name's ")" start at field 3.
+                nice = int(f.read().rsplit(")", 1)[1].split()[16])
+        except OSError:
+            continue
+        found.setdefault(name, []).append(nice)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice values are Linux's")
+def test_search_threads_run_at_the_background_priority(tmp_root):
+    own = os.nice(0)
+    wanted = max(own, 15)
+    srv = Server(tmp_root / unique("nice"), ["--arangosearch.nice", "15"]).start()
+    try:
+        db = srv.client().db("_system", username="root", password="")
+        coll = db.create_collection("texts")
+        db.create_arangosearch_view(
+            "nv", properties={"links": {"texts": {"fields": {"text": {"analyzers": ["text_en"]}}}}}
+        )
+        coll.insert_many([{"_key": str(i), "text": f"word{i} common"} for i in range(100)])
+        # A waitForSync search commits the index: tantivy replaces its indexing threads then.
+        assert _search_count(db, "nv", "ANALYZER(d.text == 'common', 'text_en')") == 100
+        nices = _thread_nice_values(srv.proc.pid)
+        background = {
+            name: values
+            for name, values in nices.items()
+            if name.startswith(("quiver-view-", "thrd-tantivy", "merge_thread_", "segment_updater"))
+        }
+        assert any(name.startswith("quiver-view-") for name in background), nices
+        assert any(name.startswith("merge_thread_") for name in background), nices
+        assert all(v == wanted for values in background.values() for v in values), background
+        http = [v for name, values in nices.items() if name.startswith("quiver-http") for v in values]
+        assert http and all(v == own for v in http), nices
+    finally:
+        srv.stop()

@@ -34,6 +34,9 @@ pub struct CoreOptions {
     pub max_transaction_size: usize,
     /// How often documents of ttl indexes are expired (`--ttl.frequency`, default 30 s).
     pub ttl_frequency: std::time::Duration,
+    /// The nice value of the search indexes' background threads (`--arangosearch.nice`,
+    /// `search_priority.rs`; 0: the process's priority). Process-wide.
+    pub search_nice: i32,
 }
 
 impl Default for CoreOptions {
@@ -43,6 +46,7 @@ impl Default for CoreOptions {
             naming: NamingConvention::Extended,
             max_transaction_size: 512 * 1024 * 1024,
             ttl_frequency: std::time::Duration::from_secs(30),
+            search_nice: crate::search_priority::DEFAULT_SEARCH_NICE,
         }
     }
 }
@@ -88,6 +92,7 @@ impl Core {
     /// the engine's (e.g. 1019 directory locked, 25 I/O error).
     pub fn open(dir: &Path, options: CoreOptions) -> Result<Core> {
         let engine = Engine::open(dir, options.engine.clone())?;
+        crate::search_priority::set_search_nice(options.search_nice);
         let settings = Arc::new(Settings {
             naming: options.naming,
             max_transaction_size: options.max_transaction_size,

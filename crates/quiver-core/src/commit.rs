@@ -110,8 +110,12 @@ fn feed_views(staging: &Staging, colls: &[Arc<Collection>], tick: u64) {
                 },
             })
             .collect();
-        for feed in coll.views.feeds() {
-            feed.changes(changes.clone());
+        let feeds = coll.views.feeds();
+        if let Some((last, others)) = feeds.split_last() {
+            for feed in others {
+                feed.changes(changes.clone());
+            }
+            last.changes(changes);
         }
     }
 }

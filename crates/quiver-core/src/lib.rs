@@ -80,6 +80,7 @@ mod options;
 mod raw_scan;
 mod schema;
 mod search_alias;
+mod search_priority;
 mod staged_version;
 mod staging;
 mod streams;
@@ -112,6 +113,7 @@ pub use options::{
 };
 pub use raw_scan::RawScan;
 pub use schema::validate_with_schema;
+pub use search_priority::DEFAULT_SEARCH_NICE;
 pub use streams::{StreamStatus, StreamTransactions, MAX_RUNNING_STREAM_TRANSACTIONS};
 pub use txn::{DocumentIter, DocumentReader, ReadView, Transaction, TransactionOptions};
 pub use txn_stats::{transaction_counts, TransactionCounts};

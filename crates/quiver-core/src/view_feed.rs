@@ -35,6 +35,12 @@ use crate::view_record::{link_shape, CommitRecord, LinkRecord};
 /// Messages the queue holds at most; a writer waits for room beyond (back-pressure).
 pub(crate) const QUEUE_CAPACITY: usize = 4096;
 
+/// Bytes of queued changes (their keys and document bodies, [`Change::queued_bytes`]) the
+/// queue holds at most; a writer waits for room beyond, so memory stays bounded however far
+/// the indexer falls behind. A batch larger than this still goes through when the queue is
+/// empty (the write set that produced it was in memory already).
+pub(crate) const QUEUE_BYTES: usize = 64 << 20;
+
 /// The longest a `waitForSync` search waits for the index to catch up.
 const SYNC_WAIT: Duration = Duration::from_secs(60);
 
@@ -64,8 +70,69 @@ pub(crate) enum Change {
     },
 }
 
+impl Change {
+    /// What the change holds in the queue, in bytes (approximate: its key, its body and
+    /// itself).
+    fn queued_bytes(&self) -> usize {
+        std::mem::size_of::<Change>()
+            + match self {
+                Change::Put { key, body, .. } => key.len() + body.len(),
+                Change::Remove { key, .. } => key.len(),
+                Change::RemoveAll { .. } => 0,
+            }
+    }
+}
+
+/// The bytes of changes queued and not yet applied ([`QUEUE_BYTES`]): writers add theirs
+/// before sending and wait for room, the indexer takes them off after applying a batch.
+#[derive(Default)]
+struct Backlog {
+    /// Queued bytes, and whether the indexer has stopped (nobody takes bytes off any more).
+    state: Mutex<(usize, bool)>,
+    room: Condvar,
+}
+
+impl Backlog {
+    /// Waits until `bytes` more fit (or the queue holds nothing, or the indexer is gone) and
+    /// adds them.
+    fn reserve(&self, bytes: usize, limit: usize) {
+        let mut state = self.state.lock();
+        while state.0 > 0 && state.0 + bytes > limit && !state.1 {
+            self.room.wait(&mut state);
+        }
+        state.0 += bytes;
+    }
+
+    fn release(&self, bytes: usize) {
+        let mut state = self.state.lock();
+        state.0 = state.0.saturating_sub(bytes);
+        self.room.notify_all();
+    }
+
+    /// The indexer is gone: writers no longer wait for room.
+    fn close(&self) {
+        self.state.lock().1 = true;
+        self.room.notify_all();
+    }
+
+    #[cfg(test)]
+    fn queued(&self) -> usize {
+        self.state.lock().0
+    }
+}
+
+/// Closes the backlog when the indexer's thread ends, however it ends.
+struct CloseOnExit(Arc<Backlog>);
+
+impl Drop for CloseOnExit {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 enum Message {
-    Changes(u64, Vec<Change>),
+    /// A batch of changes and the bytes it holds ([`Change::queued_bytes`]).
+    Changes(u64, Vec<Change>, usize),
     /// Bring the index in line with the collection, read from the engine when the indexer
     /// gets there (so in order with the changes around it): caught up from the reopened
     /// index's record when that covers the link, otherwise every document is indexed (a new
@@ -91,6 +158,9 @@ pub(crate) struct ViewFeed {
     commit_interval_ms: Arc<AtomicU64>,
     /// Documents analyzed and handed to the index since the feed started.
     analyzed: Arc<AtomicU64>,
+    backlog: Arc<Backlog>,
+    /// [`QUEUE_BYTES`], smaller in tests.
+    backlog_limit: usize,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -121,7 +191,27 @@ impl ViewFeed {
         commit_interval_ms: u64,
         opened: Option<Opened>,
     ) -> Result<Arc<ViewFeed>> {
+        Self::start_with_backlog_limit(
+            what,
+            index,
+            analyzers,
+            commit_interval_ms,
+            opened,
+            QUEUE_BYTES,
+        )
+    }
+
+    /// [`ViewFeed::start`] with another bound on the bytes of queued changes.
+    pub(crate) fn start_with_backlog_limit(
+        what: &str,
+        index: Arc<ViewIndex>,
+        analyzers: Arc<dyn AnalyzerSource>,
+        commit_interval_ms: u64,
+        opened: Option<Opened>,
+        backlog_limit: usize,
+    ) -> Result<Arc<ViewFeed>> {
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
+        let backlog = Arc::new(Backlog::default());
         let links = Arc::new(RwLock::new(HashMap::new()));
         let committed = Arc::new((Mutex::new(0u64), Condvar::new()));
         let interval = Arc::new(AtomicU64::new(commit_interval_ms));
@@ -141,13 +231,18 @@ impl ViewFeed {
             committed: Arc::clone(&committed),
             interval: Arc::clone(&interval),
             analyzed: Arc::clone(&analyzed),
+            backlog: Arc::clone(&backlog),
             built_at: HashMap::new(),
             covered: CommitRecord::default(),
             reopened,
         };
         let thread = std::thread::Builder::new()
             .name(format!("quiver-view-{}", what.replace('\'', "")))
-            .spawn(move || indexer.run(rx))
+            .spawn(move || {
+                // Request handling comes first: the index catches up on what the writes leave.
+                crate::search_priority::lower_current_thread();
+                indexer.run(rx);
+            })
             .map_err(|e| {
                 Error::with_message(ErrorCode::Internal, format!("starting a view indexer: {e}"))
             })?;
@@ -159,6 +254,8 @@ impl ViewFeed {
             committed,
             commit_interval_ms: interval,
             analyzed,
+            backlog,
+            backlog_limit,
             thread: Mutex::new(Some(thread)),
         }))
     }
@@ -176,11 +273,32 @@ impl ViewFeed {
         }
     }
 
-    /// Queues the committed changes of one batch.
+    /// Queues the committed changes of one batch; waits while the queue holds more than
+    /// [`QUEUE_BYTES`] (or [`QUEUE_CAPACITY`] batches).
     pub fn changes(&self, changes: Vec<Change>) {
-        if !changes.is_empty() {
-            self.send(|seq| Message::Changes(seq, changes));
+        if changes.is_empty() {
+            return;
         }
+        let bytes = changes.iter().map(Change::queued_bytes).sum();
+        let mut sender = self.sender.lock();
+        let seq = sender.0 + 1;
+        let Some(tx) = &sender.1 else {
+            return;
+        };
+        // Under the sender's mutex, so batches enter the queue in the order they got room.
+        self.backlog.reserve(bytes, self.backlog_limit);
+        if tx.send(Message::Changes(seq, changes, bytes)).is_ok() {
+            sender.0 = seq;
+            self.enqueued.store(seq, Ordering::Release);
+        } else {
+            self.backlog.release(bytes);
+        }
+    }
+
+    /// Bytes of changes queued and not yet applied (at most about [`QUEUE_BYTES`]).
+    #[cfg(test)]
+    pub fn queued_bytes(&self) -> usize {
+        self.backlog.queued()
     }
 
     /// Sets (or replaces) the link of `collection` and brings the index in line with the
@@ -207,6 +325,7 @@ impl ViewFeed {
                     collection,
                     tick: None,
                 }],
+                0,
             )
         });
     }
@@ -294,6 +413,7 @@ struct Indexer {
     committed: Arc<(Mutex<u64>, Condvar)>,
     interval: Arc<AtomicU64>,
     analyzed: Arc<AtomicU64>,
+    backlog: Arc<Backlog>,
     /// The snapshot tick each collection was last built or caught up from: its changes at or
     /// below it are already in the index (or superseded there) and are skipped.
     built_at: HashMap<CollectionId, u64>,
@@ -306,6 +426,7 @@ struct Indexer {
 
 impl Indexer {
     fn run(mut self, rx: Receiver<Message>) {
+        let _close = CloseOnExit(Arc::clone(&self.backlog));
         let mut applied = 0u64;
         let mut committed = 0u64;
         let mut due: Option<Instant> = None;
@@ -321,10 +442,11 @@ impl Indexer {
             let mut commit_now = false;
             let mut stop = false;
             match message {
-                Some(Message::Changes(seq, changes)) => {
+                Some(Message::Changes(seq, changes, bytes)) => {
                     for change in changes {
                         self.apply(change);
                     }
+                    self.backlog.release(bytes);
                     applied = seq;
                 }
                 Some(Message::Attach(seq, collection, engine)) => {
@@ -624,5 +746,89 @@ impl Indexer {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quiver_search::index::IdentityOnly;
+    use quiver_storage::{CollectionOptions, EngineOptions};
+    use serde_json::json;
+
+    fn put(collection: CollectionId, key: &str, tick: u64, body_len: usize) -> Change {
+        let body = json!({ "_key": key, "text": "x".repeat(body_len) });
+        Change::Put {
+            collection,
+            key: key.to_string(),
+            rev: tick,
+            body: Bytes::from(serde_json::to_vec(&body).unwrap()),
+            tick,
+            new_key: true,
+        }
+    }
+
+    /// While the indexer cannot get on, writers wait once the queued changes exceed the byte
+    /// bound, and go on as it catches up; everything queued is indexed in the end.
+    #[test]
+    fn a_writer_waits_while_the_backlog_is_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
+        let db = engine.create_database(json!({ "name": "db" })).unwrap();
+        let cid = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
+        let limit = 64 << 10;
+        let feed = ViewFeed::start_with_backlog_limit(
+            "view 'db/v'",
+            Arc::new(index),
+            Arc::new(IdentityOnly),
+            10,
+            None,
+            limit,
+        )
+        .unwrap();
+        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
+        feed.link(cid, link, engine.clone());
+        feed.wait_synced().unwrap();
+        // The collection was built at the engine's tick; later changes are applied.
+        let tick = engine.snapshot().tick();
+
+        // The indexer blocks on the links while a writer holds them.
+        let links = Arc::clone(&feed.links);
+        let held = links.write();
+        // ~40 KiB each: the first goes in (and stalls the indexer), the second fits, the
+        // third must wait.
+        feed.changes(vec![put(cid, "a", tick + 1, 40 << 10)]);
+        feed.changes(vec![put(cid, "b", tick + 2, 20 << 10)]);
+        let sent = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let feed = Arc::clone(&feed);
+            let sent = Arc::clone(&sent);
+            std::thread::spawn(move || {
+                feed.changes(vec![put(cid, "c", tick + 3, 40 << 10)]);
+                sent.store(true, Ordering::SeqCst);
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(
+            !sent.load(Ordering::SeqCst),
+            "the third batch waits for room"
+        );
+        assert!(feed.queued_bytes() <= limit, "{}", feed.queued_bytes());
+        assert!(feed.queued_bytes() > 60 << 10);
+        drop(held);
+        writer.join().unwrap();
+        assert!(sent.load(Ordering::SeqCst));
+        feed.wait_synced().unwrap();
+        assert_eq!(feed.queued_bytes(), 0);
+        assert_eq!(feed.documents_analyzed(), 3);
+
+        // A batch larger than the bound goes through alone.
+        feed.changes(vec![put(cid, "d", tick + 4, 100 << 10)]);
+        feed.wait_synced().unwrap();
+        assert_eq!(feed.documents_analyzed(), 4);
+        feed.stop();
     }
 }

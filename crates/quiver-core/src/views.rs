@@ -13,7 +13,7 @@ use parking_lot::{Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
-    SortedRead, StoredColumns, TierOptions, ViewIndex,
+    SortedRead, StoredColumns, TierOptions,
 };
 use quiver_storage::CollectionId;
 use quiver_types::validate_view_name;
@@ -639,7 +639,7 @@ impl ViewCatalog {
         reopening: bool,
     ) -> Result<Arc<View>> {
         let dir = self.directory.join(id.to_string());
-        let (index, opened) = ViewIndex::open(&dir)?;
+        let (index, opened) = crate::search_priority::open_index(&dir)?;
         index.set_consolidation(settings.consolidation());
         index.set_stored_columns(StoredColumns::from_definitions(
             &settings.primary_sort,

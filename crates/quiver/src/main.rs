@@ -594,6 +594,19 @@ struct ServeOptions {
     )]
     ttl_frequency: u64,
 
+    /// Nice value (0-19) of the search indexes' background threads: the indexers that
+    /// analyze committed documents for arangosearch views and inverted indexes, and
+    /// tantivy's indexing and merge threads. Above 0 they yield the CPU to request handling;
+    /// 0 keeps them at the server's priority (threads are never raised above it).
+    #[arg(
+        long = "arangosearch.nice",
+        value_name = "NICE",
+        default_value_t = quiver_core::DEFAULT_SEARCH_NICE,
+        value_parser = clap::value_parser!(i32).range(0..=19),
+        help_heading = "ArangoSearch"
+    )]
+    search_nice: i32,
+
     /// Seconds of inactivity after which a stream transaction is aborted.
     #[arg(
         long = "transaction.streaming-idle-timeout",
@@ -1117,6 +1130,7 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         CoreOptions {
             engine,
             ttl_frequency: Duration::from_millis(options.ttl_frequency.max(1)),
+            search_nice: options.search_nice,
             naming: if options.extended_names {
                 NamingConvention::Extended
             } else {
@@ -1707,6 +1721,8 @@ mod tests {
             "5",
             "--ttl.frequency",
             "250",
+            "--arangosearch.nice",
+            "19",
             "--transaction.streaming-idle-timeout",
             "1.5",
         ])
@@ -1716,6 +1732,7 @@ mod tests {
                 assert!(o.ignore_datafile_errors);
                 assert_eq!(o.sync_interval, 5);
                 assert_eq!(o.ttl_frequency, 250);
+                assert_eq!(o.search_nice, 19);
                 assert_eq!(o.stream_idle_timeout, 1.5);
             }
             _ => panic!("expected serve"),

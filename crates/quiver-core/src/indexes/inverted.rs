@@ -14,7 +14,7 @@ use std::sync::Arc;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::index::{
     AnalyzerSource, Consolidation, Hit, LinkDefinition, ScoreOrder, Scorer, SearchQuery,
-    SortedRead, StoredColumns, TierOptions, ViewIndex,
+    SortedRead, StoredColumns, TierOptions,
 };
 use quiver_storage::{CollectionId, Engine};
 use serde_json::{json, Map, Value};
@@ -282,7 +282,7 @@ impl InvertedIndex {
         reopening: bool,
     ) -> Result<Arc<InvertedIndex>> {
         let link = link_definition(def, &context.database)?;
-        let (index, opened) = ViewIndex::open(&dir)?;
+        let (index, opened) = crate::search_priority::open_index(&dir)?;
         index.set_consolidation(Consolidation::Tiered(TierOptions::default()));
         index.set_stored_columns(StoredColumns::from_definitions(
             def.extra.get("primarySort").unwrap_or(&Value::Null),
