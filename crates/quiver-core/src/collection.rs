@@ -647,6 +647,16 @@ impl Collection {
         })
     }
 
+    /// Records in this edge collection's index that vertex `vertex` was found alive under
+    /// `epoch`, the existence epoch of the vertex's collection (see
+    /// [`EdgeIndex::mark_vertex_alive`]); edge hits then carry it as `other_mark`. Nothing
+    /// happens for a document collection.
+    pub fn mark_vertex_alive(&self, vertex: &str, epoch: u64) {
+        if let Some(index) = &self.edge_index {
+            index.mark_vertex_alive(vertex, epoch);
+        }
+    }
+
     /// About how many edges `vertex` has in `direction` (None for a document collection or
     /// while the edge index is being built). For search planning, never for results.
     pub fn edge_degree_hint(&self, vertex: &str, direction: EdgeDirection) -> Option<usize> {

@@ -39,6 +39,13 @@ use crate::value::{self, Warning};
 /// (`GraphNode::identifies_edges` false) gets an anonymous table: every edge reached gets a
 /// fresh handle, and no key is hashed, copied or kept. In the 2-hop neighbour profile the
 /// remembered keys were 14 % of the server's CPU.
+///
+/// An anonymous table also says, in the handle's [`ALIVE_END`] bit, that the edge leads to
+/// a vertex known to exist at the query's snapshot: the edge hit carried the vertex's
+/// existence mark and it is the existence epoch of the vertex's collection here
+/// (docs/design/core.md, "Vertex existence marks"). `RETURN v._id` then needs no
+/// primary-index probe for that vertex (in the 2-hop neighbour profile those probes were
+/// 60 % of the server's CPU).
 #[derive(Default)]
 struct EdgeTable {
     edges: Vec<(u32, Arc<str>)>,
@@ -47,7 +54,14 @@ struct EdgeTable {
     anonymous: bool,
     /// Handles handed out by an anonymous table.
     issued: u64,
+    /// Existence epochs of vertex collections at the query's snapshot, as asked so far.
+    epochs: Vec<(Box<str>, Option<u64>)>,
 }
+
+/// Bit of an anonymous table's handle set when the edge's other end is known to exist.
+const ALIVE_END: u64 = 1 << 63;
+/// Vertex collections whose epochs an [`EdgeTable`] remembers (more are asked every time).
+const EPOCHS_KEPT: usize = 16;
 
 impl EdgeTable {
     fn new(anonymous: bool) -> EdgeTable {
@@ -77,8 +91,22 @@ impl EdgeTable {
         EdgeHandle(h)
     }
 
+    /// The existence epoch of the collection of vertex `id` at `txn`'s snapshot.
+    fn epoch_of(&mut self, txn: &dyn Transaction, id: &str) -> Option<u64> {
+        let (collection, _) = split_id(id)?;
+        if let Some((_, epoch)) = self.epochs.iter().find(|(c, _)| &**c == collection) {
+            return *epoch;
+        }
+        let epoch = txn.existence_epoch(collection);
+        if self.epochs.len() < EPOCHS_KEPT {
+            self.epochs.push((collection.into(), epoch));
+        }
+        epoch
+    }
+
     fn clear(&mut self) {
         self.issued = 0;
+        self.epochs.clear();
         self.edges.clear();
         self.index.iter_mut().for_each(HashMap::clear);
     }
@@ -158,7 +186,18 @@ impl TxnEdges<'_> {
                 }
             }
             for entry in entries.iter() {
-                let edge = self.table.borrow_mut().handle(ci as u32, entry.key);
+                let edge = {
+                    let mut table = self.table.borrow_mut();
+                    let edge = table.handle(ci as u32, entry.key);
+                    if table.anonymous
+                        && entry.other_mark != 0
+                        && table.epoch_of(self.txn, entry.other) == Some(entry.other_mark)
+                    {
+                        EdgeHandle(edge.0 | ALIVE_END)
+                    } else {
+                        edge
+                    }
+                };
                 let weight = if query.need_weight {
                     self.weight(coll, entry.key)?
                 } else {
@@ -235,9 +274,46 @@ impl Fetch<'_> {
         self.lookup(|txn| txn.get(collection, key))
     }
 
+    /// Whether vertex `id`, for its `_id` alone, exists: known without a probe when the
+    /// traversal reached it over an edge whose handle says so ([`ALIVE_END`]); otherwise
+    /// probed, and a vertex found is marked in the edge indexes for later queries.
+    fn id_exists(
+        &mut self,
+        id: &str,
+        collection: &str,
+        key: &str,
+        reached_by: Option<EdgeHandle>,
+    ) -> Result<bool> {
+        let anonymous = self.table.borrow().anonymous;
+        if anonymous && reached_by.is_some_and(|e| e.0 & ALIVE_END != 0) {
+            return Ok(true);
+        }
+        let exists = self.lookup(|txn| txn.exists(collection, key))?;
+        if exists && anonymous {
+            let epoch = self.table.borrow_mut().epoch_of(self.txn, id);
+            if let Some(epoch) = epoch {
+                for (edges, _) in &self.node.edge_collections {
+                    self.txn.mark_vertex_alive(edges, id, epoch);
+                }
+            }
+        }
+        Ok(exists)
+    }
+
     /// A vertex as `mode` asks; a vertex that does not exist is null with a warning, as in
     /// ArangoDB.
     fn vertex(&mut self, id: &str, mode: Produce, env: &mut EnvState) -> Result<Value> {
+        self.reached_vertex(id, mode, env, None)
+    }
+
+    /// [`Fetch::vertex`] of a vertex the traversal reached over edge `reached_by`.
+    fn reached_vertex(
+        &mut self,
+        id: &str,
+        mode: Produce,
+        env: &mut EnvState,
+        reached_by: Option<EdgeHandle>,
+    ) -> Result<Value> {
         let found = match (mode, split_id(id)) {
             (Produce::Skip, _) => return Ok(Value::Null),
             (_, None) => None,
@@ -246,11 +322,11 @@ impl Fetch<'_> {
                 self.lookup(|txn| txn.get_json(c, k))?.map(Value::String)
             }
             (Produce::Id, Some((c, k))) => {
-                let exists = self.lookup(|txn| txn.exists(c, k))?;
+                let exists = self.id_exists(id, c, k, reached_by)?;
                 exists.then(|| Value::String(id.to_string()))
             }
             (Produce::IdOnly, Some((c, k))) => {
-                let exists = self.lookup(|txn| txn.exists(c, k))?;
+                let exists = self.id_exists(id, c, k, reached_by)?;
                 exists.then(|| {
                     let mut m = Map::with_capacity(2);
                     m.insert("_key".into(), Value::String(k.to_string()));
@@ -631,8 +707,12 @@ impl GraphOp {
                     Ok(None) => Ok(None),
                     Ok(Some(r)) => (|| {
                         if let Some(s) = node.vertex_out {
-                            out[s] =
-                                fetch.vertex(t.vertex_name(r.vertex), node.vertex_mode, env)?;
+                            out[s] = fetch.reached_vertex(
+                                t.vertex_name(r.vertex),
+                                node.vertex_mode,
+                                env,
+                                r.edge,
+                            )?;
                         }
                         if let Some(s) = node.edge_out {
                             out[s] = match (node.edge_mode, r.edge) {

@@ -23,6 +23,13 @@
 //! dead bytes dominate. A truncate retires the whole table (kept, tagged with its tick, for
 //! older snapshots) and starts an empty one.
 //!
+//! # Vertex existence marks
+//! Each interned vertex carries a mark: 0, or the existence epoch of its collection under
+//! which a reader found the vertex document alive (`quiver_storage::Snapshot::existence_epoch`,
+//! docs/design/core.md "Vertex existence marks"). Hits carry the other end's mark, so a
+//! traversal that needs only `v._id` knows the vertex exists, without a primary-index probe,
+//! when the mark is the epoch of its own snapshot.
+//!
 //! # Startup build
 //! The collection registers its index before it is published, takes a snapshot, and a
 //! background thread fills the table from that snapshot in chunks (skimming `_from`/`_to`
@@ -34,6 +41,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,6 +94,9 @@ pub struct EdgeHit<'a> {
     pub rev: Revision,
     /// The vertex at the other end (`_to` for outbound, `_from` for inbound).
     pub other: &'a str,
+    /// The existence mark of `other` (0: none): the existence epoch of its collection under
+    /// which a reader found it alive (see [`EdgeIndex::mark_vertex_alive`]).
+    pub other_mark: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +105,7 @@ struct HitSpan {
     key_len: usize,
     other_len: usize,
     rev: Revision,
+    other_mark: u64,
 }
 
 /// Edges found by lookups, in one reusable text buffer: once it has grown, a lookup
@@ -128,6 +140,11 @@ impl EdgeHits {
 
     /// Appends an edge.
     pub fn push(&mut self, key: &str, rev: Revision, other: &str) {
+        self.push_marked(key, rev, other, 0);
+    }
+
+    /// Appends an edge whose other end has the existence mark `other_mark`.
+    pub fn push_marked(&mut self, key: &str, rev: Revision, other: &str, other_mark: u64) {
         let start = self.text.len();
         self.text.push_str(key);
         self.text.push_str(other);
@@ -136,6 +153,7 @@ impl EdgeHits {
             key_len: key.len(),
             other_len: other.len(),
             rev,
+            other_mark,
         });
     }
 
@@ -145,6 +163,7 @@ impl EdgeHits {
             key: &self.text[span.start..key_end],
             rev: span.rev,
             other: &self.text[key_end..key_end + span.other_len],
+            other_mark: span.other_mark,
         }
     }
 
@@ -174,6 +193,7 @@ impl EdgeHits {
                 key: &text[span.start..key_end],
                 rev: span.rev,
                 other: &text[key_end..key_end + span.other_len],
+                other_mark: span.other_mark,
             })
         });
     }
@@ -414,6 +434,8 @@ struct Table {
     keys: KeyArena,
     dead_key_bytes: usize,
     vertices: Vec<Vertex>,
+    /// Per vertex (same numbers as `vertices`): its existence mark, 0 when none.
+    marks: Vec<AtomicU64>,
     free_vertices: Vec<u32>,
     by_name: HashTable<u32>,
     hasher: hashbrown::DefaultHashBuilder,
@@ -440,6 +462,7 @@ impl Table {
             keys: KeyArena::default(),
             dead_key_bytes: 0,
             vertices: Vec::new(),
+            marks: Vec::new(),
             free_vertices: Vec::new(),
             by_name: HashTable::new(),
             hasher: hashbrown::DefaultHashBuilder::default(),
@@ -482,6 +505,9 @@ impl Table {
         let id = match self.free_vertices.pop() {
             Some(id) => {
                 self.vertices[id as usize].name = name.into();
+                // The number now names another vertex: what was known of the old one is not
+                // known of this one.
+                *self.marks[id as usize].get_mut() = 0;
                 id
             }
             None => {
@@ -490,6 +516,7 @@ impl Table {
                     name: name.into(),
                     ..Vertex::default()
                 });
+                self.marks.push(AtomicU64::new(0));
                 id
             }
         };
@@ -735,7 +762,8 @@ impl Table {
                     EdgeDirection::Outbound => slot.to,
                     EdgeDirection::Inbound => slot.from,
                 };
-                out.push(key, rev, &self.vertices[other as usize].name);
+                let mark = self.marks[other as usize].load(Ordering::Relaxed);
+                out.push_marked(key, rev, &self.vertices[other as usize].name, mark);
             }
         }
         Ok(())
@@ -751,6 +779,7 @@ impl Table {
             + self.free_slots.capacity() * 4
             + self.keys.capacity()
             + self.vertices.capacity() * std::mem::size_of::<Vertex>()
+            + self.marks.capacity() * 8
             + self.free_vertices.capacity() * 4
             + self.by_name.capacity() * 5
             + self.superseded.capacity() * 13
@@ -1044,6 +1073,19 @@ impl EdgeIndex {
         let state = self.state.read();
         let (table, exact) = state.table_for(tick);
         table.lookup(vertex, direction, tick, exact, out, check)
+    }
+
+    /// Marks vertex `vertex` as alive under `epoch`, the existence epoch of its collection
+    /// for a snapshot in which the vertex document was found (see
+    /// `quiver_storage::Snapshot::existence_epoch`): a later lookup whose reader gets the same
+    /// epoch for that collection may take the vertex as alive without probing its primary
+    /// index. Nothing happens if no edge of this index touches `vertex`.
+    pub fn mark_vertex_alive(&self, vertex: &str, epoch: u64) {
+        let state = self.state.read();
+        let table = &state.current;
+        if let Some(v) = table.vertex_id(vertex) {
+            table.marks[v as usize].store(epoch, Ordering::Relaxed);
+        }
     }
 
     /// How many entries `vertex` has in `direction` (superseded and in-flight ones
