@@ -173,7 +173,7 @@ impl World {
             }
             50..=52 => {
                 let db = self.core.database("_system").unwrap();
-                db.collection(coll).unwrap().truncate(false).unwrap();
+                let _ = db.collection(coll).unwrap().truncate(false).unwrap();
                 self.model
                     .alive
                     .retain(|v| !v.starts_with(&format!("{coll}/")));
