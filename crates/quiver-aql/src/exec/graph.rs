@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use quiver_core::{EdgeHit, VertexSlot};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_graph::{
     shortest_path, AllShortestPathsState, Direction as GDirection, EdgeHandle, EdgeQuery, EdgeRef,
@@ -52,10 +53,14 @@ struct EdgeTable {
     index: Vec<HashMap<Arc<str>, u64>>,
     scratch: EdgeHits,
     anonymous: bool,
-    /// Handles handed out by an anonymous table.
+    /// Handles with [`ALIVE_END`] handed out by an anonymous table.
     issued: u64,
     /// Existence epochs of vertex collections at the query's snapshot, as asked so far.
     epochs: Vec<(Box<str>, Option<u64>)>,
+    /// Per anonymous handle without [`ALIVE_END`] (its number is the position here): the edge
+    /// collection (its index in the node) and where the other end lives in its edge index,
+    /// so that marking the vertex after its probe needs no lookup by name.
+    reached: Vec<(u32, VertexSlot)>,
 }
 
 /// Bit of an anonymous table's handle set when the edge's other end is known to exist.
@@ -71,11 +76,8 @@ impl EdgeTable {
         }
     }
 
+    /// The handle of an edge of a table that is not anonymous.
     fn handle(&mut self, collection: u32, key: &str) -> EdgeHandle {
-        if self.anonymous {
-            self.issued += 1;
-            return EdgeHandle(self.issued - 1);
-        }
         let ci = collection as usize;
         if self.index.len() <= ci {
             self.index.resize_with(ci + 1, HashMap::new);
@@ -89,6 +91,23 @@ impl EdgeTable {
         map.insert(Arc::clone(&key), h);
         self.edges.push((collection, key));
         EdgeHandle(h)
+    }
+
+    /// The handle of edge `hit` of edge collection `ci` in an anonymous table: [`ALIVE_END`]
+    /// and a count when the other end is known to exist, else the position of the other
+    /// end's place in `reached` (which a vertex known to exist never needs).
+    fn anonymous_handle(
+        &mut self,
+        txn: &dyn Transaction,
+        ci: u32,
+        hit: &EdgeHit<'_>,
+    ) -> EdgeHandle {
+        if hit.other_mark != 0 && self.epoch_of(txn, hit.other) == Some(hit.other_mark) {
+            self.issued += 1;
+            return EdgeHandle(ALIVE_END | (self.issued - 1));
+        }
+        self.reached.push((ci, hit.other_slot));
+        EdgeHandle(self.reached.len() as u64 - 1)
     }
 
     /// The existence epoch of the collection of vertex `id` at `txn`'s snapshot.
@@ -107,6 +126,7 @@ impl EdgeTable {
     fn clear(&mut self) {
         self.issued = 0;
         self.epochs.clear();
+        self.reached.clear();
         self.edges.clear();
         self.index.iter_mut().for_each(HashMap::clear);
     }
@@ -114,6 +134,7 @@ impl EdgeTable {
     fn memory_bytes(&self) -> usize {
         let keys: usize = self.edges.iter().map(|(_, k)| k.len() + 16).sum();
         self.edges.capacity() * 24
+            + self.reached.capacity() * 24
             + self.index.iter().map(|m| m.capacity() * 32).sum::<usize>()
             + keys
     }
@@ -188,14 +209,10 @@ impl TxnEdges<'_> {
             for entry in entries.iter() {
                 let edge = {
                     let mut table = self.table.borrow_mut();
-                    let edge = table.handle(ci as u32, entry.key);
-                    if table.anonymous
-                        && entry.other_mark != 0
-                        && table.epoch_of(self.txn, entry.other) == Some(entry.other_mark)
-                    {
-                        EdgeHandle(edge.0 | ALIVE_END)
+                    if table.anonymous {
+                        table.anonymous_handle(self.txn, ci as u32, &entry)
                     } else {
-                        edge
+                        table.handle(ci as u32, entry.key)
                     }
                 };
                 let weight = if query.need_weight {
@@ -289,11 +306,28 @@ impl Fetch<'_> {
             return Ok(true);
         }
         let exists = self.lookup(|txn| txn.exists(collection, key))?;
-        if exists && anonymous {
-            let epoch = self.table.borrow_mut().epoch_of(self.txn, id);
-            if let Some(epoch) = epoch {
+        if !exists || !anonymous {
+            return Ok(exists);
+        }
+        let (epoch, reached) = {
+            let mut table = self.table.borrow_mut();
+            let reached = reached_by.and_then(|e| table.reached.get(e.0 as usize).copied());
+            (table.epoch_of(self.txn, id), reached)
+        };
+        let Some(epoch) = epoch else {
+            return Ok(exists);
+        };
+        match reached {
+            // The index the vertex was reached in, at the place the hit named.
+            Some((ci, slot)) => {
+                if let Some((edges, _)) = self.node.edge_collections.get(ci as usize) {
+                    self.txn.mark_vertex_alive(edges, id, slot, epoch);
+                }
+            }
+            None => {
                 for (edges, _) in &self.node.edge_collections {
-                    self.txn.mark_vertex_alive(edges, id, epoch);
+                    self.txn
+                        .mark_vertex_alive(edges, id, VertexSlot::default(), epoch);
                 }
             }
         }

@@ -262,9 +262,16 @@ impl Transaction for CheckedTransaction {
         self.inner.existence_epoch(collection)
     }
 
-    fn mark_vertex_alive(&self, edge_collection: &str, vertex: &str, epoch: u64) {
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
         if self.read(edge_collection).is_ok() {
-            self.inner.mark_vertex_alive(edge_collection, vertex, epoch);
+            self.inner
+                .mark_vertex_alive(edge_collection, vertex, slot, epoch);
         }
     }
 

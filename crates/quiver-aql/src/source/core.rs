@@ -695,9 +695,15 @@ impl Transaction for CoreTransaction {
         view.snapshot().existence_epoch(c.id()).ok().flatten()
     }
 
-    fn mark_vertex_alive(&self, edge_collection: &str, vertex: &str, epoch: u64) {
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
         if let Ok(c) = self.coll(edge_collection) {
-            c.mark_vertex_alive(vertex, epoch);
+            c.mark_vertex_alive(vertex, slot, epoch);
         }
     }
 

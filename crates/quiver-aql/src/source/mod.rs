@@ -376,10 +376,17 @@ pub trait Transaction: Send {
 
     /// Records that vertex `vertex` (an `_id`) was found to exist under `epoch` (from
     /// [`Transaction::existence_epoch`] of its collection) in the index of edge collection
-    /// `edge_collection`, whose later hits then carry it as their `other_mark`. The default
-    /// records nothing.
-    fn mark_vertex_alive(&self, edge_collection: &str, vertex: &str, epoch: u64) {
-        let _ = (edge_collection, vertex, epoch);
+    /// `edge_collection`, whose later hits then carry it as their `other_mark`. `slot` is the
+    /// `other_slot` of the hit that reached the vertex in that index (or the default). The
+    /// default records nothing.
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
+        let _ = (edge_collection, vertex, slot, epoch);
     }
 
     /// The index descriptions of `collection` as `/_api/index` lists them (the geo and

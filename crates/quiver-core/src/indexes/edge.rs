@@ -97,6 +97,26 @@ pub struct EdgeHit<'a> {
     /// The existence mark of `other` (0: none): the existence epoch of its collection under
     /// which a reader found it alive (see [`EdgeIndex::mark_vertex_alive`]).
     pub other_mark: u64,
+    /// Where `other` lives in the index, so that marking it needs no lookup by name.
+    pub other_slot: VertexSlot,
+}
+
+/// Where a vertex lives in an edge index's table: its number, valid while the table's vertex
+/// epoch is the one recorded (see [`EdgeIndex::mark_vertex_alive`]). The default names no
+/// vertex.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VertexSlot {
+    number: u32,
+    /// The table's vertex epoch when the number was read (0: none; epochs start at 1).
+    epoch: u64,
+}
+
+/// Source of [`Table::vertex_epoch`] values: one process-wide counter, so that no two tables
+/// of any edge index ever share one and a [`VertexSlot`] never names a vertex of another.
+static VERTEX_EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+fn fresh_vertex_epoch() -> u64 {
+    VERTEX_EPOCHS.fetch_add(1, Ordering::Relaxed)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -106,6 +126,7 @@ struct HitSpan {
     other_len: usize,
     rev: Revision,
     other_mark: u64,
+    other_slot: VertexSlot,
 }
 
 /// Edges found by lookups, in one reusable text buffer: once it has grown, a lookup
@@ -140,11 +161,19 @@ impl EdgeHits {
 
     /// Appends an edge.
     pub fn push(&mut self, key: &str, rev: Revision, other: &str) {
-        self.push_marked(key, rev, other, 0);
+        self.push_indexed(key, rev, other, 0, VertexSlot::default());
     }
 
-    /// Appends an edge whose other end has the existence mark `other_mark`.
-    pub fn push_marked(&mut self, key: &str, rev: Revision, other: &str, other_mark: u64) {
+    /// Appends an edge found in the index, whose other end has the existence mark
+    /// `other_mark` and lives in `other_slot`.
+    fn push_indexed(
+        &mut self,
+        key: &str,
+        rev: Revision,
+        other: &str,
+        other_mark: u64,
+        other_slot: VertexSlot,
+    ) {
         let start = self.text.len();
         self.text.push_str(key);
         self.text.push_str(other);
@@ -154,6 +183,7 @@ impl EdgeHits {
             other_len: other.len(),
             rev,
             other_mark,
+            other_slot,
         });
     }
 
@@ -164,6 +194,7 @@ impl EdgeHits {
             rev: span.rev,
             other: &self.text[key_end..key_end + span.other_len],
             other_mark: span.other_mark,
+            other_slot: span.other_slot,
         }
     }
 
@@ -194,6 +225,7 @@ impl EdgeHits {
                 rev: span.rev,
                 other: &text[key_end..key_end + span.other_len],
                 other_mark: span.other_mark,
+                other_slot: span.other_slot,
             })
         });
     }
@@ -470,7 +502,7 @@ impl Table {
             superseded: HashMap::new(),
             garbage: VecDeque::new(),
             live_slots: 0,
-            vertex_epoch: 0,
+            vertex_epoch: fresh_vertex_epoch(),
         }
     }
 
@@ -665,7 +697,7 @@ impl Table {
             return;
         }
         let name = std::mem::take(&mut vertex.name);
-        self.vertex_epoch += 1;
+        self.vertex_epoch = fresh_vertex_epoch();
         vertex.out = Vec::new();
         vertex.inbound = Vec::new();
         let hash = self.hasher.hash_one(&*name);
@@ -763,7 +795,11 @@ impl Table {
                     EdgeDirection::Inbound => slot.from,
                 };
                 let mark = self.marks[other as usize].load(Ordering::Relaxed);
-                out.push_marked(key, rev, &self.vertices[other as usize].name, mark);
+                let slot = VertexSlot {
+                    number: other,
+                    epoch: self.vertex_epoch,
+                };
+                out.push_indexed(key, rev, &self.vertices[other as usize].name, mark, slot);
             }
         }
         Ok(())
@@ -1079,12 +1115,22 @@ impl EdgeIndex {
     /// for a snapshot in which the vertex document was found (see
     /// `quiver_storage::Snapshot::existence_epoch`): a later lookup whose reader gets the same
     /// epoch for that collection may take the vertex as alive without probing its primary
-    /// index. Nothing happens if no edge of this index touches `vertex`.
-    pub fn mark_vertex_alive(&self, vertex: &str, epoch: u64) {
+    /// index. `slot` (from the hit that reached the vertex, or the default) spares the
+    /// lookup by name while the table's vertex numbers still name the vertices they named
+    /// then. Nothing happens if no edge of this index touches `vertex`.
+    pub fn mark_vertex_alive(&self, vertex: &str, slot: VertexSlot, epoch: u64) {
         let state = self.state.read();
         let table = &state.current;
-        if let Some(v) = table.vertex_id(vertex) {
-            table.marks[v as usize].store(epoch, Ordering::Relaxed);
+        // Epochs are unique to a table and change whenever a number may come to name another
+        // vertex: an equal epoch means the number still names `vertex`.
+        let v = if slot.epoch != 0 && slot.epoch == table.vertex_epoch {
+            debug_assert_eq!(&*table.vertices[slot.number as usize].name, vertex);
+            Some(slot.number)
+        } else {
+            table.vertex_id(vertex)
+        };
+        if let Some(mark) = v.and_then(|v| table.marks.get(v as usize)) {
+            mark.store(epoch, Ordering::Relaxed);
         }
     }
 
@@ -1263,7 +1309,7 @@ impl EdgeIndex {
         if let Some(tick) = tick {
             let mut fresh = Table::new();
             // Ids of the old table name nothing in the new one.
-            fresh.vertex_epoch = state.current.vertex_epoch + 1;
+            fresh.vertex_epoch = fresh_vertex_epoch();
             let old = std::mem::replace(&mut state.current, fresh);
             state.retired.push((tick, old));
         }
