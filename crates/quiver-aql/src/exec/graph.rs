@@ -46,7 +46,7 @@ use crate::value::{self, Warning};
 /// existence mark and it is the existence epoch of the vertex's collection here
 /// (docs/design/core.md, "Vertex existence marks"). `RETURN v._id` then needs no
 /// primary-index probe for that vertex (in the 2-hop neighbour profile those probes were
-/// 60 % of the server's CPU).
+/// about half of the server's CPU).
 #[derive(Default)]
 struct EdgeTable {
     edges: Vec<(u32, Arc<str>)>,

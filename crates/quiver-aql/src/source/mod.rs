@@ -367,8 +367,8 @@ pub trait Transaction: Send {
     /// The existence epoch of document collection `collection` if it describes the keys
     /// alive at this transaction's snapshot and nothing of its own changes them (see
     /// `quiver_storage::Snapshot::existence_epoch`), else None. An edge hit whose
-    /// `EdgeHit::other_mark` is this epoch of the other end's
-    /// collection reaches a vertex that exists here. The default knows no epochs.
+    /// `EdgeHit::other_mark` is this epoch of the other end's collection reaches a vertex
+    /// that exists here. The default knows no epochs.
     fn existence_epoch(&self, collection: &str) -> Option<u64> {
         let _ = collection;
         None
