@@ -21,7 +21,7 @@ use crate::document::{
     revision_matches, splice_id,
 };
 use crate::indexes::definition::{self, IndexDef, FIRST_USER_INDEX_ID};
-use crate::indexes::edge::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats};
+use crate::indexes::edge::{EdgeDirection, EdgeHits, EdgeIndex, EdgeIndexStats, VertexSlot};
 use crate::indexes::inverted::{InvertedIndex, SearchContext};
 use crate::indexes::maintained::MaintainedIndex;
 use crate::indexes::unique::UniqueIndex;
@@ -645,6 +645,16 @@ impl Collection {
         index.lookup(vertex, direction, snapshot.tick(), out, &mut |key, rev| {
             Ok(snapshot.revision(self.id, key)? == Some(rev))
         })
+    }
+
+    /// Records in this edge collection's index that vertex `vertex` was found alive under
+    /// `epoch`, the existence epoch of the vertex's collection (see
+    /// [`EdgeIndex::mark_vertex_alive`]); edge hits then carry it as `other_mark`. Nothing
+    /// happens for a document collection.
+    pub fn mark_vertex_alive(&self, vertex: &str, slot: VertexSlot, epoch: u64) {
+        if let Some(index) = &self.edge_index {
+            index.mark_vertex_alive(vertex, slot, epoch);
+        }
     }
 
     /// About how many edges `vertex` has in `direction` (None for a document collection or

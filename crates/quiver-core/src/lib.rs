@@ -103,7 +103,7 @@ pub use document::{revision_matches, EncodedDocument};
 pub use document_rules::version_keeps_stored;
 pub use document_writer::DocumentWriter;
 pub use indexes::definition::{EDGE_INDEX_ID, PRIMARY_INDEX_ID};
-pub use indexes::edge::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats};
+pub use indexes::edge::{EdgeDirection, EdgeHit, EdgeHits, EdgeIndexStats, VertexSlot};
 pub use indexes::persistent::{lookup_documents, selectivity_of, IndexRange};
 pub use indexes::{fulltext, mdi as mdi_index, vector as vector_index};
 pub use keygen::{KeyGeneratorType, KeyOptions};

@@ -534,6 +534,16 @@ impl Snapshot {
         self.state.revision_and_tick(cid, key)
     }
 
+    /// The existence epoch of collection `cid` if it describes the keys alive in this
+    /// snapshot: a number that changes whenever a commit inserts a new key into the collection,
+    /// removes one or truncates it (never when an alive key gets a new version), unique across
+    /// collections and changes. None when a change newer than this snapshot exists. Two
+    /// snapshots that get the same epoch see the same keys alive in `cid`, so a reader may
+    /// remember "key k is alive under epoch e" and trust it in any snapshot that gets `e`.
+    pub fn existence_epoch(&self, cid: CollectionId) -> Result<Option<u64>> {
+        self.state.existence_epoch(cid)
+    }
+
     /// Number of documents alive in this snapshot.
     pub fn count(&self, cid: CollectionId) -> Result<u64> {
         self.state.count(cid)

@@ -14,6 +14,7 @@ use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 use std::time::Instant;
 
+use quiver_core::{EdgeHit, VertexSlot};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_graph::{
     shortest_path, AllShortestPathsState, Direction as GDirection, EdgeHandle, EdgeQuery, EdgeRef,
@@ -39,15 +40,33 @@ use crate::value::{self, Warning};
 /// (`GraphNode::identifies_edges` false) gets an anonymous table: every edge reached gets a
 /// fresh handle, and no key is hashed, copied or kept. In the 2-hop neighbour profile the
 /// remembered keys were 14 % of the server's CPU.
+///
+/// An anonymous table also says, in the handle's [`ALIVE_END`] bit, that the edge leads to
+/// a vertex known to exist at the query's snapshot: the edge hit carried the vertex's
+/// existence mark and it is the existence epoch of the vertex's collection here
+/// (docs/design/core.md, "Vertex existence marks"). `RETURN v._id` then needs no
+/// primary-index probe for that vertex (in the 2-hop neighbour profile those probes were
+/// about half of the server's CPU).
 #[derive(Default)]
 struct EdgeTable {
     edges: Vec<(u32, Arc<str>)>,
     index: Vec<HashMap<Arc<str>, u64>>,
     scratch: EdgeHits,
     anonymous: bool,
-    /// Handles handed out by an anonymous table.
+    /// Handles with [`ALIVE_END`] handed out by an anonymous table.
     issued: u64,
+    /// Existence epochs of vertex collections at the query's snapshot, as asked so far.
+    epochs: Vec<(Box<str>, Option<u64>)>,
+    /// Per anonymous handle without [`ALIVE_END`] (its number is the position here): the edge
+    /// collection (its index in the node) and where the other end lives in its edge index,
+    /// so that marking the vertex after its probe needs no lookup by name.
+    reached: Vec<(u32, VertexSlot)>,
 }
+
+/// Bit of an anonymous table's handle set when the edge's other end is known to exist.
+const ALIVE_END: u64 = 1 << 63;
+/// Vertex collections whose epochs an [`EdgeTable`] remembers (more are asked every time).
+const EPOCHS_KEPT: usize = 16;
 
 impl EdgeTable {
     fn new(anonymous: bool) -> EdgeTable {
@@ -57,11 +76,8 @@ impl EdgeTable {
         }
     }
 
+    /// The handle of an edge of a table that is not anonymous.
     fn handle(&mut self, collection: u32, key: &str) -> EdgeHandle {
-        if self.anonymous {
-            self.issued += 1;
-            return EdgeHandle(self.issued - 1);
-        }
         let ci = collection as usize;
         if self.index.len() <= ci {
             self.index.resize_with(ci + 1, HashMap::new);
@@ -77,8 +93,40 @@ impl EdgeTable {
         EdgeHandle(h)
     }
 
+    /// The handle of edge `hit` of edge collection `ci` in an anonymous table: [`ALIVE_END`]
+    /// and a count when the other end is known to exist, else the position of the other
+    /// end's place in `reached` (which a vertex known to exist never needs).
+    fn anonymous_handle(
+        &mut self,
+        txn: &dyn Transaction,
+        ci: u32,
+        hit: &EdgeHit<'_>,
+    ) -> EdgeHandle {
+        if hit.other_mark != 0 && self.epoch_of(txn, hit.other) == Some(hit.other_mark) {
+            self.issued += 1;
+            return EdgeHandle(ALIVE_END | (self.issued - 1));
+        }
+        self.reached.push((ci, hit.other_slot));
+        EdgeHandle(self.reached.len() as u64 - 1)
+    }
+
+    /// The existence epoch of the collection of vertex `id` at `txn`'s snapshot.
+    fn epoch_of(&mut self, txn: &dyn Transaction, id: &str) -> Option<u64> {
+        let (collection, _) = split_id(id)?;
+        if let Some((_, epoch)) = self.epochs.iter().find(|(c, _)| &**c == collection) {
+            return *epoch;
+        }
+        let epoch = txn.existence_epoch(collection);
+        if self.epochs.len() < EPOCHS_KEPT {
+            self.epochs.push((collection.into(), epoch));
+        }
+        epoch
+    }
+
     fn clear(&mut self) {
         self.issued = 0;
+        self.epochs.clear();
+        self.reached.clear();
         self.edges.clear();
         self.index.iter_mut().for_each(HashMap::clear);
     }
@@ -86,6 +134,7 @@ impl EdgeTable {
     fn memory_bytes(&self) -> usize {
         let keys: usize = self.edges.iter().map(|(_, k)| k.len() + 16).sum();
         self.edges.capacity() * 24
+            + self.reached.capacity() * 24
             + self.index.iter().map(|m| m.capacity() * 32).sum::<usize>()
             + keys
     }
@@ -158,7 +207,14 @@ impl TxnEdges<'_> {
                 }
             }
             for entry in entries.iter() {
-                let edge = self.table.borrow_mut().handle(ci as u32, entry.key);
+                let edge = {
+                    let mut table = self.table.borrow_mut();
+                    if table.anonymous {
+                        table.anonymous_handle(self.txn, ci as u32, &entry)
+                    } else {
+                        table.handle(ci as u32, entry.key)
+                    }
+                };
                 let weight = if query.need_weight {
                     self.weight(coll, entry.key)?
                 } else {
@@ -235,9 +291,63 @@ impl Fetch<'_> {
         self.lookup(|txn| txn.get(collection, key))
     }
 
+    /// Whether vertex `id`, for its `_id` alone, exists: known without a probe when the
+    /// traversal reached it over an edge whose handle says so ([`ALIVE_END`]); otherwise
+    /// probed, and a vertex found is marked in the edge indexes for later queries.
+    fn id_exists(
+        &mut self,
+        id: &str,
+        collection: &str,
+        key: &str,
+        reached_by: Option<EdgeHandle>,
+    ) -> Result<bool> {
+        let anonymous = self.table.borrow().anonymous;
+        if anonymous && reached_by.is_some_and(|e| e.0 & ALIVE_END != 0) {
+            return Ok(true);
+        }
+        let exists = self.lookup(|txn| txn.exists(collection, key))?;
+        if !exists || !anonymous {
+            return Ok(exists);
+        }
+        let (epoch, reached) = {
+            let mut table = self.table.borrow_mut();
+            let reached = reached_by.and_then(|e| table.reached.get(e.0 as usize).copied());
+            (table.epoch_of(self.txn, id), reached)
+        };
+        let Some(epoch) = epoch else {
+            return Ok(exists);
+        };
+        match reached {
+            // The index the vertex was reached in, at the place the hit named.
+            Some((ci, slot)) => {
+                if let Some((edges, _)) = self.node.edge_collections.get(ci as usize) {
+                    self.txn.mark_vertex_alive(edges, id, slot, epoch);
+                }
+            }
+            None => {
+                for (edges, _) in &self.node.edge_collections {
+                    self.txn
+                        .mark_vertex_alive(edges, id, VertexSlot::default(), epoch);
+                }
+            }
+        }
+        Ok(exists)
+    }
+
     /// A vertex as `mode` asks; a vertex that does not exist is null with a warning, as in
     /// ArangoDB.
     fn vertex(&mut self, id: &str, mode: Produce, env: &mut EnvState) -> Result<Value> {
+        self.reached_vertex(id, mode, env, None)
+    }
+
+    /// [`Fetch::vertex`] of a vertex the traversal reached over edge `reached_by`.
+    fn reached_vertex(
+        &mut self,
+        id: &str,
+        mode: Produce,
+        env: &mut EnvState,
+        reached_by: Option<EdgeHandle>,
+    ) -> Result<Value> {
         let found = match (mode, split_id(id)) {
             (Produce::Skip, _) => return Ok(Value::Null),
             (_, None) => None,
@@ -246,11 +356,11 @@ impl Fetch<'_> {
                 self.lookup(|txn| txn.get_json(c, k))?.map(Value::String)
             }
             (Produce::Id, Some((c, k))) => {
-                let exists = self.lookup(|txn| txn.exists(c, k))?;
+                let exists = self.id_exists(id, c, k, reached_by)?;
                 exists.then(|| Value::String(id.to_string()))
             }
             (Produce::IdOnly, Some((c, k))) => {
-                let exists = self.lookup(|txn| txn.exists(c, k))?;
+                let exists = self.id_exists(id, c, k, reached_by)?;
                 exists.then(|| {
                     let mut m = Map::with_capacity(2);
                     m.insert("_key".into(), Value::String(k.to_string()));
@@ -631,8 +741,12 @@ impl GraphOp {
                     Ok(None) => Ok(None),
                     Ok(Some(r)) => (|| {
                         if let Some(s) = node.vertex_out {
-                            out[s] =
-                                fetch.vertex(t.vertex_name(r.vertex), node.vertex_mode, env)?;
+                            out[s] = fetch.reached_vertex(
+                                t.vertex_name(r.vertex),
+                                node.vertex_mode,
+                                env,
+                                r.edge,
+                            )?;
                         }
                         if let Some(s) = node.edge_out {
                             out[s] = match (node.edge_mode, r.edge) {

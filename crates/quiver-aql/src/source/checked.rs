@@ -256,6 +256,25 @@ impl Transaction for CheckedTransaction {
         self.inner.exists(collection, key)
     }
 
+    fn existence_epoch(&self, collection: &str) -> Option<u64> {
+        // Only for a collection the user may read: otherwise the probe answers (and fails).
+        self.read(collection).ok()?;
+        self.inner.existence_epoch(collection)
+    }
+
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
+        if self.read(edge_collection).is_ok() {
+            self.inner
+                .mark_vertex_alive(edge_collection, vertex, slot, epoch);
+        }
+    }
+
     fn indexes(&self, collection: &str) -> Result<Vec<Value>> {
         self.read(collection)?;
         self.inner.indexes(collection)

@@ -685,6 +685,28 @@ impl Transaction for CoreTransaction {
         }
     }
 
+    fn existence_epoch(&self, collection: &str) -> Option<u64> {
+        // A read view only: a transaction's own staged writes are not in any epoch.
+        let Reader::View(view) = &self.reader else {
+            return None;
+        };
+        let c = self.coll(collection).ok()?;
+        c.check_usable().ok()?;
+        view.snapshot().existence_epoch(c.id()).ok().flatten()
+    }
+
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
+        if let Ok(c) = self.coll(edge_collection) {
+            c.mark_vertex_alive(vertex, slot, epoch);
+        }
+    }
+
     fn insert(
         &mut self,
         collection: &str,

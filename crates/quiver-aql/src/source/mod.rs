@@ -364,6 +364,31 @@ pub trait Transaction: Send {
         Ok(self.get(collection, key)?.is_some())
     }
 
+    /// The existence epoch of document collection `collection` if it describes the keys
+    /// alive at this transaction's snapshot and nothing of its own changes them (see
+    /// `quiver_storage::Snapshot::existence_epoch`), else None. An edge hit whose
+    /// `EdgeHit::other_mark` is this epoch of the other end's collection reaches a vertex
+    /// that exists here. The default knows no epochs.
+    fn existence_epoch(&self, collection: &str) -> Option<u64> {
+        let _ = collection;
+        None
+    }
+
+    /// Records that vertex `vertex` (an `_id`) was found to exist under `epoch` (from
+    /// [`Transaction::existence_epoch`] of its collection) in the index of edge collection
+    /// `edge_collection`, whose later hits then carry it as their `other_mark`. `slot` is the
+    /// `other_slot` of the hit that reached the vertex in that index (or the default). The
+    /// default records nothing.
+    fn mark_vertex_alive(
+        &self,
+        edge_collection: &str,
+        vertex: &str,
+        slot: quiver_core::VertexSlot,
+        epoch: u64,
+    ) {
+        let _ = (edge_collection, vertex, slot, epoch);
+    }
+
     /// The index descriptions of `collection` as `/_api/index` lists them (the geo and
     /// fulltext functions need to know which indexes exist). A source without secondary
     /// indexes has none to report.

@@ -23,6 +23,13 @@
 //! dead bytes dominate. A truncate retires the whole table (kept, tagged with its tick, for
 //! older snapshots) and starts an empty one.
 //!
+//! # Vertex existence marks
+//! Each interned vertex carries a mark: 0, or the existence epoch of its collection under
+//! which a reader found the vertex document alive (`quiver_storage::Snapshot::existence_epoch`,
+//! docs/design/core.md "Vertex existence marks"). Hits carry the other end's mark, so a
+//! traversal that needs only `v._id` knows the vertex exists, without a primary-index probe,
+//! when the mark is the epoch of its own snapshot.
+//!
 //! # Startup build
 //! The collection registers its index before it is published, takes a snapshot, and a
 //! background thread fills the table from that snapshot in chunks (skimming `_from`/`_to`
@@ -34,6 +41,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -86,6 +94,29 @@ pub struct EdgeHit<'a> {
     pub rev: Revision,
     /// The vertex at the other end (`_to` for outbound, `_from` for inbound).
     pub other: &'a str,
+    /// The existence mark of `other` (0: none): the existence epoch of its collection under
+    /// which a reader found it alive (see [`EdgeIndex::mark_vertex_alive`]).
+    pub other_mark: u64,
+    /// Where `other` lives in the index, so that marking it needs no lookup by name.
+    pub other_slot: VertexSlot,
+}
+
+/// Where a vertex lives in an edge index's table: its number, valid while the table's vertex
+/// epoch is the one recorded (see [`EdgeIndex::mark_vertex_alive`]). The default names no
+/// vertex.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VertexSlot {
+    number: u32,
+    /// The table's vertex epoch when the number was read (0: none; epochs start at 1).
+    epoch: u64,
+}
+
+/// Source of [`Table::vertex_epoch`] values: one process-wide counter, so that no two tables
+/// of any edge index ever share one and a [`VertexSlot`] never names a vertex of another.
+static VERTEX_EPOCHS: AtomicU64 = AtomicU64::new(1);
+
+fn fresh_vertex_epoch() -> u64 {
+    VERTEX_EPOCHS.fetch_add(1, Ordering::Relaxed)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -94,6 +125,8 @@ struct HitSpan {
     key_len: usize,
     other_len: usize,
     rev: Revision,
+    other_mark: u64,
+    other_slot: VertexSlot,
 }
 
 /// Edges found by lookups, in one reusable text buffer: once it has grown, a lookup
@@ -128,6 +161,19 @@ impl EdgeHits {
 
     /// Appends an edge.
     pub fn push(&mut self, key: &str, rev: Revision, other: &str) {
+        self.push_indexed(key, rev, other, 0, VertexSlot::default());
+    }
+
+    /// Appends an edge found in the index, whose other end has the existence mark
+    /// `other_mark` and lives in `other_slot`.
+    fn push_indexed(
+        &mut self,
+        key: &str,
+        rev: Revision,
+        other: &str,
+        other_mark: u64,
+        other_slot: VertexSlot,
+    ) {
         let start = self.text.len();
         self.text.push_str(key);
         self.text.push_str(other);
@@ -136,6 +182,8 @@ impl EdgeHits {
             key_len: key.len(),
             other_len: other.len(),
             rev,
+            other_mark,
+            other_slot,
         });
     }
 
@@ -145,6 +193,8 @@ impl EdgeHits {
             key: &self.text[span.start..key_end],
             rev: span.rev,
             other: &self.text[key_end..key_end + span.other_len],
+            other_mark: span.other_mark,
+            other_slot: span.other_slot,
         }
     }
 
@@ -174,6 +224,8 @@ impl EdgeHits {
                 key: &text[span.start..key_end],
                 rev: span.rev,
                 other: &text[key_end..key_end + span.other_len],
+                other_mark: span.other_mark,
+                other_slot: span.other_slot,
             })
         });
     }
@@ -414,6 +466,8 @@ struct Table {
     keys: KeyArena,
     dead_key_bytes: usize,
     vertices: Vec<Vertex>,
+    /// Per vertex (same numbers as `vertices`): its existence mark, 0 when none.
+    marks: Vec<AtomicU64>,
     free_vertices: Vec<u32>,
     by_name: HashTable<u32>,
     hasher: hashbrown::DefaultHashBuilder,
@@ -440,6 +494,7 @@ impl Table {
             keys: KeyArena::default(),
             dead_key_bytes: 0,
             vertices: Vec::new(),
+            marks: Vec::new(),
             free_vertices: Vec::new(),
             by_name: HashTable::new(),
             hasher: hashbrown::DefaultHashBuilder::default(),
@@ -447,7 +502,7 @@ impl Table {
             superseded: HashMap::new(),
             garbage: VecDeque::new(),
             live_slots: 0,
-            vertex_epoch: 0,
+            vertex_epoch: fresh_vertex_epoch(),
         }
     }
 
@@ -482,6 +537,9 @@ impl Table {
         let id = match self.free_vertices.pop() {
             Some(id) => {
                 self.vertices[id as usize].name = name.into();
+                // The number now names another vertex: what was known of the old one is not
+                // known of this one.
+                *self.marks[id as usize].get_mut() = 0;
                 id
             }
             None => {
@@ -490,6 +548,7 @@ impl Table {
                     name: name.into(),
                     ..Vertex::default()
                 });
+                self.marks.push(AtomicU64::new(0));
                 id
             }
         };
@@ -638,7 +697,7 @@ impl Table {
             return;
         }
         let name = std::mem::take(&mut vertex.name);
-        self.vertex_epoch += 1;
+        self.vertex_epoch = fresh_vertex_epoch();
         vertex.out = Vec::new();
         vertex.inbound = Vec::new();
         let hash = self.hasher.hash_one(&*name);
@@ -735,7 +794,12 @@ impl Table {
                     EdgeDirection::Outbound => slot.to,
                     EdgeDirection::Inbound => slot.from,
                 };
-                out.push(key, rev, &self.vertices[other as usize].name);
+                let mark = self.marks[other as usize].load(Ordering::Relaxed);
+                let slot = VertexSlot {
+                    number: other,
+                    epoch: self.vertex_epoch,
+                };
+                out.push_indexed(key, rev, &self.vertices[other as usize].name, mark, slot);
             }
         }
         Ok(())
@@ -751,6 +815,7 @@ impl Table {
             + self.free_slots.capacity() * 4
             + self.keys.capacity()
             + self.vertices.capacity() * std::mem::size_of::<Vertex>()
+            + self.marks.capacity() * 8
             + self.free_vertices.capacity() * 4
             + self.by_name.capacity() * 5
             + self.superseded.capacity() * 13
@@ -1046,6 +1111,29 @@ impl EdgeIndex {
         table.lookup(vertex, direction, tick, exact, out, check)
     }
 
+    /// Marks vertex `vertex` as alive under `epoch`, the existence epoch of its collection
+    /// for a snapshot in which the vertex document was found (see
+    /// `quiver_storage::Snapshot::existence_epoch`): a later lookup whose reader gets the same
+    /// epoch for that collection may take the vertex as alive without probing its primary
+    /// index. `slot` (from the hit that reached the vertex, or the default) spares the
+    /// lookup by name while the table's vertex numbers still name the vertices they named
+    /// then. Nothing happens if no edge of this index touches `vertex`.
+    pub fn mark_vertex_alive(&self, vertex: &str, slot: VertexSlot, epoch: u64) {
+        let state = self.state.read();
+        let table = &state.current;
+        // Epochs are unique to a table and change whenever a number may come to name another
+        // vertex: an equal epoch means the number still names `vertex`.
+        let v = if slot.epoch != 0 && slot.epoch == table.vertex_epoch {
+            debug_assert_eq!(&*table.vertices[slot.number as usize].name, vertex);
+            Some(slot.number)
+        } else {
+            table.vertex_id(vertex)
+        };
+        if let Some(mark) = v.and_then(|v| table.marks.get(v as usize)) {
+            mark.store(epoch, Ordering::Relaxed);
+        }
+    }
+
     /// How many entries `vertex` has in `direction` (superseded and in-flight ones
     /// included), or None while the startup build runs: a cheap estimate of a lookup's size.
     pub fn degree_hint(&self, vertex: &str, direction: EdgeDirection) -> Option<usize> {
@@ -1221,7 +1309,7 @@ impl EdgeIndex {
         if let Some(tick) = tick {
             let mut fresh = Table::new();
             // Ids of the old table name nothing in the new one.
-            fresh.vertex_epoch = state.current.vertex_epoch + 1;
+            fresh.vertex_epoch = fresh_vertex_epoch();
             let old = std::mem::replace(&mut state.current, fresh);
             state.retired.push((tick, old));
         }

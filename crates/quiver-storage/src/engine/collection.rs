@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::col_dir;
+use super::existence_epoch::ExistenceEpoch;
 
 pub(crate) struct Collection {
     pub id: u64,
@@ -47,6 +48,8 @@ pub(crate) struct Collection {
     /// inserts alone do not set it, so an insert-only collection costs the periodic check
     /// nothing (the check walks every key).
     pub(super) dirty: AtomicBool,
+    /// Changes whenever a commit changes which keys are alive.
+    pub(super) existence: ExistenceEpoch,
     pub(super) files: Mutex<ColFiles>,
     pub(super) compact_lock: Mutex<Option<Instant>>,
     pub(super) compaction_status: Mutex<String>,
@@ -139,6 +142,7 @@ pub(super) fn new_collection(
         truncate_durable: AtomicU64::new(0),
         dropped: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
+        existence: ExistenceEpoch::new(),
         files: Mutex::new(ColFiles::default()),
         compact_lock: Mutex::new(None),
         compaction_status: Mutex::new("no compaction run yet".into()),

@@ -132,6 +132,7 @@ impl Inner {
                     // for the GC pass.
                     let alive = col.latest_count();
                     col.index.truncate(commit_tick, horizon);
+                    col.existence.changed(commit_tick);
                     col.garbage.fetch_add(alive, Ordering::Relaxed);
                     col.uncollected.fetch_add(1, Ordering::Relaxed);
                     match touched.iter_mut().find(|(c, _, _)| c.id == col.id) {
@@ -165,6 +166,10 @@ impl Inner {
                 ),
             };
             let was_alive = col.index.install(key, version, horizon);
+            if was_alive == version.is_removed() {
+                // A new key or a removed one (not a new version of an alive key).
+                col.existence.changed(commit_tick);
+            }
             if was_alive {
                 // The previous version (or the new tombstone) is garbage for the GC pass.
                 col.garbage.fetch_add(1, Ordering::Relaxed);
@@ -258,6 +263,7 @@ impl Inner {
             }
         };
         col.uncollected.fetch_add(1, Ordering::Relaxed);
+        col.existence.changed(appended.commit_tick);
         col.note_commit(appended.commit_tick, 1, false, horizon);
         let ticket = self.publish(wal, appended, sync);
         drop(retired);

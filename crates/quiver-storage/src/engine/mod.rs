@@ -45,6 +45,7 @@ mod counters;
 mod damage_report;
 mod disk_reserve;
 mod durable_record;
+mod existence_epoch;
 mod figures;
 mod journal;
 mod key_range;

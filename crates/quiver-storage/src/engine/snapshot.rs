@@ -176,6 +176,11 @@ impl SnapshotState {
             .map(|v| (Revision(v.rev), v.tick)))
     }
 
+    pub fn existence_epoch(&self, cid: u64) -> Result<Option<u64>> {
+        let col = self.collection(cid)?;
+        Ok(col.existence.valid_at(self.tick()))
+    }
+
     pub fn count(&self, cid: u64) -> Result<u64> {
         let col = self.collection(cid)?;
         Ok(col.count_at(self.tick()))
