@@ -43,9 +43,9 @@ def load():
     return " ".join(open("/proc/loadavg").read().split()[:3])
 
 
-def one_run(binary, docs, batch):
+def one_run(binary, docs, batch, port=0):
     tmp = tempfile.mkdtemp(prefix="search-writes-")
-    quiver = search.Quiver(binary, f"{tmp}/quiver")
+    quiver = search.Quiver(binary, f"{tmp}/quiver", port)
     pid = quiver.proc.pid
     out = {}
     try:
@@ -77,6 +77,7 @@ def main():
     ap.add_argument("--docs", type=int, default=200_000)
     ap.add_argument("--batch", type=int, default=10_000, help="documents per import request")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--port", type=int, default=0, help="the servers' port (default: any free one)")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
     docs = search.corpus(args.docs)
@@ -86,7 +87,7 @@ def main():
     for r in range(args.rounds):
         for name, path in binaries:
             before = load()
-            out = one_run(path, docs, args.batch)
+            out = one_run(path, docs, args.batch, args.port)
             runs[name].append(out)
             print(f"round {r + 1} {name}: load {before} -> {load()}; "
                   + " ".join(f"{k} {v:.2f}" for k, v in out.items()), flush=True)
