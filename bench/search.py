@@ -10,17 +10,21 @@ at least three words of two or more letters, stripped, exact duplicates dropped,
 sorted path order; the first `--docs` of them are the documents.
 
 Measured:
-- indexing: QuiverDB imports the documents into a collection linked to the view and waits
-  until the view has committed them (`SEARCH … OPTIONS {waitForSync: true}`); PostgreSQL COPYs
-  them into a table whose tsvector column is generated, then builds the GIN index and
-  analyzes; FTS5 inserts them into a contentless table in one transaction.
+- indexing, each system by its own bulk path from a file written before the timing starts
+  (the same documents): QuiverDB loads the JSON lines file with its bulk import tool (`quiver
+  import --type jsonl --threads 2`, arangoimport's default of two requests in flight) into a
+  collection linked to the view and waits until the view has committed them (`SEARCH …
+  OPTIONS {waitForSync: true}`); PostgreSQL reads a tab-separated file with a server-side
+  `COPY … FROM '<file>' WITH (FREEZE)` into a table created in the same transaction whose
+  tsvector column is generated, then builds the GIN index and analyzes; FTS5 reads the same
+  file and inserts into a contentless table in one transaction.
 - size on disk of the index: the view's directory, the GIN index (and the tsvector column's
   share of the table), the FTS5 database file.
 - latency per query (median of every repetition of every query of a kind): term (count of
   matches), phrase (count), prefix (count), BM25 top-10 (keys of the ten best).
-- writes with and without a linked view: the same documents imported in the same batches
-  into a collection without a view and one linked to a view; the client-visible rate, and the
-  rate until the view has caught up.
+- writes with and without a linked view: the same file imported by the same tool into a
+  collection without a view and one linked to a view; the rate the tool sees, and the rate
+  until the view has caught up.
 
 Run with bench/search.sh (it builds the release binary and a venv with psycopg).
 """
@@ -106,10 +110,58 @@ def du(path):
     return total
 
 
+def cpu_seconds(pid):
+    """utime + stime of process `pid` (every thread), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    # utime and stime are fields 14 and 15 of the line; fields[0] here is field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def write_corpus_files(docs, directory):
+    """The documents as the two bulk formats, written before any timing: JSON lines
+    (`{"_key": "<i>", "text": …}`, for `quiver import`) and PostgreSQL's COPY text format
+    (`<i>\\t<text>`, also read by the FTS5 load). Both readable by user postgres."""
+    jsonl, tsv = f"{directory}/docs.jsonl", f"{directory}/docs.tsv"
+    with open(jsonl, "w") as out:
+        for i, text in enumerate(docs):
+            out.write(json.dumps({"_key": str(i), "text": text}))
+            out.write("\n")
+    with open(tsv, "w") as out:
+        for i, text in enumerate(docs):
+            out.write(f"{i}\t{copy_escape(text)}\n")
+    for path in (jsonl, tsv):
+        os.chmod(path, 0o644)
+    return jsonl, tsv
+
+
+COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+COPY_UNESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
+
+
+def copy_escape(text):
+    return text.translate(COPY_ESCAPES)
+
+
+def copy_unescape(text):
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\(.)", lambda m: COPY_UNESCAPES[m.group(1)], text)
+
+
+def read_tsv(path):
+    """(id, text) of each line of a COPY text file written by `write_corpus_files`."""
+    with open(path) as f:
+        for line in f:
+            i, text = line.rstrip("\n").split("\t", 1)
+            yield int(i), copy_unescape(text)
+
+
 class Quiver:
-    def __init__(self, binary, data_dir):
+    def __init__(self, binary, data_dir, port=0):
+        self.binary = binary
         self.data_dir = data_dir
-        self.port = free_port()
+        self.port = port or free_port()
         self.proc = subprocess.Popen(
             [binary, "serve", "--server.endpoint", f"tcp://127.0.0.1:{self.port}",
              "--database.directory", data_dir, "--server.authentication", "false",
@@ -140,6 +192,23 @@ class Quiver:
         if res.get("hasMore"):
             raise RuntimeError(f"more than one batch: {aql}")
         return res["result"]
+
+    def cpu_seconds(self):
+        return cpu_seconds(self.proc.pid)
+
+    def import_file(self, collection, path, threads):
+        """`quiver import` of a JSON lines file (the binary under test is also the tool), with
+        its default request size (8 MiB, as arangoimport's) and `threads` requests in flight."""
+        out = subprocess.run(
+            [self.binary, "import", "--server.endpoint", f"tcp://127.0.0.1:{self.port}",
+             "--server.authentication", "false", "--file", path, "--type", "jsonl",
+             "--collection", collection, "--threads", str(threads), "--progress", "false"],
+            capture_output=True, text=True)
+        created = re.search(r"created: (\d+)", out.stderr + out.stdout)
+        errors = re.search(r"warnings/errors: (\d+)", out.stderr + out.stdout)
+        if out.returncode != 0 or not created or not errors or errors.group(1) != "0":
+            raise RuntimeError(f"quiver import: {out.returncode} {out.stderr[-500:]!r}")
+        return int(created.group(1))
 
     def import_docs(self, collection, docs, batch):
         for start in range(0, len(docs), batch):
@@ -222,20 +291,21 @@ def pg_argument(kind, q):
 
 
 class Postgres:
-    def __init__(self, shared_buffers_mib, mem_mib):
+    def __init__(self, shared_buffers_mib, mem_mib, port=0):
         self.pg_bin = sorted((os.path.join("/usr/lib/postgresql", v, "bin")
                               for v in os.listdir("/usr/lib/postgresql")),
                              key=lambda p: int(p.split("/")[-2]))[-1]
         self.dir = tempfile.mkdtemp(prefix="search-bench-pg.")
         shutil.chown(self.dir, "postgres")
-        self.port = free_port()
+        self.port = port or free_port()
         as_pg = ["runuser", "-u", "postgres", "--"]
         self.as_pg = as_pg
         subprocess.run(as_pg + [f"{self.pg_bin}/initdb", "-D", f"{self.dir}/data", "-U",
                                 "postgres", "-A", "trust"], check=True,
                        stdout=subprocess.DEVNULL)
         # Production sizing for this machine: a quarter of memory as shared buffers, room for
-        # the GIN build in maintenance_work_mem, WAL room for the bulk load.
+        # the GIN build in maintenance_work_mem (2 GB: the build of a million lines' GIN
+        # index stays in memory, as a tuned bulk load would have it), WAL room for the load.
         with open(f"{self.dir}/data/postgresql.conf", "a") as conf:
             conf.write(f"""
 listen_addresses = '127.0.0.1'
@@ -257,15 +327,27 @@ max_parallel_workers_per_gather = 2
         self.conn = psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
                                     autocommit=True)
 
-    def load(self, docs):
+    def load(self, tsv_path):
+        """PostgreSQL's fastest bulk path: the table created and filled by a server-side COPY
+        of the file in one transaction (FREEZE: the rows are written frozen, no later vacuum
+        pass rewrites them), then the GIN index built over the loaded table, then ANALYZE.
+        Returns the seconds of the three steps."""
         cur = self.conn.cursor()
-        cur.execute("CREATE TABLE docs (id integer PRIMARY KEY, body text NOT NULL, "
-                    "tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) STORED)")
-        with cur.copy("COPY docs (id, body) FROM STDIN") as copy:
-            for i, text in enumerate(docs):
-                copy.write_row((i, text))
+        steps = []
+        t = time.perf_counter()
+        with self.conn.transaction():
+            cur.execute("CREATE TABLE docs (id integer PRIMARY KEY, body text NOT NULL, "
+                        "tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', body)) "
+                        "STORED)")
+            cur.execute(f"COPY docs (id, body) FROM '{tsv_path}' WITH (FREEZE)")
+        steps.append(time.perf_counter() - t)
+        t = time.perf_counter()
         cur.execute("CREATE INDEX docs_tsv ON docs USING gin (tsv)")
-        cur.execute("VACUUM ANALYZE docs")
+        steps.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        cur.execute("ANALYZE docs")
+        steps.append(time.perf_counter() - t)
+        return steps
 
     def sizes(self):
         cur = self.conn.cursor()
@@ -292,7 +374,10 @@ def main():
     ap.add_argument("--binary", required=True)
     ap.add_argument("--docs", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5, help="timed runs of each query")
-    ap.add_argument("--batch", type=int, default=10_000, help="documents per import request")
+    ap.add_argument("--import-threads", type=int, default=2,
+                    help="requests in flight of `quiver import` (arangoimport's default: 2)")
+    ap.add_argument("--port", type=int, default=0,
+                    help="QuiverDB's port (PostgreSQL's is the next one); default: any free port")
     ap.add_argument("--skip-writes", action="store_true",
                     help="leave out the with/without view write comparisons")
     ap.add_argument("--small-batch", type=int, default=100,
@@ -314,22 +399,35 @@ def main():
     results = {"docs": len(docs)}
 
     tmp = tempfile.mkdtemp(prefix="search-bench-")
+    os.chmod(tmp, 0o755)  # PostgreSQL (user postgres) reads the COPY file from here
+    t0 = time.perf_counter()
+    jsonl, tsv = write_corpus_files(docs, tmp)
+    print(f"# files: {jsonl} ({os.path.getsize(jsonl) / 2**20:.0f} MiB), {tsv} "
+          f"({os.path.getsize(tsv) / 2**20:.0f} MiB), {time.perf_counter() - t0:.0f} s to write "
+          "(before any timing)", flush=True)
     quiver = pg = fts = None
     try:
-        # QuiverDB: writes without a view, then the indexed collection.
-        quiver = Quiver(args.binary, f"{tmp}/quiver")
+        # QuiverDB: writes without a view, then the indexed collection, both by `quiver import`.
+        quiver = Quiver(args.binary, f"{tmp}/quiver", args.port)
+        threads = args.import_threads
         if not args.skip_writes:
             quiver.call("POST", "/_api/collection", {"name": "plain"})
             print(f"# quiver: import without a view (load average {load()})", flush=True)
-            results["plain_import_s"], _ = timed(
-                lambda: quiver.import_docs("plain", docs, args.batch))
+            c0 = quiver.cpu_seconds()
+            results["plain_import_s"], _ = timed(lambda: quiver.import_file("plain", jsonl, threads))
+            results["plain_import_cpu_s"] = quiver.cpu_seconds() - c0
             quiver.call("DELETE", "/_api/collection/plain")
         quiver.call("POST", "/_api/collection", {"name": "docs"})
         quiver.call("POST", "/_api/view", {"name": "v", "type": "arangosearch",
                                            "links": {"docs": VIEW_LINK}})
         print(f"# quiver: import into the linked collection (load average {load()})", flush=True)
-        results["quiver_import_s"], _ = timed(lambda: quiver.import_docs("docs", docs, args.batch))
+        c0 = quiver.cpu_seconds()
+        results["quiver_import_s"], created = timed(
+            lambda: quiver.import_file("docs", jsonl, threads))
+        if created != len(docs):
+            raise RuntimeError(f"quiver import created {created} documents, not {len(docs)}")
         results["quiver_sync_s"], indexed = timed(lambda: quiver.wait_view("v"))
+        results["quiver_index_cpu_s"] = quiver.cpu_seconds() - c0
         if indexed != len(docs):
             raise RuntimeError(f"the view holds {indexed} documents, not {len(docs)}")
         results["quiver_index_s"] = results["quiver_import_s"] + results["quiver_sync_s"]
@@ -358,8 +456,9 @@ def main():
 
         # PostgreSQL.
         print(f"# postgresql: COPY + GIN (load average {load()})", flush=True)
-        pg = Postgres(mem_mib // 4, mem_mib)
-        results["pg_index_s"], _ = timed(lambda: pg.load(docs))
+        pg = Postgres(mem_mib // 4, mem_mib, args.port + 1 if args.port else 0)
+        results["pg_index_s"], steps = timed(lambda: pg.load(tsv))
+        results["pg_copy_s"], results["pg_gin_s"], results["pg_analyze_s"] = steps
         results["pg_gin_bytes"], results["pg_table_bytes"], results["pg_tsv_bytes"] = pg.sizes()
 
         # SQLite FTS5, contentless (the file is the index and the document sizes).
@@ -371,7 +470,7 @@ def main():
 
         def fts_load():
             with fts:
-                fts.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", enumerate(docs))
+                fts.executemany("INSERT INTO t (rowid, body) VALUES (?, ?)", read_tsv(tsv))
             fts.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         results["fts_index_s"], _ = timed(fts_load)
         results["fts_bytes"] = os.path.getsize(f"{tmp}/fts.db")
@@ -457,6 +556,11 @@ def report(r, args):
     print(f"| index on disk | {mib(r['quiver_bytes'])} | {mib(r['pg_gin_bytes'])} GIN "
           f"(+ {mib(r['pg_tsv_bytes'])} tsvector column) | {mib(r['fts_bytes'])} | |")
     print()
+    print(f"QuiverDB: `quiver import` {r['quiver_import_s']:.1f} s, then the view "
+          f"{r['quiver_sync_s']:.1f} s more; server CPU {r['quiver_index_cpu_s']:.1f} s. "
+          f"PostgreSQL: COPY {r['pg_copy_s']:.1f} s, GIN {r['pg_gin_s']:.1f} s, "
+          f"ANALYZE {r['pg_analyze_s']:.1f} s.")
+    print()
     print(f"Round trip without a search: QuiverDB (HTTP + AQL) {r['quiver_round_trip_ms']:.2f} ms, "
           f"PostgreSQL (libpq) {r['pg_round_trip_ms']:.2f} ms, FTS5 in process.")
     print()
@@ -471,8 +575,8 @@ def report(r, args):
     if "plain_import_s" in r:
         plain, linked, synced = r["plain_import_s"], r["quiver_import_s"], r["quiver_index_s"]
         print()
-        print(f"| writes ({args.batch:,} documents per import request) | seconds | documents/s "
-              "| / without a view |")
+        print(f"| writes (`quiver import`, {args.import_threads} requests in flight) | seconds "
+              "| documents/s | / without a view |")
         print("|---|---|---|---|")
         print(f"| without a view | {plain:.1f} | {n / plain:,.0f} | 100 % |")
         print(f"| with a linked view (acknowledged) | {linked:.1f} | {n / linked:,.0f} | "

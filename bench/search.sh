@@ -4,8 +4,8 @@
 # PostgreSQL of its own on loopback with fresh temporary data directories, and prints the
 # comparison tables.
 #
-#   bench/search.sh [--docs 1000000] [--repeat 5] [--batch 10000] [--small-batch 100]
-#                    [--small-docs 50000] [--skip-writes]
+#   bench/search.sh [--docs 1000000] [--repeat 5] [--import-threads 2] [--small-batch 100]
+#                    [--small-docs 50000] [--skip-writes] [--port P (QuiverDB; PostgreSQL P+1)]
 #
 # Needs: PostgreSQL from Debian (postgresql), run as root (PostgreSQL runs as user postgres),
 # Python 3 with sqlite3 built with FTS5 (Debian's is).

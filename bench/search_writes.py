@@ -85,9 +85,9 @@ def send_encoded(quiver, collection, bodies, api="import"):
         conn.close()
 
 
-def one_run(binary, docs, batch, bodies, api):
+def one_run(binary, docs, batch, bodies, api, port=0):
     tmp = tempfile.mkdtemp(prefix="search-writes-")
-    quiver = search.Quiver(binary, f"{tmp}/quiver")
+    quiver = search.Quiver(binary, f"{tmp}/quiver", port)
     pid = quiver.proc.pid
     out = {}
 
@@ -133,10 +133,8 @@ def main():
                          "before the clock starts, one kept-alive connection")
     ap.add_argument("--api", choices=["import", "document"], default="import",
                     help="POST /_api/import (JSON lines) or POST /_api/document (arrays, silent)")
-    ap.add_argument("--port", type=int, help="the servers' port (default: any free one)")
+    ap.add_argument("--port", type=int, default=0, help="the servers' port (default: any free one)")
     args = ap.parse_args()
-    if args.port:
-        search.free_port = lambda: args.port
     binaries = [b.split("=", 1) for b in args.binary]
     docs = search.corpus(args.docs)
     bodies = encoded_batches(docs, args.batch, args.api) if args.client == "encoded" else None
@@ -147,7 +145,7 @@ def main():
     for r in range(args.rounds):
         for name, path in binaries:
             before = load()
-            out = one_run(path, docs, args.batch, bodies, args.api)
+            out = one_run(path, docs, args.batch, bodies, args.api, args.port)
             runs[name].append(out)
             print(f"round {r + 1} {name}: load {before} -> {load()}; "
                   + " ".join(f"{k} {v:.2f}" for k, v in out.items()), flush=True)

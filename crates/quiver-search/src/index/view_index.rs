@@ -18,7 +18,6 @@ use tantivy::postings::Postings;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
-    STRING,
 };
 use tantivy::{
     DocAddress, DocId, DocSet, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher,
@@ -129,15 +128,18 @@ impl std::fmt::Debug for ViewIndex {
 
 fn schema() -> (Schema, Fields) {
     let mut builder = Schema::builder();
+    // No field keeps tantivy's field norms (a byte per document and field, written with every
+    // segment and merged): the scorers read the lengths from the length terms (`scoring.rs`).
     let indexing = TextFieldIndexing::default()
         .set_tokenizer(term_stream::TOKENIZER)
-        .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+        .set_index_option(IndexRecordOption::WithFreqsAndPositions)
+        .set_fieldnorms(false);
     let terms = builder.add_text_field(
         "terms",
         TextOptions::default().set_indexing_options(indexing),
     );
-    let id = builder.add_text_field("id", STRING | STORED);
-    let collection = builder.add_text_field("collection", STRING);
+    let id = builder.add_text_field("id", untokenized_without_norms().set_stored());
+    let collection = builder.add_text_field("collection", untokenized_without_norms());
     let geo = builder.add_text_field(super::geo_query::GEO_FIELD, STORED);
     let sort = builder.add_bytes_field(SORT_COLUMN, FAST);
     let stored = builder.add_bytes_field(STORED_COLUMN, FAST);
@@ -153,6 +155,17 @@ fn schema() -> (Schema, Fields) {
             sort,
             stored,
         },
+    )
+}
+
+/// A field indexed as one term per value (tantivy's `STRING`), documents only, without field
+/// norms.
+fn untokenized_without_norms() -> TextOptions {
+    TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer("raw")
+            .set_index_option(IndexRecordOption::Basic)
+            .set_fieldnorms(false),
     )
 }
 
