@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A/B of the server's cost of `POST /_api/import` for the Pokec relations (edges).
 
-  bench/import_ab.py A_BIN B_BIN [--data DIR] [--lines N] [--rounds R] [--threads T]
+  bench/import_ab.py A_BIN B_BIN [--data DIR] [--lines N] [--rounds R] [--threads T] [--port P]
 
 Per round, A then B, each a fresh server (`quiver serve` on a free port and a temporary data
 directory): the edge collection `relations` of `quiver bench pokec load`'s schema (database
@@ -34,9 +34,9 @@ def hwm_kib(pid):
     return status_kib(pid, "VmHWM:")
 
 
-def start(binary, scratch, env):
+def start(binary, scratch, env, port=0):
     log = open(os.path.join(scratch, "server.log"), "w")
-    server = subprocess.Popen([binary, "--server.endpoint", "tcp://127.0.0.1:0",
+    server = subprocess.Popen([binary, "--server.endpoint", f"tcp://127.0.0.1:{port}",
                                "--database.directory", os.path.join(scratch, "data")],
                               stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **env})
     for _ in range(600):
@@ -50,11 +50,11 @@ def start(binary, scratch, env):
     raise SystemExit(f"{binary} did not start")
 
 
-def run(binary, tool, relations, lines, threads, env):
+def run(binary, tool, relations, lines, threads, env, port=0):
     scratch = tempfile.mkdtemp(prefix="import-ab.")
     server = None
     try:
-        server, port = start(binary, scratch, env)
+        server, port = start(binary, scratch, env, port)
         call(port, "POST", "/_api/database", {"name": "pokec"})
         call(port, "POST", "/_db/pokec/_api/collection", {
             "name": "relations", "type": 3,
@@ -106,6 +106,7 @@ def main():
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--env-b", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--port", type=int, default=0, help="the servers' port (0: any free one)")
     args = p.parse_args()
     env_b = dict(kv.split("=", 1) for kv in args.env_b)
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as part:
@@ -123,7 +124,7 @@ def main():
             for name, binary in (("A", args.a), ("B", args.b)):
                 load = os.getloadavg()[0]
                 env = env_b if name == "B" else {}
-                one = run(binary, args.b, part.name, lines, args.threads, env)
+                one = run(binary, args.b, part.name, lines, args.threads, env, args.port)
                 results[name].append(one)
                 print(f"round {r} {name}: {one['seconds']:.1f} s, server "
                       f"{one['cpuUsPerDoc']:.2f} us CPU/document, peak RSS "

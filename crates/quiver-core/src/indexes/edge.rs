@@ -4,10 +4,12 @@
 //!
 //! # Layout (why it is small)
 //! One [`Table`] per collection: vertex ids are interned once per distinct vertex (a `u32`
-//! each), every edge version is one fixed 32-byte [`Slot`] (endpoints as vertex numbers, the
-//! key as a range of one shared key arena or, for a plain decimal key, its number, revision,
-//! commit tick), and each vertex keeps two `Vec<u32>` of slot numbers, in revision order. No
-//! allocation per edge; about 47 bytes per edge for both directions with generated keys
+//! each), every edge version is one fixed 24-byte [`Slot`] (endpoints as vertex numbers,
+//! revision, the key as its number when it is a plain decimal number below 2^31 or else a
+//! reference to a key word — a range of one shared key arena or a larger number —, and the
+//! commit tick as a 30-bit offset from the table's tick base, see [`Table::set_created`]),
+//! and each vertex keeps two `Vec<u32>` of slot numbers, in revision order. No
+//! allocation per edge; about 39 bytes per edge for both directions with generated keys
 //! (`docs/benchmarks/tools.md`, "Memory").
 //!
 //! # Visibility without primary-index probes
@@ -68,10 +70,28 @@ const COMPACT_MIN_DEAD: usize = if cfg!(test) { 16 } else { 1 << 20 };
 /// `created` of a slot whose commit is in flight; also the superseding tick of a slot whose
 /// superseding commit is in flight.
 const PENDING: u64 = u64::MAX;
-const FLAG_SUPERSEDED: u64 = 1;
-const FLAG_FREE: u64 = 2;
-/// The key is a decimal number kept in the slot (bits 16..64) instead of the key arena.
+/// A key word holds a decimal number (bits 16..64) instead of a range of the key arena.
 const FLAG_NUMBER: u64 = 4;
+/// [`Slot::key`] is the index of a key word in [`Table::key_words`] (bits 0..31) instead of
+/// the key's decimal value.
+const KEY_WORD: u32 = 1 << 31;
+/// [`Slot::state`]: the slot is free (on the free list).
+const STATE_FREE: u32 = 1 << 31;
+/// [`Slot::state`]: a commit superseded this version (its tick in [`Table::superseded`]).
+const STATE_SUPERSEDED: u32 = 1 << 30;
+/// [`Slot::state`]'s bits for the creation tick: its offset from [`Table::tick_base`], or one
+/// of the two codes below.
+const TICK_MASK: u32 = STATE_SUPERSEDED - 1;
+/// The creating commit is in flight.
+const TICK_PENDING: u32 = TICK_MASK;
+/// The creation tick does not fit as an offset: it is in [`Table::far_ticks`].
+const TICK_FAR: u32 = TICK_MASK - 1;
+/// The tick base is set this far below the first tick recorded, so that slots of a startup
+/// build (created at its snapshot's tick) added after the first commits still fit.
+const TICK_SLACK: u64 = 1 << 28;
+/// The tick base moves up to the horizon once the horizon is this far past it (an O(slots)
+/// pass: once per 2^29 ticks), so that new ticks keep fitting in [`TICK_MASK`].
+const REBASE_AFTER: u64 = 1 << 29;
 /// Digits of the longest decimal key kept as a number: below 2^48.
 const NUMBER_DIGITS: usize = 14;
 const MAX_KEY_OFFSET: usize = 1 << 48;
@@ -279,32 +299,42 @@ pub(crate) fn skim_ends(body: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
     Some((ends.from?.0, ends.to?.0))
 }
 
-/// One version of one edge.
+/// One version of one edge: 24 bytes.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     from: u32,
     to: u32,
-    /// Key arena offset, or with [`FLAG_NUMBER`] the key's decimal value (bits 16..64), key
-    /// length (bits 8..16), flags (bits 0..8).
-    key: u64,
     rev: u64,
-    /// Tick of the commit that created this version ([`PENDING`] while it is in flight).
-    created: u64,
+    /// The key's decimal value when it is a plain number below 2^31 ([`key_number`]: the
+    /// autoincrement and traditional generators' keys of any collection below two billion
+    /// documents); otherwise [`KEY_WORD`] and the index of its key word in
+    /// [`Table::key_words`].
+    key: u32,
+    /// [`STATE_FREE`], [`STATE_SUPERSEDED`], and the creation tick's code ([`TICK_MASK`]).
+    state: u32,
 }
 
+// The layout this file is about: 8 bytes per edge less than a 64-bit key and tick.
+const _: () = assert!(std::mem::size_of::<Slot>() == 24);
+
 impl Slot {
-    /// The key's bytes in the key arena (empty for a key kept as a number).
-    fn key_range(&self) -> std::ops::Range<usize> {
-        if self.flags() & FLAG_NUMBER != 0 {
-            return 0..0;
-        }
-        let start = (self.key >> 16) as usize;
-        start..start + ((self.key >> 8) & 0xff) as usize
+    fn is_free(&self) -> bool {
+        self.state & STATE_FREE != 0
     }
 
-    fn flags(&self) -> u64 {
-        self.key & 0xff
+    /// The index of the slot's key word, if its key is not held in the slot.
+    fn key_word(&self) -> Option<usize> {
+        (self.key & KEY_WORD != 0).then_some((self.key & !KEY_WORD) as usize)
     }
+}
+
+/// The key bytes a key word refers to in the key arena (empty for a number).
+fn word_range(word: u64) -> std::ops::Range<usize> {
+    if word & FLAG_NUMBER != 0 {
+        return 0..0;
+    }
+    let start = (word >> 16) as usize;
+    start..start + ((word >> 8) & 0xff) as usize
 }
 
 /// The value of a key that is kept as a number in its slot: decimal digits without a leading
@@ -345,26 +375,34 @@ fn push_to_list(list: &mut Vec<u32>, id: u32) {
     list.push(id);
 }
 
-/// Slots per chunk of [`Slots`]: 2 MiB chunks.
+/// Items per chunk of a [`Chunked`] table: 1.5 MiB chunks of slots.
 const SLOT_CHUNK: usize = 1 << 16;
 /// Bytes per chunk of [`KeyArena`].
 const KEY_CHUNK: usize = 1 << 20;
 
-/// The slot table in fixed-size chunks: growing it never copies the table nor leaves a
-/// doubled allocation half empty (at 30 million edges a doubling `Vec` wastes up to a
-/// third of the slot memory and needs twice it while reallocating).
-#[derive(Default)]
-struct Slots {
-    chunks: Vec<Vec<Slot>>,
+/// A table (the slots, the key words) in fixed-size chunks: growing it never copies the
+/// table nor leaves a doubled allocation half empty (at 30 million edges a doubling `Vec`
+/// wastes up to a third of the slot memory and needs twice it while reallocating).
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
     len: usize,
 }
 
-impl Slots {
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+}
+
+impl<T> Chunked<T> {
     fn len(&self) -> usize {
         self.len
     }
 
-    fn push(&mut self, slot: Slot) -> u32 {
+    fn push(&mut self, slot: T) -> u32 {
         if self.chunks.last().is_none_or(|c| c.len() == SLOT_CHUNK) {
             self.chunks.push(Vec::new());
         }
@@ -375,32 +413,32 @@ impl Slots {
         (self.len - 1) as u32
     }
 
-    fn iter_mut(&mut self) -> impl Iterator<Item = &mut Slot> {
+    fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
         self.chunks.iter_mut().flatten()
     }
 
     fn bytes(&self) -> usize {
-        self.chunks.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<Slot>()
+        self.chunks.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<T>()
     }
 }
 
-impl std::ops::Index<u32> for Slots {
-    type Output = Slot;
-    fn index(&self, id: u32) -> &Slot {
+impl<T> std::ops::Index<u32> for Chunked<T> {
+    type Output = T;
+    fn index(&self, id: u32) -> &T {
         let id = id as usize;
         &self.chunks[id / SLOT_CHUNK][id % SLOT_CHUNK]
     }
 }
 
-impl std::ops::IndexMut<u32> for Slots {
-    fn index_mut(&mut self, id: u32) -> &mut Slot {
+impl<T> std::ops::IndexMut<u32> for Chunked<T> {
+    fn index_mut(&mut self, id: u32) -> &mut T {
         let id = id as usize;
         &mut self.chunks[id / SLOT_CHUNK][id % SLOT_CHUNK]
     }
 }
 
 /// Edge keys back to back, in chunks of [`KEY_CHUNK`] bytes (a key never straddles two), for
-/// the same reason as [`Slots`]. Offsets are global: chunk × `KEY_CHUNK` + position.
+/// the same reason as [`Chunked`]. Offsets are global: chunk × `KEY_CHUNK` + position.
 #[derive(Default)]
 struct KeyArena {
     chunks: Vec<String>,
@@ -460,11 +498,22 @@ enum Seen {
 
 /// The entries of one collection (between two truncates).
 struct Table {
-    slots: Slots,
+    slots: Chunked<Slot>,
     free_slots: Vec<u32>,
+    /// The keys not held in their slots ([`Slot::key`]): a key arena offset (bits 16..64)
+    /// and length (bits 8..16), or with [`FLAG_NUMBER`] a decimal value (bits 16..64).
+    key_words: Chunked<u64>,
     /// Edge keys (legal keys are at most 254 bytes of ASCII).
     keys: KeyArena,
+    /// Bytes of the key arena and of the key words no live slot refers to.
     dead_key_bytes: usize,
+    /// What creation tick 0 of a slot's [`TICK_MASK`] bits stands for (None until the first
+    /// tick is recorded).
+    tick_base: Option<u64>,
+    /// Creation ticks that do not fit as an offset from the base ([`TICK_FAR`]).
+    far_ticks: HashMap<u32, u64>,
+    /// Entries of `far_ticks` after the last rebase.
+    far_after_rebase: usize,
     vertices: Vec<Vertex>,
     /// Per vertex (same numbers as `vertices`): its existence mark, 0 when none.
     marks: Vec<AtomicU64>,
@@ -489,10 +538,14 @@ struct Table {
 impl Table {
     fn new() -> Table {
         Table {
-            slots: Slots::default(),
+            slots: Chunked::default(),
             free_slots: Vec::new(),
+            key_words: Chunked::default(),
             keys: KeyArena::default(),
             dead_key_bytes: 0,
+            tick_base: None,
+            far_ticks: HashMap::new(),
+            far_after_rebase: 0,
             vertices: Vec::new(),
             marks: Vec::new(),
             free_vertices: Vec::new(),
@@ -565,20 +618,91 @@ impl Table {
     }
 
     fn key(&self, slot: &Slot) -> SlotKey<'_> {
-        if slot.flags() & FLAG_NUMBER != 0 {
-            SlotKey::Number(itoa::Buffer::new(), slot.key >> 16)
-        } else {
-            SlotKey::Arena(self.keys.get(slot.key_range()))
+        match slot.key_word().map(|i| self.key_words[i as u32]) {
+            None => SlotKey::Number(itoa::Buffer::new(), u64::from(slot.key)),
+            Some(word) if word & FLAG_NUMBER != 0 => {
+                SlotKey::Number(itoa::Buffer::new(), word >> 16)
+            }
+            Some(word) => SlotKey::Arena(self.keys.get(word_range(word))),
         }
     }
 
     /// Whether `slot`'s key is `key`.
     fn key_is(&self, slot: &Slot, key: &str) -> bool {
-        if slot.flags() & FLAG_NUMBER != 0 {
-            key_number(key) == Some(slot.key >> 16)
-        } else {
-            self.keys.get(slot.key_range()) == key
+        match slot.key_word().map(|i| self.key_words[i as u32]) {
+            None => key_number(key) == Some(u64::from(slot.key)),
+            Some(word) if word & FLAG_NUMBER != 0 => key_number(key) == Some(word >> 16),
+            Some(word) => self.keys.get(word_range(word)) == key,
         }
+    }
+
+    /// The tick of the commit that created slot `id` ([`PENDING`] while it is in flight).
+    fn created(&self, id: u32, slot: &Slot) -> u64 {
+        match slot.state & TICK_MASK {
+            TICK_PENDING => PENDING,
+            // Always present; a missing one would be decided by the exact check.
+            TICK_FAR => self.far_ticks.get(&id).copied().unwrap_or(PENDING),
+            offset => self.tick_base.unwrap_or(0) + u64::from(offset),
+        }
+    }
+
+    /// Records `tick` ([`PENDING`]: in flight) as the creation tick of slot `id`: as its
+    /// offset from the table's tick base when it fits in [`TICK_MASK`]'s 30 bits (the base is
+    /// set [`TICK_SLACK`] below the first tick and follows the horizon, [`Table::collect`]),
+    /// otherwise in [`Table::far_ticks`].
+    fn set_created(&mut self, id: u32, tick: u64) {
+        let code = if tick == PENDING {
+            TICK_PENDING
+        } else {
+            let base = *self
+                .tick_base
+                .get_or_insert(tick.saturating_sub(TICK_SLACK));
+            match tick.checked_sub(base) {
+                Some(offset) if offset < u64::from(TICK_FAR) => offset as u32,
+                _ => TICK_FAR,
+            }
+        };
+        let old = self.slots[id].state & TICK_MASK;
+        if old == TICK_FAR {
+            self.far_ticks.remove(&id);
+        }
+        if code == TICK_FAR {
+            self.far_ticks.insert(id, tick);
+        }
+        let slot = &mut self.slots[id];
+        slot.state = slot.state & !TICK_MASK | code;
+    }
+
+    /// Moves the tick base to `horizon`: a creation tick at or below it becomes the base
+    /// itself (every reader of this table is at or past the horizon, so it sees such a slot
+    /// either way; a truncate starts a new table), the others become offsets from it, and far
+    /// ticks that now fit move back into their slots.
+    fn rebase_ticks(&mut self, horizon: u64) {
+        let old_base = self.tick_base.unwrap_or(0);
+        let far = std::mem::take(&mut self.far_ticks);
+        self.tick_base = Some(horizon);
+        let mut id = 0u32;
+        for slot in self.slots.iter_mut() {
+            let code = slot.state & TICK_MASK;
+            if !slot.is_free() && code != TICK_PENDING {
+                let tick = match code {
+                    TICK_FAR => far.get(&id).copied(),
+                    offset => Some(old_base + u64::from(offset)),
+                };
+                let new = match tick {
+                    None => TICK_PENDING,
+                    Some(tick) if tick <= horizon => 0,
+                    Some(tick) if tick - horizon < u64::from(TICK_FAR) => (tick - horizon) as u32,
+                    Some(tick) => {
+                        self.far_ticks.insert(id, tick);
+                        TICK_FAR
+                    }
+                };
+                slot.state = slot.state & !TICK_MASK | new;
+            }
+            id = id.wrapping_add(1);
+        }
+        self.far_after_rebase = self.far_ticks.len();
     }
 
     /// Adds an edge version; `hint` holds the ends' vertex ids when they were looked up
@@ -598,7 +722,9 @@ impl Table {
                 "illegal document key: keys are 1 to 254 bytes",
             ));
         }
-        if (self.keys.chunks.len() + 1) * KEY_CHUNK >= MAX_KEY_OFFSET {
+        if (self.keys.chunks.len() + 1) * KEY_CHUNK >= MAX_KEY_OFFSET
+            || self.key_words.len() >= KEY_WORD as usize
+        {
             return Err(full("edge keys"));
         }
         if self.free_slots.is_empty() && self.slots.len() >= u32::MAX as usize {
@@ -612,16 +738,22 @@ impl Table {
             Some(id) => id,
             None => self.intern(to, 1)?,
         };
-        let key_bits = match key_number(key) {
-            Some(n) => n << 16 | FLAG_NUMBER,
-            None => (self.keys.push(key) as u64) << 16,
+        let key = match key_number(key) {
+            Some(n) if n < u64::from(KEY_WORD) => n as u32,
+            number => {
+                let word = match number {
+                    Some(n) => n << 16 | FLAG_NUMBER,
+                    None => (self.keys.push(key) as u64) << 16 | (key.len() as u64) << 8,
+                };
+                self.key_words.push(word) | KEY_WORD
+            }
         };
         let slot = Slot {
             from: f,
             to: t,
-            key: key_bits | (key.len() as u64) << 8,
             rev: rev.0,
-            created,
+            key,
+            state: TICK_PENDING,
         };
         let id = match self.free_slots.pop() {
             Some(id) => {
@@ -630,6 +762,9 @@ impl Table {
             }
             None => self.slots.push(slot),
         };
+        if created != PENDING {
+            self.set_created(id, created);
+        }
         push_to_list(&mut self.vertices[f as usize].out, id);
         push_to_list(&mut self.vertices[t as usize].inbound, id);
         self.live_slots += 1;
@@ -651,7 +786,7 @@ impl Table {
     }
 
     fn mark_superseded(&mut self, id: u32, tick: u64) {
-        self.slots[id].key |= FLAG_SUPERSEDED;
+        self.slots[id].state |= STATE_SUPERSEDED;
         self.superseded.insert(id, tick);
         if tick != PENDING {
             self.garbage.push_back((tick, id));
@@ -659,14 +794,14 @@ impl Table {
     }
 
     fn unmark_superseded(&mut self, id: u32) {
-        self.slots[id].key &= !FLAG_SUPERSEDED;
+        self.slots[id].state &= !STATE_SUPERSEDED;
         self.superseded.remove(&id);
     }
 
     /// Removes a slot from everything (garbage past the horizon, or a failed commit's).
     fn unlink(&mut self, id: u32) {
         let slot = self.slots[id];
-        if slot.flags() & FLAG_FREE != 0 {
+        if slot.is_free() {
             return;
         }
         for (v, outbound) in [(slot.from, true), (slot.to, false)] {
@@ -684,8 +819,14 @@ impl Table {
         if slot.to != slot.from {
             self.reclaim_vertex(slot.to);
         }
-        self.dead_key_bytes += slot.key_range().len();
-        self.slots[id].key = FLAG_FREE;
+        if let Some(i) = slot.key_word() {
+            let word = self.key_words[i as u32];
+            self.dead_key_bytes += word_range(word).len() + std::mem::size_of::<u64>();
+        }
+        if slot.state & TICK_MASK == TICK_FAR {
+            self.far_ticks.remove(&id);
+        }
+        self.slots[id].state = STATE_FREE;
         self.superseded.remove(&id);
         self.free_slots.push(id);
         self.live_slots -= 1;
@@ -718,36 +859,57 @@ impl Table {
                 self.unlink(id);
             }
         }
-        if self.dead_key_bytes > COMPACT_MIN_DEAD && self.dead_key_bytes * 2 > self.keys.len() {
+        let stored_key_bytes = self.keys.len() + self.key_words.len() * std::mem::size_of::<u64>();
+        if self.dead_key_bytes > COMPACT_MIN_DEAD && self.dead_key_bytes * 2 > stored_key_bytes {
             self.compact_keys();
+        }
+        if let Some(base) = self.tick_base {
+            let due = horizon >= base.saturating_add(REBASE_AFTER)
+                || (horizon > base && self.far_ticks.len() > self.far_after_rebase * 2 + 1024);
+            if due {
+                self.rebase_ticks(horizon);
+            }
         }
         if self.free_slots.len() > 1024 && self.free_slots.len() * 2 > self.slots.len() {
             self.free_slots.shrink_to_fit();
         }
     }
 
+    /// Rewrites the key arena and the key words with the live slots' keys only.
     fn compact_keys(&mut self) {
         let mut keys = KeyArena::default();
+        let mut words: Chunked<u64> = Chunked::default();
         for slot in self.slots.iter_mut() {
-            if slot.flags() & (FLAG_FREE | FLAG_NUMBER) != 0 {
+            if slot.is_free() {
                 continue;
             }
-            let range = slot.key_range();
-            let offset = keys.push(self.keys.get(range.clone())) as u64;
-            slot.key = offset << 16 | (range.len() as u64) << 8 | slot.flags();
+            let Some(i) = slot.key_word() else {
+                continue;
+            };
+            let word = self.key_words[i as u32];
+            let word = if word & FLAG_NUMBER != 0 {
+                word
+            } else {
+                let range = word_range(word);
+                let offset = keys.push(self.keys.get(range.clone())) as u64;
+                offset << 16 | (range.len() as u64) << 8
+            };
+            slot.key = words.push(word) | KEY_WORD;
         }
         self.keys = keys;
+        self.key_words = words;
         self.dead_key_bytes = 0;
     }
 
     fn seen(&self, id: u32, slot: &Slot, tick: u64) -> Seen {
-        if slot.created == PENDING {
+        let created = self.created(id, slot);
+        if created == PENDING {
             return Seen::Check;
         }
-        if slot.created > tick {
+        if created > tick {
             return Seen::No;
         }
-        if slot.flags() & FLAG_SUPERSEDED != 0 {
+        if slot.state & STATE_SUPERSEDED != 0 {
             return match self.superseded.get(&id) {
                 Some(&PENDING) | None => Seen::Check,
                 Some(&gone) if tick < gone => Seen::Yes,
@@ -813,12 +975,14 @@ impl Table {
             .sum();
         self.slots.bytes()
             + self.free_slots.capacity() * 4
+            + self.key_words.bytes()
             + self.keys.capacity()
             + self.vertices.capacity() * std::mem::size_of::<Vertex>()
             + self.marks.capacity() * 8
             + self.free_vertices.capacity() * 4
             + self.by_name.capacity() * 5
             + self.superseded.capacity() * 13
+            + self.far_ticks.capacity() * 13
             + self.garbage.capacity() * 16
             + lists
     }
@@ -1241,7 +1405,7 @@ impl EdgeIndex {
     pub fn committed(&self, prepared: Prepared, tick: u64, horizon: u64) {
         let mut state = self.state.write();
         for id in prepared.added {
-            state.current.slots[id].created = tick;
+            state.current.set_created(id, tick);
         }
         for id in prepared.superseded {
             state.current.mark_superseded(id, tick);
@@ -1791,6 +1955,110 @@ mod tests {
         table.unlink(id);
         assert_eq!(table.dead_key_bytes, 0);
         assert_eq!(table.find("v/a", "30622564", Revision(3)), None);
+    }
+
+    /// Creation ticks are kept as 30-bit offsets from the table's tick base, with far ticks
+    /// (below the base, or past the offsets' reach) in a side map and the base moving up to
+    /// the horizon; keys as numbers in the slot or through key words. Against a plain map of
+    /// slot → (key, created tick) as the reference: every slot's key reads back, and every
+    /// reader at or past the horizon sees exactly the slots created at or before its tick.
+    #[test]
+    fn slot_ticks_and_keys_agree_with_a_plain_map() {
+        struct Rng(u64);
+        impl Rng {
+            fn below(&mut self, n: u64) -> u64 {
+                self.0 ^= self.0 << 13;
+                self.0 ^= self.0 >> 7;
+                self.0 ^= self.0 << 17;
+                self.0 % n
+            }
+        }
+        let mut rng = Rng(0x9e37_79b9);
+        let mut table = Table::new();
+        let mut model: HashMap<u32, (String, u64)> = HashMap::new();
+        let mut horizon = 0u64;
+        let mut newest = 5u64 << 40;
+        for step in 0..20_000u64 {
+            match rng.below(10) {
+                0..=6 => {
+                    let key = match rng.below(4) {
+                        0 => rng.below(1 << 31).to_string(),
+                        1 => (rng.below(1 << 40) + (1 << 31)).to_string(),
+                        2 => format!("k{}", rng.below(1 << 20)),
+                        _ => format!("0{}", rng.below(100)),
+                    };
+                    // Mostly recent ticks, some far behind (a startup build's snapshot) and
+                    // some jumps far ahead (past the offsets' 2^30).
+                    let tick = match rng.below(20) {
+                        0 => newest.saturating_sub(rng.below(1 << 31)).max(horizon + 1),
+                        1 => {
+                            newest += rng.below(1 << 31);
+                            newest
+                        }
+                        2 => PENDING,
+                        _ => {
+                            newest += rng.below(1000);
+                            newest
+                        }
+                    };
+                    let id = table
+                        .add(&key, Revision(step + 1), "v/a", "v/b", tick, [None, None])
+                        .unwrap();
+                    model.insert(id, (key, tick));
+                }
+                7 => {
+                    if let Some((&id, &(_, tick))) = model.iter().next() {
+                        if tick == PENDING {
+                            newest += 1;
+                            table.set_created(id, newest);
+                            model.get_mut(&id).unwrap().1 = newest;
+                        } else {
+                            table.unlink(id);
+                            model.remove(&id);
+                        }
+                    }
+                }
+                8 => {
+                    // The horizon only moves up (the oldest live snapshot's tick).
+                    horizon = horizon.max(newest.saturating_sub(rng.below(1 << 30)));
+                    table.collect(horizon);
+                }
+                _ => {
+                    if rng.below(20) == 0 {
+                        table.compact_keys();
+                    }
+                }
+            }
+            if step % 1000 == 999 {
+                for (&id, (key, created)) in &model {
+                    let slot = table.slots[id];
+                    assert_eq!(table.key(&slot).as_str(), key, "{step}");
+                    assert!(table.key_is(&slot, key));
+                    for reader in [
+                        horizon,
+                        horizon + 1,
+                        newest,
+                        *created,
+                        created.wrapping_sub(1),
+                    ] {
+                        if reader < horizon || reader == PENDING {
+                            continue;
+                        }
+                        let seen = table.seen(id, &slot, reader);
+                        match seen {
+                            Seen::Check => assert_eq!(*created, PENDING, "{step}"),
+                            Seen::Yes => assert!(*created <= reader, "{step} {id}"),
+                            Seen::No => assert!(*created > reader, "{step} {id}"),
+                        }
+                    }
+                }
+            }
+        }
+        assert!(
+            table.tick_base.is_some_and(|b| b > 5 << 40),
+            "the base followed the horizon"
+        );
+        assert!(table.key_words.len() > 0 && table.keys.len() > 0);
     }
 
     #[test]
