@@ -13,6 +13,10 @@ use super::{bad, CursorBatch, QueryService};
 use crate::exec::Execution;
 use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 
+/// How long a batch request waits for a cursor lock held by another request's expiry sweep
+/// before it reports the cursor busy.
+const SWEEP_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
+
 impl QueryService {
     /// Drops expired cursors; a streaming one aborts its writes and leaves the list of
     /// running queries.
@@ -116,8 +120,11 @@ impl QueryService {
         self.purge_expired();
         let not_found = || Error::with_message(ErrorCode::CursorNotFound, "cursor not found");
         let handle = self.cursors.get(id).ok_or_else(not_found)?;
+        // Busy means another request is using the cursor. The expiry sweep of other requests
+        // (`take_expired`) also takes each cursor's lock, for a moment only: wait that long
+        // (bounded) rather than answer 1601 to a client whose cursor was merely looked at.
         let mut cursor = handle
-            .try_lock()
+            .try_lock_for(SWEEP_WAIT)
             .ok_or_else(|| Error::with_message(ErrorCode::CursorBusy, "cursor is busy"))?;
         if cursor.database != db {
             return Err(not_found());
