@@ -119,9 +119,10 @@ impl Inner {
             ..
         } = *appended;
         let horizon = self.horizon();
-        // Per collection: the change of the live count, and whether some version died (which
-        // is what can give the compactor work).
-        let mut touched: Vec<(Arc<Collection>, i64, bool)> = Vec::new();
+        // Per collection: the change of the live count, whether some version died (which is
+        // what can give the compactor work), and whether the set of alive keys changed (a new
+        // key, a removed one, a truncate: the collection's existence epoch moves once).
+        let mut touched: Vec<(Arc<Collection>, i64, bool, bool)> = Vec::new();
         for (i, op) in ops.iter().enumerate() {
             let col = &cols[i];
             let (start, len, _) = spans[i];
@@ -132,15 +133,15 @@ impl Inner {
                     // for the GC pass.
                     let alive = col.latest_count();
                     col.index.truncate(commit_tick, horizon);
-                    col.existence.changed(commit_tick);
                     col.garbage.fetch_add(alive, Ordering::Relaxed);
                     col.uncollected.fetch_add(1, Ordering::Relaxed);
-                    match touched.iter_mut().find(|(c, _, _)| c.id == col.id) {
-                        Some((_, d, died)) => {
+                    match touched.iter_mut().find(|(c, _, _, _)| c.id == col.id) {
+                        Some((_, d, died, keys)) => {
                             *d -= alive as i64;
                             *died = true;
+                            *keys = true;
                         }
-                        None => touched.push((col.clone(), -(alive as i64), true)),
+                        None => touched.push((col.clone(), -(alive as i64), true, true)),
                     }
                     continue;
                 }
@@ -166,10 +167,6 @@ impl Inner {
                 ),
             };
             let was_alive = col.index.install(key, version, horizon);
-            if was_alive == version.is_removed() {
-                // A new key or a removed one (not a new version of an alive key).
-                col.existence.changed(commit_tick);
-            }
             if was_alive {
                 // The previous version (or the new tombstone) is garbage for the GC pass.
                 col.garbage.fetch_add(1, Ordering::Relaxed);
@@ -180,16 +177,24 @@ impl Inner {
                 _ => 0,
             };
             let died = was_alive || version.is_removed();
-            match touched.iter_mut().find(|(c, _, _)| c.id == col.id) {
-                Some((_, d, any)) => {
+            // A new key or a removed one (not a new version of an alive key).
+            let keys_changed = delta != 0;
+            match touched.iter_mut().find(|(c, _, _, _)| c.id == col.id) {
+                Some((_, d, any, keys)) => {
                     *d += delta;
                     *any |= died;
+                    *keys |= keys_changed;
                 }
-                None => touched.push((col.clone(), delta, died)),
+                None => touched.push((col.clone(), delta, died, keys_changed)),
             }
             col.uncollected.fetch_add(1, Ordering::Relaxed);
         }
-        for (col, delta, died) in &touched {
+        for (col, delta, died, keys_changed) in &touched {
+            if *keys_changed {
+                // Still under the WAL mutex and before the batch is published, as the epoch's
+                // exactness argument requires.
+                col.existence.changed(commit_tick);
+            }
             col.note_commit(commit_tick, *delta, *died, horizon);
         }
     }
