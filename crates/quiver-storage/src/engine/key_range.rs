@@ -17,7 +17,6 @@ use std::sync::Arc;
 use quiver_errors::Result;
 
 use super::collection::Collection;
-use super::mapped_budget::PassBudget;
 use super::SnapshotState;
 use crate::index::{Version, SCAN_CHUNK};
 use crate::StoredDocument;
@@ -43,8 +42,6 @@ pub struct KeyRangeIter {
     shards: Vec<ShardCursor>,
     /// The key emitted last: the merge never goes back (checked, it is the scan's promise).
     last: Option<Box<str>>,
-    /// Keeps the pass's mapped reads within `--storage.mapped-memory-limit`.
-    budget: PassBudget,
 }
 
 impl KeyRangeIter {
@@ -63,7 +60,6 @@ impl KeyRangeIter {
             })
             .collect();
         KeyRangeIter {
-            budget: PassBudget::new(snap.inner()),
             snap,
             col,
             lower,
@@ -149,7 +145,6 @@ impl Iterator for KeyRangeIter {
                 );
             }
             let inner = self.snap.inner();
-            self.budget.read(inner, u64::from(version.loc.len));
             let doc = match inner.read_at(&self.col, version) {
                 Ok(Some(doc)) => Ok(Some(doc)),
                 Ok(None) => inner.read_version(&self.col, &key, self.snap.tick()),

@@ -335,6 +335,8 @@ pub(crate) struct Inner {
     collect_lock: Mutex<CollectorScratch>,
     /// Buffers reused by every hint-file write (seal, compaction, recovery).
     hint_scratch: Mutex<HintScratch>,
+    /// Reads through datafile maps, counted against `--storage.mapped-memory-limit`.
+    mapped_reads: mapped_budget::MappedReads,
     bg: Arc<Background>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     lock_file: Mutex<Option<File>>,

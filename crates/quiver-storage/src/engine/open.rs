@@ -28,6 +28,7 @@ use super::collector::CollectorScratch;
 use super::disk_reserve::DiskReserve;
 use super::journal::HintScratch;
 use super::maintenance::start_threads;
+use super::mapped_budget::MappedReads;
 use super::recovery::{judge_unlisted, recover_collection, Recovered};
 use super::syncer::SyncState;
 use super::wal::WalState;
@@ -144,6 +145,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         options.wal_logfile_size,
         &options.io_hooks,
     );
+    let mapped_reads = MappedReads::new(options.mapped_memory_limit);
     Inner {
         dir: dir.to_path_buf(),
         options,
@@ -175,6 +177,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         closed: AtomicBool::new(false),
         collect_lock: Mutex::new(CollectorScratch::default()),
         hint_scratch: Mutex::new(HintScratch::default()),
+        mapped_reads,
         bg: Arc::new(Background {
             stop: AtomicBool::new(false),
             wake: Mutex::new(false),

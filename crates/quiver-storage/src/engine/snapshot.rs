@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use super::catalog::Catalog;
 use super::collection::Collection;
-use super::mapped_budget::PassBudget;
 use super::{corrupt, Inner};
 
 impl Inner {
@@ -59,7 +58,10 @@ impl Inner {
         };
         // Memory-mapped reads cost no syscall and no copy; `pread` stays as the fallback
         // for a file that could not be mapped.
+        // Every such read counts in the engine's budget of mapped pages
+        // (`mapped_budget.rs`, `--storage.mapped-memory-limit`).
         if let Some(bytes) = file.mapped_range(loc.offset as u64, loc.len as usize) {
+            self.mapped_reads.read(self, u64::from(loc.len));
             return Ok(Some(bytes));
         }
         let mut buf = vec![0u8; loc.len as usize];
@@ -234,7 +236,6 @@ impl SnapshotState {
             buffer: VecDeque::new(),
             done: false,
             written_after: after,
-            budget: PassBudget::new(self.inner()),
         })
     }
 }
@@ -270,8 +271,6 @@ pub struct ScanIter {
     pub(super) done: bool,
     /// Only versions written by markers above this tick are returned (0: all).
     pub(super) written_after: u64,
-    /// Keeps the pass's mapped reads within `--storage.mapped-memory-limit`.
-    pub(super) budget: PassBudget,
 }
 
 impl Iterator for ScanIter {
@@ -281,7 +280,6 @@ impl Iterator for ScanIter {
         loop {
             if let Some((key, v)) = self.buffer.pop_front() {
                 let inner = &self.snap.guard.inner;
-                self.budget.read(inner, u64::from(v.loc.len));
                 let doc = match inner.read_at(&self.col, v) {
                     Ok(Some(doc)) => Ok(Some(doc)),
                     Ok(None) => inner.read_version(&self.col, &key, self.snap.tick()),
