@@ -17,6 +17,18 @@
 //! collection exactly its state at the recorded tick. Attaching a link to a reopened index
 //! therefore only re-feeds what changed after that tick (`catch_up`); anything that does not
 //! add up is rebuilt.
+//!
+//! A full queue does not hold up inserts: when a batch that only inserts new keys into a
+//! collection finds no room, the collection's inserts are left out of the queue from that
+//! commit on, and one `ReadBack` message takes their place. When the indexer gets to it, it
+//! takes a snapshot, ends the leaving out (atomically with the snapshot), and reads back
+//! from the collection every document written after the last queued tick. Any other change
+//! of that collection (an update, a replace, a removal, a truncate) waits until the read-back
+//! is taken, so it reaches the queue after the `ReadBack` and in commit order; the indexer
+//! applies the changes at or below the read-back's tick that come after it as replacements
+//! (the read-back may hold their document already). So the bytes queued stay bounded, the
+//! writers of a bulk load go on at their own pace, and the index ends at the collection's
+//! state all the same.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,6 +83,23 @@ pub(crate) enum Change {
 }
 
 impl Change {
+    /// The collection the change belongs to.
+    fn collection(&self) -> CollectionId {
+        match self {
+            Change::Put { collection, .. }
+            | Change::Remove { collection, .. }
+            | Change::RemoveAll { collection, .. } => *collection,
+        }
+    }
+
+    /// The commit tick of the change (none for a dropped link or collection).
+    fn tick(&self) -> Option<u64> {
+        match self {
+            Change::Put { tick, .. } | Change::Remove { tick, .. } => Some(*tick),
+            Change::RemoveAll { tick, .. } => *tick,
+        }
+    }
+
     /// What the change holds in the queue, in bytes (approximate: its key, its body and
     /// itself).
     fn queued_bytes(&self) -> usize {
@@ -103,6 +132,12 @@ impl Backlog {
         state.0 += bytes;
     }
 
+    /// Whether `bytes` more would have to wait for room.
+    fn is_full(&self, bytes: usize, limit: usize) -> bool {
+        let state = self.state.lock();
+        state.0 > 0 && state.0 + bytes > limit && !state.1
+    }
+
     fn release(&self, bytes: usize) {
         let mut state = self.state.lock();
         state.0 = state.0.saturating_sub(bytes);
@@ -121,12 +156,42 @@ impl Backlog {
     }
 }
 
-/// Closes the backlog when the indexer's thread ends, however it ends.
-struct CloseOnExit(Arc<Backlog>);
+/// The collections whose inserts are left out of the queue until the indexer reads them back
+/// (see the module's documentation).
+#[derive(Default)]
+struct LeftOut {
+    state: Mutex<LeftOutState>,
+    /// Signalled when a collection's inserts are read back (or the indexer is gone).
+    read_back: Condvar,
+}
+
+#[derive(Default)]
+struct LeftOutState {
+    /// The engine the links read from (set by [`ViewFeed::link`]).
+    engine: Option<Engine>,
+    /// Per collection: its inserts committed after this tick may be missing from the queue.
+    after: HashMap<CollectionId, u64>,
+    /// The indexer is gone: nothing is left out any more, and nobody waits.
+    closed: bool,
+}
+
+impl LeftOut {
+    fn close(&self) {
+        let mut state = self.state.lock();
+        state.closed = true;
+        state.after.clear();
+        self.read_back.notify_all();
+    }
+}
+
+/// Closes the backlog and ends any leaving out when the indexer's thread ends, however it
+/// ends.
+struct CloseOnExit(Arc<Backlog>, Arc<LeftOut>);
 
 impl Drop for CloseOnExit {
     fn drop(&mut self) {
         self.0.close();
+        self.1.close();
     }
 }
 
@@ -138,6 +203,9 @@ enum Message {
     /// index's record when that covers the link, otherwise every document is indexed (a new
     /// link, or a rebuild).
     Attach(u64, CollectionId, Engine),
+    /// The collection's inserts committed after the tick were left out of the queue: read
+    /// them back from the engine.
+    ReadBack(u64, CollectionId, u64, Engine),
     /// The reopened index's record has served every link attached at open: the recorded
     /// collections no link was attached for leave the index.
     EndOpen(u64),
@@ -161,6 +229,7 @@ pub(crate) struct ViewFeed {
     backlog: Arc<Backlog>,
     /// [`QUEUE_BYTES`], smaller in tests.
     backlog_limit: usize,
+    left_out: Arc<LeftOut>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -212,6 +281,7 @@ impl ViewFeed {
     ) -> Result<Arc<ViewFeed>> {
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
         let backlog = Arc::new(Backlog::default());
+        let left_out = Arc::new(LeftOut::default());
         let links = Arc::new(RwLock::new(HashMap::new()));
         let committed = Arc::new((Mutex::new(0u64), Condvar::new()));
         let interval = Arc::new(AtomicU64::new(commit_interval_ms));
@@ -232,7 +302,9 @@ impl ViewFeed {
             interval: Arc::clone(&interval),
             analyzed: Arc::clone(&analyzed),
             backlog: Arc::clone(&backlog),
+            left_out: Arc::clone(&left_out),
             built_at: HashMap::new(),
+            read_back_at: HashMap::new(),
             covered: CommitRecord::default(),
             reopened,
         };
@@ -256,12 +328,21 @@ impl ViewFeed {
             analyzed,
             backlog,
             backlog_limit,
+            left_out,
             thread: Mutex::new(Some(thread)),
         }))
     }
 
     fn send(&self, make: impl FnOnce(u64) -> Message) {
         let mut sender = self.sender.lock();
+        self.send_locked(&mut sender, make);
+    }
+
+    fn send_locked(
+        &self,
+        sender: &mut (u64, Option<SyncSender<Message>>),
+        make: impl FnOnce(u64) -> Message,
+    ) {
         let seq = sender.0 + 1;
         let Some(tx) = &sender.1 else {
             return;
@@ -273,14 +354,57 @@ impl ViewFeed {
         }
     }
 
-    /// Queues the committed changes of one batch; waits while the queue holds more than
-    /// [`QUEUE_BYTES`] (or [`QUEUE_CAPACITY`] batches).
+    /// Queues the committed changes of one batch of one collection, sent in commit order
+    /// (under the collection's writer lock). A batch that only inserts new keys is left out
+    /// when the queue holds more than [`QUEUE_BYTES`] (read back later, see the module's
+    /// documentation); any other batch waits for room, and for a read-back of its collection
+    /// still pending.
     pub fn changes(&self, changes: Vec<Change>) {
-        if changes.is_empty() {
+        let Some(first) = changes.first() else {
+            return;
+        };
+        let collection = first.collection();
+        assert!(
+            changes.iter().all(|c| c.collection() == collection),
+            "one batch of changes per collection"
+        );
+        let bytes = changes.iter().map(Change::queued_bytes).sum();
+        let inserts_only = changes
+            .iter()
+            .all(|c| matches!(c, Change::Put { new_key: true, .. }));
+        let mut sender = self.sender.lock();
+        if sender.1.is_none() {
             return;
         }
-        let bytes = changes.iter().map(Change::queued_bytes).sum();
-        let mut sender = self.sender.lock();
+        {
+            let mut left_out = self.left_out.state.lock();
+            if inserts_only && !left_out.closed {
+                if left_out.after.contains_key(&collection) {
+                    // Read back with the others when the indexer gets to the `ReadBack`.
+                    return;
+                }
+                let tick = first.tick().expect("an insert has a commit tick");
+                if let Some(engine) = left_out.engine.clone() {
+                    if self.backlog.is_full(bytes, self.backlog_limit) {
+                        // Every earlier change of the collection was sent before (commit
+                        // order), so all at or below `tick - 1` is queued.
+                        let after = tick.saturating_sub(1);
+                        left_out.after.insert(collection, after);
+                        drop(left_out);
+                        self.send_locked(&mut sender, |seq| {
+                            Message::ReadBack(seq, collection, after, engine)
+                        });
+                        return;
+                    }
+                }
+            } else {
+                // Bounded: the indexer takes the read-back when it gets to its message, which
+                // is already queued.
+                while left_out.after.contains_key(&collection) && !left_out.closed {
+                    self.left_out.read_back.wait(&mut left_out);
+                }
+            }
+        }
         let seq = sender.0 + 1;
         let Some(tx) = &sender.1 else {
             return;
@@ -306,6 +430,7 @@ impl ViewFeed {
     /// The feed must be registered with the collection's linked views before.
     pub fn link(&self, collection: CollectionId, link: LinkDefinition, engine: Engine) {
         self.links.write().insert(collection, Arc::new(link));
+        self.left_out.state.lock().engine = Some(engine.clone());
         self.send(|seq| Message::Attach(seq, collection, engine));
     }
 
@@ -414,9 +539,13 @@ struct Indexer {
     interval: Arc<AtomicU64>,
     analyzed: Arc<AtomicU64>,
     backlog: Arc<Backlog>,
+    left_out: Arc<LeftOut>,
     /// The snapshot tick each collection was last built or caught up from: its changes at or
     /// below it are already in the index (or superseded there) and are skipped.
     built_at: HashMap<CollectionId, u64>,
+    /// The snapshot tick of each collection's last read-back: a queued change at or below it
+    /// may find its document in the index already, so a put replaces.
+    read_back_at: HashMap<CollectionId, u64>,
     /// What the index holds of each collection after the messages applied so far: the
     /// payload of the next commit.
     covered: CommitRecord,
@@ -426,7 +555,7 @@ struct Indexer {
 
 impl Indexer {
     fn run(mut self, rx: Receiver<Message>) {
-        let _close = CloseOnExit(Arc::clone(&self.backlog));
+        let _close = CloseOnExit(Arc::clone(&self.backlog), Arc::clone(&self.left_out));
         let mut applied = 0u64;
         let mut committed = 0u64;
         let mut due: Option<Instant> = None;
@@ -451,6 +580,10 @@ impl Indexer {
                 }
                 Some(Message::Attach(seq, collection, engine)) => {
                     self.attach(collection, &engine);
+                    applied = seq;
+                }
+                Some(Message::ReadBack(seq, collection, after, engine)) => {
+                    self.read_back(collection, after, &engine);
                     applied = seq;
                 }
                 Some(Message::EndOpen(seq)) => {
@@ -525,8 +658,13 @@ impl Indexer {
                     return;
                 }
                 // An inserted key committed after the build's snapshot has no earlier version
-                // in the index: every earlier one was removed by a change queued before it.
-                self.put(collection, &key, rev, &body, !new_key);
+                // in the index: every earlier one was removed by a change queued before it —
+                // unless a read-back that came after it in the queue indexed it already.
+                let read_back = self
+                    .read_back_at
+                    .get(&collection)
+                    .is_some_and(|at| tick <= *at);
+                self.put(collection, &key, rev, &body, !new_key || read_back);
                 self.covers(collection, tick);
             }
             Change::Remove {
@@ -556,6 +694,7 @@ impl Indexer {
             } => {
                 self.index.remove_collection(collection);
                 self.built_at.remove(&collection);
+                self.read_back_at.remove(&collection);
                 self.covered.collections.remove(&collection);
             }
         }
@@ -648,6 +787,56 @@ impl Indexer {
         self.covered
             .collections
             .insert(collection, LinkRecord { tick, shape });
+    }
+
+    /// Reads back the inserts of `collection` left out of the queue after tick `after`: ends
+    /// the leaving out together with a snapshot (so every later change is queued), and indexes
+    /// every document the snapshot holds that was written after `after` (or after the
+    /// collection's last build, if later) — the left-out inserts and the documents of changes
+    /// still queued behind this message, which then replace them. A document written after
+    /// `after` by an update has no change queued before this message (the update waited for
+    /// it), so its earlier version, still in the index, is replaced when that change comes.
+    fn read_back(&mut self, collection: CollectionId, after: u64, engine: &Engine) {
+        let snapshot = {
+            let mut left_out = self.left_out.state.lock();
+            let snapshot = engine.snapshot();
+            left_out.after.remove(&collection);
+            self.left_out.read_back.notify_all();
+            snapshot
+        };
+        let Some(built) = self.built_at.get(&collection).copied() else {
+            // Unlinked meanwhile (or not built yet: its build will read everything).
+            return;
+        };
+        let tick = snapshot.tick();
+        assert!(
+            tick >= after,
+            "a read-back's snapshot precedes what it reads back"
+        );
+        self.read_back_at.insert(collection, tick);
+        let read = (|| -> Result<u64> {
+            let mut n = 0u64;
+            for item in snapshot.scan_written_after(collection, after.max(built))? {
+                let (key, doc) = item?;
+                // Inserted while left out: no version of the key in the index, or an updated
+                // document whose queued change replaces both (see above).
+                self.put(collection, &key, doc.rev.0, &doc.body, false);
+                n += 1;
+            }
+            Ok(n)
+        })();
+        match read {
+            Ok(_) => self.covers(collection, tick),
+            Err(err) => {
+                tracing::error!(
+                    "{}: reading back the inserts of collection {} failed, rebuilding it: {}",
+                    self.what,
+                    collection,
+                    err.message
+                );
+                self.attach(collection, engine);
+            }
+        }
     }
 
     /// Indexes every document of `collection` in `snapshot` after removing what the index
@@ -756,6 +945,7 @@ mod tests {
     use quiver_storage::{CollectionOptions, EngineOptions};
     use serde_json::json;
 
+    /// A replacement of `key` (not an insert: those are left out of a full queue instead).
     fn put(collection: CollectionId, key: &str, tick: u64, body_len: usize) -> Change {
         let body = json!({ "_key": key, "text": "x".repeat(body_len) });
         Change::Put {
@@ -764,12 +954,13 @@ mod tests {
             rev: tick,
             body: Bytes::from(serde_json::to_vec(&body).unwrap()),
             tick,
-            new_key: true,
+            new_key: false,
         }
     }
 
-    /// While the indexer cannot get on, writers wait once the queued changes exceed the byte
-    /// bound, and go on as it catches up; everything queued is indexed in the end.
+    /// While the indexer cannot get on, writers of changes other than inserts wait once the
+    /// queued changes exceed the byte bound, and go on as it catches up; everything queued is
+    /// indexed in the end.
     #[test]
     fn a_writer_waits_while_the_backlog_is_full() {
         let dir = tempfile::tempdir().unwrap();
@@ -829,6 +1020,175 @@ mod tests {
         feed.changes(vec![put(cid, "d", tick + 4, 100 << 10)]);
         feed.wait_synced().unwrap();
         assert_eq!(feed.documents_analyzed(), 4);
+        feed.stop();
+    }
+
+    /// A small random generator (xorshift), so the model test needs no crate.
+    struct Xorshift(u64);
+
+    impl Xorshift {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    /// What the index holds of `collection`: key → revision; fails on a key held twice.
+    fn indexed(
+        feed: &ViewFeed,
+        collection: CollectionId,
+    ) -> std::collections::BTreeMap<String, u64> {
+        let mut held = std::collections::BTreeMap::new();
+        feed.index
+            .for_each_identity(collection, |key, rev| {
+                assert!(
+                    held.insert(key.to_string(), rev).is_none(),
+                    "{key} is indexed twice"
+                );
+                Ok(())
+            })
+            .unwrap();
+        held
+    }
+
+    /// Inserts left out of a full queue are read back, and the changes around them (updates,
+    /// removals, inserts of removed keys, truncates) land in commit order: after every sync
+    /// the index holds exactly the collection's documents at their current revisions, while
+    /// the indexer stalls now and then so that the queue fills.
+    #[test]
+    fn left_out_inserts_are_read_back_in_order_with_the_other_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
+        let db = engine.create_database(json!({ "name": "db" })).unwrap();
+        let cid = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
+        let feed = ViewFeed::start_with_backlog_limit(
+            "view 'db/v'",
+            Arc::new(index),
+            Arc::new(IdentityOnly),
+            5,
+            None,
+            16 << 10,
+        )
+        .unwrap();
+        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
+        feed.link(cid, link, engine.clone());
+        feed.wait_synced().unwrap();
+
+        let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
+        let mut live: std::collections::BTreeMap<String, u64> = Default::default();
+        let mut removed: Vec<String> = Vec::new();
+        let mut next = 0u64;
+        let mut left_out_seen = false;
+        for round in 0..40 {
+            // The indexer stalls for a while in most rounds (it waits for the links), so the
+            // queue fills and inserts are left out; the stall ends on its own, as a writer
+            // waiting for a read-back needs the indexer.
+            let stall = {
+                let links = Arc::clone(&feed.links);
+                let ms = rng.below(40);
+                std::thread::spawn(move || {
+                    let held = links.write();
+                    std::thread::sleep(Duration::from_millis(ms));
+                    drop(held);
+                })
+            };
+            for _ in 0..60 {
+                let kind = rng.below(10);
+                let mut batch = quiver_storage::WriteBatch::new();
+                let mut changes = Vec::new();
+                let ops = 1 + rng.below(4);
+                let mut in_batch = std::collections::BTreeSet::new();
+                for _ in 0..ops {
+                    // Mostly inserts of new keys (some of removed ones), then updates and
+                    // removals of live ones.
+                    let (key, new_key) = if kind < 6 || live.is_empty() {
+                        if !removed.is_empty() && rng.below(4) == 0 {
+                            (
+                                removed.swap_remove(rng.below(removed.len() as u64) as usize),
+                                true,
+                            )
+                        } else {
+                            next += 1;
+                            (format!("k{next}"), true)
+                        }
+                    } else {
+                        let i = rng.below(live.len() as u64) as usize;
+                        (live.keys().nth(i).unwrap().clone(), false)
+                    };
+                    if !in_batch.insert(key.clone()) {
+                        continue;
+                    }
+                    let tick_placeholder = 0;
+                    if !new_key && kind == 9 {
+                        let rev = engine.hlc().next();
+                        batch.remove(cid, &key, rev);
+                        live.remove(&key);
+                        removed.push(key.clone());
+                        changes.push(Change::Remove {
+                            collection: cid,
+                            key,
+                            tick: tick_placeholder,
+                        });
+                    } else {
+                        let rev = engine.hlc().next();
+                        let body = json!({ "_key": key, "text": "y".repeat(1 + rng.below(3000) as usize) });
+                        let body = Bytes::from(serde_json::to_vec(&body).unwrap());
+                        batch.put(cid, &key, rev, body.clone());
+                        live.insert(key.clone(), rev.0);
+                        changes.push(Change::Put {
+                            collection: cid,
+                            key,
+                            rev: rev.0,
+                            body,
+                            tick: tick_placeholder,
+                            new_key,
+                        });
+                    }
+                }
+                if changes.is_empty() {
+                    continue;
+                }
+                let tick = engine.commit(batch).unwrap().tick;
+                if rng.below(6) == 0 {
+                    // A writer slow to send what it committed: a read-back taken meanwhile
+                    // holds its documents already.
+                    std::thread::sleep(Duration::from_millis(1 + rng.below(3)));
+                }
+                for change in &mut changes {
+                    match change {
+                        Change::Put { tick: t, .. } | Change::Remove { tick: t, .. } => *t = tick,
+                        Change::RemoveAll { .. } => unreachable!(),
+                    }
+                }
+                feed.changes(changes);
+                left_out_seen |= feed.left_out.state.lock().after.contains_key(&cid);
+            }
+            if round % 13 == 12 {
+                // A truncate, as the collection commits it.
+                let tick = engine.truncate(cid, false).unwrap().tick;
+                removed.extend(std::mem::take(&mut live).into_keys());
+                feed.changes(vec![Change::RemoveAll {
+                    collection: cid,
+                    tick: Some(tick),
+                }]);
+            }
+            stall.join().unwrap();
+            if round % 4 == 3 {
+                feed.wait_synced().unwrap();
+                assert_eq!(indexed(&feed, cid), live, "round {round}");
+            }
+        }
+        feed.wait_synced().unwrap();
+        assert_eq!(indexed(&feed, cid), live);
+        assert!(
+            left_out_seen,
+            "the queue never filled: the test tests nothing"
+        );
         feed.stop();
     }
 }
