@@ -34,6 +34,9 @@ def start(binary, data, log):
     proc = subprocess.Popen([binary, "serve", "--server.endpoint", f"tcp://127.0.0.1:{PORT}",
                              "--database.directory", data], stdout=log, stderr=log)
     for _ in range(600):
+        # Another server answering on the port (a stale run) must not pass for this one.
+        if proc.poll() is not None:
+            sys.exit(f"{binary} exited with status {proc.returncode} (see /tmp/pokec_ab_server.log)")
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{PORT}/_api/version", timeout=1)
             return proc
@@ -41,6 +44,7 @@ def start(binary, data, log):
             return proc
         except Exception:
             time.sleep(0.1)
+    proc.kill()
     sys.exit(f"{binary} did not start")
 
 
@@ -79,7 +83,7 @@ def one(name, binary, a, log):
             samples.append((time.monotonic(), cpu(proc.pid)))
             time.sleep(0.005)
 
-    t = threading.Thread(target=sample)
+    t = threading.Thread(target=sample, daemon=True)
     t.start()
     # A first pass (not counted) loads what a fresh server loads on first use (the edge
     # index of the relations), so the counted pass measures the workloads themselves.
