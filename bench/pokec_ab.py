@@ -31,6 +31,9 @@ def cpu(pid):
 
 
 def start(binary, data, log):
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", PORT)) == 0:
+            sys.exit(f"port {PORT} is in use (a server left from another run?)")
     proc = subprocess.Popen([binary, "serve", "--server.endpoint", f"tcp://127.0.0.1:{PORT}",
                              "--database.directory", data], stdout=log, stderr=log)
     for _ in range(600):
