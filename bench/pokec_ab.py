@@ -14,7 +14,7 @@ The server's CPU time (utime+stime of /proc/PID/stat, 10 ms ticks) is sampled ev
 attributed to a workload by the time its progress line was printed. Prints medians per build
 and workload: server CPU seconds and the runner's wall milliseconds.
 """
-import argparse, http.client, json, os, signal, statistics, subprocess, sys, threading, time, urllib.request
+import argparse, http.client, json, os, signal, socket, statistics, subprocess, sys, threading, time, urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
