@@ -37,12 +37,12 @@ import re
 import shutil
 import socket
 import sqlite3
+import http.client
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 WORD = re.compile(r"[A-Za-z]{2,}")
 SKIPPED_SUFFIXES = (".html", ".htm", ".png", ".jpg", ".gif", ".svg", ".pdf", ".js", ".css",
@@ -162,6 +162,7 @@ class Quiver:
         self.binary = binary
         self.data_dir = data_dir
         self.port = port or free_port()
+        self.conn = None
         self.proc = subprocess.Popen(
             [binary, "serve", "--server.endpoint", f"tcp://127.0.0.1:{self.port}",
              "--database.directory", data_dir, "--server.authentication", "false",
@@ -177,14 +178,26 @@ class Quiver:
         raise RuntimeError("quiver did not start")
 
     def call(self, method, path, body=None, raw=None):
+        """One request on a kept-alive connection (as the drivers keep theirs, and as the
+        PostgreSQL side keeps its libpq connection); a dropped connection is opened again once."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        req = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method)
-        req.add_header("content-type", "application/json")
-        try:
-            with urllib.request.urlopen(req, timeout=3600) as resp:
-                return json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as err:
-            raise RuntimeError(f"{method} {path}: {err.code} {err.read()[:300]!r}") from None
+        for attempt in (0, 1):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=3600)
+            try:
+                self.conn.request(method, path, body=data,
+                                  headers={"content-type": "application/json"})
+                resp = self.conn.getresponse()
+                payload = resp.read()
+                break
+            except (http.client.HTTPException, OSError):
+                self.conn.close()
+                self.conn = None
+                if attempt == 1:
+                    raise
+        if resp.status >= 400:
+            raise RuntimeError(f"{method} {path}: {resp.status} {payload[:300]!r}")
+        return json.loads(payload or b"null")
 
     def query(self, aql, bind=None):
         res = self.call("POST", "/_api/cursor", {"query": aql, "bindVars": bind or {},
