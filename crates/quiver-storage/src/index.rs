@@ -147,7 +147,9 @@ impl Entry {
         if self.tick == FAR_TICK {
             // Every entry that says FAR_TICK has its tick in the map (set_head, and
             // `forget_far` only when the entry goes).
-            far.get(key).copied().expect("a far tick is in the side map")
+            far.get(key)
+                .copied()
+                .expect("a far tick is in the side map")
         } else {
             u64::from(self.tick)
         }
@@ -989,7 +991,11 @@ mod tests {
                 match rng.below(10) {
                     0..=5 => {
                         tick += 1 + rng.below(3);
-                        let fid = if rng.below(4) == 0 { 0 } else { 1 + rng.below(9) };
+                        let fid = if rng.below(4) == 0 {
+                            0
+                        } else {
+                            1 + rng.below(9)
+                        };
                         let version = Version {
                             tick,
                             rev: tick * 3,
