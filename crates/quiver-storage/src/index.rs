@@ -63,14 +63,24 @@ impl KeyVersions<'_> {
 /// [`Shard::older`] map (a marker is at most a journal's size, 2^30 bytes, so the bit is free).
 const HAS_OLDER: u32 = 1 << 31;
 
-/// A key's newest version as its block holds it: 28 bytes at 4-byte alignment (the
-/// [`Version`] it unpacks to is 32 with a 64-bit file id, and a pointer to older versions
-/// made the entry 40). The rare older versions live in the shard's side map, flagged by
-/// [`HAS_OLDER`] (docs/benchmarks/tools.md, "Memory").
+/// [`Entry::tick`] of a head whose commit tick does not fit 32 bits: the tick is in the
+/// shard's [`Shard::far_ticks`] map under the entry's key. Ticks count markers, files and ids
+/// from the data directory's creation on, so every tick below 2^32 - 1 is held in the entry.
+const FAR_TICK: u32 = u32::MAX;
+
+/// Head ticks at or above [`FAR_TICK`], by key (only keys whose entry says [`FAR_TICK`]).
+type FarTicks = HashMap<OwnedKey, u64>;
+
+/// A key's newest version as its block holds it: 24 bytes at 4-byte alignment (the
+/// [`Version`] it unpacks to is 32 with a 64-bit tick and file id, and a pointer to older
+/// versions made the entry 40). The commit tick is held in 32 bits, a larger one in the
+/// shard's side map ([`FAR_TICK`]); the rare older versions live in the shard's other side
+/// map, flagged by [`HAS_OLDER`] (docs/benchmarks/tools.md, "Import memory").
 #[derive(Clone, Copy, Debug)]
 #[repr(C, packed(4))]
 pub(crate) struct Entry {
-    tick: u64,
+    /// The head's commit tick, or [`FAR_TICK`].
+    tick: u32,
     rev: u64,
     fid: u32,
     offset: u32,
@@ -79,7 +89,8 @@ pub(crate) struct Entry {
 }
 
 impl Entry {
-    fn new(head: Version) -> Entry {
+    /// The entry of `key` whose newest version is `head` (a far tick goes into `far`).
+    fn new(far: &mut FarTicks, key: &str, head: Version) -> Entry {
         let mut e = Entry {
             tick: 0,
             rev: 0,
@@ -87,13 +98,14 @@ impl Entry {
             offset: 0,
             len: 0,
         };
-        e.set_head(head);
+        e.set_head(far, key, head);
         e
     }
 
-    pub fn head(&self) -> Version {
+    /// The newest version of `key`, whose entry this is.
+    pub fn head(&self, far: &FarTicks, key: &str) -> Version {
         Version {
-            tick: self.tick,
+            tick: self.head_tick(far, key),
             rev: self.rev,
             loc: Loc {
                 fid: self.fid as u64,
@@ -103,13 +115,24 @@ impl Entry {
         }
     }
 
-    /// Replaces the newest version, keeping the flag for older ones.
-    fn set_head(&mut self, v: Version) {
+    /// Replaces the newest version of `key`, keeping the flag for older ones.
+    fn set_head(&mut self, far: &mut FarTicks, key: &str, v: Version) {
         // File numbers count files created (WAL segments, journals, compactions): 2^32 of
         // them is far beyond any data directory's life; a marker is at most 2^30 bytes.
         let fid = u32::try_from(v.loc.fid).expect("file numbers fit 32 bits");
         assert!(v.loc.len < HAS_OLDER, "markers are below 2 GiB");
-        self.tick = v.tick;
+        match u32::try_from(v.tick) {
+            Ok(tick) if tick != FAR_TICK => {
+                if self.tick == FAR_TICK {
+                    far.remove(key);
+                }
+                self.tick = tick;
+            }
+            _ => {
+                far.insert(OwnedKey::from(key), v.tick);
+                self.tick = FAR_TICK;
+            }
+        }
         self.rev = v.rev;
         self.fid = fid;
         self.offset = v.loc.offset;
@@ -120,8 +143,23 @@ impl Entry {
         self.len & HAS_OLDER != 0
     }
 
-    fn head_tick(&self) -> u64 {
-        self.tick
+    fn head_tick(&self, far: &FarTicks, key: &str) -> u64 {
+        if self.tick == FAR_TICK {
+            // Every entry that says FAR_TICK has its tick in the map (set_head, and
+            // `forget_far` only when the entry goes).
+            far.get(key)
+                .copied()
+                .expect("a far tick is in the side map")
+        } else {
+            u64::from(self.tick)
+        }
+    }
+
+    /// Drops what the side map holds for `key`, whose entry is leaving the index.
+    fn forget_far(&self, far: &mut FarTicks, key: &str) {
+        if self.tick == FAR_TICK {
+            far.remove(key);
+        }
     }
 
     fn head_removed(&self) -> bool {
@@ -172,6 +210,9 @@ fn prune(head: Version, older: &mut Vec<Version>, horizon: u64) {
 struct Shard {
     map: BlockMap<Entry>,
     older: HashMap<OwnedKey, Vec<Version>>,
+    /// The head ticks of the entries that say [`FAR_TICK`] (none before the data directory's
+    /// tick counter passes 2^32 - 1).
+    far_ticks: FarTicks,
 }
 
 /// The older versions of `key`, whose entry is `e`.
@@ -187,6 +228,7 @@ fn older_of<'a>(older: &'a HashMap<OwnedKey, Vec<Version>>, key: &str, e: &Entry
 /// older ones in the side map when any are left, the flag set accordingly.
 fn with_chain<R>(
     older: &mut HashMap<OwnedKey, Vec<Version>>,
+    far: &mut FarTicks,
     key: &str,
     e: &mut Entry,
     f: impl FnOnce(&mut Version, &mut Vec<Version>) -> R,
@@ -196,9 +238,9 @@ fn with_chain<R>(
     } else {
         Vec::new()
     };
-    let mut head = e.head();
+    let mut head = e.head(far, key);
     let result = f(&mut head, &mut chain);
-    e.set_head(head);
+    e.set_head(far, key, head);
     if chain.is_empty() {
         e.len &= !HAS_OLDER;
     } else {
@@ -334,7 +376,11 @@ impl PrimaryIndex {
         let floor = self.floor(tick);
         let shard = self.shards[shard_of(key)].read();
         let e = shard.map.get(key)?;
-        let v = visible_of(e.head(), older_of(&shard.older, key, e), tick)?;
+        let v = visible_of(
+            e.head(&shard.far_ticks, key),
+            older_of(&shard.older, key, e),
+            tick,
+        )?;
         (!v.is_removed() && v.tick > floor).then_some(v)
     }
 
@@ -345,17 +391,28 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        let Shard { map, older } = &mut *shard;
+        let Shard {
+            map,
+            older,
+            far_ticks,
+        } = &mut *shard;
         // One search, for a new key (the common case) as for an existing one.
         map.upsert(key, |entry| match entry {
             Some(entry) => {
-                let (was_alive, gone) =
-                    self.push_onto(older, key, entry, version, horizon, floor, last_truncate);
+                let (was_alive, gone) = self.push_onto(
+                    (older, far_ticks),
+                    key,
+                    entry,
+                    version,
+                    horizon,
+                    floor,
+                    last_truncate,
+                );
                 (was_alive, if gone { Then::Remove } else { Then::Keep })
             }
             // Removing a key nobody has: nothing to store.
             None if version.is_removed() => (false, Then::Keep),
-            None => (false, Then::Insert(Entry::new(version))),
+            None => (false, Then::Insert(Entry::new(far_ticks, key, version))),
         })
     }
 
@@ -374,23 +431,35 @@ impl PrimaryIndex {
         let last_truncate = self.last_truncate();
         let floor = self.floor(horizon);
         let mut shard = self.shards[shard_of(key)].write();
-        let Shard { map, older } = &mut *shard;
+        let Shard {
+            map,
+            older,
+            far_ticks,
+        } = &mut *shard;
         map.upsert(key, |entry| match entry {
             Some(entry) => {
-                if !entry.head_removed() && entry.head_tick() > last_truncate {
+                if !entry.head_removed() && entry.head_tick(far_ticks, key) > last_truncate {
                     return (Ok(false), Then::Keep);
                 }
                 match write() {
                     Ok(version) => {
                         // A live head: the entry cannot be gone afterwards.
-                        self.push_onto(older, key, entry, version, horizon, floor, last_truncate);
+                        self.push_onto(
+                            (older, far_ticks),
+                            key,
+                            entry,
+                            version,
+                            horizon,
+                            floor,
+                            last_truncate,
+                        );
                         (Ok(true), Then::Keep)
                     }
                     Err(e) => (Err(e), Then::Keep),
                 }
             }
             None => match write() {
-                Ok(version) => (Ok(true), Then::Insert(Entry::new(version))),
+                Ok(version) => (Ok(true), Then::Insert(Entry::new(far_ticks, key, version))),
                 Err(e) => (Err(e), Then::Keep),
             },
         })
@@ -402,7 +471,7 @@ impl PrimaryIndex {
     #[allow(clippy::too_many_arguments)]
     fn push_onto(
         &self,
-        older: &mut HashMap<OwnedKey, Vec<Version>>,
+        (older, far): (&mut HashMap<OwnedKey, Vec<Version>>, &mut FarTicks),
         key: &str,
         entry: &mut Entry,
         version: Version,
@@ -410,16 +479,17 @@ impl PrimaryIndex {
         floor: u64,
         last_truncate: u64,
     ) -> (bool, bool) {
-        let was_alive = !entry.head_removed() && entry.head_tick() > last_truncate;
-        let (gone, stale) = with_chain(older, key, entry, |head, chain| {
+        let was_alive = !entry.head_removed() && entry.head_tick(far, key) > last_truncate;
+        let (gone, stale) = with_chain(older, far, key, entry, |head, chain| {
             chain.push(std::mem::replace(head, version));
             prune_below(*head, chain, horizon, floor);
             let gone = head.is_removed() && chain.is_empty();
             (gone, head.is_removed() || !chain.is_empty())
         });
         if gone {
-            // The entry goes: no chain may stay behind in the side map.
+            // The entry goes: no chain or tick may stay behind in the side maps.
             older.remove(key);
+            entry.forget_far(far, key);
         } else if stale {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
@@ -428,11 +498,11 @@ impl PrimaryIndex {
 
     /// Recovery: the tick of the newest version of `key` found so far (removals included).
     pub fn newest_tick(&self, key: &str) -> Option<u64> {
-        self.shards[shard_of(key)]
-            .read()
+        let shard = self.shards[shard_of(key)].read();
+        shard
             .map
             .get(key)
-            .map(|e| e.head_tick())
+            .map(|e| e.head_tick(&shard.far_ticks, key))
     }
 
     /// Recovery: keeps the version with the highest tick for each key.
@@ -446,15 +516,16 @@ impl PrimaryIndex {
         if version.is_removed() {
             self.stale.fetch_add(1, Ordering::Relaxed);
         }
+        let Shard { map, far_ticks, .. } = &mut *shard;
         // One search for the common case at restart (a key seen for the first time).
-        shard.map.upsert(key, |entry| match entry {
+        map.upsert(key, |entry| match entry {
             Some(entry) => {
-                if version.tick > entry.head_tick() {
-                    entry.set_head(version);
+                if version.tick > entry.head_tick(far_ticks, key) {
+                    entry.set_head(far_ticks, key, version);
                 }
                 ((), Then::Keep)
             }
-            None => ((), Then::Insert(Entry::new(version))),
+            None => ((), Then::Insert(Entry::new(far_ticks, key, version))),
         });
     }
 
@@ -480,23 +551,31 @@ impl PrimaryIndex {
         moves: impl Iterator<Item = (&'a str, Loc, Loc)>,
     ) {
         let mut guard = self.shards[shard % SHARDS].write();
-        let Shard { map, older } = &mut *guard;
+        let Shard {
+            map,
+            older,
+            far_ticks,
+        } = &mut *guard;
         map.update_each(
             moves.map(|(key, from, to)| {
                 debug_assert_eq!(shard_of(key), shard);
                 (key, (from, to))
             }),
             |key, entry, (from, to)| {
-                repoint_versions(older, key, entry, from, to);
+                repoint_versions((older, far_ticks), key, entry, from, to);
             },
         );
     }
 
     pub fn repoint(&self, key: &str, from: Loc, to: Loc) -> bool {
         let mut shard = self.shards[shard_of(key)].write();
-        let Shard { map, older } = &mut *shard;
+        let Shard {
+            map,
+            older,
+            far_ticks,
+        } = &mut *shard;
         map.get_mut(key)
-            .is_some_and(|entry| repoint_versions(older, key, entry, from, to))
+            .is_some_and(|entry| repoint_versions((older, far_ticks), key, entry, from, to))
     }
 
     /// Rebuilds every shard into full blocks. Keys installed in order fill their blocks
@@ -528,10 +607,16 @@ impl PrimaryIndex {
                         key_heap + v.capacity() * std::mem::size_of::<Version>()
                     })
                     .sum();
-                // The side map's slots (key, vector, a control byte) by its capacity.
+                // The side maps' slots (key, value, a control byte) by their capacity.
                 let slots =
                     shard.older.capacity() * (std::mem::size_of::<(OwnedKey, Vec<Version>)>() + 1);
-                (shard.map.heap_bytes() + chains + slots) as u64
+                let far: usize = shard
+                    .far_ticks
+                    .keys()
+                    .map(|k| if k.is_heap_allocated() { k.len() } else { 0 })
+                    .sum::<usize>()
+                    + shard.far_ticks.capacity() * (std::mem::size_of::<(OwnedKey, u64)>() + 1);
+                (shard.map.heap_bytes() + chains + slots + far) as u64
             })
             .sum()
     }
@@ -559,11 +644,15 @@ impl PrimaryIndex {
                 // allocations, ~5 % of the server's CPU under a sustained insert load, where
                 // the compactor ran this pass every `min_interval`.
                 let mut guard = shard.write();
-                let Shard { map, older } = &mut *guard;
+                let Shard {
+                    map,
+                    older,
+                    far_ticks,
+                } = &mut *guard;
                 let last = map.retain_chunk(from.as_deref(), SCAN_CHUNK * 4, |k, e| {
-                    let head = e.head();
+                    let head = e.head(far_ticks, k);
                     let (gone, has_older) = if e.has_older() {
-                        with_chain(older, k, e, |head, chain| {
+                        with_chain(older, far_ticks, k, e, |head, chain| {
                             (prune_below(*head, chain, horizon, floor), !chain.is_empty())
                         })
                     } else {
@@ -573,6 +662,7 @@ impl PrimaryIndex {
                         if e.has_older() {
                             older.remove(k);
                         }
+                        e.forget_far(far_ticks, k);
                         return false;
                     }
                     if !head.is_removed() {
@@ -612,7 +702,7 @@ impl PrimaryIndex {
                     f(
                         k,
                         KeyVersions {
-                            head: e.head(),
+                            head: e.head(&guard.far_ticks, k),
                             older: older_of(&guard.older, k, e),
                         },
                     );
@@ -645,7 +735,11 @@ impl PrimaryIndex {
         let mut last = None;
         for (k, e) in guard.map.iter_from(lower).take(limit) {
             last = Some(k);
-            if let Some(v) = visible_of(e.head(), older_of(&guard.older, k, e), tick) {
+            if let Some(v) = visible_of(
+                e.head(&guard.far_ticks, k),
+                older_of(&guard.older, k, e),
+                tick,
+            ) {
                 if !v.is_removed() && v.tick > floor {
                     out.push((Box::from(k), v));
                 }
@@ -676,7 +770,11 @@ impl PrimaryIndex {
         let mut last = None;
         for (k, e) in guard.map.iter_from(lower).take(limit) {
             last = Some(k);
-            if let Some(v) = visible_of(e.head(), older_of(&guard.older, k, e), tick) {
+            if let Some(v) = visible_of(
+                e.head(&guard.far_ticks, k),
+                older_of(&guard.older, k, e),
+                tick,
+            ) {
                 if !v.is_removed() && v.tick > floor {
                     f(v.loc);
                 }
@@ -704,8 +802,9 @@ impl PrimaryIndex {
         let mut last = None;
         let mut examined = 0;
         let chains = &guard.older;
+        let far_ticks = &guard.far_ticks;
         let mut keep_visible = |k: &str, e: &Entry| {
-            if let Some(v) = visible_of(e.head(), older_of(chains, k, e), tick) {
+            if let Some(v) = visible_of(e.head(far_ticks, k), older_of(chains, k, e), tick) {
                 if !v.is_removed() && v.tick > floor {
                     out.push((Box::from(k), v));
                 }
@@ -762,17 +861,17 @@ impl PrimaryIndex {
 
 /// Moves every version of `key` (entry `e`) located at `from` to `to`; returns whether any was.
 fn repoint_versions(
-    older: &mut HashMap<OwnedKey, Vec<Version>>,
+    (older, far): (&mut HashMap<OwnedKey, Vec<Version>>, &mut FarTicks),
     key: &str,
     e: &mut Entry,
     from: Loc,
     to: Loc,
 ) -> bool {
     let mut hit = false;
-    let mut head = e.head();
+    let mut head = e.head(far, key);
     if head.loc == from {
         head.loc = to;
-        e.set_head(head);
+        e.set_head(far, key, head);
         hit = true;
     }
     if e.has_older() {
@@ -790,14 +889,16 @@ fn repoint_versions(
 mod tests {
     use super::*;
 
-    /// The entry a block holds per key: tick, revision, 32-bit file number, offset, length
-    /// (with the older-versions flag), at 4-byte alignment.
+    /// The entry a block holds per key: 32-bit tick, revision, 32-bit file number, offset,
+    /// length (with the older-versions flag), at 4-byte alignment; a tick that does not fit
+    /// 32 bits (or is the far code itself) round-trips through the shard's side map, which
+    /// holds exactly the keys of far entries.
     #[test]
-    fn an_entry_is_28_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 28);
+    fn an_entry_is_24_bytes_and_far_ticks_round_trip() {
+        assert_eq!(std::mem::size_of::<Entry>(), 24);
         assert_eq!(std::mem::align_of::<Entry>(), 4);
         let v = Version {
-            tick: u64::MAX - 1,
+            tick: 7,
             rev: 1 << 60,
             loc: Loc {
                 fid: u32::MAX as u64,
@@ -805,12 +906,191 @@ mod tests {
                 len: (1 << 30) + 7,
             },
         };
-        let mut e = Entry::new(v);
-        assert_eq!(e.head(), v);
+        let mut far = FarTicks::new();
+        let key = "ключ-\u{1F600}";
+        let mut e = Entry::new(&mut far, key, v);
+        assert_eq!(e.head(&far, key), v);
+        assert!(far.is_empty());
         e.len |= HAS_OLDER;
-        assert_eq!(e.head(), v, "the flag is not part of the length");
-        e.set_head(Version { tick: 3, ..v });
-        assert!(e.has_older(), "replacing the head keeps the flag");
+        assert_eq!(e.head(&far, key), v, "the flag is not part of the length");
+        // The widest tick held in the entry, the far code itself, the first tick past 32
+        // bits and the largest: each reads back, and only far ones use the side map.
+        for (tick, is_far) in [
+            (u64::from(u32::MAX) - 1, false),
+            (u64::from(u32::MAX), true),
+            (1 << 32, true),
+            (u64::MAX - 1, true),
+            (0, false),
+            (u64::MAX, true),
+            (3, false),
+        ] {
+            e.set_head(&mut far, key, Version { tick, ..v });
+            assert_eq!(e.head(&far, key), Version { tick, ..v }, "{tick}");
+            assert_eq!(e.head_tick(&far, key), tick);
+            assert_eq!(far.len(), usize::from(is_far), "{tick}");
+            assert!(e.has_older(), "replacing the head keeps the flag");
+        }
+        e.set_head(&mut far, key, Version { tick: 1 << 40, ..v });
+        e.forget_far(&mut far, key);
+        assert!(far.is_empty(), "a leaving entry takes its far tick along");
+    }
+
+    /// Asserts that each shard's far-tick map holds exactly the keys whose entry says
+    /// [`FAR_TICK`].
+    fn check_far_ticks(idx: &PrimaryIndex) {
+        for shard in &idx.shards {
+            let shard = shard.read();
+            let far_entries: Vec<String> = shard
+                .map
+                .iter_from(Bound::Unbounded)
+                .filter(|(_, e)| e.tick == FAR_TICK)
+                .map(|(k, _)| k.to_string())
+                .collect();
+            assert_eq!(far_entries.len(), shard.far_ticks.len());
+            for k in &far_entries {
+                assert!(shard.far_ticks.contains_key(k.as_str()), "{k}");
+            }
+        }
+    }
+
+    /// Random installs (new keys, replacements, removals), garbage collections and
+    /// repoints against a model that keeps every version: the same visible version for every
+    /// key at every tick a live snapshot may read, with commit ticks that start below
+    /// 2^32 - 1 and cross it (held in the entry, then in the side map, then replaced by
+    /// near ones through recovery), and keys of every shape (shared or no shared prefix,
+    /// unicode, the longest legal key).
+    #[test]
+    fn behaves_like_a_model_across_the_32_bit_tick_boundary() {
+        struct Rng(u64);
+        impl Rng {
+            fn below(&mut self, n: u64) -> u64 {
+                self.0 ^= self.0 >> 12;
+                self.0 ^= self.0 << 25;
+                self.0 ^= self.0 >> 27;
+                self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+            }
+        }
+        let keys: Vec<String> = (0..40u32)
+            .map(|i| match i % 5 {
+                0 => format!("{}", 1_000_000 + i),
+                1 => format!("P{i}"),
+                2 => format!("é{i}ü\u{1F600}"),
+                3 => format!("{}{i:03}", "k".repeat(251)),
+                _ => format!("{}-{i}", char::from(b'a' + (i % 26) as u8)),
+            })
+            .collect();
+        assert!(keys.iter().all(|k| k.len() <= 254));
+        for (seed, start) in [(1u64, 1u64), (2, u64::from(u32::MAX) - 300), (3, 1 << 40)] {
+            let mut rng = Rng(seed);
+            let idx = PrimaryIndex::new();
+            let mut model: HashMap<String, Vec<Version>> = HashMap::new();
+            let mut tick = start;
+            let mut horizon = start - 1;
+            for step in 0..3_000u64 {
+                let key = &keys[rng.below(keys.len() as u64) as usize];
+                match rng.below(10) {
+                    0..=5 => {
+                        tick += 1 + rng.below(3);
+                        let fid = if rng.below(4) == 0 {
+                            0
+                        } else {
+                            1 + rng.below(9)
+                        };
+                        let version = Version {
+                            tick,
+                            rev: tick * 3,
+                            loc: if fid == 0 {
+                                Loc::REMOVED
+                            } else {
+                                Loc {
+                                    fid,
+                                    offset: step as u32,
+                                    len: 100,
+                                }
+                            },
+                        };
+                        let chain = model.entry(key.clone()).or_default();
+                        let alive = chain.last().is_some_and(|v| !v.is_removed());
+                        assert_eq!(idx.install(key, version, horizon), alive, "{seed}/{step}");
+                        chain.push(version);
+                    }
+                    6 => {
+                        horizon = (horizon + rng.below(8)).min(tick);
+                        idx.gc(horizon);
+                    }
+                    7 => {
+                        let from = Loc {
+                            fid: 1 + rng.below(9),
+                            offset: rng.below(step + 1) as u32,
+                            len: 100,
+                        };
+                        let to = Loc {
+                            fid: 10 + rng.below(5),
+                            ..from
+                        };
+                        idx.repoint(key, from, to);
+                        for v in model.get_mut(key).into_iter().flatten() {
+                            if v.loc == from {
+                                v.loc = to;
+                            }
+                        }
+                    }
+                    _ => {
+                        if rng.below(30) == 0 {
+                            idx.repack();
+                        }
+                    }
+                }
+                if step % 50 == 0 {
+                    check_far_ticks(&idx);
+                    for k in &keys {
+                        let chain = model.get(k).map_or(&[][..], Vec::as_slice);
+                        for t in [horizon, horizon + 1, (horizon + tick) / 2, tick, u64::MAX] {
+                            let want = chain
+                                .iter()
+                                .rev()
+                                .find(|v| v.tick <= t)
+                                .filter(|v| !v.is_removed())
+                                .copied();
+                            assert_eq!(idx.get(k, t), want, "{seed}/{step} {k} at {t}");
+                        }
+                        let newest = idx.newest_tick(k);
+                        if let Some(n) = newest {
+                            assert_eq!(Some(n), chain.last().map(|v| v.tick), "{k}");
+                        }
+                    }
+                }
+            }
+            // Everything collected: only the live heads stay, far ticks of the rest are gone.
+            let alive = model
+                .values()
+                .filter(|c| c.last().is_some_and(|v| !v.is_removed()))
+                .count();
+            assert_eq!(idx.gc(u64::MAX), alive as u64);
+            check_far_ticks(&idx);
+            // Recovery meets versions in any order and keeps the highest tick: a far head
+            // replaced by a farther one, a near one never replaces a far one.
+            let rec = PrimaryIndex::new();
+            for (i, k) in keys.iter().enumerate() {
+                for t in [start + i as u64, 1 << 33, 5] {
+                    rec.recover(
+                        k,
+                        Version {
+                            tick: t,
+                            rev: t,
+                            loc: Loc {
+                                fid: 1,
+                                offset: 0,
+                                len: 1,
+                            },
+                        },
+                    );
+                }
+                let want = (start + i as u64).max(1 << 33);
+                assert_eq!(rec.newest_tick(k), Some(want), "{k}");
+            }
+            check_far_ticks(&rec);
+        }
     }
 
     #[test]
@@ -1158,7 +1438,7 @@ mod tests {
             if tick > 1 {
                 let shard = idx.shards[shard_of("hot")].read();
                 let e = shard.map.get("hot").unwrap();
-                assert_eq!(e.head_tick(), tick);
+                assert_eq!(e.head_tick(&shard.far_ticks, "hot"), tick);
                 let older = older_of(&shard.older, "hot", e);
                 assert_eq!(older.last().map(|v| v.tick), Some(tick - 1));
             }
