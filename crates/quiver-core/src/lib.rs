@@ -88,7 +88,6 @@ mod ttl;
 mod txn;
 mod txn_stats;
 pub mod vector;
-mod view_analysis;
 mod view_analyzers;
 mod view_feed;
 mod view_host;

@@ -27,10 +27,9 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::index::{AnalyzerSource, LinkDefinition, Opened, ViewIndex};
+use quiver_search::index::{document_terms, AnalyzerSource, LinkDefinition, Opened, ViewIndex};
 use quiver_storage::{CollectionId, Engine, Snapshot};
 
-use crate::view_analysis::{Analysis, PendingPut};
 use crate::view_record::{link_shape, CommitRecord, LinkRecord};
 
 /// Messages the queue holds at most; a writer waits for room beyond (back-pressure).
@@ -228,15 +227,10 @@ impl ViewFeed {
             what: what.to_string(),
             index: Arc::clone(&index),
             links: Arc::clone(&links),
-            analysis: Analysis::new(
-                Arc::clone(&index),
-                Arc::clone(&links),
-                Arc::clone(&analyzers),
-                Arc::clone(&analyzed),
-            ),
             analyzers,
             committed: Arc::clone(&committed),
             interval: Arc::clone(&interval),
+            analyzed: Arc::clone(&analyzed),
             backlog: Arc::clone(&backlog),
             built_at: HashMap::new(),
             covered: CommitRecord::default(),
@@ -416,10 +410,9 @@ struct Indexer {
     index: Arc<ViewIndex>,
     links: Arc<RwLock<HashMap<CollectionId, Arc<LinkDefinition>>>>,
     analyzers: Arc<dyn AnalyzerSource>,
-    /// The documents to index, analyzed a window at a time on several threads.
-    analysis: Analysis,
     committed: Arc<(Mutex<u64>, Condvar)>,
     interval: Arc<AtomicU64>,
+    analyzed: Arc<AtomicU64>,
     backlog: Arc<Backlog>,
     /// The snapshot tick each collection was last built or caught up from: its changes at or
     /// below it are already in the index (or superseded there) and are skipped.
@@ -453,7 +446,6 @@ impl Indexer {
                     for change in changes {
                         self.apply(change);
                     }
-                    self.analysis.flush();
                     self.backlog.release(bytes);
                     applied = seq;
                 }
@@ -534,7 +526,7 @@ impl Indexer {
                 }
                 // An inserted key committed after the build's snapshot has no earlier version
                 // in the index: every earlier one was removed by a change queued before it.
-                self.put(collection, key, rev, body, !new_key);
+                self.put(collection, &key, rev, &body, !new_key);
                 self.covers(collection, tick);
             }
             Change::Remove {
@@ -545,7 +537,6 @@ impl Indexer {
                 if !self.after_build(collection, tick) {
                     return;
                 }
-                self.analysis.flush();
                 self.index.remove(collection, &key);
                 self.covers(collection, tick);
             }
@@ -556,7 +547,6 @@ impl Indexer {
                 if !self.after_build(collection, tick) {
                     return;
                 }
-                self.analysis.flush();
                 self.index.remove_collection(collection);
                 self.covers(collection, tick);
             }
@@ -564,7 +554,6 @@ impl Indexer {
                 collection,
                 tick: None,
             } => {
-                self.analysis.flush();
                 self.index.remove_collection(collection);
                 self.built_at.remove(&collection);
                 self.covered.collections.remove(&collection);
@@ -572,23 +561,28 @@ impl Indexer {
         }
     }
 
-    /// Indexes one document after those before it (analyzed a window at a time,
-    /// `view_analysis.rs`); `replaces`: the index may hold an earlier version of it.
-    fn put(
-        &mut self,
-        collection: CollectionId,
-        key: String,
-        rev: u64,
-        body: Bytes,
-        replaces: bool,
-    ) {
-        self.analysis.push(PendingPut {
-            collection,
-            key,
-            rev,
-            body,
-            replaces,
-        });
+    /// Indexes one document; `replaces`: the index may hold an earlier version of it.
+    fn put(&self, collection: CollectionId, key: &str, rev: u64, body: &[u8], replaces: bool) {
+        let Some(link) = self.links.read().get(&collection).cloned() else {
+            return;
+        };
+        let doc: serde_json::Value = match serde_json::from_slice(body) {
+            Ok(doc) => doc,
+            Err(err) => {
+                tracing::error!(key, "a stored document is not JSON; not indexed: {err}");
+                return;
+            }
+        };
+        let terms = document_terms(&doc, &link, &*self.analyzers);
+        self.analyzed.fetch_add(1, Ordering::Relaxed);
+        let done = if replaces {
+            self.index.put(collection, key, rev, terms, &doc)
+        } else {
+            self.index.insert(collection, key, rev, terms, &doc)
+        };
+        if let Err(err) = done {
+            tracing::error!(key, "indexing a document failed: {}", err.message);
+        }
     }
 
     /// Brings the index in line with `collection` as of a snapshot taken now: caught up from
@@ -659,20 +653,15 @@ impl Indexer {
     /// Indexes every document of `collection` in `snapshot` after removing what the index
     /// held of it. Returns how many were indexed.
     fn build(&mut self, collection: CollectionId, snapshot: &Snapshot) -> Result<u64> {
-        self.analysis.flush();
         self.index.remove_collection(collection);
         let mut n = 0u64;
-        let scanned = snapshot.scan(collection).and_then(|scan| {
-            for item in scan {
-                let (key, doc) = item?;
-                // The collection's documents were all removed just before.
-                self.put(collection, key, doc.rev.0, doc.body, false);
-                n += 1;
-            }
-            Ok(())
-        });
-        self.analysis.flush();
-        scanned.map(|()| n)
+        for item in snapshot.scan(collection)? {
+            let (key, doc) = item?;
+            // The collection's documents were all removed just before.
+            self.put(collection, &key, doc.rev.0, &doc.body, false);
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Brings the reopened index's documents of `collection`, which were its state at commit
@@ -699,7 +688,6 @@ impl Indexer {
         let mut held_and_rewritten = 0u64;
         let mut removed = 0u64;
         let mut stale = Vec::new();
-        self.analysis.flush();
         self.index
             .for_each_identity(collection, |key, rev| {
                 match snapshot.revision_and_tick(collection, key)? {
@@ -722,23 +710,19 @@ impl Indexer {
         let mut refed = 0u64;
         for key in &stale {
             if let Some(doc) = snapshot.get(collection, key).map_err(failed)? {
-                self.put(collection, key.clone(), doc.rev.0, doc.body, true);
+                self.put(collection, key, doc.rev.0, &doc.body, true);
                 refed += 1;
             }
         }
         let mut written = 0u64;
-        let rescanned = snapshot
+        for item in snapshot
             .scan_written_after(collection, recorded)
-            .and_then(|scan| {
-                for item in scan {
-                    let (key, doc) = item?;
-                    self.put(collection, key, doc.rev.0, doc.body, true);
-                    written += 1;
-                }
-                Ok(())
-            });
-        self.analysis.flush();
-        rescanned.map_err(failed)?;
+            .map_err(failed)?
+        {
+            let (key, doc) = item.map_err(failed)?;
+            self.put(collection, &key, doc.rev.0, &doc.body, true);
+            written += 1;
+        }
         let count = snapshot.count(collection).map_err(failed)?;
         let indexed = held + written - held_and_rewritten;
         if indexed != count {
@@ -756,7 +740,6 @@ impl Indexer {
     /// index, and later links are built as new ones.
     fn end_open(&mut self) {
         if let Some(Reopened::Recorded(record)) = self.reopened.take() {
-            self.analysis.flush();
             for collection in record.collections.keys() {
                 if !self.covered.collections.contains_key(collection) {
                     self.index.remove_collection(*collection);

@@ -1,26 +1,17 @@
 //! What a `text` analyzer made of each word it saw lately: the word as segmented, to its term
 //! after accent removal, case conversion and stemming, or to nothing for a stop word. Natural
 //! text repeats its words, so most words are looked up instead of normalized and stemmed
-//! again. Bounded: past [`MAX_WORDS`] entries a shard starts over; words longer than
-//! [`MAX_WORD_BYTES`] are not kept. One analysis locks one shard of the cache once
-//! ([`WordCache::lock`]) and lends the known terms out without copying them. The cache has
-//! [`SHARDS`] shards so that analyses on several threads (a view's feeder,
-//! `quiver-core/src/view_analysis.rs`) do not wait for each other: a thread keeps to its own
-//! shard and takes another free one when that is busy.
+//! again. Bounded: past [`MAX_WORDS`] entries it starts over; words longer than
+//! [`MAX_WORD_BYTES`] are not kept. One analysis locks the cache once ([`WordCache::lock`])
+//! and lends the known terms out without copying them.
 
-use std::cell::Cell;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxBuildHasher;
 
-/// Entries one shard keeps at most.
-const MAX_WORDS: usize = 1 << 15;
-
-/// Shards of one cache: at least as many as threads analyze at once (a view's feeder uses up
-/// to four).
-const SHARDS: usize = 4;
+/// Entries kept at most.
+const MAX_WORDS: usize = 1 << 16;
 
 /// Longer words are analyzed every time (rare, and they would crowd out the common ones).
 const MAX_WORD_BYTES: usize = 64;
@@ -29,26 +20,7 @@ type Terms = HashMap<Box<str>, Option<Box<str>>, FxBuildHasher>;
 
 #[derive(Debug, Default)]
 pub(crate) struct WordCache {
-    shards: [Mutex<Terms>; SHARDS],
-}
-
-/// The shard the next thread to analyze keeps to.
-static NEXT_SHARD: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// The shard this thread keeps to (chosen round-robin at its first analysis).
-    static OWN_SHARD: Cell<Option<usize>> = const { Cell::new(None) };
-}
-
-/// The shard the calling thread keeps to.
-fn own_shard() -> usize {
-    OWN_SHARD.with(|own| {
-        own.get().unwrap_or_else(|| {
-            let shard = NEXT_SHARD.fetch_add(1, Ordering::Relaxed) % SHARDS;
-            own.set(Some(shard));
-            shard
-        })
-    })
+    terms: Mutex<Terms>,
 }
 
 /// The cache, locked for one analysis.
@@ -59,15 +31,9 @@ pub(crate) struct LockedWords<'a> {
 }
 
 impl WordCache {
-    /// Locks the calling thread's shard, or another one when that is busy (waits for its
-    /// own only when all are).
     pub(crate) fn lock(&self) -> LockedWords<'_> {
-        let own = own_shard();
-        let terms = (0..SHARDS)
-            .find_map(|i| self.shards[(own + i) % SHARDS].try_lock())
-            .unwrap_or_else(|| self.shards[own].lock());
         LockedWords {
-            terms,
+            terms: self.terms.lock(),
             uncached: None,
         }
     }
@@ -121,26 +87,5 @@ mod tests {
         // Kept across analyses.
         assert_eq!(cache.lock().term("Word", analyze), Some("word"));
         assert_eq!(calls.get(), 4);
-    }
-
-    #[test]
-    fn a_thread_takes_another_shard_while_its_own_is_busy() {
-        let cache = WordCache::default();
-        let analyze = |w: &str| Some(w.to_lowercase());
-        let mut held = cache.lock();
-        assert_eq!(held.term("Word", analyze), Some("word"));
-        // The same thread again, its own shard still locked: another shard, which does not
-        // know the word yet, and no wait.
-        let calls = std::cell::Cell::new(0);
-        let counted = |w: &str| {
-            calls.set(calls.get() + 1);
-            Some(w.to_lowercase())
-        };
-        assert_eq!(cache.lock().term("Word", counted), Some("word"));
-        assert_eq!(calls.get(), 1);
-        drop(held);
-        // Its own shard again once free: the word is known there.
-        assert_eq!(cache.lock().term("Word", counted), Some("word"));
-        assert_eq!(calls.get(), 1);
     }
 }

@@ -48,9 +48,7 @@ pub use scoring::{FieldStats, Scorer};
 pub use stored_columns::{value_at, StoredColumns};
 pub use tier_merge::TierOptions;
 pub use top_scores::ScoreOrder;
-pub use view_index::{
-    Consolidation, Hit, IndexState, Opened, PreparedDocument, SortedRead, ViewIndex, INDEX_FORMAT,
-};
+pub use view_index::{Consolidation, Hit, IndexState, Opened, SortedRead, ViewIndex, INDEX_FORMAT};
 
 #[cfg(test)]
 mod geo_tests;

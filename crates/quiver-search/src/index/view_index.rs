@@ -42,13 +42,14 @@ const WRITER_MEMORY_PER_THREAD: usize = 64 << 20;
 /// Indexing threads of one index at most (each builds its own segments).
 const MAX_WRITER_THREADS: usize = 4;
 
-/// Indexing threads of an index: one per core (the feeder's analysis runs on as many threads,
-/// `quiver-core/src/view_analysis.rs`, all at the background priority), at least 1, at most
+/// Indexing threads of an index: one per core but one (the view's feeder, which analyzes the
+/// documents, keeps a core busy while a bulk load runs), at least 1, at most
 /// [`MAX_WRITER_THREADS`]. Each thread builds segments of its own, so more threads also mean
 /// more, smaller segments to merge.
 fn writer_threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
+        .saturating_sub(1)
         .clamp(1, MAX_WRITER_THREADS)
 }
 
@@ -104,13 +105,6 @@ struct Fields {
     /// The primary sort values and the stored values (`stored_columns.rs`), columnar.
     sort: Field,
     stored: Field,
-}
-
-/// A document made ready for the index by [`ViewIndex::prepare`].
-pub struct PreparedDocument {
-    doc: TantivyDocument,
-    /// `collection id/key`, the identity term.
-    id: String,
 }
 
 /// The full-text index of one view.
@@ -321,7 +315,7 @@ impl ViewIndex {
         terms: Vec<TermAt>,
         doc: &serde_json::Value,
     ) -> Result<()> {
-        self.add(self.prepare(collection, key, rev, &terms, doc), true)
+        self.add(collection, key, rev, terms, doc, true)
     }
 
     /// Adds the document `collection/key` (revision `rev`) holding `terms`, which the index
@@ -335,21 +329,18 @@ impl ViewIndex {
         terms: Vec<TermAt>,
         doc: &serde_json::Value,
     ) -> Result<()> {
-        self.add(self.prepare(collection, key, rev, &terms, doc), false)
+        self.add(collection, key, rev, terms, doc, false)
     }
 
-    /// The tantivy document of `collection/key` (revision `rev`) holding `terms` and the
-    /// values of `source` at the stored fields, ready for [`ViewIndex::add`]. Touches no
-    /// index state but the stored-column definition, so documents can be prepared on several
-    /// threads and added in the order their writes were made.
-    pub fn prepare(
+    fn add(
         &self,
         collection: u64,
         key: &str,
         rev: u64,
-        terms: &[TermAt],
+        terms: Vec<TermAt>,
         source: &serde_json::Value,
-    ) -> PreparedDocument {
+        replaces: bool,
+    ) -> Result<()> {
         let mut doc = TantivyDocument::new();
         {
             let columns = self.columns.read();
@@ -365,7 +356,7 @@ impl ViewIndex {
         doc.add_text(self.fields.collection, collection.to_string());
         doc.add_u64(self.fields.rev, rev);
         let mut text = String::with_capacity(terms.iter().map(|t| t.term.len() + 16).sum());
-        for t in terms {
+        for t in &terms {
             if t.term.starts_with(encode::GEO_STORED_KIND) {
                 // A geo analyzer's shape: stored for the exact check, not indexed.
                 doc.add_text(self.fields.geo, &t.term);
@@ -374,20 +365,13 @@ impl ViewIndex {
             term_stream::push_term(&mut text, t.position, &t.term);
         }
         doc.add_text(self.fields.terms, &text);
-        PreparedDocument { doc, id }
-    }
-
-    /// Hands a prepared document to the writer (visible after the next commit); `replaces`:
-    /// the index may hold an earlier version of it, which is deleted first. Documents of one
-    /// key must be added in the order of their writes.
-    pub fn add(&self, prepared: PreparedDocument, replaces: bool) -> Result<()> {
         let writer = self.writer.lock();
         let writer = writer.as_ref().ok_or_else(closed)?;
         if replaces {
-            writer.delete_term(Term::from_field_text(self.fields.id, &prepared.id));
+            writer.delete_term(self.id_term(collection, key));
         }
         writer
-            .add_document(prepared.doc)
+            .add_document(doc)
             .map_err(|e| engine_error("adding a document", e))?;
         Ok(())
     }
