@@ -31,7 +31,7 @@
 //! state all the same.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -230,6 +230,8 @@ pub(crate) struct ViewFeed {
     /// [`QUEUE_BYTES`], smaller in tests.
     backlog_limit: usize,
     left_out: Arc<LeftOut>,
+    /// Shared with the indexer ([`Indexer::damaged`]).
+    damaged: Arc<AtomicBool>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -282,6 +284,7 @@ impl ViewFeed {
         let (tx, rx) = sync_channel(QUEUE_CAPACITY);
         let backlog = Arc::new(Backlog::default());
         let left_out = Arc::new(LeftOut::default());
+        let damaged = Arc::new(AtomicBool::new(false));
         let links = Arc::new(RwLock::new(HashMap::new()));
         let committed = Arc::new((Mutex::new(0u64), Condvar::new()));
         let interval = Arc::new(AtomicU64::new(commit_interval_ms));
@@ -305,6 +308,8 @@ impl ViewFeed {
             left_out: Arc::clone(&left_out),
             built_at: HashMap::new(),
             read_back_at: HashMap::new(),
+            damaged: Arc::clone(&damaged),
+            committed_collections: Vec::new(),
             covered: CommitRecord::default(),
             reopened,
         };
@@ -329,6 +334,7 @@ impl ViewFeed {
             backlog,
             backlog_limit,
             left_out,
+            damaged,
             thread: Mutex::new(Some(thread)),
         }))
     }
@@ -551,6 +557,12 @@ struct Indexer {
     covered: CommitRecord,
     /// What the reopened index held, until the links attached at open are served.
     reopened: Option<Reopened>,
+    /// A write to the index failed since its last commit: the writes since are not all in it,
+    /// so instead of committing, the index is rolled back and its links rebuilt
+    /// ([`Indexer::commit`]).
+    damaged: Arc<AtomicBool>,
+    /// The collections the last commit held documents of.
+    committed_collections: Vec<CollectionId>,
 }
 
 impl Indexer {
@@ -606,14 +618,18 @@ impl Indexer {
                 commit_now = true;
             }
             if commit_now && applied > committed {
-                match self.index.commit(&self.covered.to_payload()) {
+                match self.commit() {
                     Ok(()) => {
                         committed = applied;
                         let (lock, cv) = &*self.committed;
                         *lock.lock() = committed;
                         cv.notify_all();
                     }
-                    Err(err) => tracing::error!("committing a view index failed: {}", err.message),
+                    Err(err) => {
+                        // Tried again at the next commit; `waitForSync` searches keep waiting.
+                        self.damaged.store(true, Ordering::Release);
+                        tracing::error!("{}: committing failed: {}", self.what, err.message)
+                    }
                 }
                 due = None;
             } else if commit_now && applied == committed {
@@ -626,6 +642,61 @@ impl Indexer {
                 return;
             }
         }
+    }
+
+    /// Commits what the index holds. If a write failed since the last commit, or the commit
+    /// fails, the writes since the last commit are not all there: the index is rolled back
+    /// to its last commit, and every linked collection is rebuilt from a snapshot taken now
+    /// (the collections the last commit held and no link has now are removed), and that is
+    /// committed — never a commit that covers writes the index lost.
+    fn commit(&mut self) -> Result<()> {
+        if !self.damaged.swap(false, Ordering::AcqRel) {
+            match self.index.commit(&self.covered.to_payload()) {
+                Ok(()) => {
+                    self.committed_collections = self.covered.collections.keys().copied().collect();
+                    return Ok(());
+                }
+                Err(err) => tracing::error!(
+                    "{}: committing failed, rebuilding from its collections: {}",
+                    self.what,
+                    err.message
+                ),
+            }
+        } else {
+            tracing::error!(
+                "{}: a write to the index failed, rebuilding from its collections",
+                self.what
+            );
+        }
+        self.index.rollback()?;
+        for collection in &self.committed_collections {
+            if !self.built_at.contains_key(collection) {
+                self.index.remove_collection(*collection);
+            }
+        }
+        let engine = self.left_out.state.lock().engine.clone();
+        let collections: Vec<CollectionId> = self.built_at.keys().copied().collect();
+        if let Some(engine) = engine {
+            for collection in collections {
+                let snapshot = engine.snapshot();
+                let tick = snapshot.tick();
+                self.build(collection, &snapshot)?;
+                self.built_at.insert(collection, tick);
+                self.read_back_at.remove(&collection);
+                if let Some(record) = self.covered.collections.get_mut(&collection) {
+                    record.tick = tick;
+                }
+            }
+        }
+        if self.damaged.swap(false, Ordering::AcqRel) {
+            return Err(Error::with_message(
+                ErrorCode::Internal,
+                "a write to the index failed again while rebuilding it",
+            ));
+        }
+        self.index.commit(&self.covered.to_payload())?;
+        self.committed_collections = self.covered.collections.keys().copied().collect();
+        Ok(())
     }
 
     /// Whether a change committed at `tick` to `collection` is not yet in the index: it came
@@ -720,6 +791,7 @@ impl Indexer {
             self.index.insert(collection, key, rev, terms, &doc)
         };
         if let Err(err) = done {
+            self.damaged.store(true, Ordering::Release);
             tracing::error!(key, "indexing a document failed: {}", err.message);
         }
     }
@@ -1188,6 +1260,81 @@ mod tests {
         assert!(
             left_out_seen,
             "the queue never filled: the test tests nothing"
+        );
+        feed.stop();
+    }
+
+    /// A write the index lost (a failed tantivy indexing thread takes its documents with it)
+    /// is never committed over: the feed rolls the index back and rebuilds its links, so a
+    /// `waitForSync` search then sees every document.
+    #[test]
+    fn a_failed_write_rolls_back_and_rebuilds_instead_of_committing() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
+        let db = engine.create_database(json!({ "name": "db" })).unwrap();
+        let cid = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let other = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
+        let feed = ViewFeed::start(
+            "view 'db/v'",
+            Arc::new(index),
+            Arc::new(IdentityOnly),
+            5,
+            None,
+        )
+        .unwrap();
+        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
+        feed.link(cid, link.clone(), engine.clone());
+        feed.link(other, link, engine.clone());
+        let write = |key: &str| {
+            let rev = engine.hlc().next();
+            let body = Bytes::from(serde_json::to_vec(&json!({ "_key": key })).unwrap());
+            let mut batch = quiver_storage::WriteBatch::new();
+            batch.put(cid, key, rev, body.clone());
+            let tick = engine.commit(batch).unwrap().tick;
+            feed.changes(vec![Change::Put {
+                collection: cid,
+                key: key.to_string(),
+                rev: rev.0,
+                body,
+                tick,
+                new_key: true,
+            }]);
+            (key.to_string(), rev.0)
+        };
+        let mut expected: std::collections::BTreeMap<String, u64> =
+            ["a", "b", "c"].into_iter().map(write).collect();
+        let rev = engine.hlc().next();
+        let mut batch = quiver_storage::WriteBatch::new();
+        batch.put(other, "o", rev, Bytes::from_static(b"{}"));
+        let tick = engine.commit(batch).unwrap().tick;
+        feed.changes(vec![Change::Put {
+            collection: other,
+            key: "o".into(),
+            rev: rev.0,
+            body: Bytes::from_static(b"{}"),
+            tick,
+            new_key: true,
+        }]);
+        feed.wait_synced().unwrap();
+        assert_eq!(indexed(&feed, cid), expected);
+
+        // A write lost: "b" leaves the index without a change saying so, and the failure is
+        // recorded as a failed write records it. The link of `other` goes meanwhile.
+        feed.index.remove(cid, "b");
+        feed.damaged.store(true, Ordering::Release);
+        feed.unlink(other);
+        let (key, rev) = write("d");
+        expected.insert(key, rev);
+        feed.wait_synced().unwrap();
+        assert_eq!(indexed(&feed, cid), expected);
+        assert!(
+            indexed(&feed, other).is_empty(),
+            "the unlinked collection stays out"
         );
         feed.stop();
     }

@@ -423,6 +423,18 @@ impl ViewIndex {
             .map_err(|e| engine_error("reloading its reader", e))
     }
 
+    /// Drops every write since the last commit, and starts tantivy's indexing threads again
+    /// (a thread that failed, on an I/O error writing its segment for example, took the
+    /// documents it held with it). The index is then its last commit.
+    pub fn rollback(&self) -> Result<()> {
+        let mut writer = self.writer.lock();
+        let writer = writer.as_mut().ok_or_else(closed)?;
+        writer
+            .rollback()
+            .map(|_| ())
+            .map_err(|e| engine_error("rolling back", e))
+    }
+
     /// Releases the writer and with it the directory's writer lock, after its merges are
     /// done; uncommitted writes are dropped. Later writes fail, searches still answer.
     pub fn close(&self) {
