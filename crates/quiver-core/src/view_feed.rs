@@ -230,7 +230,8 @@ pub(crate) struct ViewFeed {
     /// [`QUEUE_BYTES`], smaller in tests.
     backlog_limit: usize,
     left_out: Arc<LeftOut>,
-    /// Shared with the indexer ([`Indexer::damaged`]).
+    /// Shared with the indexer ([`Indexer::damaged`]); tests record a lost write through it.
+    #[cfg(test)]
     damaged: Arc<AtomicBool>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -334,6 +335,7 @@ impl ViewFeed {
             backlog,
             backlog_limit,
             left_out,
+            #[cfg(test)]
             damaged,
             thread: Mutex::new(Some(thread)),
         }))
