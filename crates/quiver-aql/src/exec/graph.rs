@@ -102,12 +102,25 @@ impl EdgeTable {
         ci: u32,
         hit: &EdgeHit<'_>,
     ) -> EdgeHandle {
-        if hit.other_mark != 0 && self.epoch_of(txn, hit.other) == Some(hit.other_mark) {
+        if hit.other_mark != 0 && self.alive_under(txn, hit.other, hit.other_mark) {
             self.issued += 1;
             return EdgeHandle(ALIVE_END | (self.issued - 1));
         }
         self.reached.push((ci, hit.other_slot));
         EdgeHandle(self.reached.len() as u64 - 1)
+    }
+
+    /// Whether `mark`, the existence mark of vertex `id`, is the existence epoch of `id`'s
+    /// collection at `txn`'s snapshot. Epochs are unique across collections and a vertex is
+    /// only ever marked with its own collection's epoch ([`Fetch::id_exists`]), so a mark
+    /// equal to an epoch this query already asked for is that vertex's collection's epoch:
+    /// then neither the id is split nor the collection's name compared (in the 2-hop
+    /// neighbour profile those were about 4 % of the server's CPU).
+    fn alive_under(&mut self, txn: &dyn Transaction, id: &str, mark: u64) -> bool {
+        if self.epochs.iter().any(|&(_, epoch)| epoch == Some(mark)) {
+            return true;
+        }
+        self.epoch_of(txn, id) == Some(mark)
     }
 
     /// The existence epoch of the collection of vertex `id` at `txn`'s snapshot.
