@@ -26,6 +26,7 @@ pub mod optimizer;
 pub mod parser;
 pub mod plan;
 pub mod plan_cache;
+pub mod plan_template;
 pub mod query_extra;
 pub mod results_cache;
 pub mod run_history;

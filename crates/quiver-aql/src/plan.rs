@@ -582,7 +582,52 @@ fn collection_ref_of_with(name: &str) -> CollectionRef {
 
 /// Collects bind parameter names used by a query without planning it (for `/_api/query`).
 pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
-    fn expr(e: &Expr, out: &mut Vec<String>) {
+    let mut out = BindOccurrences::default();
+    out.query(q);
+    out.all.sort();
+    out.all.dedup();
+    out.all
+}
+
+/// The value bind parameters whose every use is the whole start or target vertex of a graph
+/// operation (`FOR v IN 1..2 OUTBOUND @start edges`, `SHORTEST_PATH @from TO @to`), sorted.
+/// Planning copies such a value into the graph node untouched (see
+/// `plan_template`), so a plan made for one string there serves any other string.
+pub fn vertex_only_params(q: &ast::Query) -> Vec<String> {
+    let mut out = BindOccurrences::default();
+    out.query(q);
+    let count = |list: &[String], name: &str| list.iter().filter(|n| *n == name).count();
+    let mut names: Vec<String> = out
+        .vertices
+        .iter()
+        .filter(|n| count(&out.vertices, n) == count(&out.all, n))
+        .cloned()
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every use of a bind parameter in a query (collection parameters as `@name`), and the
+/// uses that are a graph operation's whole start or target vertex.
+#[derive(Default)]
+struct BindOccurrences {
+    all: Vec<String>,
+    vertices: Vec<String>,
+}
+
+impl BindOccurrences {
+    fn push(&mut self, name: String) {
+        self.all.push(name);
+    }
+
+    fn query(&mut self, q: &ast::Query) {
+        occurrences_in_query(q, self)
+    }
+}
+
+fn occurrences_in_query(q: &ast::Query, out: &mut BindOccurrences) {
+    fn expr(e: &Expr, out: &mut BindOccurrences) {
         match e {
             Expr::Bind(n) => out.push(n.clone()),
             Expr::BindCollection(n) => out.push(format!("@{n}")),
@@ -633,12 +678,12 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
             Expr::Subquery(q) => query(q, out),
         }
     }
-    fn coll(c: &CollectionRef, out: &mut Vec<String>) {
+    fn coll(c: &CollectionRef, out: &mut BindOccurrences) {
         if let CollectionRef::Bind(n) = c {
             out.push(format!("@{n}"));
         }
     }
-    fn query(q: &ast::Query, out: &mut Vec<String>) {
+    fn query(q: &ast::Query, out: &mut BindOccurrences) {
         for w in &q.with {
             if let Some(b) = w.strip_prefix('@') {
                 out.push(format!("@{b}"));
@@ -657,6 +702,11 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
                     options.iter().for_each(|e| expr(e, out));
                 }
                 Op::Traversal(g) => {
+                    for e in std::iter::once(&g.start).chain(g.target.as_ref()) {
+                        if let Expr::Bind(n) = e {
+                            out.vertices.push(n.clone());
+                        }
+                    }
                     let prune = g.prune.as_ref().map(|p| &p.1);
                     [&g.depth, &g.options, &g.target]
                         .into_iter()
@@ -708,11 +758,7 @@ pub fn bind_parameter_names(q: &ast::Query) -> Vec<String> {
             }
         }
     }
-    let mut out = Vec::new();
-    query(q, &mut out);
-    out.sort();
-    out.dedup();
-    out
+    query(q, out)
 }
 
 /// Aggregate functions allowed in COLLECT AGGREGATE and WINDOW (ArangoDB's list).

@@ -3,7 +3,9 @@
 //!
 //! A plan is keyed by everything it was built from: database, query text, bind parameter
 //! values (bind values are substituted and folded while planning, so the values are part of
-//! the key, not just the names), the `optimizer.rules` option and `fullCount` (which turns
+//! the key, not just the names; a plan template holds a placeholder for the string value of
+//! a start or target vertex parameter instead, see [`crate::plan_template`]), the
+//! `optimizer.rules` option and `fullCount` (which turns
 //! `sort-limit` off). What the plan read from the catalog (collection existence and type,
 //! index lists) is covered by the source's catalog version: an entry built under another
 //! version is stale and planned again. Plans whose planning read documents (named graphs read
@@ -151,6 +153,9 @@ struct Entries {
 pub struct PlanCache {
     hasher: std::collections::hash_map::RandomState,
     entries: Mutex<Entries>,
+    /// By query text: its vertex parameters ([`crate::plan::vertex_only_params`]), so that
+    /// a query with new values finds its plan template without being parsed.
+    vertex_params: Mutex<HashMap<Box<str>, Arc<[String]>>>,
 }
 
 impl PlanCache {
@@ -261,6 +266,26 @@ impl PlanCache {
         });
         entries.len = entries.len + 1 - removed;
         Some(cached)
+    }
+
+    /// The vertex parameters of `query`, if the text was seen before (an empty list when
+    /// it has none).
+    pub fn vertex_params(&self, query: &str) -> Option<Arc<[String]>> {
+        self.vertex_params.lock().get(query).cloned()
+    }
+
+    /// Remembers the vertex parameters of `query` (a syntactic property of the text, valid
+    /// for every database and catalog version); at most [`MAX_ENTRIES`] texts of at most
+    /// [`MAX_KEY_TEXT`] bytes (then it starts over).
+    pub fn remember_vertex_params(&self, query: &str, params: Arc<[String]>) {
+        if query.len() > MAX_KEY_TEXT {
+            return;
+        }
+        let mut texts = self.vertex_params.lock();
+        if texts.len() >= MAX_ENTRIES {
+            texts.clear();
+        }
+        texts.insert(query.into(), params);
     }
 
     /// Number of cached plans.

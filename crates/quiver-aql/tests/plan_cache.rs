@@ -383,3 +383,178 @@ fn brief_texts_and_the_hand_off() {
     assert!(handoff.happened());
     assert_eq!(runs.load(Ordering::Relaxed), 1, "runs once");
 }
+
+/// The answer or error of a query, with measured times zeroed.
+fn outcome(s: &QueryService, body: &Value) -> String {
+    match s.create_cursor_json("_system", support::cursor(body)) {
+        Ok((code, body)) => format!("{code} {}", normalized(body)),
+        Err(e) => format!("error {:?} {}", e.code, e.message),
+    }
+}
+
+/// The explained plan or error of a query.
+fn explained(s: &QueryService, body: &Value) -> String {
+    match s.explain("_system", &support::explain(body)) {
+        Ok(e) => format!("{} {}", e.plan, e.cacheable),
+        Err(e) => format!("error {:?} {}", e.code, e.message),
+    }
+}
+
+/// A bind value of any type, biased towards values the queries below can match.
+fn random_value(rng: &mut rand::rngs::StdRng) -> Value {
+    use rand::Rng;
+    let k = rng.gen_range(0..24);
+    match rng.gen_range(0..12) {
+        0 | 1 => json!(k),
+        2 => json!(format!("k{k:02}")),
+        3 | 4 => json!(format!("docs/k{k:02}")),
+        5 => Value::Null,
+        6 => json!(rng.gen_bool(0.5)),
+        7 => json!(k as f64 / 4.0),
+        8 => json!([k, k + 1, format!("k{k:02}")]),
+        9 => json!({"_id": format!("docs/k{k:02}"), "v": k}),
+        10 => json!(["docs", "v", "_key", "rel", ""][k as usize % 5]),
+        _ => json!(-(k as i64)),
+    }
+}
+
+/// Many bind value sets per query text, of every type: a service that has seen the text
+/// before (plan cache and plan templates warm) answers and explains exactly as a fresh one
+/// that plans every query for its own bind values.
+#[test]
+fn bind_values_answer_as_a_fresh_service_does() {
+    use rand::{Rng, SeedableRng};
+    let (source, s) = service();
+    let edges: Vec<Value> = (0..20)
+        .flat_map(|i| {
+            [(i * 3 + 1) % 20, (i * 7 + 2) % 20]
+                .map(|j| json!({"_from": format!("docs/k{i:02}"), "_to": format!("docs/k{j:02}")}))
+        })
+        .collect();
+    source
+        .create_collection("_system", "rel", true, edges)
+        .unwrap();
+    source
+        .create_index(
+            "_system",
+            "docs",
+            json!({"type": "persistent", "fields": ["v"]}),
+        )
+        .unwrap();
+    let queries: &[(&str, &[&str])] = &[
+        ("FOR d IN docs FILTER d._key == @a RETURN d.v", &["a"]),
+        ("FOR d IN docs FILTER d.v == @a RETURN d._key", &["a"]),
+        ("FOR d IN docs FILTER d.v IN @a SORT d.v RETURN d._key", &["a"]),
+        (
+            "FOR d IN docs FILTER d.v >= @a && d.v < @b SORT d.v DESC LIMIT @c RETURN d._key",
+            &["a", "b", "c"],
+        ),
+        ("FOR d IN docs SORT d.v LIMIT @a, @b RETURN d._key", &["a", "b"]),
+        ("FOR v IN OUTBOUND @a rel RETURN v._key", &["a"]),
+        (
+            "FOR v IN OUTBOUND @a rel OPTIONS {bfs: true, uniqueVertices: \"global\"} RETURN v._id",
+            &["a"],
+        ),
+        (
+            "FOR v, e IN 1..@b ANY @a rel OPTIONS {bfs: true, uniqueVertices: \"global\"} SORT v._key RETURN [v._key, e._to]",
+            &["a", "b"],
+        ),
+        ("FOR v IN OUTBOUND SHORTEST_PATH @a TO @b rel RETURN v._key", &["a", "b"]),
+        (
+            "FOR p IN 1..3 OUTBOUND K_PATHS @a TO @b rel RETURN p.vertices[*]._key",
+            &["a", "b"],
+        ),
+        // The start vertex is also read elsewhere (folded, compared, filtered on): never a
+        // template parameter.
+        (
+            "FOR v IN OUTBOUND @a rel RETURN [v._key, @a < 'docs/k10', LENGTH(@a)]",
+            &["a"],
+        ),
+        (
+            "FOR v IN OUTBOUND @a rel FILTER v._id != @a SORT v._key RETURN v._key",
+            &["a"],
+        ),
+        (
+            "FOR d IN docs FILTER d.v < @b LET n = (FOR v IN OUTBOUND @a rel RETURN v._key) SORT d.v RETURN [d._key, n]",
+            &["a", "b"],
+        ),
+        (
+            "FOR d IN docs FILTER d.v < 3 FOR v IN INBOUND @a rel SORT d.v, v._key LIMIT @b RETURN [d.v, v._key]",
+            &["a", "b"],
+        ),
+        ("RETURN DOCUMENT(@a)", &["a"]),
+        ("RETURN [@a, @a + 1, @a == null, LENGTH(@a), TO_STRING(@b)]", &["a", "b"]),
+        ("FOR d IN @@c FILTER d[@a] == @b RETURN d._key", &["a", "b", "@c"]),
+        ("FOR x IN @a FILTER x != @b RETURN x", &["a", "b"]),
+        ("FOR d IN docs FILTER d._id IN [@a, @b] RETURN d.v", &["a", "b"]),
+        (
+            "FOR d IN docs COLLECT g = d.v % 3 AGGREGATE n = COUNT(@a) SORT g RETURN [g, n]",
+            &["a"],
+        ),
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(20);
+    for (query, names) in queries {
+        for _ in 0..40 {
+            let mut binds = serde_json::Map::new();
+            for name in *names {
+                let value = if name.starts_with('@') {
+                    [json!("docs"), json!("rel"), json!("missing"), json!(3)][rng.gen_range(0..4)]
+                        .clone()
+                } else {
+                    random_value(&mut rng)
+                };
+                binds.insert(name.to_string(), value);
+            }
+            let body = json!({"query": query, "bindVars": binds});
+            let fresh = QueryService::new(source.clone());
+            fresh.set_plan_templates(false);
+            assert_eq!(outcome(&s, &body), outcome(&fresh, &body), "{body}");
+            // Twice through the warm service: the second run takes the cached plan.
+            assert_eq!(outcome(&s, &body), outcome(&fresh, &body), "{body}");
+            let fresh = QueryService::new(source.clone());
+            fresh.set_plan_templates(false);
+            assert_eq!(explained(&s, &body), explained(&fresh, &body), "{body}");
+        }
+    }
+}
+
+/// A traversal from a string start vertex takes one plan for every start: the plan cache
+/// holds one entry for the text, and `planCacheKey` is the same for every start.
+#[test]
+fn vertex_parameters_share_one_plan() {
+    let (source, s) = service();
+    let edges: Vec<Value> = (0..20)
+        .map(|i| json!({"_from": format!("docs/k{i:02}"), "_to": format!("docs/k{:02}", (i + 1) % 20)}))
+        .collect();
+    source
+        .create_collection("_system", "rel", true, edges)
+        .unwrap();
+    let query = "FOR v IN OUTBOUND @start rel RETURN v._key";
+    let mut keys = std::collections::HashSet::new();
+    for i in 0..20 {
+        let body = json!({"query": query, "bindVars": {"start": format!("docs/k{i:02}")}});
+        let mut req = support::cursor(&body);
+        req.use_plan_cache = true;
+        let (_, r) = s.create_cursor_json("_system", req).unwrap();
+        assert_eq!(r["result"], json!([format!("k{:02}", (i + 1) % 20)]));
+        match r.get("planCacheKey") {
+            Some(key) => {
+                keys.insert(key.to_string());
+            }
+            None => assert_eq!(i, 0, "only the first query plans"),
+        }
+    }
+    assert_eq!(
+        keys.len(),
+        1,
+        "one cached plan serves every start: {keys:?}"
+    );
+    assert_eq!(s.plan_cache_entries("_system", None).unwrap().len(), 1);
+    // An object start vertex is part of the key as before.
+    let body = json!({"query": query, "bindVars": {"start": {"_id": "docs/k03"}}});
+    let (_, r) = s
+        .create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
+    assert_eq!(r["result"], json!(["k04"]));
+    assert_eq!(s.plan_cache_entries("_system", None).unwrap().len(), 2);
+}

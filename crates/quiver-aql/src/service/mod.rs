@@ -44,6 +44,7 @@ use crate::optimizer::{self, OptimizeOptions, RuleSelection};
 use crate::parser;
 use crate::plan::{self, QueryPlan};
 use crate::plan_cache::{CachedPlan, NoData, PlanCache, PlanEntry, PlanKey};
+use crate::plan_template::Substitution;
 pub use crate::query_extra::{ProfileTimings, QueryExtra, QueryStatistics};
 use crate::results_cache::ResultsCache;
 use crate::run_history::RunHistory;
@@ -79,6 +80,8 @@ pub struct QueryService {
     memory: Arc<GlobalMemory>,
     /// How long the recent runs of each query text took.
     history: RunHistory,
+    /// Whether queries use plan templates (see [`crate::plan_template`]).
+    plan_templates: AtomicBool,
 }
 
 /// A query ready to run: its transaction, plan, stage timings and its plan-cache entry.
@@ -94,8 +97,9 @@ struct Prepared {
 
 /// `usePlanCache` asks for a query ArangoDB would not cache a plan of: error 1584 for the
 /// options and plan nodes ArangoDB names (`optimizer.rules`, `allPlans`, `UPSERT`). QuiverDB's
-/// plan cache itself is keyed by every bind value, so the bind-parameter positions ArangoDB
-/// also excludes (attribute names, traversal depths, graph names) are eligible here.
+/// plan cache itself is keyed by every bind value that can shape a plan, so the
+/// bind-parameter positions ArangoDB also excludes (attribute names, traversal depths, graph
+/// names) are eligible here.
 fn check_plan_cache_eligible(
     rules: &[String],
     all_plans: bool,
@@ -136,6 +140,66 @@ fn binds_key(bind_vars: &Map<String, Value>) -> String {
     }
 }
 
+/// What [`QueryService::prepare`] was asked to plan.
+struct PlanRequest<'a> {
+    db: &'a str,
+    query: &'a str,
+    bind_vars: &'a Map<String, Value>,
+    rules: &'a [String],
+    full_count: bool,
+    limits: &'a Limits,
+    /// The catalog version read before planning.
+    version: Option<u64>,
+    t0: Instant,
+}
+
+/// Plans and optimizes a parsed query for `bind_vars`, choosing among the indexes `txn`
+/// lists.
+fn plan_query(
+    ast: &crate::ast::Query,
+    bind_vars: &Map<String, Value>,
+    txn: &dyn crate::source::Transaction,
+    rules: &[String],
+    full_count: bool,
+    limits: &Limits,
+) -> Result<QueryPlan> {
+    let mut plan = plan::build(ast, bind_vars, txn, limits)?;
+    let mut indexes = crate::index_select::IndexCatalog {
+        hints: plan.index_hints.clone(),
+        ..Default::default()
+    };
+    for name in plan.collections.keys() {
+        let mut list = vec![crate::index_select::primary_index()];
+        list.extend(txn.secondary_indexes(name)?);
+        for analyzer in list
+            .iter()
+            .filter(|ix| ix.kind == "inverted")
+            .flat_map(crate::inverted_select::analyzer_names)
+        {
+            if !indexes.geo_analyzers.contains(&analyzer)
+                && txn.analyzer(&analyzer).is_ok_and(|a| a.is_geo())
+            {
+                indexes.geo_analyzers.insert(analyzer);
+            }
+        }
+        // Views and other sources without a count have no indexes to choose from.
+        if let Ok(count) = txn.count(name) {
+            indexes.collections.insert(name.clone(), (count, list));
+        }
+    }
+    optimizer::optimize(
+        &mut plan,
+        &OptimizeOptions {
+            rules: RuleSelection::from_options(rules),
+            full_count,
+            indexes,
+            limits: limits.clone(),
+        },
+    )?;
+    crate::index_select::check_forced_hints(&plan)?;
+    Ok(plan)
+}
+
 /// Collections a plan writes (a write transaction must declare them up front).
 fn written_collections(plan: &QueryPlan) -> Vec<String> {
     plan.collections
@@ -172,6 +236,7 @@ impl QueryService {
             default_memory_limit: AtomicU64::new(DEFAULT_MEMORY_CAP),
             memory: Arc::new(GlobalMemory::default()),
             history: RunHistory::default(),
+            plan_templates: AtomicBool::new(true),
         }
     }
 
@@ -229,7 +294,8 @@ impl QueryService {
 
     /// Parses, plans and optimizes a query (or takes its plan from the plan cache) and opens
     /// its transaction (unless one is `given`); `limits` (kill flag, `maxRuntime`) are
-    /// checked throughout.
+    /// checked throughout. A query whose vertex parameters have string values uses its
+    /// text's plan template ([`crate::plan_template`]).
     #[allow(clippy::too_many_arguments)]
     fn prepare(
         &self,
@@ -244,6 +310,28 @@ impl QueryService {
         let t0 = Instant::now();
         // Read before planning: a catalog change landing meanwhile makes this entry stale.
         let version = self.source.catalog_version();
+        let templates = self.plan_templates.load(Ordering::Relaxed);
+        let known = if templates {
+            self.plans.vertex_params(query)
+        } else {
+            None
+        };
+        if let Some(sub) = known
+            .as_deref()
+            .and_then(|params| Substitution::new(bind_vars, params))
+        {
+            let request = PlanRequest {
+                db,
+                query,
+                bind_vars,
+                rules,
+                full_count,
+                limits,
+                version,
+                t0,
+            };
+            return self.prepare_templated(&request, &sub, given, None);
+        }
         let binds = binds_key(bind_vars);
         let key = PlanKey {
             database: db,
@@ -267,6 +355,23 @@ impl QueryService {
             });
         }
         let ast = parser::parse_within(query, Some(limits))?;
+        if templates && known.is_none() {
+            let params: Arc<[String]> = plan::vertex_only_params(&ast).into();
+            self.plans.remember_vertex_params(query, params.clone());
+            if let Some(sub) = Substitution::new(bind_vars, &params) {
+                let request = PlanRequest {
+                    db,
+                    query,
+                    bind_vars,
+                    rules,
+                    full_count,
+                    limits,
+                    version,
+                    t0,
+                };
+                return self.prepare_templated(&request, &sub, given, Some(ast));
+            }
+        }
         let parsing = t0.elapsed().as_secs_f64();
         let t1 = Instant::now();
         let leased = given.is_some();
@@ -274,40 +379,7 @@ impl QueryService {
             Some(txn) => txn,
             None => self.source.begin(db, &[])?,
         };
-        let mut plan = plan::build(&ast, bind_vars, &*txn, limits)?;
-        let mut indexes = crate::index_select::IndexCatalog {
-            hints: plan.index_hints.clone(),
-            ..Default::default()
-        };
-        for name in plan.collections.keys() {
-            let mut list = vec![crate::index_select::primary_index()];
-            list.extend(txn.secondary_indexes(name)?);
-            for analyzer in list
-                .iter()
-                .filter(|ix| ix.kind == "inverted")
-                .flat_map(crate::inverted_select::analyzer_names)
-            {
-                if !indexes.geo_analyzers.contains(&analyzer)
-                    && txn.analyzer(&analyzer).is_ok_and(|a| a.is_geo())
-                {
-                    indexes.geo_analyzers.insert(analyzer);
-                }
-            }
-            // Views and other sources without a count have no indexes to choose from.
-            if let Ok(count) = txn.count(name) {
-                indexes.collections.insert(name.clone(), (count, list));
-            }
-        }
-        optimizer::optimize(
-            &mut plan,
-            &OptimizeOptions {
-                rules: RuleSelection::from_options(rules),
-                full_count,
-                indexes,
-                limits: limits.clone(),
-            },
-        )?;
-        crate::index_select::check_forced_hints(&plan)?;
+        let plan = plan_query(&ast, bind_vars, &*txn, rules, full_count, limits)?;
         if plan.is_modification && !leased {
             // Writers declare their collections up front (the storage transaction locks and
             // validates them); planning above only needed a read view.
@@ -323,6 +395,100 @@ impl QueryService {
             cached,
             plan_cache_key: None,
         })
+    }
+
+    /// [`QueryService::prepare`] through the text's plan template: the template is cached
+    /// under the bind values with placeholders and filled in with this query's values.
+    fn prepare_templated(
+        &self,
+        req: &PlanRequest<'_>,
+        sub: &Substitution,
+        given: Option<Box<dyn crate::source::Transaction>>,
+        ast: Option<crate::ast::Query>,
+    ) -> Result<Prepared> {
+        let binds = binds_key(&sub.template_binds);
+        let key = PlanKey {
+            database: req.db,
+            query: req.query,
+            binds: &binds,
+            rules: req.rules,
+            full_count: req.full_count,
+        };
+        if let Some(hit) = req.version.and_then(|v| self.plans.get(&key, v)) {
+            let (plan, _) = sub.apply(&hit.plan);
+            let txn = match given {
+                Some(txn) => txn,
+                None => self.source.begin(req.db, &written_collections(&plan))?,
+            };
+            return Ok(Prepared {
+                txn,
+                plan: Arc::new(plan),
+                parsing: 0.0,
+                optimizing: req.t0.elapsed().as_secs_f64(),
+                cached: Some(hit),
+                plan_cache_key: Some(self.plans.key_hash(&key)),
+            });
+        }
+        let ast = match ast {
+            Some(ast) => ast,
+            None => parser::parse_within(req.query, Some(req.limits))?,
+        };
+        let parsing = req.t0.elapsed().as_secs_f64();
+        let t1 = Instant::now();
+        let leased = given.is_some();
+        let mut txn = match given {
+            Some(txn) => txn,
+            None => self.source.begin(req.db, &[])?,
+        };
+        let template = plan_query(
+            &ast,
+            &sub.template_binds,
+            &*txn,
+            req.rules,
+            req.full_count,
+            req.limits,
+        )?;
+        let (plan, cached) = if sub.covers(&template) {
+            let (plan, _) = sub.apply(&template);
+            let cached = req
+                .version
+                .and_then(|v| self.plans.insert(&key, v, Arc::new(template)));
+            if cached.is_none() {
+                // Not cacheable (planning read a named graph, no catalog version...): filling
+                // in a template would only add to planning per value.
+                self.plans.remember_vertex_params(req.query, Arc::from([]));
+            }
+            (plan, cached)
+        } else {
+            // A placeholder landed where it is not filled in: the text is planned per value.
+            self.plans.remember_vertex_params(req.query, Arc::from([]));
+            let plan = plan_query(
+                &ast,
+                req.bind_vars,
+                &*txn,
+                req.rules,
+                req.full_count,
+                req.limits,
+            )?;
+            (plan, None)
+        };
+        if plan.is_modification && !leased {
+            txn = self.source.begin(req.db, &written_collections(&plan))?;
+        }
+        Ok(Prepared {
+            txn,
+            plan: Arc::new(plan),
+            parsing,
+            optimizing: t1.elapsed().as_secs_f64(),
+            cached,
+            plan_cache_key: None,
+        })
+    }
+
+    /// Turns plan templates off (every query is planned for its own bind values, as a
+    /// reference for tests) or on again (the default).
+    pub fn set_plan_templates(&self, on: bool) {
+        self.plan_templates.store(on, Ordering::Relaxed);
     }
 
     /// `POST /_api/cursor`, every result row a value.
