@@ -11,7 +11,8 @@ of DIR/relations.jsonl. Reported per run: wall seconds, the server's CPU time (u
 from /proc/<pid>/stat, before and after the import) per document, and the server's peak RSS
 (VmHWM), its peak anonymous and file-backed resident memory (RssAnon, RssFile sampled every
 0.1 s during the import) and its RssAnon 5 s after the import (what stays: the index state and
-what the allocator kept). `--env-b KEY=VALUE` (repeatable) sets B's environment, so one binary
+what the allocator kept) and again `--settle` seconds after it (with the server CPU time spent
+since the import ended: background work such as packing the primary index after the load). `--env-b KEY=VALUE` (repeatable) sets B's environment, so one binary
 can be compared with itself under allocator settings. Then the medians per build and B/A. On a shared machine the CPU time per document is
 the comparable figure; wall time depends on the load.
 """
@@ -50,7 +51,7 @@ def start(binary, scratch, env, port=0):
     raise SystemExit(f"{binary} did not start")
 
 
-def run(binary, tool, relations, lines, threads, env, port=0):
+def run(binary, tool, relations, lines, threads, env, port=0, settle=5):
     scratch = tempfile.mkdtemp(prefix="import-ab.")
     server = None
     try:
@@ -85,11 +86,15 @@ def run(binary, tool, relations, lines, threads, env, port=0):
         if got != lines:
             raise SystemExit(f"{binary}: {got} relations imported, expected {lines}")
         time.sleep(5)
+        settled = status_kib(server.pid, "RssAnon:") / 1024
+        time.sleep(max(settle - 5, 0))
         return {"seconds": wall, "cpuUsPerDoc": cpu * 1e6 / lines,
+                "cpuAfterSeconds": cpu_seconds(server.pid) - cpu0 - cpu,
+                "lateRssAnonMiB": status_kib(server.pid, "RssAnon:") / 1024,
                 "peakRssMiB": hwm_kib(server.pid) / 1024,
                 "peakRssAnonMiB": peaks["RssAnon:"] / 1024,
                 "peakRssFileMiB": peaks["RssFile:"] / 1024,
-                "settledRssAnonMiB": status_kib(server.pid, "RssAnon:") / 1024}
+                "settledRssAnonMiB": settled}
     finally:
         if server is not None:
             server.terminate()
@@ -107,6 +112,8 @@ def main():
     p.add_argument("--threads", type=int, default=4)
     p.add_argument("--env-b", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--port", type=int, default=0, help="the servers' port (0: any free one)")
+    p.add_argument("--settle", type=float, default=5,
+                   help="seconds after the import to read RssAnon again (and the CPU spent since)")
     args = p.parse_args()
     env_b = dict(kv.split("=", 1) for kv in args.env_b)
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", delete=False) as part:
@@ -124,25 +131,30 @@ def main():
             for name, binary in (("A", args.a), ("B", args.b)):
                 load = os.getloadavg()[0]
                 env = env_b if name == "B" else {}
-                one = run(binary, args.b, part.name, lines, args.threads, env, args.port)
+                one = run(binary, args.b, part.name, lines, args.threads, env, args.port,
+                          args.settle)
                 results[name].append(one)
                 print(f"round {r} {name}: {one['seconds']:.1f} s, server "
                       f"{one['cpuUsPerDoc']:.2f} us CPU/document, peak RSS "
                       f"{one['peakRssMiB']:.0f} MiB (anon {one['peakRssAnonMiB']:.0f}, file "
                       f"{one['peakRssFileMiB']:.0f}; anon 5 s after "
-                      f"{one['settledRssAnonMiB']:.0f}), load {load:.1f}", flush=True)
+                      f"{one['settledRssAnonMiB']:.0f}, {args.settle:.0f} s after "
+                      f"{one['lateRssAnonMiB']:.0f}; CPU after the import "
+                      f"{one['cpuAfterSeconds']:.2f} s), load {load:.1f}", flush=True)
     finally:
         os.unlink(part.name)
     print(f"{lines:,} relations, --threads {args.threads}, medians of {args.rounds} rounds:")
     print("| build | seconds | server CPU us / document | server peak RSS MiB "
-          "| peak RssAnon MiB | peak RssFile MiB | RssAnon 5 s after MiB |")
-    print("|---|---|---|---|---|---|---|")
+          f"| peak RssAnon MiB | peak RssFile MiB | RssAnon 5 s after MiB "
+          f"| RssAnon {args.settle:.0f} s after MiB | server CPU s after the import |")
+    print("|---|---|---|---|---|---|---|---|---|")
     med = {k: {f: statistics.median(x[f] for x in v) for f in v[0]} for k, v in results.items()}
     for name in ("A", "B"):
         m = med[name]
         print(f"| {name} | {m['seconds']:.1f} | {m['cpuUsPerDoc']:.2f} | {m['peakRssMiB']:.0f} "
               f"| {m['peakRssAnonMiB']:.0f} | {m['peakRssFileMiB']:.0f} "
-              f"| {m['settledRssAnonMiB']:.0f} |")
+              f"| {m['settledRssAnonMiB']:.0f} | {m['lateRssAnonMiB']:.0f} "
+              f"| {m['cpuAfterSeconds']:.2f} |")
     print(f"B/A server CPU per document: {med['B']['cpuUsPerDoc'] / med['A']['cpuUsPerDoc']:.2f}")
 
 

@@ -787,6 +787,87 @@ impl<V> BlockMap<V> {
         self.blocks = built.into_iter().collect();
     }
 
+    /// Rebuilds up to `max_blocks` consecutive blocks, from the block whose fence is `from` (the
+    /// first block when `None`), into full blocks, when that saves at least an eighth of them;
+    /// returns the fence of the first block after the span (where the next call resumes),
+    /// `None` when the span reached the end. Keys, values and the order are unchanged, and a
+    /// call holds the map for one span only, so a large map can be packed a span at a time
+    /// while it is in use. The span's first block keeps its fence (it may lie below its first
+    /// key); the others are fenced by their first keys.
+    pub fn repack_span(&mut self, from: Option<&str>, max_blocks: usize) -> Option<OwnedKey> {
+        let max_blocks = max_blocks.max(1);
+        let (first_fence, next, entries, blocks) = {
+            let mut span = match from {
+                Some(from) => self
+                    .blocks
+                    .range::<str, _>((Bound::Included(from), Bound::Unbounded)),
+                None => self.blocks.range::<str, _>(..),
+            };
+            let first = span.next()?;
+            let mut entries = first.1.len();
+            let mut blocks = 1;
+            let mut next = None;
+            for (fence, block) in span {
+                if blocks == max_blocks {
+                    next = Some(fence.key.clone());
+                    break;
+                }
+                entries += block.len();
+                blocks += 1;
+            }
+            (first.0.clone(), next, entries, blocks)
+        };
+        let packed = entries.div_ceil(BLOCK_CAP);
+        if (blocks - packed) * 8 < blocks {
+            return next;
+        }
+        let mut old = match &next {
+            Some(next) => {
+                let tail = self.blocks.split_off::<str>(next.as_str());
+                let mut head = std::mem::replace(&mut self.blocks, tail);
+                let span = head.split_off::<str>(first_fence.as_str());
+                self.blocks.append(&mut head);
+                span
+            }
+            None => self.blocks.split_off::<str>(first_fence.as_str()),
+        };
+        let mut built: Vec<Block<V>> = Vec::with_capacity(packed);
+        let mut current: Block<V> = Block::new();
+        while let Some((_, block)) = old.pop_first() {
+            let Block {
+                arena,
+                refs,
+                values,
+                ..
+            } = block;
+            for (r, v) in refs.into_iter().zip(values) {
+                if current.len() == BLOCK_CAP {
+                    built.push(std::mem::replace(&mut current, Block::new()));
+                }
+                if current.is_empty() {
+                    let room = (entries - built.len() * BLOCK_CAP).min(BLOCK_CAP);
+                    current.refs.reserve_exact(room);
+                    current.values.reserve_exact(room);
+                }
+                let pos = current.len();
+                current.insert(pos, &arena[r.range()], v);
+            }
+        }
+        if !current.is_empty() {
+            current.arena.shrink_to_fit();
+            built.push(current);
+        }
+        for (i, block) in built.into_iter().enumerate() {
+            let fence = if i == 0 {
+                first_fence.clone()
+            } else {
+                Fence::new(block.key(0))
+            };
+            self.blocks.insert(fence, block);
+        }
+        next
+    }
+
     /// Heap bytes of the structure (blocks' arrays and arenas, and the fences' share of the
     /// map of blocks), not counting what the values own themselves.
     pub fn heap_bytes(&self) -> usize {
@@ -1020,6 +1101,60 @@ mod tests {
         );
         random.repack();
         assert_eq!(random.block_count(), 100);
+    }
+
+    /// Packing span by span fills the blocks as a whole repack does, keeps every key, value
+    /// and the order, skips spans that are full already, and the map keeps working between
+    /// and after the spans (inserts and removals land in the right blocks).
+    #[test]
+    fn repack_in_spans_fills_blocks_and_keeps_entries() {
+        let mut map: BlockMap<u64> = BlockMap::new();
+        let mut rng = Rng(11);
+        while map.len() < BLOCK_CAP * 300 {
+            let k = format!("{}", rng.below(1 << 40));
+            let v = rng.next();
+            map.upsert(&k, |_| ((), Then::Insert(v)));
+        }
+        // A fence below its block's first key: a low key inserted and removed again.
+        map.upsert("0", |_| ((), Then::Insert(0)));
+        map.remove("0");
+        map.check();
+        let before: Vec<(String, u64)> = map.iter_from(Bound::Unbounded).map(|(k, v)| (k.to_string(), *v)).collect();
+        assert!(map.block_count() > 400, "{} blocks", map.block_count());
+        let mut from: Option<OwnedKey> = None;
+        let mut spans = 0;
+        loop {
+            from = map.repack_span(from.as_deref(), 7);
+            map.check();
+            spans += 1;
+            if from.is_none() {
+                break;
+            }
+        }
+        assert!(spans > 10);
+        let after: Vec<(String, u64)> = map.iter_from(Bound::Unbounded).map(|(k, v)| (k.to_string(), *v)).collect();
+        assert_eq!(before, after);
+        // Each span may end in one part-full block.
+        assert!(map.block_count() <= 300 + spans, "{} blocks", map.block_count());
+        for (k, v) in &before {
+            assert_eq!(map.get(k), Some(v));
+        }
+        // One span over the whole map packs it exactly unless that would save less than an
+        // eighth of its blocks; another pass then changes nothing.
+        assert!(map.repack_span(None, usize::MAX).is_none());
+        map.check();
+        assert!(map.block_count() * 7 < 300 * 8 + 7, "{} blocks", map.block_count());
+        let blocks = map.block_count();
+        assert!(map.repack_span(None, usize::MAX).is_none());
+        assert_eq!(map.block_count(), blocks);
+        // Still a working map: a key below every fence, and keys all over.
+        map.upsert("!", |_| ((), Then::Insert(1)));
+        for _ in 0..BLOCK_CAP * 50 {
+            let k = format!("{}", rng.below(1 << 40));
+            map.upsert(&k, |_| ((), Then::Insert(2)));
+        }
+        map.check();
+        assert_eq!(map.get("!"), Some(&1));
     }
 
     /// Removing most keys merges the blocks they leave behind, so memory follows the size.

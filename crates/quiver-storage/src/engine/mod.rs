@@ -35,6 +35,7 @@
 //! file table.
 
 mod backup;
+mod bulk_load_packing;
 mod catalog;
 mod collection;
 mod collector;
