@@ -1119,7 +1119,10 @@ mod tests {
         map.upsert("0", |_| ((), Then::Insert(0)));
         map.remove("0");
         map.check();
-        let before: Vec<(String, u64)> = map.iter_from(Bound::Unbounded).map(|(k, v)| (k.to_string(), *v)).collect();
+        let before: Vec<(String, u64)> = map
+            .iter_from(Bound::Unbounded)
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         assert!(map.block_count() > 400, "{} blocks", map.block_count());
         let mut from: Option<OwnedKey> = None;
         let mut spans = 0;
@@ -1132,10 +1135,17 @@ mod tests {
             }
         }
         assert!(spans > 10);
-        let after: Vec<(String, u64)> = map.iter_from(Bound::Unbounded).map(|(k, v)| (k.to_string(), *v)).collect();
+        let after: Vec<(String, u64)> = map
+            .iter_from(Bound::Unbounded)
+            .map(|(k, v)| (k.to_string(), *v))
+            .collect();
         assert_eq!(before, after);
         // Each span may end in one part-full block.
-        assert!(map.block_count() <= 300 + spans, "{} blocks", map.block_count());
+        assert!(
+            map.block_count() <= 300 + spans,
+            "{} blocks",
+            map.block_count()
+        );
         for (k, v) in &before {
             assert_eq!(map.get(k), Some(v));
         }
@@ -1143,7 +1153,11 @@ mod tests {
         // eighth of its blocks; another pass then changes nothing.
         assert!(map.repack_span(None, usize::MAX).is_none());
         map.check();
-        assert!(map.block_count() * 7 < 300 * 8 + 7, "{} blocks", map.block_count());
+        assert!(
+            map.block_count() * 7 < 300 * 8 + 7,
+            "{} blocks",
+            map.block_count()
+        );
         let blocks = map.block_count();
         assert!(map.repack_span(None, usize::MAX).is_none());
         assert_eq!(map.block_count(), blocks);
