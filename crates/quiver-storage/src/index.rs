@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::ops::Bound;
-use std::time::Instant;
 
 use crate::block_map::{BlockMap, OwnedKey, Then};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -255,17 +254,6 @@ const SHARDS: usize = 16;
 /// The garbage bound after a truncate: every entry may be dead. Far below `u64::MAX`, so that
 /// the increments of later installs cannot wrap it around to "nothing to collect".
 const ALL_STALE: u64 = 1 << 62;
-/// Blocks [`PrimaryIndex::repack_some`] rebuilds per shard lock acquisition (up to
-/// 16,384 entries).
-const REPACK_SPAN_BLOCKS: usize = 256;
-/// Where a [`PrimaryIndex::repack_some`] pass stands: the shard, and the fence of the block to
-/// resume from in it.
-#[derive(Default)]
-pub(crate) struct RepackCursor {
-    shard: usize,
-    from: Option<OwnedKey>,
-}
-
 /// Entries a scan copies per shard lock acquisition.
 pub(crate) const SCAN_CHUNK: usize = 256;
 
@@ -601,29 +589,6 @@ impl PrimaryIndex {
         for shard in &self.shards {
             shard.write().map.repack();
         }
-    }
-
-    /// [`PrimaryIndex::repack`] for an index in use, a part at a time: packs shards from
-    /// `cursor` on, a span of [`REPACK_SPAN_BLOCKS`] blocks per write-lock acquisition (a
-    /// reader or writer of the shard waits for one span at most, about a millisecond; spans
-    /// that are full already are left as they are), until `until` has passed or the index is
-    /// done; returns whether it is done. Meant for after a bulk load: keys that arrive in
-    /// increasing numeric order but are ordered as strings (autoincrement keys once they
-    /// gain a digit) land in the middle of full blocks and leave them split in halves.
-    pub fn repack_some(&self, cursor: &mut RepackCursor, until: Instant) -> bool {
-        while let Some(shard) = self.shards.get(cursor.shard) {
-            cursor.from = shard
-                .write()
-                .map
-                .repack_span(cursor.from.as_deref(), REPACK_SPAN_BLOCKS);
-            if cursor.from.is_none() {
-                cursor.shard += 1;
-            }
-            if Instant::now() >= until {
-                break;
-            }
-        }
-        cursor.shard >= self.shards.len()
     }
 
     /// Heap bytes of the shards' blocks and block maps and of the older versions kept beside
@@ -1202,42 +1167,6 @@ mod tests {
             .unwrap());
         idx.install("zzz", v(6_004, 3), 3);
         assert_eq!(idx.get("zzz", 6_004), Some(v(6_004, 3)));
-    }
-
-    /// Decimal keys installed in increasing numeric order (autoincrement keys) are not in
-    /// string order once they gain a digit: they land inside full blocks and split them in
-    /// halves. Packing the index gradually gives that memory back and keeps every entry.
-    #[test]
-    fn gradual_repack_fills_blocks_split_by_numeric_keys() {
-        let idx = PrimaryIndex::new();
-        let n = 200_000u64;
-        for i in 1..=n {
-            idx.install(&i.to_string(), v(i, 1), 0);
-        }
-        let before = idx.memory_bytes();
-        // In parts: a deadline already passed still packs one span per call.
-        let mut cursor = RepackCursor::default();
-        let mut calls = 1;
-        while !idx.repack_some(&mut cursor, Instant::now()) {
-            calls += 1;
-        }
-        assert!(calls > SHARDS, "{calls} calls");
-        let after = idx.memory_bytes();
-        // 9.9 MB before, 8.0 MB after (the entries themselves do not shrink).
-        assert!(
-            after * 10 < before * 9,
-            "{before} bytes before, {after} after"
-        );
-        for i in (1..=n).step_by(997) {
-            assert_eq!(idx.get(&i.to_string(), i), Some(v(i, 1)));
-        }
-        let mut count = 0;
-        idx.for_each_chunked(|_, _| count += 1);
-        assert_eq!(count, n as usize);
-        // A second pass has nothing left to pack.
-        let far = Instant::now() + std::time::Duration::from_secs(3600);
-        assert!(idx.repack_some(&mut RepackCursor::default(), far));
-        assert_eq!(idx.memory_bytes(), after);
     }
 
     /// `install_new` installs over nothing, a tombstone or a truncated version, and refuses

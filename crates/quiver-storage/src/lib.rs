@@ -172,10 +172,6 @@ pub struct EngineOptions {
     /// set passes this many bytes, the maintenance thread drops the datafiles' mapped pages
     /// (they stay in the kernel's page cache; `engine/mapped_budget.rs`). `None`: no limit.
     pub mapped_memory_limit: Option<u64>,
-    /// Called by the maintenance thread after it rebuilt an index and freed much of its old
-    /// memory (`engine/bulk_load_packing.rs`): the binary hands freed pages back to the
-    /// operating system with it (its allocator keeps them otherwise). `None`: nothing.
-    pub release_freed_memory: Option<fn()>,
 }
 
 impl Default for EngineOptions {
@@ -195,7 +191,6 @@ impl Default for EngineOptions {
             group_commit_gather: Duration::from_micros(800),
             disk_reserve: None,
             mapped_memory_limit: None,
-            release_freed_memory: None,
         }
     }
 }
@@ -217,7 +212,6 @@ impl fmt::Debug for EngineOptions {
             .field("group_commit_gather", &self.group_commit_gather)
             .field("disk_reserve", &self.disk_reserve)
             .field("mapped_memory_limit", &self.mapped_memory_limit)
-            .field("release_freed_memory", &self.release_freed_memory.is_some())
             .finish()
     }
 }

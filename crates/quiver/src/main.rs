@@ -24,11 +24,7 @@ use quiver_storage::CompactionOptions;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// Returns the memory this thread freed to the OS now, and the freed pages of threads that
-/// have exited (mimalloc's abandoned segments; `mi_collect(true)` also purges those and the
-/// arenas' expired ranges). Also the engine's `release_freed_memory`, called by its
-/// maintenance thread after it packed a primary index a bulk load left half full
-/// (docs/benchmarks/tools.md, "Memory after a bulk load"). Recovery builds the primary indexes
+/// Returns the memory this thread freed to the OS now. Recovery builds the primary indexes
 /// and then rebuilds them with full nodes (`PrimaryIndex::repack`), freeing about a third of
 /// their memory; mimalloc purges freed pages lazily, on later allocations of the thread that
 /// freed them, and this thread allocates next to nothing after startup, so without a forced
@@ -37,9 +33,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// section 3 "Reopen time and memory per document").
 #[allow(unsafe_code)]
 fn release_freed_memory() {
-    // SAFETY: `mi_collect` walks and purges this thread's mimalloc heap (the global
-    // allocator), and takes abandoned segments under mimalloc's own synchronization; it takes
-    // no pointers and no allocation is in flight on this thread.
+    // SAFETY: `mi_collect` only walks and purges this thread's mimalloc heap, which is the
+    // global allocator; no allocation is in flight on this thread.
     unsafe { libmimalloc_sys::mi_collect(true) };
 }
 
@@ -849,7 +844,6 @@ fn engine_options(options: &ServeOptions) -> EngineOptions {
         ignore_datafile_errors: options.ignore_datafile_errors,
         disk_reserve: options.disk_reserve.0,
         mapped_memory_limit: mapped_memory_limit(options.mapped_memory_limit, physical_memory()),
-        release_freed_memory: Some(release_freed_memory),
         wal_throttle_when_pending: options.throttle_when_pending,
         wal_throttle_wait: Duration::from_millis(options.throttle_wait),
         compaction: CompactionOptions {

@@ -1,7 +1,6 @@
 //! The engine's background threads: the syncer (see `syncer.rs`) and the maintenance thread,
 //! which prepares spare WAL segments, runs the collector, keeps the mapped datafile pages
-//! within their budget, packs primary indexes after bulk loads, and runs the index GC and the
-//! compactor.
+//! within their budget, and runs the index GC and the compactor.
 //!
 //! Invariant: the loops hold only a `Weak` of the engine between rounds and stop when it is
 //! dropped or shut down; every wait is bounded.
@@ -11,7 +10,6 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use super::bulk_load_packing::BulkLoadPacking;
 use super::mapped_budget::MappedBudget;
 use super::syncer::syncer_loop;
 use super::{Background, Inner};
@@ -80,7 +78,6 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
     let mut last_compaction = Instant::now();
     let mut log = BackgroundLog { last_full: None };
     let mut mapped = MappedBudget::new();
-    let mut packing = BulkLoadPacking::default();
     loop {
         {
             let mut woken = bg.wake.lock();
@@ -112,7 +109,6 @@ fn maintenance_loop(weak: Weak<Inner>, bg: Arc<Background>) {
             }
         }
         mapped.tick(&inner);
-        packing.tick(&inner);
         // Index GC (old versions, tombstones) whenever enough garbage piled up, whether or
         // not the collection is compacted.
         for col in inner.catalog().collections.values() {

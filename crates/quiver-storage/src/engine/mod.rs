@@ -35,7 +35,6 @@
 //! file table.
 
 mod backup;
-mod bulk_load_packing;
 mod catalog;
 mod collection;
 mod collector;
