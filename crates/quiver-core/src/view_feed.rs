@@ -737,6 +737,13 @@ impl Indexer {
                     .read_back_at
                     .get(&collection)
                     .is_some_and(|at| tick <= *at);
+                if new_key && read_back {
+                    // Its key was new after the read-back's `after` tick, so the read-back
+                    // indexed the key's state at its snapshot (a later update or removal at
+                    // or below it comes as its own change).
+                    self.covers(collection, tick);
+                    return;
+                }
                 self.put(collection, &key, rev, &body, !new_key || read_back);
                 self.covers(collection, tick);
             }
