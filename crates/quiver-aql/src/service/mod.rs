@@ -316,20 +316,20 @@ impl QueryService {
         } else {
             None
         };
+        let request = PlanRequest {
+            db,
+            query,
+            bind_vars,
+            rules,
+            full_count,
+            limits,
+            version,
+            t0,
+        };
         if let Some(sub) = known
             .as_deref()
             .and_then(|params| Substitution::new(bind_vars, params))
         {
-            let request = PlanRequest {
-                db,
-                query,
-                bind_vars,
-                rules,
-                full_count,
-                limits,
-                version,
-                t0,
-            };
             return self.prepare_templated(&request, &sub, given, None);
         }
         let binds = binds_key(bind_vars);
@@ -359,16 +359,6 @@ impl QueryService {
             let params: Arc<[String]> = plan::vertex_only_params(&ast).into();
             self.plans.remember_vertex_params(query, params.clone());
             if let Some(sub) = Substitution::new(bind_vars, &params) {
-                let request = PlanRequest {
-                    db,
-                    query,
-                    bind_vars,
-                    rules,
-                    full_count,
-                    limits,
-                    version,
-                    t0,
-                };
                 return self.prepare_templated(&request, &sub, given, Some(ast));
             }
         }
