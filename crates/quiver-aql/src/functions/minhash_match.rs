@@ -6,10 +6,10 @@
 
 use std::collections::HashSet;
 
-use quiver_errors::{Error, ErrorCode, Result};
+use quiver_errors::Result;
 use serde_json::Value;
 
-use super::tokens::analyzer_of;
+use super::similarity_args::{similarity_args, SimilarityArgs};
 use super::{reading, FunctionContext, FunctionDef};
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[reading("MINHASH_MATCH", 3, 4, minhash_match)];
@@ -17,32 +17,13 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[reading("MINHASH_MATCH", 3, 4, mi
 /// The threshold when none is given (as inside SEARCH): every signature token.
 const DEFAULT_THRESHOLD: f64 = 1.0;
 
-fn bad(message: &str) -> Error {
-    Error::with_message(
-        ErrorCode::BadParameter,
-        format!("'MINHASH_MATCH' AQL function: {message}"),
-    )
-}
-
 fn minhash_match(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let (threshold, analyzer) = match args {
-        [_, _, analyzer] => (DEFAULT_THRESHOLD, analyzer),
-        [_, _, threshold, analyzer] => (
-            threshold
-                .as_f64()
-                .ok_or_else(|| bad("'threshold' expected to be a number"))?,
-            analyzer,
-        ),
-        _ => return Err(bad("invalid number of arguments")),
-    };
-    if !(threshold > 0.0 && threshold <= 1.0) {
-        return Err(bad("'threshold' must be a number in (0, 1]"));
-    }
-    let Value::String(name) = analyzer else {
-        return Err(bad("'analyzer' expected to be a string"));
-    };
-    let analyzer = analyzer_of(ctx, "MINHASH_MATCH", name)?;
-    let (Value::String(attribute), Value::String(target)) = (&args[0], &args[1]) else {
+    let SimilarityArgs {
+        threshold,
+        analyzer,
+        strings,
+    } = similarity_args(ctx, "MINHASH_MATCH", args, DEFAULT_THRESHOLD)?;
+    let Some((attribute, target)) = strings else {
         return Ok(Value::Bool(false));
     };
     let target_tokens = analyzer.try_tokens(target)?;

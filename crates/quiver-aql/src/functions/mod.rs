@@ -31,6 +31,7 @@ mod minhash_match;
 mod misc;
 mod ngram_match;
 mod numeric;
+mod similarity_args;
 mod string;
 mod tokens;
 mod types;

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use quiver_errors::{Error, ErrorCode, Result};
+use quiver_errors::Result;
 use quiver_search::index::longest_common_subsequence;
 use serde_json::Value;
 
-use super::tokens::analyzer_of;
+use super::similarity_args::{similarity_args, SimilarityArgs};
 use super::{reading, FunctionContext, FunctionDef};
 
 pub(super) const FUNCTIONS: &[FunctionDef] = &[reading("NGRAM_MATCH", 3, 4, ngram_match)];
@@ -17,32 +17,13 @@ pub(super) const FUNCTIONS: &[FunctionDef] = &[reading("NGRAM_MATCH", 3, 4, ngra
 /// ArangoDB's threshold when none is given.
 const DEFAULT_THRESHOLD: f64 = 0.7;
 
-fn bad(message: &str) -> Error {
-    Error::with_message(
-        ErrorCode::BadParameter,
-        format!("'NGRAM_MATCH' AQL function: {message}"),
-    )
-}
-
 fn ngram_match(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {
-    let (threshold, analyzer) = match args {
-        [_, _, analyzer] => (DEFAULT_THRESHOLD, analyzer),
-        [_, _, threshold, analyzer] => (
-            threshold
-                .as_f64()
-                .ok_or_else(|| bad("'threshold' expected to be a number"))?,
-            analyzer,
-        ),
-        _ => return Err(bad("invalid number of arguments")),
-    };
-    if !(threshold > 0.0 && threshold <= 1.0) {
-        return Err(bad("'threshold' must be a number in (0, 1]"));
-    }
-    let Value::String(name) = analyzer else {
-        return Err(bad("'analyzer' expected to be a string"));
-    };
-    let analyzer = analyzer_of(ctx, "NGRAM_MATCH", name)?;
-    let (Value::String(attribute), Value::String(target)) = (&args[0], &args[1]) else {
+    let SimilarityArgs {
+        threshold,
+        analyzer,
+        strings,
+    } = similarity_args(ctx, "NGRAM_MATCH", args, DEFAULT_THRESHOLD)?;
+    let Some((attribute, target)) = strings else {
         return Ok(Value::Bool(false));
     };
     let target_grams = analyzer.try_tokens(target)?;
