@@ -25,10 +25,10 @@
 //! from the collection every document written after the last queued tick. Any other change
 //! of that collection (an update, a replace, a removal, a truncate) waits until the read-back
 //! is taken, so it reaches the queue after the `ReadBack` and in commit order; the indexer
-//! applies the changes at or below the read-back's tick that come after it as replacements
-//! (the read-back may hold their document already). So the bytes queued stay bounded, the
-//! writers of a bulk load go on at their own pace, and the index ends at the collection's
-//! state all the same.
+//! skips the inserts at or below the read-back's tick that come after it (the read-back
+//! indexed their key's state) and applies the other puts among them as replacements. So the
+//! bytes queued stay bounded, the writers of a bulk load go on at their own pace, and the
+//! index ends at the collection's state all the same.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
