@@ -18,8 +18,9 @@ Measured:
   `COPY … FROM '<file>' WITH (FREEZE)` into a table created in the same transaction whose
   tsvector column is generated, then builds the GIN index and analyzes; FTS5 reads the same
   file and inserts into a contentless table in one transaction.
-- size on disk of the index: the view's directory, the GIN index (and the tsvector column's
-  share of the table), the FTS5 database file.
+- size on disk of the index: the view's directory once the merges the load started are done
+  (and the committed segments' size when it became searchable), the GIN index (and the
+  tsvector column's share of the table), the FTS5 database file.
 - latency per query (median of every repetition of every query of a kind): term (count of
   matches), phrase (count), prefix (count), BM25 top-10 (keys of the ten best).
 - writes with and without a linked view: the same file imported by the same tool into a
@@ -30,6 +31,7 @@ Run with bench/search.sh (it builds the release binary and a venv with psycopg).
 """
 
 import argparse
+import glob
 import gzip
 import json
 import os
@@ -108,6 +110,40 @@ def du(path):
             except OSError:
                 pass
     return total
+
+
+def committed_view_bytes(views):
+    """Bytes of the segments the views' last commits list (their `meta.json`), and the number
+    of those segments: the index as committed, without the files of a merge in flight or of
+    merged segments not yet deleted."""
+    total = segments = 0
+    for meta in glob.glob(f"{views}/*/*/meta.json"):
+        directory = os.path.dirname(meta)
+        with open(meta) as f:
+            ids = [s["segment_id"].replace("-", "") for s in json.load(f)["segments"]]
+        segments += len(ids)
+        total += os.path.getsize(meta)
+        for name in os.listdir(directory):
+            if name.split(".")[0] in ids:
+                total += os.path.getsize(os.path.join(directory, name))
+    return total, segments
+
+
+def settled_view_bytes(views, quiet=3, limit=120):
+    """Waits until the views' directories stop changing (merges done and their inputs deleted:
+    the same files and sizes for `quiet` looks a second apart, at most `limit` seconds) and
+    returns their bytes on disk and the seconds waited."""
+    def state():
+        return sorted((os.path.join(root, name), os.path.getsize(os.path.join(root, name)))
+                      for root, _, names in os.walk(views) for name in names)
+    t0 = time.perf_counter()
+    last, same = state(), 0
+    while same < quiet and time.perf_counter() - t0 < limit:
+        time.sleep(1)
+        now = state()
+        same = same + 1 if now == last else 0
+        last = now
+    return du(views), time.perf_counter() - t0
 
 
 def cpu_seconds(pid):
@@ -444,8 +480,17 @@ def main():
         if indexed != len(docs):
             raise RuntimeError(f"the view holds {indexed} documents, not {len(docs)}")
         results["quiver_index_s"] = results["quiver_import_s"] + results["quiver_sync_s"]
-        time.sleep(2)
-        results["quiver_bytes"] = du(f"{tmp}/quiver/views")
+        # The size once the merges a load starts have finished: a look a moment after the
+        # index became searchable can find a merged segment written beside its inputs
+        # (until 2026-11-28 this was `du` 2 s after searchable, which read 70-76 MiB for
+        # an index of 40 MiB).
+        results["quiver_searchable_bytes"], results["quiver_searchable_segments"] = \
+            committed_view_bytes(f"{tmp}/quiver/views")
+        c0 = quiver.cpu_seconds()
+        results["quiver_bytes"], results["quiver_merge_wait_s"] = \
+            settled_view_bytes(f"{tmp}/quiver/views")
+        results["quiver_merge_cpu_s"] = quiver.cpu_seconds() - c0
+        results["quiver_segments"] = committed_view_bytes(f"{tmp}/quiver/views")[1]
         if not args.skip_writes:
             # Small batches through the document API, again without and with a view.
             small = docs[:args.small_docs]
@@ -566,11 +611,15 @@ def report(r, args):
     q, p, f = r["quiver_index_s"], r["pg_index_s"], r["fts_index_s"]
     print(f"| seconds to searchable | {q:.1f} | {p:.1f} | {f:.1f} | |")
     print(f"| documents/s | {n / q:,.0f} | {n / p:,.0f} | {n / f:,.0f} | **{p / q:.2f}×** |")
-    print(f"| index on disk | {mib(r['quiver_bytes'])} | {mib(r['pg_gin_bytes'])} GIN "
+    print(f"| index on disk | {mib(r['quiver_bytes'])} after merges "
+          f"({mib(r['quiver_searchable_bytes'])} at searchable) | {mib(r['pg_gin_bytes'])} GIN "
           f"(+ {mib(r['pg_tsv_bytes'])} tsvector column) | {mib(r['fts_bytes'])} | |")
     print()
     print(f"QuiverDB: `quiver import` {r['quiver_import_s']:.1f} s, then the view "
-          f"{r['quiver_sync_s']:.1f} s more; server CPU {r['quiver_index_cpu_s']:.1f} s. "
+          f"{r['quiver_sync_s']:.1f} s more; server CPU {r['quiver_index_cpu_s']:.1f} s, then "
+          f"{r['quiver_merge_cpu_s']:.1f} s more until the merges were done "
+          f"({r['quiver_searchable_segments']} segments at searchable, "
+          f"{r['quiver_segments']} after). "
           f"PostgreSQL: COPY {r['pg_copy_s']:.1f} s, GIN {r['pg_gin_s']:.1f} s, "
           f"ANALYZE {r['pg_analyze_s']:.1f} s.")
     print()

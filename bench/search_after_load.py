@@ -42,9 +42,9 @@ def segments(data_dir):
     return sum(counts)
 
 
-def one_run(binary, docs, batch, settle, repeat):
+def one_run(binary, docs, batch, settle, repeat, port=0):
     tmp = tempfile.mkdtemp(prefix="search-after-load-")
-    quiver = search.Quiver(binary, f"{tmp}/quiver")
+    quiver = search.Quiver(binary, f"{tmp}/quiver", port)
     out = {}
     try:
         quiver.call("POST", "/_api/collection", {"name": "docs"})
@@ -77,13 +77,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--settle", type=float, default=3.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--port", type=int, default=0, help="the servers' port (default: any free one)")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
     docs = search.corpus(args.docs)
     results = {name: [] for name, _ in binaries}
     for r in range(args.rounds):
         for name, path in binaries:
-            out = one_run(path, docs, args.batch, args.settle, args.repeat)
+            out = one_run(path, docs, args.batch, args.settle, args.repeat, args.port)
             print(f"round {r + 1} {name}: " + " ".join(
                 f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in out.items()),
                 flush=True)

@@ -25,10 +25,10 @@
 //! from the collection every document written after the last queued tick. Any other change
 //! of that collection (an update, a replace, a removal, a truncate) waits until the read-back
 //! is taken, so it reaches the queue after the `ReadBack` and in commit order; the indexer
-//! applies the changes at or below the read-back's tick that come after it as replacements
-//! (the read-back may hold their document already). So the bytes queued stay bounded, the
-//! writers of a bulk load go on at their own pace, and the index ends at the collection's
-//! state all the same.
+//! skips the inserts at or below the read-back's tick that come after it (the read-back
+//! indexed their key's state) and applies the other puts among them as replacements. So the
+//! bytes queued stay bounded, the writers of a bulk load go on at their own pace, and the
+//! index ends at the collection's state all the same.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -233,6 +233,9 @@ pub(crate) struct ViewFeed {
     /// Shared with the indexer ([`Indexer::damaged`]); tests record a lost write through it.
     #[cfg(test)]
     damaged: Arc<AtomicBool>,
+    /// What the indexer did up to its last commit ([`Indexer::committed_counts`]).
+    #[cfg(test)]
+    counts: Arc<Mutex<FeedCounts>>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
@@ -290,6 +293,7 @@ impl ViewFeed {
         let committed = Arc::new((Mutex::new(0u64), Condvar::new()));
         let interval = Arc::new(AtomicU64::new(commit_interval_ms));
         let analyzed = Arc::new(AtomicU64::new(0));
+        let committed_counts = Arc::new(Mutex::new(FeedCounts::default()));
         let reopened = opened.map(|opened| match opened {
             Opened::Created => Reopened::Unusable("its directory held no usable index".into()),
             Opened::Existing(payload) => match CommitRecord::parse(payload.as_deref()) {
@@ -311,6 +315,8 @@ impl ViewFeed {
             read_back_at: HashMap::new(),
             damaged: Arc::clone(&damaged),
             committed_collections: Vec::new(),
+            counts: FeedCounts::default(),
+            committed_counts: Arc::clone(&committed_counts),
             covered: CommitRecord::default(),
             reopened,
         };
@@ -337,6 +343,8 @@ impl ViewFeed {
             left_out,
             #[cfg(test)]
             damaged,
+            #[cfg(test)]
+            counts: committed_counts,
             thread: Mutex::new(Some(thread)),
         }))
     }
@@ -463,6 +471,12 @@ impl ViewFeed {
         });
     }
 
+    /// What the indexer did up to its last commit.
+    #[cfg(test)]
+    pub(crate) fn counts(&self) -> FeedCounts {
+        *self.counts.lock()
+    }
+
     /// Documents analyzed and handed to the index since the feed started (a reopened index
     /// that was caught up analyzed only what changed).
     pub fn documents_analyzed(&self) -> u64 {
@@ -529,6 +543,29 @@ impl Drop for ViewFeed {
     }
 }
 
+/// What the indexer did since the feed started, for the `views` debug log at each commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct FeedCounts {
+    /// Documents added without a deletion of an earlier version (inserted keys).
+    pub inserted: u64,
+    /// Documents added with a deletion of an earlier version (updates, replaces, and puts
+    /// that may find their key in the index).
+    pub replaced: u64,
+    /// Documents removed.
+    pub removed: u64,
+    /// Queued changes skipped: at or below the snapshot the collection was built or caught up
+    /// from.
+    pub skipped_built: u64,
+    /// Queued inserts skipped: a read-back indexed their key's state already.
+    pub skipped_read_back: u64,
+    /// Read-backs run.
+    pub read_backs: u64,
+    /// Documents the read-backs indexed.
+    pub read_back_documents: u64,
+    /// Keys the read-backs walked (the collection's count in each read-back's snapshot).
+    pub read_back_keys: u64,
+}
+
 /// What catching a collection up did.
 struct CatchUp {
     /// Documents indexed again: written after the recorded tick, or held at a stale revision.
@@ -565,6 +602,10 @@ struct Indexer {
     damaged: Arc<AtomicBool>,
     /// The collections the last commit held documents of.
     committed_collections: Vec<CollectionId>,
+    /// What the indexer did so far.
+    counts: FeedCounts,
+    /// [`Indexer::counts`] as of the last commit (for tests).
+    committed_counts: Arc<Mutex<FeedCounts>>,
 }
 
 impl Indexer {
@@ -623,6 +664,12 @@ impl Indexer {
                 match self.commit() {
                     Ok(()) => {
                         committed = applied;
+                        *self.committed_counts.lock() = self.counts;
+                        tracing::debug!(
+                            "{}: committed; since the start {:?}",
+                            self.what,
+                            self.counts
+                        );
                         let (lock, cv) = &*self.committed;
                         *lock.lock() = committed;
                         cv.notify_all();
@@ -728,6 +775,7 @@ impl Indexer {
                 new_key,
             } => {
                 if !self.after_build(collection, tick) {
+                    self.counts.skipped_built += 1;
                     return;
                 }
                 // An inserted key committed after the build's snapshot has no earlier version
@@ -741,6 +789,7 @@ impl Indexer {
                     // Its key was new after the read-back's `after` tick, so the read-back
                     // indexed the key's state at its snapshot (a later update or removal at
                     // or below it comes as its own change).
+                    self.counts.skipped_read_back += 1;
                     self.covers(collection, tick);
                     return;
                 }
@@ -753,8 +802,10 @@ impl Indexer {
                 tick,
             } => {
                 if !self.after_build(collection, tick) {
+                    self.counts.skipped_built += 1;
                     return;
                 }
+                self.counts.removed += 1;
                 self.index.remove(collection, &key);
                 self.covers(collection, tick);
             }
@@ -781,7 +832,7 @@ impl Indexer {
     }
 
     /// Indexes one document; `replaces`: the index may hold an earlier version of it.
-    fn put(&self, collection: CollectionId, key: &str, rev: u64, body: &[u8], replaces: bool) {
+    fn put(&mut self, collection: CollectionId, key: &str, rev: u64, body: &[u8], replaces: bool) {
         let Some(link) = self.links.read().get(&collection).cloned() else {
             return;
         };
@@ -795,8 +846,10 @@ impl Indexer {
         let terms = document_terms(&doc, &link, &*self.analyzers);
         self.analyzed.fetch_add(1, Ordering::Relaxed);
         let done = if replaces {
+            self.counts.replaced += 1;
             self.index.put(collection, key, rev, terms, &doc)
         } else {
+            self.counts.inserted += 1;
             self.index.insert(collection, key, rev, terms, &doc)
         };
         if let Err(err) = done {
@@ -895,6 +948,7 @@ impl Indexer {
             "a read-back's snapshot precedes what it reads back"
         );
         self.read_back_at.insert(collection, tick);
+        let started = Instant::now();
         let read = (|| -> Result<u64> {
             let mut n = 0u64;
             for item in snapshot.scan_written_after(collection, after.max(built))? {
@@ -907,7 +961,19 @@ impl Indexer {
             Ok(n)
         })();
         match read {
-            Ok(_) => self.covers(collection, tick),
+            Ok(n) => {
+                let keys = snapshot.count(collection).unwrap_or(0);
+                self.counts.read_backs += 1;
+                self.counts.read_back_documents += n;
+                self.counts.read_back_keys += keys;
+                tracing::debug!(
+                    "{}: read back {n} documents of collection {collection} written after tick \
+                     {after} (of {keys} keys, snapshot tick {tick}) in {:?}",
+                    self.what,
+                    started.elapsed()
+                );
+                self.covers(collection, tick)
+            }
             Err(err) => {
                 tracing::error!(
                     "{}: reading back the inserts of collection {} failed, rebuilding it: {}",
@@ -1270,6 +1336,82 @@ mod tests {
             left_out_seen,
             "the queue never filled: the test tests nothing"
         );
+        feed.stop();
+    }
+
+    /// A read-back indexes each left-out insert once and nothing that was queued: the feed's
+    /// counts show every document inserted without a deletion, none replaced, and the
+    /// read-back's documents exactly the inserts that found the queue full.
+    #[test]
+    fn a_read_back_indexes_only_the_left_out_inserts() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
+        let db = engine.create_database(json!({ "name": "db" })).unwrap();
+        let cid = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
+        let feed = ViewFeed::start_with_backlog_limit(
+            "view 'db/v'",
+            Arc::new(index),
+            Arc::new(IdentityOnly),
+            5,
+            None,
+            16 << 10,
+        )
+        .unwrap();
+        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
+        feed.link(cid, link, engine.clone());
+        feed.wait_synced().unwrap();
+        let insert = |i: usize| {
+            let key = format!("k{i}");
+            let rev = engine.hlc().next();
+            let body = json!({ "_key": key, "text": "z".repeat(1000) });
+            let body = Bytes::from(serde_json::to_vec(&body).unwrap());
+            let mut batch = quiver_storage::WriteBatch::new();
+            batch.put(cid, &key, rev, body.clone());
+            let tick = engine.commit(batch).unwrap().tick;
+            feed.changes(vec![Change::Put {
+                collection: cid,
+                key,
+                rev: rev.0,
+                body,
+                tick,
+                new_key: true,
+            }]);
+        };
+        // The indexer stalls (it waits for the links) while 100 inserts of about 1 KiB come:
+        // the first ones fill the 16 KiB queue, the others are left out.
+        let held = feed.links.write();
+        let mut queued = None;
+        for i in 0..100 {
+            insert(i);
+            if queued.is_none() && feed.left_out.state.lock().after.contains_key(&cid) {
+                queued = Some(i as u64);
+            }
+        }
+        let queued = queued.expect("the queue filled");
+        assert!(queued > 0 && queued < 20, "{queued} queued");
+        drop(held);
+        feed.wait_synced().unwrap();
+        // Later inserts are queued again.
+        for i in 100..110 {
+            insert(i);
+        }
+        feed.wait_synced().unwrap();
+        assert_eq!(indexed(&feed, cid).len(), 110);
+        let counts = feed.counts();
+        assert_eq!(counts.read_backs, 1, "{counts:?}");
+        assert_eq!(counts.read_back_keys, 100, "{counts:?}");
+        assert_eq!(counts.read_back_documents, 100 - queued, "{counts:?}");
+        assert_eq!(counts.inserted, 110, "{counts:?}");
+        assert_eq!(counts.replaced, 0, "{counts:?}");
+        assert_eq!(
+            counts.skipped_read_back + counts.skipped_built,
+            0,
+            "{counts:?}"
+        );
+        assert_eq!(feed.documents_analyzed(), 110);
         feed.stop();
     }
 

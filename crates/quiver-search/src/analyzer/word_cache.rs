@@ -3,10 +3,10 @@
 //! text repeats its words, so most words are looked up instead of normalized and stemmed
 //! again. Bounded: past [`MAX_WORDS`] entries it starts over; words longer than
 //! [`MAX_WORD_BYTES`] are not kept. One analysis locks the cache once ([`WordCache::lock`])
-//! and lends the known terms out without copying them.
+//! and lends the known terms out without copying them; a word is hashed and looked up once
+//! (hashbrown's `entry_ref`), known or not.
 
-use std::collections::HashMap;
-
+use hashbrown::HashMap;
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxBuildHasher;
 
@@ -16,7 +16,7 @@ const MAX_WORDS: usize = 1 << 16;
 /// Longer words are analyzed every time (rare, and they would crowd out the common ones).
 const MAX_WORD_BYTES: usize = 64;
 
-type Terms = HashMap<Box<str>, Option<Box<str>>, FxBuildHasher>;
+type Terms = HashMap<String, Option<Box<str>>, FxBuildHasher>;
 
 #[derive(Debug, Default)]
 pub(crate) struct WordCache {
@@ -50,14 +50,13 @@ impl LockedWords<'_> {
             self.uncached = analyze(word);
             return self.uncached.as_deref();
         }
-        if !self.terms.contains_key(word) {
-            let term = analyze(word).map(String::into_boxed_str);
-            if self.terms.len() >= MAX_WORDS {
-                self.terms.clear();
-            }
-            self.terms.insert(word.into(), term);
+        if self.terms.len() >= MAX_WORDS && !self.terms.contains_key(word) {
+            self.terms.clear();
         }
-        self.terms.get(word).and_then(|t| t.as_deref())
+        self.terms
+            .entry_ref(word)
+            .or_insert_with(|| analyze(word).map(String::into_boxed_str))
+            .as_deref()
     }
 }
 
@@ -87,5 +86,25 @@ mod tests {
         // Kept across analyses.
         assert_eq!(cache.lock().term("Word", analyze), Some("word"));
         assert_eq!(calls.get(), 4);
+    }
+
+    #[test]
+    fn a_full_cache_starts_over_and_still_answers() {
+        let cache = WordCache::default();
+        let mut words = cache.lock();
+        for i in 0..MAX_WORDS {
+            let word = format!("w{i}");
+            assert_eq!(
+                words.term(&word, |w| Some(w.to_uppercase())),
+                Some(&*word.to_uppercase())
+            );
+        }
+        assert_eq!(words.terms.len(), MAX_WORDS);
+        // A known word is still served from the full cache, a new one empties it first.
+        assert_eq!(words.term("w7", |_| panic!("known")), Some("W7"));
+        assert_eq!(words.terms.len(), MAX_WORDS);
+        assert_eq!(words.term("new", |_| None), None);
+        assert_eq!(words.terms.len(), 1);
+        assert_eq!(words.term("w7", |w| Some(w.to_string())), Some("w7"));
     }
 }
