@@ -178,11 +178,16 @@ impl MappedReads {
 
     /// Starts a `pread` window after a release by the reads: twice the last one when the
     /// reads through maps since it ended filled the limit within one window, else the
-    /// shortest.
+    /// shortest. Nothing while a window is open (a release by reads that were already past
+    /// [`MappedReads::through_map`] when it opened).
     fn start_direct_window(&self) {
         let now = self.now_ms();
+        let until = self.direct_until.load(Ordering::Relaxed);
+        if now < until {
+            return;
+        }
         let last = self.direct_window.load(Ordering::Relaxed);
-        let since = now.saturating_sub(self.direct_until.load(Ordering::Relaxed));
+        let since = now - until;
         let window = next_direct_window(last, since);
         self.direct_window.store(window, Ordering::Relaxed);
         self.direct_until
@@ -300,6 +305,9 @@ mod tests {
         assert!(reads.through_map());
         reads.start_direct_window();
         assert!(!reads.through_map());
+        assert_eq!(reads.direct_window.load(Ordering::Relaxed), 1000);
+        // A second release while the window is open does not lengthen it.
+        reads.start_direct_window();
         assert_eq!(reads.direct_window.load(Ordering::Relaxed), 1000);
         // The window over (moved into the past), maps are used again.
         reads.direct_until.store(1, Ordering::Relaxed);
