@@ -1,7 +1,9 @@
 //! Document bodies are slices of read-only file maps. They must stay valid and unchanged when
 //! the collector moves markers out of a WAL segment (which is then unlinked) and when the
 //! compactor replaces datafiles, both for bodies already handed out and for scans that are
-//! in progress across such swaps.
+//! in progress across such swaps. Each runs twice: reading through the maps (no mapped-memory
+//! limit), and with a limit of one byte, above which the reads soon copy documents with
+//! `pread` instead (`engine/mapped_budget.rs`).
 
 mod common;
 
@@ -17,10 +19,28 @@ fn body(i: usize, round: usize) -> String {
     )
 }
 
+/// An engine with `mapped_memory_limit` set to `limit`.
+fn open_limited(dir: &std::path::Path, limit: Option<u64>) -> quiver_storage::Engine {
+    let options = quiver_storage::EngineOptions {
+        mapped_memory_limit: limit,
+        ..small_options()
+    };
+    quiver_storage::Engine::open(dir, options).expect("open")
+}
+
 #[test]
 fn bodies_outlive_collection_and_compaction() {
+    bodies_outlive_collection_and_compaction_with(None);
+}
+
+#[test]
+fn copied_bodies_outlive_collection_and_compaction() {
+    bodies_outlive_collection_and_compaction_with(Some(1));
+}
+
+fn bodies_outlive_collection_and_compaction_with(limit: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
-    let engine = open(dir.path());
+    let engine = open_limited(dir.path(), limit);
     let (_, cid) = setup(&engine);
     for i in 0..300 {
         put(&engine, cid, &format!("k{i}"), &body(i, 0));
@@ -72,8 +92,17 @@ fn bodies_outlive_collection_and_compaction() {
 
 #[test]
 fn scan_in_progress_survives_file_swaps() {
+    scan_in_progress_survives_file_swaps_with(None);
+}
+
+#[test]
+fn copying_scan_in_progress_survives_file_swaps() {
+    scan_in_progress_survives_file_swaps_with(Some(1));
+}
+
+fn scan_in_progress_survives_file_swaps_with(limit: Option<u64>) {
     let dir = tempfile::tempdir().unwrap();
-    let engine = open(dir.path());
+    let engine = open_limited(dir.path(), limit);
     let (_, cid) = setup(&engine);
     for i in 0..2000 {
         put(&engine, cid, &format!("k{i:04}"), &body(i, 0));
@@ -109,7 +138,7 @@ fn scan_in_progress_survives_file_swaps() {
     // Reopened from datafiles and hint files, the newest round is read through fresh maps.
     engine.shutdown().unwrap();
     drop(engine);
-    let engine = open(dir.path());
+    let engine = open_limited(dir.path(), limit);
     let now = contents(&engine, cid);
     assert_eq!(now.len(), 2000);
     for i in 0..2000 {

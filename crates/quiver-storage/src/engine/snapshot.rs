@@ -56,13 +56,15 @@ impl Inner {
         let Some(file) = self.file(loc.fid) else {
             return Ok(None);
         };
-        // Memory-mapped reads cost no syscall and no copy; `pread` stays as the fallback
-        // for a file that could not be mapped.
-        // Every such read counts in the engine's budget of mapped pages
-        // (`mapped_budget.rs`, `--storage.mapped-memory-limit`).
-        if let Some(bytes) = file.mapped_range(loc.offset as u64, loc.len as usize) {
-            self.mapped_reads.read(self, u64::from(loc.len));
-            return Ok(Some(bytes));
+        // Memory-mapped reads cost no syscall and no copy while their pages stay mapped;
+        // every such read counts in the engine's budget of mapped pages (`mapped_budget.rs`,
+        // `--storage.mapped-memory-limit`). For a while after the reads overran it, and for
+        // a file that could not be mapped, the bytes are copied with `pread` instead.
+        if self.mapped_reads.through_map() {
+            if let Some(bytes) = file.mapped_range(loc.offset as u64, loc.len as usize) {
+                self.mapped_reads.read(self, u64::from(loc.len));
+                return Ok(Some(bytes));
+            }
         }
         let mut buf = vec![0u8; loc.len as usize];
         std::os::unix::fs::FileExt::read_exact_at(&file.file, &mut buf, loc.offset as u64)
