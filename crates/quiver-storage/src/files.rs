@@ -17,7 +17,11 @@ use crate::{FailPoint, IoHooks};
 /// `pread`; a file replaced by compaction or collected is unlinked when the last `Arc` drops,
 /// which is how old files outlive the readers that still need them.
 pub(crate) struct DataFile {
+    /// The file's number on disk (its name and header): a tick, so 64 bits.
     pub fid: u64,
+    /// The file's number in this process: the engine's file table and the in-memory index
+    /// refer to the file by it ([`crate::index::Loc::slot`]). Never 0 (0 marks a removal).
+    pub slot: u32,
     pub file: File,
     path: Mutex<PathBuf>,
     delete_on_drop: AtomicBool,
@@ -45,10 +49,13 @@ impl DataFile {
         self.path.lock().clone()
     }
 
-    pub fn open(fid: u64, path: &Path) -> io::Result<Arc<DataFile>> {
+    /// Opens the existing file `fid` at `path` as file `slot` of this process.
+    pub fn open(fid: u64, slot: u32, path: &Path) -> io::Result<Arc<DataFile>> {
+        assert_ne!(slot, 0, "file slot 0 marks a removal");
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         Ok(Arc::new(DataFile {
             fid,
+            slot,
             file,
             path: Mutex::new(path.to_path_buf()),
             delete_on_drop: AtomicBool::new(false),
@@ -60,15 +67,16 @@ impl DataFile {
     }
 
     /// Creates a preallocated file of `size` bytes with a file header and makes its
-    /// existence durable (file and directory synced).
+    /// existence durable (file and directory synced); it is file `slot` of this process.
     pub fn create(
         path: &Path,
         header: &FileHeader,
+        slot: u32,
         tick: u64,
         hooks: &Option<Arc<dyn IoHooks>>,
         point: FailPoint,
     ) -> io::Result<Arc<DataFile>> {
-        Self::create_with(path, header, tick, hooks, point, false)
+        Self::create_with(path, header, slot, tick, hooks, point, false)
     }
 
     /// Like [`DataFile::create`]; `zero_fill` writes zeros over the whole file instead of
@@ -78,11 +86,13 @@ impl DataFile {
     pub fn create_with(
         path: &Path,
         header: &FileHeader,
+        slot: u32,
         tick: u64,
         hooks: &Option<Arc<dyn IoHooks>>,
         point: FailPoint,
         zero_fill: bool,
     ) -> io::Result<Arc<DataFile>> {
+        assert_ne!(slot, 0, "file slot 0 marks a removal");
         check(hooks, point)?;
         let file = OpenOptions::new()
             .read(true)
@@ -115,6 +125,7 @@ impl DataFile {
         };
         Ok(Arc::new(DataFile {
             fid: header.fid,
+            slot,
             file,
             path: Mutex::new(path.to_path_buf()),
             delete_on_drop: AtomicBool::new(false),
@@ -841,7 +852,7 @@ mod tests {
         let path = dir.path().join("seg.wal");
         let size = 3 * WRITABLE_AHEAD as u64 + 1000;
         let hdr = header(FileKind::Wal, 1, 0, size);
-        let file = DataFile::create(&path, &hdr, 1, &None, FailPoint::WalCreate).unwrap();
+        let file = DataFile::create(&path, &hdr, 1, 1, &None, FailPoint::WalCreate).unwrap();
         let Some(mut map) = file.append_map(true) else {
             // The file system could not reserve the blocks: the engine uses pwrite then.
             return;

@@ -14,17 +14,19 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
-/// Where a marker lives. `fid == 0` means "removed" (a tombstone version).
+/// Where a marker lives. `slot == 0` means "removed" (a tombstone version).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Loc {
-    pub fid: u64,
+    /// The file's slot in the engine's file table (`engine/file_table.rs`): a number this
+    /// process gave the file, not its 64-bit fid on disk.
+    pub slot: u32,
     pub offset: u32,
     pub len: u32,
 }
 
 impl Loc {
     pub const REMOVED: Loc = Loc {
-        fid: 0,
+        slot: 0,
         offset: 0,
         len: 0,
     };
@@ -40,7 +42,7 @@ pub(crate) struct Version {
 
 impl Version {
     pub fn is_removed(&self) -> bool {
-        self.loc.fid == 0
+        self.loc.slot == 0
     }
 }
 
@@ -72,7 +74,7 @@ const FAR_TICK: u32 = u32::MAX;
 type FarTicks = HashMap<OwnedKey, u64>;
 
 /// A key's newest version as its block holds it: 24 bytes at 4-byte alignment (the
-/// [`Version`] it unpacks to is 32 with a 64-bit tick and file id, and a pointer to older
+/// [`Version`] it unpacks to is 32 with a 64-bit tick, and a pointer to older
 /// versions made the entry 40). The commit tick is held in 32 bits, a larger one in the
 /// shard's side map ([`FAR_TICK`]); the rare older versions live in the shard's other side
 /// map, flagged by [`HAS_OLDER`] (docs/benchmarks/tools.md, "Import memory").
@@ -82,7 +84,8 @@ pub(crate) struct Entry {
     /// The head's commit tick, or [`FAR_TICK`].
     tick: u32,
     rev: u64,
-    fid: u32,
+    /// The file's slot ([`Loc::slot`]).
+    slot: u32,
     offset: u32,
     /// The marker's length, and [`HAS_OLDER`].
     len: u32,
@@ -94,7 +97,7 @@ impl Entry {
         let mut e = Entry {
             tick: 0,
             rev: 0,
-            fid: 0,
+            slot: 0,
             offset: 0,
             len: 0,
         };
@@ -108,7 +111,7 @@ impl Entry {
             tick: self.head_tick(far, key),
             rev: self.rev,
             loc: Loc {
-                fid: self.fid as u64,
+                slot: self.slot,
                 offset: self.offset,
                 len: self.len & !HAS_OLDER,
             },
@@ -117,9 +120,7 @@ impl Entry {
 
     /// Replaces the newest version of `key`, keeping the flag for older ones.
     fn set_head(&mut self, far: &mut FarTicks, key: &str, v: Version) {
-        // File numbers count files created (WAL segments, journals, compactions): 2^32 of
-        // them is far beyond any data directory's life; a marker is at most 2^30 bytes.
-        let fid = u32::try_from(v.loc.fid).expect("file numbers fit 32 bits");
+        // A marker is at most 2^30 bytes. The file is named by its 32-bit slot, not its fid.
         assert!(v.loc.len < HAS_OLDER, "markers are below 2 GiB");
         match u32::try_from(v.tick) {
             Ok(tick) if tick != FAR_TICK => {
@@ -134,7 +135,7 @@ impl Entry {
             }
         }
         self.rev = v.rev;
-        self.fid = fid;
+        self.slot = v.loc.slot;
         self.offset = v.loc.offset;
         self.len = v.loc.len | (self.len & HAS_OLDER);
     }
@@ -163,7 +164,7 @@ impl Entry {
     }
 
     fn head_removed(&self) -> bool {
-        self.fid == 0
+        self.slot == 0
     }
 }
 
@@ -889,7 +890,7 @@ fn repoint_versions(
 mod tests {
     use super::*;
 
-    /// The entry a block holds per key: 32-bit tick, revision, 32-bit file number, offset,
+    /// The entry a block holds per key: 32-bit tick, revision, 32-bit file slot, offset,
     /// length (with the older-versions flag), at 4-byte alignment; a tick that does not fit
     /// 32 bits (or is the far code itself) round-trips through the shard's side map, which
     /// holds exactly the keys of far entries.
@@ -901,7 +902,7 @@ mod tests {
             tick: 7,
             rev: 1 << 60,
             loc: Loc {
-                fid: u32::MAX as u64,
+                slot: u32::MAX,
                 offset: u32::MAX,
                 len: (1 << 30) + 7,
             },
@@ -991,19 +992,19 @@ mod tests {
                 match rng.below(10) {
                     0..=5 => {
                         tick += 1 + rng.below(3);
-                        let fid = if rng.below(4) == 0 {
+                        let slot = if rng.below(4) == 0 {
                             0
                         } else {
-                            1 + rng.below(9)
+                            1 + rng.below(9) as u32
                         };
                         let version = Version {
                             tick,
                             rev: tick * 3,
-                            loc: if fid == 0 {
+                            loc: if slot == 0 {
                                 Loc::REMOVED
                             } else {
                                 Loc {
-                                    fid,
+                                    slot,
                                     offset: step as u32,
                                     len: 100,
                                 }
@@ -1020,12 +1021,12 @@ mod tests {
                     }
                     7 => {
                         let from = Loc {
-                            fid: 1 + rng.below(9),
+                            slot: 1 + rng.below(9) as u32,
                             offset: rng.below(step + 1) as u32,
                             len: 100,
                         };
                         let to = Loc {
-                            fid: 10 + rng.below(5),
+                            slot: 10 + rng.below(5) as u32,
                             ..from
                         };
                         idx.repoint(key, from, to);
@@ -1079,7 +1080,7 @@ mod tests {
                             tick: t,
                             rev: t,
                             loc: Loc {
-                                fid: 1,
+                                slot: 1,
                                 offset: 0,
                                 len: 1,
                             },
@@ -1221,7 +1222,7 @@ mod tests {
             .collect();
         assert!(in_shard.len() > 10);
         let to = Loc {
-            fid: 9,
+            slot: 9,
             offset: 64,
             len: 30,
         };
@@ -1254,12 +1255,12 @@ mod tests {
         assert_eq!(idx.get(&missing, 2), None);
     }
 
-    fn v(tick: u64, fid: u64) -> Version {
+    fn v(tick: u64, slot: u32) -> Version {
         Version {
             tick,
             rev: tick,
             loc: Loc {
-                fid,
+                slot,
                 offset: 8,
                 len: 30,
             },
@@ -1289,7 +1290,7 @@ mod tests {
         idx.install("k", v(1, 7), 0);
         idx.install("k", v(2, 7), 0);
         let to = Loc {
-            fid: 9,
+            slot: 9,
             offset: 16,
             len: 30,
         };
@@ -1304,7 +1305,7 @@ mod tests {
         let idx = PrimaryIndex::new();
         idx.recover("k", v(5, 1));
         idx.recover("k", v(3, 2));
-        assert_eq!(idx.get("k", u64::MAX).unwrap().loc.fid, 1);
+        assert_eq!(idx.get("k", u64::MAX).unwrap().loc.slot, 1);
         idx.recover("k", v(6, 0));
         assert_eq!(idx.get("k", u64::MAX), None);
         assert_eq!(idx.gc(u64::MAX), 0);

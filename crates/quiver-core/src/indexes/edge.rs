@@ -410,7 +410,7 @@ impl<T> Chunked<T> {
             chunk.push(slot);
         }
         self.len += 1;
-        (self.len - 1) as u32
+        u32::try_from(self.len - 1).expect("callers keep a chunked table below 2^32 entries")
     }
 
     fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {

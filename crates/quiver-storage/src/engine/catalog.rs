@@ -184,7 +184,7 @@ impl Inner {
             .iter()
             .chain(cf.journal.iter().map(|j| &j.file))
         {
-            table.remove(&f.fid);
+            table.remove(&f.slot);
         }
         drop(table);
         drop(cf);

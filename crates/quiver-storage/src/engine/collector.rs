@@ -148,7 +148,7 @@ impl Inner {
                 continue;
             }
             drop(wal);
-            self.files.write().remove(&seg.fid);
+            self.files.remove(&seg);
             seg.delete_when_unused(Vec::new());
         }
         Ok(())
@@ -195,7 +195,7 @@ impl Inner {
                 continue;
             }
             let markers = group.iter().map(|(_, i)| &found[*i as usize]);
-            self.collect_group(col, seg.fid, &image, markers, &mut scratch.moved)?;
+            self.collect_group(col, seg.slot, &image, markers, &mut scratch.moved)?;
         }
         scratch.found = found;
         recycle(&mut scratch.found);
@@ -210,7 +210,7 @@ impl Inner {
     fn collect_group<'a>(
         &self,
         col: &Collection,
-        seg_fid: u64,
+        seg_slot: u32,
         image: &[u8],
         markers: impl Iterator<Item = &'a format::Found> + Clone,
         moved: &mut Vec<(usize, Loc, Loc)>,
@@ -249,7 +249,7 @@ impl Inner {
         }
         let start_state = JournalState::of(&cf);
         moved.clear();
-        let copied = self.append_to_journal(col, &mut cf, seg_fid, image, markers, moved)?;
+        let copied = self.append_to_journal(col, &mut cf, seg_slot, image, markers, moved)?;
         if let Err(e) = self.sync_journal(&cf) {
             // After a failed fdatasync the written pages may be gone: forget them, so
             // that the retry rewrites the same range instead of appending behind a
@@ -274,7 +274,7 @@ impl Inner {
         &self,
         col: &Collection,
         cf: &mut ColFiles,
-        seg_fid: u64,
+        seg_slot: u32,
         image: &[u8],
         markers: impl Iterator<Item = &'a format::Found>,
         moved: &mut Vec<(usize, Loc, Loc)>,
@@ -303,7 +303,7 @@ impl Inner {
                 return Err(Error::new(ErrorCode::Internal));
             };
             let new_loc = Loc {
-                fid: j.file.fid,
+                slot: j.file.slot,
                 offset: (j.offset + pend.len) as u32,
                 len: m.len as u32,
             };
@@ -325,7 +325,7 @@ impl Inner {
                 moved.push((
                     PrimaryIndex::shard_of(body.key),
                     Loc {
-                        fid: seg_fid,
+                        slot: seg_slot,
                         offset: m.offset as u32,
                         len: m.len as u32,
                     },

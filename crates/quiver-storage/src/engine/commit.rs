@@ -113,7 +113,7 @@ impl Inner {
         appended: &Appended,
     ) {
         let Appended {
-            fid,
+            slot,
             base,
             commit_tick,
             ..
@@ -151,7 +151,7 @@ impl Inner {
                         tick: commit_tick,
                         rev: rev.0,
                         loc: Loc {
-                            fid,
+                            slot,
                             offset: (base + start as u64) as u32,
                             len: len as u32,
                         },
@@ -251,7 +251,7 @@ impl Inner {
                 tick: a.commit_tick,
                 rev: rev.0,
                 loc: Loc {
-                    fid: a.fid,
+                    slot: a.slot,
                     offset: a.base as u32,
                     len: len as u32,
                 },

@@ -119,10 +119,16 @@ impl Inner {
     /// Per-datafile statistics for the planner (alive from one chunked index pass).
     fn file_stats_view(&self, col: &Collection) -> Vec<FileStat> {
         let cf = col.files.lock();
-        let datafiles: Vec<(u64, u64)> = cf
+        let datafiles: Vec<(u64, u32, u64)> = cf
             .datafiles
             .iter()
-            .map(|f| (f.fid, cf.stats.get(&f.fid).map(|s| s.size).unwrap_or(0)))
+            .map(|f| {
+                (
+                    f.fid,
+                    f.slot,
+                    cf.stats.get(&f.fid).map(|s| s.size).unwrap_or(0),
+                )
+            })
             .collect();
         let totals: HashMap<u64, (u64, u64, u64)> = cf
             .stats
@@ -130,21 +136,22 @@ impl Inner {
             .map(|(fid, s)| (*fid, (s.docs, s.doc_bytes, s.removes)))
             .collect();
         drop(cf);
-        let mut alive: HashMap<u64, (u64, u64)> = HashMap::new();
+        // Alive documents by file slot (what index locations name).
+        let mut alive: HashMap<u32, (u64, u64)> = HashMap::new();
         let visible = self.visible.load(Ordering::Acquire);
         let floor = col.index.floor(visible);
         col.index.for_each_chunked(|_, e| {
             if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
-                let a = alive.entry(e.head.loc.fid).or_default();
+                let a = alive.entry(e.head.loc.slot).or_default();
                 a.0 += 1;
                 a.1 += e.head.loc.len as u64;
             }
         });
         datafiles
             .into_iter()
-            .map(|(fid, size)| {
+            .map(|(fid, slot, size)| {
                 let (docs, bytes, removes) = totals.get(&fid).copied().unwrap_or_default();
-                let (alive_count, alive_bytes) = alive.get(&fid).copied().unwrap_or_default();
+                let (alive_count, alive_bytes) = alive.get(&slot).copied().unwrap_or_default();
                 FileStat {
                     fid,
                     file_size: size,
@@ -168,7 +175,8 @@ impl Inner {
             return Ok(report);
         };
         let input_fids: HashSet<u64> = group.iter().copied().collect();
-        let referenced = referenced_locations(col, &input_fids);
+        let input_slots: HashSet<u32> = inputs.iter().map(|f| f.slot).collect();
+        let referenced = referenced_locations(col, &input_slots);
         let truncate_floor = col.truncate_durable.load(Ordering::Acquire);
         let wholly_truncated = referenced.is_empty() && {
             let cf = col.files.lock();
@@ -179,6 +187,7 @@ impl Inner {
             })
         };
         let fid = next_tick(self);
+        let slot = self.files.new_slot();
         let images = self.read_inputs(col, &inputs, wholly_truncated, &mut report)?;
         // Which removals to keep is decided from the same `referenced` set that decides which
         // documents are kept, never from the live index: a snapshot released and a GC pass
@@ -194,13 +203,13 @@ impl Inner {
                         kind: m.kind,
                         tick: m.tick,
                         key: marker_key(&image[m.offset..]),
-                        referenced: referenced_ref.contains(&(input.fid, m.offset as u32)),
+                        referenced: referenced_ref.contains(&(input.slot, m.offset as u32)),
                     })
                 }),
             keep_tombstones,
             truncate_floor,
         );
-        let rewrite = copy_kept(fid, &inputs, &images, keep, &mut report)?;
+        let rewrite = copy_kept(slot, &inputs, &images, keep, &mut report)?;
         if rewrite.found_refs < referenced.len() {
             // Some document the index points to is not (intact) in the inputs: replacing them
             // would lose it. Leave everything as it is and report.
@@ -228,7 +237,7 @@ impl Inner {
         } = rewrite;
         let result = match count {
             0 => None,
-            _ => Some(self.write_result(col, fid, out, count, max_tick, crc_acc)?),
+            _ => Some(self.write_result(col, (fid, slot), out, count, max_tick, crc_acc)?),
         };
         if let Some(file) = &result {
             stats.size = file.len();
@@ -240,7 +249,7 @@ impl Inner {
         }
         let mut table = self.files.write();
         for f in &inputs {
-            table.remove(&f.fid);
+            table.remove(&f.slot);
             f.delete_when_unused(vec![hint_path(&col.dir, f.fid)]);
         }
         drop(table);
@@ -315,7 +324,7 @@ impl Inner {
                              refused; start with --database.ignore-datafile-errors to salvage)",
                             col.id, input.fid,
                         ));
-                        return Err(self.checksum_failure(input.fid, at as u64, err));
+                        return Err(self.checksum_failure(input.slot, at as u64, err));
                     }
                     scan.markers
                 }
@@ -325,13 +334,13 @@ impl Inner {
         Ok(images)
     }
 
-    /// Writes the result file `compaction-<fid>.db` (header, the kept markers `out`, footer),
-    /// fdatasyncs it, renames it to `datafile-<fid>.db` and writes its hint file. On failure
-    /// nothing of it remains.
+    /// Writes the result file `compaction-<fid>.db` (header, the kept markers `out`, footer)
+    /// as file `slot` of the file table, fdatasyncs it, renames it to `datafile-<fid>.db` and
+    /// writes its hint file. On failure nothing of it remains.
     fn write_result(
         &self,
         col: &Collection,
-        fid: u64,
+        (fid, slot): (u64, u32),
         mut out: Vec<u8>,
         count: u64,
         max_tick: u64,
@@ -352,6 +361,7 @@ impl Inner {
         let file = DataFile::create(
             &tmp,
             &header,
+            slot,
             fid,
             &self.options.io_hooks,
             FailPoint::CompactionWrite,
@@ -424,7 +434,7 @@ impl Inner {
         }
         if let Some(r) = result {
             cf.stats.insert(r.fid, stats);
-            self.files.write().insert(r.fid, r.clone());
+            self.files.insert(r.clone());
         }
         for f in inputs {
             cf.stats.remove(&f.fid);
@@ -447,13 +457,14 @@ struct Rewrite {
     stats: FileStats,
 }
 
-/// Every location in the group's files that some version (of any snapshot) references.
-fn referenced_locations(col: &Collection, input_fids: &HashSet<u64>) -> HashSet<(u64, u32)> {
-    let mut referenced: HashSet<(u64, u32)> = HashSet::new();
+/// Every location (file slot, offset) in the group's files (`input_slots`) that some version
+/// (of any snapshot) references.
+fn referenced_locations(col: &Collection, input_slots: &HashSet<u32>) -> HashSet<(u32, u32)> {
+    let mut referenced: HashSet<(u32, u32)> = HashSet::new();
     col.index.for_each_chunked(|_, e| {
         for v in std::iter::once(&e.head).chain(e.older().iter()) {
-            if input_fids.contains(&v.loc.fid) {
-                referenced.insert((v.loc.fid, v.loc.offset));
+            if input_slots.contains(&v.loc.slot) {
+                referenced.insert((v.loc.slot, v.loc.offset));
             }
         }
     });
@@ -461,9 +472,9 @@ fn referenced_locations(col: &Collection, input_fids: &HashSet<u64>) -> HashSet<
 }
 
 /// Copies the markers `keep` selects (one decision per marker of `images`, in order) into
-/// the body of result `fid`, counting what was dropped into `report`.
+/// the body of the result file in slot `slot`, counting what was dropped into `report`.
 fn copy_kept(
-    fid: u64,
+    slot: u32,
     inputs: &[Arc<DataFile>],
     images: &[(Vec<u8>, Vec<format::Found>)],
     keep: Vec<bool>,
@@ -514,12 +525,12 @@ fn copy_kept(
                 r.moved.push((
                     body.key.to_string(),
                     Loc {
-                        fid: input.fid,
+                        slot: input.slot,
                         offset: m.offset as u32,
                         len: m.len as u32,
                     },
                     Loc {
-                        fid,
+                        slot,
                         offset: new_off as u32,
                         len: m.len as u32,
                     },

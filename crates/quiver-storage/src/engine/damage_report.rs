@@ -17,34 +17,34 @@ use super::Inner;
 /// Most distinct damaged locations remembered as "already logged".
 const LOGGED_LOCATIONS_MAX: usize = 4096;
 
-/// Locations (fid, offset) already logged.
+/// Locations (file slot, offset) already logged.
 #[derive(Default)]
 pub(super) struct LoggedDamage {
-    seen: HashSet<(u64, u64)>,
+    seen: HashSet<(u32, u64)>,
 }
 
 impl LoggedDamage {
-    /// Whether `(fid, offset)` is new (and remembers it).
-    fn first_time(&mut self, fid: u64, offset: u64) -> bool {
-        if self.seen.len() >= LOGGED_LOCATIONS_MAX && !self.seen.contains(&(fid, offset)) {
+    /// Whether `(slot, offset)` is new (and remembers it).
+    fn first_time(&mut self, slot: u32, offset: u64) -> bool {
+        if self.seen.len() >= LOGGED_LOCATIONS_MAX && !self.seen.contains(&(slot, offset)) {
             self.seen.clear();
         }
-        let new = self.seen.insert((fid, offset));
+        let new = self.seen.insert((slot, offset));
         assert!(self.seen.len() <= LOGGED_LOCATIONS_MAX);
         new
     }
 }
 
 impl Inner {
-    /// Counts a checksum failure at `offset` of file `fid` and logs it the first time;
-    /// returns `err` (the caller's error 1000) unchanged.
-    pub(super) fn checksum_failure(&self, fid: u64, offset: u64, err: Error) -> Error {
+    /// Counts a checksum failure at `offset` of the file in slot `slot` of the file table and
+    /// logs it the first time; returns `err` (the caller's error 1000) unchanged.
+    pub(super) fn checksum_failure(&self, slot: u32, offset: u64, err: Error) -> Error {
         EngineCounters::bump(&self.counters.checksum_failures, 1);
-        if self.damage_logged.lock().first_time(fid, offset) {
+        if self.damage_logged.lock().first_time(slot, offset) {
             let path = self
-                .file(fid)
+                .file(slot)
                 .map(|f| f.path().display().to_string())
-                .unwrap_or_else(|| format!("file {fid}"));
+                .unwrap_or_else(|| format!("the file in slot {slot} (since removed)"));
             tracing::error!(
                 "checksum failure in {path} at offset {offset}: {}",
                 err.message

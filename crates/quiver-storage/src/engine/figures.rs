@@ -29,21 +29,33 @@ impl Inner {
         let visible = self.visible.load(Ordering::Acquire);
         let floor = col.index.floor(visible);
         let mut f = Figures::default();
-        let mut alive_in_files: HashMap<u64, (u64, u64)> = HashMap::new();
+        // Alive documents by file slot (what index locations name).
+        let mut alive_in_files: HashMap<u32, (u64, u64)> = HashMap::new();
         // One chunked pass for counts: no shard is read-locked for longer than a chunk
         // (writers of that shard wait at most that long).
         col.index.for_each_chunked(|_, e| {
             if e.head.tick <= visible && e.head.tick > floor && !e.head.is_removed() {
                 f.alive_count += 1;
                 f.alive_size += e.head.loc.len as u64;
-                let a = alive_in_files.entry(e.head.loc.fid).or_default();
+                let a = alive_in_files.entry(e.head.loc.slot).or_default();
                 a.0 += 1;
                 a.1 += e.head.loc.len as u64;
             }
         });
         let cf = col.files.lock();
+        // The statistics are by fid: the slot of each of the collection's files.
+        let slot_of: HashMap<u64, u32> = cf
+            .datafiles
+            .iter()
+            .chain(cf.journal.iter().map(|j| &j.file))
+            .map(|f| (f.fid, f.slot))
+            .collect();
         for (fid, s) in &cf.stats {
-            let (ac, ab) = alive_in_files.get(fid).copied().unwrap_or_default();
+            let (ac, ab) = slot_of
+                .get(fid)
+                .and_then(|slot| alive_in_files.get(slot))
+                .copied()
+                .unwrap_or_default();
             f.dead_count += s.docs.saturating_sub(ac);
             f.dead_size += s.doc_bytes.saturating_sub(ab);
             f.dead_deletion += s.removes;
@@ -104,7 +116,7 @@ impl Inner {
                 (ScanEnd::Corrupt, _) | (ScanEnd::TornTail, _) => {
                     let at = scan.bad_offset.unwrap_or(0);
                     let err = bad(file.fid, format!("damaged marker at offset {at}"));
-                    return Err(self.checksum_failure(file.fid, at as u64, err));
+                    return Err(self.checksum_failure(file.slot, at as u64, err));
                 }
                 (ScanEnd::Clean, true) => {
                     return Err(bad(file.fid, "sealed datafile without footer".into()))

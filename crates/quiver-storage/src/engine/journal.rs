@@ -73,6 +73,7 @@ impl Inner {
         let file = DataFile::create(
             &path,
             &header,
+            self.files.new_slot(),
             fid,
             &self.options.io_hooks,
             FailPoint::JournalCreate,
@@ -102,7 +103,7 @@ impl Inner {
                 max_tick: 0,
             },
         );
-        self.files.write().insert(fid, file);
+        self.files.insert(file);
         Ok(())
     }
 

@@ -19,6 +19,7 @@
 //! | `recovery.rs` | reopening one collection's files at startup |
 //! | `wal_recovery.rs` | replaying the WAL at startup (holes, salvage, point-in-time) |
 //! | `figures.rs` | figures and `verify` |
+//! | `file_table.rs` | open files by the 32-bit slot index locations name |
 //! | `maintenance.rs` | the background thread: spare segments, collector, index GC, compactor |
 //! | `scratch.rs` | reusable buffers of the collector and the hint writer |
 //!
@@ -47,6 +48,7 @@ mod disk_reserve;
 mod durable_record;
 mod existence_epoch;
 mod figures;
+mod file_table;
 mod journal;
 mod key_range;
 mod maintenance;
@@ -78,7 +80,7 @@ use crate::{
 use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -320,7 +322,8 @@ pub(crate) struct Inner {
     visible: AtomicU64,
     catalog: RwLock<Arc<Catalog>>,
     ddl: Mutex<()>,
-    files: RwLock<HashMap<u64, Arc<DataFile>>>,
+    /// Open files by slot (`file_table.rs`): what index locations name.
+    files: file_table::FileTable,
     wal: Mutex<WalState>,
     sync: Mutex<SyncState>,
     /// Sync waiters wait on this (notified after every fdatasync).
@@ -439,9 +442,9 @@ impl Inner {
         self.durable_tx.send_modify(|v| v.1 = true);
     }
 
-    /// The open file `fid` from the file table (`None` once it was dropped from the table).
-    pub(crate) fn file(&self, fid: u64) -> Option<Arc<DataFile>> {
-        self.files.read().get(&fid).cloned()
+    /// The open file in `slot` of the file table (`None` once it was dropped from it).
+    pub(crate) fn file(&self, slot: u32) -> Option<Arc<DataFile>> {
+        self.files.get(slot)
     }
 
     /// Syncs the WAL, stops the background threads and releases the directory lock.

@@ -16,7 +16,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::{Hlc, Revision};
 use serde_json::Value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -154,7 +154,7 @@ fn new_inner(dir: &Path, options: EngineOptions, lock: File) -> Inner {
         visible: AtomicU64::new(0),
         catalog: RwLock::new(Arc::new(Catalog::default())),
         ddl: Mutex::new(()),
-        files: RwLock::new(HashMap::new()),
+        files: super::file_table::FileTable::new(),
         wal: Mutex::new(WalState {
             segment: None,
             map: None,

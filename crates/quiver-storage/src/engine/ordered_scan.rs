@@ -92,8 +92,8 @@ pub struct OrderedScan {
     /// Sealed datafiles when the scan started: only these may be trusted after verification.
     sealed: HashSet<u64>,
     files: Vec<Pinned>,
-    /// File id → index into `files`.
-    file_index: HashMap<u64, usize>,
+    /// File slot ([`Loc::slot`]) → index into `files`.
+    file_index: HashMap<u32, usize>,
     /// The index shards this scan walks (all of them, or one thread's share) and the
     /// position in that list.
     shards: Vec<usize>,
@@ -145,7 +145,7 @@ impl OrderedScan {
         let inner = self.snap.inner().clone();
         let tick = self.snap.tick();
         let index = self.col.primary();
-        let mut missing: Option<u64> = None;
+        let mut missing: Option<u32> = None;
         let mut new_files = Vec::new();
         while self.window.len() + SCAN_CHUNK <= self.window_limit.max(SCAN_CHUNK) {
             let Some(&shard) = self.shards.get(self.shard_pos) else {
@@ -161,10 +161,10 @@ impl OrderedScan {
                 tick,
                 SCAN_CHUNK,
                 |loc: Loc| {
-                    let i = match file_index.get(&loc.fid) {
+                    let i = match file_index.get(&loc.slot) {
                         Some(&i) => i,
                         // Pinned under the shard lock: see the module notes.
-                        None => match inner.file(loc.fid) {
+                        None => match inner.file(loc.slot) {
                             Some(file) => {
                                 let map = file.map();
                                 files.push(Pinned {
@@ -172,12 +172,12 @@ impl OrderedScan {
                                     map,
                                     trusted: false,
                                 });
-                                file_index.insert(loc.fid, files.len() - 1);
+                                file_index.insert(loc.slot, files.len() - 1);
                                 new_files.push(files.len() - 1);
                                 files.len() - 1
                             }
                             None => {
-                                missing.get_or_insert(loc.fid);
+                                missing.get_or_insert(loc.slot);
                                 return;
                             }
                         },
@@ -188,12 +188,12 @@ impl OrderedScan {
                     });
                 },
             );
-            if let Some(fid) = missing {
+            if let Some(slot) = missing {
                 self.col.usable()?;
                 return Err(Error::with_message(
                     ErrorCode::Internal,
                     format!(
-                        "collection {}: a document points into file {fid}, which is not open",
+                        "collection {}: a document points into file slot {slot}, which is not open",
                         self.col.id
                     ),
                 ));
@@ -401,7 +401,7 @@ fn read<'a>(
     }
     .map_err(|_| {
         let err = bad("damaged (checksum mismatch)");
-        inner.checksum_failure(pinned.file.fid, slot.offset() as u64, err)
+        inner.checksum_failure(pinned.file.slot, slot.offset() as u64, err)
     })?;
     let body = format::data_body(&marker).map_err(|_| bad("malformed"))?;
     Ok(RawDocument {

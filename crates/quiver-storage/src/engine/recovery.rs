@@ -55,14 +55,27 @@ pub(super) fn recover_collection(
     keep.extend(manifest.journal);
     let unlisted = remove_unlisted_files(&dir, &keep, &manifest.retired, rec);
     let mut cf = ColFiles::default();
+    // Each listed file's slot in the file table, given before its hint file names it in
+    // index locations (and kept if the hint is unusable and the file is scanned instead).
+    let slot_of: HashMap<u64, u32> = manifest
+        .datafiles
+        .iter()
+        .chain(manifest.journal.iter())
+        .map(|&fid| (fid, inner.files.new_slot()))
+        .collect();
     let open_any = |fid: u64| -> Option<Arc<DataFile>> {
         let d = datafile_path(&dir, fid);
         let j = journal_path(&dir, fid);
         let path = if d.exists() { d } else { j };
-        DataFile::open(fid, &path).ok()
+        DataFile::open(fid, slot_of[&fid], &path).ok()
     };
     let verify = inner.options.verify_datafiles_on_open;
-    let mut preloaded = preload_hints(&col.index, &dir, &manifest.datafiles, verify);
+    let sealed: Vec<(u64, u32)> = manifest
+        .datafiles
+        .iter()
+        .map(|fid| (*fid, slot_of[fid]))
+        .collect();
+    let mut preloaded = preload_hints(&col.index, &dir, &sealed, verify);
     let mut all: Vec<(u64, bool)> = manifest.datafiles.iter().map(|f| (*f, false)).collect();
     all.extend(manifest.journal.map(|f| (f, true)));
     for (fid, is_journal) in all {
@@ -81,7 +94,7 @@ pub(super) fn recover_collection(
             col.last_tick.fetch_max(loaded.max_tick, Ordering::AcqRel);
             col.truncate_durable
                 .fetch_max(loaded.truncate_tick, Ordering::AcqRel);
-            inner.files.write().insert(fid, file.clone());
+            inner.files.insert(file.clone());
             cf.stats.insert(fid, loaded.stats);
             cf.datafiles.push(file);
             continue;
@@ -348,8 +361,8 @@ fn recover_file(
         kind: StatKind::Datafile,
         max_tick: 0,
     };
-    index_markers(col, rec, fid, &image, &markers, &mut stats);
-    inner.files.write().insert(fid, file.clone());
+    index_markers(col, rec, file.slot, &image, &markers, &mut stats);
+    inner.files.insert(file.clone());
     let reusable = is_journal && scan.end == ScanEnd::Clean && !salvaged;
     if reusable {
         let size = file.len();
@@ -439,11 +452,12 @@ fn judge_scan(col: &Collection, image: &[u8], is_journal: bool) -> format::Scan 
     scan
 }
 
-/// Enters the markers of file `fid` into the index (highest tick wins) and its statistics.
+/// Enters the markers of the file in slot `slot` into the index (highest tick wins) and its
+/// statistics.
 fn index_markers(
     col: &Collection,
     rec: &mut Recovered,
-    fid: u64,
+    slot: u32,
     image: &[u8],
     markers: &[format::Found],
     stats: &mut FileStats,
@@ -467,7 +481,7 @@ fn index_markers(
             stats.docs += 1;
             stats.doc_bytes += len as u64;
             Loc {
-                fid,
+                slot,
                 offset: off,
                 len,
             }
@@ -499,7 +513,7 @@ struct Preloaded {
 fn preload_hints(
     index: &PrimaryIndex,
     dir: &Path,
-    fids: &[u64],
+    fids: &[(u64, u32)],
     verify: bool,
 ) -> HashMap<u64, Preloaded> {
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -513,7 +527,7 @@ fn preload_hints(
         for _ in 0..threads {
             scope.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&fid) = fids.get(i) else {
+                let Some(&(fid, slot)) = fids.get(i) else {
                     break;
                 };
                 let Ok(buf) = std::fs::read(hint_path(dir, fid)) else {
@@ -546,7 +560,7 @@ fn preload_hints(
                     continue;
                 }
                 if verify {
-                    match prove_intact(fid, &datafile_path(dir, fid)) {
+                    match prove_intact(fid, slot, &datafile_path(dir, fid)) {
                         Some(file) => p.file = Some(file),
                         None => continue,
                     }
@@ -562,7 +576,7 @@ fn preload_hints(
                     let loc = if kind == MarkerType::Document {
                         p.stats.docs += 1;
                         p.stats.doc_bytes += len as u64;
-                        Loc { fid, offset, len }
+                        Loc { slot, offset, len }
                     } else {
                         p.stats.removes += 1;
                         Loc::REMOVED
@@ -583,8 +597,8 @@ fn preload_hints(
 /// CRCs) in one sequential pass over its read-only map: the file if intact, `None` if
 /// damaged or unreadable. The outcome is remembered on the file, so storage-order scans do
 /// not verify it again.
-fn prove_intact(fid: u64, path: &Path) -> Option<Arc<DataFile>> {
-    let file = DataFile::open(fid, path).ok()?;
+fn prove_intact(fid: u64, slot: u32, path: &Path) -> Option<Arc<DataFile>> {
+    let file = DataFile::open(fid, slot, path).ok()?;
     let scan = match file.map() {
         Some(map) => format::scan(&map),
         None => format::scan(&file.read_all().ok()?),

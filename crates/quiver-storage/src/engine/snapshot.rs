@@ -51,9 +51,10 @@ impl Inner {
         Ok(col.index.get(key, tick).map(|v| Revision(v.rev)))
     }
 
-    /// The marker at `loc` (`None` if its file left the file table meanwhile).
-    fn read_marker(&self, loc: Loc) -> Result<Option<Bytes>> {
-        let Some(file) = self.file(loc.fid) else {
+    /// The marker at `loc` and its file's fid (`None` if the file left the file table
+    /// meanwhile).
+    fn read_marker(&self, loc: Loc) -> Result<Option<(u64, Bytes)>> {
+        let Some(file) = self.file(loc.slot) else {
             return Ok(None);
         };
         // Memory-mapped reads cost no syscall and no copy while their pages stay mapped;
@@ -63,13 +64,13 @@ impl Inner {
         if self.mapped_reads.through_map() {
             if let Some(bytes) = file.mapped_range(loc.offset as u64, loc.len as usize) {
                 self.mapped_reads.read(self, u64::from(loc.len));
-                return Ok(Some(bytes));
+                return Ok(Some((file.fid, bytes)));
             }
         }
         let mut buf = vec![0u8; loc.len as usize];
         std::os::unix::fs::FileExt::read_exact_at(&file.file, &mut buf, loc.offset as u64)
             .map_err(|e| files::io_error(e, "reading a document"))?;
-        Ok(Some(Bytes::from(buf)))
+        Ok(Some((file.fid, Bytes::from(buf))))
     }
 
     /// The version of `key` visible at `tick`, read from its file; looked up again when the
@@ -99,18 +100,18 @@ impl Inner {
 
     /// The document of version `v` (`None` if its file is gone; error 1000 if damaged).
     pub(super) fn read_at(&self, col: &Collection, v: Version) -> Result<Option<StoredDocument>> {
-        let Some(buf) = self.read_marker(v.loc)? else {
+        let Some((fid, buf)) = self.read_marker(v.loc)? else {
             return Ok(None);
         };
         let bad = |why: &str| {
             corrupt(format!(
                 "collection {}: marker at file {} offset {} is {why}",
-                col.id, v.loc.fid, v.loc.offset
+                col.id, fid, v.loc.offset
             ))
         };
         let m = format::decode(&buf).map_err(|_| {
             let err = bad("damaged (checksum mismatch)");
-            self.checksum_failure(v.loc.fid, u64::from(v.loc.offset), err)
+            self.checksum_failure(v.loc.slot, u64::from(v.loc.offset), err)
         })?;
         let body = format::data_body(&m).map_err(|_| bad("malformed"))?;
         let off = body.doc_offset;

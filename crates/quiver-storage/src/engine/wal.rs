@@ -46,7 +46,8 @@ pub(super) struct WalState {
 
 /// What [`Inner::append_locked`] wrote, and where.
 pub(super) struct Appended {
-    pub(super) fid: u64,
+    /// The segment's file slot (what index locations name).
+    pub(super) slot: u32,
     /// Offset of the first marker in the segment.
     pub(super) base: u64,
     pub(super) commit_tick: u64,
@@ -132,13 +133,14 @@ impl Inner {
         let seg = DataFile::create_with(
             &path,
             &header,
+            self.files.new_slot(),
             fid,
             &self.options.io_hooks,
             FailPoint::WalCreate,
             zero_fill,
         )
         .map_err(|e| files::io_error(e, "creating WAL segment"))?;
-        self.files.write().insert(fid, seg.clone());
+        self.files.insert(seg.clone());
         Ok(seg)
     }
 
@@ -169,7 +171,7 @@ impl Inner {
         } else {
             drop(map);
             drop(wal);
-            self.files.write().remove(&seg.fid);
+            self.files.remove(&seg);
             seg.delete_when_unused(Vec::new());
         }
         Ok(())
@@ -289,7 +291,7 @@ impl Inner {
         wal.written_tick = commit_tick;
         wal.written_fid = seg.fid;
         Ok(Appended {
-            fid: seg.fid,
+            slot: seg.slot,
             base,
             commit_tick,
             retired,

@@ -89,14 +89,16 @@ pub(super) fn recover_wal(
     let segs = &segs[..keep];
     // Segments are independent (a batch never spans two) and "highest tick wins" makes the
     // order irrelevant, so they are replayed in parallel.
+    let slots: Vec<u32> = segs.iter().map(|_| inner.files.new_slot()).collect();
     let results = par_map(segs.len(), |i| {
-        replay_segment(cat, segs[i].0, &segs[i].1, salvaging == Some(i))
+        let (fid, path) = (segs[i].0, &segs[i].1);
+        replay_segment(cat, (fid, slots[i]), path, salvaging == Some(i))
     });
     let mut out = Vec::new();
     for (i, r) in results.into_iter().enumerate() {
         let (file, max_tick, max_rev) = r?;
         observe(rec, max_tick.max(segs[i].0), max_rev);
-        inner.files.write().insert(file.fid, file.clone());
+        inner.files.insert(file.clone());
         out.push(file);
     }
     restate_record(inner, &dir, segs, &infos);
@@ -283,10 +285,15 @@ fn inspect_segment(fid: u64, path: &Path) -> Result<SegInfo> {
 /// A replayed WAL segment with the highest tick and revision found in it.
 type Replayed = (Arc<DataFile>, u64, u64);
 
-/// Replays one WAL segment into the index: its intact prefix, or with `salvage` every intact
-/// complete batch anywhere in it.
-fn replay_segment(cat: &Catalog, fid: u64, path: &Path, salvage: bool) -> Result<Replayed> {
-    let file = DataFile::open(fid, path).map_err(|e| files::io_error(e, "opening WAL"))?;
+/// Replays WAL segment `fid` into the index as file `slot`: its intact prefix, or with
+/// `salvage` every intact complete batch anywhere in it.
+fn replay_segment(
+    cat: &Catalog,
+    (fid, slot): (u64, u32),
+    path: &Path,
+    salvage: bool,
+) -> Result<Replayed> {
+    let file = DataFile::open(fid, slot, path).map_err(|e| files::io_error(e, "opening WAL"))?;
     let image = file
         .read_all()
         .map_err(|e| files::io_error(e, "reading WAL"))?;
@@ -318,7 +325,7 @@ fn replay_segment(cat: &Catalog, fid: u64, path: &Path, salvage: bool) -> Result
         };
         let loc = if p.kind == MarkerType::Document {
             Loc {
-                fid,
+                slot,
                 offset: p.offset as u32,
                 len: p.len as u32,
             }
