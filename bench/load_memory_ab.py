@@ -8,7 +8,8 @@ Per round, A then B (`--b-first`: B then A; the order reverses every other round
 on port P and a temporary data directory, deleted afterwards): `quiver bench pokec load --dir
 DIR --connections C` (A_BIN's tool for both) while `VmRSS`, `RssAnon` and `RssFile` of
 /proc/PID/status are sampled every 0.25 s; then the same figures 5 s and S s after the load,
-and the server's CPU time (utime + stime of /proc/PID/stat) during the load and after it.
+and the server's CPU time (utime + stime of /proc/PID/stat) during the load and after it (not
+counting the reading of `quiver_index_memory_bytes` from /_admin/metrics/v2 at the load's end).
 Prints each run and the medians per build. The full-scale set needs about 8.3 GB of disk per run.
 """
 import argparse
@@ -23,13 +24,24 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tools_measure import cpu_seconds, status_kib  # noqa: E402
+from tools_measure import AUTH, cpu_seconds, status_kib  # noqa: E402
 
 FIELDS = ("VmRSS:", "RssAnon:", "RssFile:")
 
 
 def mib(pid, field):
     return status_kib(pid, field) / 1024
+
+
+def index_mib(port):
+    """The server's `quiver_index_memory_bytes` (every collection's indexes), in MiB."""
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/_admin/metrics/v2",
+                                 headers={"Authorization": AUTH})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("quiver_index_memory_bytes"):
+                return float(line.split()[-1]) / 2**20
+    return float("nan")
 
 
 def run(binary, tool, data, connections, port, settle):
@@ -67,6 +79,9 @@ def run(binary, tool, data, connections, port, settle):
         wall = time.monotonic() - started
         cpu = cpu_seconds(server.pid) - cpu0
         end = {f: mib(server.pid, f) for f in FIELDS}
+        cpu_index = cpu_seconds(server.pid)
+        index = index_mib(port)
+        cpu0 += cpu_seconds(server.pid) - cpu_index
         time.sleep(5)
         after5 = mib(server.pid, "RssAnon:")
         time.sleep(max(settle - 5, 0))
@@ -76,7 +91,7 @@ def run(binary, tool, data, connections, port, settle):
                 "cpuAfter": cpu_seconds(server.pid) - cpu0 - cpu,
                 "peakRss": peaks["VmRSS:"], "peakAnon": peaks["RssAnon:"],
                 "peakFile": peaks["RssFile:"], "endAnon": end["RssAnon:"],
-                "anon5": after5, "anonLate": mib(server.pid, "RssAnon:")}
+                "anon5": after5, "anonLate": mib(server.pid, "RssAnon:"), "index": index}
     finally:
         server.terminate()
         server.wait()
@@ -96,7 +111,7 @@ def main():
     args = p.parse_args()
     results = {"A": [], "B": []}
     cols = ("seconds", "loadCpu", "peakRss", "peakAnon", "peakFile", "endAnon", "anon5",
-            "anonLate", "cpuAfter")
+            "anonLate", "cpuAfter", "index")
     for r in range(1, args.rounds + 1):
         order = (("A", args.a), ("B", args.b))
         for name, binary in (order if (r % 2 == 1) != args.b_first else order[::-1]):
@@ -106,7 +121,8 @@ def main():
             print(f"round {r} {name} (load {load:.1f}): "
                   + ", ".join(f"{c} {one[c]:.1f}" for c in cols), flush=True)
     print(f"medians of {args.rounds} rounds; MiB, seconds; RssAnon at the end of the load, "
-          f"5 s and {args.settle:.0f} s after it; server CPU s during and after the load")
+          f"5 s and {args.settle:.0f} s after it; server CPU s during and after the load; "
+          f"index: quiver_index_memory_bytes at the end of the load")
     print("| build | " + " | ".join(cols) + " |")
     print("|---" * (len(cols) + 1) + "|")
     for name in ("A", "B"):
