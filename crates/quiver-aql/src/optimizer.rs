@@ -137,11 +137,11 @@ pub fn optimize(plan: &mut QueryPlan, options: &OptimizeOptions) -> Result<()> {
     plan.rules = RULES
         .iter()
         .filter(|r| fired.iter().any(|f| f == *r) && seen.insert(**r))
-        .map(|r| r.to_string())
+        .copied()
         .collect();
     plan.rule_seconds = RULES
         .iter()
-        .filter_map(|r| log.seconds.get(r).map(|s| (r.to_string(), *s)))
+        .filter_map(|r| log.seconds.get(r).map(|s| (*r, *s)))
         .collect();
     Ok(())
 }

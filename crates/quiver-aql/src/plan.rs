@@ -379,13 +379,17 @@ pub struct VarInfo {
 #[derive(Clone, Debug)]
 pub struct QueryPlan {
     pub root: Plan,
-    pub vars: Vec<VarInfo>,
+    /// Shared, not copied, when a plan template is filled in for a run.
+    pub vars: Arc<[VarInfo]>,
     /// Collection name → "read" / "write".
     pub collections: BTreeMap<String, &'static str>,
-    pub rules: Vec<String>,
+    /// The optimizer rules that changed the plan. Names from [`crate::optimizer::RULES`]
+    /// (static, as in `rule_seconds`): a plan is copied per run of a plan template, and
+    /// owned names made that copy allocate one string per rule.
+    pub rules: Vec<&'static str>,
     /// Seconds the optimizer spent in each rule it ran, in rule order (`stats.rules` of a
     /// profile at level 2).
-    pub rule_seconds: Vec<(String, f64)>,
+    pub rule_seconds: Vec<(&'static str, f64)>,
     pub is_modification: bool,
     /// The query results cache may keep this plan's results: it writes nothing and calls no
     /// function ArangoDB marks uncacheable (random values, the clock, reads of documents,
@@ -547,7 +551,7 @@ pub fn build(
     bind_names.sort();
     Ok(QueryPlan {
         root,
-        vars: planner.vars,
+        vars: planner.vars.into(),
         collections: planner.collections,
         rules: Vec::new(),
         rule_seconds: Vec::new(),

@@ -64,7 +64,7 @@ impl QueryStatistics {
             peak_memory: stats.peak_memory,
             full_count: full_count.then(|| stats.full_count.unwrap_or(0)),
             nodes: profiled.map(|p| explain::node_stats_json(&p.root, &stats.nodes)),
-            rules: profiled.map(|p| p.rule_seconds.clone()),
+            rules: profiled.map(|p| owned_rule_seconds(&p.rule_seconds)),
         }
     }
 }
@@ -75,4 +75,12 @@ pub struct ProfileTimings {
     pub parsing: f64,
     pub optimizing: f64,
     pub executing: f64,
+}
+
+/// A plan's seconds per optimizer rule with owned names, as profiles and explains report them.
+pub(crate) fn owned_rule_seconds(rule_seconds: &[(&'static str, f64)]) -> Vec<(String, f64)> {
+    rule_seconds
+        .iter()
+        .map(|(rule, seconds)| (rule.to_string(), *seconds))
+        .collect()
 }

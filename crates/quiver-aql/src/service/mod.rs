@@ -936,7 +936,8 @@ impl QueryService {
             rules_skipped: optimizer::RULES.len().saturating_sub(rules_executed),
             plans_created: 1,
             execution_time: t0.elapsed().as_secs_f64().max(1e-6),
-            rule_seconds: (*profile >= 2).then(|| plan.rule_seconds.clone()),
+            rule_seconds: (*profile >= 2)
+                .then(|| crate::query_extra::owned_rule_seconds(&plan.rule_seconds)),
         };
         if *use_plan_cache {
             check_plan_cache_eligible(rules, false, Some(&plan))?;

@@ -2,6 +2,7 @@
 //! the queries of the 2018 ArangoDB adapter (arangojs 5.8): documents by key through
 //! `/_api/document`, everything else as AQL through `/_api/cursor`.
 
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use quiver_errors::{Error, ErrorCode};
@@ -46,10 +47,6 @@ impl ArangoHttp {
     }
 }
 
-fn vertex(key: &str) -> Value {
-    json!(format!("profiles/{key}"))
-}
-
 impl Peer for ArangoHttp {
     type Connection = ArangoConnection;
 
@@ -60,6 +57,7 @@ impl Peer for ArangoHttp {
     async fn connect(&self) -> Result<ArangoConnection, Error> {
         Ok(ArangoConnection {
             client: HttpClient::new(self.settings.clone(), DATABASE),
+            body: Vec::with_capacity(256),
         })
     }
 
@@ -111,6 +109,56 @@ impl Peer for ArangoHttp {
 
 pub struct ArangoConnection {
     client: HttpClient,
+    /// The body of the last `POST /_api/cursor`, reused by the next one.
+    body: Vec<u8>,
+}
+
+/// The benchmark's query texts as JSON strings, escaped once rather than per request.
+fn encoded_query(query: &str) -> Option<&'static [u8]> {
+    static ENCODED: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();
+    let all = ENCODED.get_or_init(|| {
+        [NEIGHBORS, NEIGHBORS2, NEIGHBORS2DATA, SHORTEST, AGGREGATION]
+            .into_iter()
+            .map(|q| (q, serde_json::to_vec(q).unwrap_or_default()))
+            .collect()
+    });
+    all.iter()
+        .find(|(q, _)| *q == query)
+        .map(|(_, json)| json.as_slice())
+}
+
+/// Writes the `POST /_api/cursor` body `{"query":…,"bindVars":{name:"profiles/<key>",…}}`
+/// into `out` (cleared first): the query text comes escaped already, each bind value is
+/// escaped as it is written.
+fn write_cursor_body(out: &mut Vec<u8>, query: &str, vertices: &[(&str, &str)]) {
+    out.clear();
+    out.extend_from_slice(b"{\"query\":");
+    // Writing JSON into a Vec cannot fail.
+    match encoded_query(query) {
+        Some(json) => out.extend_from_slice(json),
+        None => {
+            let _ = serde_json::to_writer(&mut *out, query);
+        }
+    }
+    out.extend_from_slice(b",\"bindVars\":{");
+    for (i, (name, key)) in vertices.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        let _ = serde_json::to_writer(&mut *out, name);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut *out, &VertexId(key));
+    }
+    out.extend_from_slice(b"}}");
+}
+
+/// `profiles/<key>` as a JSON string, serialized without building it first.
+struct VertexId<'a>(&'a str);
+
+impl serde::Serialize for VertexId<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("profiles/{}", self.0))
+    }
 }
 
 impl ArangoConnection {
@@ -118,11 +166,16 @@ impl ArangoConnection {
     /// as a typed page ([`CursorPage`]): the whole body is tokenized and validated, the rows
     /// counted and the aggregation's `amount`s summed, without building a document tree —
     /// the counterpart of the PostgreSQL adapter counting rows that tokio-postgres receives
-    /// but does not decode.
-    async fn query(&mut self, query: &str, bind: Value) -> Result<Answer, Error> {
-        let body = json!({"query": query, "bindVars": bind});
+    /// but does not decode. `vertices` are the bind parameters, each a profile's key bound
+    /// as its document id.
+    async fn query(
+        &mut self,
+        query: &'static str,
+        vertices: &[(&str, &str)],
+    ) -> Result<Answer, Error> {
+        write_cursor_body(&mut self.body, query, vertices);
         let client = &mut self.client;
-        let mut page = cursor_page(client, Method::Post, "/_api/cursor", Some(&body), 201).await?;
+        let mut page = cursor_page(client, Method::Post, "/_api/cursor", &self.body, 201).await?;
         let mut answer = Answer::default();
         for _ in 0..MAX_BATCHES {
             answer.rows += page.result.rows;
@@ -131,7 +184,7 @@ impl ArangoConnection {
                 return Ok(answer);
             }
             let path = format!("/_api/cursor/{}", page.id.unwrap_or_default());
-            page = cursor_page(client, Method::Put, &path, None, 200).await?;
+            page = cursor_page(client, Method::Put, &path, b"", 200).await?;
         }
         Err(Error::with_message(
             ErrorCode::ResourceLimit,
@@ -251,13 +304,10 @@ async fn cursor_page(
     client: &mut HttpClient,
     method: Method,
     path: &str,
-    body: Option<&Value>,
+    body: &[u8],
     ok: u16,
 ) -> Result<CursorPage, Error> {
-    let response = match body {
-        Some(body) => client.send_json(method, path, body).await?,
-        None => client.request(method, path, None, b"", false).await?,
-    };
+    let response = client.request(method, path, None, body, false).await?;
     if response.status != ok {
         return Err(server_error(
             &format!("{} {path}", method.as_str()),
@@ -305,17 +355,11 @@ impl Connection for ArangoConnection {
                     amounts: 0,
                 })
             }
-            Job::Aggregate => self.query(AGGREGATION, json!({})).await,
-            Job::Neighbors(key) => self.query(NEIGHBORS, json!({"key": vertex(key)})).await,
-            Job::Neighbors2(key) => self.query(NEIGHBORS2, json!({"key": vertex(key)})).await,
-            Job::Neighbors2Data(key) => {
-                self.query(NEIGHBORS2DATA, json!({"key": vertex(key)}))
-                    .await
-            }
-            Job::Shortest(from, to) => {
-                self.query(SHORTEST, json!({"from": vertex(from), "to": vertex(to)}))
-                    .await
-            }
+            Job::Aggregate => self.query(AGGREGATION, &[]).await,
+            Job::Neighbors(key) => self.query(NEIGHBORS, &[("key", key)]).await,
+            Job::Neighbors2(key) => self.query(NEIGHBORS2, &[("key", key)]).await,
+            Job::Neighbors2Data(key) => self.query(NEIGHBORS2DATA, &[("key", key)]).await,
+            Job::Shortest(from, to) => self.query(SHORTEST, &[("from", from), ("to", to)]).await,
         }
     }
 }
@@ -337,5 +381,26 @@ mod tests {
         let last: CursorPage = serde_json::from_slice(br#"{"result":[],"hasMore":false}"#).unwrap();
         assert_eq!((last.result.rows, last.has_more), (0, false));
         assert!(serde_json::from_slice::<CursorPage>(br#"{"result":[{"a":}]}"#).is_err());
+    }
+
+    #[test]
+    fn cursor_bodies_match_the_json_of_the_query_and_its_bind_values() {
+        let mut out = b"left over".to_vec();
+        write_cursor_body(&mut out, SHORTEST, &[("from", "a\"1"), ("to", "2")]);
+        let body: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            body,
+            json!({"query": SHORTEST, "bindVars": {"from": "profiles/a\"1", "to": "profiles/2"}})
+        );
+        write_cursor_body(&mut out, AGGREGATION, &[]);
+        let body: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(body, json!({"query": AGGREGATION, "bindVars": {}}));
+        // A text that is not one of the benchmark's is escaped as it is written.
+        write_cursor_body(&mut out, "RETURN \"é\\n\"", &[("k", "1")]);
+        let body: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(
+            body,
+            json!({"query": "RETURN \"é\\n\"", "bindVars": {"k": "profiles/1"}})
+        );
     }
 }

@@ -70,19 +70,20 @@ pub struct AqlQuery {
 }
 
 impl AqlQuery {
-    pub fn new(query: &str, bind_vars: &Map<String, Value>, database: &str) -> AqlQuery {
-        let bind_bytes = if bind_vars.is_empty() {
-            0
-        } else {
-            serde_json::to_vec(bind_vars).map(|v| v.len()).unwrap_or(0)
-        };
-        AqlQuery {
-            at: Utc::now(),
-            query: query.to_owned(),
-            bind_vars: bind_vars.clone(),
-            bind_bytes,
-            database: database.to_owned(),
+    /// The bind parameters' size as JSON (0 for none), counted without writing them out.
+    fn bind_bytes_of(bind_vars: &Map<String, Value>) -> usize {
+        if bind_vars.is_empty() {
+            return 0;
         }
+        let mut counted = ByteCount(0);
+        // Counting bytes cannot fail.
+        let _ = serde_json::to_writer(&mut counted, bind_vars);
+        counted.0
+    }
+
+    /// The bytes of a query (as [`Recorded::bytes`]).
+    fn bytes_of(query: &str, bind_bytes: usize, database: &str) -> usize {
+        std::mem::size_of::<Self>() + query.len() + bind_bytes + database.len()
     }
 
     fn to_json(&self) -> Value {
@@ -97,7 +98,21 @@ impl AqlQuery {
 
 impl Recorded for AqlQuery {
     fn bytes(&self) -> usize {
-        std::mem::size_of::<Self>() + self.query.len() + self.bind_bytes + self.database.len()
+        AqlQuery::bytes_of(&self.query, self.bind_bytes, &self.database)
+    }
+}
+
+/// An `io::Write` that only counts the bytes written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -264,8 +279,29 @@ impl Recordings {
         if !self.aql_queries.is_on() {
             return;
         }
-        self.aql_queries
-            .record(AqlQuery::new(query, bind_vars, database));
+        let at = Utc::now();
+        let bind_bytes = AqlQuery::bind_bytes_of(bind_vars);
+        let size = AqlQuery::bytes_of(query, bind_bytes, database);
+        // As for API calls, a full recorder's dropped entry lends its allocations.
+        self.aql_queries.record_with(size, |dropped| match dropped {
+            Some(mut entry) => {
+                entry.at = at;
+                entry.query.clear();
+                entry.query.push_str(query);
+                entry.bind_vars.clone_from(bind_vars);
+                entry.bind_bytes = bind_bytes;
+                entry.database.clear();
+                entry.database.push_str(database);
+                entry
+            }
+            None => AqlQuery {
+                at,
+                query: query.to_owned(),
+                bind_vars: bind_vars.clone(),
+                bind_bytes,
+                database: database.to_owned(),
+            },
+        });
     }
 
     /// The `result` of `/_admin/server/api-calls`.
@@ -351,6 +387,50 @@ mod tests {
         let held: usize = shard.entries.iter().map(|(_, c)| c.bytes()).sum();
         assert_eq!(held, shard.bytes);
         assert!(shard.bytes <= recordings.api_calls.shard_limit);
+    }
+
+    #[test]
+    fn a_full_recording_reuses_dropped_queries_with_their_new_contents() {
+        let binds_of = |i: usize| {
+            let mut binds = Map::new();
+            for n in 0..i % 3 {
+                binds.insert(format!("v{n}"), json!("x".repeat(i)));
+            }
+            binds
+        };
+        let one = AqlQuery::bytes_of("RETURN @v0", 40, "_system");
+        let recordings = Recordings::new(RecordingLimits {
+            api_calls: 0,
+            aql_queries: SHARDS * (4 * one),
+        });
+        for i in 0..12 {
+            let database = if i % 2 == 0 { "_system" } else { "db1" };
+            let query = format!("RETURN {}", "@v0 ".repeat(i % 3));
+            recordings.aql_query(&query, &binds_of(i), database);
+        }
+        let queries = recordings.aql_queries_json();
+        let list = queries["queries"].as_array().unwrap();
+        assert!(list.len() >= 3, "{queries}");
+        for (entry, i) in list.iter().zip((0..12).rev()) {
+            assert_eq!(entry["query"], format!("RETURN {}", "@v0 ".repeat(i % 3)));
+            assert_eq!(entry["bindVars"], Value::Object(binds_of(i)));
+            assert_eq!(
+                entry["database"],
+                if i % 2 == 0 { "_system" } else { "db1" }
+            );
+        }
+        let shard = recordings.aql_queries.shards[shard_of_thread()].lock();
+        for (_, entry) in &shard.entries {
+            let json_len = if entry.bind_vars.is_empty() {
+                0
+            } else {
+                serde_json::to_vec(&entry.bind_vars).unwrap().len()
+            };
+            assert_eq!(entry.bind_bytes, json_len);
+        }
+        let held: usize = shard.entries.iter().map(|(_, q)| q.bytes()).sum();
+        assert_eq!(held, shard.bytes);
+        assert!(shard.bytes <= recordings.aql_queries.shard_limit);
     }
 
     #[test]

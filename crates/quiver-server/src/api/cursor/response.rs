@@ -107,22 +107,25 @@ fn write_extra(out: &mut Vec<u8>, extra: &QueryExtra) {
 /// `extra.stats`; the counters QuiverDB has no use for (`seeks`, `cursorsCreated`, …) are
 /// always 0.
 fn write_stats(out: &mut Vec<u8>, stats: &QueryStatistics) {
-    let _ = write!(
+    // Numbers through serde_json (itoa, ryu) rather than `write!`: every answer has them.
+    let number = |out: &mut Vec<u8>, name: &[u8], n: u64| {
+        out.extend_from_slice(name);
+        let _ = serde_json::to_writer(&mut *out, &n);
+    };
+    number(out, b"{\"writesExecuted\":", stats.writes_executed);
+    number(out, b",\"writesIgnored\":", stats.writes_ignored);
+    number(out, b",\"documentLookups\":", stats.document_lookups);
+    number(out, b",\"seeks\":0,\"scannedFull\":", stats.scanned_full);
+    number(out, b",\"scannedIndex\":", stats.scanned_index);
+    number(
         out,
-        "{{\"writesExecuted\":{},\"writesIgnored\":{},\"documentLookups\":{},\"seeks\":0,\"scannedFull\":{},\"scannedIndex\":{},\"cursorsCreated\":0,\"cursorsRearmed\":0,\"cacheHits\":0,\"cacheMisses\":0,\"filtered\":{},\"httpRequests\":0,\"executionTime\":",
-        stats.writes_executed,
-        stats.writes_ignored,
-        stats.document_lookups,
-        stats.scanned_full,
-        stats.scanned_index,
+        b",\"cursorsCreated\":0,\"cursorsRearmed\":0,\"cacheHits\":0,\"cacheMisses\":0,\"filtered\":",
         stats.filtered,
     );
+    out.extend_from_slice(b",\"httpRequests\":0,\"executionTime\":");
     let _ = serde_json::to_writer(&mut *out, &stats.execution_time.max(TINY));
-    let _ = write!(
-        out,
-        ",\"peakMemoryUsage\":{},\"intermediateCommits\":0",
-        stats.peak_memory
-    );
+    number(out, b",\"peakMemoryUsage\":", stats.peak_memory);
+    out.extend_from_slice(b",\"intermediateCommits\":0");
     if let Some(full_count) = stats.full_count {
         let _ = write!(out, ",\"fullCount\":{full_count}");
     }
