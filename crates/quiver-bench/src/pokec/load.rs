@@ -95,6 +95,14 @@ pub async fn create_schema(client: &mut HttpClient) -> Result<(), Error> {
     Ok(())
 }
 
+/// Why an import task stopped before the file's end.
+enum Stopped {
+    /// Its request failed: the error to report.
+    Failed(Error),
+    /// Another task's failure or the memory monitor stopped it.
+    Aborted,
+}
+
 /// Streams `file` (JSON lines) into `collection`: one reader thread cuts it into batches of
 /// whole lines, `connections` tasks post them; the channel holds at most two batches per
 /// connection, so memory stays bounded whatever the file size.
@@ -151,10 +159,7 @@ pub async fn import_file(
                     return Ok(done);
                 };
                 if abort.load(Ordering::Relaxed) {
-                    return Err(Error::with_message(
-                        ErrorCode::ResourceLimit,
-                        "import stopped: the server's memory passed the limit",
-                    ));
+                    return Err(Stopped::Aborted);
                 }
                 let response = client
                     .request(
@@ -164,10 +169,11 @@ pub async fn import_file(
                         &batch,
                         false,
                     )
-                    .await?;
+                    .await
+                    .map_err(Stopped::Failed)?;
                 if response.status != 201 {
                     abort.store(true, Ordering::Relaxed);
-                    return Err(server_error("import", &response));
+                    return Err(Stopped::Failed(server_error("import", &response)));
                 }
                 let body = response.json().unwrap_or(Value::Null);
                 done.documents += body["created"].as_u64().unwrap_or(0);
@@ -178,6 +184,7 @@ pub async fn import_file(
     }
     let mut total = Imported::default();
     let mut first_error = None;
+    let mut aborted = false;
     for task in tasks {
         match task.await {
             Ok(Ok(part)) => {
@@ -185,10 +192,11 @@ pub async fn import_file(
                 total.errors += part.errors;
                 total.requests += part.requests;
             }
-            Ok(Err(e)) => {
+            Ok(Err(Stopped::Failed(e))) => {
                 abort.store(true, Ordering::Relaxed);
                 first_error.get_or_insert(e);
             }
+            Ok(Err(Stopped::Aborted)) => aborted = true,
             Err(e) => {
                 first_error.get_or_insert(Error::with_message(ErrorCode::Internal, e.to_string()));
             }
@@ -201,6 +209,13 @@ pub async fn import_file(
         .map_err(|_| Error::with_message(ErrorCode::Internal, "reader thread panicked"))?;
     if let Some(e) = first_error {
         return Err(e);
+    }
+    if aborted {
+        // No request failed: the monitor stopped the import.
+        return Err(Error::with_message(
+            ErrorCode::ResourceLimit,
+            "import stopped: the server's memory passed the limit",
+        ));
     }
     read.map_err(|e| Error::with_message(ErrorCode::IoError, format!("{}: {e}", file.display())))?;
     total.seconds = started.elapsed().as_secs_f64();
