@@ -246,6 +246,7 @@ impl ViewIndex {
                 writer_threads() * WRITER_MEMORY_PER_THREAD,
             )
             .map_err(|e| engine_error("opening its writer", e))?;
+        Self::step_past_commit(&writer, &fields);
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -431,8 +432,23 @@ impl ViewIndex {
         let writer = writer.as_mut().ok_or_else(closed)?;
         writer
             .rollback()
-            .map(|_| ())
-            .map_err(|e| engine_error("rolling back", e))
+            .map_err(|e| engine_error("rolling back", e))?;
+        Self::step_past_commit(writer, &self.fields);
+        Ok(())
+    }
+
+    /// Spends the operation number a freshly opened (or rolled back) tantivy writer hands out
+    /// first, with a deletion that matches nothing. Tantivy starts such a writer's numbering
+    /// at the opstamp of the last commit itself, so the first real operation would share it
+    /// with the committed segments' deletions, and a merge started before the next commit
+    /// (its target: that commit's opstamp) treats a segment whose deletions carry that number
+    /// as up to date while the other segments of the merge consume the operation: a deletion
+    /// made then (say a catch-up removing a document that went while the index was closed)
+    /// is lost in the merged segment, and the document comes back. Every real operation
+    /// numbered above the last commit avoids that.
+    fn step_past_commit(writer: &IndexWriter, fields: &Fields) {
+        // No document has an empty identity (they are `collection/key`).
+        writer.delete_term(Term::from_field_text(fields.id, ""));
     }
 
     /// Releases the writer and with it the directory's writer lock, after its merges are
