@@ -385,9 +385,12 @@ fn run(ops: Vec<Op>, commit_interval: u64) -> Result<(), TestCaseError> {
                 let copy = root.path().join(format!("g{generation}"));
                 copy_live(&dir, &copy);
                 drop(db);
+                // The copy is what a kill -9 leaves; the crashed core itself is then shut
+                // down in its own directory, which nothing reads again, so that its threads
+                // stop and close its files (merely dropped, it kept them open past the end of
+                // the case). Its directory is left behind; the temporary root goes at the end.
+                let _ = core.shutdown();
                 drop(core);
-                // The killed process's directory is left behind (its indexers may still be
-                // finishing); the temporary root goes at the end.
                 dir = copy;
                 core = open(&dir);
             }
