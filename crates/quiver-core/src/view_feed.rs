@@ -1105,31 +1105,42 @@ mod tests {
         }
     }
 
+    /// An engine with one collection, linked (all fields) to a view whose feed commits every
+    /// `commit_ms` and holds at most `backlog_limit` bytes of queued changes; built and synced.
+    fn linked_feed(
+        dir: &std::path::Path,
+        commit_ms: u64,
+        backlog_limit: usize,
+    ) -> (Engine, CollectionId, Arc<ViewFeed>) {
+        let engine = Engine::open(&dir.join("engine"), EngineOptions::default()).unwrap();
+        let db = engine.create_database(json!({ "name": "db" })).unwrap();
+        let cid = engine
+            .create_collection(db, CollectionOptions::default(), json!({}))
+            .unwrap();
+        let (index, _) = ViewIndex::open(&dir.join("index")).unwrap();
+        let feed = ViewFeed::start_with_backlog_limit(
+            "view 'db/v'",
+            Arc::new(index),
+            Arc::new(IdentityOnly),
+            commit_ms,
+            None,
+            backlog_limit,
+        )
+        .unwrap();
+        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
+        feed.link(cid, link, engine.clone());
+        feed.wait_synced().unwrap();
+        (engine, cid, feed)
+    }
+
     /// While the indexer cannot get on, writers of changes other than inserts wait once the
     /// queued changes exceed the byte bound, and go on as it catches up; everything queued is
     /// indexed in the end.
     #[test]
     fn a_writer_waits_while_the_backlog_is_full() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
-        let db = engine.create_database(json!({ "name": "db" })).unwrap();
-        let cid = engine
-            .create_collection(db, CollectionOptions::default(), json!({}))
-            .unwrap();
-        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
         let limit = 64 << 10;
-        let feed = ViewFeed::start_with_backlog_limit(
-            "view 'db/v'",
-            Arc::new(index),
-            Arc::new(IdentityOnly),
-            10,
-            None,
-            limit,
-        )
-        .unwrap();
-        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
-        feed.link(cid, link, engine.clone());
-        feed.wait_synced().unwrap();
+        let (engine, cid, feed) = linked_feed(dir.path(), 10, limit);
         // The collection was built at the engine's tick; later changes are applied.
         let tick = engine.snapshot().tick();
 
@@ -1207,24 +1218,7 @@ mod tests {
     #[test]
     fn left_out_inserts_are_read_back_in_order_with_the_other_changes() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
-        let db = engine.create_database(json!({ "name": "db" })).unwrap();
-        let cid = engine
-            .create_collection(db, CollectionOptions::default(), json!({}))
-            .unwrap();
-        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
-        let feed = ViewFeed::start_with_backlog_limit(
-            "view 'db/v'",
-            Arc::new(index),
-            Arc::new(IdentityOnly),
-            5,
-            None,
-            16 << 10,
-        )
-        .unwrap();
-        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
-        feed.link(cid, link, engine.clone());
-        feed.wait_synced().unwrap();
+        let (engine, cid, feed) = linked_feed(dir.path(), 5, 16 << 10);
 
         let mut rng = Xorshift(0x9e37_79b9_7f4a_7c15);
         let mut live: std::collections::BTreeMap<String, u64> = Default::default();
@@ -1345,24 +1339,7 @@ mod tests {
     #[test]
     fn a_read_back_indexes_only_the_left_out_inserts() {
         let dir = tempfile::tempdir().unwrap();
-        let engine = Engine::open(&dir.path().join("engine"), EngineOptions::default()).unwrap();
-        let db = engine.create_database(json!({ "name": "db" })).unwrap();
-        let cid = engine
-            .create_collection(db, CollectionOptions::default(), json!({}))
-            .unwrap();
-        let (index, _) = ViewIndex::open(&dir.path().join("index")).unwrap();
-        let feed = ViewFeed::start_with_backlog_limit(
-            "view 'db/v'",
-            Arc::new(index),
-            Arc::new(IdentityOnly),
-            5,
-            None,
-            16 << 10,
-        )
-        .unwrap();
-        let link = LinkDefinition::from_json(&json!({ "includeAllFields": true })).unwrap();
-        feed.link(cid, link, engine.clone());
-        feed.wait_synced().unwrap();
+        let (engine, cid, feed) = linked_feed(dir.path(), 5, 16 << 10);
         let insert = |i: usize| {
             let key = format!("k{i}");
             let rev = engine.hlc().next();
