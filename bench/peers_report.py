@@ -49,6 +49,10 @@ def summarise(runs):
         entry["loadSeconds"] = med([r["load"]["seconds"] for r in reports if "load" in r])
         entry["diskMiB"] = med([r["load"]["diskKiB"] / 1024 for r in reports if "load" in r])
         entry["peakMemoryMiB"] = med([r["server"]["peakRssKiB"] / 1024 for r in reports])
+        # A one-process server's exact high-water mark since it started (load included);
+        # reports of builds before it was recorded have none.
+        entry["hwmMiB"] = med([r["server"]["hwmKiB"] / 1024 for r in reports
+                               if r["server"].get("hwmKiB") is not None])
         entry["cpuSeconds"] = med([r["server"]["cpuSecondsDuringRun"] for r in reports
                                    if r["server"].get("cpuSecondsDuringRun") is not None])
         entry["info"] = reports[0].get("databaseInfo")
@@ -79,7 +83,9 @@ def table(summary, scale):
                 cells.append(fmt(w["medianTotalMs"]) + rel)
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     for label, key in [("load (s)", "loadSeconds"), ("size on disk (MiB)", "diskMiB"),
-                       ("peak memory (MiB)", "peakMemoryMiB"), ("server CPU during run (s)", "cpuSeconds")]:
+                       ("peak memory during the workloads, sampled (MiB)", "peakMemoryMiB"),
+                       ("VmHWM since start, one-process servers (MiB)", "hwmMiB"),
+                       ("server CPU during run (s)", "cpuSeconds")]:
         lines.append(f"| {label} | " + " | ".join(fmt(summary[d][key]) for d in dbs) + " |")
     lines.append("")
     lines.append("Rounds: " + ", ".join(f"{d} {summary[d]['rounds']}" for d in dbs) + ".")

@@ -82,7 +82,9 @@ pub async fn call(
     Ok(response.json().unwrap_or(Value::Null))
 }
 
-/// Resource use of the server process, sampled from /proc in a background thread.
+/// Resource use of the server process, sampled from /proc in a background thread. Its peak
+/// is the largest sample (every 200 ms), the one rule that applies to a one-process server
+/// and to a process tree alike; a one-process server's exact VmHWM is reported beside it.
 pub struct Monitor {
     pid: Option<u32>,
     peak_rss_kib: Arc<AtomicU64>,
@@ -96,6 +98,9 @@ pub struct Usage {
     pub rss_kib: u64,
     pub hwm_kib: u64,
     pub cpu_seconds: f64,
+    /// The processes counted: 1 for a one-process server, whose `hwm_kib` is the kernel's
+    /// exact high-water mark (VmHWM); for a tree it is only the current sum.
+    pub processes: usize,
 }
 
 /// The fields of `/proc/PID/stat` after the command name (which may contain spaces).
@@ -170,10 +175,12 @@ pub fn usage(pid: u32) -> Option<Usage> {
             rss_kib: kib_field(&status, "VmRSS:"),
             hwm_kib: kib_field(&status, "VmHWM:"),
             cpu_seconds: (tick(&root, 11) + tick(&root, 12)) as f64 / 100.0,
+            processes: 1,
         });
     }
     let mut pss = 0;
     let mut ticks = tick(&root, 13) + tick(&root, 14);
+    let processes = tree.len();
     for p in tree {
         if let Ok(rollup) = std::fs::read_to_string(format!("/proc/{p}/smaps_rollup")) {
             pss += kib_field(&rollup, "Pss:");
@@ -186,6 +193,7 @@ pub fn usage(pid: u32) -> Option<Usage> {
         rss_kib: pss,
         hwm_kib: pss,
         cpu_seconds: ticks as f64 / 100.0,
+        processes,
     })
 }
 
@@ -201,7 +209,9 @@ impl Monitor {
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     if let Some(u) = usage(pid) {
-                        peak.fetch_max(u.rss_kib.max(u.hwm_kib), Ordering::Relaxed);
+                        // The sampled size only, for every kind of server alike: a
+                        // process tree has no exact high-water mark to compare with.
+                        peak.fetch_max(u.rss_kib, Ordering::Relaxed);
                         if u.rss_kib > limit_kib {
                             over.store(true, Ordering::Relaxed);
                         }
@@ -263,6 +273,7 @@ mod tests {
         assert!(tree.contains(&child.id()), "{tree:?}");
         let u = usage(std::process::id()).unwrap();
         assert!(u.rss_kib > 0 && u.hwm_kib == u.rss_kib);
+        assert!(u.processes >= 2, "{u:?}");
         let _ = child.kill();
         let _ = child.wait();
     }
@@ -271,6 +282,7 @@ mod tests {
     fn usage_of_this_process() {
         let u = usage(std::process::id()).unwrap();
         assert!(u.rss_kib > 0 && u.hwm_kib >= u.rss_kib);
+        assert!(u.processes >= 1);
         assert!(u.cpu_seconds >= 0.0);
         assert!(usage(u32::MAX).is_none());
     }

@@ -409,7 +409,8 @@ pub fn run<P: Peer>(peer: P, opts: &RunOptions) -> Result<Value, Error> {
         "workloads": results,
         "server": {
             "pid": opts.server_pid,
-            "peakRssKiB": monitor.peak_rss_kib().max(usage.map_or(0, |u| u.hwm_kib)),
+            "peakRssKiB": monitor.peak_rss_kib().max(usage.map_or(0, |u| u.rss_kib)),
+            "hwmKiB": usage.filter(|u| u.processes == 1).map(|u| u.hwm_kib),
             "cpuSecondsDuringRun": match (cpu_before, usage) {
                 (Some(b), Some(u)) => json!(u.cpu_seconds - b),
                 _ => Value::Null,
