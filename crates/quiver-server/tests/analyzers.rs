@@ -204,9 +204,9 @@ fn bad_definitions_get_arangodb_errors() {
             10,
         ),
         (
-            json!({"name": "x", "type": "collation", "properties": {"locale": "sv"}}),
-            501,
-            9,
+            json!({"name": "x", "type": "collation", "properties": {}}),
+            400,
+            10,
         ),
     ];
     for (body, status, num) in cases {

@@ -10,6 +10,7 @@
 //! [`normalize`] (case and accent conversion) and [`words`] (word segmentation).
 
 mod builtin;
+mod collation;
 mod delimiter;
 mod geo;
 mod identity;
@@ -198,10 +199,6 @@ pub struct Analyzer {
 /// The types ArangoDB 3.12 knows that this build cannot run, with the reason given to clients.
 fn unsupported_type(kind: &str) -> Option<&'static str> {
     match kind {
-        "collation" => Some(
-            "analyzer type 'collation' is not supported: it needs ICU collation data, which \
-             this server does not include",
-        ),
         "aql" => Some(
             "analyzer type 'aql' is not supported: running AQL queries inside analyzers is \
              not available in this server",
@@ -220,6 +217,7 @@ pub(crate) fn build_type(kind: &str, properties: &Value) -> std::result::Result<
         "delimiter" => delimiter::build(properties),
         "multi_delimiter" => multi_delimiter::build(properties),
         "stem" => stem::build(properties),
+        "collation" => collation::build(properties),
         "norm" => norm::build(properties),
         "ngram" => ngram::build(properties),
         "text" => text::build(properties),
@@ -242,6 +240,7 @@ pub(crate) fn is_known_type(kind: &str) -> bool {
             | "delimiter"
             | "multi_delimiter"
             | "stem"
+            | "collation"
             | "norm"
             | "ngram"
             | "text"
@@ -321,7 +320,7 @@ impl Analyzer {
     /// message followed by the reason.
     pub fn from_definition(def: &AnalyzerDefinition) -> Result<Analyzer> {
         if let Some(reason) = unsupported_type(&def.kind) {
-            let code = if matches!(def.kind.as_str(), "collation" | "aql") {
+            let code = if def.kind == "aql" {
                 ErrorCode::NotImplemented
             } else {
                 ErrorCode::OnlyEnterprise

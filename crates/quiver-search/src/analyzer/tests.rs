@@ -496,10 +496,6 @@ fn unknown_and_unsupported_types() {
         ErrorCode::NotImplemented
     );
     assert_eq!(
-        rejection("collation", json!({"locale": "sv"})).code,
-        ErrorCode::NotImplemented
-    );
-    assert_eq!(
         rejection("aql", json!({"queryString": "RETURN 1"})).code,
         ErrorCode::NotImplemented
     );
