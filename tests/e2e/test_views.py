@@ -657,3 +657,72 @@ def test_collation_analyzers_follow_the_language_in_range_queries(db):
     db.delete_view(view)
     db.delete_analyzer(en)
     db.delete_analyzer(sv)
+
+
+def test_aql_analyzers_as_documented(db, http):
+    """ArangoDB's documented aql analyzer examples: soundex and concatenation through TOKENS(),
+    a filter with keepNull false and an empty result, positions collapsed or not as PHRASE()
+    sees them, and the restrictions checked when the analyzer is created."""
+    soundex, concat, filt, drop_ir = (unique(n) for n in ("soundex", "concat", "filter", "dropir"))
+    created = db.create_analyzer(soundex, "aql", {"queryString": "RETURN SOUNDEX(@param)"}, [])
+    assert created["properties"] == {"queryString": "RETURN SOUNDEX(@param)",
+                                     "collapsePositions": False, "keepNull": True,
+                                     "batchSize": 1, "memoryLimit": 1048576,
+                                     "returnType": "string"}
+    db.create_analyzer(concat, "aql", {"queryString":
+        "RETURN LOWER(LEFT(@param, 5)) == 'inter' ? CONCAT(@param, 'ism') : CONCAT('inter', @param)"}, [])
+    db.create_analyzer(filt, "aql", {"keepNull": False, "queryString":
+        "RETURN LOWER(LEFT(@param, 2)) == 'ir' ? null : @param"}, [])
+    db.create_analyzer(drop_ir, "aql", {"queryString":
+        "FILTER LOWER(LEFT(@param, 2)) != 'ir' RETURN @param"}, [])
+
+    def tokens(text, analyzer):
+        return list(db.aql.execute("RETURN TOKENS(@t, @a)", bind_vars={"t": text, "a": analyzer}))[0]
+    assert tokens("ArangoDB", soundex) == ["A652"]
+    assert tokens("state", concat) == ["interstate"]
+    assert tokens("international", concat) == ["internationalism"]
+    assert tokens("regular", filt) == ["regular"]
+    assert tokens("irregular", filt) == []
+    assert tokens("irregular", drop_ir) == []
+
+    coll = db.create_collection(unique("aqlcoll"))
+    coll.insert_many([{"_key": "r", "value": "regular"}, {"_key": "i", "value": "irregular"}])
+    view = unique("aqlview")
+    db.create_arangosearch_view(view, properties={
+        "links": {coll.name: {"fields": {"value": {"analyzers": [drop_ir]}}}}})
+    assert keys(db, f"FOR d IN {view} SEARCH ANALYZER(d.value IN ['regular', 'irregular'], @a) "
+                    f"{SEARCH_SYNC} RETURN d._key", a=drop_ir) == ["r"]
+    db.delete_view(view)
+
+    collapsed, uncollapsed = unique("collapsed"), unique("uncollapsed")
+    for name, collapse in [(collapsed, True), (uncollapsed, False)]:
+        db.create_analyzer(name, "aql", {"collapsePositions": collapse,
+                                         "queryString": "FOR d IN SPLIT(@param, '-') RETURN d"},
+                           ["frequency", "position"])
+    doc_coll = db.create_collection(unique("abcd"))
+    doc_coll.insert({"_key": "x", "text": "A-B-C-D"})
+    view = unique("phraseview")
+    db.create_arangosearch_view(view, properties={
+        "links": {doc_coll.name: {"analyzers": [collapsed, uncollapsed], "includeAllFields": True}}})
+
+    def phrase(skip, analyzer):
+        return keys(db, f"FOR d IN {view} SEARCH PHRASE(d.text, {{TERM: 'B'}}, {skip}, "
+                        f"{{TERM: 'D'}}, @a) {SEARCH_SYNC} RETURN d._key", a=analyzer)
+    assert phrase(1, uncollapsed) == ["x"]
+    assert phrase(-1, uncollapsed) == []
+    assert phrase(1, collapsed) == []
+    assert phrase(-1, collapsed) == ["x"]
+    db.delete_view(view)
+
+    base = f"/_db/{db.name}/_api/analyzer"
+    for query in ["FOR d IN somecollection RETURN d", "RETURN DOCUMENT('a/b')",
+                  "RETURN TOKENS(@param, 'text_en')", "RETURN @other", "RETURN (",
+                  "INSERT {} INTO c"]:
+        r = http.post(base, json={"name": unique("bad"), "type": "aql",
+                                  "properties": {"queryString": query}})
+        assert (r.status_code, r.json()["errorNum"]) == (400, 10), query
+    for props in [{"queryString": "RETURN 1", "batchSize": 0},
+                  {"queryString": "RETURN 1", "memoryLimit": 33554433},
+                  {"queryString": "RETURN 1", "returnType": "nonsense"}, {}]:
+        r = http.post(base, json={"name": unique("bad"), "type": "aql", "properties": props})
+        assert (r.status_code, r.json()["errorNum"]) == (400, 10), props

@@ -28,6 +28,7 @@ pub mod plan;
 pub mod plan_cache;
 pub mod plan_template;
 pub mod query_extra;
+pub mod restricted;
 pub mod results_cache;
 pub mod run_history;
 pub mod service;

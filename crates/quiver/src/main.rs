@@ -1125,6 +1125,8 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
         )
     })?;
     let engine = engine_options(&options);
+    // Before the catalog opens: stored `aql` analyzers are built when it loads them.
+    quiver_aql::restricted::serve_aql_analyzers();
     let core = Core::open(
         &options.directory,
         CoreOptions {

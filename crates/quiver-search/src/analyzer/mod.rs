@@ -9,6 +9,7 @@
 //! One file per analyzer type; the shared pieces are [`props`] (reading properties),
 //! [`normalize`] (case and accent conversion) and [`words`] (word segmentation).
 
+mod aql;
 mod builtin;
 mod collation;
 mod delimiter;
@@ -38,6 +39,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use aql::{set_aql_runtime, AqlAnalyzerRuntime};
 pub use builtin::BUILTIN_NAMES;
 pub use geo::{GeoAnalyzer, GeoInput, GeoJsonKind};
 
@@ -199,10 +201,9 @@ pub struct Analyzer {
 /// The types ArangoDB 3.12 knows that this build cannot run, with the reason given to clients.
 fn unsupported_type(kind: &str) -> Option<&'static str> {
     match kind {
-        "aql" => Some(
-            "analyzer type 'aql' is not supported: running AQL queries inside analyzers is \
-             not available in this server",
-        ),
+        "aql" if !aql::runtime_registered() => {
+            Some("analyzer type 'aql' is not supported: no AQL engine runs in this process")
+        }
         "geo_s2" | "classification" | "nearest_neighbors" => {
             Some("this analyzer type is only available in the Enterprise Edition of ArangoDB")
         }
@@ -218,6 +219,7 @@ pub(crate) fn build_type(kind: &str, properties: &Value) -> std::result::Result<
         "multi_delimiter" => multi_delimiter::build(properties),
         "stem" => stem::build(properties),
         "collation" => collation::build(properties),
+        "aql" => aql::build(properties),
         "norm" => norm::build(properties),
         "ngram" => ngram::build(properties),
         "text" => text::build(properties),
@@ -241,6 +243,7 @@ pub(crate) fn is_known_type(kind: &str) -> bool {
             | "multi_delimiter"
             | "stem"
             | "collation"
+            | "aql"
             | "norm"
             | "ngram"
             | "text"

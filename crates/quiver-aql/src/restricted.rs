@@ -1,0 +1,427 @@
+//! Restricted AQL: queries that read no data, run where a query has no database of its own.
+//! ArangoDB runs the queries of `aql` analyzers this way: no collections, views or graphs,
+//! no data modification, no `DOCUMENT()`, no functions that use analyzers or data, no
+//! user-defined functions, and only the bind parameter `@param`.
+//!
+//! [`RestrictedAql`] checks such a query ([`check_analyzer_query`]) and runs it through a
+//! [`QueryService`] over an empty in-memory source, so a query that slipped past the check
+//! still finds no data. It is the search crate's [`AqlAnalyzerRuntime`].
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use quiver_errors::{Error, ErrorCode, Result};
+use quiver_search::analyzer::AqlAnalyzerRuntime;
+use serde_json::{Map, Value};
+
+use crate::ast::{Expr, ObjectKey, Op, Query};
+use crate::service::{CursorRequest, QueryService};
+use crate::source::memory::MemorySource;
+
+/// Functions an analyzer's query may not call: they use analyzers, views, data or the
+/// server (ArangoDB's list: no analyzers, no data access, only functions a DB-Server could
+/// run).
+const FORBIDDEN_FUNCTIONS: &[&str] = &[
+    "ANALYZER",
+    "BOOST",
+    "BM25",
+    "TFIDF",
+    "TOKENS",
+    "PHRASE",
+    "NGRAM_MATCH",
+    "LEVENSHTEIN_MATCH",
+    "MIN_MATCH",
+    "MINHASH_MATCH",
+    "EXISTS",
+    "IN_RANGE",
+    "LIKE_MATCH",
+    "OFFSET_INFO",
+    "GEO_IN_RANGE",
+    "DOCUMENT",
+    "COLLECTIONS",
+    "COLLECTION_COUNT",
+    "COUNT_DISTINCT_COLLECTION",
+    "CURRENT_USER",
+    "CURRENT_DATABASE",
+    "FULLTEXT",
+    "NEAR",
+    "WITHIN",
+    "WITHIN_RECTANGLE",
+    "SCHEMA_GET",
+    "SCHEMA_VALIDATE",
+    "CALL",
+    "APPLY",
+    "V8",
+    "SLEEP",
+    "FAIL",
+    "ASSERT",
+    "WARN",
+];
+
+/// The one bind parameter an analyzer's query may use.
+pub const ANALYZER_PARAMETER: &str = "param";
+
+/// Whether `query` uses `@param` (`Ok`), or why it may not run inside an `aql` analyzer.
+pub fn check_analyzer_query(query: &str) -> std::result::Result<bool, String> {
+    let ast = crate::parser::parse(query).map_err(|e| format!("invalid query: {}", e.message))?;
+    let mut declared = HashSet::new();
+    declare(&ast, &mut declared);
+    check_query(&ast, &declared)?;
+    Ok(crate::plan::bind_parameter_names(&ast)
+        .iter()
+        .any(|n| n == ANALYZER_PARAMETER))
+}
+
+/// Every variable name the query declares anywhere (a name used and not declared is a
+/// collection or view).
+fn declare(q: &Query, out: &mut HashSet<String>) {
+    for op in &q.ops {
+        match op {
+            Op::For { var, .. } => {
+                out.insert(var.clone());
+            }
+            Op::Let { var, .. } => {
+                out.insert(var.clone());
+            }
+            Op::Collect(c) => {
+                out.extend(c.groups.iter().map(|(v, _)| v.clone()));
+                out.extend(c.aggregates.iter().map(|(v, _)| v.clone()));
+                out.extend(c.into.iter().map(|(v, _)| v.clone()));
+                out.extend(c.count_into.iter().cloned());
+            }
+            Op::Window { aggregates, .. } => {
+                out.extend(aggregates.iter().map(|(v, _)| v.clone()));
+            }
+            _ => {}
+        }
+        for_each_expr(op, &mut |e| declare_in(e, out));
+    }
+}
+
+fn declare_in(e: &Expr, out: &mut HashSet<String>) {
+    walk(e, &mut |e| {
+        if let Expr::Subquery(q) = e {
+            declare(q, out);
+        }
+    });
+}
+
+fn check_query(q: &Query, declared: &HashSet<String>) -> std::result::Result<(), String> {
+    if !q.with.is_empty() {
+        return Err("collections may not be used".to_string());
+    }
+    for op in &q.ops {
+        match op {
+            Op::Traversal(_) => return Err("graph traversals may not be used".to_string()),
+            Op::Modify(_) => return Err("data modification may not be used".to_string()),
+            Op::For {
+                search: Some(_), ..
+            } => return Err("views may not be used".to_string()),
+            _ => {}
+        }
+        let mut failure = None;
+        for_each_expr(op, &mut |e| {
+            if failure.is_none() {
+                failure = check_expr(e, declared).err();
+            }
+        });
+        if let Some(reason) = failure {
+            return Err(reason);
+        }
+    }
+    Ok(())
+}
+
+fn check_expr(e: &Expr, declared: &HashSet<String>) -> std::result::Result<(), String> {
+    let mut failure = None;
+    walk(e, &mut |e| {
+        if failure.is_some() {
+            return;
+        }
+        failure = match e {
+            Expr::Name(n) if !declared.contains(n) => {
+                Some(format!("collections and views may not be used ('{n}')"))
+            }
+            Expr::BindCollection(n) => Some(format!("collections may not be used ('@@{n}')")),
+            Expr::Bind(n) if n != ANALYZER_PARAMETER => Some(format!(
+                "only the bind parameter '@{ANALYZER_PARAMETER}' may be used, not '@{n}'"
+            )),
+            Expr::Call(name, _) if name.contains("::") => {
+                Some(format!("user-defined functions may not be used ('{name}')"))
+            }
+            Expr::Call(name, _)
+                if FORBIDDEN_FUNCTIONS.contains(&name.to_ascii_uppercase().as_str()) =>
+            {
+                Some(format!(
+                    "function '{}' may not be used",
+                    name.to_ascii_uppercase()
+                ))
+            }
+            Expr::Subquery(q) => check_query(q, declared).err(),
+            _ => None,
+        };
+    });
+    failure.map_or(Ok(()), Err)
+}
+
+/// Calls `f` with every expression `op` holds directly (not those inside them).
+fn for_each_expr(op: &Op, f: &mut dyn FnMut(&Expr)) {
+    match op {
+        Op::For {
+            source,
+            search,
+            options,
+            ..
+        } => {
+            f(source);
+            search.iter().chain(options).for_each(f);
+        }
+        Op::Traversal(g) => {
+            f(&g.start);
+            g.depth
+                .iter()
+                .chain(&g.target)
+                .chain(&g.options)
+                .for_each(&mut *f);
+            if let Some((_, e)) = &g.prune {
+                f(e);
+            }
+        }
+        Op::Filter(e) | Op::Let { expr: e, .. } | Op::Return { expr: e, .. } => f(e),
+        Op::Sort(keys) => keys.iter().for_each(|(e, _)| f(e)),
+        Op::Limit { offset, count } => {
+            f(offset);
+            f(count);
+        }
+        Op::Collect(c) => {
+            c.groups.iter().chain(&c.aggregates).for_each(|(_, e)| f(e));
+            if let Some((_, Some(e))) = &c.into {
+                f(e);
+            }
+            c.options.iter().for_each(f);
+        }
+        Op::Window {
+            range_value,
+            spec,
+            aggregates,
+        } => {
+            range_value.iter().for_each(&mut *f);
+            f(spec);
+            aggregates.iter().for_each(|(_, e)| f(e));
+        }
+        Op::Modify(m) => {
+            f(&m.first);
+            m.second
+                .iter()
+                .chain(&m.third)
+                .chain(&m.options)
+                .for_each(f);
+        }
+    }
+}
+
+/// Calls `f` with `e` and every expression inside it, subqueries as one expression each
+/// (their operations are for the caller to visit).
+fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
+    f(e);
+    match e {
+        Expr::Literal(_)
+        | Expr::Name(_)
+        | Expr::Bind(_)
+        | Expr::BindCollection(_)
+        | Expr::Current
+        | Expr::Subquery(_) => {}
+        Expr::Array(items) => items.iter().for_each(|i| walk(i, f)),
+        Expr::Object(members) => {
+            for (key, value) in members {
+                if let ObjectKey::Computed(k) = key {
+                    walk(k, f);
+                }
+                walk(value, f);
+            }
+        }
+        Expr::Attribute(base, _) => walk(base, f),
+        Expr::Unary(_, a) => walk(a, f),
+        Expr::Index(a, b) | Expr::Binary(_, a, b) | Expr::Range(a, b) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        Expr::ArrayCompare(_, _, a, b) => {
+            walk(a, f);
+            walk(b, f);
+        }
+        Expr::ArrayAtLeast(a, _, b, c) => {
+            walk(a, f);
+            walk(b, f);
+            walk(c, f);
+        }
+        Expr::Expansion {
+            input,
+            filter,
+            limit,
+            project,
+            ..
+        } => {
+            walk(input, f);
+            filter.iter().chain(project).for_each(|e| walk(e, f));
+            if let Some((a, b)) = limit {
+                walk(a, f);
+                walk(b, f);
+            }
+        }
+        Expr::Ternary(c, t, e) => {
+            walk(c, f);
+            if let Some(t) = t {
+                walk(t, f);
+            }
+            walk(e, f);
+        }
+        Expr::Call(_, args) => args.iter().for_each(|a| walk(a, f)),
+    }
+}
+
+/// Makes `aql` analyzers available in this process ([`quiver_search::analyzer::set_aql_runtime`]).
+pub fn serve_aql_analyzers() {
+    quiver_search::analyzer::set_aql_runtime(Arc::new(RestrictedAql::new()));
+}
+
+/// Runs restricted queries over an empty in-memory source.
+pub struct RestrictedAql {
+    service: QueryService,
+}
+
+impl Default for RestrictedAql {
+    fn default() -> Self {
+        RestrictedAql::new()
+    }
+}
+
+impl RestrictedAql {
+    pub fn new() -> RestrictedAql {
+        RestrictedAql {
+            service: QueryService::new(Arc::new(MemorySource::new())),
+        }
+    }
+
+    /// Runs `query` with `binds` under `memory_limit` bytes; all its results.
+    pub fn run(
+        &self,
+        query: &str,
+        binds: Map<String, Value>,
+        memory_limit: u64,
+    ) -> Result<Vec<Value>> {
+        let mut req = CursorRequest::new(query.to_string());
+        req.bind_vars = binds;
+        req.memory_limit = memory_limit;
+        req.batch_size = usize::MAX;
+        let batch = self.service.create_cursor("_system", req)?;
+        if batch.has_more {
+            return Err(Error::with_message(
+                ErrorCode::ResourceLimit,
+                "a restricted query returned more results than one batch holds",
+            ));
+        }
+        if batch.raw_rows {
+            return batch
+                .rows
+                .iter()
+                .map(|row| match row {
+                    Value::String(text) => serde_json::from_str(text).map_err(|e| {
+                        Error::with_message(ErrorCode::Internal, format!("result row: {e}"))
+                    }),
+                    other => Ok(other.clone()),
+                })
+                .collect();
+        }
+        Ok(batch.rows)
+    }
+}
+
+impl AqlAnalyzerRuntime for RestrictedAql {
+    fn check(&self, query: &str) -> std::result::Result<bool, String> {
+        check_analyzer_query(query)
+    }
+
+    fn run(
+        &self,
+        query: &str,
+        param: Option<&str>,
+        memory_limit: u64,
+    ) -> Result<Vec<Option<String>>> {
+        let mut binds = Map::new();
+        if let Some(param) = param {
+            binds.insert(
+                ANALYZER_PARAMETER.to_string(),
+                Value::String(param.to_string()),
+            );
+        }
+        let rows = RestrictedAql::run(self, query, binds, memory_limit)?;
+        Ok(rows
+            .iter()
+            .map(|v| (!v.is_null()).then(|| crate::value::to_string(v)))
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_that_read_data_or_use_analyzers_are_refused() {
+        for ok in [
+            "RETURN SOUNDEX(@param)",
+            "RETURN LOWER(LEFT(@param, 5)) == 'inter' ? CONCAT(@param, 'ism') : CONCAT('inter', @param)",
+            "FOR d IN SPLIT(@param, '-') RETURN d",
+            "FILTER LOWER(LEFT(@param, 2)) != 'ir' RETURN @param",
+            "LET x = (FOR c IN TO_ARRAY(@param) COLLECT g = c WITH COUNT INTO n RETURN [g, n]) RETURN x",
+            "RETURN 1",
+        ] {
+            assert_eq!(check_analyzer_query(ok), Ok(ok.contains("@param")), "{ok}");
+        }
+        for (bad, why) in [
+            ("FOR d IN coll RETURN d", "collections"),
+            ("RETURN LENGTH(coll)", "collections"),
+            ("FOR d IN @@c RETURN d", "collections"),
+            ("RETURN DOCUMENT('c/1')", "DOCUMENT"),
+            ("RETURN TOKENS(@param, 'text_en')", "TOKENS"),
+            ("RETURN @other", "'@other'"),
+            ("RETURN my::fn(@param)", "user-defined"),
+            ("INSERT {a: @param} INTO coll", "modification"),
+            ("FOR v IN 1..2 OUTBOUND 'a/1' edges RETURN v", "traversals"),
+            ("RETURN (FOR d IN coll RETURN d)", "collections"),
+            ("RETURN", "invalid query"),
+        ] {
+            let reason = check_analyzer_query(bad).expect_err(bad);
+            assert!(reason.contains(why), "{bad}: {reason}");
+        }
+    }
+
+    #[test]
+    fn results_come_back_as_strings_and_nulls() {
+        let aql = RestrictedAql::new();
+        let run = |q: &str, p: &str| {
+            let uses = check_analyzer_query(q).unwrap();
+            AqlAnalyzerRuntime::run(&aql, q, uses.then_some(p), 1 << 20).unwrap()
+        };
+        assert_eq!(
+            run("RETURN SOUNDEX(@param)", "ArangoDB"),
+            vec![Some("A652".to_string())]
+        );
+        assert_eq!(
+            run("FOR d IN SPLIT(@param, '-') RETURN d", "A-B-C"),
+            ["A", "B", "C"].map(|s| Some(s.to_string())).to_vec()
+        );
+        assert_eq!(
+            run("RETURN [null, 1.5, true, {a: 1}]", "x")[0],
+            Some("[null,1.5,true,{\"a\":1}]".to_string())
+        );
+        assert_eq!(
+            run("FOR v IN [null, 2] RETURN v", "x"),
+            vec![None, Some("2".to_string())]
+        );
+        assert!(run("FILTER @param != 'x' RETURN 1", "x").is_empty());
+        // The memory limit holds.
+        assert!(AqlAnalyzerRuntime::run(&aql, "RETURN RANGE(1, 100000)", None, 1024).is_err());
+    }
+}
