@@ -5,11 +5,14 @@
 //!
 //! [`RestrictedAql`] checks such a query ([`check_analyzer_query`]) and runs it through a
 //! [`QueryService`] over an empty in-memory source, so a query that slipped past the check
-//! still finds no data. It is the search crate's [`AqlAnalyzerRuntime`].
+//! still finds no data. It is the search crate's [`AqlAnalyzerRuntime`] and the core's
+//! [`ComputedValuesEvaluator`] (the same rules with `@doc` as the one bind parameter).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use parking_lot::RwLock;
+use quiver_core::ComputedValuesEvaluator;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::analyzer::AqlAnalyzerRuntime;
 use serde_json::{Map, Value};
@@ -43,6 +46,7 @@ const FORBIDDEN_FUNCTIONS: &[&str] = &[
     "COUNT_DISTINCT_COLLECTION",
     "CURRENT_USER",
     "CURRENT_DATABASE",
+    "VERSION",
     "FULLTEXT",
     "NEAR",
     "WITHIN",
@@ -63,13 +67,54 @@ pub const ANALYZER_PARAMETER: &str = "param";
 
 /// Whether `query` uses `@param` (`Ok`), or why it may not run inside an `aql` analyzer.
 pub fn check_analyzer_query(query: &str) -> std::result::Result<bool, String> {
+    check_restricted(query, ANALYZER_PARAMETER)
+}
+
+/// Whether `query` uses `@parameter` (`Ok`), or why it may not run as a restricted query
+/// whose one bind parameter is `parameter`.
+fn check_restricted(query: &str, parameter: &str) -> std::result::Result<bool, String> {
     let ast = crate::parser::parse(query).map_err(|e| format!("invalid query: {}", e.message))?;
     let mut declared = HashSet::new();
     declare(&ast, &mut declared);
-    check_query(&ast, &declared)?;
+    check_query(
+        &ast,
+        &Scope {
+            declared,
+            parameter,
+        },
+    )?;
     Ok(crate::plan::bind_parameter_names(&ast)
         .iter()
-        .any(|n| n == ANALYZER_PARAMETER))
+        .any(|n| n == parameter))
+}
+
+/// Whether a computed value's `expression` uses `@doc` (`Ok`), or why it may not run:
+/// ArangoDB allows one `RETURN` operation and nothing else (no `FOR`, `LET` or subquery;
+/// inline expressions such as `@doc.values[* FILTER CURRENT > 42]` serve instead), under the
+/// rules of every restricted query.
+pub fn check_computed_value(expression: &str) -> std::result::Result<bool, String> {
+    let ast = crate::parser::parse(expression)
+        .map_err(|e| format!("invalid expression: {}", e.message))?;
+    let single_return =
+        matches!(ast.ops.as_slice(), [Op::Return { expr, .. }] if !has_subquery(expr));
+    if !single_return || !ast.with.is_empty() {
+        return Err(
+            "the expression must be a single RETURN operation without subqueries".to_string(),
+        );
+    }
+    check_restricted(expression, COMPUTED_VALUE_PARAMETER)
+}
+
+fn has_subquery(e: &Expr) -> bool {
+    let mut found = false;
+    walk(e, &mut |e| found |= matches!(e, Expr::Subquery(_)));
+    found
+}
+
+/// What a restricted query may name: the variables it declares and its one bind parameter.
+struct Scope<'a> {
+    declared: HashSet<String>,
+    parameter: &'a str,
 }
 
 /// Every variable name the query declares anywhere (a name used and not declared is a
@@ -106,7 +151,7 @@ fn declare_in(e: &Expr, out: &mut HashSet<String>) {
     });
 }
 
-fn check_query(q: &Query, declared: &HashSet<String>) -> std::result::Result<(), String> {
+fn check_query(q: &Query, scope: &Scope<'_>) -> std::result::Result<(), String> {
     if !q.with.is_empty() {
         return Err("collections may not be used".to_string());
     }
@@ -122,7 +167,7 @@ fn check_query(q: &Query, declared: &HashSet<String>) -> std::result::Result<(),
         let mut failure = None;
         for_each_expr(op, &mut |e| {
             if failure.is_none() {
-                failure = check_expr(e, declared).err();
+                failure = check_expr(e, scope).err();
             }
         });
         if let Some(reason) = failure {
@@ -132,19 +177,20 @@ fn check_query(q: &Query, declared: &HashSet<String>) -> std::result::Result<(),
     Ok(())
 }
 
-fn check_expr(e: &Expr, declared: &HashSet<String>) -> std::result::Result<(), String> {
+fn check_expr(e: &Expr, scope: &Scope<'_>) -> std::result::Result<(), String> {
     let mut failure = None;
     walk(e, &mut |e| {
         if failure.is_some() {
             return;
         }
         failure = match e {
-            Expr::Name(n) if !declared.contains(n) => {
+            Expr::Name(n) if !scope.declared.contains(n) => {
                 Some(format!("collections and views may not be used ('{n}')"))
             }
             Expr::BindCollection(n) => Some(format!("collections may not be used ('@@{n}')")),
-            Expr::Bind(n) if n != ANALYZER_PARAMETER => Some(format!(
-                "only the bind parameter '@{ANALYZER_PARAMETER}' may be used, not '@{n}'"
+            Expr::Bind(n) if n != scope.parameter => Some(format!(
+                "only the bind parameter '@{}' may be used, not '@{n}'",
+                scope.parameter
             )),
             Expr::Call(name, _) if name.contains("::") => {
                 Some(format!("user-defined functions may not be used ('{name}')"))
@@ -157,7 +203,7 @@ fn check_expr(e: &Expr, declared: &HashSet<String>) -> std::result::Result<(), S
                     name.to_ascii_uppercase()
                 ))
             }
-            Expr::Subquery(q) => check_query(q, declared).err(),
+            Expr::Subquery(q) => check_query(q, scope).err(),
             _ => None,
         };
     });
@@ -285,9 +331,17 @@ pub fn serve_aql_analyzers() {
     quiver_search::analyzer::set_aql_runtime(Arc::new(RestrictedAql::new()));
 }
 
+/// The bind parameter of a computed value's expression.
+pub const COMPUTED_VALUE_PARAMETER: &str = "doc";
+
+/// Expressions whose check is remembered before the memory is cleared.
+const CHECKED_MAX: usize = 1024;
+
 /// Runs restricted queries over an empty in-memory source.
 pub struct RestrictedAql {
     service: QueryService,
+    /// Computed-value expressions already checked, with the outcome (whether it uses `@doc`).
+    checked: RwLock<HashMap<String, std::result::Result<bool, String>>>,
 }
 
 impl Default for RestrictedAql {
@@ -300,6 +354,7 @@ impl RestrictedAql {
     pub fn new() -> RestrictedAql {
         RestrictedAql {
             service: QueryService::new(Arc::new(MemorySource::new())),
+            checked: RwLock::new(HashMap::new()),
         }
     }
 
@@ -336,6 +391,38 @@ impl RestrictedAql {
         Ok(batch.rows)
     }
 }
+
+impl ComputedValuesEvaluator for RestrictedAql {
+    /// ArangoDB's rules for the expression: a restricted query whose one bind parameter is
+    /// `@doc`; its first result (null when it returns none).
+    fn evaluate(&self, expression: &str, doc: &Value) -> Result<Value> {
+        let known = self.checked.read().get(expression).cloned();
+        let checked = known.unwrap_or_else(|| {
+            let outcome = check_computed_value(expression);
+            let mut checked = self.checked.write();
+            if checked.len() >= CHECKED_MAX {
+                checked.clear();
+            }
+            checked.insert(expression.to_string(), outcome.clone());
+            outcome
+        });
+        let uses_doc = checked.map_err(|reason| {
+            Error::with_message(
+                ErrorCode::BadParameter,
+                format!("invalid computed value expression: {reason}"),
+            )
+        })?;
+        let mut binds = Map::new();
+        if uses_doc {
+            binds.insert(COMPUTED_VALUE_PARAMETER.to_string(), doc.clone());
+        }
+        let rows = self.run(expression, binds, COMPUTED_VALUE_MEMORY)?;
+        Ok(rows.into_iter().next().unwrap_or(Value::Null))
+    }
+}
+
+/// The memory a computed value's expression may use.
+const COMPUTED_VALUE_MEMORY: u64 = 32 * 1024 * 1024;
 
 impl AqlAnalyzerRuntime for RestrictedAql {
     fn check(&self, query: &str) -> std::result::Result<bool, String> {
@@ -394,6 +481,34 @@ mod tests {
         ] {
             let reason = check_analyzer_query(bad).expect_err(bad);
             assert!(reason.contains(why), "{bad}: {reason}");
+        }
+    }
+
+    #[test]
+    fn computed_values_are_one_return_over_the_document() {
+        let aql = RestrictedAql::new();
+        let doc = serde_json::json!({"first": "Ada", "last": "Lovelace", "values": [40, 43, 50]});
+        let eval = |e: &str| ComputedValuesEvaluator::evaluate(&aql, e, &doc);
+        assert_eq!(
+            eval("RETURN CONCAT(@doc.first, ' ', @doc.last)").unwrap(),
+            "Ada Lovelace"
+        );
+        assert_eq!(
+            eval("RETURN @doc.values[* FILTER CURRENT > 42 RETURN CURRENT * 2]").unwrap(),
+            serde_json::json!([86, 100])
+        );
+        assert_eq!(eval("RETURN 7").unwrap(), 7, "a constant needs no @doc");
+        for bad in [
+            "FOR v IN @doc.values RETURN v",
+            "LET x = 1 RETURN x",
+            "RETURN (FOR v IN @doc.values RETURN v)",
+            "RETURN DOCUMENT('c/1')",
+            "RETURN VERSION()",
+            "RETURN @param",
+            "RETURN LENGTH(somecollection)",
+        ] {
+            let err = eval(bad).expect_err(bad);
+            assert_eq!(err.code, ErrorCode::BadParameter, "{bad}");
         }
     }
 

@@ -310,8 +310,13 @@ fn prepare_parsed(
         deferred: None,
         given_rev: None,
     };
-    let checked = coll
-        .apply_computed(ComputeOn::Insert, &mut map)
+    // A restore stores documents as they were dumped: no computed value runs (ArangoDB).
+    let computed = if opts.keep_revisions {
+        Ok(())
+    } else {
+        coll.apply_computed(ComputeOn::Insert, &mut map)
+    };
+    let checked = computed
         .and_then(|()| match coll.compiled_schema() {
             Some(schema) if !opts.skip_document_validation => schema.check_insert(&map),
             _ => Ok(()),
@@ -607,7 +612,9 @@ fn stage_existing(
     } else {
         ComputeOn::Replace
     };
-    coll.apply_computed(on, &mut map)?;
+    if !opts.keep_revisions {
+        coll.apply_computed(on, &mut map)?;
+    }
     if coll.is_edge() {
         validate_edge(&map)?;
     }

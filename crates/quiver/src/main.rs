@@ -1147,6 +1147,7 @@ fn serve(options: ServeOptions, startup_options: StartupOptions) -> Result<(), S
             options.directory.display()
         )
     })?;
+    core.set_computed_values_evaluator(Arc::new(quiver_aql::restricted::RestrictedAql::new()));
     let core = Arc::new(core);
     release_freed_memory();
 
