@@ -16,6 +16,7 @@ def test_computed_values_follow_compute_on_overwrite_and_keep_null(db):
         {"name": "nickname", "expression": "RETURN @doc.nick ? UPPER(@doc.nick) : null",
          "keepNull": False, "computeOn": ["insert", "update"]},
         {"name": "created", "expression": "RETURN DATE_ISO8601(0)", "computeOn": ["insert"]},
+        {"name": "ident", "expression": "RETURN [@doc._key, @doc._id]", "computeOn": ["insert"]},
     ])
     coll.insert({"_key": "ada", "firstName": "Ada", "lastName": "Lovelace"})
     doc = coll.get("ada")
@@ -23,6 +24,9 @@ def test_computed_values_follow_compute_on_overwrite_and_keep_null(db):
     assert doc["initial"] == "A"
     assert "nickname" not in doc, "keepNull false drops a null result"
     assert doc["created"] == "1970-01-01T00:00:00.000Z"
+    assert doc["ident"] == ["ada", f"{coll.name}/ada"], "@doc holds _key and _id"
+    generated = coll.insert({"firstName": "Gen", "lastName": "Erated"})
+    assert coll.get(generated["_key"])["ident"] == [generated["_key"], generated["_id"]]
 
     coll.update({"_key": "ada", "lastName": "King", "nick": "countess"})
     doc = coll.get("ada")

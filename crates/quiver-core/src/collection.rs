@@ -694,14 +694,20 @@ impl Collection {
 
     /// Applies the collection's computed values for `op` to `doc`, when it has any and an
     /// evaluator is registered.
-    pub(crate) fn apply_computed(&self, op: ComputeOn, doc: &mut Map<String, Value>) -> Result<()> {
+    pub(crate) fn apply_computed(
+        &self,
+        op: ComputeOn,
+        key: &str,
+        doc: &mut Map<String, Value>,
+    ) -> Result<()> {
         let Some(values) = self.meta.read().compiled_computed.clone() else {
             return Ok(());
         };
         let Some(evaluator) = self.settings.evaluator.read().clone() else {
             return Ok(());
         };
-        computed::apply(&values, &evaluator, op, doc)
+        let id = format!("{}/{key}", self.name());
+        computed::apply(&values, &evaluator, op, (key, &id), doc)
     }
 
     /// Whether a write to this collection must go through a write set and the index hooks

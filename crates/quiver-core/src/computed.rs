@@ -121,11 +121,13 @@ pub(crate) fn parse(items: &[Value]) -> Result<Vec<ComputedValue>> {
     Ok(out)
 }
 
-/// Applies the computed values for `op` to `doc` (before schema validation).
+/// Applies the computed values for `op` to `doc` (before schema validation). The expressions
+/// see the document with its `_key` and `_id` (ArangoDB's `@doc` holds the system attributes).
 pub(crate) fn apply(
     values: &[ComputedValue],
     evaluator: &Arc<dyn ComputedValuesEvaluator>,
     op: ComputeOn,
+    (key, id): (&str, &str),
     doc: &mut Map<String, Value>,
 ) -> Result<()> {
     let index = match op {
@@ -138,7 +140,12 @@ pub(crate) fn apply(
         if !value.on[index] || (!value.overwrite && doc.contains_key(&value.name)) {
             continue;
         }
-        let bound = input.get_or_insert_with(|| Value::Object(doc.clone()));
+        let bound = input.get_or_insert_with(|| {
+            let mut seen = doc.clone();
+            seen.insert("_key".to_string(), Value::String(key.to_string()));
+            seen.insert("_id".to_string(), Value::String(id.to_string()));
+            Value::Object(seen)
+        });
         let result = match evaluator.evaluate(&value.expression, bound) {
             Ok(result) => result,
             Err(err) if value.fail_on_warning => return Err(err),

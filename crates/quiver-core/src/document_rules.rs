@@ -314,7 +314,7 @@ fn prepare_parsed(
     let computed = if opts.keep_revisions {
         Ok(())
     } else {
-        coll.apply_computed(ComputeOn::Insert, &mut map)
+        coll.apply_computed(ComputeOn::Insert, &prepared.key, &mut map)
     };
     let checked = computed
         .and_then(|()| match coll.compiled_schema() {
@@ -613,7 +613,7 @@ fn stage_existing(
         ComputeOn::Replace
     };
     if !opts.keep_revisions {
-        coll.apply_computed(on, &mut map)?;
+        coll.apply_computed(on, &key, &mut map)?;
     }
     if coll.is_edge() {
         validate_edge(&map)?;
