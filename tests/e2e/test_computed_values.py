@@ -1,6 +1,7 @@
 """Computed values through the real binary: expressions over @doc applied on the writes their
-computeOn names, overwrite, keepNull and failOnWarning as ArangoDB documents them, and
-expressions that read data refused when they run."""
+computeOn names, overwrite, keepNull and failOnWarning as ArangoDB documents them,
+expressions that read data refused when a collection is created or changed, and restores
+that run no expression."""
 import pytest
 from arango.exceptions import DocumentInsertError
 
@@ -50,19 +51,32 @@ def test_computed_values_follow_compute_on_overwrite_and_keep_null(db):
     assert coll.get("aql")["fullName"] == "Alan Turing"
 
 
-def test_expressions_that_read_data_are_refused_when_they_run(db):
+def test_expressions_that_read_data_are_refused_and_warnings_follow_fail_on_warning(db, http):
     other = db.create_collection(unique("other"))
-    other.insert({"_key": "x"})
+    for expression in [f"RETURN LENGTH(FOR d IN {other.name} RETURN d)",
+                       f"RETURN DOCUMENT('{other.name}/x')", "FOR v IN @doc.list RETURN v",
+                       "LET x = 1 RETURN x", "RETURN @other"]:
+        r = http.post(f"/_db/{db.name}/_api/collection", json={
+            "name": unique("refused"), "computedValues": [{"name": "v", "expression": expression}]})
+        assert (r.status_code, r.json()["errorNum"]) == (400, 10), expression
+        assert "invalid 'computedValues' entry" in r.json()["errorMessage"]
+    coll = db.create_collection(unique("later"))
+    r = http.put(f"/_db/{db.name}/_api/collection/{coll.name}/properties", json={
+        "computedValues": [{"name": "v", "expression": "RETURN DOCUMENT('a/b')"}]})
+    assert (r.status_code, r.json()["errorNum"]) == (400, 10)
+
     lenient = db.create_collection(unique("lenient"), computedValues=[
-        {"name": "peek", "expression": f"RETURN LENGTH(FOR d IN {other.name} RETURN d)"}])
-    lenient.insert({"_key": "a"})
-    assert lenient.get("a")["peek"] is None, "a refused expression gives null"
+        {"name": "ratio", "expression": "RETURN @doc.a / @doc.b", "overwrite": True}])
+    lenient.insert({"_key": "z", "a": 1, "b": 0})
+    assert lenient.get("z")["ratio"] is None, "a warning gives null"
     strict = db.create_collection(unique("strict"), computedValues=[
-        {"name": "peek", "expression": f"RETURN DOCUMENT('{other.name}/x')",
+        {"name": "ratio", "expression": "RETURN @doc.a / @doc.b", "overwrite": True,
          "failOnWarning": True}])
+    strict.insert({"_key": "ok", "a": 1, "b": 4})
+    assert strict.get("ok")["ratio"] == 0.25
     with pytest.raises(DocumentInsertError):
-        strict.insert({"_key": "a"})
-    assert strict.count() == 0
+        strict.insert({"_key": "z", "a": 1, "b": 0})
+    assert strict.count() == 1
 
 
 def test_restored_documents_keep_their_dumped_attributes(db, http):

@@ -358,16 +358,19 @@ impl RestrictedAql {
         }
     }
 
-    /// Runs `query` with `binds` under `memory_limit` bytes; all its results.
+    /// Runs `query` with `binds` under `memory_limit` bytes; all its results. With
+    /// `fail_on_warning` a warning (division by zero, a bad argument) is an error.
     pub fn run(
         &self,
         query: &str,
         binds: Map<String, Value>,
         memory_limit: u64,
+        fail_on_warning: bool,
     ) -> Result<Vec<Value>> {
         let mut req = CursorRequest::new(query.to_string());
         req.bind_vars = binds;
         req.memory_limit = memory_limit;
+        req.fail_on_warning = fail_on_warning;
         req.batch_size = usize::MAX;
         let batch = self.service.create_cursor("_system", req)?;
         if batch.has_more {
@@ -393,6 +396,10 @@ impl RestrictedAql {
 }
 
 impl ComputedValuesEvaluator for RestrictedAql {
+    fn check(&self, expression: &str) -> std::result::Result<(), String> {
+        check_computed_value(expression).map(|_| ())
+    }
+
     /// ArangoDB's rules for the expression: a restricted query whose one bind parameter is
     /// `@doc`; its first result (null when it returns none).
     fn evaluate(&self, expression: &str, doc: &Value) -> Result<Value> {
@@ -416,7 +423,9 @@ impl ComputedValuesEvaluator for RestrictedAql {
         if uses_doc {
             binds.insert(COMPUTED_VALUE_PARAMETER.to_string(), doc.clone());
         }
-        let rows = self.run(expression, binds, COMPUTED_VALUE_MEMORY)?;
+        // A warning is an error here: the core turns it into null unless the computed value
+        // says failOnWarning, which is ArangoDB's rule.
+        let rows = self.run(expression, binds, COMPUTED_VALUE_MEMORY, true)?;
         Ok(rows.into_iter().next().unwrap_or(Value::Null))
     }
 }
@@ -442,7 +451,7 @@ impl AqlAnalyzerRuntime for RestrictedAql {
                 Value::String(param.to_string()),
             );
         }
-        let rows = RestrictedAql::run(self, query, binds, memory_limit)?;
+        let rows = RestrictedAql::run(self, query, binds, memory_limit, false)?;
         Ok(rows
             .iter()
             .map(|v| (!v.is_null()).then(|| crate::value::to_string(v)))

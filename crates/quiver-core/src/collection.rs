@@ -1475,6 +1475,9 @@ impl Collection {
             Some(value) => Some(parse_computed_values(Some(value))?),
             None => None,
         };
+        if let Some(values) = &computed {
+            computed::check_expressions(values.as_ref(), self.settings.evaluator.read().as_ref())?;
+        }
         let apply = |meta: &mut CollectionMeta| {
             if let Some(v) = cache_enabled {
                 meta.cache_enabled = v;

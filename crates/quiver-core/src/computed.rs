@@ -15,6 +15,31 @@ pub trait ComputedValuesEvaluator: Send + Sync {
     /// `@doc` set to `doc`. An error whose code is a warning-class problem is turned into
     /// `null` unless the computed value says `failOnWarning`.
     fn evaluate(&self, expression: &str, doc: &Value) -> Result<Value>;
+
+    /// Why `expression` may not be a computed value (checked when a collection is created or
+    /// its `computedValues` change), in ArangoDB's words after "invalid 'computedValues'
+    /// entry: ".
+    fn check(&self, expression: &str) -> std::result::Result<(), String> {
+        let _ = expression;
+        Ok(())
+    }
+}
+
+/// Checks the expressions of `computed_values` (as [`parse`] accepted them) with `evaluator`,
+/// when one is registered: 400/10 for the first it refuses.
+pub(crate) fn check_expressions(
+    computed_values: Option<&Value>,
+    evaluator: Option<&Arc<dyn ComputedValuesEvaluator>>,
+) -> Result<()> {
+    let (Some(Value::Array(items)), Some(evaluator)) = (computed_values, evaluator) else {
+        return Ok(());
+    };
+    for expression in items.iter().filter_map(|i| i.get("expression")?.as_str()) {
+        evaluator
+            .check(expression)
+            .map_err(|reason| bad(format!("invalid 'computedValues' entry: {reason}")))?;
+    }
+    Ok(())
 }
 
 /// The write that triggers a computation (`computeOn`).

@@ -177,6 +177,10 @@ impl Database {
                 "duplicate name",
             ));
         }
+        crate::computed::check_expressions(
+            spec.computed_values.as_ref(),
+            self.settings.evaluator.read().as_ref(),
+        )?;
         let meta = CollectionMeta::from_spec(&spec);
         let reserved = KeyGenState::initial_reservation(&meta.key_options);
         let id = self.engine.create_collection(
