@@ -8,13 +8,14 @@ Starts one server (`--bin`, port P, a temporary data directory deleted afterward
 with `QUIVER_BENCH pokec load` (its default 8 connections, as peers.sh), then measures, each with the
 peak resident memory reset just before it (`echo 5 > /proc/PID/clear_refs` resets VmHWM):
   - `load`: the import itself;
-  - `aggregation-alone`, `loadIndexes-alone`: the two server-side steps of the harness's
-    warmup (the COLLECT query once, PUT relations/loadIndexesIntoMemory), one at a time;
+  - `aggregation-alone`, `loadIndexes-alone` (not with --no-steps): the two server-side steps
+    of the harness's warmup (the COLLECT query once, PUT relations/loadIndexesIntoMemory);
   - then R passes of `QUIVER_BENCH pokec run --tests ...` (default: every workload, the order
     of peers.sh, 25 connections); the harness prints one line per finished workload (its
     warmup first), and each line closes that workload's window: VmHWM is read and reset.
 Per window: VmHWM (exact peak of the resident set), and the largest RssAnon and RssFile
-sampled every 0.1 s (a sub-0.1 s spike shows in VmHWM only), the server's CPU seconds
+sampled every 0.1 s (a sub-0.1 s spike shows in VmHWM only; the samples, with VmHWM, are
+kept in --json as `trace`: seconds into the window, RssAnon, RssFile, VmHWM), the server's CPU seconds
 (utime + stime of /proc/PID/stat) and the wall seconds. Prints a Markdown table per pass.
 """
 import argparse
@@ -56,14 +57,18 @@ class Watch:
             with open(f"/proc/{self.pid}/clear_refs", "w") as f:
                 f.write("5")
             self.anon = self.file = 0.0
+            self.trace = []
             self.cpu = cpu_seconds(self.pid)
             self.t0 = time.monotonic()
 
     def sample(self):
         while not self.done.is_set():
             with self.lock:
-                self.anon = max(self.anon, self.mib("RssAnon:"))
-                self.file = max(self.file, self.mib("RssFile:"))
+                anon, file = self.mib("RssAnon:"), self.mib("RssFile:")
+                self.anon = max(self.anon, anon)
+                self.file = max(self.file, file)
+                self.trace.append((round(time.monotonic() - self.t0, 2), round(anon),
+                                   round(file), round(self.mib("VmHWM:"))))
             time.sleep(0.1)
 
     def close(self, name):
@@ -74,7 +79,8 @@ class Watch:
             row = {"window": name, "hwm": self.mib("VmHWM:"), "anon": self.anon,
                    "file": self.file, "rssAfter": self.mib("VmRSS:"),
                    "cpu": cpu_seconds(self.pid) - self.cpu,
-                   "seconds": time.monotonic() - self.t0}
+                   "seconds": time.monotonic() - self.t0,
+                   "trace": self.trace}
         self.reset()
         return row
 
@@ -112,6 +118,9 @@ def main():
     p.add_argument("--restrict", type=int, default=0)
     p.add_argument("--connections", type=int, default=25)
     p.add_argument("--json", help="write every window's figures here")
+    p.add_argument("--no-steps", action="store_true",
+                   help="skip the aggregation and loadIndexes steps: the run follows the load "
+                        "at once, as in peers.sh")
     p.add_argument("--server-arg", action="append", default=[],
                    help="extra server option (repeatable), e.g. --server-arg=--foo=1")
     args = p.parse_args()
@@ -136,10 +145,12 @@ def main():
         subprocess.run([args.bench, "pokec", "load", "--dir", args.data, "--endpoint", endpoint],
                        check=True, stdout=subprocess.DEVNULL)
         rows = [watch.close("load")]
-        call(args.port, "POST", "/_db/pokec/_api/cursor", {"query": AGGREGATION})
-        rows.append(watch.close("aggregation-alone"))
-        call(args.port, "PUT", "/_db/pokec/_api/collection/relations/loadIndexesIntoMemory")
-        rows.append(watch.close("loadIndexes-alone"))
+        if not args.no_steps:
+            call(args.port, "POST", "/_db/pokec/_api/cursor", {"query": AGGREGATION})
+            rows.append(watch.close("aggregation-alone"))
+            call(args.port, "PUT",
+                 "/_db/pokec/_api/collection/relations/loadIndexesIntoMemory")
+            rows.append(watch.close("loadIndexes-alone"))
         print(table(rows), flush=True)
         report["steps"] = rows
         for r in range(args.rounds):
