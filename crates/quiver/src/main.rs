@@ -344,7 +344,7 @@ struct ServeOptions {
     /// Datafile pages mapped into the server's memory: when the file-backed part of its
     /// resident set passes this size, the mapped pages are released (they stay in the
     /// kernel's page cache and are mapped again on the next read). Bytes with k/m/g
-    /// suffixes; `auto`: a 32nd of the machine's memory, at least 256 MiB; 0: no limit.
+    /// suffixes; `auto`: a 96th of the machine's memory, at least 256 MiB; 0: no limit.
     #[arg(
         long = "storage.mapped-memory-limit",
         value_name = "SIZE",
@@ -878,11 +878,19 @@ fn parse_auto_size(text: &str) -> Result<AutoSize, String> {
 /// The smallest `auto` mapped-memory limit, whatever the machine's memory.
 const MAPPED_MEMORY_LIMIT_MIN: u64 = 256 << 20;
 
-/// `--storage.mapped-memory-limit`: `auto` is a 32nd of the machine's memory, at least
-/// [`MAPPED_MEMORY_LIMIT_MIN`]; 0 means no limit.
+/// The `auto` mapped-memory limit is the machine's memory divided by this.
+const MAPPED_MEMORY_LIMIT_SHARE: u64 = 96;
+
+/// `--storage.mapped-memory-limit`: `auto` is a 96th of the machine's memory, at least
+/// [`MAPPED_MEMORY_LIMIT_MIN`]; 0 means no limit. The whole budget is part of the server's
+/// peak resident set: every workload that reads documents at random fills it before its reads
+/// switch to `pread` (`engine/mapped_budget.rs`), and a 32nd (768 MiB on a 24 GiB machine)
+/// put the full-scale Pokec run's peak 0.8 GB above what a 256 MiB budget gave, with the reads
+/// above the budget copying by `pread` either way (docs/benchmarks/peers.md, "Peak memory per
+/// workload").
 fn mapped_memory_limit(option: AutoSize, physical: u64) -> Option<u64> {
     match option.0 {
-        None => Some((physical / 32).max(MAPPED_MEMORY_LIMIT_MIN)),
+        None => Some((physical / MAPPED_MEMORY_LIMIT_SHARE).max(MAPPED_MEMORY_LIMIT_MIN)),
         Some(0) => None,
         Some(bytes) => Some(bytes),
     }
@@ -1748,7 +1756,11 @@ mod tests {
         let defaults = Cli::try_parse_from(["quiver"]).unwrap().serve;
         assert_eq!(
             mapped_memory_limit(defaults.mapped_memory_limit, 24 * gib),
-            Some(24 * gib / 32)
+            Some(256 << 20)
+        );
+        assert_eq!(
+            mapped_memory_limit(defaults.mapped_memory_limit, 96 * gib),
+            Some(gib)
         );
         assert_eq!(
             mapped_memory_limit(defaults.mapped_memory_limit, 2 * gib),
