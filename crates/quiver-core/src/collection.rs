@@ -643,7 +643,11 @@ impl Collection {
             )
         })?;
         index.lookup(vertex, direction, snapshot.tick(), out, &mut |key, rev| {
-            Ok(snapshot.revision(self.id, key)? == Some(rev))
+            let held = snapshot.revision(self.id, key)?;
+            Ok(match rev {
+                Some(rev) => held == Some(rev),
+                None => held.is_some(),
+            })
         })
     }
 

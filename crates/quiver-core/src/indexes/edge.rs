@@ -4,12 +4,12 @@
 //!
 //! # Layout (why it is small)
 //! One [`Table`] per collection: vertex ids are interned once per distinct vertex (a `u32`
-//! each), every edge version is one fixed 24-byte [`Slot`] (endpoints as vertex numbers,
-//! revision, the key as its number when it is a plain decimal number below 2^31 or else a
-//! reference to a key word — a range of one shared key arena or a larger number —, and the
-//! commit tick as a 30-bit offset from the table's tick base, see [`Table::set_created`]),
+//! each), every edge version is one fixed 16-byte [`Slot`] (endpoints as vertex numbers,
+//! the key as its number when it is a plain decimal number below 2^31 or else a reference
+//! to a key word — a range of one shared key arena or a larger number —, and the commit tick
+//! as a 30-bit offset from the table's tick base, see [`Table::set_created`]; no revision),
 //! and each vertex keeps two `Vec<u32>` of slot numbers, in revision order. No
-//! allocation per edge; about 39 bytes per edge for both directions with generated keys
+//! allocation per edge; about 31 bytes per edge for both directions with generated keys
 //! (`docs/benchmarks/tools.md`, "Memory").
 //!
 //! # Visibility without primary-index probes
@@ -17,8 +17,11 @@
 //! ever get one) the tick of the commit that superseded it. A reader at snapshot tick `t` sees
 //! a slot iff `created <= t < superseded`; no per-edge lookup in the primary index. Only slots
 //! whose commit is in flight (inserted before the engine publishes the batch, so a reader can
-//! never miss an edge, but with the tick not known yet) and the short window of a truncate are
-//! decided by the caller's exact check (the snapshot holds that key at that revision).
+//! never miss an edge, but with the tick not known yet) are decided by the caller's exact
+//! check (the snapshot holds that key at that revision: the revisions of slots whose creating
+//! or superseding commit is in flight are kept aside, [`Table::revs`]); in the short window of
+//! a truncate the ticks pick the version and the caller says whether its snapshot still holds
+//! the key. Hits carry no revision (nothing needs it: the lists are in write order).
 //!
 //! Superseded slots are garbage; they are unlinked once the engine's horizon (its oldest live
 //! snapshot) has passed the tick that superseded them, and the key arena is compacted when
@@ -110,8 +113,6 @@ pub enum EdgeDirection {
 pub struct EdgeHit<'a> {
     /// The edge document's key.
     pub key: &'a str,
-    /// The edge document's revision (as seen by the reader).
-    pub rev: Revision,
     /// The vertex at the other end (`_to` for outbound, `_from` for inbound).
     pub other: &'a str,
     /// The existence mark of `other` (0: none): the existence epoch of its collection under
@@ -144,6 +145,9 @@ struct HitSpan {
     start: usize,
     key_len: usize,
     other_len: usize,
+    /// What [`EdgeHits::sort_by_rev_from`] orders by: the revision of an edge pushed with one
+    /// (a transaction's staged version), 0 for an edge found in the index (its lists are in
+    /// write order already and precede the staged versions, whose revisions are newer).
     rev: Revision,
     other_mark: u64,
     other_slot: VertexSlot,
@@ -179,14 +183,18 @@ impl EdgeHits {
         self.spans.clear();
     }
 
-    /// Appends an edge.
+    /// Appends an edge of revision `rev` (the order key of [`EdgeHits::sort_by_rev_from`]).
     pub fn push(&mut self, key: &str, rev: Revision, other: &str) {
-        self.push_indexed(key, rev, other, 0, VertexSlot::default());
+        self.push_span(key, rev, other, 0, VertexSlot::default());
     }
 
     /// Appends an edge found in the index, whose other end has the existence mark
     /// `other_mark` and lives in `other_slot`.
-    fn push_indexed(
+    fn push_indexed(&mut self, key: &str, other: &str, other_mark: u64, other_slot: VertexSlot) {
+        self.push_span(key, Revision(0), other, other_mark, other_slot);
+    }
+
+    fn push_span(
         &mut self,
         key: &str,
         rev: Revision,
@@ -211,7 +219,6 @@ impl EdgeHits {
         let key_end = span.start + span.key_len;
         EdgeHit {
             key: &self.text[span.start..key_end],
-            rev: span.rev,
             other: &self.text[key_end..key_end + span.other_len],
             other_mark: span.other_mark,
             other_slot: span.other_slot,
@@ -242,7 +249,6 @@ impl EdgeHits {
             let key_end = span.start + span.key_len;
             keep(EdgeHit {
                 key: &text[span.start..key_end],
-                rev: span.rev,
                 other: &text[key_end..key_end + span.other_len],
                 other_mark: span.other_mark,
                 other_slot: span.other_slot,
@@ -250,8 +256,9 @@ impl EdgeHits {
         });
     }
 
-    /// Puts the edges from position `from` on in revision order (the order they were written
-    /// in, which is ArangoDB's edge index order); stable, and linear when already sorted.
+    /// Puts the edges from position `from` on in write order, which is ArangoDB's edge index
+    /// order: the index's edges as found (its lists are in write order), then the edges pushed
+    /// with a revision in revision order; stable, and linear when already sorted.
     pub fn sort_by_rev_from(&mut self, from: usize) {
         if let Some(tail) = self.spans.get_mut(from..) {
             if !tail.is_sorted_by_key(|s| s.rev) {
@@ -299,12 +306,14 @@ pub(crate) fn skim_ends(body: &[u8]) -> Option<(Cow<'_, str>, Cow<'_, str>)> {
     Some((ends.from?.0, ends.to?.0))
 }
 
-/// One version of one edge: 24 bytes.
+/// One version of one edge: 16 bytes. Its revision is not held: readers see a committed
+/// version by its ticks, and the revision is needed only while a commit that creates or
+/// supersedes the version is in flight ([`Table::revs`]) and to order the lists after a
+/// startup build ([`Table::build_revs`]).
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     from: u32,
     to: u32,
-    rev: u64,
     /// The key's decimal value when it is a plain number below 2^31 ([`key_number`]: the
     /// autoincrement and traditional generators' keys of any collection below two billion
     /// documents); otherwise [`KEY_WORD`] and the index of its key word in
@@ -314,8 +323,8 @@ struct Slot {
     state: u32,
 }
 
-// The layout this file is about: 8 bytes per edge less than a 64-bit key and tick.
-const _: () = assert!(std::mem::size_of::<Slot>() == 24);
+// The layout this file is about: no revision, a 32-bit key and a 32-bit tick.
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
 impl Slot {
     fn is_free(&self) -> bool {
@@ -417,8 +426,23 @@ impl<T> Chunked<T> {
         self.chunks.iter_mut().flatten()
     }
 
+    fn get(&self, id: u32) -> Option<&T> {
+        let id = id as usize;
+        self.chunks.get(id / SLOT_CHUNK)?.get(id % SLOT_CHUNK)
+    }
+
     fn bytes(&self) -> usize {
         self.chunks.iter().map(Vec::capacity).sum::<usize>() * std::mem::size_of::<T>()
+    }
+}
+
+impl<T: Copy + Default> Chunked<T> {
+    /// Sets item `id`, filling the table with defaults up to it.
+    fn set(&mut self, id: u32, value: T) {
+        while self.len <= id as usize {
+            self.push(T::default());
+        }
+        self[id] = value;
     }
 }
 
@@ -527,6 +551,12 @@ struct Table {
     recent: [Option<u32>; 2],
     /// Tick of the commit that superseded a slot ([`PENDING`] while in flight).
     superseded: HashMap<u32, u64>,
+    /// The revision of every slot whose creating or superseding commit is in flight, for the
+    /// exact check ([`Seen::Check`]) and to find the version such a commit refers to.
+    revs: HashMap<u32, u64>,
+    /// While a startup build runs: the revision of every slot added (by slot number), to put
+    /// the lists in revision order when the scan is done ([`EdgeIndex::finish_build`]).
+    build_revs: Option<Chunked<u64>>,
     /// Superseded slots in commit order, to unlink once the horizon passes their tick.
     garbage: VecDeque<(u64, u32)>,
     live_slots: usize,
@@ -553,6 +583,8 @@ impl Table {
             hasher: hashbrown::DefaultHashBuilder::default(),
             recent: [None; 2],
             superseded: HashMap::new(),
+            revs: HashMap::new(),
+            build_revs: None,
             garbage: VecDeque::new(),
             live_slots: 0,
             vertex_epoch: fresh_vertex_epoch(),
@@ -671,6 +703,17 @@ impl Table {
         }
         let slot = &mut self.slots[id];
         slot.state = slot.state & !TICK_MASK | code;
+        self.forget_rev(id);
+    }
+
+    /// Drops the revision of slot `id` from [`Table::revs`] unless a commit that creates or
+    /// supersedes it is still in flight.
+    fn forget_rev(&mut self, id: u32) {
+        let creating = self.slots[id].state & TICK_MASK == TICK_PENDING;
+        let superseding = self.superseded.get(&id) == Some(&PENDING);
+        if !creating && !superseding {
+            self.revs.remove(&id);
+        }
     }
 
     /// Moves the tick base to `horizon`: a creation tick at or below it becomes the base
@@ -751,7 +794,6 @@ impl Table {
         let slot = Slot {
             from: f,
             to: t,
-            rev: rev.0,
             key,
             state: TICK_PENDING,
         };
@@ -762,7 +804,12 @@ impl Table {
             }
             None => self.slots.push(slot),
         };
-        if created != PENDING {
+        if let Some(revs) = &mut self.build_revs {
+            revs.set(id, rev.0);
+        }
+        if created == PENDING {
+            self.revs.insert(id, rev.0);
+        } else {
             self.set_created(id, created);
         }
         push_to_list(&mut self.vertices[f as usize].out, id);
@@ -771,18 +818,50 @@ impl Table {
         Ok(id)
     }
 
-    /// The slot of version `rev` of edge `key` whose `_from` is `from`.
-    fn find(&self, from: &str, key: &str, rev: Revision) -> Option<u32> {
+    /// The slot of version `rev` of edge `key` whose `_from` is `from`: the slot holding that
+    /// revision in [`Table::revs`] if one does, else among the committed versions of the key
+    /// that no commit superseded the newest (`oldest` false) or the oldest by creation tick.
+    /// Normally one such version exists (the key's current one); two exist while a startup
+    /// build runs, when the scan adds the version of its snapshot after a commit added a newer
+    /// one: that newer one is the current version, the older one is what the supersessions
+    /// the scan had not reached yet refer to ([`EdgeIndex::finish_build`]). Ticks are not
+    /// rebased while a build runs, so creation ticks order those versions.
+    fn find(&self, from: &str, key: &str, rev: Revision, oldest: bool) -> Option<u32> {
         let v = self.vertex_id(from)?;
-        self.vertices[v as usize]
-            .out
-            .iter()
-            .rev()
-            .copied()
-            .find(|&id| {
-                let slot = &self.slots[id];
-                slot.rev == rev.0 && self.key_is(slot, key)
-            })
+        let mut committed: Option<(u64, u32)> = None;
+        for &id in self.vertices[v as usize].out.iter().rev() {
+            let slot = &self.slots[id];
+            if slot.is_free() || !self.key_is(slot, key) {
+                continue;
+            }
+            if let Some(&known) = self.revs.get(&id) {
+                if known == rev.0 {
+                    return Some(id);
+                }
+                continue;
+            }
+            if slot.state & STATE_SUPERSEDED != 0 {
+                continue;
+            }
+            let created = self.created(id, slot);
+            let better = committed.is_none_or(|(best, _)| {
+                if oldest {
+                    created < best
+                } else {
+                    created > best
+                }
+            });
+            if better {
+                committed = Some((created, id));
+            }
+        }
+        committed.map(|(_, id)| id)
+    }
+
+    /// Marks slot `id`, of revision `rev`, superseded by a commit in flight.
+    fn supersede_in_flight(&mut self, id: u32, rev: Revision) {
+        self.revs.insert(id, rev.0);
+        self.mark_superseded(id, PENDING);
     }
 
     fn mark_superseded(&mut self, id: u32, tick: u64) {
@@ -790,12 +869,14 @@ impl Table {
         self.superseded.insert(id, tick);
         if tick != PENDING {
             self.garbage.push_back((tick, id));
+            self.forget_rev(id);
         }
     }
 
     fn unmark_superseded(&mut self, id: u32) {
         self.slots[id].state &= !STATE_SUPERSEDED;
         self.superseded.remove(&id);
+        self.forget_rev(id);
     }
 
     /// Removes a slot from everything (garbage past the horizon, or a failed commit's).
@@ -828,6 +909,7 @@ impl Table {
         }
         self.slots[id].state = STATE_FREE;
         self.superseded.remove(&id);
+        self.revs.remove(&id);
         self.free_slots.push(id);
         self.live_slots -= 1;
     }
@@ -926,7 +1008,7 @@ impl Table {
         tick: u64,
         exact: bool,
         out: &mut EdgeHits,
-        check: &mut dyn FnMut(&str, Revision) -> Result<bool>,
+        check: &mut dyn FnMut(&str, Option<Revision>) -> Result<bool>,
     ) -> Result<()> {
         let Some(v) = self.vertex_id(vertex) else {
             return Ok(());
@@ -940,16 +1022,14 @@ impl Table {
             let slot = &self.slots[id];
             let mut key = self.key(slot);
             let key = key.as_str();
-            let rev = Revision(slot.rev);
-            let seen = if exact {
-                Seen::Check
-            } else {
-                self.seen(id, slot, tick)
-            };
-            let visible = match seen {
-                Seen::Yes => true,
+            let visible = match self.seen(id, slot, tick) {
                 Seen::No => false,
-                Seen::Check => check(key, rev)?,
+                // A truncate in flight: the version the ticks select is seen unless the
+                // reader's snapshot holds the truncate (then it holds no key of this table:
+                // the truncate holds the collection's writer lock until the table is retired).
+                Seen::Yes if exact => check(key, None)?,
+                Seen::Yes => true,
+                Seen::Check => check(key, self.revs.get(&id).copied().map(Revision))?,
             };
             if visible {
                 let other = match direction {
@@ -961,7 +1041,7 @@ impl Table {
                     number: other,
                     epoch: self.vertex_epoch,
                 };
-                out.push_indexed(key, rev, &self.vertices[other as usize].name, mark, slot);
+                out.push_indexed(key, &self.vertices[other as usize].name, mark, slot);
             }
         }
         Ok(())
@@ -982,6 +1062,8 @@ impl Table {
             + self.free_vertices.capacity() * 4
             + self.by_name.capacity() * 5
             + self.superseded.capacity() * 13
+            + self.revs.capacity() * 13
+            + self.build_revs.as_ref().map_or(0, Chunked::bytes)
             + self.far_ticks.capacity() * 13
             + self.garbage.capacity() * 16
             + lists
@@ -1118,7 +1200,10 @@ impl EdgeIndex {
     pub fn new(building: bool) -> EdgeIndex {
         EdgeIndex {
             state: RwLock::new(State {
-                current: Table::new(),
+                current: Table {
+                    build_revs: building.then(Chunked::default),
+                    ..Table::new()
+                },
                 retired: Vec::new(),
                 truncating: false,
                 building,
@@ -1234,11 +1319,13 @@ impl EdgeIndex {
             let mut state = self.state.write();
             let table = &mut state.current;
             let end = (start + SORT_CHUNK).min(table.vertices.len());
-            let slots = &table.slots;
+            let revs = table.build_revs.as_ref();
+            // Every slot added while building has its revision recorded.
+            let rev = |id: u32| revs.and_then(|r| r.get(id)).copied().unwrap_or(0);
             for vertex in &mut table.vertices[start..end] {
                 for list in [&mut vertex.out, &mut vertex.inbound] {
-                    if !list.is_sorted_by_key(|&id| slots[id].rev) {
-                        list.sort_by_key(|&id| slots[id].rev);
+                    if !list.is_sorted_by_key(|&id| rev(id)) {
+                        list.sort_by_key(|&id| rev(id));
                     }
                     list.shrink_to_fit();
                 }
@@ -1251,23 +1338,30 @@ impl EdgeIndex {
         let mut state = self.state.write();
         let missed = std::mem::take(&mut state.missed);
         for m in missed {
-            if let Some(id) = state.current.find(&m.from, &m.key, m.rev) {
-                state.current.mark_superseded(id, m.tick);
+            // The version the scan added from its snapshot: older than any a commit added.
+            if let Some(id) = state.current.find(&m.from, &m.key, m.rev, true) {
+                if m.tick == PENDING {
+                    state.current.supersede_in_flight(id, m.rev);
+                } else {
+                    state.current.mark_superseded(id, m.tick);
+                }
             }
         }
+        state.current.build_revs = None;
         state.building = false;
     }
 
     /// Appends the edges of `vertex` a reader at snapshot `tick` sees to `out`. `check` must
-    /// tell whether the reader's snapshot holds key at revision (asked only for entries whose
-    /// commit is in flight).
+    /// tell whether the reader's snapshot holds key at revision (asked for entries whose
+    /// creating or superseding commit is in flight), or with no revision whether it holds key
+    /// at all (asked while a truncate is in flight, for the version the ticks select).
     pub fn lookup(
         &self,
         vertex: &str,
         direction: EdgeDirection,
         tick: u64,
         out: &mut EdgeHits,
-        check: &mut dyn FnMut(&str, Revision) -> Result<bool>,
+        check: &mut dyn FnMut(&str, Option<Revision>) -> Result<bool>,
     ) -> Result<()> {
         self.wait_ready()?;
         let state = self.state.read();
@@ -1363,9 +1457,9 @@ impl EdgeIndex {
         }
         for change in changes {
             if let Some((rev, from)) = &change.prior {
-                match state.current.find(from, change.key, *rev) {
+                match state.current.find(from, change.key, *rev, false) {
                     Some(id) => {
-                        state.current.mark_superseded(id, PENDING);
+                        state.current.supersede_in_flight(id, *rev);
                         prepared.superseded.push(id);
                     }
                     None if state.building => {
@@ -1419,7 +1513,7 @@ impl EdgeIndex {
                 {
                     m.tick = tick;
                 }
-            } else if let Some(id) = state.current.find(&from, &key, rev) {
+            } else if let Some(id) = state.current.find(&from, &key, rev, false) {
                 // The build finished in between and marked it in flight.
                 state.current.mark_superseded(id, tick);
             }
@@ -1439,7 +1533,7 @@ impl EdgeIndex {
         for (from, key, rev) in prepared.missed {
             if state.building {
                 state.missed.retain(|m| !(m.rev == rev && m.key == key));
-            } else if let Some(id) = state.current.find(&from, &key, rev) {
+            } else if let Some(id) = state.current.find(&from, &key, rev, false) {
                 state.current.unmark_superseded(id);
             }
         }
@@ -1657,7 +1751,7 @@ mod tests {
         let mut asked = 0;
         ix.lookup("v/a", EdgeDirection::Outbound, 5, &mut out, &mut |k, r| {
             asked += 1;
-            Ok(k == "e1" && r == Revision(1))
+            Ok(k == "e1" && r == Some(Revision(1)))
         })
         .unwrap();
         assert_eq!((asked, out.len()), (1, 1));
@@ -1827,6 +1921,103 @@ mod tests {
         assert_eq!(ix.stats().entries, 2);
     }
 
+    /// Slots hold no revision: the exact check gets the revision of a version whose creating
+    /// or superseding commit is in flight, and during a truncate only the question whether the
+    /// snapshot still holds the key of the version the ticks select.
+    #[test]
+    fn the_exact_check_gets_revisions_only_of_versions_in_flight() {
+        let ix = EdgeIndex::new(false);
+        let p = ix
+            .prepare(&[change("e1", Some((1, "v/a", "v/b")), None)], None)
+            .unwrap();
+        ix.committed(p, 10, 0);
+        let p = ix
+            .prepare(
+                &[change("e1", Some((2, "v/a", "v/c")), Some((1, "v/a")))],
+                None,
+            )
+            .unwrap();
+        // Both versions are in flight: the old one's supersession, the new one's creation.
+        let mut asked = Vec::new();
+        let mut out = EdgeHits::new();
+        ix.lookup("v/a", EdgeDirection::Outbound, 15, &mut out, &mut |k, r| {
+            asked.push((k.to_string(), r));
+            Ok(r == Some(Revision(1)))
+        })
+        .unwrap();
+        assert_eq!(
+            asked,
+            [
+                ("e1".to_string(), Some(Revision(1))),
+                ("e1".to_string(), Some(Revision(2)))
+            ]
+        );
+        assert_eq!(out.iter().map(|h| h.other).collect::<Vec<_>>(), ["v/b"]);
+        ix.committed(p, 20, 0);
+        assert!(ix.state.read().current.revs.is_empty());
+        // A truncate in flight: ticks pick the version, the snapshot says whether it holds
+        // the key at all.
+        ix.begin_truncate();
+        for (tick, holds, want) in [
+            (15, true, vec!["v/b"]),
+            (25, true, vec!["v/c"]),
+            (25, false, vec![]),
+            (5, true, vec![]),
+        ] {
+            let mut asked = Vec::new();
+            let mut out = EdgeHits::new();
+            ix.lookup(
+                "v/a",
+                EdgeDirection::Outbound,
+                tick,
+                &mut out,
+                &mut |k, r| {
+                    asked.push((k.to_string(), r));
+                    Ok(holds)
+                },
+            )
+            .unwrap();
+            assert_eq!(out.iter().map(|h| h.other).collect::<Vec<_>>(), want);
+            assert!(asked.iter().all(|(k, r)| k == "e1" && r.is_none()));
+        }
+        ix.end_truncate(Some(30), 0);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 25), ["e1>v/c"]);
+    }
+
+    /// While a build runs, a key can have two versions no commit superseded yet: the one the
+    /// scan added from its snapshot (older) and the one a commit added. A commit that
+    /// supersedes the key's current version finds the newer one; the supersession the scan
+    /// had not reached finds the older one.
+    #[test]
+    fn a_build_tells_the_versions_of_a_key_apart_by_their_ticks() {
+        let ix = EdgeIndex::new(true);
+        let p = ix
+            .prepare(
+                &[change("e1", Some((5, "v/a", "v/z")), Some((1, "v/a")))],
+                None,
+            )
+            .unwrap();
+        ix.committed(p, 20, 0);
+        let mut chunk = BuildChunk::default();
+        chunk.push("e1", Revision(1), "v/a", "v/b");
+        ix.insert_chunk(&mut chunk, 10).unwrap();
+        // Supersedes the version of tick 20 (revision 5), not the scanned one.
+        let p = ix
+            .prepare(
+                &[change("e1", Some((7, "v/a", "v/y")), Some((5, "v/a")))],
+                None,
+            )
+            .unwrap();
+        ix.committed(p, 30, 0);
+        ix.finish_build();
+        ix.set_readiness(Readiness::Ready);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 10), ["e1>v/b"]);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 25), ["e1>v/z"]);
+        assert_eq!(keys(&ix, "v/a", EdgeDirection::Outbound, 30), ["e1>v/y"]);
+        let state = ix.state.read();
+        assert!(state.current.build_revs.is_none() && state.current.revs.is_empty());
+    }
+
     #[test]
     fn key_arena_is_compacted_when_dead_bytes_dominate() {
         let ix = EdgeIndex::new(false);
@@ -1878,7 +2069,7 @@ mod tests {
         assert!(table.keys.chunks.len() > n * 200 / KEY_CHUNK);
         for i in [0, 5_242, 5_243, SLOT_CHUNK - 1, SLOT_CHUNK, n - 1] {
             let id = table
-                .find("v/hub", &key(i), Revision(i as u64 + 1))
+                .find("v/hub", &key(i), Revision(i as u64 + 1), false)
                 .unwrap();
             assert_eq!(id as usize, i);
             assert_eq!(table.key(&table.slots[id]).as_str(), key(i));
@@ -1929,11 +2120,13 @@ mod tests {
             "only the keys that are not plain numbers take arena bytes"
         );
         for (i, key) in keys.iter().enumerate() {
-            let id = table.find("v/a", key, Revision(i as u64 + 1)).unwrap();
+            let id = table
+                .find("v/a", key, Revision(i as u64 + 1), false)
+                .unwrap();
             assert_eq!(table.key(&table.slots[id]).as_str(), *key);
             // A number's other spellings do not match it.
             assert_eq!(
-                table.find("v/a", &format!("0{key}"), Revision(i as u64 + 1)),
+                table.find("v/a", &format!("0{key}"), Revision(i as u64 + 1), false),
                 None
             );
         }
@@ -1951,10 +2144,10 @@ mod tests {
         let found: Vec<&str> = out.iter().map(|h| h.key).collect();
         assert_eq!(found, keys);
         // Unlinking a numbered slot leaves no dead arena bytes behind.
-        let id = table.find("v/a", "30622564", Revision(3)).unwrap();
+        let id = table.find("v/a", "30622564", Revision(3), false).unwrap();
         table.unlink(id);
         assert_eq!(table.dead_key_bytes, 0);
-        assert_eq!(table.find("v/a", "30622564", Revision(3)), None);
+        assert_eq!(table.find("v/a", "30622564", Revision(3), false), None);
     }
 
     /// Creation ticks are kept as 30-bit offsets from the table's tick base, with far ticks
@@ -1975,7 +2168,7 @@ mod tests {
         }
         let mut rng = Rng(0x9e37_79b9);
         let mut table = Table::new();
-        let mut model: HashMap<u32, (String, u64)> = HashMap::new();
+        let mut model: HashMap<u32, (String, u64, u64)> = HashMap::new();
         let mut horizon = 0u64;
         let mut newest = 5u64 << 40;
         for step in 0..20_000u64 {
@@ -2004,10 +2197,10 @@ mod tests {
                     let id = table
                         .add(&key, Revision(step + 1), "v/a", "v/b", tick, [None, None])
                         .unwrap();
-                    model.insert(id, (key, tick));
+                    model.insert(id, (key, tick, step + 1));
                 }
                 7 => {
-                    if let Some((&id, &(_, tick))) = model.iter().next() {
+                    if let Some((&id, &(_, tick, _))) = model.iter().next() {
                         if tick == PENDING {
                             newest += 1;
                             table.set_created(id, newest);
@@ -2030,9 +2223,16 @@ mod tests {
                 }
             }
             if step % 1000 == 999 {
-                for (&id, (key, created)) in &model {
+                assert_eq!(
+                    table.revs.len(),
+                    model.values().filter(|m| m.1 == PENDING).count()
+                );
+                for (&id, (key, created, rev)) in &model {
                     let slot = table.slots[id];
                     assert_eq!(table.key(&slot).as_str(), key, "{step}");
+                    // A revision is held exactly while the creating commit is in flight.
+                    let held = (*created == PENDING).then_some(rev);
+                    assert_eq!(table.revs.get(&id), held, "{step} {id}");
                     assert!(table.key_is(&slot, key));
                     for reader in [
                         horizon,
