@@ -333,6 +333,15 @@ impl HttpClient {
         self.db_prefix = format!("/_db/{}", encode_segment(database));
     }
 
+    /// Opens the TCP connection now rather than on the first request (no-op when open), so
+    /// a caller can keep connection set-up out of what it times.
+    pub async fn open(&mut self) -> Result<(), Error> {
+        if self.stream.is_none() {
+            self.connect().await?;
+        }
+        Ok(())
+    }
+
     async fn connect(&mut self) -> Result<(), Error> {
         let mut last = None;
         for addr in &self.settings.addrs {

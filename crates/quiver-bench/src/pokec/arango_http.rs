@@ -55,8 +55,12 @@ impl Peer for ArangoHttp {
     }
 
     async fn connect(&self) -> Result<ArangoConnection, Error> {
+        // The TCP connection is opened here, before the runner starts its clock, as the
+        // PostgreSQL adapter opens its session and the Neo4j pool is open since the warmup.
+        let mut client = HttpClient::new(self.settings.clone(), DATABASE);
+        client.open().await?;
         Ok(ArangoConnection {
-            client: HttpClient::new(self.settings.clone(), DATABASE),
+            client,
             body: Vec::with_capacity(256),
         })
     }

@@ -44,7 +44,10 @@ pub trait Peer: Send + Sync + 'static {
     /// The name in reports (`quiver`, `postgresql-tabular`, …).
     fn name(&self) -> String;
 
-    /// Opens one client connection (or session); the runner opens as many as its concurrency.
+    /// Opens one client connection (or session); the runner opens as many as its concurrency,
+    /// before it starts the clock. The connection must be open when this returns (a driver
+    /// that connects on first use is made to connect here), so that no database's timed
+    /// window holds its connection set-up.
     fn connect(&self) -> impl Future<Output = Result<Self::Connection, Error>> + Send;
 
     /// The database-specific part of the warmup after the aggregation and before the 1,000
