@@ -21,6 +21,10 @@ use super::catalog::Catalog;
 use super::collection::Collection;
 use super::{corrupt, Inner};
 
+/// Point reads of markers up to this size copy their bytes out of the datafile's map
+/// (`Snapshot::read_marker`).
+const COPY_BELOW: usize = 16 << 10;
+
 impl Inner {
     /// The oldest tick a registered snapshot reads at, else the visible tick: versions
     /// superseded at or below it are invisible to every present and future snapshot.
@@ -63,6 +67,15 @@ impl Inner {
         // a file that could not be mapped, the bytes are copied with `pread` instead.
         if self.mapped_reads.through_map() {
             if let Some(bytes) = file.mapped_range(loc.offset as u64, loc.len as usize) {
+                // A document up to COPY_BELOW bytes is copied out of the map: a slice handed
+                // on (a traversal's results, a cursor's rows) would be read again later, after
+                // a release may have dropped its pages, and that fault maps a whole page-cache
+                // folio (up to megabytes) that no budget counts.
+                let bytes = if bytes.len() <= COPY_BELOW {
+                    Bytes::copy_from_slice(&bytes)
+                } else {
+                    bytes
+                };
                 self.mapped_reads.read(self, u64::from(loc.len));
                 return Ok(Some((file.fid, bytes)));
             }
