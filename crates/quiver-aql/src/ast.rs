@@ -303,4 +303,117 @@ impl Expr {
     pub fn lit(v: Value) -> Expr {
         Expr::Literal(v)
     }
+
+    /// Calls `f` with this expression and every expression inside it; a subquery is one
+    /// expression (its operations are for the caller to visit, with [`Op::for_each_expr`]).
+    pub fn walk(&self, f: &mut dyn FnMut(&Expr)) {
+        f(self);
+        match self {
+            Expr::Literal(_)
+            | Expr::Name(_)
+            | Expr::Bind(_)
+            | Expr::BindCollection(_)
+            | Expr::Current
+            | Expr::Subquery(_) => {}
+            Expr::Array(items) | Expr::Call(_, items) => items.iter().for_each(|i| i.walk(f)),
+            Expr::Object(members) => {
+                for (key, value) in members {
+                    if let ObjectKey::Computed(k) = key {
+                        k.walk(f);
+                    }
+                    value.walk(f);
+                }
+            }
+            Expr::Attribute(a, _) | Expr::Unary(_, a) => a.walk(f),
+            Expr::Index(a, b)
+            | Expr::Binary(_, a, b)
+            | Expr::ArrayCompare(_, _, a, b)
+            | Expr::Range(a, b) => {
+                a.walk(f);
+                b.walk(f);
+            }
+            Expr::ArrayAtLeast(a, _, b, c) => {
+                a.walk(f);
+                b.walk(f);
+                c.walk(f);
+            }
+            Expr::Expansion {
+                input,
+                filter,
+                limit,
+                project,
+                ..
+            } => {
+                input.walk(f);
+                filter.iter().chain(project).for_each(|e| e.walk(f));
+                if let Some((a, b)) = limit {
+                    a.walk(f);
+                    b.walk(f);
+                }
+            }
+            Expr::Ternary(c, t, e) => {
+                c.walk(f);
+                if let Some(t) = t {
+                    t.walk(f);
+                }
+                e.walk(f);
+            }
+        }
+    }
+}
+
+impl Op {
+    /// Calls `f` with every expression the operation holds directly (not those inside them).
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Op::For {
+                source,
+                search,
+                options,
+                ..
+            } => {
+                f(source);
+                search.iter().chain(options).for_each(f);
+            }
+            Op::Traversal(g) => {
+                f(&g.start);
+                g.depth
+                    .iter()
+                    .chain(&g.target)
+                    .chain(&g.options)
+                    .chain(g.prune.as_ref().map(|(_, e)| e))
+                    .for_each(f);
+            }
+            Op::Filter(e) | Op::Let { expr: e, .. } | Op::Return { expr: e, .. } => f(e),
+            Op::Sort(keys) => keys.iter().for_each(|(e, _)| f(e)),
+            Op::Limit { offset, count } => {
+                f(offset);
+                f(count);
+            }
+            Op::Collect(c) => {
+                c.groups.iter().chain(&c.aggregates).for_each(|(_, e)| f(e));
+                if let Some((_, Some(e))) = &c.into {
+                    f(e);
+                }
+                c.options.iter().for_each(f);
+            }
+            Op::Window {
+                range_value,
+                spec,
+                aggregates,
+            } => {
+                range_value.iter().for_each(&mut *f);
+                f(spec);
+                aggregates.iter().for_each(|(_, e)| f(e));
+            }
+            Op::Modify(m) => {
+                f(&m.first);
+                m.second
+                    .iter()
+                    .chain(&m.third)
+                    .chain(&m.options)
+                    .for_each(f);
+            }
+        }
+    }
 }

@@ -17,7 +17,7 @@ use quiver_errors::{Error, ErrorCode, Result};
 use quiver_search::analyzer::AqlAnalyzerRuntime;
 use serde_json::{Map, Value};
 
-use crate::ast::{Expr, ObjectKey, Op, Query};
+use crate::ast::{Expr, Op, Query};
 use crate::service::{CursorRequest, QueryService};
 use crate::source::memory::MemorySource;
 
@@ -74,16 +74,21 @@ pub fn check_analyzer_query(query: &str) -> std::result::Result<bool, String> {
 /// whose one bind parameter is `parameter`.
 fn check_restricted(query: &str, parameter: &str) -> std::result::Result<bool, String> {
     let ast = crate::parser::parse(query).map_err(|e| format!("invalid query: {}", e.message))?;
+    check_parsed(&ast, parameter)
+}
+
+/// [`check_restricted`] of a parsed query.
+fn check_parsed(ast: &Query, parameter: &str) -> std::result::Result<bool, String> {
     let mut declared = HashSet::new();
-    declare(&ast, &mut declared);
+    declare(ast, &mut declared);
     check_query(
-        &ast,
+        ast,
         &Scope {
             declared,
             parameter,
         },
     )?;
-    Ok(crate::plan::bind_parameter_names(&ast)
+    Ok(crate::plan::bind_parameter_names(ast)
         .iter()
         .any(|n| n == parameter))
 }
@@ -102,12 +107,12 @@ pub fn check_computed_value(expression: &str) -> std::result::Result<bool, Strin
             "the expression must be a single RETURN operation without subqueries".to_string(),
         );
     }
-    check_restricted(expression, COMPUTED_VALUE_PARAMETER)
+    check_parsed(&ast, COMPUTED_VALUE_PARAMETER)
 }
 
 fn has_subquery(e: &Expr) -> bool {
     let mut found = false;
-    walk(e, &mut |e| found |= matches!(e, Expr::Subquery(_)));
+    e.walk(&mut |e| found |= matches!(e, Expr::Subquery(_)));
     found
 }
 
@@ -139,12 +144,12 @@ fn declare(q: &Query, out: &mut HashSet<String>) {
             }
             _ => {}
         }
-        for_each_expr(op, &mut |e| declare_in(e, out));
+        op.for_each_expr(&mut |e| declare_in(e, out));
     }
 }
 
 fn declare_in(e: &Expr, out: &mut HashSet<String>) {
-    walk(e, &mut |e| {
+    e.walk(&mut |e| {
         if let Expr::Subquery(q) = e {
             declare(q, out);
         }
@@ -165,7 +170,7 @@ fn check_query(q: &Query, scope: &Scope<'_>) -> std::result::Result<(), String> 
             _ => {}
         }
         let mut failure = None;
-        for_each_expr(op, &mut |e| {
+        op.for_each_expr(&mut |e| {
             if failure.is_none() {
                 failure = check_expr(e, scope).err();
             }
@@ -179,7 +184,7 @@ fn check_query(q: &Query, scope: &Scope<'_>) -> std::result::Result<(), String> 
 
 fn check_expr(e: &Expr, scope: &Scope<'_>) -> std::result::Result<(), String> {
     let mut failure = None;
-    walk(e, &mut |e| {
+    e.walk(&mut |e| {
         if failure.is_some() {
             return;
         }
@@ -208,122 +213,6 @@ fn check_expr(e: &Expr, scope: &Scope<'_>) -> std::result::Result<(), String> {
         };
     });
     failure.map_or(Ok(()), Err)
-}
-
-/// Calls `f` with every expression `op` holds directly (not those inside them).
-fn for_each_expr(op: &Op, f: &mut dyn FnMut(&Expr)) {
-    match op {
-        Op::For {
-            source,
-            search,
-            options,
-            ..
-        } => {
-            f(source);
-            search.iter().chain(options).for_each(f);
-        }
-        Op::Traversal(g) => {
-            f(&g.start);
-            g.depth
-                .iter()
-                .chain(&g.target)
-                .chain(&g.options)
-                .for_each(&mut *f);
-            if let Some((_, e)) = &g.prune {
-                f(e);
-            }
-        }
-        Op::Filter(e) | Op::Let { expr: e, .. } | Op::Return { expr: e, .. } => f(e),
-        Op::Sort(keys) => keys.iter().for_each(|(e, _)| f(e)),
-        Op::Limit { offset, count } => {
-            f(offset);
-            f(count);
-        }
-        Op::Collect(c) => {
-            c.groups.iter().chain(&c.aggregates).for_each(|(_, e)| f(e));
-            if let Some((_, Some(e))) = &c.into {
-                f(e);
-            }
-            c.options.iter().for_each(f);
-        }
-        Op::Window {
-            range_value,
-            spec,
-            aggregates,
-        } => {
-            range_value.iter().for_each(&mut *f);
-            f(spec);
-            aggregates.iter().for_each(|(_, e)| f(e));
-        }
-        Op::Modify(m) => {
-            f(&m.first);
-            m.second
-                .iter()
-                .chain(&m.third)
-                .chain(&m.options)
-                .for_each(f);
-        }
-    }
-}
-
-/// Calls `f` with `e` and every expression inside it, subqueries as one expression each
-/// (their operations are for the caller to visit).
-fn walk(e: &Expr, f: &mut dyn FnMut(&Expr)) {
-    f(e);
-    match e {
-        Expr::Literal(_)
-        | Expr::Name(_)
-        | Expr::Bind(_)
-        | Expr::BindCollection(_)
-        | Expr::Current
-        | Expr::Subquery(_) => {}
-        Expr::Array(items) => items.iter().for_each(|i| walk(i, f)),
-        Expr::Object(members) => {
-            for (key, value) in members {
-                if let ObjectKey::Computed(k) = key {
-                    walk(k, f);
-                }
-                walk(value, f);
-            }
-        }
-        Expr::Attribute(base, _) => walk(base, f),
-        Expr::Unary(_, a) => walk(a, f),
-        Expr::Index(a, b) | Expr::Binary(_, a, b) | Expr::Range(a, b) => {
-            walk(a, f);
-            walk(b, f);
-        }
-        Expr::ArrayCompare(_, _, a, b) => {
-            walk(a, f);
-            walk(b, f);
-        }
-        Expr::ArrayAtLeast(a, _, b, c) => {
-            walk(a, f);
-            walk(b, f);
-            walk(c, f);
-        }
-        Expr::Expansion {
-            input,
-            filter,
-            limit,
-            project,
-            ..
-        } => {
-            walk(input, f);
-            filter.iter().chain(project).for_each(|e| walk(e, f));
-            if let Some((a, b)) = limit {
-                walk(a, f);
-                walk(b, f);
-            }
-        }
-        Expr::Ternary(c, t, e) => {
-            walk(c, f);
-            if let Some(t) = t {
-                walk(t, f);
-            }
-            walk(e, f);
-        }
-        Expr::Call(_, args) => args.iter().for_each(|a| walk(a, f)),
-    }
 }
 
 /// Makes `aql` analyzers available in this process ([`quiver_search::analyzer::set_aql_runtime`]).
