@@ -9,7 +9,8 @@ server on the same data directory (one server at a time), runs `quiver bench pok
 --tests TESTS` against it (the runner verifies every answer) and then the seed's aggregation
 AGG_RUNS more times through the cursor API (bench/aggregation.py's request) and the 1,000
 neighbours queries NEIGHBOR_PASSES more times (4 connections, result sizes checked), and stops it;
-a first, uncounted pass of the runner loads what a fresh server loads on first use.
+a first, uncounted pass of the runner loads what a fresh server loads on first use, after the
+server has finished its start-up work (its CPU under 5 % of a core for two seconds).
 The server's CPU time (utime+stime of /proc/PID/stat, 10 ms ticks) is sampled every 5 ms and
 attributed to a workload by the time its progress line was printed. Prints medians per build
 and workload: server CPU seconds and the runner's wall milliseconds.
@@ -77,8 +78,23 @@ def neighbors_repeated(dataset, passes, connections=4):
         t.join()
 
 
+def wait_quiet(pid, limit=300):
+    """Waits (at most `limit` seconds) until the server used under 5 % of a core for two
+    seconds in a row: a server restarted on a large data directory rebuilds its edge index in
+    the background for up to a minute, which would land in the first build's figures."""
+    quiet, before = 0, cpu(pid)
+    for _ in range(limit):
+        time.sleep(1)
+        now = cpu(pid)
+        quiet = quiet + 1 if now - before < 0.05 else 0
+        before = now
+        if quiet >= 2:
+            return
+
+
 def one(name, binary, a, log):
     proc = start(binary, a.data, log)
+    wait_quiet(proc.pid)
     samples, stop = [], threading.Event()
 
     def sample():

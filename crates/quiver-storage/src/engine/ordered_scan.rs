@@ -26,11 +26,14 @@
 //! ([`DataFile::release_mapped_pages`]; they stay in the page cache), so a pass over a
 //! collection larger than the limit holds about one file's pages per scanning thread above
 //! it instead of the whole collection until the maintenance thread's next look
-//! (`mapped_budget.rs`). Under the limit nothing is released.
+//! (`mapped_budget.rs`). Under the limit nothing is released. The threads of a parallel scan
+//! all read every file, so there a file is released once each of them has moved past it
+//! ([`FilePasses`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
 use quiver_types::Revision;
 
@@ -110,6 +113,64 @@ pub struct OrderedScan {
     limit: Option<u64>,
     /// The file (index into `files`) the last document came from.
     reading: Option<usize>,
+    /// For one thread of a parallel scan: the passes of all its threads over each file.
+    passes: Option<Arc<FilePasses>>,
+}
+
+/// How often the threads of one parallel scan have moved past each file. The threads split
+/// the index shards, not the files: each reads every file for its own documents, and they
+/// walk the files in the same order at about the same pace. A thread that released a file's
+/// mapped pages as soon as it moved past it took them from under the others, which then
+/// faulted them back in (in the full-scale aggregation's profile, mapping and unmapping
+/// pages were about 40 % of the server's CPU). So a file is released when every thread has
+/// moved past it as often as the first, or, so that a thread far behind the others cannot
+/// keep the whole collection mapped, when more than [`HELD_PER_THREAD`] files per thread wait
+/// for it (the oldest first). A thread with none of its documents in a file never passes it;
+/// such a file leaves the waiting list the same way.
+struct FilePasses {
+    threads: usize,
+    state: Mutex<Passes>,
+}
+
+/// Files one parallel scan's threads moved past and not all of them yet, oldest first, at
+/// most [`HELD_PER_THREAD`] per thread.
+const HELD_PER_THREAD: usize = 2;
+
+#[derive(Default)]
+struct Passes {
+    /// File id → passes so far (one entry per file of the collection at most).
+    passed: HashMap<u64, usize>,
+    /// Files passed by some threads but not all, oldest first.
+    waiting: std::collections::VecDeque<Arc<DataFile>>,
+}
+
+impl FilePasses {
+    fn new(threads: usize) -> FilePasses {
+        FilePasses {
+            threads: threads.max(1),
+            state: Mutex::new(Passes::default()),
+        }
+    }
+
+    /// Counts one thread's pass over `file`; returns the files whose mapped pages may go now.
+    fn pass(&self, file: &Arc<DataFile>) -> Vec<Arc<DataFile>> {
+        let mut state = self.state.lock();
+        let n = state.passed.entry(file.fid).or_insert(0);
+        *n += 1;
+        let n = *n;
+        let mut release = Vec::new();
+        if n % self.threads == 0 {
+            state.waiting.retain(|f| f.fid != file.fid);
+            release.push(file.clone());
+        } else if n % self.threads == 1 {
+            state.waiting.push_back(file.clone());
+        }
+        // Bounded: one file leaves per round until the list is within its bound.
+        while state.waiting.len() > self.threads * HELD_PER_THREAD {
+            release.extend(state.waiting.pop_front());
+        }
+        release
+    }
 }
 
 impl OrderedScan {
@@ -131,6 +192,7 @@ impl OrderedScan {
             scratch: Vec::new(),
             limit: snap.inner().options.mapped_memory_limit,
             reading: None,
+            passes: None,
             snap,
         }
     }
@@ -253,8 +315,15 @@ impl OrderedScan {
     /// memory limit, that file's mapped pages are released (see the module notes).
     fn moved_past(&mut self) {
         if let Some(i) = self.reading.take() {
-            if over_limit(self.limit) {
-                self.files[i].file.release_mapped_pages();
+            let file = &self.files[i].file;
+            let release = match &self.passes {
+                None => vec![file.clone()],
+                Some(passes) => passes.pass(file),
+            };
+            if !release.is_empty() && over_limit(self.limit) {
+                for file in release {
+                    file.release_mapped_pages();
+                }
             }
         }
     }
@@ -264,6 +333,7 @@ impl OrderedScan {
     /// share in storage order, so parallel workers each sweep the files front to back.
     fn split(self, parts: usize) -> Vec<OrderedScan> {
         let parts = parts.clamp(1, self.shards.len().max(1));
+        let passes = Arc::new(FilePasses::new(parts));
         (0..parts)
             .map(|p| OrderedScan {
                 snap: self.snap.clone(),
@@ -281,6 +351,7 @@ impl OrderedScan {
                 scratch: Vec::new(),
                 limit: self.limit,
                 reading: None,
+                passes: Some(passes.clone()),
             })
             .collect()
     }
@@ -556,6 +627,43 @@ mod tests {
         let mut all: Vec<(String, String)> = parts.into_iter().flatten().collect();
         all.sort();
         assert_eq!(all, want.into_iter().collect::<Vec<_>>());
+        engine.shutdown().unwrap();
+    }
+
+    #[test]
+    fn a_file_is_released_once_every_thread_has_passed_it_or_too_many_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path());
+        let cid = setup(&engine);
+        mixed(&engine, cid);
+        let snap = engine.snapshot();
+        let mut scan = snap.ordered_scan(cid).unwrap();
+        assert!(scan.fill().unwrap());
+        let files: Vec<_> = scan.files.iter().map(|p| p.file.clone()).collect();
+        let want = 2 * super::HELD_PER_THREAD + 2;
+        assert!(files.len() >= want, "{} files", files.len());
+        let fids = |v: Vec<std::sync::Arc<crate::files::DataFile>>| {
+            v.iter().map(|f| f.fid).collect::<Vec<_>>()
+        };
+        // Two threads in step: a file goes when the second passes it.
+        let passes = super::FilePasses::new(2);
+        assert!(passes.pass(&files[0]).is_empty());
+        assert!(passes.pass(&files[1]).is_empty());
+        assert_eq!(fids(passes.pass(&files[0])), vec![files[0].fid]);
+        assert_eq!(fids(passes.pass(&files[1])), vec![files[1].fid]);
+        assert!(passes.state.lock().waiting.is_empty());
+        // One thread far ahead of the other: at most HELD_PER_THREAD files per thread wait;
+        // the oldest goes first.
+        let ahead = super::FilePasses::new(2);
+        let mut released = Vec::new();
+        for f in &files[..want] {
+            released.extend(fids(ahead.pass(f)));
+            assert!(ahead.state.lock().waiting.len() <= 2 * super::HELD_PER_THREAD);
+        }
+        assert_eq!(released, vec![files[0].fid, files[1].fid]);
+        // A single thread releases every file it passes.
+        let one = super::FilePasses::new(1);
+        assert_eq!(fids(one.pass(&files[2])), vec![files[2].fid]);
         engine.shutdown().unwrap();
     }
 
