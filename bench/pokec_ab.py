@@ -81,7 +81,8 @@ def neighbors_repeated(dataset, passes, connections=4):
 def wait_quiet(pid, limit=300):
     """Waits (at most `limit` seconds) until the server used under 5 % of a core for two
     seconds in a row: a server restarted on a large data directory rebuilds its edge index in
-    the background for up to a minute, which would land in the first build's figures."""
+    the background for a minute or more (about 80 s at full Pokec scale), which would land
+    in the first build's figures."""
     quiet, before = 0, cpu(pid)
     for _ in range(limit):
         time.sleep(1)

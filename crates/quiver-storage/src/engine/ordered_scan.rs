@@ -165,7 +165,7 @@ impl FilePasses {
         } else if n % self.threads == 1 {
             state.waiting.push_back(file.clone());
         }
-        // Bounded: one file leaves per round until the list is within its bound.
+        // Bounded: every round takes one file off the list until it is within its bound.
         while state.waiting.len() > self.threads * HELD_PER_THREAD {
             release.extend(state.waiting.pop_front());
         }
