@@ -659,6 +659,72 @@ def test_collation_analyzers_follow_the_language_in_range_queries(db):
     db.delete_analyzer(sv)
 
 
+def test_aql_analyzers_with_number_and_bool_return_types(db, http):
+    """returnType number and bool: results converted as TO_NUMBER / TO_BOOL, indexed as the
+    values they are, so that a view finds them by comparing with numbers and booleans
+    without ANALYZER(); TOKENS() gives one array per token; only a pipeline's last member
+    may make them; keepNull turns null into 0 / false."""
+    num, flag, lowered_num, keep = (unique(n) for n in ("num", "flag", "lowernum", "keep"))
+    created = db.create_analyzer(num, "aql", {"queryString": "RETURN TO_NUMBER(@param)",
+                                              "returnType": "number"}, [])
+    assert created["properties"]["returnType"] == "number"
+    assert db.analyzer(num)["properties"]["returnType"] == "number"
+    db.create_analyzer(flag, "aql", {"queryString": "RETURN LOWER(@param) == 'yes'",
+                                     "returnType": "bool"}, [])
+    db.create_analyzer(lowered_num, "pipeline", {"pipeline": [
+        {"type": "norm", "properties": {"locale": "en", "case": "lower"}},
+        {"type": "aql", "properties": {"queryString": "RETURN @param == 'ten' ? 10 : @param",
+                                       "returnType": "number"}}]}, [])
+    db.create_analyzer(keep, "aql", {"queryString": "RETURN @param == '' ? null : @param",
+                                     "returnType": "number"}, [])
+
+    def tokens(text, analyzer):
+        return list(db.aql.execute("RETURN TOKENS(@t, @a)", bind_vars={"t": text, "a": analyzer}))[0]
+    twelve = tokens("12", num)
+    assert len(twelve) == 1 and len(twelve[0]) == 1, twelve
+    assert tokens(" 12 ", num) == twelve, "converted as TO_NUMBER: surrounding blanks allowed"
+    assert tokens("TEN", lowered_num) != twelve and len(tokens("TEN", lowered_num)) == 1
+    assert tokens("yes", flag) == [["1"]] and tokens("no", flag) == [["0"]]
+    assert tokens("", keep) == tokens("0", num), "keepNull: null is the empty string, as 0"
+
+    coll = db.create_collection(unique("typed"))
+    coll.insert_many([{"_key": "a", "value": "12", "answer": "yes"},
+                      {"_key": "b", "value": "7.5", "answer": "no"},
+                      {"_key": "c", "value": "x", "answer": "YES"},
+                      {"_key": "d", "value": 12, "answer": "maybe"},
+                      {"_key": "e", "value": "TEN", "answer": "no"}])
+    view = unique("typedview")
+    db.create_arangosearch_view(view, properties={"links": {coll.name: {"fields": {
+        "value": {"analyzers": [num, lowered_num, "identity"]},
+        "answer": {"analyzers": [flag]}}}}})
+
+    def search(condition):
+        return keys(db, f"FOR d IN {view} SEARCH {condition} {SEARCH_SYNC} RETURN d._key")
+    # "x" and "TEN" are TO_NUMBER 0 under `num` (the pipeline makes "TEN" 10); the
+    # document's own number 12 is indexed as ever.
+    assert search("d.value == 12") == ["a", "d"]
+    assert search("d.value == 0") == ["c", "e"]
+    assert search("d.value IN 5..8") == ["b"]
+    assert search("d.value > 9") == ["a", "d", "e"]
+    assert search("d.value == 10") == ["e"]
+    assert search("d.answer == true") == ["a", "c"]
+    assert search("d.answer == false") == ["b", "d", "e"]
+    # The strings are still there for the string analyzer of the same field.
+    assert search("d.value == 'x'") == ["c"]
+    db.delete_view(view)
+
+    base = f"/_db/{db.name}/_api/analyzer"
+    typed_member = {"type": "aql", "properties": {"queryString": "RETURN 1", "returnType": "bool"}}
+    for kind, props in [
+            ("pipeline", {"pipeline": [typed_member, {"type": "norm", "properties": {"locale": "en"}}]}),
+            ("wildcard", {"ngramSize": 3, "analyzer": typed_member}),
+            ("aql", {"queryString": "RETURN 1", "returnType": "object"})]:
+        r = http.post(base, json={"name": unique("bad"), "type": kind, "properties": props})
+        assert (r.status_code, r.json()["errorNum"]) == (400, 10), (kind, r.text)
+    for name in (num, flag, lowered_num, keep):
+        db.delete_analyzer(name)
+
+
 def test_aql_analyzers_as_documented(db, http):
     """ArangoDB's documented aql analyzer examples: soundex and concatenation through TOKENS(),
     a filter with keepNull false and an empty result, positions collapsed or not as PHRASE()

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use quiver_core::ComputedValuesEvaluator;
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::analyzer::AqlAnalyzerRuntime;
+use quiver_search::analyzer::{AqlAnalyzerRuntime, ReturnType};
 use serde_json::{Map, Value};
 
 use crate::ast::{Expr, Op, Query};
@@ -332,6 +332,7 @@ impl AqlAnalyzerRuntime for RestrictedAql {
         query: &str,
         param: Option<&str>,
         memory_limit: u64,
+        return_type: ReturnType,
     ) -> Result<Vec<Option<String>>> {
         let mut binds = Map::new();
         if let Some(param) = param {
@@ -341,9 +342,14 @@ impl AqlAnalyzerRuntime for RestrictedAql {
             );
         }
         let rows = RestrictedAql::run(self, query, binds, memory_limit, false)?;
+        let token = |v: &Value| match return_type {
+            ReturnType::String => crate::value::to_string(v),
+            ReturnType::Number => ReturnType::text_of_number(crate::value::to_number(v)),
+            ReturnType::Bool => crate::value::to_bool(v).to_string(),
+        };
         Ok(rows
             .iter()
-            .map(|v| (!v.is_null()).then(|| crate::value::to_string(v)))
+            .map(|v| (!v.is_null()).then(|| token(v)))
             .collect())
     }
 }
@@ -415,7 +421,8 @@ mod tests {
         let aql = RestrictedAql::new();
         let run = |q: &str, p: &str| {
             let uses = check_analyzer_query(q).unwrap();
-            AqlAnalyzerRuntime::run(&aql, q, uses.then_some(p), 1 << 20).unwrap()
+            AqlAnalyzerRuntime::run(&aql, q, uses.then_some(p), 1 << 20, ReturnType::String)
+                .unwrap()
         };
         assert_eq!(
             run("RETURN SOUNDEX(@param)", "ArangoDB"),
@@ -435,6 +442,43 @@ mod tests {
         );
         assert!(run("FILTER @param != 'x' RETURN 1", "x").is_empty());
         // The memory limit holds.
-        assert!(AqlAnalyzerRuntime::run(&aql, "RETURN RANGE(1, 100000)", None, 1024).is_err());
+        assert!(AqlAnalyzerRuntime::run(
+            &aql,
+            "RETURN RANGE(1, 100000)",
+            None,
+            1024,
+            ReturnType::String
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn results_convert_as_to_number_and_to_bool() {
+        let aql = RestrictedAql::new();
+        let run = |q: &str, t: ReturnType| {
+            AqlAnalyzerRuntime::run(&aql, q, None, 1 << 20, t)
+                .unwrap()
+                .into_iter()
+                .map(|v| v.unwrap_or_else(|| "<null>".to_string()))
+                .collect::<Vec<_>>()
+        };
+        let all =
+            "FOR v IN ['12', ' 1.5 ', 'x', '', true, false, 3, [], [7], [1, 2], {}, null] RETURN v";
+        assert_eq!(
+            run(all, ReturnType::Number),
+            ["12", "1.5", "0", "0", "1", "0", "3", "0", "7", "0", "0", "<null>"]
+        );
+        assert_eq!(
+            run(all, ReturnType::Bool),
+            [
+                "true", "true", "true", "false", "true", "false", "true", "true", "true", "true",
+                "true", "<null>"
+            ]
+        );
+        assert_eq!(run("RETURN -0", ReturnType::Number), ["0"]);
+        assert_eq!(
+            run("RETURN 0.1 + 0.2", ReturnType::Number),
+            ["0.30000000000000004"]
+        );
     }
 }

@@ -89,6 +89,13 @@ impl AnalyzerSource for DatabaseAnalyzers {
             .then(|| analyzer.tokens(input))
     }
 
+    fn return_type(&self, analyzer: &str) -> quiver_search::analyzer::ReturnType {
+        self.resolve(analyzer)
+            .map_or(quiver_search::analyzer::ReturnType::String, |a| {
+                a.return_type()
+            })
+    }
+
     fn geo(&self, analyzer: &str) -> Option<quiver_search::analyzer::GeoAnalyzer> {
         self.resolve(analyzer)?.geo()
     }

@@ -10,13 +10,18 @@
 //! (`quiver_search::index::geo_cell_tokens`: QuiverDB's own grid cells, not ArangoDB's S2
 //! cell tokens), an array it does not read gives one array per element, anything else `[]`
 //! (the analyzer indexes nothing for it).
+//!
+//! An analyzer that makes numbers or booleans (an `aql` analyzer's `returnType`) gives, as
+//! ArangoDB's does, one array per token holding what the index files the value under
+//! (`quiver_search::index::typed_token_terms`: a number's 16 hexadecimal digits, `1` or `0`;
+//! ArangoDB reports its own index encoding, base64).
 
 use std::sync::Arc;
 
 use quiver_core::analyzers::Analyzer;
 use quiver_errors::{Error, ErrorCode, Result};
-use quiver_search::analyzer::GeoAnalyzer;
-use quiver_search::index::geo_cell_tokens;
+use quiver_search::analyzer::{GeoAnalyzer, ReturnType};
+use quiver_search::index::{geo_cell_tokens, typed_token_terms};
 use serde_json::Value;
 
 use super::{reading, FunctionContext, FunctionDef};
@@ -89,13 +94,20 @@ fn geo_tokens(geo: &GeoAnalyzer, value: &Value, depth: usize) -> Value {
 }
 
 fn terms(analyzer: &Analyzer, text: &str) -> Result<Value> {
-    Ok(Value::Array(
-        analyzer
-            .try_tokens(text)?
-            .into_iter()
-            .map(|t| Value::String(t.term))
+    let tokens = analyzer.try_tokens(text)?.into_iter();
+    Ok(Value::Array(match analyzer.return_type() {
+        ReturnType::String => tokens.map(|t| Value::String(t.term)).collect(),
+        typed => tokens
+            .map(|t| {
+                Value::Array(
+                    typed_token_terms(typed, &t.term)
+                        .into_iter()
+                        .map(Value::String)
+                        .collect(),
+                )
+            })
             .collect(),
-    ))
+    }))
 }
 
 fn tokens(ctx: &mut FunctionContext<'_>, args: &[Value]) -> Result<Value> {

@@ -7,6 +7,10 @@
 //! runtime checks ArangoDB's restrictions when the analyzer is built (no collections or
 //! views, no `DOCUMENT()`, no traversals, no functions that use analyzers or data, no
 //! user-defined functions) and runs the query for every input.
+//!
+//! `returnType` converts every result as AQL's `TO_STRING()`, `TO_NUMBER()` or `TO_BOOL()`
+//! would; number and bool tokens travel as their canonical text and are indexed as numbers
+//! and booleans ([`ReturnType`]).
 
 use std::sync::{Arc, OnceLock};
 
@@ -14,7 +18,7 @@ use quiver_errors::Result;
 use serde_json::{json, Value};
 
 use super::props::{bool_or, choice, object, required_string, unsigned};
-use super::{Built, Rejection, Token, TokenStream};
+use super::{Built, Rejection, ReturnType, Token, TokenStream};
 
 /// The largest `memoryLimit` (ArangoDB: 32 MiB).
 const MEMORY_LIMIT_MAX: u64 = 32 * 1024 * 1024;
@@ -30,13 +34,15 @@ pub trait AqlAnalyzerRuntime: Send + Sync {
     fn check(&self, query: &str) -> std::result::Result<bool, String>;
 
     /// Runs `query` with `@param` bound to `param` (`None`: a query that does not use it)
-    /// under `memory_limit` bytes: its results in order, each as AQL's `TO_STRING()` gives
-    /// it, `None` for `null`.
+    /// under `memory_limit` bytes: its results in order, `None` for `null`, every other
+    /// result converted to `return_type` as AQL's `TO_STRING()`, `TO_NUMBER()` or `TO_BOOL()`
+    /// gives it and spelled as [`ReturnType`] spells tokens.
     fn run(
         &self,
         query: &str,
         param: Option<&str>,
         memory_limit: u64,
+        return_type: ReturnType,
     ) -> Result<Vec<Option<String>>>;
 }
 
@@ -61,6 +67,7 @@ struct Aql {
     collapse_positions: bool,
     keep_null: bool,
     memory_limit: u64,
+    return_type: ReturnType,
 }
 
 impl std::fmt::Debug for Aql {
@@ -74,16 +81,25 @@ impl TokenStream for Aql {
     /// nothing for such a value; `TOKENS()` (strict) reports the error.
     fn analyze(&self, input: &str, strict: bool, out: &mut Vec<Token>) -> Result<()> {
         let param = self.binds_param.then_some(input);
-        let results = match self.runtime.run(&self.query, param, self.memory_limit) {
-            Ok(results) => results,
-            Err(e) if strict => return Err(e),
-            Err(_) => return Ok(()),
-        };
+        let results =
+            match self
+                .runtime
+                .run(&self.query, param, self.memory_limit, self.return_type)
+            {
+                Ok(results) => results,
+                Err(e) if strict => return Err(e),
+                Err(_) => return Ok(()),
+            };
         let mut position = 0;
         for result in results {
             let term = match result {
                 Some(term) => term,
-                None if self.keep_null => String::new(),
+                // `keepNull`: null is taken as the empty string, converted to the return type.
+                None if self.keep_null => match self.return_type {
+                    ReturnType::String => String::new(),
+                    ReturnType::Number => ReturnType::text_of_number(0.0),
+                    ReturnType::Bool => "false".to_string(),
+                },
                 None => continue,
             };
             out.push(Token::new(term, position, 0, input.len()));
@@ -93,12 +109,15 @@ impl TokenStream for Aql {
         }
         Ok(())
     }
+
+    fn return_type(&self) -> ReturnType {
+        self.return_type
+    }
 }
 
 /// `{"queryString": string (required), "collapsePositions": false, "keepNull": true,
-/// "batchSize": 1..=1000 (1), "memoryLimit": 1..=32 MiB (1 MiB), "returnType": "string"}`.
-/// `returnType` `number` and `bool` are refused: their tokens would have to be indexed as
-/// numbers and booleans, which the view's field mapping does not do for analyzer output.
+/// "batchSize": 1..=1000 (1), "memoryLimit": 1..=32 MiB (1 MiB), "returnType": "string" |
+/// "number" | "bool" ("string")}`.
 pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
     let runtime = RUNTIME
         .get()
@@ -129,11 +148,8 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
         ));
     }
     let return_type = choice(props, "returnType", &["string", "number", "bool"], "string")?;
-    if return_type != "string" {
-        return Err(format!(
-            "'returnType' '{return_type}' is not supported by this server, only 'string'"
-        ));
-    }
+    let return_type = ReturnType::from_name(return_type)
+        .ok_or_else(|| format!("unknown 'returnType' '{return_type}'"))?;
     let binds_param = runtime.check(query)?;
     Ok(Built {
         stream: Box::new(Aql {
@@ -143,6 +159,7 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
             collapse_positions,
             keep_null,
             memory_limit,
+            return_type,
         }),
         properties: json!({
             "queryString": query,
@@ -150,7 +167,7 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
             "keepNull": keep_null,
             "batchSize": batch_size,
             "memoryLimit": memory_limit,
-            "returnType": return_type,
+            "returnType": return_type.name(),
         }),
     })
 }

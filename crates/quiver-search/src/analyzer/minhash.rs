@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use quiver_errors::Result;
 use serde_json::{json, Map, Value};
 
-use super::pipeline::build_member;
+use super::pipeline::build_string_member;
 use super::props::{object, unsigned};
 use super::{Built, Rejection, Token, TokenStream};
 
@@ -80,7 +80,7 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
     let Some(member) = props.get("analyzer").filter(|v| !v.is_null()) else {
         return Err("missing required attribute 'analyzer'".to_string());
     };
-    let (inner, json) = build_member(member)?;
+    let (inner, json) = build_string_member(member)?;
     let mut normalized = Map::new();
     normalized.insert("analyzer".into(), json);
     normalized.insert("numHashes".into(), json!(hashes));

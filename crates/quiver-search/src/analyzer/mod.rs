@@ -22,6 +22,7 @@ mod norm;
 mod normalize;
 mod pipeline;
 mod props;
+mod return_type;
 mod segmentation;
 mod stem;
 mod stopwords;
@@ -42,6 +43,7 @@ use serde_json::{Map, Value};
 pub use aql::{set_aql_runtime, AqlAnalyzerRuntime};
 pub use builtin::BUILTIN_NAMES;
 pub use geo::{GeoAnalyzer, GeoInput, GeoJsonKind};
+pub use return_type::ReturnType;
 
 /// The largest accepted `properties` object, serialized (ArangoDB's limit).
 pub const PROPERTIES_SIZE_MAX: usize = 1024 * 1024;
@@ -168,6 +170,12 @@ pub(crate) trait TokenStream: Send + Sync + fmt::Debug {
     /// `TOKENS()` fails (a binary n-gram that splits a multi-byte character); without, such a
     /// token is left out.
     fn analyze(&self, input: &str, strict: bool, out: &mut Vec<Token>) -> Result<()>;
+
+    /// The data type of the tokens (see [`ReturnType`]): strings but for `aql` analyzers
+    /// with another `returnType` (and pipelines that end in one).
+    fn return_type(&self) -> ReturnType {
+        ReturnType::String
+    }
 
     /// Calls `visit` with the term and position of each token `analyze` gives without
     /// `strict`, in order. Types that can lend their terms without building each [`Token`]
@@ -384,6 +392,12 @@ impl Analyzer {
     /// The index features.
     pub fn features(&self) -> &[Feature] {
         &self.definition.features
+    }
+
+    /// The data type of the tokens: an `aql` analyzer's `returnType` (a pipeline's is its last
+    /// member's); strings for every other type.
+    pub fn return_type(&self) -> ReturnType {
+        self.stream.return_type()
     }
 
     /// Whether this analyzer only accepts geo values (GeoJSON or coordinate pairs), not text.

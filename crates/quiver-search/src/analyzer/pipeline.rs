@@ -1,11 +1,13 @@
 //! `pipeline`: analyzers chained so that every token of one is the input of the next. Geo
-//! analyzers cannot be members (they need the raw JSON value, not a string).
+//! analyzers cannot be members (they need the raw JSON value, not a string). Every member
+//! reads strings, so only the last may make numbers or booleans (an `aql` member with another
+//! `returnType`); the pipeline's tokens then have that type.
 
 use quiver_errors::Result;
 use serde_json::{json, Value};
 
 use super::props::object;
-use super::{build_type, Built, Rejection, Token, TokenStream};
+use super::{build_type, Built, Rejection, ReturnType, Token, TokenStream};
 
 /// The most members a pipeline may have.
 pub(crate) const PIPELINE_MEMBERS_MAX: usize = 64;
@@ -57,6 +59,12 @@ impl TokenStream for Pipeline {
         out.extend(tokens);
         Ok(())
     }
+
+    fn return_type(&self) -> ReturnType {
+        self.members
+            .last()
+            .map_or(ReturnType::String, |last| last.return_type())
+    }
 }
 
 /// Builds one member definition-like object `{"type", "properties"}` of a pipeline or a
@@ -92,6 +100,22 @@ pub(crate) fn build_member(member: &Value) -> Result<(Box<dyn TokenStream>, Valu
     ))
 }
 
+/// [`build_member`] for a member whose tokens another analyzer reads or hashes as text (a
+/// wildcard's or minhash's analyzer): its tokens must be strings.
+pub(crate) fn build_string_member(
+    member: &Value,
+) -> Result<(Box<dyn TokenStream>, Value), Rejection> {
+    let (stream, json) = build_member(member)?;
+    match stream.return_type() {
+        ReturnType::String => Ok((stream, json)),
+        other => Err(format!(
+            "an analyzer whose tokens are of type '{}' cannot be used here: its output must \
+             be strings",
+            other.name()
+        )),
+    }
+}
+
 /// `{"pipeline": [{"type", "properties"}, …]}` (required, at least one member).
 pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
     let props = object(properties);
@@ -108,8 +132,15 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
     }
     let mut members = Vec::with_capacity(items.len());
     let mut normalized = Vec::with_capacity(items.len());
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
         let (stream, json) = build_member(item)?;
+        if i + 1 < items.len() && stream.return_type() != ReturnType::String {
+            return Err(format!(
+                "pipeline member #{i} makes tokens of type '{}', which the next member cannot \
+                 read: only the last member may make numbers or booleans",
+                stream.return_type().name()
+            ));
+        }
         members.push(stream);
         normalized.push(json);
     }

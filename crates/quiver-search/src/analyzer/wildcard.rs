@@ -6,7 +6,7 @@
 use quiver_errors::Result;
 use serde_json::{json, Map, Value};
 
-use super::pipeline::build_member;
+use super::pipeline::build_string_member;
 use super::props::{object, unsigned};
 use super::{Built, Rejection, Token, TokenStream};
 
@@ -65,7 +65,7 @@ pub(crate) fn build(properties: &Value) -> Result<Built, Rejection> {
     let inner = match props.get("analyzer") {
         None | Some(Value::Null) => None,
         Some(member) => {
-            let (stream, json) = build_member(member)?;
+            let (stream, json) = build_string_member(member)?;
             normalized.insert("analyzer".into(), json);
             Some(stream)
         }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::encode;
 use super::link::{LinkDefinition, Resolved, MAX_FIELD_DEPTH};
-use crate::analyzer::GeoAnalyzer;
+use crate::analyzer::{GeoAnalyzer, ReturnType};
 
 /// Positions left free between two values of one path (array elements without
 /// `trackListPositions`), so that a phrase never runs from one value into the next.
@@ -45,6 +45,13 @@ pub trait AnalyzerSource: Send + Sync {
     fn geo(&self, analyzer: &str) -> Option<GeoAnalyzer> {
         let _ = analyzer;
         None
+    }
+
+    /// The data type of `analyzer`'s tokens: strings unless it is an `aql` analyzer (or a
+    /// pipeline ending in one) whose `returnType` is `number` or `bool`.
+    fn return_type(&self, analyzer: &str) -> ReturnType {
+        let _ = analyzer;
+        ReturnType::String
     }
 
     /// The definition of `analyzer` (type, properties, features) as JSON, which decides the
@@ -255,6 +262,10 @@ impl Collector<'_> {
     /// field length (nothing for an unknown analyzer, nor for a geo analyzer, which reads
     /// geometries, not text).
     fn string_value(&mut self, path: &str, analyzer: &str, s: &str) {
+        match self.analyzers.return_type(analyzer) {
+            ReturnType::String => {}
+            typed => return self.typed_value(path, analyzer, s, typed),
+        }
         let before = self.terms.len();
         self.marker(path, encode::analyzer_term(path, analyzer));
         let with_marker = self.terms.len();
@@ -281,6 +292,34 @@ impl Collector<'_> {
         }
         self.advance_positions(path, analyzer, base, span);
         self.count_tokens(path, analyzer, tokens);
+    }
+
+    /// The tokens of string `s` at `path` under an analyzer that makes numbers or booleans:
+    /// indexed as the values they are, where the document's own numbers and booleans of
+    /// `path` go (ArangoDB's typed analyzer output is found by `doc.path == 5` without
+    /// `ANALYZER()`), with their type markers; no analyzer marker, positions or field length,
+    /// which only strings have.
+    fn typed_value(&mut self, path: &str, analyzer: &str, s: &str, typed: ReturnType) {
+        let mut values = Vec::new();
+        self.analyzers
+            .visit_tokens(analyzer, s, &mut |token: &str, _position: u32| {
+                values.push(match typed {
+                    ReturnType::Number => ReturnType::number_of(token)
+                        .map(|v| ("number", encode::number_term(path, v))),
+                    ReturnType::Bool => {
+                        ReturnType::bool_of(token).map(|b| ("bool", encode::bool_term(path, b)))
+                    }
+                    ReturnType::String => None,
+                });
+            });
+        let mut marked = false;
+        for (kind, term) in values.into_iter().flatten() {
+            if !marked {
+                self.marker(path, encode::type_term(path, kind));
+                marked = true;
+            }
+            self.scalar(path, term);
+        }
     }
 
     /// The cell terms and the stored shape of a geometry a geo analyzer reads at `path`.
@@ -407,6 +446,22 @@ pub fn geo_cell_tokens(geo: &GeoAnalyzer, shape: &quiver_geo::Shape) -> Vec<Stri
     out
 }
 
+/// What `TOKENS()` reports for one token of an analyzer that makes numbers or booleans: the
+/// value part of the term the index files it under (a number's 16 hexadecimal digits, `1` or
+/// `0` for a boolean; ArangoDB reports its own index's encodings, base64), or None for a
+/// token that spells no value of the type (the index leaves such a token out).
+pub fn typed_token_terms(typed: ReturnType, token: &str) -> Option<String> {
+    match typed {
+        ReturnType::Number => {
+            ReturnType::number_of(token).map(|v| format!("{:016x}", encode::sortable_bits(v)))
+        }
+        ReturnType::Bool => {
+            ReturnType::bool_of(token).map(|b| if b { "1" } else { "0" }.to_string())
+        }
+        ReturnType::String => Some(token.to_string()),
+    }
+}
+
 /// The identity analyzer: the whole string is one token. Always available, also as the
 /// fallback a test uses.
 #[derive(Clone, Copy, Debug, Default)]
@@ -446,6 +501,61 @@ mod tests {
         assert!(t.contains(&"b|a.b|1".to_string()), "{t:?}");
         assert!(t.contains(&"z|a.b".to_string()));
         assert!(t.contains(&"e|a.b".to_string()));
+    }
+
+    /// `num` spells each word as a number token (typed), `yes` says whether the input is
+    /// "y" (typed bool), `identity` as usual.
+    struct Typed;
+
+    impl AnalyzerSource for Typed {
+        fn tokens(&self, analyzer: &str, input: &str) -> Option<Vec<(String, u32)>> {
+            match analyzer {
+                "num" => Some(
+                    input
+                        .split(' ')
+                        .zip(0..)
+                        .map(|(w, i)| (w.to_string(), i))
+                        .collect(),
+                ),
+                "yes" => Some(vec![((input == "y").to_string(), 0)]),
+                "identity" => Some(vec![(input.to_string(), 0)]),
+                _ => None,
+            }
+        }
+
+        fn return_type(&self, analyzer: &str) -> ReturnType {
+            match analyzer {
+                "num" => ReturnType::Number,
+                "yes" => ReturnType::Bool,
+                _ => ReturnType::String,
+            }
+        }
+    }
+
+    #[test]
+    fn typed_analyzer_tokens_are_indexed_as_numbers_and_booleans() {
+        let link = LinkDefinition::from_json(&json!({"fields": {
+            "a": {"analyzers": ["num", "identity"]}, "b": {"analyzers": ["yes"]}}}))
+        .unwrap();
+        let all: Vec<String> = document_terms(&json!({"a": "5 x 2.5", "b": "y"}), &link, &Typed)
+            .into_iter()
+            .map(|t| t.term)
+            .collect();
+        let has = |term: String| all.contains(&term);
+        // The numbers the tokens spell, where a document's own numbers of the path go; a
+        // token that spells no number is left out.
+        assert!(has(encode::number_term("a", 5.0)), "{all:?}");
+        assert!(has(encode::number_term("a", 2.5)));
+        assert_eq!(all.iter().filter(|t| t.starts_with("n\u{1f}a")).count(), 2);
+        assert!(has(encode::type_term("a", "number")));
+        assert!(has(encode::bool_term("b", true)));
+        assert!(has(encode::type_term("b", "bool")));
+        // The string analyzer of the same path indexes the text as before; the typed one
+        // leaves no string terms, analyzer marker or field length.
+        assert!(has(encode::string_term("a", "identity", "5 x 2.5")));
+        let names = |t: &String, analyzer: &str| t.split('\u{1f}').nth(2) == Some(analyzer);
+        assert!(!all.iter().any(|t| names(t, "num")), "{all:?}");
+        assert!(!all.iter().any(|t| names(t, "yes")), "{all:?}");
     }
 
     #[test]

@@ -30,7 +30,8 @@ mod top_scores;
 mod view_index;
 
 pub use document::{
-    document_terms, geo_cell_tokens, AnalyzerSource, IdentityOnly, TermAt, VALUE_POSITION_GAP,
+    document_terms, geo_cell_tokens, typed_token_terms, AnalyzerSource, IdentityOnly, TermAt,
+    VALUE_POSITION_GAP,
 };
 pub use field_analyzers::analyzer_at;
 pub use geo_query::GeoFilter;
