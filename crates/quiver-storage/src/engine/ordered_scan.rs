@@ -26,12 +26,20 @@
 //! ([`DataFile::release_mapped_pages`]; they stay in the page cache), so a pass over a
 //! collection larger than the limit holds about one file's pages per scanning thread above
 //! it instead of the whole collection until the maintenance thread's next look
-//! (`mapped_budget.rs`). Under the limit nothing is released. The threads of a parallel scan
-//! all read every file, so there a file is released once each of them has moved past it
-//! ([`FilePasses`]).
+//! (`mapped_budget.rs`). Under the limit nothing is released.
+//!
+//! Parallel scans ([`OrderedScan::for_each_parallel`]) split the reading by storage order,
+//! not by index shard: the threads walk their shares of the index shards in parallel, each
+//! sorts its share, and each then reads one contiguous stretch of the combined order. So every
+//! page is read (and mapped, and released) by one thread only — but for the pages where two
+//! stretches meet — and no thread waits for another to finish with a file. (When each thread
+//! read its own shards' documents, both threads read every file, and in the full-scale Pokec
+//! aggregation's profile mapping and unmapping the same pages twice was about 40 % of the
+//! server's CPU.)
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 
 use parking_lot::Mutex;
 use quiver_errors::{Error, ErrorCode, Result};
@@ -63,8 +71,10 @@ pub struct RawDocument<'a> {
     pub body: &'a [u8],
 }
 
-/// A location in a window: `at` packs the index into `OrderedScan::files` (high 32 bits) and
-/// the offset (low 32 bits), so that sorting by it groups by file and orders by offset.
+/// A location in a window: `at` packs the index into `OrderedScan::files` (high 32 bits; in
+/// the walks of a parallel scan the file's slot, [`Loc::slot`], which every thread numbers
+/// alike) and the offset (low 32 bits), so that sorting by it groups by file and orders by
+/// offset.
 #[derive(Clone, Copy)]
 struct Slot {
     at: u64,
@@ -81,6 +91,7 @@ impl Slot {
     }
 }
 
+#[derive(Clone)]
 struct Pinned {
     file: Arc<DataFile>,
     map: Option<Arc<memmap2::Mmap>>,
@@ -113,64 +124,9 @@ pub struct OrderedScan {
     limit: Option<u64>,
     /// The file (index into `files`) the last document came from.
     reading: Option<usize>,
-    /// For one thread of a parallel scan: the passes of all its threads over each file.
-    passes: Option<Arc<FilePasses>>,
-}
-
-/// How often the threads of one parallel scan have moved past each file. The threads split
-/// the index shards, not the files: each reads every file for its own documents, and they
-/// walk the files in the same order at about the same pace. A thread that released a file's
-/// mapped pages as soon as it moved past it took them from under the others, which then
-/// faulted them back in (in the full-scale aggregation's profile, mapping and unmapping
-/// pages were about 40 % of the server's CPU). So a file is released when every thread has
-/// moved past it as often as the first, or, so that a thread far behind the others cannot
-/// keep the whole collection mapped, when more than [`HELD_PER_THREAD`] files per thread wait
-/// for it (the oldest first). A thread with none of its documents in a file never passes it;
-/// such a file leaves the waiting list the same way.
-struct FilePasses {
-    threads: usize,
-    state: Mutex<Passes>,
-}
-
-/// Files one parallel scan's threads moved past and not all of them yet, oldest first, at
-/// most [`HELD_PER_THREAD`] per thread.
-const HELD_PER_THREAD: usize = 2;
-
-#[derive(Default)]
-struct Passes {
-    /// File id → passes so far (one entry per file of the collection at most).
-    passed: HashMap<u64, usize>,
-    /// Files passed by some threads but not all, oldest first.
-    waiting: std::collections::VecDeque<Arc<DataFile>>,
-}
-
-impl FilePasses {
-    fn new(threads: usize) -> FilePasses {
-        FilePasses {
-            threads: threads.max(1),
-            state: Mutex::new(Passes::default()),
-        }
-    }
-
-    /// Counts one thread's pass over `file`; returns the files whose mapped pages may go now.
-    fn pass(&self, file: &Arc<DataFile>) -> Vec<Arc<DataFile>> {
-        let mut state = self.state.lock();
-        let n = state.passed.entry(file.fid).or_insert(0);
-        *n += 1;
-        let n = *n;
-        let mut release = Vec::new();
-        if n % self.threads == 0 {
-            state.waiting.retain(|f| f.fid != file.fid);
-            release.push(file.clone());
-        } else if n % self.threads == 1 {
-            state.waiting.push_back(file.clone());
-        }
-        // Bounded: every round takes one file off the list until it is within its bound.
-        while state.waiting.len() > self.threads * HELD_PER_THREAD {
-            release.extend(state.waiting.pop_front());
-        }
-        release
-    }
+    /// The walk of one thread of a parallel scan: windows hold file slots, not indexes into
+    /// `files` (see [`Slot`]), and are read by [`Rounds`], not by [`OrderedScan::next_raw`].
+    by_file_slot: bool,
 }
 
 impl OrderedScan {
@@ -192,7 +148,7 @@ impl OrderedScan {
             scratch: Vec::new(),
             limit: snap.inner().options.mapped_memory_limit,
             reading: None,
-            passes: None,
+            by_file_slot: false,
             snap,
         }
     }
@@ -217,6 +173,7 @@ impl OrderedScan {
             let files = &mut self.files;
             let file_index = &mut self.file_index;
             let window = &mut self.window;
+            let by_file_slot = self.by_file_slot;
             let last = index.visible_locs(
                 shard,
                 self.after.as_deref(),
@@ -244,8 +201,13 @@ impl OrderedScan {
                             }
                         },
                     };
+                    let file = if by_file_slot {
+                        loc.slot as u64
+                    } else {
+                        i as u64
+                    };
                     window.push(Slot {
-                        at: (i as u64) << 32 | loc.offset as u64,
+                        at: file << 32 | loc.offset as u64,
                         len: loc.len,
                     });
                 },
@@ -282,6 +244,10 @@ impl OrderedScan {
     /// that pulls a batch at a time) use this; see [`OrderedScan::for_each_parallel`] for
     /// whole-collection consumers.
     pub fn next_raw(&mut self) -> Option<Result<RawDocument<'_>>> {
+        assert!(
+            !self.by_file_slot,
+            "a walk of a parallel scan is not read by next_raw"
+        );
         while self.pos >= self.window.len() {
             self.moved_past();
             match self.fill() {
@@ -314,26 +280,19 @@ impl OrderedScan {
     /// The scan has read what it reads of the current file in this window: above the mapped
     /// memory limit, that file's mapped pages are released (see the module notes).
     fn moved_past(&mut self) {
+        debug_assert!(!self.by_file_slot, "a walk's windows are read by Rounds");
         if let Some(i) = self.reading.take() {
-            let file = &self.files[i].file;
-            let release = match &self.passes {
-                None => vec![file.clone()],
-                Some(passes) => passes.pass(file),
-            };
-            if !release.is_empty() && over_limit(self.limit) {
-                for file in release {
-                    file.release_mapped_pages();
-                }
+            if over_limit(self.limit) {
+                self.files[i].file.release_mapped_pages();
             }
         }
     }
 
-    /// Splits this (not yet started) scan into up to `parts` scans over disjoint sets of
-    /// index shards, which together see exactly the documents this one would. Each reads its
-    /// share in storage order, so parallel workers each sweep the files front to back.
+    /// Splits this (not yet started) scan into up to `parts` walks over disjoint sets of
+    /// index shards, which together see exactly the documents this one would (see
+    /// [`Rounds`] for how they are read).
     fn split(self, parts: usize) -> Vec<OrderedScan> {
         let parts = parts.clamp(1, self.shards.len().max(1));
-        let passes = Arc::new(FilePasses::new(parts));
         (0..parts)
             .map(|p| OrderedScan {
                 snap: self.snap.clone(),
@@ -351,56 +310,375 @@ impl OrderedScan {
                 scratch: Vec::new(),
                 limit: self.limit,
                 reading: None,
-                passes: Some(passes.clone()),
+                by_file_slot: true,
             })
             .collect()
     }
 
+    /// This walk's next window as a [`Run`]: its locations sorted by (file slot, offset) and
+    /// the files they point into. Empty once the walk is done.
+    fn next_run(&mut self) -> Result<Run> {
+        debug_assert!(self.by_file_slot);
+        self.fill()?;
+        let pinned = self
+            .file_index
+            .iter()
+            .map(|(&slot, &i)| (slot, self.files[i].clone()))
+            .collect();
+        Ok(Run {
+            slots: std::mem::take(&mut self.window),
+            pinned,
+        })
+    }
+
     /// Calls `visit` for every document, split over up to `threads` threads (capped at
     /// [`MAX_SCAN_THREADS`]; a small collection is read on the calling thread). Each thread
-    /// walks its own share of the index shards, sorts and reads it, and folds into its own
-    /// state, made by `init`; the states are returned (one per thread used). The first error
-    /// stops the scan (other threads finish their share) and is returned.
+    /// walks its share of the index shards, and reads one stretch of the combined storage
+    /// order ([`Rounds`]), folding into its own state, made by `init`; the states are returned
+    /// (one per thread used). The first error (or a panic of `visit`) stops the scan and is
+    /// returned.
     pub fn for_each_parallel<S, I, V>(self, threads: usize, init: I, visit: V) -> Result<Vec<S>>
     where
         S: Send,
         I: Fn() -> S,
         V: Fn(&mut S, RawDocument<'_>) -> Result<()> + Sync,
     {
-        let run = |mut scan: OrderedScan, mut state: S| -> Result<S> {
-            while let Some(doc) = scan.next_raw() {
-                visit(&mut state, doc?)?;
-            }
-            Ok(state)
-        };
         let threads = threads.clamp(1, MAX_SCAN_THREADS);
         let small = self.col.count_at(self.snap.tick()) < PARALLEL_MIN as u64;
         if threads == 1 || small {
-            return Ok(vec![run(self, init())?]);
+            let mut scan = self;
+            let mut state = init();
+            while let Some(doc) = scan.next_raw() {
+                visit(&mut state, doc?)?;
+            }
+            return Ok(vec![state]);
         }
-        let run = &run;
-        let scans = self.split(threads);
-        let states: Vec<S> = scans.iter().map(|_| init()).collect();
-        let results: Vec<Result<S>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = scans
+        let walks = self.split(threads);
+        let rounds = Rounds::new(walks.len());
+        let visit = &visit;
+        let rounds = &rounds;
+        let states: Vec<S> = walks.iter().map(|_| init()).collect();
+        let results: Vec<(S, Option<Error>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = walks
                 .into_iter()
                 .zip(states)
-                .map(|(scan, state)| scope.spawn(move || run(scan, state)))
+                .enumerate()
+                .map(|(me, (walk, state))| scope.spawn(move || rounds.run(me, walk, state, visit)))
                 .collect();
             handles
                 .into_iter()
-                .map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(Error::with_message(
-                            ErrorCode::Internal,
-                            "a scan thread panicked",
-                        ))
-                    })
-                })
+                .map(|h| h.join().expect("a scan thread catches its panics"))
                 .collect()
         });
-        results.into_iter().collect()
+        let mut states = Vec::with_capacity(results.len());
+        let mut first_error = None;
+        for (state, error) in results {
+            states.push(state);
+            if first_error.is_none() {
+                first_error = error;
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(states),
+        }
     }
+}
+
+/// One walk's window of a parallel scan: its locations, sorted by (file slot, offset), and
+/// the files they point into, pinned (by file slot).
+struct Run {
+    slots: Vec<Slot>,
+    pinned: HashMap<u32, Pinned>,
+}
+
+/// How much of a file a stretch copies with one `pread` when it reads the file without its
+/// map (over the mapped limit): the markers of a stretch lie in increasing offsets, mostly
+/// back to back, so one read serves many, and they are read from the cache right after (the
+/// chunk is small enough to stay in a core's L2 cache while its markers are decoded).
+const COPY_CHUNK: usize = 256 << 10;
+
+/// Samples per run from which the threads of a round choose where their stretches begin.
+const SPLIT_SAMPLES: usize = 256;
+
+/// The rounds of one parallel scan. In each round every thread walks the next window of its
+/// index shards and sorts it (a [`Run`]), all runs are published, and then each thread reads
+/// its stretch of their combined (file slot, offset) order: thread `t` of `n` reads from the
+/// `t`-th to the `t+1`-th `n`-quantile, chosen alike by every thread from samples of the runs,
+/// merging the runs' parts in that stretch. A thread's stretch moves through the files front
+/// to back, so it releases a file's pages (over the mapped limit) as soon as it moves on; only
+/// the file where two stretches meet is read by two threads.
+///
+/// Two barriers per round keep the threads in step: after the first every run of the round
+/// is published and every thread knows whether this is the last round (no walk has more, or
+/// a thread failed); after the second every thread holds the round's runs, so the next
+/// round's may replace them. Every thread takes part in every round until the last, also
+/// after an error or a panic (caught), so none waits at a barrier forever.
+struct Rounds {
+    barrier: Barrier,
+    runs: Mutex<Vec<Option<Arc<Run>>>>,
+    /// Threads whose walk has more to give.
+    walking: AtomicUsize,
+    failed: AtomicBool,
+}
+
+impl Rounds {
+    fn new(threads: usize) -> Rounds {
+        Rounds {
+            barrier: Barrier::new(threads),
+            runs: Mutex::new(vec![None; threads]),
+            walking: AtomicUsize::new(threads),
+            failed: AtomicBool::new(false),
+        }
+    }
+
+    /// One thread's part of the scan: walks, publishes, reads its stretches; returns its state
+    /// and its first error.
+    fn run<S, V>(
+        &self,
+        me: usize,
+        mut walk: OrderedScan,
+        mut state: S,
+        visit: &V,
+    ) -> (S, Option<Error>)
+    where
+        V: Fn(&mut S, RawDocument<'_>) -> Result<()> + Sync,
+    {
+        let mut error: Option<Error> = None;
+        let mut counted_done = false;
+        let mut reader = StretchReader::default();
+        // Bounded: every round takes one window from each walk that has more, and the walks
+        // end; a failure makes the next round the last.
+        loop {
+            if !self.failed.load(Ordering::Acquire) && !walk.walked {
+                let run = guarded(|| walk.next_run());
+                match run {
+                    Ok(run) => self.runs.lock()[me] = Some(Arc::new(run)),
+                    Err(e) => {
+                        walk.walked = true;
+                        self.fail(&mut error, e);
+                    }
+                }
+            } else {
+                self.runs.lock()[me] = None;
+            }
+            if (walk.walked || self.failed.load(Ordering::Acquire)) && !counted_done {
+                counted_done = true;
+                self.walking.fetch_sub(1, Ordering::AcqRel);
+            }
+            self.barrier.wait();
+            let last =
+                self.walking.load(Ordering::Acquire) == 0 || self.failed.load(Ordering::Acquire);
+            let runs: Vec<Arc<Run>> = self.runs.lock().iter().flatten().cloned().collect();
+            self.barrier.wait();
+            if !self.failed.load(Ordering::Acquire) {
+                let threads = self.runs.lock().len();
+                let outcome = guarded(|| {
+                    reader.read(&runs, me, threads, &walk, &mut |doc| visit(&mut state, doc))
+                });
+                if let Err(e) = outcome {
+                    self.fail(&mut error, e);
+                }
+            }
+            if last {
+                return (state, error);
+            }
+        }
+    }
+
+    fn fail(&self, error: &mut Option<Error>, e: Error) {
+        error.get_or_insert(e);
+        self.failed.store(true, Ordering::Release);
+    }
+}
+
+/// Runs `f`, turning a panic into an error (a thread of a parallel scan must go on taking
+/// part in its rounds, see [`Rounds`]).
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(Error::with_message(
+            ErrorCode::Internal,
+            "a scan thread panicked",
+        ))
+    })
+}
+
+/// Reads one thread's stretch of a round (see [`Rounds`]); keeps its read buffer across
+/// rounds.
+#[derive(Default)]
+struct StretchReader {
+    scratch: Vec<u8>,
+    /// Bytes of the file being read through `pread` (see [`StretchReader::read`]), and the
+    /// file offset of its first byte.
+    chunk: Vec<u8>,
+    chunk_at: usize,
+}
+
+impl StretchReader {
+    /// Reads the stretch of thread `me` of `threads` over `runs` in storage order, calling
+    /// `visit` for each document.
+    fn read(
+        &mut self,
+        runs: &[Arc<Run>],
+        me: usize,
+        threads: usize,
+        walk: &OrderedScan,
+        visit: &mut dyn FnMut(RawDocument<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let (from, to) = stretch(runs, me, threads);
+        // Per run: the next position and the end of this thread's part.
+        let mut cursors: Vec<(usize, usize)> = runs
+            .iter()
+            .map(|run| {
+                let lo = from.map_or(0, |k| run.slots.partition_point(|s| s.at < k));
+                let hi = to.map_or(run.slots.len(), |k| run.slots.partition_point(|s| s.at < k));
+                (lo, hi.max(lo))
+            })
+            .collect();
+        let cid = walk.col.id;
+        let inner = walk.snap.inner();
+        let too_large = walk.limit.is_some_and(|limit| mapped_bytes(runs) > limit);
+        // The file being read, and whether it is read through `pread` rather than its map.
+        let mut reading: Option<(u32, &Pinned, bool)> = None;
+        // Bounded: every step advances one cursor towards its end.
+        loop {
+            let mut best: Option<(usize, Slot)> = None;
+            for (r, &(pos, end)) in cursors.iter().enumerate() {
+                if pos < end {
+                    let slot = runs[r].slots[pos];
+                    if best.is_none_or(|(_, b)| slot.at < b.at) {
+                        best = Some((r, slot));
+                    }
+                }
+            }
+            let Some((r, slot)) = best else { break };
+            let run = &runs[r];
+            cursors[r].0 += 1;
+            let file_slot = slot.file() as u32;
+            let (pinned, copied) = match reading {
+                Some((s, p, copied)) if s == file_slot => (p, copied),
+                _ => {
+                    if let Some((_, done, false)) = reading {
+                        if over_limit(walk.limit) {
+                            done.file.release_mapped_pages();
+                        }
+                    }
+                    let p = run.pinned.get(&file_slot).ok_or_else(|| {
+                        Error::with_message(ErrorCode::Internal, "scan file not pinned")
+                    })?;
+                    // Mapping a file only to release it again costs more than copying it: so
+                    // when the scan's files do not fit the mapped limit, or the limit is
+                    // reached already.
+                    let copied = p.map.is_none() || too_large || over_limit(walk.limit);
+                    self.chunk.clear();
+                    self.chunk_at = 0;
+                    reading = Some((file_slot, p, copied));
+                    (p, copied)
+                }
+            };
+            let doc = if copied {
+                let (offset, len) = (slot.offset(), slot.len as usize);
+                if offset < self.chunk_at || offset + len > self.chunk_at + self.chunk.len() {
+                    let size = (pinned.file.len() as usize).saturating_sub(offset);
+                    let want = COPY_CHUNK.max(len).min(size);
+                    if want < len {
+                        return Err(Error::with_message(
+                            ErrorCode::CorruptedDatafile,
+                            format!(
+                                "collection {cid}: marker at file {} offset {offset} runs past \
+                                 the file's end",
+                                pinned.file.fid
+                            ),
+                        ));
+                    }
+                    self.chunk.resize(want, 0);
+                    std::os::unix::fs::FileExt::read_exact_at(
+                        &pinned.file.file,
+                        &mut self.chunk,
+                        offset as u64,
+                    )
+                    .map_err(|e| crate::files::io_error(e, "reading documents"))?;
+                    self.chunk_at = offset;
+                }
+                let from = offset - self.chunk_at;
+                decode_document(pinned, &self.chunk[from..from + len], offset, cid, inner)?
+            } else {
+                if let Some(&ahead) = run.slots.get(cursors[r].0 + PREFETCH_AHEAD) {
+                    if ahead.file() as u32 == file_slot {
+                        prefetch_at(pinned, ahead.offset(), ahead.len);
+                    }
+                }
+                read_at(
+                    pinned,
+                    slot.offset(),
+                    slot.len,
+                    &mut self.scratch,
+                    cid,
+                    inner,
+                )?
+            };
+            visit(doc)?;
+        }
+        if let Some((_, done, false)) = reading {
+            if over_limit(walk.limit) {
+                done.file.release_mapped_pages();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The bytes of the files `runs` point into (each file once), as mapped.
+fn mapped_bytes(runs: &[Arc<Run>]) -> u64 {
+    let mut seen = HashSet::new();
+    runs.iter()
+        .flat_map(|run| run.pinned.iter())
+        .filter(|(slot, _)| seen.insert(**slot))
+        .map(|(_, p)| p.map.as_deref().map_or(0, |m| m.len() as u64))
+        .sum()
+}
+
+/// Where the stretch of thread `me` of `threads` begins and ends in the combined order of
+/// `runs` (None: the start, the end). Every thread computes the same bounds: from up to
+/// [`SPLIT_SAMPLES`] keys of each run, each standing for its share of that run.
+fn stretch(runs: &[Arc<Run>], me: usize, threads: usize) -> (Option<u64>, Option<u64>) {
+    let total: usize = runs.iter().map(|r| r.slots.len()).sum();
+    if total == 0 || threads <= 1 {
+        return (None, None);
+    }
+    let mut samples: Vec<(u64, f64)> = Vec::new();
+    for run in runs {
+        let n = run.slots.len();
+        if n == 0 {
+            continue;
+        }
+        let step = n.div_ceil(SPLIT_SAMPLES).max(1);
+        let mut i = 0;
+        while i < n {
+            samples.push((run.slots[i].at, step.min(n - i) as f64));
+            i += step;
+        }
+    }
+    samples.sort_unstable_by_key(|s| s.0);
+    // The key at which the cumulative weight reaches `k / threads` of the total.
+    let bound = |k: usize| -> Option<u64> {
+        if k == 0 {
+            return None;
+        }
+        if k >= threads {
+            return None;
+        }
+        let target = total as f64 * k as f64 / threads as f64;
+        let mut sum = 0.0;
+        for &(at, weight) in &samples {
+            if sum >= target {
+                return Some(at);
+            }
+            sum += weight;
+        }
+        samples.last().map(|s| s.0 + 1)
+    };
+    (bound(me), bound(me + 1))
 }
 
 /// How many documents ahead of the one being read the scan asks the CPU to fetch.
@@ -412,13 +690,21 @@ const PREFETCH_BYTES: usize = 320;
 /// Starts loading the beginning of the marker at `slot` into the cache. Documents are read
 /// one after the other but rarely share a cache line or page, so without this every marker
 /// header costs a full memory (and often TLB) miss, which dominated the scan's profile.
-#[allow(unsafe_code)]
 #[inline]
 fn prefetch(files: &[Pinned], slot: Slot) {
+    if let Some(pinned) = files.get(slot.file()) {
+        prefetch_at(pinned, slot.offset(), slot.len);
+    }
+}
+
+/// [`prefetch`] of the marker at `offset` (`len` bytes) of a pinned file.
+#[allow(unsafe_code)]
+#[inline]
+fn prefetch_at(pinned: &Pinned, offset: usize, len: u32) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(map) = files.get(slot.file()).and_then(|p| p.map.as_deref()) {
-        let start = map.as_ptr().wrapping_add(slot.offset());
-        let len = PREFETCH_BYTES.min(slot.len as usize);
+    if let Some(map) = pinned.map.as_deref() {
+        let start = map.as_ptr().wrapping_add(offset);
+        let len = PREFETCH_BYTES.min(len as usize);
         for line in (0..len).step_by(64) {
             // SAFETY: a prefetch is only a hint: it never faults and has no architectural
             // effect, whatever the address (it lies inside the map here anyway).
@@ -430,7 +716,7 @@ fn prefetch(files: &[Pinned], slot: Slot) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = (files, slot);
+    let _ = (pinned, offset, len);
 }
 
 /// Reads and decodes the document marker at `slot` from the pinned files.
@@ -444,26 +730,48 @@ fn read<'a>(
     let pinned = files
         .get(slot.file())
         .ok_or_else(|| Error::with_message(ErrorCode::Internal, "scan file not pinned"))?;
-    let bad = |why: &str| {
-        Error::with_message(
-            ErrorCode::CorruptedDatafile,
-            format!(
-                "collection {cid}: marker at file {} offset {} is {why}",
-                pinned.file.fid,
-                slot.offset()
-            ),
-        )
-    };
-    let start = slot.offset();
-    let end = start + slot.len as usize;
+    read_at(pinned, slot.offset(), slot.len, scratch, cid, inner)
+}
+
+/// Reads and decodes the document marker at `offset` (`len` bytes) of a pinned file.
+fn read_at<'a>(
+    pinned: &'a Pinned,
+    offset: usize,
+    len: u32,
+    scratch: &'a mut Vec<u8>,
+    cid: u64,
+    inner: &Inner,
+) -> Result<RawDocument<'a>> {
+    let start = offset;
+    let end = start + len as usize;
     let buf: &'a [u8] = match pinned.map.as_deref().and_then(|m| m.get(start..end)) {
         Some(b) => b,
         None => {
-            scratch.resize(slot.len as usize, 0);
+            scratch.resize(len as usize, 0);
             std::os::unix::fs::FileExt::read_exact_at(&pinned.file.file, scratch, start as u64)
                 .map_err(|e| crate::files::io_error(e, "reading a document"))?;
             scratch
         }
+    };
+    decode_document(pinned, buf, offset, cid, inner)
+}
+
+/// Decodes the document marker `buf`, read from `offset` of a pinned file.
+fn decode_document<'a>(
+    pinned: &Pinned,
+    buf: &'a [u8],
+    offset: usize,
+    cid: u64,
+    inner: &Inner,
+) -> Result<RawDocument<'a>> {
+    let bad = |why: &str| {
+        Error::with_message(
+            ErrorCode::CorruptedDatafile,
+            format!(
+                "collection {cid}: marker at file {} offset {offset} is {why}",
+                pinned.file.fid
+            ),
+        )
     };
     let marker = if pinned.trusted {
         format::decode_trusted(buf)
@@ -472,7 +780,7 @@ fn read<'a>(
     }
     .map_err(|_| {
         let err = bad("damaged (checksum mismatch)");
-        inner.checksum_failure(pinned.file.slot, slot.offset() as u64, err)
+        inner.checksum_failure(pinned.file.slot, offset as u64, err)
     })?;
     let body = format::data_body(&marker).map_err(|_| bad("malformed"))?;
     Ok(RawDocument {
@@ -499,7 +807,18 @@ mod tests {
 
     /// [`open`], choosing whether startup proves the sealed datafiles intact.
     fn open_with(dir: &std::path::Path, verify_datafiles_on_open: bool) -> Engine {
+        open_limited(dir, verify_datafiles_on_open, None)
+    }
+
+    /// [`open_with`] with a mapped memory limit (`Some(1)`: always over it, so that the
+    /// stretches of a parallel scan copy their files instead of reading their maps).
+    fn open_limited(
+        dir: &std::path::Path,
+        verify_datafiles_on_open: bool,
+        mapped_memory_limit: Option<u64>,
+    ) -> Engine {
         let options = EngineOptions {
+            mapped_memory_limit,
             verify_datafiles_on_open,
             journal_size_default: 8 * 1024,
             min_journal_size: crate::JOURNAL_SIZE_FLOOR,
@@ -630,40 +949,141 @@ mod tests {
         engine.shutdown().unwrap();
     }
 
+    /// More documents than a scan reads on one thread, over many small datafiles, some
+    /// updated and removed, plus newer ones in the WAL.
+    fn many(engine: &Engine, cid: u64) -> usize {
+        let n = super::PARALLEL_MIN + 5000;
+        for chunk in (0..n).collect::<Vec<_>>().chunks(4096) {
+            let mut batch = WriteBatch::new();
+            for &i in chunk {
+                batch.put(
+                    cid,
+                    &format!("k{i:06}"),
+                    engine.hlc().next(),
+                    Bytes::from(body(i, 0)),
+                );
+            }
+            engine.commit(batch).unwrap().wait().unwrap();
+        }
+        engine.collect().unwrap();
+        for i in (0..n).step_by(5) {
+            put(engine, cid, &format!("k{i:06}"), &body(i, 1));
+        }
+        for i in (1..n).step_by(11) {
+            remove(engine, cid, &format!("k{i:06}"));
+        }
+        n
+    }
+
+    /// Every document of a parallel scan (windows of `window` locations in all), with the
+    /// number each thread read.
+    fn parallel(
+        snap: &crate::Snapshot,
+        cid: u64,
+        threads: usize,
+        window: usize,
+    ) -> (Vec<(String, String)>, Vec<usize>) {
+        let mut scan = snap.ordered_scan(cid).unwrap();
+        scan.window_limit = window;
+        let parts = scan
+            .for_each_parallel(
+                threads,
+                Vec::new,
+                |seen: &mut Vec<(String, String)>, doc| {
+                    seen.push((
+                        doc.key.to_string(),
+                        String::from_utf8(doc.body.to_vec()).unwrap(),
+                    ));
+                    Ok(())
+                },
+            )
+            .unwrap();
+        let counts = parts.iter().map(Vec::len).collect();
+        let mut all: Vec<(String, String)> = parts.into_iter().flatten().collect();
+        all.sort();
+        (all, counts)
+    }
+
     #[test]
-    fn a_file_is_released_once_every_thread_has_passed_it_or_too_many_wait() {
+    fn parallel_stretches_read_every_document_once_in_any_number_of_rounds() {
         let dir = tempfile::tempdir().unwrap();
         let engine = open(dir.path());
         let cid = setup(&engine);
-        mixed(&engine, cid);
+        many(&engine, cid);
         let snap = engine.snapshot();
-        let mut scan = snap.ordered_scan(cid).unwrap();
-        assert!(scan.fill().unwrap());
-        let files: Vec<_> = scan.files.iter().map(|p| p.file.clone()).collect();
-        let want = 2 * super::HELD_PER_THREAD + 2;
-        assert!(files.len() >= want, "{} files", files.len());
-        let fids = |v: Vec<std::sync::Arc<crate::files::DataFile>>| {
-            v.iter().map(|f| f.fid).collect::<Vec<_>>()
-        };
-        // Two threads in step: a file goes when the second passes it.
-        let passes = super::FilePasses::new(2);
-        assert!(passes.pass(&files[0]).is_empty());
-        assert!(passes.pass(&files[1]).is_empty());
-        assert_eq!(fids(passes.pass(&files[0])), vec![files[0].fid]);
-        assert_eq!(fids(passes.pass(&files[1])), vec![files[1].fid]);
-        assert!(passes.state.lock().waiting.is_empty());
-        // One thread far ahead of the other: at most HELD_PER_THREAD files per thread wait;
-        // the oldest goes first.
-        let ahead = super::FilePasses::new(2);
-        let mut released = Vec::new();
-        for f in &files[..want] {
-            released.extend(fids(ahead.pass(f)));
-            assert!(ahead.state.lock().waiting.len() <= 2 * super::HELD_PER_THREAD);
+        let want: Vec<(String, String)> = key_order(&snap, cid).into_iter().collect();
+        assert!(want.len() > super::PARALLEL_MIN);
+        // One round, several rounds, and windows smaller than an index chunk (one round per
+        // few chunks of each walk); two and three threads.
+        for (threads, window) in [(2, super::WINDOW), (2, 5000), (3, 7000), (2, 100)] {
+            let (all, counts) = parallel(&snap, cid, threads, window);
+            assert_eq!(all, want, "{threads} threads, window {window}");
+            assert_eq!(counts.len(), threads);
+            // The stretches are about equal: a thread reads at least a third of its share.
+            let share = want.len() / threads;
+            assert!(
+                counts.iter().all(|&c| c >= share / 3),
+                "{threads} threads, window {window}: {counts:?}"
+            );
         }
-        assert_eq!(released, vec![files[0].fid, files[1].fid]);
-        // A single thread releases every file it passes.
-        let one = super::FilePasses::new(1);
-        assert_eq!(fids(one.pass(&files[2])), vec![files[2].fid]);
+        engine.shutdown().unwrap();
+    }
+
+    #[test]
+    fn parallel_stretches_over_the_mapped_limit_copy_their_files_and_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open_limited(dir.path(), true, Some(1));
+        let cid = setup(&engine);
+        many(&engine, cid);
+        let snap = engine.snapshot();
+        let want: Vec<(String, String)> = key_order(&snap, cid).into_iter().collect();
+        for (threads, window) in [(2, super::WINDOW), (3, 4000)] {
+            assert_eq!(parallel(&snap, cid, threads, window).0, want, "{threads}, {window}");
+        }
+        engine.shutdown().unwrap();
+    }
+
+    #[test]
+    fn an_error_or_a_panic_in_one_thread_ends_the_parallel_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = open(dir.path());
+        let cid = setup(&engine);
+        many(&engine, cid);
+        let snap = engine.snapshot();
+        for window in [super::WINDOW, 3000] {
+            let mut scan = snap.ordered_scan(cid).unwrap();
+            scan.window_limit = window;
+            let err = scan
+                .for_each_parallel(
+                    2,
+                    || 0usize,
+                    |n, doc| {
+                        *n += 1;
+                        if doc.key == "k000500" {
+                            return Err(quiver_errors::Error::with_message(
+                                quiver_errors::ErrorCode::QueryKilled,
+                                "stop",
+                            ));
+                        }
+                        Ok(())
+                    },
+                )
+                .unwrap_err();
+            assert_eq!(err.code, quiver_errors::ErrorCode::QueryKilled);
+            let mut scan = snap.ordered_scan(cid).unwrap();
+            scan.window_limit = window;
+            let err = scan
+                .for_each_parallel(
+                    2,
+                    || (),
+                    |_, doc| {
+                        assert_ne!(doc.key, "k030000", "a visit that panics");
+                        Ok(())
+                    },
+                )
+                .unwrap_err();
+            assert_eq!(err.code, quiver_errors::ErrorCode::Internal);
+        }
         engine.shutdown().unwrap();
     }
 
