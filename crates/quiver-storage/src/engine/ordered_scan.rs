@@ -1038,7 +1038,11 @@ mod tests {
         let snap = engine.snapshot();
         let want: Vec<(String, String)> = key_order(&snap, cid).into_iter().collect();
         for (threads, window) in [(2, super::WINDOW), (3, 4000)] {
-            assert_eq!(parallel(&snap, cid, threads, window).0, want, "{threads}, {window}");
+            assert_eq!(
+                parallel(&snap, cid, threads, window).0,
+                want,
+                "{threads}, {window}"
+            );
         }
         engine.shutdown().unwrap();
     }
