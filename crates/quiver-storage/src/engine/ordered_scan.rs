@@ -398,6 +398,10 @@ struct Run {
 /// chunk is small enough to stay in a core's L2 cache while its markers are decoded).
 const COPY_CHUNK: usize = 256 << 10;
 
+/// How many documents a stretch reads between two looks at whether another thread failed
+/// (a killed query stops all its threads within this many documents each).
+const FAILED_CHECK: usize = 1024;
+
 /// Samples per run from which the threads of a round choose where their stretches begin.
 const SPLIT_SAMPLES: usize = 256;
 
@@ -474,7 +478,9 @@ impl Rounds {
             if !self.failed.load(Ordering::Acquire) {
                 let threads = self.runs.lock().len();
                 let outcome = guarded(|| {
-                    reader.read(&runs, me, threads, &walk, &mut |doc| visit(&mut state, doc))
+                    reader.read(&runs, me, threads, &walk, &self.failed, &mut |doc| {
+                        visit(&mut state, doc)
+                    })
                 });
                 if let Err(e) = outcome {
                     self.fail(&mut error, e);
@@ -516,13 +522,15 @@ struct StretchReader {
 
 impl StretchReader {
     /// Reads the stretch of thread `me` of `threads` over `runs` in storage order, calling
-    /// `visit` for each document.
+    /// `visit` for each document; stops early (every [`FAILED_CHECK`] documents it looks)
+    /// once another thread has `failed`, which ends the scan anyway.
     fn read(
         &mut self,
         runs: &[Arc<Run>],
         me: usize,
         threads: usize,
         walk: &OrderedScan,
+        failed: &AtomicBool,
         visit: &mut dyn FnMut(RawDocument<'_>) -> Result<()>,
     ) -> Result<()> {
         let (from, to) = stretch(runs, me, threads);
@@ -540,8 +548,13 @@ impl StretchReader {
         let too_large = walk.limit.is_some_and(|limit| mapped_bytes(runs) > limit);
         // The file being read, and whether it is read through `pread` rather than its map.
         let mut reading: Option<(u32, &Pinned, bool)> = None;
+        let mut read = 0usize;
         // Bounded: every step advances one cursor towards its end.
         loop {
+            read += 1;
+            if read % FAILED_CHECK == 0 && failed.load(Ordering::Relaxed) {
+                break;
+            }
             let mut best: Option<(usize, Slot)> = None;
             for (r, &(pos, end)) in cursors.iter().enumerate() {
                 if pos < end {
@@ -1087,6 +1100,29 @@ mod tests {
                 )
                 .unwrap_err();
             assert_eq!(err.code, quiver_errors::ErrorCode::Internal);
+            // The other threads stop soon after a failure, not at the end of their stretch.
+            let visited = std::sync::atomic::AtomicUsize::new(0);
+            let mut scan = snap.ordered_scan(cid).unwrap();
+            scan.window_limit = window;
+            scan.for_each_parallel(
+                2,
+                || (),
+                |_, _| {
+                    let n = visited.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if n == 10 {
+                        return Err(quiver_errors::Error::new(
+                            quiver_errors::ErrorCode::QueryKilled,
+                        ));
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap_err();
+            let visited = visited.into_inner();
+            assert!(
+                visited <= 11 + 2 * super::FAILED_CHECK,
+                "{visited} documents visited after the failure"
+            );
         }
         engine.shutdown().unwrap();
     }
