@@ -689,7 +689,7 @@ fn stretch(runs: &[Arc<Run>], me: usize, threads: usize) -> (Option<u64>, Option
             }
             sum += weight;
         }
-        samples.last().map(|s| s.0 + 1)
+        samples.last().map(|s| s.0.saturating_add(1))
     };
     (bound(me), bound(me + 1))
 }
