@@ -37,13 +37,9 @@ impl ReturnType {
     /// The token text of a number: the shortest text that reads back as the same `f64`.
     /// AQL numbers are finite; anything else is spelled as 0, as AQL's `TO_NUMBER` gives it.
     pub fn text_of_number(value: f64) -> String {
-        if value.is_finite() {
-            // `-0` and `0` are one number to AQL and to the index.
-            if value == 0.0 {
-                "0".to_string()
-            } else {
-                format!("{value}")
-            }
+        // `-0` and `0` are one number to AQL and to the index.
+        if value.is_finite() && value != 0.0 {
+            format!("{value}")
         } else {
             "0".to_string()
         }

@@ -419,6 +419,7 @@ const SPLIT_SAMPLES: usize = 256;
 /// round's may replace them. Every thread takes part in every round until the last, also
 /// after an error or a panic (caught), so none waits at a barrier forever.
 struct Rounds {
+    threads: usize,
     barrier: Barrier,
     runs: Mutex<Vec<Option<Arc<Run>>>>,
     /// Threads whose walk has more to give.
@@ -429,6 +430,7 @@ struct Rounds {
 impl Rounds {
     fn new(threads: usize) -> Rounds {
         Rounds {
+            threads,
             barrier: Barrier::new(threads),
             runs: Mutex::new(vec![None; threads]),
             walking: AtomicUsize::new(threads),
@@ -476,9 +478,8 @@ impl Rounds {
             let runs: Vec<Arc<Run>> = self.runs.lock().iter().flatten().cloned().collect();
             self.barrier.wait();
             if !self.failed.load(Ordering::Acquire) {
-                let threads = self.runs.lock().len();
                 let outcome = guarded(|| {
-                    reader.read(&runs, me, threads, &walk, &self.failed, &mut |doc| {
+                    reader.read(&runs, me, self.threads, &walk, &self.failed, &mut |doc| {
                         visit(&mut state, doc)
                     })
                 });
@@ -546,8 +547,9 @@ impl StretchReader {
         let cid = walk.col.id;
         let inner = walk.snap.inner();
         let too_large = walk.limit.is_some_and(|limit| mapped_bytes(runs) > limit);
-        // The file being read, and whether it is read through `pread` rather than its map.
-        let mut reading: Option<(u32, &Pinned, bool)> = None;
+        // The file being read, and its length when it is read through `pread` rather than its
+        // map.
+        let mut reading: Option<(u32, &Pinned, Option<usize>)> = None;
         let mut read = 0usize;
         // Bounded: every step advances one cursor towards its end.
         loop {
@@ -571,7 +573,7 @@ impl StretchReader {
             let (pinned, copied) = match reading {
                 Some((s, p, copied)) if s == file_slot => (p, copied),
                 _ => {
-                    if let Some((_, done, false)) = reading {
+                    if let Some((_, done, None)) = reading {
                         if over_limit(walk.limit) {
                             done.file.release_mapped_pages();
                         }
@@ -582,39 +584,18 @@ impl StretchReader {
                     // Mapping a file only to release it again costs more than copying it: so
                     // when the scan's files do not fit the mapped limit, or the limit is
                     // reached already.
-                    let copied = p.map.is_none() || too_large || over_limit(walk.limit);
+                    let copied = (p.map.is_none() || too_large || over_limit(walk.limit))
+                        .then(|| p.file.len() as usize);
                     self.chunk.clear();
                     self.chunk_at = 0;
                     reading = Some((file_slot, p, copied));
                     (p, copied)
                 }
             };
-            let doc = if copied {
+            let doc = if let Some(file_len) = copied {
                 let (offset, len) = (slot.offset(), slot.len as usize);
-                if offset < self.chunk_at || offset + len > self.chunk_at + self.chunk.len() {
-                    let size = (pinned.file.len() as usize).saturating_sub(offset);
-                    let want = COPY_CHUNK.max(len).min(size);
-                    if want < len {
-                        return Err(Error::with_message(
-                            ErrorCode::CorruptedDatafile,
-                            format!(
-                                "collection {cid}: marker at file {} offset {offset} runs past \
-                                 the file's end",
-                                pinned.file.fid
-                            ),
-                        ));
-                    }
-                    self.chunk.resize(want, 0);
-                    std::os::unix::fs::FileExt::read_exact_at(
-                        &pinned.file.file,
-                        &mut self.chunk,
-                        offset as u64,
-                    )
-                    .map_err(|e| crate::files::io_error(e, "reading documents"))?;
-                    self.chunk_at = offset;
-                }
-                let from = offset - self.chunk_at;
-                decode_document(pinned, &self.chunk[from..from + len], offset, cid, inner)?
+                let buf = self.copied(pinned, file_len, offset, len, cid)?;
+                decode_document(pinned, buf, offset, cid, inner)?
             } else {
                 if let Some(&ahead) = run.slots.get(cursors[r].0 + PREFETCH_AHEAD) {
                     if ahead.file() as u32 == file_slot {
@@ -632,12 +613,49 @@ impl StretchReader {
             };
             visit(doc)?;
         }
-        if let Some((_, done, false)) = reading {
+        if let Some((_, done, None)) = reading {
             if over_limit(walk.limit) {
                 done.file.release_mapped_pages();
             }
         }
         Ok(())
+    }
+}
+
+impl StretchReader {
+    /// The `len` bytes at `offset` of a file of `file_len` bytes read through `pread`: from the
+    /// chunk in hand, or from a new [`COPY_CHUNK`] read starting at `offset`.
+    fn copied(
+        &mut self,
+        pinned: &Pinned,
+        file_len: usize,
+        offset: usize,
+        len: usize,
+        cid: u64,
+    ) -> Result<&[u8]> {
+        if offset < self.chunk_at || offset + len > self.chunk_at + self.chunk.len() {
+            let want = COPY_CHUNK.max(len).min(file_len.saturating_sub(offset));
+            if want < len {
+                return Err(Error::with_message(
+                    ErrorCode::CorruptedDatafile,
+                    format!(
+                        "collection {cid}: marker at file {} offset {offset} runs past the \
+                         file's end",
+                        pinned.file.fid
+                    ),
+                ));
+            }
+            self.chunk.resize(want, 0);
+            std::os::unix::fs::FileExt::read_exact_at(
+                &pinned.file.file,
+                &mut self.chunk,
+                offset as u64,
+            )
+            .map_err(|e| crate::files::io_error(e, "reading documents"))?;
+            self.chunk_at = offset;
+        }
+        let from = offset - self.chunk_at;
+        Ok(&self.chunk[from..from + len])
     }
 }
 
@@ -675,10 +693,7 @@ fn stretch(runs: &[Arc<Run>], me: usize, threads: usize) -> (Option<u64>, Option
     samples.sort_unstable_by_key(|s| s.0);
     // The key at which the cumulative weight reaches `k / threads` of the total.
     let bound = |k: usize| -> Option<u64> {
-        if k == 0 {
-            return None;
-        }
-        if k >= threads {
+        if k == 0 || k >= threads {
             return None;
         }
         let target = total as f64 * k as f64 / threads as f64;
