@@ -15,6 +15,10 @@ one kept-alive connection, so the phases measure the server with a lighter clien
 `--api document` writes through `POST /_api/document` (arrays, `silent`) instead of
 `POST /_api/import`.
 
+`--view-properties NAME=JSON` adds properties to the view that run NAME creates (say
+`B={"consolidationIntervalMsec": 0}`), so that one binary can be compared with itself under
+other view settings.
+
     python3 bench/search_writes.py --binary A=path/to/main --binary B=path/to/build \\
         --docs 200000 --rounds 3 [--client encoded] [--port 19500]
 """
@@ -85,7 +89,7 @@ def send_encoded(quiver, collection, bodies, api="import"):
         conn.close()
 
 
-def one_run(binary, docs, batch, bodies, api, port=0):
+def one_run(binary, docs, batch, bodies, api, port=0, view_properties=None):
     tmp = tempfile.mkdtemp(prefix="search-writes-")
     quiver = search.Quiver(binary, f"{tmp}/quiver", port)
     pid = quiver.proc.pid
@@ -107,7 +111,8 @@ def one_run(binary, docs, batch, bodies, api, port=0):
         quiver.call("DELETE", "/_api/collection/plain")
         quiver.call("POST", "/_api/collection", {"name": "docs"})
         quiver.call("POST", "/_api/view", {"name": "v", "type": "arangosearch",
-                                           "links": {"docs": search.VIEW_LINK}})
+                                           "links": {"docs": search.VIEW_LINK},
+                                           **(view_properties or {})})
         c0, t0 = cpu_seconds(pid), time.perf_counter()
         load_into("docs")
         out["linked_s"], out["linked_cpu"] = time.perf_counter() - t0, cpu_seconds(pid) - c0
@@ -134,8 +139,16 @@ def main():
     ap.add_argument("--api", choices=["import", "document"], default="import",
                     help="POST /_api/import (JSON lines) or POST /_api/document (arrays, silent)")
     ap.add_argument("--port", type=int, default=0, help="the servers' port (default: any free one)")
+    ap.add_argument("--view-properties", action="append", default=[],
+                    help="NAME=JSON: properties added to the view of the runs of binary NAME")
     args = ap.parse_args()
     binaries = [b.split("=", 1) for b in args.binary]
+    view_properties = {}
+    for spec in args.view_properties:
+        name, props = spec.split("=", 1)
+        if name not in {n for n, _ in binaries}:
+            ap.error(f"--view-properties names {name}, which is no --binary")
+        view_properties[name] = json.loads(props)
     docs = search.corpus(args.docs)
     bodies = encoded_batches(docs, args.batch, args.api) if args.client == "encoded" else None
     print(f"# {len(docs):,} documents, {args.batch:,} per request, "
@@ -145,7 +158,8 @@ def main():
     for r in range(args.rounds):
         for name, path in binaries:
             before = load()
-            out = one_run(path, docs, args.batch, bodies, args.api, args.port)
+            out = one_run(path, docs, args.batch, bodies, args.api, args.port,
+                          view_properties.get(name))
             runs[name].append(out)
             print(f"round {r + 1} {name}: load {before} -> {load()}; "
                   + " ".join(f"{k} {v:.2f}" for k, v in out.items()), flush=True)

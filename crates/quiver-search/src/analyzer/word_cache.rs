@@ -1,41 +1,107 @@
 //! What a `text` analyzer made of each word it saw lately: the word as segmented, to its term
 //! after accent removal, case conversion and stemming, or to nothing for a stop word. Natural
 //! text repeats its words, so most words are looked up instead of normalized and stemmed
-//! again. Bounded: past [`MAX_WORDS`] entries it starts over; words longer than
-//! [`MAX_WORD_BYTES`] are not kept. One analysis locks the cache once ([`WordCache::lock`])
-//! and lends the known terms out without copying them; a word is hashed and looked up once
-//! (hashbrown's `entry_ref`), known or not.
+//! again.
+//!
+//! Hand-written rather than a map of strings because the lookup is most of an analysis: a
+//! hash map of `String` to `Box<str>` costs three cache misses per word (bucket, key, term)
+//! and two allocations per new word, and had to be emptied when full. Here a word and its
+//! term live inline in one 64-byte slot, two slots per set side by side ([`Set`]): a lookup
+//! reads one set, a new word replaces the older of the set's two slots, and nothing is
+//! allocated after the table itself (allocated at the first lookup, so an analyzer that is
+//! never used costs nothing). Bounded by construction: [`SETS`] × 2 words. Words or terms
+//! longer than a slot holds ([`INLINE`]) are analyzed every time.
 
-use hashbrown::HashMap;
+use std::hash::{BuildHasher, Hasher};
+
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxBuildHasher;
 
-/// Entries kept at most.
-const MAX_WORDS: usize = 1 << 16;
+/// Sets in the table (a power of two); two words per set.
+const SETS: usize = 1 << 15;
 
-/// Longer words are analyzed every time (rare, and they would crowd out the common ones).
-const MAX_WORD_BYTES: usize = 64;
+/// Bytes a slot holds of a word and of its term.
+const INLINE: usize = 29;
 
-type Terms = HashMap<String, Option<Box<str>>, FxBuildHasher>;
+/// [`Slot::term_len`] of a stop word (no term).
+const STOP_WORD: u8 = u8::MAX;
 
-#[derive(Debug, Default)]
+/// One word and its term. `tag` 0 is an empty slot.
+#[derive(Clone, Copy)]
+#[repr(C)]
+struct Slot {
+    /// The word's hash, high half, never 0 for a used slot.
+    tag: u32,
+    word_len: u8,
+    /// The term's length, or [`STOP_WORD`].
+    term_len: u8,
+    word: [u8; INLINE],
+    term: [u8; INLINE],
+}
+
+const EMPTY: Slot = Slot {
+    tag: 0,
+    word_len: 0,
+    term_len: 0,
+    word: [0; INLINE],
+    term: [0; INLINE],
+};
+
+/// Two slots on one 128-byte line pair: `slots[0]` is the newer.
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct Set {
+    slots: [Slot; 2],
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+const _: () = assert!(std::mem::size_of::<Set>() == 128);
+const _: () = assert!(SETS.is_power_of_two());
+
+#[derive(Default)]
 pub(crate) struct WordCache {
-    terms: Mutex<Terms>,
+    /// Empty until the first lookup, then [`SETS`] sets.
+    sets: Mutex<Vec<Set>>,
+}
+
+impl std::fmt::Debug for WordCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WordCache").finish_non_exhaustive()
+    }
 }
 
 /// The cache, locked for one analysis.
 pub(crate) struct LockedWords<'a> {
-    terms: MutexGuard<'a, Terms>,
-    /// The term of the last word that was not kept.
+    sets: MutexGuard<'a, Vec<Set>>,
+    /// The term of the last word that could not be kept.
     uncached: Option<String>,
 }
 
 impl WordCache {
     pub(crate) fn lock(&self) -> LockedWords<'_> {
         LockedWords {
-            terms: self.terms.lock(),
+            sets: self.sets.lock(),
             uncached: None,
         }
+    }
+}
+
+impl Slot {
+    fn holds(&self, tag: u32, word: &[u8]) -> bool {
+        self.tag == tag && usize::from(self.word_len) == word.len() && self.word_bytes() == word
+    }
+
+    fn word_bytes(&self) -> &[u8] {
+        &self.word[..usize::from(self.word_len)]
+    }
+
+    fn term(&self) -> Option<&str> {
+        if self.term_len == STOP_WORD {
+            return None;
+        }
+        let bytes = &self.term[..usize::from(self.term_len)];
+        // Only `LockedWords::term` fills a slot, with the whole bytes of a `&str`.
+        Some(std::str::from_utf8(bytes).expect("a cached term is a whole string"))
     }
 }
 
@@ -46,17 +112,46 @@ impl LockedWords<'_> {
         word: &str,
         analyze: impl FnOnce(&str) -> Option<String>,
     ) -> Option<&str> {
-        if word.len() > MAX_WORD_BYTES {
+        if word.len() > INLINE {
             self.uncached = analyze(word);
             return self.uncached.as_deref();
         }
-        if self.terms.len() >= MAX_WORDS && !self.terms.contains_key(word) {
-            self.terms.clear();
+        if self.sets.is_empty() {
+            self.sets.resize(SETS, Set { slots: [EMPTY; 2] });
         }
-        self.terms
-            .entry_ref(word)
-            .or_insert_with(|| analyze(word).map(String::into_boxed_str))
-            .as_deref()
+        let mut hasher = FxBuildHasher.build_hasher();
+        hasher.write(word.as_bytes());
+        let hash = hasher.finish();
+        let set_index = (hash as usize) & (SETS - 1);
+        let tag = ((hash >> 32) as u32) | 1;
+        let bytes = word.as_bytes();
+        let found = self.sets[set_index]
+            .slots
+            .iter()
+            .position(|slot| slot.holds(tag, bytes));
+        if let Some(way) = found {
+            return self.sets[set_index].slots[way].term();
+        }
+        let term = analyze(word);
+        if term.as_ref().is_some_and(|t| t.len() > INLINE) {
+            self.uncached = term;
+            return self.uncached.as_deref();
+        }
+        let mut slot = Slot {
+            tag,
+            word_len: word.len() as u8,
+            term_len: STOP_WORD,
+            ..EMPTY
+        };
+        slot.word[..bytes.len()].copy_from_slice(bytes);
+        if let Some(term) = &term {
+            slot.term_len = term.len() as u8;
+            slot.term[..term.len()].copy_from_slice(term.as_bytes());
+        }
+        let set = &mut self.sets[set_index];
+        set.slots[1] = set.slots[0];
+        set.slots[0] = slot;
+        set.slots[0].term()
     }
 }
 
@@ -78,7 +173,7 @@ mod tests {
         assert_eq!(words.term("the", analyze), None);
         assert_eq!(words.term("the", analyze), None);
         assert_eq!(calls.get(), 2);
-        let long = "X".repeat(MAX_WORD_BYTES + 1);
+        let long = "X".repeat(INLINE + 1);
         assert_eq!(words.term(&long, analyze), Some(&*long.to_lowercase()));
         words.term(&long, analyze);
         assert_eq!(calls.get(), 4);
@@ -89,22 +184,68 @@ mod tests {
     }
 
     #[test]
-    fn a_full_cache_starts_over_and_still_answers() {
+    fn words_and_terms_of_every_length_a_slot_holds_come_back() {
         let cache = WordCache::default();
         let mut words = cache.lock();
-        for i in 0..MAX_WORDS {
-            let word = format!("w{i}");
-            assert_eq!(
-                words.term(&word, |w| Some(w.to_uppercase())),
-                Some(&*word.to_uppercase())
-            );
+        for n in 1..=INLINE {
+            let word = "é".repeat(n / 2) + &"a".repeat(n % 2);
+            let term = format!("{word}-");
+            let expected = (term.len() <= INLINE).then(|| term.clone());
+            assert_eq!(words.term(&word, |_| Some(term.clone())), Some(&*term));
+            // Known unless the term was too long to keep.
+            let again = words
+                .term(&word, |_| Some(term.clone()))
+                .map(str::to_string);
+            assert_eq!(again.as_deref(), Some(&*term));
+            if let Some(expected) = expected {
+                assert_eq!(words.term(&word, |_| panic!("known")), Some(&*expected));
+            }
         }
-        assert_eq!(words.terms.len(), MAX_WORDS);
-        // A known word is still served from the full cache, a new one empties it first.
-        assert_eq!(words.term("w7", |_| panic!("known")), Some("W7"));
-        assert_eq!(words.terms.len(), MAX_WORDS);
-        assert_eq!(words.term("new", |_| None), None);
-        assert_eq!(words.terms.len(), 1);
-        assert_eq!(words.term("w7", |w| Some(w.to_string())), Some("w7"));
+        // A term longer than a slot is computed every time.
+        let long_term = "t".repeat(INLINE + 1);
+        let calls = std::cell::Cell::new(0);
+        for _ in 0..3 {
+            let term = words.term("short", |_| {
+                calls.set(calls.get() + 1);
+                Some(long_term.clone())
+            });
+            assert_eq!(term, Some(&*long_term));
+        }
+        assert_eq!(calls.get(), 3);
+    }
+
+    #[test]
+    fn many_words_stay_correct_when_slots_are_replaced() {
+        // Four times as many words as slots: every answer is still the word's own term, and
+        // the table never grows.
+        let cache = WordCache::default();
+        let mut words = cache.lock();
+        let n = SETS * 2 * 4;
+        for round in 0..2 {
+            for i in 0..n {
+                let word = format!("w{i}");
+                let term = words.term(&word, |w| (i % 7 != 0).then(|| w.to_uppercase()));
+                let expected = (i % 7 != 0).then(|| word.to_uppercase());
+                assert_eq!(
+                    term.map(str::to_string),
+                    expected,
+                    "round {round}, word {word}"
+                );
+            }
+        }
+        assert_eq!(words.sets.len(), SETS);
+        // The last words seen are still known.
+        for i in n - 100..n {
+            let word = format!("w{i}");
+            let expected = (i % 7 != 0).then(|| word.to_uppercase());
+            let term = words.term(&word, |_| panic!("w{i} was seen last"));
+            assert_eq!(term.map(str::to_string), expected);
+        }
+    }
+
+    #[test]
+    fn an_unused_cache_allocates_nothing() {
+        let cache = WordCache::default();
+        assert!(cache.lock().sets.is_empty());
     }
 }
