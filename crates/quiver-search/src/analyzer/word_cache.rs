@@ -88,7 +88,7 @@ impl WordCache {
 
 impl Slot {
     fn holds(&self, tag: u32, word: &[u8]) -> bool {
-        self.tag == tag && usize::from(self.word_len) == word.len() && self.word_bytes() == word
+        self.tag == tag && self.word_bytes() == word
     }
 
     fn word_bytes(&self) -> &[u8] {

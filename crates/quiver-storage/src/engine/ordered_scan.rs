@@ -620,9 +620,7 @@ impl StretchReader {
         }
         Ok(())
     }
-}
 
-impl StretchReader {
     /// The `len` bytes at `offset` of a file of `file_len` bytes read through `pread`: from the
     /// chunk in hand, or from a new [`COPY_CHUNK`] read starting at `offset`.
     fn copied(
