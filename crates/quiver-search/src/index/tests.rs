@@ -484,6 +484,34 @@ fn a_broken_directory_is_replaced() {
 }
 
 #[test]
+fn an_index_without_its_dictionary_format_is_rebuilt() {
+    for format in [None, Some("fst\n"), Some("")] {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = build(dir.path());
+            index.commit("{\"covered\":1}").unwrap();
+            assert_eq!(index.num_docs(), CORPUS.len() as u64);
+        }
+        let marker = dir.path().join("term-dictionary");
+        // An index this build wrote reopens with its documents.
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "sstable\n");
+        let (index, opened) = ViewIndex::open(dir.path()).unwrap();
+        assert_eq!(opened, Opened::Existing(Some("{\"covered\":1}".into())));
+        assert_eq!(index.num_docs(), CORPUS.len() as u64);
+        drop(index);
+        // One written with another dictionary (or before the file existed) is not opened.
+        match format {
+            None => std::fs::remove_file(&marker).unwrap(),
+            Some(f) => std::fs::write(&marker, f).unwrap(),
+        }
+        let (index, opened) = ViewIndex::open(dir.path()).unwrap();
+        assert_eq!(opened, Opened::Created, "format {format:?}");
+        assert_eq!(index.num_docs(), 0);
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "sstable\n");
+    }
+}
+
+#[test]
 fn values_of_other_types_never_match_strings() {
     let dir = tempfile::tempdir().unwrap();
     let (index, _) = ViewIndex::open(dir.path()).unwrap();

@@ -172,10 +172,29 @@ fn untokenized_without_norms() -> TextOptions {
 /// The fast field holding each document's revision.
 const REV_FIELD: &str = "rev";
 
+/// The file in an index's directory that names the on-disk format of its term dictionary.
+/// tantivy picks that format when it is compiled (its `quickwit` feature: blocks of sorted
+/// terms, an sstable, instead of a finite-state transducer), and a segment written in one
+/// format cannot be read as the other, while the schema and `meta.json` are the same for both:
+/// only this file tells them apart. An index without it (written with the transducer) or with
+/// another name in it is rebuilt, never opened.
+const DICTIONARY_FILE: &str = "term-dictionary";
+
+/// What [`DICTIONARY_FILE`] holds for the format this build writes.
+const DICTIONARY_FORMAT: &str = "sstable\n";
+
 /// The version of what the index holds for a document (terms, their encoding, the fields):
 /// recorded with every commit by its users and compared when the index is reopened, so an
 /// index written by a build that encoded documents differently is rebuilt, not served.
 pub const INDEX_FORMAT: u32 = 1;
+
+/// Writes `bytes` to `path` and syncs the file.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
+}
 
 fn closed() -> Error {
     Error::with_message(ErrorCode::Internal, "view index: closed")
@@ -202,7 +221,15 @@ impl ViewIndex {
     pub fn open(dir: &Path) -> Result<(ViewIndex, Opened)> {
         let existed = dir.join("meta.json").exists();
         if existed {
-            match Self::open_in(dir, false) {
+            let opened = match std::fs::read(dir.join(DICTIONARY_FILE)) {
+                Ok(format) if format == DICTIONARY_FORMAT.as_bytes() => Self::open_in(dir, false),
+                Ok(_) => Err(engine_error(
+                    "opening",
+                    "its term dictionary has another format",
+                )),
+                Err(err) => Err(engine_error("reading its term dictionary's format", err)),
+            };
+            match opened {
                 Ok(found) => return Ok(found),
                 Err(err) => {
                     tracing::warn!(dir = %dir.display(), error = %err.message,
@@ -217,6 +244,12 @@ impl ViewIndex {
 
     fn open_in(dir: &Path, create: bool) -> Result<(ViewIndex, Opened)> {
         std::fs::create_dir_all(dir).map_err(|e| engine_error("creating its directory", e))?;
+        if create {
+            // Written before the index: a crash in between leaves no `meta.json`, and the
+            // next open creates the index again.
+            write_synced(&dir.join(DICTIONARY_FILE), DICTIONARY_FORMAT.as_bytes())
+                .map_err(|e| engine_error("recording its term dictionary's format", e))?;
+        }
         let (schema, fields) = schema();
         let directory = MmapDirectory::open(dir).map_err(|e| engine_error("opening", e))?;
         let index = if create {
