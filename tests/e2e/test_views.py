@@ -7,6 +7,7 @@ import sys
 import time
 
 import pytest
+import requests
 from arango.exceptions import ViewCreateError, ViewGetError
 
 from conftest import Server, unique
@@ -16,6 +17,73 @@ SEARCH_SYNC = "OPTIONS {waitForSync: true}"
 
 def keys(db, query, **bind):
     return sorted(db.aql.execute(query, bind_vars=bind))
+
+
+def test_link_rights(server, sys_db, db):
+    """Creating a link, reading or changing a view's properties and dropping the view need
+    read access to every collection it links, as in ArangoDB; write access to the database
+    alone is not enough, and the view's name and the list of views stay readable."""
+    open_coll = db.create_collection(unique("open"))
+    hidden = db.create_collection(unique("hidden"))
+    hidden.insert({"_key": "secret", "text": "secret words"})
+    db.create_arangosearch_view(
+        "vr", properties={"links": {hidden.name: {"includeAllFields": True}}})
+    user = unique("u")
+    sys_db.create_user(user, "pw")
+    try:
+        sys_db.update_permission(user, "rw", db.name)
+        sys_db.update_permission(user, "rw", db.name, open_coll.name)
+        sys_db.update_permission(user, "none", db.name, hidden.name)
+        base = f"{server.url}/_db/{db.name}/_api/view"
+        auth = (user, "pw")
+
+        def refused(r, message=None):
+            assert r.status_code == 403, r.text
+            body = r.json()
+            assert body["error"] is True and body["errorNum"] == 11, body
+            if message:
+                assert message in body["errorMessage"], body
+
+        link_all = {"includeAllFields": True}
+        refused(requests.post(base, json={"name": "vh", "type": "arangosearch",
+                                          "links": {hidden.name: link_all}},
+                              auth=auth, timeout=30),
+                f"collection '{hidden.name}' not authorized for read access")
+        refused(requests.post(base, json={"name": "vh", "type": "search-alias",
+                                          "indexes": [{"collection": hidden.name,
+                                                       "index": "inv"}]},
+                              auth=auth, timeout=30))
+        assert sorted(v["name"] for v in db.views()) == ["vr"]
+
+        r = requests.post(base, json={"name": "vo", "type": "arangosearch",
+                                      "links": {open_coll.name: link_all}},
+                          auth=auth, timeout=30)
+        assert r.status_code == 201, r.text
+        refused(requests.patch(f"{base}/vo/properties",
+                               json={"links": {hidden.name: link_all}}, auth=auth, timeout=30),
+                "while validating arangosearch link definition")
+        assert list(db.view("vo")["links"]) == [open_coll.name]
+        r = requests.get(f"{base}/vo/properties", auth=auth, timeout=30)
+        assert r.status_code == 200 and list(r.json()["links"]) == [open_coll.name]
+
+        # The view linked to the hidden collection: named and listed, nothing more.
+        assert requests.get(f"{base}/vr", auth=auth, timeout=30).status_code == 200
+        r = requests.get(base, auth=auth, timeout=30)
+        assert sorted(v["name"] for v in r.json()["result"]) == ["vo", "vr"]
+        refused(requests.get(f"{base}/vr/properties", auth=auth, timeout=30))
+        refused(requests.put(f"{base}/vr/properties", json={"links": {}}, auth=auth, timeout=30),
+                "while updating arangosearch definition")
+        refused(requests.delete(f"{base}/vr", auth=auth, timeout=30))
+        assert list(db.view("vr")["links"]) == [hidden.name]
+        r = requests.post(f"{server.url}/_db/{db.name}/_api/cursor",
+                          json={"query": "FOR d IN vr SEARCH d.text == 'secret' "
+                                         f"{SEARCH_SYNC} RETURN d"},
+                          auth=auth, timeout=30)
+        assert r.status_code == 403, r.text
+        # Its removal by someone who may read the collection goes on.
+        assert db.delete_view("vr")
+    finally:
+        sys_db.delete_user(user)
 
 
 def test_view_lifecycle_with_python_arango(db):
@@ -77,8 +145,13 @@ def test_view_errors_over_raw_http(http, sys_db):
     assert r.json()["name"] == "vh"
     r = http.get(base + "/vh")
     assert r.status_code == 200 and r.json()["type"] == "arangosearch"
+    # System collections can be linked, but `_system/_users` is no user's to read (ArangoDB's
+    # fixed rule): linking it is refused, as ArangoDB refuses it, to root too.
     r = http.patch(base + "/vh/properties", json={"links": {"_users": {"includeAllFields": True}}})
-    assert r.status_code == 200 and "_users" in r.json()["links"]
+    assert r.status_code == 403 and r.json()["errorNum"] == 11
+    r = http.patch(base + "/vh/properties",
+                   json={"links": {"_analyzers": {"includeAllFields": True}}})
+    assert r.status_code == 200 and list(r.json()["links"]) == ["_analyzers"]
     r = http.delete(base + "/vh")
     assert r.status_code == 200 and r.json()["result"] is True
     r = http.post("/_api/cursor", json={"query": "FOR d IN nosuchview SEARCH d.a == 1 RETURN d"})

@@ -2,7 +2,9 @@
 //! route family of [`crate::api::route`]) and the check of a request's identity against it
 //! ([`admit`]), called by [`crate::handle`] before routing, by the batch API for every part
 //! and by the transport before the inline cursor path. Handlers never check rights
-//! themselves, except the user API, which filters what a non-administrator may see.
+//! themselves, except the user API, which filters what a non-administrator may see. Rights
+//! that depend on the body or on stored state (a query's collections, a view's links) are
+//! worked out here too.
 
 use http::{HeaderName, Method};
 use quiver_aql::source::checked::CollectionAccess;
@@ -44,6 +46,10 @@ pub enum Need {
     /// (its edges go too; the database at `ro`) or dropping a graph with `dropCollections`
     /// (the database at `rw`); every collection written at `rw`.
     GraphRemoval,
+    /// A view's links: the database at this level, and `ro` on every collection the body
+    /// links (`links` of an arangosearch view, `indexes` of a search-alias view) and, for a
+    /// view the path names, on every collection it links now ([`view_link_rights`]).
+    View(Level),
     /// Server administration: `rw` on `_system`.
     Admin,
     /// The named user (path segment `n`) themself, or an administrator.
@@ -198,8 +204,17 @@ pub fn need(req: &Request, system_only: bool) -> Need {
             "query-cache" if read => Need::Database(RO),
             "query-cache" => Need::Database(RW),
             // Views: reading needs read access to the database, changes need write access.
-            "view" if read => Need::Database(RO),
-            "view" => Need::Database(RW),
+            // Creating one, reading or changing its properties and dropping it also need read
+            // access to the collections it links (ArangoDB's link rights).
+            "view" => match (seg(2), seg(3), read) {
+                (None, _, true) => Need::Database(RO),
+                (None, _, false) => Need::View(RW),
+                (Some(_), None, false) if req.method == Method::DELETE => Need::View(RW),
+                (Some(_), Some("properties"), true) => Need::View(RO),
+                (Some(_), Some("properties"), false) => Need::View(RW),
+                (_, _, true) => Need::Database(RO),
+                (_, _, false) => Need::Database(RW),
+            },
             "user" => match (seg(2), seg(3), read) {
                 (None, _, true) => Need::Authenticated,
                 (Some(_), None, _) if req.method == Method::PUT || req.method == Method::PATCH => {
@@ -324,7 +339,7 @@ fn check_read_only(state: &ServerState, req: &Request, need: Need) -> Result<()>
     };
     match need {
         Need::Collection(_, Level::ReadWrite) | Need::GraphRemoval => Err(read_only()),
-        Need::DatabaseAndCollection(_) => Err(ddl()),
+        Need::DatabaseAndCollection(_) | Need::View(Level::ReadWrite) => Err(ddl()),
         Need::Database(Level::ReadWrite)
             if matches!(
                 family,
@@ -462,12 +477,93 @@ fn check_rights(
             }
             Ok(())
         }
+        Need::View(min) => {
+            database(min)?;
+            view_link_rights(state, req, |name| {
+                record.collection_level(db, name) >= Level::ReadOnly
+            })
+        }
         Need::Admin | Need::Unlisted if record.is_admin() => Ok(()),
         Need::Admin | Need::Unlisted => Err(forbidden()),
         Need::SelfOrAdmin(at) if record.is_admin() || req.segments.get(at) == Some(user) => Ok(()),
         Need::SelfOrAdmin(_) => Err(forbidden()),
         Need::Superuser => Err(forbidden()),
     }
+}
+
+/// Checks, for a [`Need::View`] request, that `readable` holds for every existing collection
+/// the body links and, when the path names a view, for every collection that view links, as
+/// ArangoDB checks them: the body's first (403/11 "while validating arangosearch link
+/// definition"), then the view's ("while updating arangosearch definition" for a change of
+/// its properties, plain 403/11 for reading them or dropping the view). A body that is not
+/// JSON, or a view that does not exist, is left to the handler's 400 or 404.
+fn view_link_rights(
+    state: &ServerState,
+    req: &Request,
+    readable: impl Fn(&str) -> bool,
+) -> Result<()> {
+    let Ok(db) = state.database(&req.database) else {
+        return Ok(());
+    };
+    let exists = |name: &str| db.collection(name).is_ok();
+    if matches!(req.method, Method::POST | Method::PUT | Method::PATCH) {
+        let body = crate::json::parse_body(&req.body).ok().flatten();
+        for name in body.as_ref().map(body_link_collections).unwrap_or_default() {
+            if exists(&name) && !readable(&name) {
+                return Err(Error::with_message(
+                    ErrorCode::Forbidden,
+                    format!(
+                        "while validating arangosearch link definition, error: collection \
+                         '{name}' not authorized for read access"
+                    ),
+                ));
+            }
+        }
+    }
+    let Some(view) = req.segments.get(2).and_then(|name| db.view(name).ok()) else {
+        return Ok(());
+    };
+    for id in view.linked_collections() {
+        let Ok(collection) = db.collection_by_id(id) else {
+            continue;
+        };
+        let name = collection.name();
+        if readable(&name) {
+            continue;
+        }
+        return Err(if matches!(req.method, Method::PUT | Method::PATCH) {
+            Error::with_message(
+                ErrorCode::Forbidden,
+                format!(
+                    "while updating arangosearch definition, error: collection '{name}' not \
+                     authorized for read access"
+                ),
+            )
+        } else {
+            forbidden()
+        });
+    }
+    Ok(())
+}
+
+/// The collections a view definition's body names: the keys of an arangosearch view's
+/// `links` (a link being removed, `null`, included) and the `collection` of each entry of a
+/// search-alias view's `indexes`.
+fn body_link_collections(body: &serde_json::Value) -> Vec<String> {
+    let mut names: Vec<String> = body
+        .get("links")
+        .and_then(serde_json::Value::as_object)
+        .map(|links| links.keys().cloned().collect())
+        .unwrap_or_default();
+    if let Some(indexes) = body.get("indexes").and_then(serde_json::Value::as_array) {
+        names.extend(
+            indexes
+                .iter()
+                .filter_map(|i| i.get("collection")?.as_str())
+                .map(str::to_owned),
+        );
+    }
+    names
 }
 
 /// Whether the caller of `req` may read `_system` (analyzers of `_system` are listed and read

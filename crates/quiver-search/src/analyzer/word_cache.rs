@@ -8,17 +8,24 @@
 //! and two allocations per new word, and had to be emptied when full. Here a word and its
 //! term live inline in one 64-byte slot, two slots per set side by side ([`Set`]): a lookup
 //! reads one set, a new word replaces the older of the set's two slots, and nothing is
-//! allocated after the table itself (allocated at the first lookup, so an analyzer that is
-//! never used costs nothing). Bounded by construction: [`SETS`] × 2 words. Words or terms
-//! longer than a slot holds ([`INLINE`]) are analyzed every time.
+//! allocated per word. The table starts at [`FIRST_SETS`] sets at the first lookup (an
+//! analyzer that is never used costs nothing) and doubles, its words carried over, whenever
+//! it has taken in more new words than it has sets, up to [`SETS`]: an analyzer built for one
+//! query (`TOKENS()` in AQL builds one per query) analyzes a few words and must not pay for
+//! clearing the whole table, while a view's analyzer reaches the full size after a few
+//! thousand words. Bounded by construction: [`SETS`] × 2 words. Words or terms longer than a
+//! slot holds ([`INLINE`]) are analyzed every time.
 
 use std::hash::{BuildHasher, Hasher};
 
 use parking_lot::{Mutex, MutexGuard};
 use rustc_hash::FxBuildHasher;
 
-/// Sets in the table (a power of two); two words per set.
+/// Sets in the full table (a power of two); two words per set.
 const SETS: usize = 1 << 15;
+
+/// Sets in the table at its first lookup (a power of two, at most [`SETS`]).
+const FIRST_SETS: usize = 1 << 6;
 
 /// Bytes a slot holds of a word and of its term.
 const INLINE: usize = 29;
@@ -56,12 +63,58 @@ struct Set {
 
 const _: () = assert!(std::mem::size_of::<Slot>() == 64);
 const _: () = assert!(std::mem::size_of::<Set>() == 128);
-const _: () = assert!(SETS.is_power_of_two());
+const _: () = assert!(SETS.is_power_of_two() && FIRST_SETS.is_power_of_two());
+const _: () = assert!(FIRST_SETS <= SETS);
 
 #[derive(Default)]
 pub(crate) struct WordCache {
-    /// Empty until the first lookup, then [`SETS`] sets.
-    sets: Mutex<Vec<Set>>,
+    table: Mutex<Table>,
+}
+
+/// The sets, and how many new words the table took in since it last grew.
+#[derive(Default)]
+struct Table {
+    /// Empty until the first lookup, then a power of two from [`FIRST_SETS`] to [`SETS`].
+    sets: Vec<Set>,
+    inserted: usize,
+}
+
+impl Table {
+    /// Where `word` (its hash) belongs: the set's index and the slot's tag.
+    fn place(&self, word: &[u8]) -> (usize, u32) {
+        let mut hasher = FxBuildHasher.build_hasher();
+        hasher.write(word);
+        let hash = hasher.finish();
+        debug_assert!(self.sets.len().is_power_of_two());
+        (
+            (hash as usize) & (self.sets.len() - 1),
+            ((hash >> 32) as u32) | 1,
+        )
+    }
+
+    /// Makes the table `sets` sets large, keeping the words it holds (the newer of two that
+    /// meet in one set of the new table first).
+    fn grow_to(&mut self, sets: usize) {
+        assert!(sets.is_power_of_two() && sets <= SETS && sets > self.sets.len());
+        let old = std::mem::replace(&mut self.sets, vec![Set { slots: [EMPTY; 2] }; sets]);
+        self.inserted = 0;
+        for way in [1, 0] {
+            for set in &old {
+                let slot = set.slots[way];
+                if slot.tag != 0 {
+                    let (index, _) = self.place(slot.word_bytes());
+                    self.put(index, slot);
+                }
+            }
+        }
+    }
+
+    /// Puts `slot` into set `index` as its newer slot.
+    fn put(&mut self, index: usize, slot: Slot) {
+        let set = &mut self.sets[index];
+        set.slots[1] = set.slots[0];
+        set.slots[0] = slot;
+    }
 }
 
 impl std::fmt::Debug for WordCache {
@@ -72,7 +125,7 @@ impl std::fmt::Debug for WordCache {
 
 /// The cache, locked for one analysis.
 pub(crate) struct LockedWords<'a> {
-    sets: MutexGuard<'a, Vec<Set>>,
+    table: MutexGuard<'a, Table>,
     /// The term of the last word that could not be kept.
     uncached: Option<String>,
 }
@@ -80,7 +133,7 @@ pub(crate) struct LockedWords<'a> {
 impl WordCache {
     pub(crate) fn lock(&self) -> LockedWords<'_> {
         LockedWords {
-            sets: self.sets.lock(),
+            table: self.table.lock(),
             uncached: None,
         }
     }
@@ -116,21 +169,18 @@ impl LockedWords<'_> {
             self.uncached = analyze(word);
             return self.uncached.as_deref();
         }
-        if self.sets.is_empty() {
-            self.sets.resize(SETS, Set { slots: [EMPTY; 2] });
+        let table = &mut *self.table;
+        if table.sets.is_empty() {
+            table.grow_to(FIRST_SETS);
         }
-        let mut hasher = FxBuildHasher.build_hasher();
-        hasher.write(word.as_bytes());
-        let hash = hasher.finish();
-        let set_index = (hash as usize) & (SETS - 1);
-        let tag = ((hash >> 32) as u32) | 1;
         let bytes = word.as_bytes();
-        let found = self.sets[set_index]
+        let (set_index, tag) = table.place(bytes);
+        let found = table.sets[set_index]
             .slots
             .iter()
             .position(|slot| slot.holds(tag, bytes));
         if let Some(way) = found {
-            return self.sets[set_index].slots[way].term();
+            return self.table.sets[set_index].slots[way].term();
         }
         let term = analyze(word);
         if term.as_ref().is_some_and(|t| t.len() > INLINE) {
@@ -148,10 +198,16 @@ impl LockedWords<'_> {
             slot.term_len = term.len() as u8;
             slot.term[..term.len()].copy_from_slice(term.as_bytes());
         }
-        let set = &mut self.sets[set_index];
-        set.slots[1] = set.slots[0];
-        set.slots[0] = slot;
-        set.slots[0].term()
+        let table = &mut *self.table;
+        let set_index = if table.inserted >= table.sets.len() && table.sets.len() < SETS {
+            table.grow_to(table.sets.len() * 2);
+            table.place(bytes).0
+        } else {
+            set_index
+        };
+        table.inserted += 1;
+        table.put(set_index, slot);
+        table.sets[set_index].slots[0].term()
     }
 }
 
@@ -233,7 +289,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(words.sets.len(), SETS);
+        assert_eq!(words.table.sets.len(), SETS);
         // The last words seen are still known.
         for i in n - 100..n {
             let word = format!("w{i}");
@@ -246,6 +302,38 @@ mod tests {
     #[test]
     fn an_unused_cache_allocates_nothing() {
         let cache = WordCache::default();
-        assert!(cache.lock().sets.is_empty());
+        assert!(cache.lock().table.sets.is_empty());
+    }
+
+    #[test]
+    fn the_table_starts_small_and_grows_keeping_its_words() {
+        let cache = WordCache::default();
+        let mut words = cache.lock();
+        words.term("one", |w| Some(w.to_uppercase()));
+        assert_eq!(words.table.sets.len(), FIRST_SETS);
+        // A query's few words stay in the first table.
+        for i in 0..FIRST_SETS / 2 {
+            words.term(&format!("q{i}"), |w| Some(w.to_uppercase()));
+        }
+        assert_eq!(words.table.sets.len(), FIRST_SETS);
+        // Each doubling carries the words over: the last words seen before it stay known.
+        let mut sizes = vec![words.table.sets.len()];
+        for i in 0..SETS * 2 {
+            let word = format!("w{i}");
+            words.term(&word, |w| Some(w.to_uppercase()));
+            let size = words.table.sets.len();
+            if size != *sizes.last().unwrap() {
+                sizes.push(size);
+                for back in i.saturating_sub(8)..i {
+                    let known = format!("w{back}");
+                    let term = words.term(&known, |_| panic!("{known} was carried over"));
+                    assert_eq!(term, Some(&*known.to_uppercase()));
+                }
+            }
+        }
+        let expected: Vec<usize> = (FIRST_SETS.trailing_zeros()..=SETS.trailing_zeros())
+            .map(|shift| 1 << shift)
+            .collect();
+        assert_eq!(sizes, expected);
     }
 }
