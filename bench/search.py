@@ -307,6 +307,12 @@ QUIVER_QUERIES = {
                "COLLECT WITH COUNT INTO n RETURN n"),
     "bm25": ("FOR d IN v SEARCH ANALYZER(d.text IN TOKENS(@q, 'text_en'), 'text_en') "
              "SORT BM25(d) DESC LIMIT 10 RETURN d._key"),
+    # The first ten matches, unranked: what an application that lists hits page by page asks.
+    "term top 10": ("FOR d IN v SEARCH ANALYZER(d.text IN TOKENS(@q, 'text_en'), 'text_en') "
+                    "LIMIT 10 RETURN d._key"),
+    "phrase top 10": "FOR d IN v SEARCH PHRASE(d.text, @q, 'text_en') LIMIT 10 RETURN d._key",
+    "prefix top 10": ("FOR d IN v SEARCH ANALYZER(STARTS_WITH(d.text, @q), 'text_en') "
+                      "LIMIT 10 RETURN d._key"),
 }
 
 PG_QUERIES = {
@@ -317,6 +323,9 @@ PG_QUERIES = {
     "prefix": "SELECT count(*) FROM docs WHERE tsv @@ to_tsquery('simple', %s || ':*')",
     "bm25": ("SELECT id FROM docs, to_tsquery('english', %s) q WHERE tsv @@ q "
              "ORDER BY ts_rank(tsv, q) DESC LIMIT 10"),
+    "term top 10": "SELECT id FROM docs WHERE tsv @@ plainto_tsquery('english', %s) LIMIT 10",
+    "phrase top 10": "SELECT id FROM docs WHERE tsv @@ phraseto_tsquery('english', %s) LIMIT 10",
+    "prefix top 10": "SELECT id FROM docs WHERE tsv @@ to_tsquery('simple', %s || ':*') LIMIT 10",
 }
 
 FTS_QUERIES = {
@@ -324,10 +333,14 @@ FTS_QUERIES = {
     "phrase": "SELECT count(*) FROM t WHERE t MATCH ?",
     "prefix": "SELECT count(*) FROM t WHERE t MATCH ?",
     "bm25": "SELECT rowid FROM t WHERE t MATCH ? ORDER BY rank LIMIT 10",
+    "term top 10": "SELECT rowid FROM t WHERE t MATCH ? LIMIT 10",
+    "phrase top 10": "SELECT rowid FROM t WHERE t MATCH ? LIMIT 10",
+    "prefix top 10": "SELECT rowid FROM t WHERE t MATCH ? LIMIT 10",
 }
 
 
 def fts_argument(kind, q):
+    kind = kind.removesuffix(" top 10")
     if kind == "prefix":
         return q + "*"
     if kind == "bm25":
@@ -336,6 +349,7 @@ def fts_argument(kind, q):
 
 
 def pg_argument(kind, q):
+    kind = kind.removesuffix(" top 10")
     return " | ".join(q.split()) if kind == "bm25" else q
 
 
@@ -551,7 +565,8 @@ def main():
             base.append(time.perf_counter() - t)
         results["pg_round_trip_ms"] = statistics.median(base) * 1e3
 
-        kinds = {"term": TERMS, "phrase": PHRASES, "prefix": PREFIXES, "bm25": RANKED}
+        kinds = {"term": TERMS, "phrase": PHRASES, "prefix": PREFIXES, "bm25": RANKED,
+                 "term top 10": TERMS, "phrase top 10": PHRASES, "prefix top 10": PREFIXES}
         lat = {k: {"quiver": [], "pg": [], "fts": []} for k in kinds}
         counts = {k: {"quiver": 0, "pg": 0, "fts": 0} for k in kinds}
         overlap = []
@@ -578,6 +593,9 @@ def main():
                         counts[kind][system] += len(answers[system])
                     counts[kind]["quiver"] += len(quiver_top)
                     overlap.append(len(quiver_top & {r[0] for r in answers["fts"]}))
+                elif kind.endswith("top 10"):
+                    for system in ("quiver", "pg", "fts"):
+                        counts[kind][system] += len(answers[system])
                 else:
                     counts[kind]["quiver"] += answers["quiver"][0]
                     counts[kind]["pg"] += answers["pg"][0][0]

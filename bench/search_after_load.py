@@ -4,7 +4,8 @@ leaves behind and what they cost the queries.
 
 For each round and each binary: a fresh server imports the search corpus (bench/search.py)
 into a collection linked to a view, waits until the view has it (`waitForSync`), waits
-`--settle` seconds for merges in flight, counts the view's segments (its `meta.json`) and
+`--settle` seconds for merges in flight, counts the view's segments (its `meta.json`), times
+a query without a search (`RETURN @q`, 20 × `--repeat` runs: the round trip) and
 times the queries of bench/search.py (each once as warm-up, then `--repeat` times; the
 figure is the median over a kind's queries and runs).
 
@@ -54,6 +55,12 @@ def one_run(binary, docs, batch, settle, repeat, port=0):
         quiver.query("FOR d IN v SEARCH d.text == 'x' OPTIONS {waitForSync: true} RETURN 1")
         time.sleep(settle)
         out["segments"] = segments(f"{tmp}/quiver")
+        times = []
+        for _ in range(repeat * 20):
+            t = time.perf_counter()
+            quiver.query("RETURN @q", {"q": "x"})
+            times.append(time.perf_counter() - t)
+        out["round trip"] = statistics.median(times) * 1e3
         for kind, queries in KINDS.items():
             times = []
             for q in queries:
@@ -89,11 +96,12 @@ def main():
                 f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}" for k, v in out.items()),
                 flush=True)
             results[name].append(out)
-    print("\n| binary | segments | " + " | ".join(f"{k} ms" for k in KINDS) + " |")
-    print("|---|---|" + "---|" * len(KINDS))
+    columns = ["round trip", *KINDS]
+    print("\n| binary | segments | " + " | ".join(f"{k} ms" for k in columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
     for name, runs in results.items():
         seg = statistics.median(r["segments"] for r in runs)
-        cells = " | ".join(f"{statistics.median(r[k] for r in runs):.2f}" for k in KINDS)
+        cells = " | ".join(f"{statistics.median(r[k] for r in runs):.2f}" for k in columns)
         print(f"| {name} | {seg:g} | {cells} |")
 
 

@@ -290,6 +290,12 @@ fn optimize_pipeline(
         |plan, _| view_loop::constrained_sort(plan),
         log,
     )?;
+    // After the constrained sort, which takes a LIMIT behind a SORT by scores for itself;
+    // not with `fullCount` (its LIMIT is marked only after the pipelines are optimized, and
+    // must see every row).
+    if !options.full_count {
+        view_loop::limited_read(&mut plan);
+    }
     run("optimize-count", &mut plan, optimize_count, log)?;
     run(
         "reduce-extraction-to-projection",

@@ -415,3 +415,77 @@ fn constrained_sort_through_a_search_alias_view_gives_the_rows_of_the_full_sort(
     }
     assert!(checked > 300, "too few rows compared: {checked}");
 }
+
+#[test]
+fn a_limit_after_a_view_loop_reads_only_its_first_rows() {
+    let f = fixture(23);
+    let mut rng = StdRng::seed_from_u64(9);
+    let search = "FOR d IN v SEARCH ANALYZER(d.text IN @words, 'text_en')";
+    let mut cut = 0;
+    for _ in 0..40 {
+        let (words, offset, count) = random_limit(&mut rng);
+        let binds = json!({"words": words});
+        let limited = json!({"words": words, "offset": offset, "count": count});
+        for ret in ["d._key", "d", "[d._key, LENGTH(d.text)]"] {
+            let (all, all_lookups) =
+                f.run_with_lookups(&format!("{search} RETURN {ret}"), &binds, &[]);
+            // Hits whose documents are gone (every fifth was removed) are looked up too.
+            let gone = all_lookups - all.len() as u64;
+            let expected: Vec<Value> = all.iter().skip(offset).take(count).cloned().collect();
+            let (rows, lookups) = f.run_with_lookups(
+                &format!("{search} LET r = {ret} LIMIT @offset, @count RETURN r"),
+                &limited,
+                &[],
+            );
+            assert_eq!(rows, expected, "{ret} {limited}");
+            // Only the hits up to the LIMIT's end were looked up in the collection.
+            assert!(
+                lookups <= (offset + count) as u64 + gone,
+                "{ret} {limited}: {lookups} lookups, {gone} gone"
+            );
+            if (offset + count) < all.len() {
+                assert!(lookups < all_lookups, "{ret} {limited}: not cut");
+                cut += 1;
+            }
+        }
+        // Inside an outer loop every iteration is cut alike, and the rows stay the same.
+        let outer = "FOR w IN @words FOR d IN v SEARCH ANALYZER(d.text == w, 'text_en')";
+        let all = f.run(&format!("{outer} RETURN [w, d._key]"), &binds, &[]);
+        let rows = f.run(
+            &format!("{outer} LIMIT @offset, @count RETURN [w, d._key]"),
+            &limited,
+            &[],
+        );
+        let expected: Vec<Value> = all.iter().skip(offset).take(count).cloned().collect();
+        assert_eq!(rows, expected, "outer {limited}");
+        // A FILTER between the loop and the LIMIT drops rows: no cut, the same rows.
+        let filtered = f.run(
+            &format!("{search} FILTER d._key >= 'k3' LIMIT @offset, @count RETURN d._key"),
+            &limited,
+            &[],
+        );
+        let all = f.run(
+            &format!("{search} FILTER d._key >= 'k3' RETURN d._key"),
+            &binds,
+            &[],
+        );
+        let expected: Vec<Value> = all.iter().skip(offset).take(count).cloned().collect();
+        assert_eq!(filtered, expected, "filtered {limited}");
+    }
+    assert!(cut > 20, "too few queries were cut: {cut}");
+    // With fullCount the LIMIT must see every row: no cut.
+    let body = json!({"query": format!("{search} LIMIT 2 RETURN d._key"),
+        "bindVars": {"words": ["brown"]}, "options": {"fullCount": true}});
+    let (_, reply) = f
+        .service
+        .create_cursor_json("_system", support::cursor(&body))
+        .unwrap();
+    let all = f.run(
+        &format!("{search} RETURN d._key"),
+        &json!({"words": ["brown"]}),
+        &[],
+    );
+    assert!(all.len() > 2);
+    assert_eq!(reply["extra"]["stats"]["fullCount"], json!(all.len()));
+    assert_eq!(reply["result"].as_array().unwrap().len(), 2);
+}

@@ -148,7 +148,10 @@ impl Operator for ViewOp {
             }
             let scorers: Vec<_> = self.node.scorers.iter().map(|s| s.0.clone()).collect();
             let hits = match &self.node.scorers_sort {
-                None if self.node.primary_sort.is_some() || self.reads_values() => {
+                None if self.node.primary_sort.is_some()
+                    || self.node.first.is_some()
+                    || self.reads_values() =>
+                {
                     self.sorted_hits(ctx, &query, &scorers)?
                 }
                 None => ctx.txn.search_view(
@@ -192,9 +195,9 @@ impl ViewOp {
         })
     }
 
-    /// The hits in the order of the view's primary sort when the loop reads in it (the
-    /// first offset+count under a LIMIT, as many more as documents the snapshot lacks), with
-    /// the index's values when the rows take attributes from them.
+    /// The hits in the order of the view's primary sort when the loop reads in it, otherwise
+    /// in the index's order (the first offset+count under a LIMIT, as many more as documents
+    /// the snapshot lacks), with the index's values when the rows take attributes from them.
     fn sorted_hits(
         &self,
         ctx: &mut ExecCtx,
@@ -217,7 +220,11 @@ impl ViewOp {
                 self.node.wait_for_sync,
             )
         };
-        match self.node.primary_sort.and_then(|p| p.limit) {
+        let limit = match self.node.primary_sort {
+            Some(read) => read.limit,
+            None => self.node.first,
+        };
+        match limit {
             None => search(ctx, None),
             Some(limit) => {
                 let limit = usize::try_from(limit).unwrap_or(usize::MAX);

@@ -109,6 +109,42 @@ pub(super) fn primary_sort(plan: &mut Plan) -> bool {
     seen_view
 }
 
+/// Part of rule `handle-arangosearch-views`: a view loop read in the index's order (no
+/// primary sort and no constrained sort in use) followed, after calculations only, by a
+/// `LIMIT o, n` reads only the first o+n rows of each input row (not called for a query with
+/// `fullCount`, whose last LIMIT must see every row): the LIMIT
+/// never asks for more, and a calculation cannot drop or add a row. Exact inside an outer
+/// loop too, where every iteration's rows are cut alike (a row among the LIMIT's first o+n
+/// is among its own iteration's first o+n). Without it the index would read the identity of
+/// every match (a `LIMIT 10` over 10,000 matches read 10,000).
+pub(super) fn limited_read(plan: &mut Plan) -> bool {
+    let mut changed = false;
+    for i in 1..plan.nodes.len() {
+        let NodeKind::EnumerateView(view) = &plan.nodes[i].kind else {
+            continue;
+        };
+        if view.primary_sort.is_some() || view.scorers_sort.is_some() || view.first.is_some() {
+            continue;
+        }
+        let limit = plan.nodes[i + 1..]
+            .iter()
+            .find(|n| !matches!(n.kind, NodeKind::Calculation { .. }))
+            .and_then(|n| match n.kind {
+                NodeKind::Limit {
+                    offset,
+                    count,
+                    full_count: false,
+                } => Some(offset.saturating_add(count)),
+                _ => None,
+            });
+        if let (Some(limit), NodeKind::EnumerateView(view)) = (limit, &mut plan.nodes[i].kind) {
+            view.first = Some(limit);
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// Whether node `i` is the first loop of its pipeline: the rows before it are at most one.
 fn first_loop(plan: &Plan, i: usize) -> bool {
     plan.nodes[..i].iter().all(|n| {

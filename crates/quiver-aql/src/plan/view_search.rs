@@ -46,6 +46,11 @@ pub struct ViewNode {
     /// The loop gives its rows in the order of the view's primary sort (rule
     /// `handle-arangosearch-views`, which removed the SORT that asked for it).
     pub primary_sort: Option<PrimarySortRead>,
+    /// At most this many rows per input row are read, the first in the index's order: a
+    /// `LIMIT o, n` (without `fullCount`) follows the loop with nothing between but
+    /// calculations, so rows past the first o+n are never asked for (part of rule
+    /// `handle-arangosearch-views`; `optimizer/view_loop.rs`, `limited_read`).
+    pub first: Option<u64>,
 }
 
 /// A view loop reading in the order of its view's primary sort: by how many of its fields
@@ -1111,6 +1116,7 @@ impl Planner<'_> {
                 options: options_json,
                 columns,
                 primary_sort: None,
+                first: None,
             })),
         );
         Ok(())

@@ -15,7 +15,7 @@ use tantivy::collector::Count;
 use tantivy::directory::MmapDirectory;
 use tantivy::indexer::NoMergePolicy;
 use tantivy::postings::Postings;
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::query::{BooleanQuery, EnableScoring, Occur, Query, TermQuery};
 use tantivy::schema::{
     Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions, Value as _, FAST, STORED,
 };
@@ -642,7 +642,14 @@ impl ViewIndex {
         analyzers: &dyn AnalyzerSource,
     ) -> Result<Vec<Hit>> {
         let searcher = self.reader.searcher();
-        let matched = self.matches(&searcher, query, collections, analyzers)?;
+        let matched = match read.limit {
+            // Only the first `k` matches in index order are kept, and nothing is computed
+            // over all of them: stop matching there.
+            Some(k) if read.buckets == 0 && scorers.is_empty() => {
+                self.first_matches(&searcher, query, collections, analyzers, k)?
+            }
+            _ => self.matches(&searcher, query, collections, analyzers)?,
+        };
         let scores = if scorers.is_empty() {
             Vec::new()
         } else {
@@ -819,6 +826,49 @@ impl ViewIndex {
         searcher
             .search(&*tantivy_query, &MatchedDocs)
             .map_err(|e| engine_error("searching", e))
+    }
+
+    /// The first `limit` documents `query` matches in index order (segment by segment,
+    /// documents ascending, deleted ones skipped), in the shape of [`Self::matches`]: the same
+    /// lists cut after `limit` documents in all, without matching the rest.
+    fn first_matches(
+        &self,
+        searcher: &Searcher,
+        query: &SearchQuery,
+        collections: Option<&[u64]>,
+        analyzers: &dyn AnalyzerSource,
+        limit: usize,
+    ) -> Result<Vec<Vec<DocId>>> {
+        let tantivy_query = self.tantivy_query(query, collections, analyzers)?;
+        let weight = tantivy_query
+            .weight(EnableScoring::disabled_from_searcher(searcher))
+            .map_err(|e| engine_error("searching", e))?;
+        let mut out = Vec::with_capacity(searcher.segment_readers().len());
+        let mut left = limit;
+        for reader in searcher.segment_readers() {
+            let mut docs = Vec::new();
+            if left > 0 {
+                let mut scorer = weight
+                    .scorer(reader, 1.0)
+                    .map_err(|e| engine_error("searching", e))?;
+                let alive = reader.alive_bitset();
+                let mut doc = scorer.doc();
+                while doc != TERMINATED && docs.len() < left {
+                    if docs.last().is_some_and(|last| *last >= doc) {
+                        // Not ascending (a document set breaking tantivy's contract): the
+                        // first documents in index order are those of the whole match.
+                        return self.matches(searcher, query, collections, analyzers);
+                    }
+                    if alive.is_none_or(|a| a.is_alive(doc)) {
+                        docs.push(doc);
+                    }
+                    doc = scorer.advance();
+                }
+                left -= docs.len();
+            }
+            out.push(docs);
+        }
+        Ok(out)
     }
 
     /// `query` as tantivy's query, restricted to `collections` when given.
