@@ -21,6 +21,7 @@ mod nested;
 mod ngram_similarity;
 mod offsets;
 mod phrase_positions;
+mod prefix_query;
 mod query;
 mod scoring;
 mod stored_columns;

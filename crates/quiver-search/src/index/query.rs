@@ -17,6 +17,7 @@ use super::geo_query::{geo_query, GeoFilter};
 use super::nested::NestedQuery;
 use super::ngram_similarity::NgramSimilarityQuery;
 use super::phrase_positions::{PositionalPhraseQuery, TermMatcher};
+use super::prefix_query::PrefixQuery;
 
 /// A scalar a SEARCH condition compares with.
 #[derive(Clone, Debug, PartialEq)]
@@ -337,13 +338,10 @@ impl SearchQuery {
                 path,
                 analyzer,
                 prefix,
-            } => {
-                let pattern = format!(
-                    "{}.*",
-                    regex_escape(&encode::string_term(path, analyzer, prefix))
-                );
-                regex_query(&pattern, field)?
-            }
+            } => Box::new(PrefixQuery::new(
+                field,
+                encode::string_term(path, analyzer, prefix),
+            )),
             SearchQuery::Like {
                 path,
                 analyzer,

@@ -981,3 +981,51 @@ fn nested_search_matches_brute_force() {
         }
     }
 }
+
+#[test]
+fn prefixes_match_whole_values_of_their_own_field_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (index, _) = ViewIndex::open(dir.path()).unwrap();
+    let link = LinkDefinition::from_json(&json!({"includeAllFields": true})).unwrap();
+    let values = [
+        ("a", json!({"s": "c++ code", "t": "c++"})),
+        ("b", json!({"s": "c.b", "t": "x"})),
+        ("c", json!({"s": "line\nbreak", "t": "c"})),
+        ("d", json!({"s": "c", "u": "c++"})),
+        ("e", json!({"s": "ĉ accent"})),
+    ];
+    for (key, doc) in &values {
+        index
+            .put(1, key, 1, document_terms(doc, &link, &Words), doc)
+            .unwrap();
+    }
+    index.commit("{}").unwrap();
+    let prefix = |path: &str, p: &str| -> BTreeSet<String> {
+        let q = SearchQuery::Prefix {
+            path: path.into(),
+            analyzer: "identity".into(),
+            prefix: p.into(),
+        };
+        index
+            .search(&q, None, &[], &Words)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.key)
+            .collect()
+    };
+    let keys = |ks: &[&str]| -> BTreeSet<String> { ks.iter().map(|k| k.to_string()).collect() };
+    // Regex metacharacters are plain characters; a value equal to the prefix matches.
+    assert_eq!(prefix("s", "c++"), keys(&["a"]));
+    assert_eq!(prefix("s", "c."), keys(&["b"]));
+    assert_eq!(prefix("s", "c"), keys(&["a", "b", "d"]));
+    // Past a line break too (a regex's `.` stops there).
+    assert_eq!(prefix("s", "line"), keys(&["c"]));
+    assert_eq!(prefix("s", "ĉ"), keys(&["e"]));
+    // The empty prefix: every string value of the field.
+    assert_eq!(prefix("s", ""), keys(&["a", "b", "c", "d", "e"]));
+    // Another field's values never match, nor does a prefix no value has.
+    assert_eq!(prefix("t", "c"), keys(&["a", "c"]));
+    assert_eq!(prefix("u", "c+"), keys(&["d"]));
+    assert_eq!(prefix("s", "zz"), keys(&[]));
+    assert_eq!(prefix("nosuch", "c"), keys(&[]));
+}
