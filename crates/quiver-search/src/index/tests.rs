@@ -1000,32 +1000,27 @@ fn prefixes_match_whole_values_of_their_own_field_only() {
             .unwrap();
     }
     index.commit("{}").unwrap();
-    let prefix = |path: &str, p: &str| -> BTreeSet<String> {
+    let prefix = |path: &str, p: &str| {
         let q = SearchQuery::Prefix {
             path: path.into(),
             analyzer: "identity".into(),
             prefix: p.into(),
         };
-        index
-            .search(&q, None, &[], &Words)
-            .unwrap()
-            .into_iter()
-            .map(|h| h.key)
-            .collect()
+        keys(&index, q)
     };
-    let keys = |ks: &[&str]| -> BTreeSet<String> { ks.iter().map(|k| k.to_string()).collect() };
+    let named = |ks: &[&str]| -> BTreeSet<String> { ks.iter().map(|k| k.to_string()).collect() };
     // Regex metacharacters are plain characters; a value equal to the prefix matches.
-    assert_eq!(prefix("s", "c++"), keys(&["a"]));
-    assert_eq!(prefix("s", "c."), keys(&["b"]));
-    assert_eq!(prefix("s", "c"), keys(&["a", "b", "d"]));
+    assert_eq!(prefix("s", "c++"), named(&["a"]));
+    assert_eq!(prefix("s", "c."), named(&["b"]));
+    assert_eq!(prefix("s", "c"), named(&["a", "b", "d"]));
     // Past a line break too (a regex's `.` stops there).
-    assert_eq!(prefix("s", "line"), keys(&["c"]));
-    assert_eq!(prefix("s", "ĉ"), keys(&["e"]));
+    assert_eq!(prefix("s", "line"), named(&["c"]));
+    assert_eq!(prefix("s", "ĉ"), named(&["e"]));
     // The empty prefix: every string value of the field.
-    assert_eq!(prefix("s", ""), keys(&["a", "b", "c", "d", "e"]));
+    assert_eq!(prefix("s", ""), named(&["a", "b", "c", "d", "e"]));
     // Another field's values never match, nor does a prefix no value has.
-    assert_eq!(prefix("t", "c"), keys(&["a", "c"]));
-    assert_eq!(prefix("u", "c+"), keys(&["d"]));
-    assert_eq!(prefix("s", "zz"), keys(&[]));
-    assert_eq!(prefix("nosuch", "c"), keys(&[]));
+    assert_eq!(prefix("t", "c"), named(&["a", "c"]));
+    assert_eq!(prefix("u", "c+"), named(&["d"]));
+    assert_eq!(prefix("s", "zz"), named(&[]));
+    assert_eq!(prefix("nosuch", "c"), named(&[]));
 }
